@@ -1,0 +1,1 @@
+"""The configuration tree: schema dataclasses, ConfigStore registration, cross-field rules."""

@@ -1,0 +1,64 @@
+"""One exception family for everything llem reports to a user.
+
+Each class carries its documented exit code. The entrypoint turns an ``LlemError`` into a single
+``error: ...`` line (plus a ``hint:`` line when there is one) and exits with ``exit_code``; anything
+else is unexpected, is logged with its traceback, and exits 1.
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+EXIT_OK = 0
+EXIT_UNEXPECTED = 1
+EXIT_CONFIG = 2
+EXIT_PREFLIGHT = 3
+EXIT_SWEEP_FAILED = 4
+
+
+class LlemError(Exception):
+    """A failure that llem explains to the user in one line."""
+
+    exit_code = EXIT_UNEXPECTED
+
+    def __init__(self, message: str, hint: Optional[str] = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def to_dict(self) -> dict:
+        return {"type": type(self).__name__, "message": self.message, "hint": self.hint}
+
+
+class ConfigError(LlemError):
+    """Bad key, type, value or combination in the configuration (exit 2)."""
+
+    exit_code = EXIT_CONFIG
+
+    def __init__(self, problems: Sequence[str] | str, hint: Optional[str] = None) -> None:
+        if isinstance(problems, str):
+            problems = [problems]
+        self.problems = list(problems)
+        super().__init__("; ".join(self.problems), hint)
+
+
+class PreflightError(LlemError):
+    """One or more pre-flight checks failed before any model was loaded (exit 3)."""
+
+    exit_code = EXIT_PREFLIGHT
+
+    def __init__(self, problems: Sequence[str], hint: Optional[str] = None) -> None:
+        self.problems = list(problems)
+        n = len(self.problems)
+        head = f"{n} pre-flight check{'s' if n != 1 else ''} failed: "
+        super().__init__(head + "; ".join(self.problems), hint)
+
+
+class RunError(LlemError):
+    """A run started but could not finish (model load, generation, out of memory)."""
+
+    exit_code = EXIT_UNEXPECTED
+
+
+class OutOfMemory(RunError):
+    """The device ran out of memory; the hint lists concrete fixes."""
