@@ -1,0 +1,33 @@
+"""Backends: the registry, default detection, and the protocol every backend follows."""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import Dict, List, Optional, Tuple
+
+# name -> (module, the package that must be importable for it to work)
+_REGISTRY: Dict[str, Tuple[str, str]] = {
+    "pytorch": ("llem.backends.pytorch", "transformers"),
+}
+
+
+def known_backends() -> List[str]:
+    return sorted(_REGISTRY)
+
+
+def backend_package(name: str) -> str:
+    return _REGISTRY[name][1]
+
+
+def detect_default_backend() -> Optional[str]:
+    """The backend used when none is named: the first whose package is importable."""
+    for name, (_, package) in _REGISTRY.items():
+        if importlib.util.find_spec(package) is not None:
+            return name
+    return None
+
+
+def get_backend(name: str):  # -> Backend
+    module_name, _ = _REGISTRY[name]
+    module = importlib.import_module(module_name)
+    return module.create_backend()

@@ -1,0 +1,52 @@
+"""What a backend provides to a run, and what a generated batch reports back."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Protocol, Sequence
+
+from llem.config.schema import ExperimentConfig
+from llem.prompts import Prompt
+
+
+@dataclass
+class LoadedModel:
+    """A model ready to generate, plus what the run needs to describe it."""
+
+    model: Any
+    tokenizer: Any
+    device: str  # "cuda" or "cpu"
+    dtype: str
+    load_kwargs: Dict[str, Any]  # exactly what from_pretrained received (reprs for objects)
+    load_key: str  # identical keys load identical models (used for reuse across a sweep)
+    load_s: float
+    source: str  # where the weights came from (path, or the GGUF conversion cache)
+    n_parameters: int
+    n_embedding_parameters: int
+    weight_bytes_per_decode_step: int
+    notes: Dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class BatchOutput:
+    """One generate() call: exact token counts and per-step timestamps (perf_counter seconds)."""
+
+    start_s: float
+    end_s: float
+    input_tokens: List[int]  # real prompt tokens per request (no padding)
+    output_tokens: List[int]  # generated tokens per request, up to and including the first EOS
+    step_times_s: List[float]  # when each decoding step's tokens reached the host
+    step_tokens: List[int]  # tokens added per request by each step (1, or more with prompt lookup)
+    texts: Optional[List[str]] = None
+
+
+class Backend(Protocol):
+    name: str
+
+    def load(self, exp: ExperimentConfig, device: str) -> LoadedModel: ...
+
+    def generate(
+        self, loaded: LoadedModel, exp: ExperimentConfig, prompts: Sequence[Prompt]
+    ) -> BatchOutput: ...
+
+    def unload(self, loaded: LoadedModel) -> None: ...

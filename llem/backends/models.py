@@ -1,0 +1,103 @@
+"""Finding a model: ``pkg:`` references, local directories, GGUF files, the HF cache.
+
+Nothing here imports torch or transformers at module level, so pre-flight stays fast.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+from pathlib import Path
+from typing import Optional, Tuple
+
+PKG_PREFIX = "pkg:"
+
+
+def resolve_name_or_path(name_or_path: str) -> Tuple[str, bool]:
+    """Return ``(what from_pretrained receives, is_local)``.
+
+    ``pkg:<package>`` names a model shipped inside an installed Python package: it resolves to the
+    package directory, found without importing the package (its own imports may be unavailable).
+    """
+    if name_or_path.startswith(PKG_PREFIX):
+        package = name_or_path[len(PKG_PREFIX) :]
+        spec = importlib.util.find_spec(package)
+        if spec is None or not spec.submodule_search_locations:
+            raise FileNotFoundError(
+                f"model.name_or_path={name_or_path}: Python package '{package}' is not installed"
+            )
+        return str(next(iter(spec.submodule_search_locations))), True
+    path = Path(name_or_path).expanduser()
+    if path.exists():
+        return str(path.resolve()), True
+    return name_or_path, False
+
+
+def _offline() -> bool:
+    return any(
+        os.environ.get(v, "").lower() in ("1", "true", "yes")
+        for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+    )
+
+
+def model_access_problem(
+    name_or_path: str, gguf_file: Optional[str], revision: Optional[str]
+) -> Optional[str]:
+    """None when the model can be loaded here; otherwise one sentence saying why not."""
+    try:
+        resolved, is_local = resolve_name_or_path(name_or_path)
+    except FileNotFoundError as exc:
+        return str(exc)
+    if is_local:
+        root = Path(resolved)
+        if gguf_file:
+            if not (root / gguf_file).is_file():
+                return (
+                    f"model.gguf_file={gguf_file}: not found in {root} "
+                    f"(GGUF files there: {', '.join(sorted(p.name for p in root.glob('*.gguf'))) or 'none'})"
+                )
+            return None
+        if root.is_file():
+            return (
+                f"model.name_or_path={name_or_path} is a file; for a GGUF file set "
+                "model.name_or_path=<its directory> model.gguf_file=<file name>"
+            )
+        if not (root / "config.json").is_file():
+            return f"model.name_or_path={name_or_path}: directory has no config.json"
+        return None
+    # A hub id: is it in the local HF cache?
+    looks_like_id = name_or_path.count("/") <= 1 and not name_or_path.startswith((".", "/", "~"))
+    if not looks_like_id:
+        return f"model.name_or_path={name_or_path}: no such local directory"
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        cached = try_to_load_from_cache(
+            name_or_path, gguf_file or "config.json", revision=revision or None
+        )
+    except Exception as exc:  # invalid repo ids raise here
+        return f"model.name_or_path={name_or_path}: {exc}"
+    if isinstance(cached, str):
+        return None
+    if _offline():
+        return (
+            f"model.name_or_path={name_or_path} is not in the local Hugging Face cache and "
+            "HF_HUB_OFFLINE/TRANSFORMERS_OFFLINE is set (download it first, or point "
+            "model.name_or_path at a local directory)"
+        )
+    return None  # online: from_pretrained will download it
+
+
+def gguf_cache_dir(gguf_path: Path, transformers_version: str) -> Path:
+    """Where the dequantised copy of a GGUF checkpoint is kept between runs.
+
+    The key covers the file's identity (path, size, mtime) and the transformers version that converted
+    it, so a changed file or a new converter never reuses a stale copy. ``LLEM_CACHE_DIR`` overrides
+    the root (default ``~/.cache/llem``).
+    """
+    st = gguf_path.stat()
+    key = f"{gguf_path.resolve()}|{st.st_size}|{int(st.st_mtime)}|{transformers_version}"
+    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+    root = Path(os.environ.get("LLEM_CACHE_DIR", Path.home() / ".cache" / "llem"))
+    return root / "gguf" / f"{gguf_path.stem}-{digest}"

@@ -1,0 +1,394 @@
+"""The PyTorch backend: transformers ``from_pretrained`` + ``generate``.
+
+Load kwargs are built from the config and passed straight to ``from_pretrained``; a ``None`` knob is
+not passed, and ``passthrough_kwargs`` are merged last (they win). Generation kwargs likewise reach
+``generate()``; greedy decoding drops the sampling knobs instead of passing them.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import logging
+import shutil
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence
+
+from llem.backends.base import BatchOutput, LoadedModel
+from llem.backends.models import gguf_cache_dir, resolve_name_or_path
+from llem.config.schema import Dtype, ExperimentConfig
+from llem.errors import OutOfMemory, RunError
+from llem.prompts import Prompt
+
+log = logging.getLogger(__name__)
+
+SAMPLING_KNOBS = ("temperature", "top_k", "top_p", "min_p")
+
+
+def _torch_dtype(dtype: Optional[Dtype]) -> Any:
+    if dtype is None:
+        return None
+    if dtype == Dtype.auto:
+        return "auto"
+    import torch
+
+    return getattr(torch, dtype.value)
+
+
+def _max_memory(value: Optional[Dict[Any, str]]) -> Optional[Dict[Any, str]]:
+    if value is None:
+        return None
+    out: Dict[Any, str] = {}
+    for key, limit in value.items():
+        k = str(key)
+        out[int(k) if k.isdigit() else k] = str(limit)
+    return out
+
+
+def build_quantization_config(exp: ExperimentConfig) -> Any:
+    q = exp.quantization
+    if not (q.load_in_4bit or q.load_in_8bit):
+        return None
+    from transformers import BitsAndBytesConfig
+
+    kwargs: Dict[str, Any] = {"load_in_4bit": q.load_in_4bit, "load_in_8bit": q.load_in_8bit}
+    if q.bnb_4bit_compute_dtype is not None:
+        kwargs["bnb_4bit_compute_dtype"] = _torch_dtype(q.bnb_4bit_compute_dtype)
+    if q.bnb_4bit_quant_type is not None:
+        kwargs["bnb_4bit_quant_type"] = q.bnb_4bit_quant_type.value
+    if q.bnb_4bit_use_double_quant is not None:
+        kwargs["bnb_4bit_use_double_quant"] = q.bnb_4bit_use_double_quant
+    return BitsAndBytesConfig(**kwargs)
+
+
+def build_load_kwargs(exp: ExperimentConfig, device: str) -> Dict[str, Any]:
+    """Keyword arguments for ``AutoModelForCausalLM.from_pretrained`` (model path excluded)."""
+    m, pt = exp.model, exp.pytorch
+    kwargs: Dict[str, Any] = {"trust_remote_code": m.trust_remote_code}
+    optional = {
+        "gguf_file": m.gguf_file,
+        "revision": m.revision,
+        "dtype": _torch_dtype(m.dtype),
+        "device_map": pt.device_map,
+        "max_memory": _max_memory(pt.max_memory),
+        "attn_implementation": pt.attn_implementation.value if pt.attn_implementation else None,
+        "quantization_config": build_quantization_config(exp),
+    }
+    kwargs.update({k: v for k, v in optional.items() if v is not None})
+    if device == "cuda" and "device_map" not in kwargs:
+        kwargs["device_map"] = "cuda"
+    kwargs.update(exp.passthrough_kwargs)
+    return kwargs
+
+
+def build_generate_kwargs(exp: ExperimentConfig) -> Dict[str, Any]:
+    """Keyword arguments for ``model.generate`` (inputs, streamer and pad token excluded)."""
+    d, pt = exp.decoder, exp.pytorch
+    knobs: Dict[str, Any] = {
+        "max_new_tokens": d.max_new_tokens,
+        "min_new_tokens": d.min_new_tokens,
+        "do_sample": d.do_sample,
+        "repetition_penalty": d.repetition_penalty,
+        "use_cache": pt.use_cache,
+        "cache_implementation": pt.cache_implementation.value if pt.cache_implementation else None,
+        "num_beams": pt.num_beams,
+        "early_stopping": pt.early_stopping,
+        "length_penalty": pt.length_penalty,
+        "no_repeat_ngram_size": pt.no_repeat_ngram_size,
+        "prompt_lookup_num_tokens": pt.prompt_lookup_num_tokens,
+    }
+    if d.do_sample:
+        knobs.update({k: getattr(d, k) for k in SAMPLING_KNOBS})
+    return {k: v for k, v in knobs.items() if v is not None}
+
+
+def count_output_tokens(new_tokens: Any, eos_ids: Sequence[int]) -> List[int]:
+    """Generated tokens per row, up to and including the first EOS; padding after it not counted."""
+    import torch
+
+    n_rows, width = new_tokens.shape
+    if width == 0:
+        return [0] * n_rows
+    if not eos_ids:
+        return [width] * n_rows
+    eos = torch.tensor(list(eos_ids), device=new_tokens.device)
+    is_eos = torch.isin(new_tokens, eos)
+    has_eos = is_eos.any(dim=1)
+    first = is_eos.int().argmax(dim=1)
+    counts = torch.where(has_eos, first + 1, torch.full_like(first, width))
+    return [int(c) for c in counts.tolist()]
+
+
+def left_pad(token_lists: Sequence[Sequence[int]], pad_id: int) -> tuple[Any, Any]:
+    """Left-padded ``input_ids`` and ``attention_mask`` for a decoder-only batch."""
+    import torch
+
+    width = max(len(t) for t in token_lists)
+    ids = torch.full((len(token_lists), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(token_lists), width), dtype=torch.long)
+    for row, tokens in enumerate(token_lists):
+        if tokens:
+            ids[row, width - len(tokens) :] = torch.tensor(list(tokens), dtype=torch.long)
+            mask[row, width - len(tokens) :] = 1
+    return ids, mask
+
+
+class StepClock:
+    """Timestamps each decoding step as its tokens reach the host.
+
+    Used as a transformers streamer (``put`` is called with the prompt, then once per step with the
+    new tokens, right after they are copied to the host, which waits for the device), or, for beam
+    search where streamers are not allowed, as a logits processor (called once per step; it
+    synchronises CUDA itself).
+    """
+
+    def __init__(self, cuda: bool = False) -> None:
+        self.cuda = cuda
+        self.times: List[float] = []
+        self.tokens: List[int] = []
+        self._seen_prompt = False
+
+    # streamer protocol
+    def put(self, value: Any) -> None:
+        now = time.perf_counter()
+        if not self._seen_prompt:
+            self._seen_prompt = True
+            return
+        self.times.append(now)
+        self.tokens.append(int(value.shape[-1]) if value.dim() > 1 else 1)
+
+    def end(self) -> None:
+        pass
+
+    # logits-processor protocol
+    def __call__(self, input_ids: Any, scores: Any) -> Any:
+        if self.cuda:
+            import torch
+
+            torch.cuda.synchronize()
+        self.times.append(time.perf_counter())
+        self.tokens.append(1)
+        return scores
+
+
+def _is_oom(exc: BaseException) -> bool:
+    import torch
+
+    return isinstance(exc, torch.OutOfMemoryError) or "out of memory" in str(exc).lower()
+
+
+def oom_error(exp: ExperimentConfig, where: str, exc: BaseException) -> OutOfMemory:
+    fixes = [f"a smaller pytorch.batch_size (now {exp.pytorch.batch_size})"]
+    if not (exp.quantization.load_in_4bit or exp.quantization.load_in_8bit):
+        fixes.append("quantization=bnb-4bit or quantization=bnb-8bit")
+    fixes.append('a cap such as pytorch.max_memory={"0":"20GiB","cpu":"64GiB"}')
+    if where == "generate":
+        fixes.append(f"fewer decoder.max_new_tokens (now {exp.decoder.max_new_tokens})")
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return OutOfMemory(f"out of memory during {where}: {first}", hint="try " + "; or ".join(fixes))
+
+
+def _shown(kwargs: Dict[str, Any]) -> Dict[str, Any]:
+    """JSON-ready view of load kwargs (objects such as a BitsAndBytesConfig become their repr)."""
+    return {
+        k: (v if isinstance(v, (str, int, float, bool, dict, list)) or v is None else repr(v))
+        for k, v in kwargs.items()
+    }
+
+
+class PyTorchBackend:
+    name = "pytorch"
+
+    def load_key(self, exp: ExperimentConfig, device: str) -> str:
+        """Equal keys load equal models: weights, from_pretrained kwargs, device, compile."""
+        pt = exp.pytorch
+        return json.dumps(
+            {
+                "model": exp.model.name_or_path,
+                "kwargs": _shown(build_load_kwargs(exp, device)),
+                "device": device,
+                "compile": [pt.torch_compile, pt.torch_compile_mode, pt.torch_compile_backend],
+                "num_threads": pt.num_threads,
+            },
+            sort_keys=True,
+            default=str,
+        )
+
+    # ------------------------------------------------------------------ loading
+    def _convert_gguf(self, root: Path, gguf_file: str, exp: ExperimentConfig) -> Path:
+        """Dequantise a GGUF checkpoint once and keep the result, so later loads are fast."""
+        import transformers
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        target = gguf_cache_dir(root / gguf_file, transformers.__version__)
+        if (target / "config.json").is_file() and (target / "tokenizer_config.json").is_file():
+            return target
+        log.info("converting %s once; the converted copy is kept in %s", gguf_file, target)
+        trust = exp.model.trust_remote_code
+        model = AutoModelForCausalLM.from_pretrained(
+            str(root), gguf_file=gguf_file, trust_remote_code=trust
+        )
+        tok = AutoTokenizer.from_pretrained(str(root), gguf_file=gguf_file, trust_remote_code=trust)
+        tmp = target.with_name(target.name + ".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        model.save_pretrained(tmp)
+        tok.save_pretrained(tmp)
+        (tmp / "llem_source.json").write_text(
+            json.dumps({"gguf": str(root / gguf_file), "transformers": transformers.__version__})
+        )
+        del model
+        gc.collect()
+        shutil.rmtree(target, ignore_errors=True)
+        tmp.rename(target)
+        return target
+
+    def load(self, exp: ExperimentConfig, device: str) -> LoadedModel:
+        import torch
+        import transformers
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        transformers.utils.logging.disable_progress_bar()
+        if exp.pytorch.num_threads:
+            torch.set_num_threads(exp.pytorch.num_threads)
+        kwargs = build_load_kwargs(exp, device)
+        path, _ = resolve_name_or_path(exp.model.name_or_path)
+        source = path
+        t0 = time.perf_counter()
+        gguf = kwargs.get("gguf_file")
+        if gguf and exp.passthrough_kwargs.get("gguf_file") is None:
+            converted = self._convert_gguf(Path(path), gguf, exp)
+            kwargs.pop("gguf_file")
+            source = str(converted)
+        tok_kwargs = {
+            k: kwargs[k] for k in ("revision", "trust_remote_code", "gguf_file") if k in kwargs
+        }
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(source, **tok_kwargs)
+            model = AutoModelForCausalLM.from_pretrained(source, **kwargs)
+        except Exception as exc:
+            if _is_oom(exc):
+                raise oom_error(exp, "model load", exc) from exc
+            raise RunError(
+                f"could not load model.name_or_path={exp.model.name_or_path}: "
+                f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+            ) from exc
+        if device == "cpu" and "device_map" not in kwargs:
+            model.to("cpu")
+        model.eval()
+        tokenizer.padding_side = "left"
+        if tokenizer.pad_token_id is None:
+            tokenizer.pad_token = tokenizer.eos_token
+        notes: Dict[str, Any] = {}
+        if exp.pytorch.torch_compile:
+            opts = {
+                k: v
+                for k, v in (
+                    ("mode", exp.pytorch.torch_compile_mode),
+                    ("backend", exp.pytorch.torch_compile_backend),
+                )
+                if v is not None
+            }
+            try:
+                notes["eager_forward"] = model.forward
+                model.forward = torch.compile(model.forward, **opts)
+                notes["torch_compile"] = "active"
+            except Exception as exc:  # compile failure is a warning; the run goes on eagerly
+                log.warning("torch.compile failed, running eagerly: %s", exc)
+                notes["torch_compile"] = f"failed: {exc}"
+        load_s = time.perf_counter() - t0
+
+        emb = model.get_input_embeddings()
+        n_emb = sum(p.numel() for p in emb.parameters()) if emb is not None else 0
+        params = {id(p): p for p in model.parameters()}
+        n_params = sum(p.numel() for p in params.values())
+        emb_ids = {id(p) for p in emb.parameters()} if emb is not None else set()
+        weight_bytes = sum(
+            p.numel() * p.element_size() for i, p in params.items() if i not in emb_ids
+        )
+        out_emb = model.get_output_embeddings()
+        if out_emb is not None and any(id(p) in emb_ids for p in out_emb.parameters()):
+            weight_bytes += sum(p.numel() * p.element_size() for p in out_emb.parameters())
+        return LoadedModel(
+            model=model,
+            tokenizer=tokenizer,
+            device=device,
+            dtype=str(model.dtype).replace("torch.", ""),
+            load_kwargs={"pretrained_model_name_or_path": source, **_shown(kwargs)},
+            load_key=self.load_key(exp, device),
+            load_s=load_s,
+            source=source,
+            n_parameters=n_params,
+            n_embedding_parameters=n_emb,
+            weight_bytes_per_decode_step=weight_bytes,
+            notes=notes,
+        )
+
+    # --------------------------------------------------------------- generating
+    def _token_lists(self, loaded: LoadedModel, prompts: Sequence[Prompt]) -> List[List[int]]:
+        texts = [p.text for p in prompts if p.token_ids is None]
+        encoded = iter(loaded.tokenizer(texts)["input_ids"]) if texts else iter(())
+        return [list(p.token_ids) if p.token_ids is not None else next(encoded) for p in prompts]
+
+    def generate(
+        self, loaded: LoadedModel, exp: ExperimentConfig, prompts: Sequence[Prompt]
+    ) -> BatchOutput:
+        import torch
+        from transformers import LogitsProcessorList
+
+        model, tok = loaded.model, loaded.tokenizer
+        tokens = self._token_lists(loaded, prompts)
+        input_ids, mask = left_pad(tokens, tok.pad_token_id)
+        target = model.device if hasattr(model, "device") else loaded.device
+        input_ids, mask = input_ids.to(target), mask.to(target)
+        gen = build_generate_kwargs(exp)
+        clock = StepClock(cuda=loaded.device == "cuda")
+        if (exp.pytorch.num_beams or 1) > 1:
+            gen["logits_processor"] = LogitsProcessorList([clock])
+        else:
+            gen["streamer"] = clock
+        eos = model.generation_config.eos_token_id
+        eos_ids = [] if eos is None else ([eos] if isinstance(eos, int) else list(eos))
+        start = time.perf_counter()
+        try:
+            with torch.inference_mode():
+                out = model.generate(
+                    input_ids=input_ids, attention_mask=mask, pad_token_id=tok.pad_token_id, **gen
+                )
+        except Exception as exc:
+            if _is_oom(exc):
+                raise oom_error(exp, "generate", exc) from exc
+            if loaded.notes.get("torch_compile") == "active":
+                log.warning("torch.compile failed at first use, running eagerly: %s", exc)
+                model.forward = loaded.notes.pop("eager_forward")
+                loaded.notes["torch_compile"] = f"failed: {type(exc).__name__}: {exc}"
+                return self.generate(loaded, exp, prompts)
+            raise
+        end = time.perf_counter()
+        sequences = out.sequences if hasattr(out, "sequences") else out
+        new = sequences[:, input_ids.shape[1] :]
+        return BatchOutput(
+            start_s=start,
+            end_s=end,
+            input_tokens=[len(t) for t in tokens],
+            output_tokens=count_output_tokens(new, eos_ids),
+            step_times_s=clock.times,
+            step_tokens=clock.tokens,
+        )
+
+    def unload(self, loaded: Optional[LoadedModel]) -> None:
+        if loaded is not None:
+            loaded.model = None
+            loaded.tokenizer = None
+        gc.collect()
+        try:
+            import torch
+
+            if torch.cuda.is_available():
+                torch.cuda.empty_cache()
+        except Exception:  # pragma: no cover - best effort cleanup
+            pass
+
+
+def create_backend() -> PyTorchBackend:
+    return PyTorchBackend()

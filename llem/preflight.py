@@ -1,0 +1,128 @@
+"""Pre-flight: everything that can be checked before a model is loaded, all failures at once.
+
+``preflight(exp)`` never stops at the first problem: it runs every check and raises one
+``PreflightError`` (exit 3) listing them all. Warnings (e.g. GPU persistence mode off) are returned,
+never raised. CPU-only is a supported mode: ``device=auto`` falls back to the CPU and energy is then
+reported as unavailable.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+from dataclasses import dataclass, field
+from typing import List
+
+from llem.backends import backend_package
+from llem.backends.models import model_access_problem
+from llem.config.schema import AttnImplementation, Device, ExperimentConfig
+from llem.errors import PreflightError
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class PreflightReport:
+    device: str  # the device the run will use: "cuda" or "cpu"
+    warnings: List[str] = field(default_factory=list)
+
+
+def cuda_available() -> bool:
+    if importlib.util.find_spec("torch") is None:
+        return False
+    import torch
+
+    return bool(torch.cuda.is_available())
+
+
+def _persistence_mode_warning() -> List[str]:
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        try:
+            off = []
+            for i in range(pynvml.nvmlDeviceGetCount()):
+                handle = pynvml.nvmlDeviceGetHandleByIndex(i)
+                if pynvml.nvmlDeviceGetPersistenceMode(handle) == 0:
+                    off.append(str(i))
+            if off:
+                return [
+                    f"GPU persistence mode is off on NVML device(s) {', '.join(off)}: the first "
+                    "NVML calls and CUDA start-up are slower (sudo nvidia-smi -pm 1 turns it on)"
+                ]
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception:  # NVML missing or unsupported: nothing to warn about here
+        return []
+    return []
+
+
+def resolve_device(requested: Device, has_cuda: bool) -> str:
+    if requested == Device.cpu:
+        return "cpu"
+    if requested == Device.cuda:
+        return "cuda"
+    return "cuda" if has_cuda else "cpu"
+
+
+def collect_problems(exp: ExperimentConfig, has_cuda: bool) -> List[str]:
+    """Every pre-flight failure for this configuration (empty when all is well)."""
+    from llem.measure import MeasurementSession
+    from llem.prompts import check_dataset
+
+    problems: List[str] = []
+    if exp.device == Device.cuda and not has_cuda:
+        problems.append(
+            "device=cuda but CUDA is not available here (torch sees no GPU); "
+            "use device=auto or device=cpu"
+        )
+    device = resolve_device(exp.device, has_cuda)
+    backend = exp.backend or "pytorch"
+    for package in sorted({backend_package(backend), "torch"}):
+        if importlib.util.find_spec(package) is None:
+            problems.append(f"backend={backend} needs the Python package '{package}' (not installed)")
+    access = model_access_problem(exp.model.name_or_path, exp.model.gguf_file, exp.model.revision)
+    if access:
+        problems.append(access)
+    q = exp.quantization
+    if (q.load_in_4bit or q.load_in_8bit) and importlib.util.find_spec("bitsandbytes") is None:
+        which = "load_in_4bit" if q.load_in_4bit else "load_in_8bit"
+        problems.append(
+            f"quantization.{which}=true needs bitsandbytes (pip install 'llem[quantization]')"
+        )
+    attn = exp.pytorch.attn_implementation
+    if attn == AttnImplementation.flash_attention_2 and importlib.util.find_spec("flash_attn") is None:
+        problems.append("pytorch.attn_implementation=flash_attention_2 needs the flash-attn package")
+    if attn == AttnImplementation.flash_attention_3 and (
+        importlib.util.find_spec("flash_attn_interface") is None
+    ):
+        problems.append("pytorch.attn_implementation=flash_attention_3 needs the flash-attn-3 package")
+    if attn in (AttnImplementation.flash_attention_2, AttnImplementation.flash_attention_3) and (
+        device != "cuda"
+    ):
+        problems.append(f"pytorch.attn_implementation={attn.value} needs a CUDA device (device={device})")
+    problems.extend(check_dataset(exp.dataset))
+    session = MeasurementSession(
+        exp.measurement, torch_device_indices=None, device_type=device
+    )
+    problems.extend(session.preflight())
+    return problems
+
+
+def preflight(exp: ExperimentConfig) -> PreflightReport:
+    """Run every check; raise ``PreflightError`` listing all failures, else return warnings."""
+    has_cuda = cuda_available()
+    problems = collect_problems(exp, has_cuda)
+    if problems:
+        raise PreflightError(problems, hint="fix the items above; nothing was loaded")
+    device = resolve_device(exp.device, has_cuda)
+    warnings: List[str] = []
+    q = exp.quantization
+    if device == "cpu" and (q.load_in_4bit or q.load_in_8bit):
+        warnings.append("bitsandbytes quantization on the CPU is slow or unsupported; expect a failure")
+    if device == "cuda":
+        warnings.extend(_persistence_mode_warning())
+    for w in warnings:
+        log.warning(w)
+    return PreflightReport(device=device, warnings=warnings)

@@ -1,0 +1,1 @@
+"""Sweeps: planning, skipping, ordering, resume, model reuse (``--multirun`` stays Hydra's)."""

