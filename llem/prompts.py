@@ -1,0 +1,221 @@
+"""Prompt sources: the built-in set, seeded synthetic token ids, and the user's own JSONL file.
+
+``dataset.source`` picks one:
+
+* ``builtin``: the first ``n_prompts`` prompts of ``llem/data/prompts.jsonl`` in file order (a mix
+  of short questions, instructions, summaries, code, reasoning and long multi-paragraph contexts).
+* ``synthetic``: ``n_prompts`` prompts of exactly ``input_tokens`` token ids each, drawn uniformly
+  from the tokenizer's vocabulary without its special tokens, seeded by ``dataset.seed``. Prompt
+  ``i`` does not depend on ``n_prompts``, so a larger set extends a smaller one.
+* ``jsonl``: one JSON object per line with a ``prompt`` string field; blank lines are skipped and
+  a relative ``dataset.path`` is resolved against the current working directory.
+
+``check_dataset`` runs the checks that need no tokenizer (for pre-flight and dry runs) and returns
+every problem as one sentence; ``load_prompts`` raises ``ConfigError`` (exit 2) instead.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any, Iterable, Optional
+
+from llem.config.schema import DatasetConfig, DatasetSource
+from llem.errors import ConfigError
+
+BUILTIN_RESOURCE = "prompts.jsonl"  # in llem/data/
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """One prompt: natural-language ``text`` or exact ``token_ids`` (exactly one is set).
+
+    ``token_ids`` (synthetic prompts) are fed to the model as they are: the backend adds no special
+    tokens to them.
+    """
+
+    text: Optional[str] = None
+    token_ids: Optional[tuple[int, ...]] = None
+
+    def __post_init__(self) -> None:
+        if (self.text is None) == (self.token_ids is None):
+            raise ValueError("a Prompt has either text or token_ids, not both or neither")
+
+
+def load_prompts(cfg: DatasetConfig, tokenizer: Any = None) -> list[Prompt]:
+    """Return the ``cfg.n_prompts`` prompts of the configured source.
+
+    ``tokenizer`` is needed for ``synthetic`` only. Raises ``ConfigError`` for a bad value, an
+    unreadable or malformed file, or a source with fewer prompts than asked for.
+    """
+    source = _source(cfg)
+    n = _check_n_prompts(cfg.n_prompts)
+    if source is DatasetSource.synthetic:
+        return _synthetic(cfg, tokenizer)
+    if source is DatasetSource.builtin:
+        texts = list(builtin_texts())
+        if n > len(texts):
+            raise ConfigError(
+                f"dataset.n_prompts={n} is more than the {len(texts)} built-in prompts "
+                f"(maximum {len(texts)})",
+                hint="lower dataset.n_prompts, or use dataset=synthetic or dataset=jsonl for more",
+            )
+    else:
+        path = _jsonl_path(cfg)
+        texts = _read_jsonl(path)
+        if n > len(texts):
+            raise ConfigError(
+                f"dataset.n_prompts={n} is more than the {len(texts)} prompts in "
+                f"dataset.path={cfg.path} (maximum {len(texts)})",
+                hint=f"lower dataset.n_prompts to {len(texts)} or add prompts to {path}",
+            )
+    return [Prompt(text=t) for t in texts[:n]]
+
+
+def check_dataset(cfg: DatasetConfig) -> list[str]:
+    """Cheap checks that need no tokenizer; every problem as one sentence naming key and value."""
+    try:
+        source = _source(cfg)
+    except ConfigError as exc:
+        return exc.problems
+    problems: list[str] = []
+    try:
+        _check_n_prompts(cfg.n_prompts)
+    except ConfigError as exc:
+        problems.extend(exc.problems)
+    if source is DatasetSource.synthetic:
+        try:
+            _check_input_tokens(cfg.input_tokens)
+        except ConfigError as exc:
+            problems.extend(exc.problems)
+        return problems
+    try:
+        if source is DatasetSource.builtin:
+            available, where = len(builtin_texts()), "the built-in set"
+        else:
+            available, where = len(_read_jsonl(_jsonl_path(cfg))), f"dataset.path={cfg.path}"
+    except ConfigError as exc:
+        return problems + exc.problems
+    if available == 0:
+        problems.append(f"{where} holds no prompts (every line is blank)")
+    elif isinstance(cfg.n_prompts, int) and cfg.n_prompts > available:
+        problems.append(
+            f"dataset.n_prompts={cfg.n_prompts} is more than the {available} prompts in {where} "
+            f"(maximum {available})"
+        )
+    return problems
+
+
+@lru_cache(maxsize=1)
+def builtin_texts() -> tuple[str, ...]:
+    """All built-in prompt texts in file order (read through importlib.resources)."""
+    resource = resources.files("llem").joinpath("data").joinpath(BUILTIN_RESOURCE)
+    with resource.open("r", encoding="utf-8") as fh:
+        return tuple(_parse_lines(fh, f"built-in llem/data/{BUILTIN_RESOURCE}"))
+
+
+# --- internals -----------------------------------------------------------------------------------
+
+
+def _source(cfg: DatasetConfig) -> DatasetSource:
+    try:
+        return DatasetSource(cfg.source)
+    except ValueError:
+        allowed = ", ".join(s.value for s in DatasetSource)
+        raise ConfigError(f"dataset.source={cfg.source} is not one of: {allowed}") from None
+
+
+def _check_n_prompts(n: Any) -> int:
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ConfigError(f"dataset.n_prompts={n} must be a whole number of at least 1")
+    return n
+
+
+def _check_input_tokens(n: Any) -> int:
+    if n is None:
+        raise ConfigError(
+            "dataset.input_tokens=null must be set to the prompt length in tokens for "
+            "dataset.source=synthetic"
+        )
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ConfigError(f"dataset.input_tokens={n} must be a whole number of at least 1")
+    return n
+
+
+def _synthetic(cfg: DatasetConfig, tokenizer: Any) -> list[Prompt]:
+    length = _check_input_tokens(cfg.input_tokens)
+    if tokenizer is None:
+        raise ValueError("synthetic prompts need the model's tokenizer")
+    candidates = _ordinary_token_ids(tokenizer)
+    if not candidates:
+        raise ConfigError(
+            "dataset.source=synthetic needs a tokenizer with ordinary (non-special) tokens; "
+            "this one has none"
+        )
+    rng = random.Random(cfg.seed)
+    return [
+        Prompt(token_ids=tuple(rng.choices(candidates, k=length))) for _ in range(cfg.n_prompts)
+    ]
+
+
+def _ordinary_token_ids(tokenizer: Any) -> list[int]:
+    """Every id of the tokenizer's vocabulary (added tokens included) that is not special."""
+    special = set(getattr(tokenizer, "all_special_ids", None) or ())
+    # Reserved tokens (e.g. Llama 3's <|reserved_special_token_N|>) are marked special in
+    # added_tokens_decoder without being listed in all_special_ids.
+    added = getattr(tokenizer, "added_tokens_decoder", None) or {}
+    special.update(i for i, tok in added.items() if getattr(tok, "special", False))
+    return [i for i in range(len(tokenizer)) if i not in special]
+
+
+def _jsonl_path(cfg: DatasetConfig) -> Path:
+    if not cfg.path:
+        raise ConfigError("dataset.path is not set; dataset.source=jsonl needs a JSONL file")
+    path = Path(cfg.path).expanduser()
+    if not path.is_absolute():
+        path = Path.cwd() / path
+    if not path.exists():
+        raise ConfigError(
+            f"dataset.path={cfg.path} does not exist (looked for {path})",
+            hint="relative paths are resolved against the current working directory",
+        )
+    if not path.is_file():
+        raise ConfigError(f"dataset.path={cfg.path} is not a file ({path})")
+    return path
+
+
+def _read_jsonl(path: Path) -> list[str]:
+    try:
+        with path.open("r", encoding="utf-8") as fh:
+            return _parse_lines(fh, str(path))
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except OSError as exc:
+        raise ConfigError(f"{path} cannot be read: {exc.strerror or exc}") from None
+
+
+def _parse_lines(lines: Iterable[str], name: str) -> list[str]:
+    texts: list[str] = []
+    for lineno, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        where = f"{name} line {lineno}"
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"{where} is not valid JSON ({exc.msg})") from None
+        if not isinstance(obj, dict):
+            raise ConfigError(f'{where} must be a JSON object with a "prompt" field')
+        if "prompt" not in obj:
+            raise ConfigError(f'{where} has no "prompt" field')
+        text = obj["prompt"]
+        if not isinstance(text, str):
+            raise ConfigError(f'{where}: "prompt" must be a string, not {type(text).__name__}')
+        if not text.strip():
+            raise ConfigError(f'{where}: "prompt" is empty')
+        texts.append(text)
+    return texts

@@ -1,0 +1,272 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from llem.config.schema import DatasetConfig, DatasetSource
+from llem.errors import ConfigError
+from llem.prompts import Prompt, builtin_texts, check_dataset, load_prompts
+
+
+@pytest.fixture(scope="module")
+def tokenizer(tiny_model_dir: Path):
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(tiny_model_dir)
+
+
+def _write(path: Path, lines: list[str]) -> Path:
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+# --- built-in ------------------------------------------------------------------------------------
+
+
+def test_builtin_set_is_large_distinct_and_varied() -> None:
+    texts = builtin_texts()
+    words = [len(t.split()) for t in texts]
+    assert len(texts) >= 120
+    assert len(set(texts)) == len(texts)
+    assert min(words) < 15
+    assert max(words) > 150
+    # The default n_prompts=32 already mixes short and long prompts.
+    first = words[:32]
+    assert sum(w < 20 for w in first) >= 8
+    assert sum(w > 100 for w in first) >= 4
+
+
+def test_builtin_file_has_a_category_on_every_line() -> None:
+    from importlib import resources
+
+    lines = (
+        resources.files("llem")
+        .joinpath("data")
+        .joinpath("prompts.jsonl")
+        .read_text("utf-8")
+        .splitlines()
+    )
+    records = [json.loads(line) for line in lines if line.strip()]
+    assert all(isinstance(r.get("category"), str) and r["category"] for r in records)
+    assert len({r["category"] for r in records}) >= 6
+
+
+def test_builtin_returns_first_n_in_file_order() -> None:
+    prompts = load_prompts(DatasetConfig(source=DatasetSource.builtin, n_prompts=5))
+    assert [p.text for p in prompts] == list(builtin_texts()[:5])
+    assert all(p.token_ids is None for p in prompts)
+
+
+def test_builtin_accepts_source_as_plain_string() -> None:
+    cfg = DatasetConfig(n_prompts=3)
+    cfg.source = "builtin"  # type: ignore[assignment]  # as from an untyped DictConfig
+    assert len(load_prompts(cfg)) == 3
+
+
+def test_builtin_too_many_names_key_value_and_maximum() -> None:
+    maximum = len(builtin_texts())
+    with pytest.raises(ConfigError) as err:
+        load_prompts(DatasetConfig(n_prompts=maximum + 1))
+    message = str(err.value)
+    assert f"dataset.n_prompts={maximum + 1}" in message
+    assert f"maximum {maximum}" in message
+    assert err.value.exit_code == 2
+
+
+def test_builtin_exactly_all_prompts_is_fine() -> None:
+    assert len(load_prompts(DatasetConfig(n_prompts=len(builtin_texts())))) == len(builtin_texts())
+
+
+@pytest.mark.parametrize("n", [0, -3])
+def test_n_prompts_below_one_is_a_config_error(n: int) -> None:
+    with pytest.raises(ConfigError, match=f"dataset.n_prompts={n}"):
+        load_prompts(DatasetConfig(n_prompts=n))
+
+
+# --- synthetic -----------------------------------------------------------------------------------
+
+
+def _synthetic(n: int = 4, tokens: int | None = 16, seed: int = 0) -> DatasetConfig:
+    return DatasetConfig(
+        source=DatasetSource.synthetic, n_prompts=n, input_tokens=tokens, seed=seed
+    )
+
+
+def test_synthetic_prompts_have_exact_length_and_no_special_ids(tokenizer) -> None:
+    prompts = load_prompts(_synthetic(n=8, tokens=37), tokenizer)
+    assert len(prompts) == 8
+    special = set(tokenizer.all_special_ids)
+    assert special  # the tiny tokenizer has <pad>, <s>, </s>, <unk>
+    for p in prompts:
+        assert p.text is None
+        assert isinstance(p.token_ids, tuple) and len(p.token_ids) == 37
+        assert not special & set(p.token_ids)
+        assert all(0 <= i < len(tokenizer) for i in p.token_ids)
+
+
+def test_synthetic_covers_the_vocabulary_without_specials(tokenizer) -> None:
+    ids = {i for p in load_prompts(_synthetic(n=50, tokens=200), tokenizer) for i in p.token_ids}
+    ordinary = set(range(len(tokenizer))) - set(tokenizer.all_special_ids)
+    assert ids == ordinary  # 10,000 draws from ~300 ids: every ordinary id shows up
+
+
+def test_synthetic_is_seeded(tokenizer) -> None:
+    a = load_prompts(_synthetic(seed=1), tokenizer)
+    b = load_prompts(_synthetic(seed=1), tokenizer)
+    c = load_prompts(_synthetic(seed=2), tokenizer)
+    assert a == b
+    assert a != c
+    assert len({p.token_ids for p in a}) == len(a)  # prompts within a set differ
+
+
+def test_synthetic_smaller_set_is_a_prefix_of_larger(tokenizer) -> None:
+    assert load_prompts(_synthetic(n=3), tokenizer) == load_prompts(_synthetic(n=6), tokenizer)[:3]
+
+
+@pytest.mark.parametrize("tokens", [None, 0])
+def test_synthetic_needs_input_tokens(tokenizer, tokens) -> None:
+    with pytest.raises(ConfigError, match="dataset.input_tokens"):
+        load_prompts(_synthetic(tokens=tokens), tokenizer)
+
+
+def test_synthetic_without_tokenizer_is_a_programming_error() -> None:
+    with pytest.raises(ValueError, match="tokenizer"):
+        load_prompts(_synthetic())
+
+
+# --- jsonl ---------------------------------------------------------------------------------------
+
+
+def _jsonl(path: Path | str, n: int = 2) -> DatasetConfig:
+    return DatasetConfig(source=DatasetSource.jsonl, path=str(path), n_prompts=n)
+
+
+def test_jsonl_happy_path_skips_blank_lines(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path / "p.jsonl",
+        [
+            json.dumps({"prompt": "first", "id": 1}),
+            "",
+            "   ",
+            json.dumps({"prompt": "second prompt\nwith two lines"}),
+            json.dumps({"prompt": "third"}),
+        ],
+    )
+    prompts = load_prompts(_jsonl(path, n=2))
+    assert prompts == [Prompt(text="first"), Prompt(text="second prompt\nwith two lines")]
+
+
+def test_jsonl_relative_path_is_resolved_against_cwd(tmp_path: Path, monkeypatch) -> None:
+    _write(tmp_path / "rel.jsonl", [json.dumps({"prompt": "hello"})])
+    monkeypatch.chdir(tmp_path)
+    assert load_prompts(_jsonl("rel.jsonl", n=1)) == [Prompt(text="hello")]
+
+
+@pytest.mark.parametrize(
+    ("bad", "what"),
+    [
+        ("{not json", "not valid JSON"),
+        ("[1, 2]", "JSON object"),
+        ('{"text": "no prompt key"}', 'no "prompt" field'),
+        ('{"prompt": 42}', "must be a string"),
+        ('{"prompt": "  "}', "empty"),
+    ],
+)
+def test_jsonl_bad_line_names_file_line_and_problem(tmp_path: Path, bad: str, what: str) -> None:
+    path = _write(tmp_path / "bad.jsonl", [json.dumps({"prompt": "ok"}), "", bad])
+    with pytest.raises(ConfigError) as err:
+        load_prompts(_jsonl(path, n=1))
+    message = str(err.value)
+    assert str(path) in message
+    assert "line 3" in message
+    assert what in message
+
+
+def test_jsonl_missing_file(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.jsonl"
+    with pytest.raises(ConfigError, match=f"dataset.path={missing} does not exist"):
+        load_prompts(_jsonl(missing))
+
+
+def test_jsonl_path_not_set() -> None:
+    with pytest.raises(ConfigError, match="dataset.path is not set"):
+        load_prompts(DatasetConfig(source=DatasetSource.jsonl, path=None))
+
+
+def test_jsonl_fewer_prompts_than_asked(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path / "two.jsonl", [json.dumps({"prompt": "a"}), json.dumps({"prompt": "b"})]
+    )
+    with pytest.raises(ConfigError) as err:
+        load_prompts(_jsonl(path, n=5))
+    assert "dataset.n_prompts=5" in str(err.value)
+    assert "2 prompts" in str(err.value)
+
+
+def test_jsonl_not_utf8(tmp_path: Path) -> None:
+    path = tmp_path / "latin1.jsonl"
+    path.write_bytes('{"prompt": "caf\u00e9"}\n'.encode("latin-1"))
+    with pytest.raises(ConfigError, match="not UTF-8"):
+        load_prompts(_jsonl(path, n=1))
+
+
+# --- check_dataset -------------------------------------------------------------------------------
+
+
+def test_check_dataset_default_config_is_clean() -> None:
+    assert check_dataset(DatasetConfig()) == []
+
+
+def test_check_dataset_collects_every_problem() -> None:
+    problems = check_dataset(
+        DatasetConfig(source=DatasetSource.synthetic, n_prompts=0, input_tokens=None)
+    )
+    assert len(problems) == 2
+    assert any("dataset.n_prompts=0" in p for p in problems)
+    assert any("dataset.input_tokens" in p for p in problems)
+
+
+def test_check_dataset_builtin_too_many() -> None:
+    (problem,) = check_dataset(DatasetConfig(n_prompts=10_000))
+    assert "dataset.n_prompts=10000" in problem
+    assert f"maximum {len(builtin_texts())}" in problem
+
+
+def test_check_dataset_jsonl(tmp_path: Path) -> None:
+    missing = tmp_path / "missing.jsonl"
+    assert any(f"dataset.path={missing}" in p for p in check_dataset(_jsonl(missing)))
+
+    empty = _write(tmp_path / "empty.jsonl", ["", "  "])
+    (problem,) = check_dataset(_jsonl(empty))
+    assert "no prompts" in problem and str(empty) in problem
+
+    bad = _write(tmp_path / "bad.jsonl", [json.dumps({"prompt": "ok"}), "oops"])
+    (problem,) = check_dataset(_jsonl(bad))
+    assert "line 2" in problem
+
+    good = _write(tmp_path / "good.jsonl", [json.dumps({"prompt": "a"})])
+    assert check_dataset(_jsonl(good, n=1)) == []
+    (problem,) = check_dataset(_jsonl(good, n=3))
+    assert "dataset.n_prompts=3" in problem and "maximum 1" in problem
+
+
+def test_check_dataset_synthetic_needs_no_tokenizer() -> None:
+    assert check_dataset(_synthetic()) == []
+
+
+def test_check_dataset_and_load_agree_on_bad_source() -> None:
+    cfg = DatasetConfig()
+    cfg.source = "huggingface"  # type: ignore[assignment]
+    (problem,) = check_dataset(cfg)
+    assert "dataset.source=huggingface" in problem and "builtin" in problem
+    with pytest.raises(ConfigError, match="dataset.source=huggingface"):
+        load_prompts(cfg)
+
+
+def test_prompt_needs_text_or_token_ids() -> None:
+    with pytest.raises(ValueError):
+        Prompt()
+    with pytest.raises(ValueError):
+        Prompt(text="a", token_ids=(1,))
