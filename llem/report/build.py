@@ -1,0 +1,96 @@
+"""Build a report: find runs, write results.csv/.parquet and summary.csv, plots, the table."""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, List, Optional, Sequence
+
+import pandas as pd
+
+from llem.report.load import Runs, load_runs
+from llem.report.stats import summary_frame
+from llem.report.table import DEFAULT_WIDTH, render_heading, render_problems, render_table
+
+log = logging.getLogger(__name__)
+
+RESULTS_CSV = "results.csv"
+RESULTS_PARQUET = "results.parquet"
+SUMMARY_CSV = "summary.csv"
+PLOTS_DIR = "plots"
+
+
+@dataclass
+class Report:
+    runs: Runs
+    summary: pd.DataFrame
+    out_dir: Path
+    text: str  # heading, table, problems: what the CLI prints
+    files: List[Path] = field(default_factory=list)
+    skipped: List[str] = field(default_factory=list)  # plots not drawn, with the reason
+
+
+def _atomic_write(path: Path, write: Callable[[Path], None]) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        write(Path(tmp))
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def build_report(
+    dirs: Sequence[Path | str],
+    out: Optional[Path | str] = None,
+    plots: bool = True,
+    width: int = DEFAULT_WIDTH,
+) -> Report:
+    """Report on every run under ``dirs``; outputs go to ``out`` (default: the first dir).
+
+    Raises :class:`llem.report.load.ReportError` when ``dirs`` hold no runs.
+    """
+    runs = load_runs(dirs)
+    out_dir = Path(out) if out is not None else Path(dirs[0])
+    out_dir.mkdir(parents=True, exist_ok=True)
+    summary = summary_frame(runs)
+
+    files: List[Path] = []
+    results_csv = out_dir / RESULTS_CSV
+    _atomic_write(results_csv, lambda p: runs.frame.to_csv(p, index=False))
+    files.append(results_csv)
+    try:
+        results_parquet = out_dir / RESULTS_PARQUET
+        _atomic_write(results_parquet, lambda p: runs.frame.to_parquet(p, index=False))
+        files.append(results_parquet)
+    except ImportError as exc:  # pyarrow is a dependency, but do not lose the CSVs over it
+        log.warning("results.parquet not written: %s", exc)
+    summary_csv = out_dir / SUMMARY_CSV
+    _atomic_write(summary_csv, lambda p: summary.to_csv(p, index=False))
+    files.append(summary_csv)
+
+    skipped: List[str] = []
+    if plots:
+        from llem.report.plots import draw_all
+
+        written, skipped = draw_all(runs, summary, out_dir / PLOTS_DIR)
+        files.extend(written)
+        for reason in skipped:
+            log.info("%s", reason)
+
+    parts = [render_heading(runs, summary), "", render_table(runs, summary, width=width)]
+    problems = render_problems(runs, width=width)
+    if problems:
+        parts += ["", problems]
+    return Report(
+        runs=runs,
+        summary=summary,
+        out_dir=out_dir,
+        text="\n".join(parts),
+        files=files,
+        skipped=skipped,
+    )

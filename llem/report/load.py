@@ -1,0 +1,394 @@
+"""Find run directories and flatten their ``result.json`` into one table row each.
+
+A run directory is any directory holding ``.hydra/`` or ``result.json``: a single run
+(``outputs/YYYY-MM-DD/HH-MM-SS/``), a grid point of a sweep (``<sweep>/N/``), or anything below a
+directory passed on the command line (several sweeps, a whole ``outputs/multirun/`` day). A point
+whose ``result.json`` is absent or unreadable is kept, with status ``missing``.
+
+Column naming (the contract of ``results.csv`` / ``results.parquet``):
+
+* ``run_dir``: absolute path of the run directory.
+* ``status`` (ok | failed | skipped | missing), ``error.type``, ``error.message``, ``error.hint``.
+* one column per override key, named as written on the command line without ``+``/``++``
+  (``pytorch.batch_size``, ``decoder``, ``repeat``), holding the value parsed as YAML, so numbers
+  are numbers. A run that did not override a key that others did gets the value it actually ran
+  with: the group choice from ``.hydra/hydra.yaml`` or the value at that dotted path of its config.
+* every other field of result.json flattened to dotted names (``throughput.output_tokens_per_s``,
+  ``latency.ttft_ms.p50``, ``energy.per_device_j.<uuid>``); lists are joined with ``"; "``
+  (``overrides`` with spaces, as typed). The nested ``config`` is not flattened. If an override key
+  equals a top-level result field (``model``, ``quantization``, ``device``, ``backend``) the column
+  holds the override and the result's own value moves to ``result.<name>``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, Iterable, List, Optional, Sequence
+
+import pandas as pd
+import yaml
+
+from llem.errors import EXIT_CONFIG, LlemError
+
+log = logging.getLogger(__name__)
+
+STATUSES = ("ok", "failed", "skipped", "missing")
+LEADING_COLUMNS = ("run_dir", "status", "error.type", "error.message", "error.hint")
+REPEAT_KEY = "repeat"
+_SKIP_DIRS = {".hydra", "plots", "__pycache__", ".git"}
+_FLOAT_RE = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
+_YAML_ONLY_BOOLS = {"yes", "no", "on", "off", "y", "n"}  # booleans to YAML 1.1, strings to Hydra
+
+
+class ReportError(LlemError):
+    """The report cannot be built from what was given (no runs, not a directory): exit 2."""
+
+    exit_code = EXIT_CONFIG
+
+
+@dataclass
+class Runs:
+    """Every run found, flattened: ``frame`` has one row per run (see the module docstring)."""
+
+    frame: pd.DataFrame
+    override_keys: List[str]  # every override key seen, in first-seen order (repeat included)
+    knobs: List[str]  # override keys whose value differs between runs, without ``repeat``
+    roots: List[Path] = field(default_factory=list)
+
+    @property
+    def n_runs(self) -> int:
+        return len(self.frame)
+
+
+# --------------------------------------------------------------------------- finding runs
+
+
+def is_run_dir(path: Path) -> bool:
+    if (path / "result.json").is_file():
+        return True
+    # a sweep's root holds multirun.yaml; its points, and single runs, hold .hydra/
+    return (path / ".hydra").is_dir() and not (path / "multirun.yaml").is_file()
+
+
+def find_run_dirs(root: Path) -> List[Path]:
+    """Run directories at or below ``root``, in a stable, natural order (2 before 10)."""
+    root = Path(root)
+    if is_run_dir(root):
+        return [root]
+    found: List[Path] = []
+    try:
+        children = sorted((p for p in root.iterdir() if p.is_dir()), key=_natural_key)
+    except OSError:
+        return found
+    for child in children:
+        if child.name in _SKIP_DIRS:
+            continue
+        found.extend(find_run_dirs(child))
+    return found
+
+
+def _natural_key(path: Path) -> tuple:
+    return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", path.name))
+
+
+# --------------------------------------------------------------------------- overrides
+
+
+def parse_value(raw: str) -> Any:
+    """An override value as Hydra types it: ``4`` → 4, ``1e-3`` → 0.001, ``greedy`` → 'greedy'."""
+    text = raw.strip()
+    if text.lower() in _YAML_ONLY_BOOLS:
+        return text
+    try:
+        value = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
+    if isinstance(value, str) and _FLOAT_RE.match(value):
+        return float(value)
+    if isinstance(value, (dict, list)):
+        return text
+    return value
+
+
+def parse_overrides(overrides: Iterable[str]) -> Dict[str, Any]:
+    """``["+pytorch.batch_size=4", "decoder=greedy"]`` → ``{"pytorch.batch_size": 4, ...}``.
+
+    Hydra's own keys (``hydra.*``, ``hydra/*``) and deletions (``~key``) are left out.
+    """
+    parsed: Dict[str, Any] = {}
+    for item in overrides:
+        text = str(item).strip()
+        if not text or text.startswith("~") or "=" not in text:
+            continue
+        key, _, raw = text.partition("=")
+        key = key.lstrip("+").strip()
+        if "@" in key:  # group@package=choice: the column is the group
+            key = key.split("@", 1)[0]
+        if not key or key == "hydra" or key.startswith(("hydra.", "hydra/")):
+            continue
+        parsed[key] = parse_value(raw)
+    return parsed
+
+
+# --------------------------------------------------------------------------- one run
+
+
+def _read_yaml(path: Path) -> Any:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return yaml.safe_load(f)
+    except (OSError, yaml.YAMLError):
+        return None
+
+
+def _lookup(tree: Any, dotted: str) -> Any:
+    node = tree
+    for part in dotted.replace("/", ".").split("."):
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return None if isinstance(node, (dict, list)) else node
+
+
+def flatten(
+    data: Dict[str, Any], prefix: str = "", skip: Sequence[str] = ("config",)
+) -> Dict[str, Any]:
+    """Nested dicts → dotted keys. Lists of scalars → one ``"; "``-joined string."""
+    flat: Dict[str, Any] = {}
+    for key, value in data.items():
+        name = f"{prefix}{key}"
+        if not prefix and key in skip:
+            continue
+        if isinstance(value, dict):
+            if value:
+                flat.update(flatten(value, prefix=f"{name}.", skip=()))
+        elif isinstance(value, (list, tuple)):
+            flat[name] = "; ".join(
+                json.dumps(v) if isinstance(v, (dict, list)) else str(v) for v in value
+            )
+        else:
+            flat[name] = value
+    return flat
+
+
+@dataclass
+class _Run:
+    path: Path
+    result: Dict[str, Any]
+    overrides: Dict[str, Any]
+    override_list: List[str]
+    config: Dict[str, Any]
+    choices: Dict[str, Any]
+
+
+def _read_run(path: Path) -> _Run:
+    result: Dict[str, Any] = {}
+    result_file = path / "result.json"
+    if result_file.is_file():
+        try:
+            with open(result_file, encoding="utf-8") as f:
+                loaded = json.load(f)
+            if isinstance(loaded, dict):
+                result = loaded
+            else:
+                result = _missing(f"result.json holds a {type(loaded).__name__}, not an object")
+        except (OSError, ValueError) as exc:
+            result = _missing(f"result.json is unreadable: {exc}")
+    else:
+        result = _missing("no result.json in the run directory (the run did not finish)")
+
+    override_list = _read_yaml(path / ".hydra" / "overrides.yaml")
+    if not isinstance(override_list, list):
+        override_list = result.get("overrides") if isinstance(result.get("overrides"), list) else []
+    override_list = [str(o) for o in override_list]
+
+    config = result.get("config")
+    if not isinstance(config, dict):
+        config = _read_yaml(path / ".hydra" / "config.yaml")
+    hydra_cfg = _read_yaml(path / ".hydra" / "hydra.yaml")
+    choices = _lookup_dict(hydra_cfg, ("hydra", "runtime", "choices"))
+    return _Run(
+        path=path,
+        result=result,
+        overrides=parse_overrides(override_list),
+        override_list=override_list,
+        config=config if isinstance(config, dict) else {},
+        choices=choices,
+    )
+
+
+def _lookup_dict(tree: Any, keys: Sequence[str]) -> Dict[str, Any]:
+    node = tree
+    for key in keys:
+        if not isinstance(node, dict):
+            return {}
+        node = node.get(key)
+    return node if isinstance(node, dict) else {}
+
+
+def _missing(message: str) -> Dict[str, Any]:
+    return {"status": "missing", "error": {"type": "Missing", "message": message, "hint": None}}
+
+
+def _status(result: Dict[str, Any]) -> str:
+    status = result.get("status")
+    if isinstance(status, str) and status:
+        return status
+    # An older/partial result without a status: ok unless it carries an error.
+    return "failed" if result.get("error") else "ok"
+
+
+def _fallback_hash(overrides: Dict[str, Any]) -> str:
+    items = sorted((k, repr(v)) for k, v in overrides.items() if k != REPEAT_KEY)
+    return "ovr-" + hashlib.sha1(repr(items).encode()).hexdigest()[:12]
+
+
+def _run_value(run: _Run, key: str) -> Any:
+    """The value a run used for ``key``: its override, else its group choice, else its config."""
+    if key in run.overrides:
+        return run.overrides[key]
+    if key in run.choices:
+        return run.choices[key]
+    return _lookup(run.config, key)
+
+
+# --------------------------------------------------------------------------- the table
+
+
+def is_missing(value: Any) -> bool:
+    """None, NaN and pandas' NA: a figure that is absent (never to be read as 0)."""
+    return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
+
+
+def _sort_token(value: Any, first_seen: Optional[Dict[str, int]] = None) -> tuple:
+    """Numbers numerically, then text in the order the sweep ran it (job order), then gaps."""
+    if is_missing(value):
+        return (2, 0.0, "")
+    if isinstance(value, (bool, int, float)):
+        return (0, float(value), "")
+    text = str(value)
+    return (1, float((first_seen or {}).get(text, 0)), text)
+
+
+def typed_column(values: List[Any]) -> pd.Series:
+    """A column whose dtype keeps ints as ints even with gaps (Int64), bools as ``boolean``.
+
+    Columns mixing numbers and strings become strings, so that CSV and Parquet agree.
+    """
+    clean = [None if is_missing(v) else v for v in values]
+    present = [v for v in clean if v is not None]
+    if not present:
+        return pd.Series(clean, dtype="object")
+    if all(isinstance(v, bool) for v in present):
+        return pd.Series(clean, dtype="boolean")
+    if all(isinstance(v, int) and not isinstance(v, bool) for v in present):
+        return pd.Series(clean, dtype="Int64")
+    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in present):
+        return pd.Series([float("nan") if v is None else float(v) for v in clean], dtype="float64")
+    return pd.Series([None if v is None else str(v) for v in clean], dtype="string")
+
+
+def load_runs(dirs: Sequence[Path | str]) -> Runs:
+    """Find and flatten every run under ``dirs``; raise ReportError when there is none."""
+    roots = [Path(d) for d in dirs]
+    for root in roots:
+        if not root.exists():
+            raise ReportError(f"{root} does not exist")
+        if not root.is_dir():
+            raise ReportError(f"{root} is not a directory")
+    paths: List[Path] = []
+    seen = set()
+    for root in roots:
+        for p in find_run_dirs(root):
+            resolved = p.resolve()
+            if resolved not in seen:
+                seen.add(resolved)
+                paths.append(p)
+    if not paths:
+        where = ", ".join(str(r) for r in roots)
+        raise ReportError(
+            f"no runs found in {where}",
+            hint="pass a sweep directory (outputs/multirun/DATE/TIME) or a run directory "
+            "(outputs/DATE/TIME) that holds result.json",
+        )
+    runs = [_read_run(p) for p in paths]
+
+    override_keys: List[str] = []
+    for run in runs:
+        for key in run.overrides:
+            if key not in override_keys:
+                override_keys.append(key)
+
+    rows: List[Dict[str, Any]] = []
+    for run in runs:
+        flat = flatten(run.result)
+        row: Dict[str, Any] = {"run_dir": str(run.path.resolve()), "status": _status(run.result)}
+        for key in ("error.type", "error.message", "error.hint"):
+            row[key] = flat.pop(key, None)
+        flat.pop("status", None)
+        flat.pop("error", None)  # a non-dict error (older schema)
+        if isinstance(run.result.get("error"), str):
+            row["error.message"] = run.result["error"]
+        for key in override_keys:
+            row[key] = _run_value(run, key)
+        if not flat.get("config_hash"):
+            flat["config_hash"] = None  # filled in below, from a sibling with the same knobs
+        if "overrides" in flat or run.override_list:
+            flat["overrides"] = " ".join(run.override_list)
+        for key, value in flat.items():
+            row[f"result.{key}" if key in row else key] = value
+        rows.append(row)
+
+    # A run without a config_hash (no result.json, older schema) joins the configuration of the
+    # runs with the same override values, when that is unambiguous; otherwise it gets its own.
+    def point(r: Dict[str, Any]) -> str:
+        return repr([(k, r.get(k)) for k in override_keys if k != REPEAT_KEY])
+
+    known: Dict[str, set] = {}
+    for r in rows:
+        if r.get("config_hash"):
+            known.setdefault(point(r), set()).add(r["config_hash"])
+    for r in rows:
+        if not r.get("config_hash"):
+            hashes = known.get(point(r), set())
+            r["config_hash"] = (
+                next(iter(hashes))
+                if len(hashes) == 1
+                else _fallback_hash({k: r.get(k) for k in override_keys})
+            )
+
+    # rows are in run order here (natural order of the directories = Hydra's job order)
+    first_seen: Dict[str, Dict[str, int]] = {k: {} for k in override_keys}
+    for i, row in enumerate(rows):
+        for k in override_keys:
+            first_seen[k].setdefault(str(row.get(k)), i)
+    order = {id(r): i for i, r in enumerate(rows)}
+    rows.sort(
+        key=lambda r: (
+            tuple(_sort_token(r.get(k), first_seen[k]) for k in override_keys if k != REPEAT_KEY),
+            _sort_token(r.get(REPEAT_KEY)),
+            order[id(r)],
+        )
+    )
+    columns: List[str] = list(LEADING_COLUMNS)
+    for key in [*override_keys, "config_hash", "overrides"]:
+        if key not in columns:
+            columns.append(key)
+    for row in rows:
+        for key in row:
+            if key not in columns:
+                columns.append(key)
+    frame = pd.DataFrame({c: typed_column([r.get(c) for r in rows]) for c in columns})
+
+    knobs = [
+        k
+        for k in override_keys
+        if k != REPEAT_KEY and len({repr(v) for v in frame[k].astype(object).tolist()}) > 1
+    ]
+    return Runs(frame=frame, override_keys=override_keys, knobs=knobs, roots=roots)

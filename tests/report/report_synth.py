@@ -1,0 +1,333 @@
+"""Synthetic llem run and sweep directories with known values, laid out like the run code does."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import itertools
+import json
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
+
+import yaml
+
+GROUPS = {"model", "decoder", "quantization", "dataset", "measurement", "backend"}
+
+BASE_CONFIG: Dict[str, Any] = {
+    "model": {"name_or_path": "HuggingFaceTB/SmolLM2-135M", "dtype": None},
+    "backend": "pytorch",
+    "pytorch": {"batch_size": 1, "num_beams": None},
+    "decoder": {"max_new_tokens": 64, "do_sample": False, "temperature": None},
+    "quantization": {"load_in_4bit": False, "load_in_8bit": False},
+    "dataset": {"source": "builtin", "n_prompts": 32, "seed": 0},
+    "measurement": {"warmup": 1, "energy": "auto"},
+    "device": "auto",
+    "repeat": 0,
+    "dry_run": False,
+}
+BASE_CHOICES = {
+    "model": "smollm2-135m",
+    "decoder": "greedy",
+    "quantization": "none",
+    "dataset": "builtin",
+    "measurement": "default",
+}
+
+
+def ok_result(
+    tok_s: Optional[float] = 200.0,
+    j_tok: Optional[float] = 0.7,
+    ttft_p50: Optional[float] = 21.0,
+    peak_mb: Optional[float] = 900.0,
+    energy: bool = True,
+) -> Dict[str, Any]:
+    """A result.json body (without config/overrides) with the given headline figures."""
+    out_tokens = 2048
+    gen_s = out_tokens / tok_s if tok_s else None
+    result: Dict[str, Any] = {
+        "schema_version": 1,
+        "llem_version": "0.1.0",
+        "status": "ok",
+        "error": None,
+        "started_at": "2026-11-21T10:00:00+00:00",
+        "duration_s": 12.3,
+        "model": "HuggingFaceTB/SmolLM2-135M",
+        "backend": "pytorch",
+        "device": "cuda" if energy else "cpu",
+        "dtype": "float16",
+        "quantization": "none",
+        "workload": {
+            "n_prompts": 32,
+            "batch_size": 4,
+            "input_tokens": 1234,
+            "output_tokens": out_tokens,
+            "passes": 1,
+        },
+        "latency": {
+            "generate_s": gen_s,
+            "ttft_ms": {
+                "p50": ttft_p50,
+                "p90": None if ttft_p50 is None else ttft_p50 * 1.2,
+                "p99": None if ttft_p50 is None else ttft_p50 * 1.5,
+            },
+            "itl_ms": {"p50": 9.0, "p90": 11.0, "p99": 14.0},
+            "request_latency_s": {"p50": 0.6, "p90": 0.7, "p99": 0.8},
+        },
+        "throughput": {
+            "output_tokens_per_s": tok_s,
+            "requests_per_s": None if tok_s is None else tok_s / 64,
+        },
+        "memory": {
+            "peak_allocated_mb": peak_mb,
+            "peak_reserved_mb": None if peak_mb is None else peak_mb * 1.1,
+            "peak_device_used_mb": None if peak_mb is None else peak_mb + 500,
+        },
+        "thermal": {
+            "max_temp_c": 61.0 if energy else None,
+            "throttled": False,
+            "throttle_reasons": [],
+        },
+        "compute": {"flops_estimate": 1.2e12, "decode_bandwidth_utilisation": 0.31},
+        "lifecycle": {"load_s": 3.2, "model_reused": False, "warmup_s": 0.5},
+        "null_reasons": {},
+    }
+    if energy and j_tok is not None:
+        total = j_tok * out_tokens
+        result["energy"] = {
+            "source": "nvml_counter",
+            "unavailable_reason": None,
+            "window_s": gen_s,
+            "total_j": total,
+            "per_device_j": {"GPU-aaaa": total},
+            "idle_power_w": 60.0,
+            "idle_adjusted_j": total * 0.6,
+            "j_per_output_token": j_tok,
+            "j_per_request": total / 32,
+            "avg_power_w": total / gen_s if gen_s else None,
+            "peak_power_w": 1.4 * total / gen_s if gen_s else None,
+            "warnings": [],
+        }
+    else:
+        reason = "no NVIDIA GPU (device is cpu)"
+        result["energy"] = {
+            "source": "unavailable",
+            "unavailable_reason": reason,
+            "window_s": None,
+            "total_j": None,
+            "per_device_j": {},
+            "idle_power_w": None,
+            "idle_adjusted_j": None,
+            "j_per_output_token": None,
+            "j_per_request": None,
+            "avg_power_w": None,
+            "peak_power_w": None,
+            "warnings": [],
+        }
+        result["null_reasons"] = {"energy.total_j": reason, "energy.j_per_output_token": reason}
+    return result
+
+
+def failed_result(
+    message: str = "CUDA out of memory. Tried to allocate 2.00 GiB",
+) -> Dict[str, Any]:
+    return {
+        "schema_version": 1,
+        "llem_version": "0.1.0",
+        "status": "failed",
+        "error": {
+            "type": "OutOfMemory",
+            "message": message,
+            "hint": "lower pytorch.batch_size or use quantization=bnb-4bit",
+        },
+        "started_at": "2026-11-21T10:00:00+00:00",
+        "duration_s": 4.0,
+        "model": "HuggingFaceTB/SmolLM2-135M",
+        "backend": "pytorch",
+        "device": "cuda",
+        "throughput": {"output_tokens_per_s": None, "requests_per_s": None},
+        "energy": {"source": "nvml_counter", "total_j": None, "j_per_output_token": None},
+        "null_reasons": {"throughput.output_tokens_per_s": "the run failed"},
+    }
+
+
+def skipped_result(reason: str = "bnb-4bit needs a CUDA GPU") -> Dict[str, Any]:
+    return {
+        "schema_version": 1,
+        "llem_version": "0.1.0",
+        "status": "skipped",
+        "error": {"type": "ConfigError", "message": reason, "hint": None},
+        "started_at": "2026-11-21T10:00:00+00:00",
+        "duration_s": 0.0,
+    }
+
+
+def _set(tree: Dict[str, Any], dotted: str, value: Any) -> None:
+    parts = dotted.split(".")
+    node = tree
+    for p in parts[:-1]:
+        node = node.setdefault(p, {})
+    node[parts[-1]] = value
+
+
+def config_for(overrides: Sequence[str]) -> tuple:
+    """(resolved config, group choices) for a list of override strings."""
+    config = copy.deepcopy(BASE_CONFIG)
+    choices = dict(BASE_CHOICES)
+    for o in overrides:
+        key, _, raw = o.lstrip("+").partition("=")
+        value = yaml.safe_load(raw)
+        if key in GROUPS:
+            choices[key] = value
+            if key == "quantization":
+                config["quantization"]["load_in_4bit"] = value == "bnb-4bit"
+        else:
+            _set(config, key, value)
+    return config, choices
+
+
+def config_hash(config: Mapping[str, Any], choices: Mapping[str, Any]) -> str:
+    body = {k: v for k, v in config.items() if k != "repeat"}
+    return hashlib.sha256(
+        json.dumps([body, dict(choices)], sort_keys=True, default=str).encode()
+    ).hexdigest()[:16]
+
+
+def write_run(
+    run_dir: Path,
+    overrides: Sequence[str],
+    result: Optional[Dict[str, Any]],
+    timeseries: Optional[str] = None,
+) -> Path:
+    """One run directory: .hydra/{overrides,config,hydra}.yaml, result.json (None: no file)."""
+    run_dir = Path(run_dir)
+    (run_dir / ".hydra").mkdir(parents=True, exist_ok=True)
+    config, choices = config_for(overrides)
+    (run_dir / ".hydra" / "overrides.yaml").write_text(yaml.safe_dump(list(overrides)))
+    (run_dir / ".hydra" / "config.yaml").write_text(yaml.safe_dump(config))
+    (run_dir / ".hydra" / "hydra.yaml").write_text(
+        yaml.safe_dump({"hydra": {"runtime": {"choices": choices}, "mode": "MULTIRUN"}})
+    )
+    if result is not None:
+        body = dict(result)
+        body.setdefault("config_hash", config_hash(config, choices))
+        body["overrides"] = list(overrides)
+        body["config"] = config
+        (run_dir / "result.json").write_text(json.dumps(body, indent=1))
+    if timeseries is not None:
+        (run_dir / "timeseries.csv").write_text(timeseries)
+    return run_dir
+
+
+def write_sweep(
+    sweep_dir: Path,
+    grid: Mapping[str, Sequence[Any]],
+    make_result: Callable[[Dict[str, Any]], Optional[Dict[str, Any]]],
+    repeats: int = 1,
+    start: int = 0,
+) -> List[Path]:
+    """A Hydra-style sweep: one numbered dir per point of ``grid`` × ``repeat``.
+
+    ``make_result`` gets the point as a dict (values as typed, plus ``repeat``) and returns the
+    result body, or None for a point that left no result.json.
+    """
+    sweep_dir = Path(sweep_dir)
+    sweep_dir.mkdir(parents=True, exist_ok=True)
+    task = [f"{k}={','.join(str(v) for v in vs)}" for k, vs in grid.items()]
+    if repeats > 1:
+        task.append(f"repeat=range({repeats})")
+    (sweep_dir / "multirun.yaml").write_text(
+        yaml.safe_dump({"hydra": {"overrides": {"task": task}, "sweep": {"dir": str(sweep_dir)}}})
+    )
+    keys = list(grid)
+    dirs = []
+    n = start
+    for combo in itertools.product(*(grid[k] for k in keys)):
+        for r in range(repeats):
+            point = dict(zip(keys, combo, strict=True))
+            overrides = [f"{k}={v}" for k, v in point.items()]
+            if repeats > 1:
+                overrides.append(f"repeat={r}")
+            point["repeat"] = r
+            dirs.append(write_run(sweep_dir / str(n), overrides, make_result(point)))
+            n += 1
+    return dirs
+
+
+# ----------------------------------------------------------------------- a realistic sweep
+
+_TOK_S = {
+    (1, "none"): 31.0,
+    (4, "none"): 112.0,
+    (16, "none"): 386.0,
+    (1, "bnb-4bit"): 22.5,
+    (4, "bnb-4bit"): 84.0,
+    (16, "bnb-4bit"): 301.0,
+}
+_J_TOK = {
+    (1, "none"): 2.10,
+    (4, "none"): 0.62,
+    (16, "none"): 0.205,
+    (1, "bnb-4bit"): 2.62,
+    (4, "bnb-4bit"): 0.77,
+    (16, "bnb-4bit"): 0.248,
+}
+_NOISE = (-0.021, 0.004, 0.017)
+
+
+def realistic_result(point: Dict[str, Any]) -> Dict[str, Any]:
+    key = (point["pytorch.batch_size"], point["quantization"])
+    jitter = 1.0 + _NOISE[point["repeat"] % 3]
+    bs = point["pytorch.batch_size"]
+    peak = (410.0 if point["quantization"] == "none" else 190.0) + 14.0 * bs
+    return ok_result(
+        tok_s=round(_TOK_S[key] * jitter, 2),
+        j_tok=round(_J_TOK[key] / jitter, 4),
+        ttft_p50=round(
+            (18.0 + 2.5 * bs) * (1.4 if point["quantization"] != "none" else 1.0) * (2 - jitter), 2
+        ),
+        peak_mb=peak,
+    )
+
+
+def write_realistic_sweep(sweep_dir: Path) -> List[Path]:
+    """batch_size 1,4,16 × quantization none,bnb-4bit × 3 repeats, all with energy."""
+    return write_sweep(
+        sweep_dir,
+        {"pytorch.batch_size": [1, 4, 16], "quantization": ["none", "bnb-4bit"]},
+        realistic_result,
+        repeats=3,
+    )
+
+
+def timeseries_csv(seconds: float = 30.0, hz: float = 10.0, devices: Sequence[int] = (0,)) -> str:
+    """A power/temperature trace: idle, ramp to load, load with ripple, back to idle."""
+    import math
+
+    lines = [
+        "time_s,device,power_w,temperature_c,sm_clock_mhz,mem_clock_mhz,throttle_reasons,"
+        "memory_used_mb,gpu_util_pct,mem_util_pct"
+    ]
+    n = int(seconds * hz)
+    for i in range(n):
+        t = i / hz
+        for d in devices:
+            busy = 5.0 <= t <= seconds - 5.0
+            power = (62.0 + 8 * d) if not busy else 205.0 + 15 * math.sin(t * 3.1) + 10 * d
+            temp = 41.0 + (22.0 * (1 - math.exp(-(t - 5.0) / 8.0)) if t > 5.0 else 0.0)
+            if t > seconds - 5.0:
+                temp -= (t - (seconds - 5.0)) * 1.5
+            lines.append(
+                f"{t:.1f},{d},{power:.1f},{temp:.1f},1980,2619,0,1500,"
+                f"{95 if busy else 0},{40 if busy else 0}"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def write_single_run(run_dir: Path) -> Path:
+    """A single (non-sweep) run with energy and a 30 s power/temperature timeline."""
+    return write_run(
+        run_dir,
+        [],
+        ok_result(tok_s=204.8, j_tok=0.73, ttft_p50=21.0, peak_mb=900.0),
+        timeseries=timeseries_csv(),
+    )

@@ -1,0 +1,192 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import report_synth as synth
+
+from llem.report.load import (
+    ReportError,
+    find_run_dirs,
+    flatten,
+    load_runs,
+    parse_overrides,
+    parse_value,
+)
+
+
+def test_override_values_are_typed_like_hydra() -> None:
+    assert parse_value("4") == 4
+    assert parse_value("0.7") == 0.7
+    assert parse_value("1e-3") == 0.001
+    assert parse_value("greedy") == "greedy"
+    assert parse_value("none") == "none"
+    assert parse_value("null") is None
+    assert parse_value("true") is True
+    assert parse_value("on") == "on"  # a string to Hydra, a bool to YAML 1.1
+    assert parse_value("'1,2'") == "1,2"
+    assert parse_overrides(
+        [
+            "+backend=pytorch",
+            "++pytorch.batch_size=16",
+            "~decoder.top_k",
+            "hydra.verbose=true",
+            "model@foo=hf",
+        ]
+    ) == {"backend": "pytorch", "pytorch.batch_size": 16, "model": "hf"}
+
+
+def test_flatten_uses_dotted_names_and_skips_config() -> None:
+    flat = flatten({"a": {"b": {"c": 1}}, "config": {"x": 1}, "w": ["x", "y"], "e": {}})
+    assert flat == {"a.b.c": 1, "w": "x; y"}
+
+
+def test_swept_numbers_sort_numerically(realistic_sweep: Path) -> None:
+    runs = load_runs([realistic_sweep])
+    assert runs.knobs == ["pytorch.batch_size", "quantization"]
+    assert runs.override_keys == ["pytorch.batch_size", "quantization", "repeat"]
+    frame = runs.frame
+    assert str(frame["pytorch.batch_size"].dtype) == "Int64"
+    assert frame["pytorch.batch_size"].tolist() == [1] * 6 + [4] * 6 + [16] * 6
+    # text values keep the order the sweep ran them in (none before bnb-4bit), repeats in order
+    assert frame["quantization"].tolist()[:6] == ["none"] * 3 + ["bnb-4bit"] * 3
+    assert frame["repeat"].tolist()[:3] == [0, 1, 2]
+    assert frame["throughput.output_tokens_per_s"].tolist()[:3] == [30.35, 31.12, 31.53]
+
+
+def test_columns_follow_the_naming_scheme(realistic_sweep: Path) -> None:
+    frame = load_runs([realistic_sweep]).frame
+    cols = list(frame.columns)
+    assert cols[:8] == [
+        "run_dir",
+        "status",
+        "error.type",
+        "error.message",
+        "error.hint",
+        "pytorch.batch_size",
+        "quantization",
+        "repeat",
+    ]
+    for name in (
+        "latency.ttft_ms.p50",
+        "energy.j_per_output_token",
+        "energy.per_device_j.GPU-aaaa",
+        "memory.peak_allocated_mb",
+        "config_hash",
+        "overrides",
+        "workload.batch_size",
+    ):
+        assert name in cols
+    assert not any(c.startswith("config.") for c in cols)
+    # the swept group `quantization` owns the column; the result's own field moves aside
+    assert "result.quantization" in cols
+    assert frame["overrides"].iloc[0] == "pytorch.batch_size=1 quantization=none repeat=0"
+    assert Path(frame["run_dir"].iloc[0]).is_absolute()
+
+
+def test_failed_skipped_and_missing_points_stay_visible(tmp_path: Path) -> None:
+    def make(p):
+        return {
+            1: synth.ok_result(tok_s=50.0),
+            4: synth.failed_result(),
+            16: synth.skipped_result(),
+        }[p["pytorch.batch_size"]]
+
+    synth.write_sweep(tmp_path / "s", {"pytorch.batch_size": [1, 4, 16]}, make)
+    synth.write_run(tmp_path / "s" / "3", ["pytorch.batch_size=32"], None)  # never finished
+    (tmp_path / "s" / "4").mkdir()
+    (tmp_path / "s" / "4" / "result.json").write_text("{not json")
+    frame = load_runs([tmp_path / "s"]).frame
+    assert frame["status"].tolist() == ["ok", "failed", "skipped", "missing", "missing"]
+    assert frame["pytorch.batch_size"].tolist()[:4] == [1, 4, 16, 32]
+    assert frame["error.type"].tolist()[1:3] == ["OutOfMemory", "ConfigError"]
+    assert "no result.json" in frame["error.message"].iloc[3]
+    assert "unreadable" in frame["error.message"].iloc[4]
+    assert frame["throughput.output_tokens_per_s"].isna().tolist() == [
+        False,
+        True,
+        True,
+        True,
+        True,
+    ]
+
+
+def test_missing_point_joins_its_configuration(tmp_path: Path) -> None:
+    synth.write_sweep(
+        tmp_path / "s",
+        {"pytorch.batch_size": [2]},
+        lambda p: None if p["repeat"] == 1 else synth.ok_result(),
+        repeats=3,
+    )
+    frame = load_runs([tmp_path / "s"]).frame
+    assert frame["status"].tolist() == ["ok", "missing", "ok"]
+    assert frame["config_hash"].nunique() == 1
+
+
+def test_single_run_and_constant_overrides_are_not_knobs(tmp_path: Path, single_run: Path) -> None:
+    runs = load_runs([single_run])
+    assert runs.n_runs == 1 and runs.knobs == []
+    synth.write_sweep(
+        tmp_path / "s",
+        {"decoder.max_new_tokens": [8], "decoder": ["greedy", "creative"]},
+        lambda p: synth.ok_result(),
+    )
+    runs = load_runs([tmp_path / "s"])
+    assert runs.knobs == ["decoder"]
+    assert "decoder.max_new_tokens" in runs.frame.columns
+
+
+def test_merging_sweeps_fills_knobs_from_choices_and_config(tmp_path: Path) -> None:
+    synth.write_sweep(tmp_path / "a", {"pytorch.batch_size": [1, 4]}, lambda p: synth.ok_result())
+    synth.write_sweep(
+        tmp_path / "b",
+        {"decoder": ["creative"], "pytorch.batch_size": [16]},
+        lambda p: synth.ok_result(),
+    )
+    runs = load_runs([tmp_path / "a", tmp_path / "b"])
+    assert runs.n_runs == 3
+    assert runs.knobs == ["pytorch.batch_size", "decoder"]
+    # sweep a did not override decoder: its rows get the group choice it ran with
+    assert runs.frame["decoder"].tolist() == ["greedy", "greedy", "creative"]
+    assert runs.frame["pytorch.batch_size"].tolist() == [1, 4, 16]
+
+
+def test_older_partial_results_are_tolerated(tmp_path: Path) -> None:
+    run = tmp_path / "old"
+    run.mkdir()
+    (run / "result.json").write_text(
+        json.dumps(
+            {"throughput": {"output_tokens_per_s": 9.5}, "overrides": ["pytorch.batch_size=2"]}
+        )
+    )
+    runs = load_runs([run])
+    row = runs.frame.iloc[0]
+    assert row["status"] == "ok"
+    assert row["pytorch.batch_size"] == 2
+    assert row["throughput.output_tokens_per_s"] == 9.5
+    assert row["config_hash"].startswith("ovr-")
+
+
+def test_no_runs_is_a_report_error(tmp_path: Path) -> None:
+    (tmp_path / "empty" / "sub").mkdir(parents=True)
+    with pytest.raises(ReportError, match="no runs found"):
+        load_runs([tmp_path / "empty"])
+    with pytest.raises(ReportError, match="does not exist"):
+        load_runs([tmp_path / "nope"])
+    assert find_run_dirs(tmp_path / "empty") == []
+
+
+def test_run_dirs_are_found_in_natural_order(tmp_path: Path) -> None:
+    for n in (10, 2, 1):
+        synth.write_run(tmp_path / "s" / str(n), [f"pytorch.batch_size={n}"], synth.ok_result())
+    (tmp_path / "s" / "plots").mkdir()
+    assert [p.name for p in find_run_dirs(tmp_path / "s")] == ["1", "2", "10"]
+
+
+def test_a_sweep_root_is_never_taken_for_a_run(realistic_sweep: Path) -> None:
+    (realistic_sweep / ".hydra").mkdir()  # a sweeper may keep its own record here
+    runs = load_runs([realistic_sweep])
+    assert runs.n_runs == 18
+    cols = list(runs.frame.columns)
+    assert cols[8:10] == ["config_hash", "overrides"]

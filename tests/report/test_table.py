@@ -1,0 +1,198 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import report_synth as synth
+
+from llem.report.load import load_runs
+from llem.report.stats import summary_frame
+from llem.report.table import (
+    basenames,
+    format_number,
+    format_with_ci,
+    knob_headers,
+    render_problems,
+    render_table,
+    shorten,
+)
+
+REALISTIC_TABLE = """\
+batch_size  quantization      tok/s         J/tok  TTFT p50 ms  peak MB  status
+----------  ------------  ---------  ------------  -----------  -------  ------
+         1  none          31.0 ±1.5    2.10 ±0.10         20.5      424  ok ×3
+         1  bnb-4bit      22.5 ±1.1    2.62 ±0.13         28.7      204  ok ×3
+         4  none             112 ±5  0.620 ±0.030         28.0      466  ok ×3
+         4  bnb-4bit      84.0 ±4.0  0.770 ±0.037         39.2      246  ok ×3
+        16  none            386 ±19  0.205 ±0.010         58.0      634  ok ×3
+        16  bnb-4bit        301 ±14  0.248 ±0.012         81.2      414  ok ×3
+mean of ok repeats ± 95% CI half-width (Student t); peak MB = memory.peak_allocated_mb"""
+
+
+def _table(*dirs: Path, width: int = 100) -> str:
+    runs = load_runs(list(dirs))
+    return render_table(runs, summary_frame(runs), width=width)
+
+
+@pytest.mark.parametrize(
+    "value,text",
+    [
+        (386.0, "386"),
+        (22.51, "22.5"),
+        (0.2051, "0.205"),
+        (2.1, "2.10"),
+        (1234.5, "1234"),
+        (12, "12"),
+        (0.0, "0"),
+        (None, ""),
+        (float("nan"), ""),
+        (3.2e9, "3.20e+09"),
+        (0.00042, "4.20e-04"),
+        (True, "true"),
+    ],
+)
+def test_format_number(value, text) -> None:
+    assert format_number(value) == text
+
+
+def test_format_with_ci() -> None:
+    assert format_with_ci(12.0, 4.9683) == "12.0 ±5.0"
+    assert format_with_ci(386.0, 18.52) == "386 ±19"
+    assert format_with_ci(0.205, 0.0004) == "0.205 ±0.0004"
+    assert format_with_ci(31.0, None) == "31.0"
+    assert format_with_ci(None, 1.0) == ""
+
+
+def test_knob_headers_are_short_but_unambiguous() -> None:
+    assert knob_headers(["pytorch.batch_size", "quantization", "decoder.temperature"]) == {
+        "pytorch.batch_size": "batch_size",
+        "quantization": "quantization",
+        "decoder.temperature": "temperature",
+    }
+    assert knob_headers(
+        ["model.dtype", "quantization.bnb_4bit_compute_dtype", "x.model.dtype"]
+    ) == {
+        "model.dtype": "model.dtype",
+        "quantization.bnb_4bit_compute_dtype": "bnb_4bit_compute_dtype",
+        "x.model.dtype": "x.model.dtype",
+    }
+
+
+def test_realistic_table_exact(realistic_sweep: Path) -> None:
+    assert _table(realistic_sweep) == REALISTIC_TABLE
+
+
+def test_hand_computed_ci_in_table(tmp_path: Path) -> None:
+    tok = {0: 10.0, 1: 12.0, 2: 14.0}
+    synth.write_sweep(
+        tmp_path / "s",
+        {"pytorch.batch_size": [1, 4]},
+        lambda p: synth.ok_result(
+            tok_s=tok[p["repeat"]] * p["pytorch.batch_size"], j_tok=None, energy=False, peak_mb=None
+        ),
+        repeats=3,
+    )
+    lines = _table(tmp_path / "s").splitlines()
+    assert lines[0].split() == [
+        "batch_size",
+        "tok/s",
+        "J/tok",
+        "TTFT",
+        "p50",
+        "ms",
+        "peak",
+        "MB",
+        "status",
+    ]
+    # mean 12, sd 2, t(0.975, 2) = 4.302653 → half-width 4.9683; ×4: 48 ± 19.87
+    assert lines[2].split() == ["1", "12.0", "±5.0", "21.0", "ok", "×3"]
+    assert lines[3].split() == ["4", "48.0", "±19.9", "21.0", "ok", "×3"]
+
+
+def test_one_run_per_config_has_no_plus_minus_and_missing_energy_is_blank(cpu_sweep: Path) -> None:
+    text = _table(cpu_sweep)
+    assert text.splitlines() == [
+        "decoder   tok/s  J/tok  TTFT p50 ms  peak MB  status",
+        "--------  -----  -----  -----------  -------  ------",
+        "greedy     12.5                21.0           ok",
+        "creative   11.0                21.0           ok",
+    ]
+    assert "±" not in text and " 0 " not in text
+
+
+def test_failed_and_skipped_rows_have_empty_figures(tmp_path: Path) -> None:
+    synth.write_sweep(
+        tmp_path / "s",
+        {"pytorch.batch_size": [1, 4, 16]},
+        lambda p: {
+            1: synth.ok_result(tok_s=50.0, j_tok=1.25, peak_mb=800.0),
+            4: synth.failed_result(),
+            16: synth.skipped_result(),
+        }[p["pytorch.batch_size"]],
+    )
+    lines = _table(tmp_path / "s").splitlines()
+    assert lines[2].split() == ["1", "50.0", "1.25", "21.0", "800", "ok"]
+    assert lines[3].split() == ["4", "failed"]
+    assert lines[4].split() == ["16", "skipped"]
+    runs = load_runs([tmp_path / "s"])
+    problems = render_problems(runs).splitlines()
+    assert problems[0].startswith("failed: pytorch.batch_size=4 — OutOfMemory: CUDA out of memory")
+    assert any(line.startswith("skipped: pytorch.batch_size=16 — ConfigError") for line in problems)
+    assert all(len(line) <= 100 for line in problems)
+
+
+def test_long_values_are_shortened_to_fit(tmp_path: Path) -> None:
+    paths = [
+        f"/scratch/some-user/checkpoints/experiment-{i}/Qwen2.5-0.5B-Instruct-finetuned-{i}"
+        for i in range(3)
+    ]
+    synth.write_sweep(
+        tmp_path / "s",
+        {"model.name_or_path": paths, "pytorch.batch_size": [1, 64]},
+        lambda p: synth.ok_result(),
+        repeats=2,
+    )
+    text = _table(tmp_path / "s")
+    assert max(len(line) for line in text.splitlines()) <= 100
+    header = text.splitlines()[0]
+    assert "name_or_path" in header and "batch_size" in header and "…" not in header
+    # the last path component is enough to tell the models apart
+    assert text.splitlines()[2].startswith("Qwen2.5-0.5B-Instruct-finetuned-0 ")
+
+
+def test_many_knobs_fall_back_to_a_legend(tmp_path: Path) -> None:
+    grid = {f"pytorch.knob_number_{i}": ["alpha-value", "beta-value"] for i in range(6)}
+    synth.write_sweep(tmp_path / "s", grid, lambda p: synth.ok_result())
+    text = _table(tmp_path / "s")
+    lines = text.splitlines()
+    assert max(len(line) for line in lines) <= 100
+    assert lines[0].split()[:2] == ["config", "tok/s"]
+    assert any(line.startswith("#1  knob_number_0=alpha-value") for line in lines)
+    assert "tok/s" in lines[0] and "J/tok" in lines[0] and "status" in lines[0]
+
+
+def test_narrow_width_drops_plus_minus_first(realistic_sweep: Path) -> None:
+    text = _table(realistic_sweep, width=70)
+    assert max(len(line) for line in text.splitlines()) <= 70
+    assert "±" not in text.splitlines()[2]
+    assert "95% CIs in summary.csv" in text
+
+
+def test_shorten() -> None:
+    assert shorten("short", 10) == "short"
+    assert shorten("abcdefghijklmnop", 7) == "abc…nop"
+    assert shorten("abcdefghijklmnop", 0) == "abcdefghijklmnop"
+    assert basenames(["/a/b/model-1", "/a/c/model-2", "greedy"]) == ["model-1", "model-2", "greedy"]
+    assert basenames(["/a/model", "/b/model"]) == ["/a/model", "/b/model"]  # would collide
+
+
+def test_cpu_runs_show_host_memory(tmp_path: Path) -> None:
+    def make(p):
+        result = synth.ok_result(tok_s=13.1, energy=False, peak_mb=None)
+        result["memory"]["peak_host_rss_mb"] = 411.49 + p["pytorch.batch_size"]
+        return result
+
+    synth.write_sweep(tmp_path / "s", {"pytorch.batch_size": [1, 2]}, make)
+    lines = _table(tmp_path / "s").splitlines()
+    assert lines[2].split() == ["1", "13.1", "21.0", "412", "ok"]
+    assert lines[-1] == "peak MB = memory.peak_host_rss_mb"
