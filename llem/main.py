@@ -21,6 +21,7 @@ from llem.config.store import register_configs
 from llem.errors import (
     EXIT_CONFIG,
     EXIT_OK,
+    EXIT_PREFLIGHT,
     EXIT_SWEEP_FAILED,
     EXIT_UNEXPECTED,
     ConfigError,
@@ -178,6 +179,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     register_configs()
     if argv is not None:
         sys.argv = [sys.argv[0]] + list(argv)
+    for key in ("sweep_outcomes", "sweep_dir", "dry_run_preflight_failed"):
+        STATE.pop(key, None)
     STATE.update(task_started=False, multirun=False, outcomes=[])
     real_stderr = sys.stderr
     gate = _StderrGate(real_stderr)
@@ -187,6 +190,12 @@ def main(argv: Optional[List[str]] = None) -> int:
         hydra.main(version_base="1.3", config_path="conf", config_name="config")(task)()
     except SystemExit as exc:
         code = exc.code if exc.code is not None else EXIT_OK
+    except KeyboardInterrupt:
+        sys.stderr = real_stderr
+        where = STATE.get("sweep_dir")
+        print("interrupted: finished runs are kept; nothing unfinished is marked ok"
+              + (f"; resume with hydra.sweep.dir={where}" if where else ""), file=real_stderr)
+        return 130
     finally:
         sys.stderr = real_stderr
     if not STATE["task_started"] and code == EXIT_UNEXPECTED and gate.held().strip():
@@ -198,9 +207,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     if isinstance(code, str):
         print(code, file=real_stderr)
         return EXIT_UNEXPECTED
+    if code == EXIT_OK and STATE.get("dry_run_preflight_failed"):
+        return EXIT_PREFLIGHT
     if code == EXIT_OK and STATE["multirun"]:
-        failed = [o for o in STATE["outcomes"] if o.get("status") == "failed"]
-        if failed:
+        outcomes = STATE.get("sweep_outcomes", STATE["outcomes"])
+        if any(o.get("status") == "failed" for o in outcomes):
             return EXIT_SWEEP_FAILED
     return int(code)
 

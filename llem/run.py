@@ -161,7 +161,7 @@ def _measure(
                 for batch in batches:
                     outputs.append(backend.generate(loaded, exp, batch))
                 passes += 1
-                if not session.measures_energy or window.elapsed_s() >= exp.measurement.min_window_s:
+                if not _measures_energy(session) or window.elapsed_s() >= exp.measurement.min_window_s:
                     break
         _fill_figures(exp, device, loaded, session, outputs, passes, len(prompts), result)
         session.write_timeseries(run_dir / "timeseries.csv")
@@ -173,6 +173,11 @@ def _measure(
     finally:
         session.close()
         reuse.release(backend, loaded, keep=keep)
+
+
+def _measures_energy(session: Any) -> bool:
+    """Whether the window measures energy (only then is it stretched to min_window_s)."""
+    return getattr(session, "source", None) is not None
 
 
 def _is_device_oom(exc: BaseException) -> bool:

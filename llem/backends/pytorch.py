@@ -230,6 +230,11 @@ class PyTorchBackend:
             str(root), gguf_file=gguf_file, trust_remote_code=trust
         )
         tok = AutoTokenizer.from_pretrained(str(root), gguf_file=gguf_file, trust_remote_code=trust)
+        # The GGUF weights are already dequantised into ordinary tensors; drop the GGUF quantizer
+        # marker so the model saves as a plain checkpoint.
+        model.hf_quantizer = None
+        if hasattr(model.config, "quantization_config"):
+            del model.config.quantization_config
         tmp = target.with_name(target.name + ".tmp")
         shutil.rmtree(tmp, ignore_errors=True)
         model.save_pretrained(tmp)

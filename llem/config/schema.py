@@ -120,7 +120,7 @@ class QuantizationConfig:
 class DatasetConfig:
     source: DatasetSource = DatasetSource.builtin
     path: Optional[str] = None
-    n_prompts: int = 32
+    n_prompts: int = 16
     input_tokens: Optional[int] = None
     seed: int = 0
 
