@@ -1,0 +1,266 @@
+"""Which NVML devices a run uses: torch device index -> NVML device, matched by UUID.
+
+torch numbers the devices that ``CUDA_VISIBLE_DEVICES`` leaves visible (cuda:0 is the first entry
+of that list); NVML numbers every GPU in the machine in PCI bus order and ignores the variable. So
+cuda:0 is NVML device 2 under ``CUDA_VISIBLE_DEVICES=2,0``. The mapping:
+
+1. When torch has CUDA, ask it for each device's UUID (``get_device_properties(i).uuid``) and find
+   the NVML device with that UUID. This is exact whatever ``CUDA_VISIBLE_DEVICES`` or
+   ``CUDA_DEVICE_ORDER`` say.
+2. Otherwise parse ``CUDA_VISIBLE_DEVICES`` the way CUDA does: integers are indices, ``GPU-<uuid>``
+   (a unique prefix is enough) and ``MIG-<uuid>`` select by UUID, parsing stops at the first invalid
+   entry, and a repeated entry makes no device visible. Integer indices follow CUDA's order, which
+   is NVML's (PCI) order only with ``CUDA_DEVICE_ORDER=PCI_BUS_ID``; a warning says so when the GPUs
+   differ.
+
+A MIG instance is measured through its parent GPU (NVML reports power and energy per physical GPU),
+with a warning, and a GPU used by several torch devices is measured once.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from llem.measure.nvml import MB, as_str, error_text, is_not_supported
+
+
+class DeviceMappingError(Exception):
+    """A requested torch device has no NVML device; ``str(exc)`` says why."""
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    """A measured GPU. Memory in MB (2**20 bytes, as torch figures); bandwidth in bytes/s."""
+
+    torch_index: Optional[int]
+    nvml_index: Optional[int]
+    uuid: str
+    name: str
+    memory_total_mb: Optional[float] = None
+    memory_bandwidth_bytes_per_s: Optional[float] = None
+    mig_uuid: Optional[str] = None  # the MIG instance torch used, when it was one
+    null_reasons: Mapping[str, str] = field(default_factory=dict)
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {
+            "torch_index": self.torch_index,
+            "nvml_index": self.nvml_index,
+            "uuid": self.uuid,
+            "name": self.name,
+            "memory_total_mb": self.memory_total_mb,
+            "memory_bandwidth_bytes_per_s": self.memory_bandwidth_bytes_per_s,
+        }
+
+
+@dataclass(frozen=True)
+class _Gpu:
+    index: int
+    handle: Any
+    uuid: str
+
+
+def normalise_uuid(uuid: str) -> str:
+    """Lower-case UUID without its ``GPU-``/``MIG-`` prefix (torch reports it bare)."""
+    u = uuid.strip().lower()
+    for prefix in ("gpu-", "mig-"):
+        if u.startswith(prefix):
+            return u[len(prefix) :]
+    return u
+
+
+def torch_device_uuids(indices: Optional[Sequence[int]]) -> Optional[Dict[int, str]]:
+    """``{torch index: UUID}`` from torch when it has CUDA, else None."""
+    try:
+        import torch
+
+        if not torch.cuda.is_available():
+            return None
+        idx = list(indices) if indices is not None else list(range(torch.cuda.device_count()))
+        return {i: str(torch.cuda.get_device_properties(i).uuid) for i in idx}
+    except Exception:
+        return None
+
+
+def memory_bandwidth(pynvml: Any, handle: Any) -> Tuple[Optional[float], Optional[str]]:
+    """Peak memory bandwidth in bytes/s = bus width (bits) / 8 * max memory clock (Hz) * 2 (DDR)."""
+    try:
+        bus_bits = pynvml.nvmlDeviceGetMemoryBusWidth(handle)
+        mem_mhz = pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_MEM)
+    except Exception as exc:
+        if is_not_supported(pynvml, exc) or isinstance(exc, pynvml.NVMLError):
+            return None, f"NVML cannot report memory bus width or clock ({error_text(exc)})"
+        raise
+    if not bus_bits or not mem_mhz:
+        return None, f"NVML reported bus width {bus_bits} bits and max memory clock {mem_mhz} MHz"
+    return bus_bits / 8 * mem_mhz * 1e6 * 2, None
+
+
+def describe(
+    pynvml: Any,
+    gpu_handle: Any,
+    nvml_index: Optional[int],
+    uuid: str,
+    torch_index: Optional[int],
+    mig_uuid: Optional[str] = None,
+) -> DeviceInfo:
+    """Name, total memory and bandwidth of one physical GPU."""
+    reasons: Dict[str, str] = {}
+    name = as_str(pynvml.nvmlDeviceGetName(gpu_handle))
+    try:
+        total_mb: Optional[float] = pynvml.nvmlDeviceGetMemoryInfo(gpu_handle).total / MB
+    except Exception as exc:
+        if not is_not_supported(pynvml, exc):
+            raise
+        total_mb = None
+        reasons["memory_total_mb"] = f"NVML cannot report total memory ({error_text(exc)})"
+    bandwidth, why = memory_bandwidth(pynvml, gpu_handle)
+    if why:
+        reasons["memory_bandwidth_bytes_per_s"] = why
+    return DeviceInfo(torch_index, nvml_index, uuid, name, total_mb, bandwidth, mig_uuid, reasons)
+
+
+class Inventory:
+    """NVML's GPUs, plus their MIG instances when asked for."""
+
+    def __init__(self, pynvml: Any) -> None:
+        self.nvml = pynvml
+        self.gpus: List[_Gpu] = []
+        for i in range(pynvml.nvmlDeviceGetCount()):
+            h = pynvml.nvmlDeviceGetHandleByIndex(i)
+            self.gpus.append(_Gpu(i, h, as_str(pynvml.nvmlDeviceGetUUID(h))))
+        self._migs: Optional[Dict[str, _Gpu]] = None  # MIG uuid -> parent GPU
+
+    def migs(self) -> Dict[str, _Gpu]:
+        if self._migs is None:
+            self._migs = {}
+            for gpu in self.gpus:
+                try:
+                    count = self.nvml.nvmlDeviceGetMaxMigDeviceCount(gpu.handle)
+                except Exception as exc:
+                    if is_not_supported(self.nvml, exc) or isinstance(exc, self.nvml.NVMLError):
+                        continue
+                    raise
+                for j in range(count):
+                    try:
+                        mh = self.nvml.nvmlDeviceGetMigDeviceHandleByIndex(gpu.handle, j)
+                        mig_uuid = as_str(self.nvml.nvmlDeviceGetUUID(mh))
+                    except self.nvml.NVMLError:
+                        continue  # empty slot
+                    self._migs[normalise_uuid(mig_uuid)] = gpu
+        return self._migs
+
+    def by_uuid(self, uuid: str, prefix: bool = False) -> Tuple[Optional[_Gpu], Optional[str]]:
+        """(parent GPU, MIG uuid or None) for a GPU or MIG UUID; unique prefixes when ``prefix``."""
+        want = normalise_uuid(uuid)
+        hits = [
+            g
+            for g in self.gpus
+            if (
+                normalise_uuid(g.uuid).startswith(want)
+                if prefix
+                else normalise_uuid(g.uuid) == want
+            )
+        ]
+        if len(hits) == 1:
+            return hits[0], None
+        if hits:
+            return None, None  # ambiguous prefix
+        migs = self.migs()
+        keys = [k for k in migs if (k.startswith(want) if prefix else k == want)]
+        if len(keys) == 1:
+            return migs[keys[0]], "MIG-" + keys[0]
+        return None, None
+
+
+_LEGACY_MIG = re.compile(r"^MIG-(GPU-[0-9a-fA-F-]+)/\d+/\d+$")
+
+
+def visible_from_env(inv: Inventory, cvd: Optional[str]) -> List[Tuple[_Gpu, Optional[str]]]:
+    """The devices CUDA makes visible under ``CUDA_VISIBLE_DEVICES=cvd``, in CUDA's order."""
+    if cvd is None:
+        return [(g, None) for g in inv.gpus]
+    visible: List[Tuple[_Gpu, Optional[str]]] = []
+    seen: List[str] = []
+    for raw in cvd.split(","):
+        entry = raw.strip()
+        if entry in seen:
+            return []  # CUDA: a repeated entry makes no device visible
+        seen.append(entry)
+        found: Tuple[Optional[_Gpu], Optional[str]] = (None, None)
+        if re.fullmatch(r"\d+", entry):
+            i = int(entry)
+            found = (inv.gpus[i], None) if i < len(inv.gpus) else (None, None)
+        elif _LEGACY_MIG.match(entry):
+            gpu, _ = inv.by_uuid(_LEGACY_MIG.match(entry).group(1), prefix=True)  # type: ignore[union-attr]
+            found = (gpu, entry)
+        elif entry.upper().startswith(("GPU-", "MIG-")):
+            found = inv.by_uuid(entry, prefix=True)
+        if found[0] is None:
+            break  # CUDA stops at the first invalid entry
+        visible.append((found[0], found[1]))
+    return visible
+
+
+def resolve_devices(
+    pynvml: Any,
+    torch_indices: Optional[Sequence[int]],
+    env: Mapping[str, str],
+    torch_uuids: Optional[Mapping[int, str]] = None,
+) -> Tuple[List[Tuple[DeviceInfo, Any]], List[str]]:
+    """Map torch device indices to NVML GPUs. Returns ([(DeviceInfo, gpu handle)], warnings).
+
+    ``torch_indices`` None means every visible device. Raises ``DeviceMappingError``.
+    """
+    inv = Inventory(pynvml)
+    warnings: List[str] = []
+    chosen: List[Tuple[int, _Gpu, Optional[str]]] = []
+    if torch_uuids:
+        for ti, uuid in sorted(torch_uuids.items()):
+            gpu, mig = inv.by_uuid(uuid)
+            if gpu is None:
+                warnings.append(
+                    f"torch device cuda:{ti} has UUID {uuid}, which NVML does not "
+                    "list; falling back to CUDA_VISIBLE_DEVICES"
+                )
+                chosen = []
+                break
+            chosen.append((ti, gpu, mig))
+    if not chosen:
+        cvd = env.get("CUDA_VISIBLE_DEVICES")
+        visible = visible_from_env(inv, cvd)
+        wanted = list(torch_indices) if torch_indices is not None else list(range(len(visible)))
+        shown = "unset" if cvd is None else repr(cvd)
+        for ti in wanted:
+            if not 0 <= ti < len(visible):
+                raise DeviceMappingError(
+                    f"torch device cuda:{ti} is not visible: CUDA_VISIBLE_DEVICES is {shown}, "
+                    f"which leaves {len(visible)} of NVML's {len(inv.gpus)} GPUs visible"
+                )
+            chosen.append((ti, visible[ti][0], visible[ti][1]))
+        by_int = cvd is None or any(re.fullmatch(r"\s*\d+\s*", e) for e in cvd.split(","))
+        names = {as_str(pynvml.nvmlDeviceGetName(g.handle)) for g in inv.gpus}
+        if by_int and len(names) > 1 and env.get("CUDA_DEVICE_ORDER") != "PCI_BUS_ID":
+            warnings.append(
+                "GPUs of different models and CUDA_DEVICE_ORDER is not PCI_BUS_ID: CUDA may number "
+                "them differently from NVML; set CUDA_DEVICE_ORDER=PCI_BUS_ID so that the "
+                "measured GPU is the one torch used"
+            )
+    out: List[Tuple[DeviceInfo, Any]] = []
+    done: Dict[str, int] = {}
+    for ti, gpu, mig in chosen:
+        if mig:
+            warnings.append(
+                f"torch device cuda:{ti} is MIG instance {mig}; NVML power and energy "
+                f"are for the whole GPU {gpu.uuid}, shared with its other instances"
+            )
+        if gpu.uuid in done:
+            warnings.append(
+                f"torch devices cuda:{done[gpu.uuid]} and cuda:{ti} are on the same "
+                f"GPU {gpu.uuid}; it is measured once"
+            )
+            continue
+        done[gpu.uuid] = ti
+        out.append((describe(pynvml, gpu.handle, gpu.index, gpu.uuid, ti, mig), gpu.handle))
+    return out, warnings

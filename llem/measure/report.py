@@ -1,0 +1,232 @@
+"""The frozen result of a measured window, and how its figures are derived.
+
+Every figure is a number or None; each None has a one-line reason in ``null_reasons`` keyed by its
+dotted path (``energy.total_j``, ``thermal.max_temp_c``, ``memory.peak_device_used_mb``,
+``devices[0].memory_bandwidth_bytes_per_s``). A window whose energy reads 0 J is reported as a
+warning with null energy, never as 0 J.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Optional, Sequence
+
+from llem.measure.devices import DeviceInfo
+from llem.measure.energy import WindowResult
+from llem.measure.throttle import decode_reasons, is_throttling, sort_reasons
+
+ENERGY_KEYS = (
+    "source",
+    "unavailable_reason",
+    "window_s",
+    "total_j",
+    "per_device_j",
+    "idle_power_w",
+    "idle_adjusted_j",
+    "j_per_output_token",
+    "j_per_request",
+    "avg_power_w",
+    "peak_power_w",
+    "warnings",
+    "cpu_source",
+    "cpu_package_j",
+    "cpu_unavailable_reason",
+)
+_NOT_FIGURES = {
+    "source",
+    "unavailable_reason",
+    "warnings",
+    "cpu_source",
+    "cpu_unavailable_reason",
+    "per_device_j",
+}
+
+
+@dataclass(frozen=True)
+class IdleBaseline:
+    """Idle power summed over measured devices (W), and each device's mean idle temperature (C)."""
+
+    power_w: Optional[float]
+    temperature_c: Mapping[str, float] = field(default_factory=dict)
+    null_reason: Optional[str] = None
+    window_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class MeasurementReport:
+    """Energy, thermal and device figures of one window (units in key names; see DESIGN.md)."""
+
+    energy: Dict[str, Any]
+    thermal: Dict[str, Any]
+    peak_device_used_mb: Optional[float]
+    devices: List[Dict[str, Any]]
+    null_reasons: Dict[str, str]
+    window_s: float
+    memory_bandwidth_bytes_per_s: Optional[float]  # summed over the measured devices
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {
+            "energy": self.energy,
+            "thermal": self.thermal,
+            "peak_device_used_mb": self.peak_device_used_mb,
+            "devices": self.devices,
+            "null_reasons": self.null_reasons,
+        }
+
+
+def _ratio(num: Optional[float], den: float, what: str, why_num: Optional[str]):
+    if num is None:
+        return None, why_num
+    if den <= 0:
+        return None, f"no {what}"
+    return num / den, None
+
+
+def build_report(
+    window: WindowResult,
+    *,
+    unavailable_reason: Optional[str],
+    idle: IdleBaseline,
+    devices: Sequence[DeviceInfo],
+    setup_warnings: Sequence[str],
+    min_window_s: float,
+    output_tokens: int,
+    requests: int,
+    cpu_disabled_reason: Optional[str] = None,
+) -> MeasurementReport:
+    reasons: Dict[str, str] = {}
+    warnings = list(setup_warnings) + list(window.warnings)
+    e: Dict[str, Any] = dict.fromkeys(ENERGY_KEYS)
+    e["window_s"] = window.window_s
+    e["per_device_j"] = {}
+    if unavailable_reason is None and window.failure is not None:
+        unavailable_reason = f"NVML failed during the measured window ({window.failure})"
+        warnings.append(f"energy unavailable: {unavailable_reason}")
+    if unavailable_reason is None and not window.devices:
+        unavailable_reason = "no device to measure"
+    if unavailable_reason is None and all(d.method is None for d in window.devices):
+        unavailable_reason = "no measured device has an energy counter or power readings"
+    measured = unavailable_reason is None or window.cpu_package_j is not None
+    if measured and window.window_s < min_window_s:
+        warnings.append(
+            f"measured window {window.window_s:.3f} s is shorter than "
+            f"measurement.min_window_s={min_window_s} s; energy figures are less "
+            "reliable (the energy counter updates every few tens of ms)"
+        )
+    total: Optional[float] = None
+    why_total: Optional[str] = unavailable_reason
+    if unavailable_reason is not None:
+        e["source"] = "unavailable"
+        e["unavailable_reason"] = unavailable_reason
+    else:
+        methods = {d.method for d in window.devices}
+        e["source"] = (
+            "replay"
+            if "replay" in methods
+            else "nvml_power"
+            if "nvml_power" in methods
+            else "nvml_counter"
+        )
+        missing = []
+        for d in window.devices:
+            j = d.energy_j
+            if j is not None and j <= 0:
+                warnings.append(
+                    f"{d.uuid}: energy read {j:.3f} J over the {window.window_s:.3f} s "
+                    "window (the counter did not advance; window shorter than its "
+                    "update period?); energy figures left null"
+                )
+                reasons[f"energy.per_device_j.{d.uuid}"] = f"energy read {j:.3f} J (not credible)"
+                j = None
+            elif j is None:
+                reasons[f"energy.per_device_j.{d.uuid}"] = d.null_reason or "not measured"
+            e["per_device_j"][d.uuid] = j
+            if j is None:
+                missing.append(f"{d.uuid}: {reasons[f'energy.per_device_j.{d.uuid}']}")
+        if missing:
+            why_total = "no energy for " + "; ".join(missing)
+        else:
+            total = sum(e["per_device_j"].values())
+    e["total_j"] = total
+    e["idle_power_w"] = idle.power_w
+    idle_adj = None
+    why_idle_adj = why_total or idle.null_reason
+    if total is not None and idle.power_w is not None:
+        idle_adj = total - idle.power_w * window.window_s
+        if idle_adj < 0:
+            warnings.append(
+                f"idle-adjusted energy is negative ({idle_adj:.3f} J): the window drew "
+                "less than the idle baseline"
+            )
+    e["idle_adjusted_j"] = idle_adj
+    e["j_per_output_token"], why_tok = _ratio(total, output_tokens, "output tokens", why_total)
+    e["j_per_request"], why_req = _ratio(total, requests, "requests", why_total)
+    e["avg_power_w"], why_avg = _ratio(total, window.window_s, "window time", why_total)
+    e["peak_power_w"] = None
+    why_peak = unavailable_reason
+    if unavailable_reason is None:
+        sums = [
+            sum(s.power_w or 0.0 for s in g)
+            for _, g in window.ticks
+            if g and all(s.power_w is not None for s in g)
+        ]
+        e["peak_power_w"] = max(sums) if sums else None
+        why_peak = None if sums else "no power samples"
+    e["warnings"] = warnings
+    if cpu_disabled_reason is not None:
+        e["cpu_source"], e["cpu_unavailable_reason"] = "unavailable", cpu_disabled_reason
+    elif window.cpu_package_j is not None:
+        e["cpu_source"], e["cpu_package_j"] = "rapl", window.cpu_package_j
+    else:
+        e["cpu_source"], e["cpu_unavailable_reason"] = "unavailable", window.cpu_null_reason
+    figure_reasons = {
+        "total_j": why_total,
+        "idle_power_w": idle.null_reason or unavailable_reason,
+        "idle_adjusted_j": why_idle_adj,
+        "j_per_output_token": why_tok,
+        "j_per_request": why_req,
+        "avg_power_w": why_avg,
+        "peak_power_w": why_peak,
+        "cpu_package_j": e["cpu_unavailable_reason"],
+    }
+    for key, value in e.items():
+        if value is None and key not in _NOT_FIGURES:
+            reasons[f"energy.{key}"] = figure_reasons.get(key) or "not measured"
+
+    samples = window.samples
+    temps = [s.temperature_c for s in samples if s.temperature_c is not None]
+    masks = [s.throttle_mask for s in samples if s.throttle_mask is not None]
+    names = sort_reasons(n for m in masks for n in decode_reasons(m))
+    no_samples = unavailable_reason if not samples else None
+    thermal = {
+        "max_temp_c": max(temps) if temps else None,
+        "throttled": is_throttling(names) if masks else None,
+        "throttle_reasons": names,
+    }
+    if not temps:
+        reasons["thermal.max_temp_c"] = no_samples or "no temperature readings"
+    if not masks:
+        reasons["thermal.throttled"] = no_samples or "no clock throttle readings"
+    used = [s.memory_used_mb for s in samples if s.memory_used_mb is not None]
+    peak_used = max(used) if used else None
+    if peak_used is None:
+        reasons["memory.peak_device_used_mb"] = no_samples or "no device memory readings"
+    dev_dicts = []
+    for i, dev in enumerate(devices):
+        dd = dev.to_dict()
+        for k, v in dd.items():
+            if v is None:
+                reasons[f"devices[{i}].{k}"] = dev.null_reasons.get(k, "not known")
+        dev_dicts.append(dd)
+    bws = [dev.memory_bandwidth_bytes_per_s for dev in devices]
+    known_bws = [b for b in bws if b is not None]
+    bw = sum(known_bws) if bws and len(known_bws) == len(bws) else None
+    return MeasurementReport(
+        energy=e,
+        thermal=thermal,
+        peak_device_used_mb=peak_used,
+        devices=dev_dicts,
+        null_reasons=reasons,
+        window_s=window.window_s,
+        memory_bandwidth_bytes_per_s=bw,
+    )

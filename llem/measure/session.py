@@ -1,0 +1,312 @@
+"""``MeasurementSession``: the one object a run uses to measure energy, power, heat and memory.
+
+    session = MeasurementSession(cfg.measurement, torch_device_indices=[0], device_type="cuda")
+    problems = session.preflight()        # before loading anything
+    session.start()                       # after CUDA is initialised, before the model loads
+    session.cooldown()
+    with session.window() as w:           # the measured generation
+        ...
+    report = session.report(output_tokens=n, requests=m)
+    session.write_timeseries(run_dir / "timeseries.csv")
+    session.close()
+
+Devices: ``measurement.gpu_indices`` if set, else ``torch_device_indices``, else every device torch
+can see. They are torch indices, i.e. relative to ``CUDA_VISIBLE_DEVICES``; see
+``llem.measure.devices`` for how they are matched to NVML devices (by UUID).
+"""
+
+from __future__ import annotations
+
+import csv
+import logging
+import os
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
+
+from llem.measure.devices import DeviceInfo
+from llem.measure.energy import WindowResult
+from llem.measure.nvml import SourceError
+from llem.measure.rapl import DEFAULT_POWERCAP_ROOT, RaplMeter
+from llem.measure.report import IdleBaseline, MeasurementReport, build_report
+from llem.measure.sampler import Clock, RealClock
+from llem.measure.sources import DISABLED, energy_mode, open_source, preflight_problems
+from llem.measure.throttle import decode_reasons
+from llem.measure.window import MeasurementWindow
+
+log = logging.getLogger(__name__)
+
+TIMESERIES_COLUMNS = (
+    "time_s",
+    "device",
+    "power_w",
+    "temperature_c",
+    "sm_clock_mhz",
+    "mem_clock_mhz",
+    "throttle_reasons",
+    "memory_used_mb",
+    "gpu_util_pct",
+    "mem_util_pct",
+)
+
+
+class MeasurementSession:
+    """Measures one run's energy window. See the module docstring for the call order.
+
+    ``clock``, ``powercap_root``, ``cuda_sync`` and ``env`` exist for tests and benchmarks.
+    """
+
+    def __init__(
+        self,
+        cfg: Any,
+        torch_device_indices: Optional[Sequence[int]] = None,
+        device_type: str = "cuda",
+        *,
+        clock: Optional[Clock] = None,
+        powercap_root: Union[str, Path] = DEFAULT_POWERCAP_ROOT,
+        cuda_sync: Optional[Callable[[], None]] = None,
+        env: Optional[Mapping[str, str]] = None,
+    ) -> None:
+        self.cfg = cfg
+        self.device_type = device_type
+        gpu = getattr(cfg, "gpu_indices", None)
+        self.torch_indices = (
+            list(gpu)
+            if gpu is not None
+            else (list(torch_device_indices) if torch_device_indices is not None else None)
+        )
+        self.clock: Clock = clock or RealClock()
+        self._powercap_root = powercap_root
+        self._cuda_sync = cuda_sync
+        self._env = env
+        self.origin_s: Optional[float] = None
+        self.devices: List[DeviceInfo] = []
+        self.source: Any = None
+        self.unavailable_reason: Optional[str] = None
+        self.setup_warnings: List[str] = []
+        self.idle = IdleBaseline(None, null_reason="session not started")
+        self.last_window: Optional[WindowResult] = None
+        self._rapl: Optional[RaplMeter] = None
+        self._started = False
+        self._closed = False
+
+    # ------------------------------------------------------------------ lifecycle
+    def preflight(self) -> List[str]:
+        """Cheap checks before any model load; one sentence per problem naming the key and value.
+
+        ``energy=auto`` without NVML is not a problem (energy is then unavailable, with a reason).
+        """
+        return preflight_problems(self.cfg, self.device_type, self.torch_indices, self._environ())
+
+    def _environ(self) -> Mapping[str, str]:
+        return self._env if self._env is not None else os.environ
+
+    def start(self) -> None:
+        """Open the power source, map devices, and measure idle power for ``idle_baseline_s``.
+
+        Call after CUDA is initialised and before the model loads. The replay trace's time 0 is
+        now. Raises ``PreflightError`` when ``energy=nvml``/``replay`` was asked for and cannot be
+        had; with ``energy=auto`` energy just becomes unavailable, with the reason.
+        """
+        if self._started:
+            raise RuntimeError("MeasurementSession.start() called twice")
+        self._started = True
+        self.origin_s = self.clock.now()
+        opened = open_source(
+            self.cfg, self.device_type, self.torch_indices, self._environ(), self.origin_s
+        )
+        self.source, self.devices = opened.source, opened.devices
+        self.unavailable_reason = opened.unavailable_reason
+        self.setup_warnings += opened.warnings
+        if energy_mode(self.cfg) != "none":
+            self._rapl = RaplMeter(self._powercap_root)
+        for w in self.setup_warnings:
+            log.warning("%s", w)
+        self.idle = self._measure_idle()
+
+    def _measure_idle(self) -> IdleBaseline:
+        secs = float(self.cfg.idle_baseline_s or 0.0)
+        if self.source is None:
+            return IdleBaseline(None, null_reason=f"energy unavailable: {self.unavailable_reason}")
+        if secs <= 0:
+            return IdleBaseline(None, null_reason="measurement.idle_baseline_s=0: not measured")
+        w = MeasurementWindow(self, sync=False, keep=False)
+        with w:
+            self.clock.sleep(secs)
+        res = w.result
+        assert res is not None
+        temps: Dict[str, float] = {}
+        for uuid in self.source.uuids:
+            vals = [
+                s.temperature_c
+                for s in res.samples
+                if s.device == uuid and s.temperature_c is not None
+            ]
+            if vals:
+                temps[uuid] = sum(vals) / len(vals)
+        if res.failure:
+            return IdleBaseline(
+                None, temps, f"NVML failed during the idle baseline ({res.failure})", res.window_s
+            )
+        bad = [
+            f"{d.uuid}: {d.null_reason or f'read {d.energy_j} J'}"
+            for d in res.devices
+            if d.energy_j is None or d.energy_j <= 0
+        ]
+        if bad:
+            return IdleBaseline(None, temps, "no idle energy for " + "; ".join(bad), res.window_s)
+        total = sum(d.energy_j for d in res.devices)  # type: ignore[misc]
+        return IdleBaseline(total / res.window_s, temps, None, res.window_s)
+
+    @property
+    def memory_bandwidth_bytes_per_s(self) -> Optional[float]:
+        """Peak memory bandwidth (bytes/s) summed over the measured GPUs, after ``start()``; None
+        when a GPU's is unknown or nothing is measured (see ``devices`` for each GPU's figure)."""
+        bws = [d.memory_bandwidth_bytes_per_s for d in self.devices]
+        known = [b for b in bws if b is not None]
+        return sum(known) if known and len(known) == len(bws) else None
+
+    # ------------------------------------------------------------------ run
+    def cooldown(self) -> Dict[str, Optional[float]]:
+        """Wait ``cooldown_s``; with ``cooldown_temp_margin_c`` set, wait until every device is at
+        most that many degrees C above its idle temperature, ``cooldown_s`` at most (polled every
+        0.5 s; a warning joins the report when the bound is hit). Without idle temperatures (no
+        idle baseline, no NVML) it just waits ``cooldown_s``.
+
+        Returns ``{"cooldown_waited_s": seconds, "start_temp_c": hottest device now or None}``.
+        """
+        limit = float(self.cfg.cooldown_s or 0.0)
+        margin = getattr(self.cfg, "cooldown_temp_margin_c", None)
+        t0 = self.clock.now()
+        temps = self._temperatures()
+        if margin is not None and self.idle.temperature_c and temps:
+            while True:
+                hot = {
+                    u: t
+                    for u, t in temps.items()
+                    if t is not None
+                    and u in self.idle.temperature_c
+                    and t > self.idle.temperature_c[u] + margin
+                }
+                left = limit - (self.clock.now() - t0)
+                if not hot:
+                    break
+                if left <= 0:
+                    self.setup_warnings.append(
+                        f"cooldown stopped at measurement.cooldown_s={limit} s with "
+                        + ", ".join(
+                            f"{u} at {t:.0f} C (idle {self.idle.temperature_c[u]:.0f} C)"
+                            for u, t in hot.items()
+                        )
+                        + f", above idle + measurement.cooldown_temp_margin_c={margin}"
+                    )
+                    break
+                self.clock.sleep(min(0.5, left))
+                temps = self._temperatures()
+        else:
+            self.clock.sleep(limit)
+            temps = self._temperatures()
+        known = [t for t in temps.values() if t is not None]
+        return {
+            "cooldown_waited_s": self.clock.now() - t0,
+            "start_temp_c": max(known) if known else None,
+        }
+
+    def _temperatures(self) -> Dict[str, Optional[float]]:
+        if self.source is None:
+            return {}
+        try:
+            return self.source.read_temperatures_c(self.clock.now())
+        except SourceError as exc:
+            log.warning("cannot read temperatures: %s", exc)
+            return {}
+
+    def window(self) -> MeasurementWindow:
+        """The measured window (a context manager). CUDA is synchronised at both edges when
+        ``device_type == "cuda"``; the sampler runs at ``sample_hz`` inside it and is stopped and
+        joined on the way out, exceptions included. A later window replaces an earlier one."""
+        if not self._started:
+            raise RuntimeError("MeasurementSession.window() before start()")
+        return MeasurementWindow(self, sync=self.device_type == "cuda", keep=True)
+
+    def cuda_sync(self) -> None:
+        if self._cuda_sync is not None:
+            self._cuda_sync()
+            return
+        import torch
+
+        if torch.cuda.is_available():
+            for i in (
+                self.torch_indices
+                if self.torch_indices is not None
+                else range(torch.cuda.device_count())
+            ):
+                torch.cuda.synchronize(i)
+
+    def rapl(self) -> Optional[RaplMeter]:
+        return self._rapl
+
+    # ------------------------------------------------------------------ results
+    def report(self, output_tokens: int, requests: int) -> MeasurementReport:
+        """Figures of the last window; ``output_tokens``/``requests`` made in it."""
+        if self.last_window is None:
+            raise RuntimeError("MeasurementSession.report() before a window() finished")
+        return build_report(
+            self.last_window,
+            unavailable_reason=self.unavailable_reason,
+            idle=self.idle,
+            devices=self.devices,
+            setup_warnings=self.setup_warnings,
+            min_window_s=float(self.cfg.min_window_s or 0.0),
+            output_tokens=output_tokens,
+            requests=requests,
+            cpu_disabled_reason=DISABLED if energy_mode(self.cfg) == "none" else None,
+        )
+
+    def write_timeseries(self, path: Union[str, Path]) -> int:
+        """Write the last window's samples as CSV (one row per sample per device; ``time_s`` from
+        the window start; empty cell = not readable). Returns the number of rows."""
+        if self.last_window is None:
+            raise RuntimeError("MeasurementSession.write_timeseries() before a window() finished")
+        start = self.last_window.start_s
+        rows = 0
+        with Path(path).open("w", newline="") as fh:
+            out = csv.writer(fh)
+            out.writerow(TIMESERIES_COLUMNS)
+            for s in self.last_window.samples:
+                reasons = (
+                    "" if s.throttle_mask is None else "|".join(decode_reasons(s.throttle_mask))
+                )
+                out.writerow(
+                    [
+                        f"{s.time_s - start:.6f}",
+                        s.device,
+                        _cell(s.power_w),
+                        _cell(s.temperature_c),
+                        _cell(s.sm_clock_mhz),
+                        _cell(s.mem_clock_mhz),
+                        reasons,
+                        _cell(s.memory_used_mb),
+                        _cell(s.gpu_util_pct),
+                        _cell(s.mem_util_pct),
+                    ]
+                )
+                rows += 1
+        return rows
+
+    def close(self) -> None:
+        """Release NVML (``nvmlShutdown``). Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        if self.source is not None:
+            self.source.close()
+
+    def __enter__(self) -> MeasurementSession:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def _cell(value: Optional[float]) -> str:
+    return "" if value is None else f"{value:.6g}"

@@ -1,0 +1,181 @@
+"""Opening the power source that ``measurement.energy`` names, and the cheap pre-flight checks.
+
+``auto``: NVML when the run is on CUDA and NVML works, otherwise energy is unavailable with the
+reason (not an error). ``nvml``: NVML or a pre-flight error. ``replay``: the trace in
+``measurement.replay_trace``. ``none``: nothing is measured.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, List, Mapping, Optional, Sequence
+
+from llem.errors import PreflightError
+from llem.measure import devices as _devices
+from llem.measure.devices import DeviceInfo, DeviceMappingError
+from llem.measure.nvml import (
+    NvmlDevice,
+    NvmlSource,
+    NvmlUnavailable,
+    error_text,
+    init_nvml,
+    shutdown_nvml,
+)
+from llem.measure.replay import ReplaySource, TraceError, load_trace
+
+DISABLED = "disabled by measurement.energy=none"
+
+
+def energy_mode(cfg: Any) -> str:
+    """``cfg.energy`` as a plain string (an Enum from the schema, or a string)."""
+    return str(getattr(cfg.energy, "value", cfg.energy))
+
+
+@dataclass
+class OpenedSource:
+    """A power source (or None with ``unavailable_reason``), its devices and setup warnings."""
+
+    source: Any = None
+    devices: List[DeviceInfo] = field(default_factory=list)
+    unavailable_reason: Optional[str] = None
+    warnings: List[str] = field(default_factory=list)
+
+
+def _no_nvml(exc: Exception) -> str:
+    return f"measurement.energy=nvml but NVML is not available ({exc})"
+
+
+def _not_cuda(device_type: str) -> str:
+    return f"measurement.energy=nvml needs a CUDA device but the run is on device={device_type}"
+
+
+def preflight_problems(
+    cfg: Any, device_type: str, torch_indices: Optional[Sequence[int]], env: Mapping[str, str]
+) -> List[str]:
+    """One sentence per problem, naming the key and its value; empty when all is well."""
+    mode, problems = energy_mode(cfg), []
+    if not cfg.sample_hz or cfg.sample_hz <= 0 or cfg.sample_hz > 1000:
+        problems.append(f"measurement.sample_hz={cfg.sample_hz}: must be > 0 and <= 1000")
+    for key in ("idle_baseline_s", "cooldown_s", "min_window_s", "cooldown_temp_margin_c"):
+        value = getattr(cfg, key, None)
+        if value is not None and value < 0:
+            problems.append(f"measurement.{key}={value}: must be >= 0")
+    trace = getattr(cfg, "replay_trace", None)
+    if trace and mode != "replay":
+        problems.append(
+            f"measurement.replay_trace={trace} is set but measurement.energy={mode}; "
+            "set measurement.energy=replay to use it"
+        )
+    if mode == "replay":
+        if not trace:
+            problems.append(
+                "measurement.energy=replay needs measurement.replay_trace "
+                "(a CSV with columns time_s, device, power_w)"
+            )
+        else:
+            try:
+                load_trace(trace)
+            except TraceError as exc:
+                problems.append(f"measurement.replay_trace={trace}: {exc}")
+    if mode == "nvml" and device_type != "cuda":
+        problems.append(_not_cuda(device_type))
+    elif mode in ("nvml", "auto") and device_type == "cuda":
+        problems.extend(_nvml_problems(cfg, mode, torch_indices, env))
+    return problems
+
+
+def _nvml_problems(
+    cfg: Any, mode: str, torch_indices: Optional[Sequence[int]], env: Mapping[str, str]
+) -> List[str]:
+    try:
+        pynvml = init_nvml()
+    except NvmlUnavailable as exc:
+        return [_no_nvml(exc)] if mode == "nvml" else []
+    cvd = env.get("CUDA_VISIBLE_DEVICES")
+    shown = "unset" if cvd is None else repr(cvd)
+    try:
+        visible = _devices.visible_from_env(_devices.Inventory(pynvml), cvd)
+        bad = [i for i in (torch_indices or []) if not 0 <= i < len(visible)]
+        if bad:
+            key = "measurement.gpu_indices" if cfg.gpu_indices is not None else "torch devices"
+            return [
+                f"{key}={list(torch_indices or [])}: only {len(visible)} GPU(s) are visible "
+                f"(CUDA_VISIBLE_DEVICES is {shown})"
+            ]
+        if not visible and mode == "nvml":
+            return [f"measurement.energy=nvml but no GPU is visible (CUDA_VISIBLE_DEVICES={shown})"]
+    except Exception as exc:
+        if mode == "nvml":
+            return [f"measurement.energy=nvml but NVML device queries fail ({error_text(exc)})"]
+    finally:
+        shutdown_nvml(pynvml)
+    return []
+
+
+def open_source(
+    cfg: Any,
+    device_type: str,
+    torch_indices: Optional[Sequence[int]],
+    env: Mapping[str, str],
+    origin_s: float,
+) -> OpenedSource:
+    """Open the source ``cfg.energy`` asks for. Raises ``PreflightError`` when an explicit
+    ``nvml``/``replay`` request cannot be met."""
+    mode = energy_mode(cfg)
+    if mode == "none":
+        return OpenedSource(unavailable_reason=DISABLED)
+    if mode == "replay":
+        return _open_replay(str(cfg.replay_trace), origin_s)
+    if device_type != "cuda":
+        if mode == "nvml":
+            raise PreflightError([_not_cuda(device_type)])
+        return OpenedSource(
+            unavailable_reason=f"the run is on device={device_type}: no GPU energy to measure "
+            "(CPU package energy is in cpu_package_j)"
+        )
+    return _open_nvml(mode, torch_indices, env)
+
+
+def _open_replay(path: str, origin_s: float) -> OpenedSource:
+    try:
+        traces = load_trace(path)
+    except TraceError as exc:
+        raise PreflightError([f"measurement.replay_trace={path}: {exc}"]) from exc
+    why = "replayed device (no hardware behind it)"
+    keys = ("torch_index", "nvml_index", "memory_total_mb", "memory_bandwidth_bytes_per_s")
+    devices = [
+        DeviceInfo(
+            None, None, d, f"replay:{Path(path).name}", null_reasons=dict.fromkeys(keys, why)
+        )
+        for d in traces
+    ]
+    return OpenedSource(ReplaySource(traces, origin_s, path), devices)
+
+
+def _open_nvml(
+    mode: str, torch_indices: Optional[Sequence[int]], env: Mapping[str, str]
+) -> OpenedSource:
+    try:
+        pynvml = init_nvml()
+    except NvmlUnavailable as exc:
+        if mode == "nvml":
+            raise PreflightError([_no_nvml(exc)]) from exc
+        return OpenedSource(unavailable_reason=f"NVML is not available ({exc})")
+    try:
+        uuids = _devices.torch_device_uuids(torch_indices)
+        resolved, warnings = _devices.resolve_devices(pynvml, torch_indices, env, uuids)
+        nvml_devices = [NvmlDevice(pynvml, handle, info.uuid) for info, handle in resolved]
+    except Exception as exc:
+        shutdown_nvml(pynvml)
+        if isinstance(exc, DeviceMappingError):
+            raise PreflightError([f"measurement.gpu_indices / torch devices: {exc}"]) from exc
+        if mode == "nvml":
+            raise PreflightError(
+                [f"measurement.energy=nvml but NVML device setup fails ({error_text(exc)})"]
+            ) from exc
+        return OpenedSource(unavailable_reason=f"NVML device setup failed ({error_text(exc)})")
+    source = NvmlSource(pynvml, nvml_devices)
+    return OpenedSource(
+        source, [info for info, _ in resolved], None, warnings + source.setup_warnings()
+    )

@@ -1,0 +1,326 @@
+"""A programmable stand-in for the ``pynvml`` module (nvidia-ml-py), for tests without a GPU.
+
+Constants and the ``NVMLError`` family are taken from the real ``pynvml`` (importable here even
+without a driver), so the fake raises exactly what NVML raises. Each ``FakeGpu`` is programmed with
+an architecture, counter support, a power waveform over clock time, UUIDs, MIG instances, and an
+optional failure after N calls. Install with ``monkeypatch.setitem(sys.modules, "pynvml", fake)``.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+import types
+from dataclasses import dataclass, field
+from typing import Callable, List, Optional, Union
+
+import pynvml as _real
+
+
+# ---------------------------------------------------------------- waveforms (watts over time)
+class Waveform:
+    def power(self, t: float) -> float:
+        raise NotImplementedError
+
+    def energy(self, a: float, b: float) -> float:
+        """Exact joules from a to b."""
+        raise NotImplementedError
+
+
+@dataclass
+class Constant(Waveform):
+    watts: float
+
+    def power(self, t: float) -> float:
+        return self.watts
+
+    def energy(self, a: float, b: float) -> float:
+        return self.watts * (b - a)
+
+
+@dataclass
+class Step(Waveform):
+    before_w: float
+    after_w: float
+    at_s: float
+
+    def power(self, t: float) -> float:
+        return self.before_w if t < self.at_s else self.after_w
+
+    def energy(self, a: float, b: float) -> float:
+        cut = min(max(self.at_s, a), b)
+        return self.before_w * (cut - a) + self.after_w * (b - cut)
+
+
+@dataclass
+class Square(Waveform):
+    low_w: float
+    high_w: float
+    period_s: float
+    phase_s: float = 0.0  # high during the first half of each period after phase_s
+
+    def power(self, t: float) -> float:
+        x = (t - self.phase_s) % self.period_s
+        return self.high_w if x < self.period_s / 2 else self.low_w
+
+    def _cum(self, t: float) -> float:
+        n, x = divmod(t - self.phase_s, self.period_s)
+        half = self.period_s / 2
+        per = (self.high_w + self.low_w) * half
+        return n * per + self.high_w * min(x, half) + self.low_w * max(x - half, 0.0)
+
+    def energy(self, a: float, b: float) -> float:
+        return self._cum(b) - self._cum(a)
+
+
+@dataclass
+class Ramp(Waveform):
+    start_w: float
+    end_w: float
+    t0: float
+    t1: float
+
+    def power(self, t: float) -> float:
+        if t <= self.t0:
+            return self.start_w
+        if t >= self.t1:
+            return self.end_w
+        return self.start_w + (self.end_w - self.start_w) * (t - self.t0) / (self.t1 - self.t0)
+
+    def energy(self, a: float, b: float) -> float:
+        pts = sorted({a, b, min(max(self.t0, a), b), min(max(self.t1, a), b)})
+        pairs = zip(pts, pts[1:], strict=False)
+        return sum((self.power(x) + self.power(y)) / 2 * (y - x) for x, y in pairs)
+
+
+@dataclass
+class Noisy(Waveform):
+    """A base waveform plus bounded noise that changes every ``step_s`` (deterministic)."""
+
+    base: Waveform
+    amplitude_w: float
+    step_s: float = 0.01
+    seed: int = 0
+
+    def _noise(self, k: int) -> float:
+        return random.Random(self.seed * 1_000_003 + k).uniform(-1, 1) * self.amplitude_w
+
+    def power(self, t: float) -> float:
+        return self.base.power(t) + self._noise(math.floor(t / self.step_s))
+
+    def energy(self, a: float, b: float) -> float:
+        total = self.base.energy(a, b)
+        k = math.floor(a / self.step_s)
+        while k * self.step_s < b:
+            lo, hi = max(a, k * self.step_s), min(b, (k + 1) * self.step_s)
+            total += self._noise(k) * (hi - lo)
+            k += 1
+        return total
+
+
+# ---------------------------------------------------------------- devices
+Num = Union[float, Callable[[float], float]]
+
+
+@dataclass
+class FakeGpu:
+    uuid: str
+    name: str = "NVIDIA H100 80GB HBM3"
+    architecture: int = _real.NVML_DEVICE_ARCH_HOPPER
+    power: Waveform = field(default_factory=lambda: Constant(100.0))
+    counter_supported: Optional[bool] = None  # None: Volta and newer only, as NVML documents
+    counter_update_s: float = 0.0  # the counter only advances every this many seconds
+    counter_offset_mj: int = 987_654_321  # energy since "driver load" before the test
+    instant_power: bool = True  # NVML_FI_DEV_POWER_INSTANT supported
+    temperature_c: Num = 40.0
+    throttle_mask: Union[int, Callable[[float], int]] = 0
+    event_reasons_api: bool = True  # nvmlDeviceGetCurrentClocksEventReasons exists
+    memory_total_bytes: int = 80 * 10**9
+    memory_used_bytes: Num = 2 * 10**9
+    bus_width_bits: Optional[int] = 5120
+    max_mem_clock_mhz: int = 2619
+    utilization: tuple = (87, 41)
+    migs: List[str] = field(default_factory=list)
+    fail_after_calls: Optional[int] = None
+    fail_code: int = _real.NVML_ERROR_GPU_IS_LOST
+    calls: int = 0
+
+    @property
+    def has_counter(self) -> bool:
+        if self.counter_supported is not None:
+            return self.counter_supported
+        return self.architecture >= _real.NVML_DEVICE_ARCH_VOLTA
+
+
+@dataclass(frozen=True)
+class _Handle:
+    index: int
+
+
+@dataclass(frozen=True)
+class _MigHandle:
+    parent: int
+    slot: int
+
+
+def _value(v: Num, t: float) -> float:
+    return v(t) if callable(v) else v
+
+
+class FakeNvml(types.ModuleType):
+    """``sys.modules["pynvml"]`` replacement over ``gpus``, reading time from ``clock.now()``."""
+
+    def __init__(
+        self,
+        gpus: List[FakeGpu],
+        clock,
+        init_error: Optional[int] = None,
+        call_latency_s: float = 0.0,
+    ) -> None:
+        super().__init__("pynvml")
+        for name in dir(_real):
+            if name.startswith(("NVML_", "NVMLError", "nvmlClocks")):
+                setattr(self, name, getattr(_real, name))
+        self.gpus = gpus
+        self.clock = clock
+        self.init_error = init_error
+        self.call_latency_s = call_latency_s
+        self.init_calls = 0
+        self.shutdown_calls = 0
+        if not all(g.event_reasons_api for g in gpus):
+            # an older driver/binding without the function (llem looks it up with getattr)
+            self.nvmlDeviceGetCurrentClocksEventReasons = None  # type: ignore[assignment]
+
+    # -- library
+    def nvmlInit(self) -> None:
+        self.init_calls += 1
+        if self.init_error is not None:
+            raise _real.NVMLError(self.init_error)
+
+    def nvmlShutdown(self) -> None:
+        self.shutdown_calls += 1
+
+    def nvmlDeviceGetCount(self) -> int:
+        return len(self.gpus)
+
+    def nvmlDeviceGetHandleByIndex(self, index: int) -> _Handle:
+        if not 0 <= index < len(self.gpus):
+            raise _real.NVMLError(_real.NVML_ERROR_INVALID_ARGUMENT)
+        return _Handle(index)
+
+    # -- helpers
+    def _gpu(self, handle) -> FakeGpu:
+        idx = handle.parent if isinstance(handle, _MigHandle) else handle.index
+        gpu = self.gpus[idx]
+        gpu.calls += 1
+        if self.call_latency_s:
+            time.sleep(self.call_latency_s)
+        if gpu.fail_after_calls is not None and gpu.calls > gpu.fail_after_calls:
+            raise _real.NVMLError(gpu.fail_code)
+        return gpu
+
+    def _t(self) -> float:
+        return self.clock.now()
+
+    # -- identity
+    def nvmlDeviceGetUUID(self, handle) -> str:
+        gpu = self._gpu(handle)
+        return gpu.migs[handle.slot] if isinstance(handle, _MigHandle) else gpu.uuid
+
+    def nvmlDeviceGetName(self, handle) -> str:
+        return self._gpu(handle).name
+
+    def nvmlDeviceGetArchitecture(self, handle) -> int:
+        return self._gpu(handle).architecture
+
+    def nvmlDeviceGetMaxMigDeviceCount(self, handle) -> int:
+        gpu = self._gpu(handle)
+        if not gpu.migs:
+            raise _real.NVMLError(_real.NVML_ERROR_NOT_SUPPORTED)
+        return 7
+
+    def nvmlDeviceGetMigDeviceHandleByIndex(self, handle, index: int) -> _MigHandle:
+        gpu = self._gpu(handle)
+        if index >= len(gpu.migs):
+            raise _real.NVMLError(_real.NVML_ERROR_NOT_FOUND)
+        return _MigHandle(handle.index, index)
+
+    # -- energy and power
+    def nvmlDeviceGetTotalEnergyConsumption(self, handle) -> int:
+        gpu = self._gpu(handle)
+        if not gpu.has_counter:
+            raise _real.NVMLError(_real.NVML_ERROR_NOT_SUPPORTED)
+        t = self._t()
+        if gpu.counter_update_s:
+            t = math.floor(t / gpu.counter_update_s) * gpu.counter_update_s
+        return gpu.counter_offset_mj + int(round(gpu.power.energy(0.0, t) * 1000))
+
+    def nvmlDeviceGetPowerUsage(self, handle) -> int:
+        """mW averaged over the last second, as on Ampere and newer."""
+        gpu = self._gpu(handle)
+        t = self._t()
+        return int(round(gpu.power.energy(t - 1.0, t) * 1000))
+
+    def nvmlDeviceGetFieldValues(self, handle, field_ids):
+        gpu = self._gpu(handle)
+        out = []
+        for fid in field_ids:
+            ok = fid == _real.NVML_FI_DEV_POWER_INSTANT and gpu.instant_power
+            mw = int(round(gpu.power.power(self._t()) * 1000)) if ok else 0
+            out.append(
+                types.SimpleNamespace(
+                    fieldId=fid,
+                    scopeId=0,
+                    timestamp=0,
+                    latencyUsec=0,
+                    valueType=_real.NVML_VALUE_TYPE_UNSIGNED_INT,
+                    nvmlReturn=_real.NVML_SUCCESS if ok else _real.NVML_ERROR_NOT_SUPPORTED,
+                    value=types.SimpleNamespace(uiVal=mw),
+                )
+            )
+        return out
+
+    # -- the rest of a sample
+    def nvmlDeviceGetTemperature(self, handle, sensor: int) -> int:
+        return int(round(_value(self._gpu(handle).temperature_c, self._t())))
+
+    def nvmlDeviceGetClockInfo(self, handle, kind: int) -> int:
+        gpu = self._gpu(handle)
+        return gpu.max_mem_clock_mhz if kind == _real.NVML_CLOCK_MEM else 1980
+
+    def nvmlDeviceGetMaxClockInfo(self, handle, kind: int) -> int:
+        gpu = self._gpu(handle)
+        return gpu.max_mem_clock_mhz if kind == _real.NVML_CLOCK_MEM else 1980
+
+    def nvmlDeviceGetMemoryBusWidth(self, handle) -> int:
+        gpu = self._gpu(handle)
+        if gpu.bus_width_bits is None:
+            raise _real.NVMLError(_real.NVML_ERROR_NOT_SUPPORTED)
+        return gpu.bus_width_bits
+
+    def nvmlDeviceGetMemoryInfo(self, handle, version=None):
+        gpu = self._gpu(handle)
+        used = int(_value(gpu.memory_used_bytes, self._t()))
+        return types.SimpleNamespace(
+            total=gpu.memory_total_bytes, used=used, free=gpu.memory_total_bytes - used
+        )
+
+    def nvmlDeviceGetUtilizationRates(self, handle):
+        gpu = self._gpu(handle)
+        return types.SimpleNamespace(gpu=gpu.utilization[0], memory=gpu.utilization[1])
+
+    def _mask(self, handle) -> int:
+        gpu = self._gpu(handle)
+        m = gpu.throttle_mask
+        return m(self._t()) if callable(m) else m
+
+    def nvmlDeviceGetCurrentClocksEventReasons(self, handle) -> int:
+        return self._mask(handle)
+
+    def nvmlDeviceGetCurrentClocksThrottleReasons(self, handle) -> int:
+        return self._mask(handle)
+
+
+# Every NVML function the fake offers exists under the same name in the real bindings.
+FAKED_FUNCTIONS = sorted(n for n in vars(FakeNvml) if n.startswith("nvml"))

@@ -1,0 +1,41 @@
+from llem.measure.throttle import REASON_BITS, decode_reasons, is_throttling, sort_reasons
+
+
+def test_bits_match_nvml_constants():
+    import pynvml
+
+    assert REASON_BITS["gpu_idle"] == pynvml.nvmlClocksEventReasonGpuIdle
+    assert REASON_BITS["sw_power_cap"] == pynvml.nvmlClocksThrottleReasonSwPowerCap
+    assert REASON_BITS["hw_thermal_slowdown"] == pynvml.nvmlClocksEventReasonHwThermalSlowdown
+    assert REASON_BITS["hw_power_brake_slowdown"] == 0x80
+    assert REASON_BITS["display_clock_setting"] == pynvml.nvmlClocksEventReasonDisplayClockSetting
+
+
+def test_decode_names_in_bit_order():
+    assert decode_reasons(0) == []
+    assert decode_reasons(None) == []
+    assert decode_reasons(0x1) == ["gpu_idle"]
+    assert decode_reasons(0x4 | 0x40) == ["sw_power_cap", "hw_thermal_slowdown"]
+    assert decode_reasons(0x1FF) == list(REASON_BITS)
+    assert decode_reasons(0x800 | 0x2) == ["applications_clocks_setting", "unknown_0x800"]
+
+
+def test_only_thermal_and_power_reasons_count_as_throttling():
+    assert not is_throttling(["gpu_idle", "applications_clocks_setting", "sync_boost"])
+    assert not is_throttling(["display_clock_setting"])
+    for name in (
+        "sw_power_cap",
+        "hw_slowdown",
+        "sw_thermal_slowdown",
+        "hw_thermal_slowdown",
+        "hw_power_brake_slowdown",
+    ):
+        assert is_throttling([name])
+
+
+def test_sort_reasons_dedupes():
+    assert sort_reasons(["unknown_0x800", "sw_power_cap", "gpu_idle", "gpu_idle"]) == [
+        "gpu_idle",
+        "sw_power_cap",
+        "unknown_0x800",
+    ]
