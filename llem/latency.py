@@ -1,9 +1,9 @@
 """Per-request latency from per-step timestamps: TTFT, inter-token latency, request latency.
 
-Every request in a batch starts when its ``generate()`` call starts. Step ``j`` adds ``step_tokens[j]``
-tokens to every unfinished request and lands at ``step_times_s[j]``. A request that generated ``n``
-tokens (up to and including its EOS) therefore received its first token at the first step and its last
-token at the step where the running token count reaches ``n``.
+Every request in a batch starts when its ``generate()`` call starts. Step ``j`` adds
+``step_tokens[j]`` tokens to every unfinished request and lands at ``step_times_s[j]``. A request
+that generated ``n`` tokens (up to and including its EOS) therefore received its first token at the
+first step and its last token at the step where the running token count reaches ``n``.
 
 - TTFT (ms): first step time - batch start (prefill plus the first decode).
 - ITL (ms): for each later step within the request's lifetime, the step's duration divided by the

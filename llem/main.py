@@ -6,6 +6,7 @@ sweep failed, 1 unexpected error (with a traceback in llem.log and on stderr).
 
 from __future__ import annotations
 
+import contextlib
 import io
 import logging
 import shutil
@@ -38,8 +39,9 @@ STATE: Dict[str, Any] = {"task_started": False, "multirun": False, "outcomes": [
 class _StderrGate(io.TextIOBase):
     """Holds back stderr until the first run starts.
 
-    Hydra reports composition errors (unknown key, bad type, unknown option) as several lines and exits
-    1. Holding its output lets ``main`` rewrite such a report as one ``error:`` line with exit code 2.
+    Hydra reports composition errors (unknown key, bad type, unknown option) as several lines
+    and exits 1. Holding its output lets ``main`` rewrite such a report as one ``error:`` line
+    with exit code 2.
     Once a run starts, everything passes straight through.
     """
 
@@ -48,7 +50,7 @@ class _StderrGate(io.TextIOBase):
         self.buffer_text: List[str] = []
         self.open = False
 
-    def write(self, s: str) -> int:  # type: ignore[override]
+    def write(self, s: str) -> int:
         if self.open:
             return self.real.write(s)
         self.buffer_text.append(s)
@@ -103,7 +105,17 @@ def condense_hydra_error(text: str) -> str:
 
 
 def _print_error(exc: LlemError) -> None:
-    print(f"error: {exc.message}", file=sys.stderr)
+    problems = getattr(exc, "problems", [])
+    if len(problems) > 1:
+        what = (
+            "pre-flight checks failed"
+            if isinstance(exc, PreflightError)
+            else "configuration errors"
+        )
+        lines = [f"error: {len(problems)} {what}:"] + [f"  - {p}" for p in problems]
+        print("\n".join(lines), file=sys.stderr)
+    else:
+        print(f"error: {exc.message}", file=sys.stderr)
     if exc.hint:
         print(f"hint: {exc.hint}", file=sys.stderr)
 
@@ -112,6 +124,8 @@ def _discard_run_dir(run_dir: Path) -> None:
     """Remove a run directory that holds no result (a config or pre-flight error stopped it)."""
     if run_dir.is_dir() and not (run_dir / "result.json").exists():
         shutil.rmtree(run_dir, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            run_dir.parent.rmdir()  # the date folder, when this run was its only content
 
 
 def task(cfg: DictConfig) -> Dict[str, Any]:
@@ -132,19 +146,19 @@ def task(cfg: DictConfig) -> Dict[str, Any]:
     overrides = list(hc.overrides.task)
     outcome: Dict[str, Any] = {"run_dir": str(run_dir), "overrides": overrides}
     try:
-        result = run(cfg, run_dir, overrides,
-                     reuse_model=multirun and bool(cfg.sweep.reuse_model))
+        result = run(cfg, run_dir, overrides, reuse_model=multirun and bool(cfg.sweep.reuse_model))
     except (ConfigError, PreflightError) as exc:
-        log.error("%s", exc.message)
         if not multirun:
             _print_error(exc)
             _discard_run_dir(run_dir)
             raise SystemExit(exc.exit_code) from None
         from llem.result import skeleton
 
+        log.error("%s", exc.message)
         status = "skipped" if isinstance(exc, ConfigError) else "failed"
-        record = skeleton(status=status, config_hash=None, overrides=overrides,
-                          started_at=utc_now())
+        record = skeleton(
+            status=status, config_hash=None, overrides=overrides, started_at=utc_now()
+        )
         record["error"] = exc.to_dict()
         write_result(run_dir, record)
         outcome.update(status=status, error=exc.message)
@@ -163,8 +177,10 @@ def task(cfg: DictConfig) -> Dict[str, Any]:
         outcome.update(status="failed", error=f"{type(exc).__name__}: {exc}")
     else:
         if result.get("status") == "dry_run":
-            print(f"dry run: configuration valid, pre-flight passed (device {result['device']}); "
-                  "nothing loaded")
+            print(
+                f"dry run: configuration valid, pre-flight passed (device {result['device']}); "
+                "nothing loaded"
+            )
             if not multirun:
                 _discard_run_dir(run_dir)
         else:
@@ -193,8 +209,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     except KeyboardInterrupt:
         sys.stderr = real_stderr
         where = STATE.get("sweep_dir")
-        print("interrupted: finished runs are kept; nothing unfinished is marked ok"
-              + (f"; resume with hydra.sweep.dir={where}" if where else ""), file=real_stderr)
+        print(
+            "interrupted: finished runs are kept; nothing unfinished is marked ok"
+            + (f"; resume with hydra.sweep.dir={where}" if where else ""),
+            file=real_stderr,
+        )
         return 130
     finally:
         sys.stderr = real_stderr

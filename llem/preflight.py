@@ -81,7 +81,9 @@ def collect_problems(exp: ExperimentConfig, has_cuda: bool) -> List[str]:
     backend = exp.backend or "pytorch"
     for package in sorted({backend_package(backend), "torch"}):
         if importlib.util.find_spec(package) is None:
-            problems.append(f"backend={backend} needs the Python package '{package}' (not installed)")
+            problems.append(
+                f"backend={backend} needs the Python package '{package}' (not installed)"
+            )
     access = model_access_problem(exp.model.name_or_path, exp.model.gguf_file, exp.model.revision)
     if access:
         problems.append(access)
@@ -92,20 +94,27 @@ def collect_problems(exp: ExperimentConfig, has_cuda: bool) -> List[str]:
             f"quantization.{which}=true needs bitsandbytes (pip install 'llem[quantization]')"
         )
     attn = exp.pytorch.attn_implementation
-    if attn == AttnImplementation.flash_attention_2 and importlib.util.find_spec("flash_attn") is None:
-        problems.append("pytorch.attn_implementation=flash_attention_2 needs the flash-attn package")
+    if (
+        attn == AttnImplementation.flash_attention_2
+        and importlib.util.find_spec("flash_attn") is None
+    ):
+        problems.append(
+            "pytorch.attn_implementation=flash_attention_2 needs the flash-attn package"
+        )
     if attn == AttnImplementation.flash_attention_3 and (
         importlib.util.find_spec("flash_attn_interface") is None
     ):
-        problems.append("pytorch.attn_implementation=flash_attention_3 needs the flash-attn-3 package")
+        problems.append(
+            "pytorch.attn_implementation=flash_attention_3 needs the flash-attn-3 package"
+        )
     if attn in (AttnImplementation.flash_attention_2, AttnImplementation.flash_attention_3) and (
         device != "cuda"
     ):
-        problems.append(f"pytorch.attn_implementation={attn.value} needs a CUDA device (device={device})")
+        problems.append(
+            f"pytorch.attn_implementation={attn.value} needs a CUDA device (device={device})"
+        )
     problems.extend(check_dataset(exp.dataset))
-    session = MeasurementSession(
-        exp.measurement, torch_device_indices=None, device_type=device
-    )
+    session = MeasurementSession(exp.measurement, torch_device_indices=None, device_type=device)
     problems.extend(session.preflight())
     return problems
 
@@ -115,12 +124,14 @@ def preflight(exp: ExperimentConfig) -> PreflightReport:
     has_cuda = cuda_available()
     problems = collect_problems(exp, has_cuda)
     if problems:
-        raise PreflightError(problems, hint="fix the items above; nothing was loaded")
+        raise PreflightError(problems, hint="nothing was loaded; fix these and run again")
     device = resolve_device(exp.device, has_cuda)
     warnings: List[str] = []
     q = exp.quantization
     if device == "cpu" and (q.load_in_4bit or q.load_in_8bit):
-        warnings.append("bitsandbytes quantization on the CPU is slow or unsupported; expect a failure")
+        warnings.append(
+            "bitsandbytes quantization on the CPU is slow or unsupported; expect a failure"
+        )
     if device == "cuda":
         warnings.extend(_persistence_mode_warning())
     for w in warnings:

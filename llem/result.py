@@ -1,7 +1,7 @@
 """The result.json schema (DESIGN.md) and its atomic writing.
 
-Every figure that was not measured is ``null`` and its dotted key appears in ``null_reasons`` with the
-reason; no figure is ever a stand-in 0.
+Every figure that was not measured is ``null`` and its dotted key appears in ``null_reasons``
+with the reason; no figure is ever a stand-in 0.
 """
 
 from __future__ import annotations

@@ -126,15 +126,17 @@ def _measure(
     write_environment(run_dir / "environment.json")
     backend = get_backend(exp.backend or "pytorch")
     torch_indices = _torch_indices(exp, device)
-    session = MeasurementSession(exp.measurement, torch_device_indices=torch_indices,
-                                 device_type=device)
+    session = MeasurementSession(
+        exp.measurement, torch_device_indices=torch_indices, device_type=device
+    )
     loaded = None
     keep = False
     try:
         session.start()  # idle baseline: after CUDA init, before the model loads
         key = backend.load_key(exp, device)
-        loaded, reused = reuse.acquire(backend, key, lambda: backend.load(exp, device),
-                                       reuse=reuse_model)
+        loaded, reused = reuse.acquire(
+            backend, key, lambda: backend.load(exp, device), reuse=reuse_model
+        )
         result["dtype"] = loaded.dtype
         result["lifecycle"].update(
             load_s=0.0 if reused else round(loaded.load_s, 3),
@@ -161,7 +163,10 @@ def _measure(
                 for batch in batches:
                     outputs.append(backend.generate(loaded, exp, batch))
                 passes += 1
-                if not _measures_energy(session) or window.elapsed_s() >= exp.measurement.min_window_s:
+                if (
+                    not _measures_energy(session)
+                    or window.elapsed_s() >= exp.measurement.min_window_s
+                ):
                     break
         _fill_figures(exp, device, loaded, session, outputs, passes, len(prompts), result)
         session.write_timeseries(run_dir / "timeseries.csv")
@@ -248,8 +253,11 @@ def _fill_figures(
     ):
         pct = percentiles(values, scale)
         if pct is None:
-            reasons[f"latency.{key}"] = "no request produced more than one token" if key == "itl_ms" \
+            reasons[f"latency.{key}"] = (
+                "no request produced more than one token"
+                if key == "itl_ms"
                 else "no tokens were generated"
+            )
         else:
             lat[key] = {k: round(v, 4) for k, v in pct.items()}
     if generate_s > 0:
@@ -295,11 +303,13 @@ def _fill_figures(
 
 def summary_line(result: Dict[str, Any], run_dir: Path) -> str:
     w, t, e = result["workload"], result["throughput"], result["energy"]
+    total, jpt = e.get("total_j"), e.get("j_per_output_token")
     if e.get("source") == "unavailable":
         energy = f"energy unavailable ({e.get('unavailable_reason')})"
+    elif total is None:
+        energy = f"energy not measured ({e.get('source')}): " + "; ".join(e.get("warnings") or [])
     else:
-        jpt = e.get("j_per_output_token")
-        energy = f"energy {e.get('total_j'):.1f} J ({e.get('source')})" + (
+        energy = f"energy {total:.1f} J ({e.get('source')})" + (
             f", {jpt:.4f} J/token" if jpt is not None else ""
         )
     return (

@@ -100,9 +100,17 @@ def test_sampling_and_pytorch_generate_knobs_are_passed():
     exp.pytorch.cache_implementation = CacheImplementation.static
     gen = build_generate_kwargs(exp)
     assert gen == {
-        "max_new_tokens": 64, "min_new_tokens": 2, "do_sample": True, "temperature": 0.7,
-        "top_p": 0.9, "num_beams": 2, "early_stopping": True, "length_penalty": 0.5,
-        "no_repeat_ngram_size": 3, "use_cache": True, "cache_implementation": "static",
+        "max_new_tokens": 64,
+        "min_new_tokens": 2,
+        "do_sample": True,
+        "temperature": 0.7,
+        "top_p": 0.9,
+        "num_beams": 2,
+        "early_stopping": True,
+        "length_penalty": 0.5,
+        "no_repeat_ngram_size": 3,
+        "use_cache": True,
+        "cache_implementation": "static",
     }
 
 
@@ -137,8 +145,10 @@ def test_from_pretrained_receives_the_built_kwargs(tiny_model_dir, monkeypatch):
     loaded = PyTorchBackend().load(exp, "cpu")
     assert seen["path"] == str(tiny_model_dir)
     assert seen["kwargs"] == {
-        "trust_remote_code": False, "dtype": torch.float32,
-        "attn_implementation": "sdpa", "low_cpu_mem_usage": True,
+        "trust_remote_code": False,
+        "dtype": torch.float32,
+        "attn_implementation": "sdpa",
+        "low_cpu_mem_usage": True,
     }
     assert loaded.load_kwargs["attn_implementation"] == "sdpa"
     assert loaded.model.config._attn_implementation == "sdpa"
@@ -164,14 +174,16 @@ def test_generate_receives_kwargs_and_drops_greedy_sampling_knobs(tiny_model_dir
 
 
 def test_batch_with_unequal_prompts_and_early_eos_counts_exactly(tiny_model_dir):
-    """Left padding keeps each row's continuation intact, and an EOS mid-batch ends that row's count."""
+    """Left padding keeps each row's continuation intact; an EOS mid-batch ends that row's count."""
     backend = PyTorchBackend()
     exp = _exp(str(tiny_model_dir))
     exp.decoder.max_new_tokens = 6
     loaded = backend.load(exp, "cpu")
     model, tok = loaded.model, loaded.tokenizer
-    prompts = [Prompt(text="The quick brown fox jumps over the lazy dog.", token_ids=None),
-               Prompt(text="hi", token_ids=None)]
+    prompts = [
+        Prompt(text="The quick brown fox jumps over the lazy dog.", token_ids=None),
+        Prompt(text="hi", token_ids=None),
+    ]
 
     # Each row alone (no padding) gives the reference continuation.
     model.generation_config.eos_token_id = None
@@ -186,13 +198,21 @@ def test_batch_with_unequal_prompts_and_early_eos_counts_exactly(tiny_model_dir)
     # own first occurrence of that token (or runs to the limit).
     ids = tok([prompts[1].text])["input_ids"]
     with torch.inference_mode():
-        ref = model.generate(input_ids=torch.tensor(ids), max_new_tokens=6, do_sample=False,
-                             pad_token_id=tok.pad_token_id)[0, len(ids[0]):].tolist()
+        ref = model.generate(
+            input_ids=torch.tensor(ids),
+            max_new_tokens=6,
+            do_sample=False,
+            pad_token_id=tok.pad_token_id,
+        )[0, len(ids[0]) :].tolist()
     eos = ref[2]
     ids0 = tok([prompts[0].text])["input_ids"]
     with torch.inference_mode():
-        ref0 = model.generate(input_ids=torch.tensor(ids0), max_new_tokens=6, do_sample=False,
-                              pad_token_id=tok.pad_token_id)[0, len(ids0[0]):].tolist()
+        ref0 = model.generate(
+            input_ids=torch.tensor(ids0),
+            max_new_tokens=6,
+            do_sample=False,
+            pad_token_id=tok.pad_token_id,
+        )[0, len(ids0[0]) :].tolist()
     expected0 = ref0.index(eos) + 1 if eos in ref0 else 6
     expected1 = ref.index(eos) + 1
     model.generation_config.eos_token_id = eos

@@ -36,9 +36,7 @@ def test_every_group_has_the_documented_options():
     assert _options("backend") == ["pytorch"]
 
 
-@pytest.mark.parametrize(
-    "group,option", [(g, o) for g in GROUPS for o in _options(g)]
-)
+@pytest.mark.parametrize("group,option", [(g, o) for g in GROUPS for o in _options(g)])
 def test_every_option_composes_into_the_typed_tree(group, option):
     extra = {
         ("model", "hf"): ["model.name_or_path=some/model"],
@@ -97,18 +95,26 @@ def test_missing_required_value_names_the_key():
 
 
 RULES = [
-    (["quantization.load_in_4bit=true", "quantization.load_in_8bit=true"],
-     ["quantization.load_in_4bit", "quantization.load_in_8bit"]),
-    (["quantization.bnb_4bit_quant_type=fp4"], ["quantization.bnb_4bit_quant_type=fp4",
-                                                "load_in_4bit"]),
+    (
+        ["quantization.load_in_4bit=true", "quantization.load_in_8bit=true"],
+        ["quantization.load_in_4bit", "quantization.load_in_8bit"],
+    ),
+    (
+        ["quantization.bnb_4bit_quant_type=fp4"],
+        ["quantization.bnb_4bit_quant_type=fp4", "load_in_4bit"],
+    ),
     (["quantization.bnb_4bit_compute_dtype=float16"], ["quantization.bnb_4bit_compute_dtype"]),
     (["quantization.bnb_4bit_use_double_quant=true"], ["quantization.bnb_4bit_use_double_quant"]),
     (["pytorch.torch_compile_mode=max-autotune"], ["pytorch.torch_compile_mode", "torch_compile"]),
     (["pytorch.torch_compile_backend=inductor"], ["pytorch.torch_compile_backend"]),
-    (["pytorch.cache_implementation=static", "pytorch.use_cache=false"],
-     ["pytorch.cache_implementation=static", "pytorch.use_cache"]),
-    (["decoder.min_new_tokens=10", "decoder.max_new_tokens=5"],
-     ["decoder.min_new_tokens=10", "decoder.max_new_tokens=5"]),
+    (
+        ["pytorch.cache_implementation=static", "pytorch.use_cache=false"],
+        ["pytorch.cache_implementation=static", "pytorch.use_cache"],
+    ),
+    (
+        ["decoder.min_new_tokens=10", "decoder.max_new_tokens=5"],
+        ["decoder.min_new_tokens=10", "decoder.max_new_tokens=5"],
+    ),
     (["pytorch.batch_size=0"], ["pytorch.batch_size=0"]),
     (["decoder.top_p=1.5"], ["decoder.top_p=1.5", "0 to 1"]),
     (["decoder.temperature=0"], ["decoder.temperature=0"]),
@@ -148,11 +154,16 @@ def test_all_violations_are_reported_together():
 
 
 def test_valid_combinations_pass():
-    exp = to_experiment(_compose(
-        "quantization=bnb-4bit", "quantization.bnb_4bit_quant_type=fp4",
-        "pytorch.torch_compile=true", "pytorch.torch_compile_mode=reduce-overhead",
-        "pytorch.cache_implementation=static", "decoder.min_new_tokens=4",
-    ))
+    exp = to_experiment(
+        _compose(
+            "quantization=bnb-4bit",
+            "quantization.bnb_4bit_quant_type=fp4",
+            "pytorch.torch_compile=true",
+            "pytorch.torch_compile_mode=reduce-overhead",
+            "pytorch.cache_implementation=static",
+            "decoder.min_new_tokens=4",
+        )
+    )
     assert cross_field_problems(exp) == []
 
 

@@ -7,9 +7,14 @@ from llem.latency import LatencySamples, decode_time_and_steps, percentiles
 
 
 def _batch(outputs, steps, tokens=None, start=0.0):
-    return BatchOutput(start_s=start, end_s=steps[-1], input_tokens=[1] * len(outputs),
-                       output_tokens=outputs, step_times_s=steps,
-                       step_tokens=tokens or [1] * len(steps))
+    return BatchOutput(
+        start_s=start,
+        end_s=steps[-1],
+        input_tokens=[1] * len(outputs),
+        output_tokens=outputs,
+        step_times_s=steps,
+        step_tokens=tokens or [1] * len(steps),
+    )
 
 
 def test_ttft_itl_and_request_latency_per_request_in_a_batch():

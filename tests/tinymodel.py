@@ -24,7 +24,7 @@ _CORPUS = [
 def build_tiny_model(directory: Path, seed: int = 0) -> Path:
     """Write a 2-layer random LlamaForCausalLM plus its tokenizer into ``directory``."""
     import torch
-    from tokenizers import Tokenizer, models, pre_tokenizers, decoders, trainers
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
     directory = Path(directory)

@@ -52,10 +52,11 @@ def model_access_problem(
     if is_local:
         root = Path(resolved)
         if gguf_file:
+            found = ", ".join(sorted(p.name for p in root.glob("*.gguf")))
             if not (root / gguf_file).is_file():
                 return (
                     f"model.gguf_file={gguf_file}: not found in {root} "
-                    f"(GGUF files there: {', '.join(sorted(p.name for p in root.glob('*.gguf'))) or 'none'})"
+                    f"(GGUF files there: {found or 'none'})"
                 )
             return None
         if root.is_file():
@@ -92,9 +93,9 @@ def model_access_problem(
 def gguf_cache_dir(gguf_path: Path, transformers_version: str) -> Path:
     """Where the dequantised copy of a GGUF checkpoint is kept between runs.
 
-    The key covers the file's identity (path, size, mtime) and the transformers version that converted
-    it, so a changed file or a new converter never reuses a stale copy. ``LLEM_CACHE_DIR`` overrides
-    the root (default ``~/.cache/llem``).
+    The key covers the file's identity (path, size, mtime) and the transformers version that
+    converted it, so a changed file or a new converter never reuses a stale copy.
+    ``LLEM_CACHE_DIR`` overrides the root (default ``~/.cache/llem``).
     """
     st = gguf_path.stat()
     key = f"{gguf_path.resolve()}|{st.st_size}|{int(st.st_mtime)}|{transformers_version}"

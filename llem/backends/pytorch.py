@@ -172,6 +172,11 @@ class StepClock:
         return scores
 
 
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
 def _is_oom(exc: BaseException) -> bool:
     import torch
 
@@ -232,7 +237,7 @@ class PyTorchBackend:
         tok = AutoTokenizer.from_pretrained(str(root), gguf_file=gguf_file, trust_remote_code=trust)
         # The GGUF weights are already dequantised into ordinary tensors; drop the GGUF quantizer
         # marker so the model saves as a plain checkpoint.
-        model.hf_quantizer = None
+        model.hf_quantizer = None  # type: ignore[assignment]
         if hasattr(model.config, "quantization_config"):
             del model.config.quantization_config
         tmp = target.with_name(target.name + ".tmp")
@@ -276,10 +281,10 @@ class PyTorchBackend:
                 raise oom_error(exp, "model load", exc) from exc
             raise RunError(
                 f"could not load model.name_or_path={exp.model.name_or_path}: "
-                f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+                f"{type(exc).__name__}: {_first_line(exc)}"
             ) from exc
         if device == "cpu" and "device_map" not in kwargs:
-            model.to("cpu")
+            model.to("cpu")  # type: ignore[arg-type]
         model.eval()
         tokenizer.padding_side = "left"
         if tokenizer.pad_token_id is None:
@@ -296,7 +301,7 @@ class PyTorchBackend:
             }
             try:
                 notes["eager_forward"] = model.forward
-                model.forward = torch.compile(model.forward, **opts)
+                model.forward = torch.compile(model.forward, **opts)  # type: ignore[call-overload]
                 notes["torch_compile"] = "active"
             except Exception as exc:  # compile failure is a warning; the run goes on eagerly
                 log.warning("torch.compile failed, running eagerly: %s", exc)

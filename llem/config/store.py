@@ -1,8 +1,8 @@
 """Registration of the schema in Hydra's ConfigStore.
 
-The root schema is stored as ``base_config``; ``conf/config.yaml`` lists it first in its defaults, so
-every group option (``conf/<group>/<option>.yaml``) is merged into a typed node and a misspelt key or a
-wrong type is rejected by OmegaConf before llem runs.
+The root schema is stored as ``base_config``; ``conf/config.yaml`` lists it first in its
+defaults, so every group option (``conf/<group>/<option>.yaml``) is merged into a typed node and a
+misspelt key or a wrong type is rejected by OmegaConf before llem runs.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """Turn a composed Hydra config into a checked ``ExperimentConfig``.
 
-Hydra and OmegaConf already reject misspelt keys, wrong types and unknown enum values while composing.
-This module adds what they let through (keys added with ``+`` that no schema has, missing required
-values) and the cross-field rules, and reports every violation at once, each naming its keys.
+Hydra and OmegaConf already reject misspelt keys, wrong types and unknown enum values while
+composing. This module adds what they let through (keys added with ``+`` that no schema has,
+missing required values) and the cross-field rules, and reports every violation at once, each
+naming its keys.
 """
 
 from __future__ import annotations
@@ -32,15 +33,17 @@ def _unknown_keys(node: Any, schema: Any, prefix: str) -> List[str]:
         return []
     fields = {f.name: f for f in dataclasses.fields(schema)}
     found = []
-    for key in node.keys():
-        full = f"{prefix}{key}"
+    for key in node:
+        full = f"{prefix}{key!s}"
         if key not in fields:
             allowed = ", ".join(sorted(fields))
-            found.append(f"{full}: no such key (allowed keys under '{prefix[:-1] or 'root'}': {allowed})")
+            found.append(
+                f"{full}: no such key (allowed keys under '{prefix[:-1] or 'root'}': {allowed})"
+            )
             continue
         if full in _FREE_FORM:
             continue
-        sub_default = fields[key].default_factory  # type: ignore[misc]
+        sub_default = fields[key].default_factory
         if sub_default is not dataclasses.MISSING:
             child = node._get_node(key)
             if isinstance(child, DictConfig):
@@ -51,13 +54,18 @@ def _unknown_keys(node: Any, schema: Any, prefix: str) -> List[str]:
 def _missing_message(key: str) -> str:
     hints = {
         "model.name_or_path": "set model.name_or_path=<hub id or local directory>",
-        "dataset.path": "set dataset.path=<file.jsonl> (one JSON object per line with a 'prompt' field)",
+        "dataset.path": (
+            "set dataset.path=<file.jsonl> (one JSON object per line with a 'prompt' field)"
+        ),
     }
     return f"{key} is required but has no value ({hints.get(key, 'set it on the command line')})"
 
 
 def to_experiment(cfg: DictConfig | ExperimentConfig) -> ExperimentConfig:
-    """Build the dataclass tree and check every cross-field rule; raise ``ConfigError`` listing all."""
+    """Build the dataclass tree and check every cross-field rule.
+
+    Raises ``ConfigError`` listing every problem found.
+    """
     if isinstance(cfg, ExperimentConfig):
         exp = cfg
     else:
@@ -163,9 +171,7 @@ def cross_field_problems(exp: ExperimentConfig) -> List[str]:
     from llem.backends import known_backends
 
     if exp.backend is not None and exp.backend not in known_backends():
-        p.append(
-            f"backend={exp.backend}: unknown backend (allowed: {', '.join(known_backends())})"
-        )
+        p.append(f"backend={exp.backend}: unknown backend (allowed: {', '.join(known_backends())})")
     return p
 
 

