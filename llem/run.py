@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import logging
+import sys
 import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional
@@ -132,6 +133,8 @@ def _measure(
     loaded = None
     keep = False
     try:
+        if device == "cuda":
+            _init_cuda()
         session.start()  # idle baseline: after CUDA init, before the model loads
         key = backend.load_key(exp, device)
         loaded, reused = reuse.acquire(
@@ -158,16 +161,19 @@ def _measure(
 
         outputs = []
         passes = 0
+        progress = _Progress(len(batches))
         with session.window() as window:
             while passes < MAX_PASSES:
-                for batch in batches:
+                for k, batch in enumerate(batches, 1):
                     outputs.append(backend.generate(loaded, exp, batch))
+                    progress.batch(passes + 1, k)
                 passes += 1
                 if (
                     not _measures_energy(session)
                     or window.elapsed_s() >= exp.measurement.min_window_s
                 ):
                     break
+        progress.done()
         _fill_figures(exp, device, loaded, session, outputs, passes, len(prompts), result)
         session.write_timeseries(run_dir / "timeseries.csv")
         keep = reuse_model
@@ -180,6 +186,28 @@ def _measure(
         reuse.release(backend, loaded, keep=keep)
 
 
+class _Progress:
+    """Batches of the current run: a live line on a terminal, a log line per pass otherwise."""
+
+    def __init__(self, n_batches: int) -> None:
+        self.n = n_batches
+        self.tty = sys.stderr.isatty()
+        self.t0 = time.perf_counter()
+
+    def batch(self, pass_no: int, k: int) -> None:
+        elapsed = time.perf_counter() - self.t0
+        if self.tty:
+            sys.stderr.write(f"\r  pass {pass_no} · batch {k}/{self.n} · {elapsed:.1f} s   ")
+            sys.stderr.flush()
+        elif k == self.n:
+            log.info("pass %d done: %d batches in %.1f s", pass_no, self.n, elapsed)
+
+    def done(self) -> None:
+        if self.tty:
+            sys.stderr.write("\r" + " " * 60 + "\r")
+            sys.stderr.flush()
+
+
 def _measures_energy(session: Any) -> bool:
     """Whether the window measures energy (only then is it stretched to min_window_s)."""
     return getattr(session, "source", None) is not None
@@ -189,6 +217,14 @@ def _is_device_oom(exc: BaseException) -> bool:
     from llem.errors import OutOfMemory
 
     return isinstance(exc, OutOfMemory)
+
+
+def _init_cuda() -> None:
+    """Create the CUDA context now, so the idle baseline sees the GPU as the run will."""
+    import torch
+
+    torch.zeros(1, device="cuda")
+    torch.cuda.synchronize()
 
 
 def _seed(seed: int) -> None:
@@ -204,6 +240,10 @@ def _torch_indices(exp: ExperimentConfig, device: str) -> Optional[List[int]]:
         return list(exp.measurement.gpu_indices)
     import torch
 
+    # The GPUs the model will be placed on: device_map "cuda" (llem's default) means the current
+    # device; any other map (e.g. "auto") may spread over every visible GPU.
+    if exp.pytorch.device_map in (None, "cuda"):
+        return [torch.cuda.current_device()]
     return list(range(torch.cuda.device_count()))
 
 
@@ -266,6 +306,10 @@ def _fill_figures(
 
     report = session.report(output_tokens=out_tokens, requests=requests)
     result["energy"] = dict(report.energy)
+    result["energy"]["definition"] = (
+        "j_per_output_token = total_j / output tokens; total_j is the whole measured window "
+        "(idle power included; see idle_adjusted_j)"
+    )
     result["thermal"] = dict(report.thermal)
     reasons.update(report.null_reasons)
     mem = result["memory"]

@@ -19,3 +19,31 @@ def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from tinymodel import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("tiny-llama"))
+
+
+def _gpu_skip_reason() -> str | None:
+    try:
+        import torch
+
+        if not torch.cuda.is_available():
+            return "needs a CUDA GPU (torch.cuda.is_available() is False on this machine)"
+    except Exception as exc:  # pragma: no cover
+        return f"torch unavailable: {exc}"
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        pynvml.nvmlShutdown()
+    except Exception as exc:
+        return f"needs NVML ({type(exc).__name__})"
+    return None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    gpu_items = [item for item in items if "gpu" in item.keywords]
+    if not gpu_items:
+        return
+    reason = _gpu_skip_reason()
+    if reason:
+        for item in gpu_items:
+            item.add_marker(pytest.mark.skip(reason=reason))

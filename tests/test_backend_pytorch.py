@@ -240,3 +240,41 @@ def test_synthetic_token_ids_are_used_as_is(tiny_model_dir, n):
     loaded = backend.load(exp, "cpu")
     out = backend.generate(loaded, exp, [Prompt(text=None, token_ids=(10, 11, 12))] * n)
     assert out.input_tokens == [3] * n
+
+
+def test_torch_compile_failure_is_a_warning_and_the_run_goes_on(tiny_model_dir, monkeypatch):
+    def broken_compile(fn, **kwargs):
+        def compiled(*a, **k):
+            raise RuntimeError("inductor backend exploded")
+
+        return compiled
+
+    monkeypatch.setattr(torch, "compile", broken_compile)
+    backend = PyTorchBackend()
+    exp = _exp(str(tiny_model_dir))
+    exp.decoder.max_new_tokens = 2
+    exp.pytorch.torch_compile = True
+    loaded = backend.load(exp, "cpu")
+    assert loaded.notes["torch_compile"] == "active"
+    out = backend.generate(loaded, exp, [Prompt(text="hello", token_ids=None)])
+    assert out.output_tokens[0] >= 1
+    assert loaded.notes["torch_compile"].startswith("failed: RuntimeError")
+
+
+def test_out_of_memory_becomes_a_clear_error_with_fixes(tiny_model_dir, monkeypatch):
+    from llem.errors import OutOfMemory
+
+    backend = PyTorchBackend()
+    exp = _exp(str(tiny_model_dir))
+    exp.pytorch.batch_size = 16
+    loaded = backend.load(exp, "cpu")
+
+    def oom(**kwargs):
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+
+    monkeypatch.setattr(loaded.model, "generate", oom)
+    with pytest.raises(OutOfMemory) as err:
+        backend.generate(loaded, exp, [Prompt(text="hi", token_ids=None)])
+    assert "out of memory during generate" in err.value.message
+    for fix in ("pytorch.batch_size (now 16)", "quantization=bnb-4bit", "pytorch.max_memory"):
+        assert fix in err.value.hint

