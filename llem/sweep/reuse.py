@@ -1,8 +1,8 @@
 """Keeping a loaded model between consecutive runs of a sweep in one process.
 
 Two runs reuse the model only when their load keys are identical: same weights, same
-``from_pretrained`` kwargs (dtype, quantization, attention, device map, passthrough), same device and
-compile settings. Generation-only knobs (decoder, batch size, dataset) never force a reload.
+``from_pretrained`` kwargs (dtype, quantization, attention, device map, passthrough), same device
+and compile settings. Generation-only knobs (decoder, batch size, dataset) never force a reload.
 """
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ log = logging.getLogger(__name__)
 _held: Optional[Tuple[object, LoadedModel]] = None  # (backend, model)
 
 
-def acquire(backend: object, key: str, load: Callable[[], LoadedModel], reuse: bool
-            ) -> Tuple[LoadedModel, bool]:
+def acquire(
+    backend: object, key: str, load: Callable[[], LoadedModel], reuse: bool
+) -> Tuple[LoadedModel, bool]:
     """The model for ``key``: the held one when it matches (and reuse is on), else a fresh load.
 
     A held model that does not match is freed before the new one loads, so two models never share

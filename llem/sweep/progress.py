@@ -1,0 +1,153 @@
+"""What a sweep tells its user while it runs: a line per point, and one screen at the end.
+
+Progress goes through the ``llem.sweep`` logger (plain log lines, so the sweep's output reads the
+same in a terminal, a log file or a SLURM job's output). When several points run at once (a batch
+handed to a parallel launcher), a watcher thread reports each point as its result.json appears.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional
+
+from llem.result import read_result
+
+log = logging.getLogger("llem.sweep")
+
+MAX_LISTED = 10  # failed points listed by name in the end-of-sweep summary; the rest are counted
+
+
+def fmt_s(seconds: float) -> str:
+    """``75`` → ``1m15s``; ``3725`` → ``1h02m05s``."""
+    seconds = int(round(max(seconds, 0.0)))
+    h, rem = divmod(seconds, 3600)
+    m, s = divmod(rem, 60)
+    return f"{h}h{m:02d}m{s:02d}s" if h else (f"{m}m{s:02d}s" if m else f"{s}s")
+
+
+class Progress:
+    """Counts finished points against the number to run and estimates the time left."""
+
+    def __init__(self, total: int, clock: Callable[[], float] = time.perf_counter) -> None:
+        self.total = total
+        self.finished = 0
+        self._clock = clock
+        self._t0 = clock()
+
+    @property
+    def elapsed_s(self) -> float:
+        return self._clock() - self._t0
+
+    def eta_s(self) -> Optional[float]:
+        """Mean time per finished point × points left (None before the first point finishes)."""
+        if not self.finished:
+            return None
+        return self.elapsed_s / self.finished * (self.total - self.finished)
+
+    def _timing(self) -> str:
+        eta = self.eta_s()
+        return f"elapsed {fmt_s(self.elapsed_s)}" + (
+            f" · ETA {fmt_s(eta)}" if eta is not None else ""
+        )
+
+    def starting(self, position: int, index: int, label: str) -> str:
+        line = f"point {position}/{self.total} (#{index}) [{label}] · {self._timing()}"
+        log.info(line)
+        return line
+
+    def launching(self, first: int, last: int, labels: List[str]) -> str:
+        line = (
+            f"points {first}-{last}/{self.total} launched together "
+            f"({len(labels)} jobs) · {self._timing()}"
+        )
+        log.info(line)
+        return line
+
+    def done(self, index: int, label: str, status: str, quiet: bool = False) -> str:
+        self.finished += 1
+        line = (
+            f"finished {self.finished}/{self.total} (#{index}) [{label}]: {status} · "
+            f"{self._timing()}"
+        )
+        if not quiet:
+            log.info(line)
+        return line
+
+
+class ResultWatcher:
+    """While a batch runs elsewhere, report each point when a fresh result.json appears."""
+
+    def __init__(
+        self,
+        progress: Progress,
+        dirs: Dict[int, Path],
+        labels: Dict[int, str],
+        before: Dict[int, Any],
+        fingerprint: Callable[[Path], Any],
+        interval_s: float = 2.0,
+    ) -> None:
+        self.progress = progress
+        self.dirs = dirs
+        self.labels = labels
+        self.before = before
+        self.fingerprint = fingerprint
+        self.interval_s = interval_s
+        self.reported: set = set()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="llem-sweep-watch", daemon=True)
+
+    def __enter__(self) -> ResultWatcher:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def poll(self) -> None:
+        for index, d in self.dirs.items():
+            if index in self.reported:
+                continue
+            if self.fingerprint(d) == self.before.get(index):
+                continue
+            result = read_result(d)
+            if result is None:
+                continue
+            self.reported.add(index)
+            self.progress.done(index, self.labels[index], str(result.get("status")))
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            try:
+                self.poll()
+            except Exception:  # never let reporting break a sweep
+                log.debug("result watcher", exc_info=True)
+
+
+def summary_lines(
+    outcomes: List[Dict[str, Any]], seconds: float, not_run: int = 0, interrupted: bool = False
+) -> List[str]:
+    """The end-of-sweep screen: counts, then each failed point and why (the first MAX_LISTED)."""
+    counts: Dict[str, int] = {}
+    for o in outcomes:
+        counts[o["status"]] = counts.get(o["status"], 0) + 1
+    parts = [f"{counts.get(s, 0)} {s}" for s in ("ok", "failed", "skipped")]
+    if counts.get("done"):
+        parts.append(f"{counts['done']} already done")
+    if counts.get("interrupted"):
+        parts.append(f"{counts['interrupted']} interrupted")
+    if not_run:
+        parts.append(f"{not_run} not run")
+    head = "sweep interrupted after" if interrupted else "sweep finished in"
+    lines = [f"{head} {fmt_s(seconds)}: " + " · ".join(parts)]
+    failed = [o for o in outcomes if o["status"] == "failed"]
+    for o in failed[:MAX_LISTED]:
+        lines.append(
+            f"  failed #{o['index']} [{o['label']}]: {o.get('error') or 'no reason given'}"
+        )
+    if len(failed) > MAX_LISTED:
+        lines.append(f"  ... and {len(failed) - MAX_LISTED} more failed (see results.csv)")
+    return lines

@@ -1,0 +1,58 @@
+"""Helpers for sweep tests: the real ``python -m llem --multirun`` on the tiny random model."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Dict, List
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+# A point on the tiny model in well under a second once the model is loaded.
+FAST = ["decoder.max_new_tokens=2", "dataset.n_prompts=2", "measurement.warmup=0"]
+NO_REPORT = "~hydra.callbacks.report"  # the report has its own tests; skipping it saves a second
+
+
+def llem_env() -> Dict[str, str]:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
+    env.pop("DISPLAY", None)
+    return env
+
+
+def llem_cmd(*args: str) -> List[str]:
+    return [sys.executable, "-m", "llem", "--multirun", *args]
+
+
+def run_llem(*args: str, timeout: int = 240) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        llem_cmd(*args),
+        cwd=REPO,
+        env=llem_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def result(sweep: Path, index: int) -> Dict[str, Any]:
+    return json.loads((sweep / str(index) / "result.json").read_text())
+
+
+def plan(sweep: Path) -> Dict[str, Any]:
+    return json.loads((sweep / "sweep_plan.json").read_text())
+
+
+def output(proc: subprocess.CompletedProcess) -> str:
+    return f"--- stdout\n{proc.stdout[-4000:]}\n--- stderr\n{proc.stderr[-4000:]}"
+
+
+@pytest.fixture()
+def tiny(tiny_model_dir: Path) -> List[str]:
+    """Overrides selecting the tiny model."""
+    return ["model=hf", f"model.name_or_path={tiny_model_dir}"]

@@ -1,0 +1,183 @@
+"""The real ``python -m llem --multirun`` in a subprocess: skipping, failures, resume, Ctrl-C,
+and process-per-point launchers (submitit_local, joblib)."""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import List
+
+from conftest import FAST, NO_REPORT, REPO, llem_cmd, llem_env, output, plan, result, run_llem
+
+from llem.result import read_result
+
+
+def test_invalid_combinations_are_skipped_with_reasons_and_the_rest_run(
+    tiny: List[str], tmp_path: Path
+) -> None:
+    sweep = tmp_path / "sweep"
+    proc = run_llem(
+        *tiny,
+        *FAST,
+        "decoder.max_new_tokens=4",
+        "decoder.min_new_tokens=1,2,8",
+        "sweep.reuse_model=false",
+        f"hydra.sweep.dir={sweep}",
+    )
+    assert proc.returncode == 0, output(proc)  # skipped points are not failures
+    assert "sweep plan: 3 points · 1 skipped" in proc.stdout
+    skipped = result(sweep, 2)
+    assert skipped["status"] == "skipped"
+    assert skipped["error"]["type"] == "ConfigError"
+    assert "min_new_tokens" in skipped["error"]["message"]
+    assert "max_new_tokens" in skipped["error"]["message"]
+    for i in (0, 1):
+        ok = result(sweep, i)
+        assert ok["status"] == "ok", ok["error"]
+        assert ok["lifecycle"]["model_reused"] is False  # sweep.reuse_model=false
+    assert "2 ok · 0 failed · 1 skipped" in proc.stdout
+    assert (sweep / "results.csv").is_file()  # the report still runs at the end
+
+
+def test_a_failing_point_does_not_stop_the_sweep_and_resume_reruns_only_it(
+    tiny: List[str], tmp_path: Path, tiny_model_dir: Path
+) -> None:
+    sweep = tmp_path / "sweep"
+    later = tmp_path / "model-copied-later"
+    args = [
+        "model=hf",
+        f"model.name_or_path={tiny_model_dir},{later}",
+        *FAST,
+        NO_REPORT,
+        f"hydra.sweep.dir={sweep}",
+    ]
+    first = run_llem(*args)
+    assert first.returncode == 4, output(first)
+    ok, failed = result(sweep, 0), result(sweep, 1)
+    assert ok["status"] == "ok"
+    assert failed["status"] == "failed"
+    assert failed["error"]["type"] == "PreflightError"
+    assert str(later) in failed["error"]["message"] and failed["error"]["hint"]
+    assert "1 ok · 1 failed · 0 skipped" in first.stdout
+    assert f"failed #1 [model.name_or_path={later}]" in first.stdout
+    ok_bytes = (sweep / "0" / "result.json").read_bytes()
+
+    shutil.copytree(tiny_model_dir, later)  # fix the cause, run the same command again
+    second = run_llem(*args)
+    assert second.returncode == 0, output(second)
+    assert "1 already done" in second.stdout and "1 to run" in second.stdout
+    assert (sweep / "0" / "result.json").read_bytes() == ok_bytes  # not run again
+    rerun = result(sweep, 1)
+    assert rerun["status"] == "ok"
+    assert rerun["started_at"] >= failed["started_at"]
+    recorded = plan(sweep)
+    assert recorded["run_order"] == [1]
+    assert [p["status"] for p in recorded["points"]] == ["done", "pending"]
+
+
+def test_ctrl_c_keeps_finished_points_and_the_sweep_resumes(
+    tiny: List[str], tmp_path: Path
+) -> None:
+    sweep = tmp_path / "sweep"
+    args = [
+        *tiny,
+        "dataset.n_prompts=2",
+        "measurement.warmup=0",
+        "decoder.max_new_tokens=200",
+        "decoder.min_new_tokens=200",
+        "pytorch.batch_size=1,2,3,4",
+        NO_REPORT,
+        f"hydra.sweep.dir={sweep}",
+    ]
+    proc = subprocess.Popen(
+        llem_cmd(*args),
+        cwd=REPO,
+        env=llem_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline and proc.poll() is None:
+            first = read_result(sweep / "0")
+            if first and first.get("status") == "ok":
+                break
+            time.sleep(0.1)
+        assert proc.poll() is None, "the sweep ended before it could be interrupted"
+        time.sleep(0.3)  # into the next point
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, stdout[-3000:] + stderr[-3000:]
+    assert f"resume with hydra.sweep.dir={sweep}" in stderr
+    assert "sweep interrupted after" in stdout
+
+    results = {i: read_result(sweep / str(i)) for i in range(4)}
+    assert results[0]["status"] == "ok"
+    assert any(r is None or r["status"] != "ok" for r in results.values())
+    for r in results.values():
+        if r is None:
+            continue
+        if r["status"] == "ok":  # only finished points are ok, with their measurements
+            assert r["throughput"]["output_tokens_per_s"] > 0
+        else:
+            assert r["status"] == "failed" and r["error"]["type"] == "KeyboardInterrupt"
+    n_ok = sum(1 for r in results.values() if r and r["status"] == "ok")
+
+    dry = run_llem(*args, "dry_run=true", timeout=120)
+    assert dry.returncode == 0, output(dry)
+    assert f"{n_ok} already done · {4 - n_ok} to run" in dry.stdout
+
+
+def test_submitit_local_runs_each_point_in_its_own_process(tiny: List[str], tmp_path: Path) -> None:
+    sweep = tmp_path / "sweep"
+    proc = run_llem(
+        *tiny,
+        *FAST,
+        "hydra/launcher=submitit_local",
+        "hydra.launcher.timeout_min=5",
+        "pytorch.batch_size=1,2",
+        NO_REPORT,
+        f"hydra.sweep.dir={sweep}",
+        timeout=300,
+    )
+    assert proc.returncode == 0, output(proc)
+    assert "2 ok · 0 failed · 0 skipped" in proc.stdout
+    assert plan(sweep)["reuse_model"] is False and plan(sweep)["batch_size"] == 1
+    for i in range(2):
+        r = result(sweep, i)
+        assert r["status"] == "ok"
+        assert r["workload"]["batch_size"] == i + 1  # directory = grid index
+        assert r["lifecycle"]["model_reused"] is False
+        assert r["sweep"]["grid_index"] == i
+    assert (sweep / ".submitit").is_dir()  # the jobs really ran through submitit
+
+
+def test_joblib_batch_reports_outcomes_and_exit_code_from_its_workers(
+    tiny_model_dir: Path, tmp_path: Path
+) -> None:
+    sweep = tmp_path / "sweep"
+    proc = run_llem(
+        "model=hf",
+        f"model.name_or_path={tiny_model_dir},{tmp_path / 'missing'}",
+        *FAST,
+        "hydra/launcher=joblib",
+        "hydra.launcher.n_jobs=2",
+        "hydra.sweeper.max_batch_size=2",
+        NO_REPORT,
+        f"hydra.sweep.dir={sweep}",
+        timeout=300,
+    )
+    assert proc.returncode == 4, output(proc)
+    assert "points 1-2/2 launched together" in proc.stdout
+    assert "1 ok · 1 failed · 0 skipped" in proc.stdout
+    assert result(sweep, 0)["status"] == "ok"
+    failed = result(sweep, 1)
+    assert failed["status"] == "failed" and failed["error"]["type"] == "PreflightError"
+    assert f"failed #1 [model.name_or_path={tmp_path / 'missing'}]" in proc.stdout
