@@ -128,6 +128,17 @@ def _discard_run_dir(run_dir: Path) -> None:
             run_dir.parent.rmdir()  # the date folder, when this run was its only content
 
 
+def _hash_or_none(cfg: DictConfig) -> Optional[str]:
+    """The config hash of a point that stopped before running (None if it is not valid)."""
+    from llem.config.validate import config_hash
+    from llem.run import prepare
+
+    try:
+        return config_hash(prepare(cfg))
+    except LlemError:
+        return None
+
+
 def task(cfg: DictConfig) -> Dict[str, Any]:
     """The body of every Hydra job: one run, its errors turned into exit codes or outcomes."""
     from hydra.core.hydra_config import HydraConfig
@@ -157,7 +168,7 @@ def task(cfg: DictConfig) -> Dict[str, Any]:
         log.error("%s", exc.message)
         status = "skipped" if isinstance(exc, ConfigError) else "failed"
         record = skeleton(
-            status=status, config_hash=None, overrides=overrides, started_at=utc_now()
+            status=status, config_hash=_hash_or_none(cfg), overrides=overrides, started_at=utc_now()
         )
         record["error"] = exc.to_dict()
         write_result(run_dir, record)

@@ -31,6 +31,8 @@ class ReportCallback(Callback):
         self.print_table = print_table
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        if config.get("dry_run"):
+            return  # a dry run writes no results, so there is nothing to report
         sweep_dir: Any = None
         try:
             sweep_dir = Path(str(config.hydra.sweep.dir))
