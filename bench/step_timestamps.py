@@ -57,8 +57,13 @@ def main() -> None:
         streamer = StepClock() if clock else None
         t0 = time.perf_counter()
         with torch.inference_mode():
-            model.generate(**enc, max_new_tokens=args.max_new_tokens, do_sample=False,
-                           pad_token_id=tok.pad_token_id, streamer=streamer)
+            model.generate(
+                **enc,
+                max_new_tokens=args.max_new_tokens,
+                do_sample=False,
+                pad_token_id=tok.pad_token_id,
+                streamer=streamer,
+            )
         return tokens / (time.perf_counter() - t0)
 
     tps(False), tps(True)  # warm-up
@@ -71,8 +76,10 @@ def main() -> None:
             off.append(tps(False))
             on.append(tps(True))
     pair = statistics.median(a / b for a, b in zip(on, off, strict=True))
-    print(f"model {path}; batch {args.batch}, {args.max_new_tokens} new tokens, "
-          f"{args.pairs} alternating pairs; torch threads {torch.get_num_threads()}")
+    print(
+        f"model {path}; batch {args.batch}, {args.max_new_tokens} new tokens, "
+        f"{args.pairs} alternating pairs; torch threads {torch.get_num_threads()}"
+    )
     print(f"median tokens/s without step timestamps: {statistics.median(off):9.1f}")
     print(f"median tokens/s with step timestamps:    {statistics.median(on):9.1f}")
     ratio = statistics.median(on) / statistics.median(off)

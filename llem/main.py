@@ -201,8 +201,49 @@ def task(cfg: DictConfig) -> Dict[str, Any]:
     return outcome
 
 
+HELP = """\
+llem: how fast and how energy-efficiently a causal LM generates text.
+
+usage:
+  python -m llem [KEY=VALUE ...]                  one run (default: the embedded SmolLM2-135M)
+  python -m llem --multirun KEY=A,B [KEY=C,D ...]  a sweep over the grid
+  python -m llem dry_run=true --multirun ...       validate and pre-flight every point, load nothing
+  python -m llem.report DIR [DIR ...]              table, statistics and plots for finished runs
+
+config groups (choose with GROUP=OPTION; +backend=pytorch adds the optional backend group):
+{groups}
+examples:
+  python -m llem decoder=creative decoder.temperature=0.7 pytorch.batch_size=8
+  python -m llem model=hf model.name_or_path=HuggingFaceTB/SmolLM2-360M-Instruct
+  python -m llem --multirun pytorch.batch_size=1,4,16 quantization=none,bnb-4bit repeat='range(3)'
+
+python -m llem --cfg job       shows every key of the composed configuration
+python -m llem --hydra-help    lists Hydra's own flags (launchers, sweepers, logging)
+exit codes: 0 ok, 1 unexpected, 2 configuration error, 3 pre-flight failure, 4 a sweep point failed
+"""
+
+
+def help_text() -> str:
+    """llem's --help: the groups and their options, read from the shipped conf/ folder."""
+    from importlib import resources
+
+    conf = resources.files("llem").joinpath("conf")
+    lines = []
+    for group in sorted(p.name for p in conf.iterdir() if p.is_dir() and p.name != "hydra"):
+        options = sorted(
+            p.name[:-5] for p in conf.joinpath(group).iterdir() if p.name.endswith(".yaml")
+        )
+        if options:
+            lines.append(f"  {group:<13} {', '.join(options)}")
+    return HELP.format(groups="\n".join(lines))
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     """Run the command line (``argv`` without the program name); return the exit code."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] in ("--help", "-h"):
+        print(help_text(), end="")
+        return EXIT_OK
     register_configs()
     if argv is not None:
         sys.argv = [sys.argv[0]] + list(argv)
