@@ -19,13 +19,13 @@ import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable, Optional, Union
 
 import llem
+from llem.atomic import atomic_write_text
 
 # Distribution names (as pip knows them) whose versions are recorded under "packages".
 PACKAGES = (
@@ -115,20 +115,7 @@ def write_environment(path: PathLike, env: Optional[dict] = None) -> Path:
     path = Path(path)
     if env is None:
         env = capture_environment()
-    text = json.dumps(env, indent=2, default=str) + "\n"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    atomic_write_text(path, json.dumps(env, indent=2, default=str) + "\n")
     return path
 
 

@@ -7,33 +7,15 @@ with the reason; no figure is ever a stand-in 0.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 import llem
+from llem.atomic import atomic_write_text
 
 SCHEMA_VERSION = 1
 RESULT_FILE = "result.json"
-
-
-def atomic_write_text(path: Path, text: str) -> Path:
-    """Write via a temporary file in the same directory and ``os.replace``: all or nothing."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
 
 
 def atomic_write_json(path: Path, data: Any) -> Path:

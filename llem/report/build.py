@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import logging
-import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, List, Optional, Sequence
+from typing import List, Optional, Sequence
 
 import pandas as pd
 
+from llem.atomic import atomic_write
 from llem.report.load import Runs, load_runs
 from llem.report.stats import summary_frame
 from llem.report.table import DEFAULT_WIDTH, render_heading, render_problems, render_table
@@ -33,17 +32,6 @@ class Report:
     skipped: List[str] = field(default_factory=list)  # plots not drawn, with the reason
 
 
-def _atomic_write(path: Path, write: Callable[[Path], None]) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        write(Path(tmp))
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def build_report(
     dirs: Sequence[Path | str],
     out: Optional[Path | str] = None,
@@ -61,16 +49,16 @@ def build_report(
 
     files: List[Path] = []
     results_csv = out_dir / RESULTS_CSV
-    _atomic_write(results_csv, lambda p: runs.frame.to_csv(p, index=False))
+    atomic_write(results_csv, lambda p: runs.frame.to_csv(p, index=False))
     files.append(results_csv)
     try:
         results_parquet = out_dir / RESULTS_PARQUET
-        _atomic_write(results_parquet, lambda p: runs.frame.to_parquet(p, index=False))
+        atomic_write(results_parquet, lambda p: runs.frame.to_parquet(p, index=False))
         files.append(results_parquet)
     except ImportError as exc:  # pyarrow is a dependency, but do not lose the CSVs over it
         log.warning("results.parquet not written: %s", exc)
     summary_csv = out_dir / SUMMARY_CSV
-    _atomic_write(summary_csv, lambda p: summary.to_csv(p, index=False))
+    atomic_write(summary_csv, lambda p: summary.to_csv(p, index=False))
     files.append(summary_csv)
 
     skipped: List[str] = []
