@@ -171,7 +171,8 @@ def task(cfg: DictConfig) -> Dict[str, Any]:
             status=status, config_hash=_hash_or_none(cfg), overrides=overrides, started_at=utc_now()
         )
         record["error"] = exc.to_dict()
-        write_result(run_dir, record)
+        if not (run_dir / "result.json").exists():  # keep a result the run already wrote
+            write_result(run_dir, record)
         outcome.update(status=status, error=exc.message)
     except LlemError as exc:
         log.error("%s", exc.message)
