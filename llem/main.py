@@ -81,6 +81,9 @@ class _StderrGate(io.TextIOBase):
 
 def condense_hydra_error(text: str) -> str:
     """Hydra's multi-line composition error as one line that keeps the key, value and options."""
+    if "Traceback (most recent call last)" in text:
+        last = [line.strip() for line in text.splitlines() if line.strip()][-1]
+        return last
     parts: List[str] = []
     options: List[str] = []
     options_head: Optional[str] = None

@@ -173,3 +173,11 @@ def test_config_hash_ignores_repeat_but_not_knobs():
     c = to_experiment(_compose("pytorch.batch_size=4"))
     assert config_hash(a) == config_hash(b)
     assert config_hash(a) != config_hash(c)
+
+
+def test_max_memory_takes_gpu_indices_and_cpu_from_the_command_line():
+    exp = to_experiment(_compose("pytorch.max_memory={0:20GiB,cpu:64GiB}"))
+    assert exp.pytorch.max_memory == {0: "20GiB", "cpu": "64GiB"}
+    with pytest.raises(ConfigError) as err:
+        to_experiment(_compose("pytorch.max_memory=lots"))
+    assert "pytorch.max_memory=lots" in err.value.message

@@ -187,7 +187,7 @@ def oom_error(exp: ExperimentConfig, where: str, exc: BaseException) -> OutOfMem
     fixes = [f"a smaller pytorch.batch_size (now {exp.pytorch.batch_size})"]
     if not (exp.quantization.load_in_4bit or exp.quantization.load_in_8bit):
         fixes.append("quantization=bnb-4bit or quantization=bnb-8bit")
-    fixes.append('a cap such as pytorch.max_memory={"0":"20GiB","cpu":"64GiB"}')
+    fixes.append("a cap such as pytorch.max_memory={0:20GiB,cpu:64GiB}")
     if where == "generate":
         fixes.append(f"fewer decoder.max_new_tokens (now {exp.decoder.max_new_tokens})")
     first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__

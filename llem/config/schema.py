@@ -80,7 +80,7 @@ class ModelConfig:
 class PyTorchConfig:
     batch_size: int = 1
     device_map: Optional[str] = None
-    max_memory: Optional[Dict[str, str]] = None
+    max_memory: Any = None  # {GPU index or "cpu": "20GiB"}; checked in validate.py
     attn_implementation: Optional[AttnImplementation] = None
     torch_compile: bool = False
     torch_compile_mode: Optional[str] = None

@@ -168,6 +168,19 @@ def cross_field_problems(exp: ExperimentConfig) -> List[str]:
             f"(it is {exp.pytorch.num_beams})"
         )
 
+    mm = pt.max_memory
+    if mm is not None:
+        ok = isinstance(mm, dict) and all(
+            (isinstance(k, int) or str(k) in ("cpu", "disk") or str(k).isdigit())
+            and isinstance(v, (str, int))
+            for k, v in mm.items()
+        )
+        if not ok:
+            p.append(
+                f"pytorch.max_memory={mm} is not a memory map "
+                "(allowed: {GPU index or cpu or disk: size}, e.g. {0:20GiB,cpu:64GiB})"
+            )
+
     from llem.backends import known_backends
 
     if exp.backend is not None and exp.backend not in known_backends():
