@@ -349,7 +349,9 @@ def summary_line(result: Dict[str, Any], run_dir: Path) -> str:
     w, t, e = result["workload"], result["throughput"], result["energy"]
     total, jpt = e.get("total_j"), e.get("j_per_output_token")
     if e.get("source") == "unavailable":
-        energy = f"energy unavailable ({e.get('unavailable_reason')})"
+        energy = f"energy unavailable: {e.get('unavailable_reason')}"
+        if e.get("cpu_package_j") is not None:
+            energy += f"; CPU package {e['cpu_package_j']:.1f} J (RAPL)"
     elif total is None:
         energy = f"energy not measured ({e.get('source')}): " + "; ".join(e.get("warnings") or [])
     else:

@@ -131,8 +131,8 @@ def open_source(
         if mode == "nvml":
             raise PreflightError([_not_cuda(device_type)])
         return OpenedSource(
-            unavailable_reason=f"the run is on device={device_type}: no GPU energy to measure "
-            "(CPU package energy is in cpu_package_j)"
+            unavailable_reason=f"the run is on device={device_type}, so there is no GPU energy "
+            "to measure; CPU package energy (RAPL), where readable, is reported as cpu_package_j"
         )
     return _open_nvml(mode, torch_indices, env)
 
