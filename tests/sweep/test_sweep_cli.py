@@ -99,6 +99,9 @@ def test_ctrl_c_keeps_finished_points_and_the_sweep_resumes(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # A shell that starts a job in the background makes it ignore SIGINT, and the child
+        # would inherit that: give it the default disposition, as a terminal's Ctrl-C would find.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         deadline = time.monotonic() + 180
