@@ -16,6 +16,12 @@ EXIT_PREFLIGHT = 3
 EXIT_SWEEP_FAILED = 4
 
 
+def first_line(exc: BaseException) -> str:
+    """The first line of an exception's message (its type name when the message is empty)."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
 class LlemError(Exception):
     """A failure that llem explains to the user in one line."""
 

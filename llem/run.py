@@ -15,7 +15,7 @@ from omegaconf import DictConfig
 
 from llem.config.schema import ExperimentConfig
 from llem.config.validate import config_hash, plain, to_experiment
-from llem.errors import ConfigError, LlemError, RunError
+from llem.errors import ConfigError, LlemError, RunError, first_line
 from llem.result import quantization_label, skeleton, utc_now, write_result
 
 log = logging.getLogger("llem.run")
@@ -105,7 +105,7 @@ def run(
         else:
             result["error"] = {
                 "type": type(exc).__name__,
-                "message": str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc),
+                "message": first_line(exc),
                 "hint": "see llem.log in the run directory for the traceback",
             }
         raise
@@ -168,19 +168,13 @@ def _measure(
                     outputs.append(backend.generate(loaded, exp, batch))
                     progress.batch(passes + 1, k)
                 passes += 1
-                if (
-                    not _measures_energy(session)
-                    or window.elapsed_s() >= exp.measurement.min_window_s
-                ):
+                # Only a window that measures energy is stretched to min_window_s.
+                if session.source is None or window.elapsed_s() >= exp.measurement.min_window_s:
                     break
         progress.done()
         _fill_figures(exp, device, loaded, session, outputs, passes, len(prompts), result)
         session.write_timeseries(run_dir / "timeseries.csv")
         keep = reuse_model
-    except Exception as exc:
-        if loaded is not None and _is_device_oom(exc):
-            keep = False
-        raise
     finally:
         session.close()
         reuse.release(backend, loaded, keep=keep)
@@ -206,17 +200,6 @@ class _Progress:
         if self.tty:
             sys.stderr.write("\r" + " " * 60 + "\r")
             sys.stderr.flush()
-
-
-def _measures_energy(session: Any) -> bool:
-    """Whether the window measures energy (only then is it stretched to min_window_s)."""
-    return getattr(session, "source", None) is not None
-
-
-def _is_device_oom(exc: BaseException) -> bool:
-    from llem.errors import OutOfMemory
-
-    return isinstance(exc, OutOfMemory)
 
 
 def _init_cuda() -> None:

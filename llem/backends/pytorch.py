@@ -16,14 +16,25 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 from llem.backends.base import BatchOutput, LoadedModel
+from llem.backends.batching import StepClock, count_output_tokens, left_pad
 from llem.backends.models import gguf_cache_dir, resolve_name_or_path
 from llem.config.schema import Dtype, ExperimentConfig
-from llem.errors import OutOfMemory, RunError
+from llem.errors import OutOfMemory, RunError, first_line
 from llem.prompts import Prompt
 
 log = logging.getLogger(__name__)
 
 SAMPLING_KNOBS = ("temperature", "top_k", "top_p", "min_p")
+
+__all__ = [
+    "PyTorchBackend",
+    "StepClock",
+    "build_generate_kwargs",
+    "build_load_kwargs",
+    "count_output_tokens",
+    "create_backend",
+    "left_pad",
+]
 
 
 def _torch_dtype(dtype: Optional[Dtype]) -> Any:
@@ -103,80 +114,6 @@ def build_generate_kwargs(exp: ExperimentConfig) -> Dict[str, Any]:
     return {k: v for k, v in knobs.items() if v is not None}
 
 
-def count_output_tokens(new_tokens: Any, eos_ids: Sequence[int]) -> List[int]:
-    """Generated tokens per row, up to and including the first EOS; padding after it not counted."""
-    import torch
-
-    n_rows, width = new_tokens.shape
-    if width == 0:
-        return [0] * n_rows
-    if not eos_ids:
-        return [width] * n_rows
-    eos = torch.tensor(list(eos_ids), device=new_tokens.device)
-    is_eos = torch.isin(new_tokens, eos)
-    has_eos = is_eos.any(dim=1)
-    first = is_eos.int().argmax(dim=1)
-    counts = torch.where(has_eos, first + 1, torch.full_like(first, width))
-    return [int(c) for c in counts.tolist()]
-
-
-def left_pad(token_lists: Sequence[Sequence[int]], pad_id: int) -> tuple[Any, Any]:
-    """Left-padded ``input_ids`` and ``attention_mask`` for a decoder-only batch."""
-    import torch
-
-    width = max(len(t) for t in token_lists)
-    ids = torch.full((len(token_lists), width), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(token_lists), width), dtype=torch.long)
-    for row, tokens in enumerate(token_lists):
-        if tokens:
-            ids[row, width - len(tokens) :] = torch.tensor(list(tokens), dtype=torch.long)
-            mask[row, width - len(tokens) :] = 1
-    return ids, mask
-
-
-class StepClock:
-    """Timestamps each decoding step as its tokens reach the host.
-
-    Used as a transformers streamer (``put`` is called with the prompt, then once per step with the
-    new tokens, right after they are copied to the host, which waits for the device), or, for beam
-    search where streamers are not allowed, as a logits processor (called once per step; it
-    synchronises CUDA itself).
-    """
-
-    def __init__(self, cuda: bool = False) -> None:
-        self.cuda = cuda
-        self.times: List[float] = []
-        self.tokens: List[int] = []
-        self._seen_prompt = False
-
-    # streamer protocol
-    def put(self, value: Any) -> None:
-        now = time.perf_counter()
-        if not self._seen_prompt:
-            self._seen_prompt = True
-            return
-        self.times.append(now)
-        self.tokens.append(int(value.shape[-1]) if value.dim() > 1 else 1)
-
-    def end(self) -> None:
-        pass
-
-    # logits-processor protocol
-    def __call__(self, input_ids: Any, scores: Any) -> Any:
-        if self.cuda:
-            import torch
-
-            torch.cuda.synchronize()
-        self.times.append(time.perf_counter())
-        self.tokens.append(1)
-        return scores
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
-
-
 def _is_oom(exc: BaseException) -> bool:
     import torch
 
@@ -190,7 +127,7 @@ def oom_error(exp: ExperimentConfig, where: str, exc: BaseException) -> OutOfMem
     fixes.append("a cap such as pytorch.max_memory={0:20GiB,cpu:64GiB}")
     if where == "generate":
         fixes.append(f"fewer decoder.max_new_tokens (now {exp.decoder.max_new_tokens})")
-    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    first = first_line(exc)
     return OutOfMemory(f"out of memory during {where}: {first}", hint="try " + "; or ".join(fixes))
 
 
@@ -281,7 +218,7 @@ class PyTorchBackend:
                 raise oom_error(exp, "model load", exc) from exc
             raise RunError(
                 f"could not load model.name_or_path={exp.model.name_or_path}: "
-                f"{type(exc).__name__}: {_first_line(exc)}"
+                f"{type(exc).__name__}: {first_line(exc)}"
             ) from exc
         if device == "cpu" and "device_map" not in kwargs:
             model.to("cpu")  # type: ignore[arg-type]

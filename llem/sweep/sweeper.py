@@ -32,7 +32,7 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from llem.config.schema import SweepOrder
-from llem.errors import EXIT_CONFIG, ConfigError
+from llem.errors import EXIT_CONFIG, ConfigError, first_line
 from llem.result import (
     RESULT_FILE,
     atomic_write_json,
@@ -80,11 +80,6 @@ def _fingerprint(path: Path) -> Optional[tuple]:
     except OSError:
         return None
     return (st.st_ino, st.st_mtime_ns, st.st_size)
-
-
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
 
 
 class _DropInfo(logging.Filter):
@@ -301,7 +296,7 @@ class LlemSweeperMixin(_SweeperBase):
                     results = self.launcher.launch(jobs, initial_job_idx=initial_job_idx)
                 except Exception as exc:  # the launcher failed: a worker died, sbatch refused...
                     launch_error = exc
-                    log.error("the launcher failed: %s: %s", type(exc).__name__, _one_line(exc))
+                    log.error("the launcher failed: %s: %s", type(exc).__name__, first_line(exc))
             finished = True
         finally:
             for k, p in enumerate(points):
@@ -362,7 +357,7 @@ class LlemSweeperMixin(_SweeperBase):
             )
         error = {
             "type": type(cause).__name__ if cause else "NoResult",
-            "message": _one_line(cause) if cause else "the job returned without writing a result",
+            "message": first_line(cause) if cause else "the job returned without writing a result",
             "hint": hint,
         }
         self._write_record(point_dir.parent, point, "failed", error)
