@@ -29,3 +29,9 @@ def atomic_write(path: Path, write: Callable[[Path], object]) -> Path:
 
 def atomic_write_text(path: Path, text: str) -> Path:
     return atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+
+
+def atomic_write_json(path: Path, data: object) -> Path:
+    import json
+
+    return atomic_write_text(path, json.dumps(data, indent=2, default=str) + "\n")

@@ -14,6 +14,7 @@ EXIT_UNEXPECTED = 1
 EXIT_CONFIG = 2
 EXIT_PREFLIGHT = 3
 EXIT_SWEEP_FAILED = 4
+EXIT_INTERRUPTED = 130
 
 
 def first_line(exc: BaseException) -> str:

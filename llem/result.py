@@ -1,32 +1,47 @@
-"""The result.json schema (DESIGN.md) and its atomic writing.
+"""result.json: the typed, versioned result of one run, and the only code that reads or writes it.
 
-Every figure that was not measured is ``null`` and its dotted key appears in ``null_reasons``
-with the reason; no figure is ever a stand-in 0.
+A ``RunResult`` is a tree of dataclasses, one per section (workload, latency, throughput, energy,
+memory, thermal, compute, lifecycle, sweep position, validity). Every figure that was not measured
+is ``None`` and its dotted key is in ``null_reasons`` with the reason; no figure is a stand-in 0.
+
+``RunResult.write(run_dir)`` writes ``run_dir/result.json`` atomically; ``RunResult.read(run_dir)``
+and ``RunResult.from_json(path)`` read one back, migrating older schema versions. Reading rejects
+keys this schema does not know, so a reader never guesses.
+
+Schema history:
+  1  (llem 0.1.0) the first layout; written as a plain dict.
+  2  typed sections; ``sweep`` always present (null outside a sweep); ``validity``;
+     ``workload.requests`` always present. Version 1 files load unchanged otherwise.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import types
+import typing
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any
 
 import llem
 from llem.atomic import atomic_write_text
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 RESULT_FILE = "result.json"
+STATUSES = ("ok", "failed", "skipped")
 
 
-def atomic_write_json(path: Path, data: Any) -> Path:
-    return atomic_write_text(path, json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
+class ResultFormatError(ValueError):
+    """A result.json this version of llem cannot read (unknown key, bad type, newer schema)."""
 
 
 def utc_now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def quantization_label(load_in_4bit: bool, load_in_8bit: bool, quant_type: Optional[str]) -> str:
+def quantization_label(load_in_4bit: bool, load_in_8bit: bool, quant_type: str | None) -> str:
     if load_in_4bit:
         return f"bnb-4bit-{quant_type}" if quant_type else "bnb-4bit"
     if load_in_8bit:
@@ -34,89 +49,318 @@ def quantization_label(load_in_4bit: bool, load_in_8bit: bool, quant_type: Optio
     return "none"
 
 
-def skeleton(
+# --------------------------------------------------------------------------- sections
+
+
+@dataclass
+class Percentiles:
+    p50: float | None = None
+    p90: float | None = None
+    p99: float | None = None
+
+
+@dataclass
+class ErrorInfo:
+    type: str
+    message: str
+    hint: str | None = None
+
+    @classmethod
+    def from_exception(cls, exc: BaseException) -> ErrorInfo:
+        """A known llem error as it was raised; anything else by its type and first line."""
+        from llem.errors import LlemError, first_line
+
+        if isinstance(exc, LlemError):
+            return cls(type(exc).__name__, exc.message, exc.hint)
+        if isinstance(exc, KeyboardInterrupt):
+            return cls("KeyboardInterrupt", "interrupted")
+        return cls(
+            type(exc).__name__,
+            first_line(exc),
+            "see llem.log in the run directory for the traceback",
+        )
+
+
+@dataclass
+class Workload:
+    n_prompts: int | None = None
+    batch_size: int | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    passes: int | None = None
+    requests: int | None = None
+    output_tokens_definition: str = (
+        "generated tokens up to and including the first EOS, no padding"
+    )
+
+
+@dataclass
+class Latency:
+    generate_s: float | None = None
+    ttft_ms: Percentiles = field(default_factory=Percentiles)
+    itl_ms: Percentiles = field(default_factory=Percentiles)
+    request_latency_s: Percentiles = field(default_factory=Percentiles)
+
+
+@dataclass
+class Throughput:
+    output_tokens_per_s: float | None = None
+    requests_per_s: float | None = None
+    definition: str = "output tokens / seconds inside generate() in the measured window"
+
+
+@dataclass
+class Energy:
+    source: str = "unavailable"  # nvml_counter | nvml_power | replay | unavailable
+    unavailable_reason: str | None = None
+    window_s: float | None = None
+    total_j: float | None = None
+    per_device_j: dict[str, float | None] = field(default_factory=dict)
+    idle_power_w: float | None = None
+    idle_adjusted_j: float | None = None
+    j_per_output_token: float | None = None
+    j_per_request: float | None = None
+    avg_power_w: float | None = None
+    peak_power_w: float | None = None
+    warnings: list[str] = field(default_factory=list)
+    cpu_source: str | None = None
+    cpu_package_j: float | None = None
+    cpu_unavailable_reason: str | None = None
+    definition: str | None = None
+
+
+@dataclass
+class Memory:
+    """MB here is 2^20 bytes."""
+
+    peak_allocated_mb: float | None = None
+    peak_reserved_mb: float | None = None
+    peak_device_used_mb: float | None = None
+    peak_host_rss_mb: float | None = None
+
+
+@dataclass
+class Thermal:
+    max_temp_c: float | None = None
+    throttled: bool | None = None
+    throttle_reasons: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Compute:
+    flops_estimate: float | None = None
+    flops_formula: str = "2 x non-embedding parameters x (input + output tokens)"
+    decode_bandwidth_utilisation: float | None = None
+    non_embedding_parameters: int | None = None
+    decode_bytes_per_s: float | None = None
+
+
+@dataclass
+class Lifecycle:
+    backend_chosen_by: str | None = None  # config | detected
+    preflight_warnings: list[str] = field(default_factory=list)
+    load_s: float | None = None
+    model_reused: bool | None = None
+    model_source: str | None = None
+    load_kwargs: dict[str, Any] = field(default_factory=dict)
+    torch_compile: str | None = None
+    warmup_s: float | None = None
+    cooldown_waited_s: float | None = None
+    start_temp_c: float | None = None
+
+
+@dataclass
+class SweepPosition:
+    """A sweep point's grid index (= its directory name) and its place in the run order."""
+
+    grid_index: int
+    position: int | None
+    of: int
+    order: str
+    seed: int
+
+
+@dataclass
+class Validity:
+    """Whether the energy figure can be trusted: a verdict, its problems, and each check."""
+
+    energy_valid: bool | None = None
+    problems: list[str] = field(default_factory=list)
+    checks: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class RunResult:
+    """One run's result.json (see the README's schema section for every field)."""
+
+    status: str  # ok | failed | skipped
+    schema_version: int = SCHEMA_VERSION
+    llem_version: str = llem.__version__
+    error: ErrorInfo | None = None
+    config_hash: str | None = None
+    overrides: list[str] = field(default_factory=list)
+    started_at: str = field(default_factory=utc_now)
+    duration_s: float | None = None
+    model: str | None = None
+    backend: str | None = None
+    device: str | None = None
+    dtype: str | None = None
+    quantization: str | None = None
+    workload: Workload = field(default_factory=Workload)
+    latency: Latency = field(default_factory=Latency)
+    throughput: Throughput = field(default_factory=Throughput)
+    energy: Energy = field(default_factory=Energy)
+    memory: Memory = field(default_factory=Memory)
+    thermal: Thermal = field(default_factory=Thermal)
+    compute: Compute = field(default_factory=Compute)
+    validity: Validity = field(default_factory=Validity)
+    lifecycle: Lifecycle = field(default_factory=Lifecycle)
+    sweep: SweepPosition | None = None
+    null_reasons: dict[str, str] = field(default_factory=dict)
+    config: dict[str, Any] | None = None
+
+    # ------------------------------------------------------------------ json
+    def to_json(self) -> dict[str, Any]:
+        """The result as plain JSON data, in schema order."""
+        return _to_plain(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any] | str | Path) -> RunResult:
+        """Build from parsed JSON data, or from a path to a result.json (older schemas migrate)."""
+        if isinstance(data, (str, Path)):
+            path = Path(data)
+            try:
+                data = json.loads(path.read_text(encoding="utf-8"))
+            except ValueError as exc:
+                raise ResultFormatError(f"{path}: not valid JSON ({exc})") from None
+        if not isinstance(data, dict):
+            raise ResultFormatError(f"result.json holds a {type(data).__name__}, not an object")
+        return _build(cls, migrate(dict(data)), "")
+
+    def write(self, run_dir: Path | str) -> Path:
+        """Write ``run_dir/result.json`` atomically: the only writer of result files."""
+        text = json.dumps(self.to_json(), indent=2, default=str) + "\n"
+        return atomic_write_text(Path(run_dir) / RESULT_FILE, text)
+
+    @classmethod
+    def read(cls, run_dir: Path | str) -> RunResult | None:
+        """``run_dir/result.json``, or None when it is absent or unreadable."""
+        path = Path(run_dir) / RESULT_FILE
+        try:
+            return cls.from_json(path)
+        except (OSError, ResultFormatError):
+            return None
+
+    def fail(self, error: ErrorInfo) -> None:
+        self.status, self.error = "failed", error
+
+
+def write_record(
+    run_dir: Path | str,
     *,
     status: str,
-    config_hash: Optional[str],
-    overrides: List[str],
-    started_at: str,
-    config: Optional[Dict[str, Any]] = None,
-) -> Dict[str, Any]:
-    """A result with every section present and every figure null."""
-    pct = {"p50": None, "p90": None, "p99": None}
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "llem_version": llem.__version__,
-        "status": status,
-        "error": None,
-        "config_hash": config_hash,
-        "overrides": list(overrides),
-        "started_at": started_at,
-        "duration_s": None,
-        "model": None,
-        "backend": None,
-        "device": None,
-        "dtype": None,
-        "quantization": None,
-        "workload": {
-            "n_prompts": None,
-            "batch_size": None,
-            "input_tokens": None,
-            "output_tokens": None,
-            "passes": None,
-            "output_tokens_definition": "generated tokens up to and including the first EOS, "
-            "no padding",
-        },
-        "latency": {
-            "generate_s": None,
-            "ttft_ms": dict(pct),
-            "itl_ms": dict(pct),
-            "request_latency_s": dict(pct),
-        },
-        "throughput": {
-            "output_tokens_per_s": None,
-            "requests_per_s": None,
-            "definition": "output tokens / seconds inside generate() in the measured window",
-        },
-        "energy": {
-            "source": "unavailable",
-            "unavailable_reason": None,
-            "window_s": None,
-            "total_j": None,
-            "per_device_j": {},
-            "idle_power_w": None,
-            "idle_adjusted_j": None,
-            "j_per_output_token": None,
-            "j_per_request": None,
-            "avg_power_w": None,
-            "peak_power_w": None,
-            "warnings": [],
-        },
-        "memory": {
-            "peak_allocated_mb": None,
-            "peak_reserved_mb": None,
-            "peak_device_used_mb": None,
-            "peak_host_rss_mb": None,
-        },
-        "thermal": {"max_temp_c": None, "throttled": None, "throttle_reasons": []},
-        "compute": {
-            "flops_estimate": None,
-            "flops_formula": "2 x non-embedding parameters x (input + output tokens)",
-            "decode_bandwidth_utilisation": None,
-        },
-        "lifecycle": {},
-        "null_reasons": {},
-        "config": config,
-    }
+    error: ErrorInfo,
+    config_hash: str | None,
+    overrides: list[str],
+    sweep: SweepPosition | None = None,
+) -> Path:
+    """A result for a run that never measured anything (skipped, failed before or outside it)."""
+    record = RunResult(
+        status=status, error=error, config_hash=config_hash, overrides=list(overrides), sweep=sweep
+    )
+    return record.write(run_dir)
 
 
-def write_result(run_dir: Path, result: Dict[str, Any]) -> Path:
-    return atomic_write_json(Path(run_dir) / RESULT_FILE, result)
+# --------------------------------------------------------------------------- migration
 
 
-def read_result(run_dir: Path) -> Optional[Dict[str, Any]]:
-    path = Path(run_dir) / RESULT_FILE
+def migrate(data: dict[str, Any]) -> dict[str, Any]:
+    """Bring parsed result data of any earlier schema version to the current one."""
+    version = data.get("schema_version", 1)
+    if not isinstance(version, int) or version > SCHEMA_VERSION:
+        raise ResultFormatError(
+            f"result.json has schema_version {version!r}; this llem ({llem.__version__}) reads "
+            f"versions 1 to {SCHEMA_VERSION}: upgrade llem to read it"
+        )
+    if version == 1:
+        data = _migrate_1_to_2(data)
+    return data
+
+
+def _migrate_1_to_2(data: dict[str, Any]) -> dict[str, Any]:
+    # Version 1 wrote the same sections as plain dicts; what version 2 adds has defaults
+    # (validity, sweep: null). A v1 "lifecycle" could be empty for points that never ran.
+    data = dict(data)
+    data["schema_version"] = 2
+    if "status" not in data:  # early partial files: ok unless they carry an error
+        data["status"] = "failed" if data.get("error") else "ok"
+    if isinstance(data.get("error"), str):
+        data["error"] = {"type": "Error", "message": data["error"], "hint": None}
+    data.setdefault("sweep", None)
+    workload = data.get("workload")
+    if isinstance(workload, dict) and "requests" not in workload:
+        workload = dict(workload)
+        workload["requests"] = None
+        data["workload"] = workload
+    return data
+
+
+# --------------------------------------------------------------------------- (de)serialisation
+
+
+def _to_plain(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _to_plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, dict):
+        return {str(k): _to_plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_to_plain(v) for v in value]
+    return value
+
+
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    if cls not in _HINTS:
+        _HINTS[cls] = typing.get_type_hints(cls)
+    return _HINTS[cls]
+
+
+def _build(cls: type, data: Any, where: str) -> Any:
+    if not isinstance(data, dict):
+        raise ResultFormatError(f"{where or 'result'}: expected an object, got {data!r}")
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - names)
+    if unknown:
+        raise ResultFormatError(
+            f"unknown key(s) in result.json: {', '.join(where + k for k in unknown)}"
+        )
+    hints = _hints(cls)
+    kwargs = {k: _convert(hints[k], v, f"{where}{k}") for k, v in data.items()}
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
+        return cls(**kwargs)
+    except TypeError as exc:  # a required field is missing
+        raise ResultFormatError(f"{where or 'result'}: {exc}") from None
+
+
+def _convert(tp: Any, value: Any, where: str) -> Any:
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        if value is None:
+            return None
+        return _convert(args[0], value, where) if len(args) == 1 else value
+    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
+        return _build(tp, value, f"{where}.")
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise ResultFormatError(f"{where}: expected an object, got {value!r}")
+        return dict(value)
+    if origin is list:
+        if not isinstance(value, list):
+            raise ResultFormatError(f"{where}: expected a list, got {value!r}")
+        return list(value)
+    if tp is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    return value

@@ -8,26 +8,40 @@ from __future__ import annotations
 import logging
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig
 
 from llem.config.schema import ExperimentConfig
 from llem.config.validate import config_hash, plain, to_experiment
-from llem.errors import ConfigError, LlemError, RunError, first_line
-from llem.result import quantization_label, skeleton, utc_now, write_result
+from llem.errors import ConfigError, RunError
+from llem.result import (
+    Energy,
+    ErrorInfo,
+    Percentiles,
+    RunResult,
+    SweepPosition,
+    Thermal,
+    quantization_label,
+    utc_now,
+)
+
+if TYPE_CHECKING:
+    from llem.backends.base import BatchOutput, LoadedModel
+    from llem.measure import MeasurementSession
 
 log = logging.getLogger("llem.run")
 
 MAX_PASSES = 10_000
 
 
-def _batches(items: List[Any], size: int) -> List[List[Any]]:
+def _batches(items: list[Any], size: int) -> list[list[Any]]:
     return [items[i : i + size] for i in range(0, len(items), size)]
 
 
-def _peak_rss_mb() -> Optional[float]:
+def _peak_rss_mb() -> float | None:
     try:
         import resource
 
@@ -36,87 +50,85 @@ def _peak_rss_mb() -> Optional[float]:
         return None
 
 
-def prepare(cfg: DictConfig | ExperimentConfig) -> ExperimentConfig:
+@dataclass
+class Prepared:
+    """A checked configuration, with the backend settled (named in the config, or detected)."""
+
+    exp: ExperimentConfig
+    backend_chosen_by: str  # config | detected
+
+
+def prepare(cfg: DictConfig | ExperimentConfig) -> Prepared:
     """Validate a composed config and settle the backend (detected when none is named)."""
     from llem.backends import detect_default_backend
 
     exp = to_experiment(cfg)
+    if exp.backend is not None:
+        return Prepared(exp, "config")
+    exp.backend = detect_default_backend()
     if exp.backend is None:
-        exp.backend = detect_default_backend()
-        if exp.backend is None:
-            raise ConfigError("backend: no backend is usable here (install transformers)")
-        exp._backend_detected = True  # type: ignore[attr-defined]
-    return exp
+        raise ConfigError("backend: no backend is usable here (install transformers)")
+    return Prepared(exp, "detected")
 
 
 def run(
     cfg: DictConfig | ExperimentConfig,
     run_dir: Path,
-    overrides: Optional[List[str]] = None,
+    overrides: list[str] | None = None,
     reuse_model: bool = False,
-) -> Dict[str, Any]:
-    """Run one configuration and write ``run_dir/result.json``; return the result dict.
+    sweep: SweepPosition | None = None,
+) -> RunResult:
+    """Run one configuration and write ``run_dir/result.json``; return the result.
 
     Configuration errors raise ``ConfigError`` and pre-flight failures ``PreflightError`` before
     anything is written. Once the run has started, any failure is recorded in result.json
-    (``status: failed``) and re-raised.
+    (``status: failed``) and re-raised. A dry run writes nothing and returns a result whose
+    status is ``dry_run``.
     """
     from llem.preflight import preflight
 
     started_at, t_start = utc_now(), time.perf_counter()
-    exp = prepare(cfg)
+    prepared = prepare(cfg)
+    exp = prepared.exp
     checks = preflight(exp)
     if exp.dry_run:
-        return {"status": "dry_run", "config_hash": config_hash(exp), "device": checks.device}
+        return RunResult(status="dry_run", config_hash=config_hash(exp), device=checks.device)
 
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
-    result = skeleton(
+    q = exp.quantization
+    result = RunResult(
         status="failed",
         config_hash=config_hash(exp),
-        overrides=overrides or [],
+        overrides=list(overrides or []),
         started_at=started_at,
         config=plain(exp),
-    )
-    result.update(
         model=exp.model.name_or_path,
         backend=exp.backend,
         device=checks.device,
         quantization=quantization_label(
-            exp.quantization.load_in_4bit,
-            exp.quantization.load_in_8bit,
-            exp.quantization.bnb_4bit_quant_type.value
-            if exp.quantization.bnb_4bit_quant_type
-            else None,
+            q.load_in_4bit,
+            q.load_in_8bit,
+            q.bnb_4bit_quant_type.value if q.bnb_4bit_quant_type else None,
         ),
+        sweep=sweep,
     )
-    result["lifecycle"] = {
-        "backend_chosen_by": "detected" if getattr(exp, "_backend_detected", False) else "config",
-        "preflight_warnings": checks.warnings,
-    }
+    result.lifecycle.backend_chosen_by = prepared.backend_chosen_by
+    result.lifecycle.preflight_warnings = list(checks.warnings)
     try:
         _measure(exp, checks.device, run_dir, result, reuse_model)
-        result["status"] = "ok"
+        result.status = "ok"
     except BaseException as exc:
-        if isinstance(exc, LlemError):
-            result["error"] = exc.to_dict()
-        elif isinstance(exc, KeyboardInterrupt):
-            result["error"] = {"type": "KeyboardInterrupt", "message": "interrupted", "hint": None}
-        else:
-            result["error"] = {
-                "type": type(exc).__name__,
-                "message": first_line(exc),
-                "hint": "see llem.log in the run directory for the traceback",
-            }
+        result.fail(ErrorInfo.from_exception(exc))
         raise
     finally:
-        result["duration_s"] = round(time.perf_counter() - t_start, 3)
-        write_result(run_dir, result)
+        result.duration_s = round(time.perf_counter() - t_start, 3)
+        result.write(run_dir)
     return result
 
 
 def _measure(
-    exp: ExperimentConfig, device: str, run_dir: Path, result: Dict[str, Any], reuse_model: bool
+    exp: ExperimentConfig, device: str, run_dir: Path, result: RunResult, reuse_model: bool
 ) -> None:
     from llem.backends import get_backend
     from llem.environment import write_environment
@@ -140,14 +152,13 @@ def _measure(
         loaded, reused = reuse.acquire(
             backend, key, lambda: backend.load(exp, device), reuse=reuse_model
         )
-        result["dtype"] = loaded.dtype
-        result["lifecycle"].update(
-            load_s=0.0 if reused else round(loaded.load_s, 3),
-            model_reused=reused,
-            model_source=loaded.source,
-            load_kwargs=loaded.load_kwargs,
-            torch_compile=loaded.notes.get("torch_compile"),
-        )
+        result.dtype = loaded.dtype
+        life = result.lifecycle
+        life.load_s = 0.0 if reused else round(loaded.load_s, 3)
+        life.model_reused = reused
+        life.model_source = loaded.source
+        life.load_kwargs = loaded.load_kwargs
+        life.torch_compile = loaded.notes.get("torch_compile")
         prompts = load_prompts(exp.dataset, loaded.tokenizer)
         batches = _batches(prompts, exp.pytorch.batch_size)
 
@@ -155,8 +166,10 @@ def _measure(
         t0 = time.perf_counter()
         for i in range(exp.measurement.warmup):
             backend.generate(loaded, exp, batches[i % len(batches)])
-        result["lifecycle"]["warmup_s"] = round(time.perf_counter() - t0, 3)
-        result["lifecycle"].update(session.cooldown())
+        life.warmup_s = round(time.perf_counter() - t0, 3)
+        cooled = session.cooldown()
+        life.cooldown_waited_s = cooled.get("cooldown_waited_s")
+        life.start_temp_c = cooled.get("start_temp_c")
         _reset_peak_memory(device)
 
         outputs = []
@@ -216,7 +229,7 @@ def _seed(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def _torch_indices(exp: ExperimentConfig, device: str) -> Optional[List[int]]:
+def _torch_indices(exp: ExperimentConfig, device: str) -> list[int] | None:
     if device != "cuda":
         return None
     if exp.measurement.gpu_indices is not None:
@@ -241,34 +254,29 @@ def _reset_peak_memory(device: str) -> None:
 def _fill_figures(
     exp: ExperimentConfig,
     device: str,
-    loaded: Any,
-    session: Any,
-    outputs: List[Any],
+    loaded: LoadedModel,
+    session: MeasurementSession,
+    outputs: list[BatchOutput],
     passes: int,
     n_prompts: int,
-    result: Dict[str, Any],
+    result: RunResult,
 ) -> None:
     from llem.latency import LatencySamples, decode_time_and_steps, percentiles
 
-    reasons: Dict[str, str] = result["null_reasons"]
+    reasons = result.null_reasons
     out_tokens = sum(sum(b.output_tokens) for b in outputs)
     in_tokens = sum(sum(b.input_tokens) for b in outputs)
     requests = sum(len(b.output_tokens) for b in outputs)
     generate_s = sum(b.end_s - b.start_s for b in outputs)
 
-    result["workload"].update(
-        n_prompts=n_prompts,
-        batch_size=exp.pytorch.batch_size,
-        input_tokens=in_tokens,
-        output_tokens=out_tokens,
-        passes=passes,
-        requests=requests,
-    )
+    w = result.workload
+    w.n_prompts, w.batch_size, w.passes = n_prompts, exp.pytorch.batch_size, passes
+    w.input_tokens, w.output_tokens, w.requests = in_tokens, out_tokens, requests
     samples = LatencySamples()
     for b in outputs:
         samples.add_batch(b)
-    lat = result["latency"]
-    lat["generate_s"] = round(generate_s, 6)
+    lat = result.latency
+    lat.generate_s = round(generate_s, 6)
     for key, values, scale in (
         ("ttft_ms", samples.ttft_s, 1000.0),
         ("itl_ms", samples.itl_s, 1000.0),
@@ -282,36 +290,37 @@ def _fill_figures(
                 else "no tokens were generated"
             )
         else:
-            lat[key] = {k: round(v, 4) for k, v in pct.items()}
+            setattr(lat, key, Percentiles(**{k: round(v, 4) for k, v in pct.items()}))
     if generate_s > 0:
-        result["throughput"]["output_tokens_per_s"] = round(out_tokens / generate_s, 3)
-        result["throughput"]["requests_per_s"] = round(requests / generate_s, 4)
+        result.throughput.output_tokens_per_s = round(out_tokens / generate_s, 3)
+        result.throughput.requests_per_s = round(requests / generate_s, 4)
 
     report = session.report(output_tokens=out_tokens, requests=requests)
-    result["energy"] = dict(report.energy)
-    result["energy"]["definition"] = (
+    result.energy = Energy(**report.energy)
+    result.energy.definition = (
         "j_per_output_token = total_j / output tokens; total_j is the whole measured window "
         "(idle power included; see idle_adjusted_j)"
     )
-    result["thermal"] = dict(report.thermal)
+    result.thermal = Thermal(**report.thermal)
     reasons.update(report.null_reasons)
-    mem = result["memory"]
-    mem["peak_device_used_mb"] = report.peak_device_used_mb
-    mem["peak_host_rss_mb"] = _peak_rss_mb()
+    mem = result.memory
+    mem.peak_device_used_mb = report.peak_device_used_mb
+    mem.peak_host_rss_mb = _peak_rss_mb()
     if device == "cuda":
         import torch
 
-        mem["peak_allocated_mb"] = round(torch.cuda.max_memory_allocated() / 2**20, 1)
-        mem["peak_reserved_mb"] = round(torch.cuda.max_memory_reserved() / 2**20, 1)
+        mem.peak_allocated_mb = round(torch.cuda.max_memory_allocated() / 2**20, 1)
+        mem.peak_reserved_mb = round(torch.cuda.max_memory_reserved() / 2**20, 1)
     else:
         for k in ("peak_allocated_mb", "peak_reserved_mb"):
             reasons[f"memory.{k}"] = "torch allocator statistics exist for CUDA devices only"
-    if mem["peak_device_used_mb"] is None:
+    if mem.peak_device_used_mb is None:
         reasons.setdefault("memory.peak_device_used_mb", "NVML memory readings unavailable")
 
+    comp = result.compute
     non_emb = loaded.n_parameters - loaded.n_embedding_parameters
-    result["compute"]["flops_estimate"] = float(2 * non_emb * (in_tokens + out_tokens))
-    result["compute"]["non_embedding_parameters"] = non_emb
+    comp.flops_estimate = float(2 * non_emb * (in_tokens + out_tokens))
+    comp.non_embedding_parameters = non_emb
     decode_s, steps = decode_time_and_steps(outputs)
     bandwidths = [d.get("memory_bandwidth_bytes_per_s") for d in report.devices]
     if device != "cuda":
@@ -324,27 +333,29 @@ def _fill_figures(
         reasons["compute.decode_bandwidth_utilisation"] = "no decode steps were timed"
     else:
         achieved = loaded.weight_bytes_per_decode_step * steps / decode_s
-        result["compute"]["decode_bandwidth_utilisation"] = round(achieved / sum(bandwidths), 4)
-        result["compute"]["decode_bytes_per_s"] = achieved
+        total_bw = sum(b for b in bandwidths if b is not None)
+        comp.decode_bandwidth_utilisation = round(achieved / total_bw, 4)
+        comp.decode_bytes_per_s = achieved
 
 
-def summary_line(result: Dict[str, Any], run_dir: Path) -> str:
-    w, t, e = result["workload"], result["throughput"], result["energy"]
-    total, jpt = e.get("total_j"), e.get("j_per_output_token")
-    if e.get("source") == "unavailable":
-        energy = f"energy unavailable: {e.get('unavailable_reason')}"
-        if e.get("cpu_package_j") is not None:
-            energy += f"; CPU package {e['cpu_package_j']:.1f} J (RAPL)"
+def summary_line(result: RunResult, run_dir: Path) -> str:
+    w, t, e = result.workload, result.throughput, result.energy
+    total, jpt = e.total_j, e.j_per_output_token
+    if e.source == "unavailable":
+        energy = f"energy unavailable: {e.unavailable_reason}"
+        if e.cpu_package_j is not None:
+            energy += f"; CPU package {e.cpu_package_j:.1f} J (RAPL)"
     elif total is None:
-        energy = f"energy not measured ({e.get('source')}): " + "; ".join(e.get("warnings") or [])
+        energy = f"energy not measured ({e.source}): " + "; ".join(e.warnings)
     else:
-        energy = f"energy {total:.1f} J ({e.get('source')})" + (
+        energy = f"energy {total:.1f} J ({e.source})" + (
             f", {jpt:.4f} J/token" if jpt is not None else ""
         )
+    rate = t.output_tokens_per_s
     return (
-        f"llem: {result['model']} on {result['device']} ({result['dtype']}): "
-        f"{w['requests']} requests, {w['output_tokens']} output tokens in "
-        f"{result['latency']['generate_s']:.2f} s = {t['output_tokens_per_s']:.1f} tokens/s; "
+        f"llem: {result.model} on {result.device} ({result.dtype}): "
+        f"{w.requests} requests, {w.output_tokens} output tokens in "
+        f"{result.latency.generate_s or 0.0:.2f} s = {rate or 0.0:.1f} tokens/s; "
         f"{energy}\nresult: {Path(run_dir) / 'result.json'}"
     )
 

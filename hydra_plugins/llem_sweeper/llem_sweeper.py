@@ -1,18 +1,16 @@
-"""Registers llem's sweeper with Hydra (implementation: ``llem.sweep.sweeper``).
+"""Registers llem's sweeper with Hydra (implementation: ``llem.sweep.sweeper.GridSweeper``).
 
-The class is assembled here, from llem's mixin and Hydra's ``BasicSweeper``, because Hydra's plugin
-scan re-executes this module together with its own core plugins: the base class is then always the
-current one, however early ``llem.sweep.sweeper`` was imported.
+Hydra instantiates sweepers only from the ``hydra_plugins`` package, so the plugin class lives
+here; everything it does is inherited.
 """
 
-from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.config_store import ConfigStore
 
-from llem.sweep.sweeper import LlemSweeperConf, LlemSweeperMixin
+from llem.sweep.sweeper import GridSweeper, LlemSweeperConf
 
 
-class LlemSweeper(LlemSweeperMixin, BasicSweeper):
-    """Hydra's grid syntax plus llem's planning, skipping, resume, ordering and batching."""
+class LlemSweeper(GridSweeper):
+    """``hydra/sweeper=llem``: llem's planning, skipping, resume, ordering and batching."""
 
 
 ConfigStore.instance().store(

@@ -11,9 +11,10 @@ import argparse
 import logging
 import sys
 from pathlib import Path
-from typing import List, Optional
+from typing import List, NoReturn, Optional
 
-from llem.errors import EXIT_OK, EXIT_UNEXPECTED, LlemError
+from llem.cli import guard
+from llem.errors import EXIT_OK, ConfigError
 
 log = logging.getLogger("llem.report")
 
@@ -45,22 +46,10 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: Optional[List[str]] = None) -> int:
-    args = _parser().parse_args(argv)
-    if not logging.getLogger().handlers:
-        logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
-    try:
-        from llem.report.build import build_report
+def _report(args: argparse.Namespace) -> int:
+    from llem.report.build import build_report
 
-        report = build_report(args.dirs, out=args.out, plots=not args.no_plots, width=args.width)
-    except LlemError as exc:
-        print(f"error: {exc.message}", file=sys.stderr)
-        if exc.hint:
-            print(f"hint: {exc.hint}", file=sys.stderr)
-        return exc.exit_code
-    except Exception:
-        log.exception("unexpected error while building the report")
-        return EXIT_UNEXPECTED
+    report = build_report(args.dirs, out=args.out, plots=not args.no_plots, width=args.width)
     if not args.quiet:
         print(report.text)
         tables = [f.name for f in report.files if f.parent == report.out_dir]
@@ -68,6 +57,18 @@ def main(argv: Optional[List[str]] = None) -> int:
         plots = f" and {n_plots} plot{'s' if n_plots != 1 else ''} in plots/" if n_plots else ""
         print(f"\nwrote {', '.join(tables)}{plots} to {report.out_dir}")
     return EXIT_OK
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = _parser()
+    parser.error = _usage_error  # type: ignore[method-assign]
+    if not logging.getLogger().handlers:
+        logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
+    return guard(lambda: _report(parser.parse_args(argv)))
+
+
+def _usage_error(message: str) -> NoReturn:
+    raise ConfigError(f"command line: {message}", hint="python -m llem.report --help")
 
 
 if __name__ == "__main__":

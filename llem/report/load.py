@@ -35,15 +35,16 @@ import pandas as pd
 import yaml
 
 from llem.errors import EXIT_CONFIG, LlemError
+from llem.overrides import knob_values
+from llem.result import ResultFormatError, RunResult
+from llem.sweep.plan import SUPERSEDED_DIR
 
 log = logging.getLogger(__name__)
 
 STATUSES = ("ok", "failed", "skipped", "missing")
 LEADING_COLUMNS = ("run_dir", "status", "error.type", "error.message", "error.hint")
 REPEAT_KEY = "repeat"
-_SKIP_DIRS = {".hydra", "plots", "__pycache__", ".git"}
-_FLOAT_RE = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
-_YAML_ONLY_BOOLS = {"yes", "no", "on", "off", "y", "n"}  # booleans to YAML 1.1, strings to Hydra
+_SKIP_DIRS = {".hydra", "plots", "__pycache__", ".git", SUPERSEDED_DIR, ".relocating"}
 
 
 class ReportError(LlemError):
@@ -100,40 +101,12 @@ def _natural_key(path: Path) -> tuple:
 # --------------------------------------------------------------------------- overrides
 
 
-def parse_value(raw: str) -> Any:
-    """An override value as Hydra types it: ``4`` → 4, ``1e-3`` → 0.001, ``greedy`` → 'greedy'."""
-    text = raw.strip()
-    if text.lower() in _YAML_ONLY_BOOLS:
-        return text
-    try:
-        value = yaml.safe_load(text)
-    except yaml.YAMLError:
-        return text
-    if isinstance(value, str) and _FLOAT_RE.match(value):
-        return float(value)
-    if isinstance(value, (dict, list)):
-        return text
-    return value
-
-
 def parse_overrides(overrides: Iterable[str]) -> Dict[str, Any]:
     """``["+pytorch.batch_size=4", "decoder=greedy"]`` → ``{"pytorch.batch_size": 4, ...}``.
 
-    Hydra's own keys (``hydra.*``, ``hydra/*``) and deletions (``~key``) are left out.
+    Values are typed as Hydra types them; Hydra's own keys and deletions are left out.
     """
-    parsed: Dict[str, Any] = {}
-    for item in overrides:
-        text = str(item).strip()
-        if not text or text.startswith("~") or "=" not in text:
-            continue
-        key, _, raw = text.partition("=")
-        key = key.lstrip("+").strip()
-        if "@" in key:  # group@package=choice: the column is the group
-            key = key.split("@", 1)[0]
-        if not key or key == "hydra" or key.startswith(("hydra.", "hydra/")):
-            continue
-        parsed[key] = parse_value(raw)
-    return parsed
+    return knob_values(overrides)
 
 
 # --------------------------------------------------------------------------- one run
@@ -188,25 +161,35 @@ class _Run:
 
 
 def _read_run(path: Path) -> _Run:
-    result: Dict[str, Any] = {}
+    result: Dict[str, Any]
     result_file = path / "result.json"
     if result_file.is_file():
         try:
-            with open(result_file, encoding="utf-8") as f:
-                loaded = json.load(f)
-            if isinstance(loaded, dict):
-                result = loaded
-            else:
-                result = _missing(f"result.json holds a {type(loaded).__name__}, not an object")
-        except (OSError, ValueError) as exc:
+            raw = json.loads(result_file.read_text(encoding="utf-8"))
+            result = RunResult.from_json(raw).to_json()
+            if "overrides" not in raw:  # a partial file: nothing to check its overrides against
+                result.pop("overrides")
+        except (OSError, ValueError, ResultFormatError) as exc:
             result = _missing(f"result.json is unreadable: {exc}")
     else:
         result = _missing("no result.json in the run directory (the run did not finish)")
 
+    recorded = result.get("overrides")
     override_list = _read_yaml(path / ".hydra" / "overrides.yaml")
     if not isinstance(override_list, list):
-        override_list = result.get("overrides") if isinstance(result.get("overrides"), list) else []
+        override_list = recorded if isinstance(recorded, list) else []
     override_list = [str(o) for o in override_list]
+    if (
+        isinstance(recorded, list)
+        and result.get("status") != "missing"
+        and [str(o) for o in recorded] != override_list
+    ):
+        # The job that ran here (its .hydra record) is not the one that wrote result.json: an
+        # older result under a newer point's labels. Never show it as that point's.
+        result = _missing(
+            "result.json was written for other overrides "
+            f"({' '.join(map(str, recorded))}) than this directory's .hydra/overrides.yaml"
+        )
 
     config = result.get("config")
     if not isinstance(config, dict):

@@ -1,19 +1,37 @@
 """Planning a sweep before any GPU time: validate every point, find finished ones, choose an order.
 
-A point is identified by its index in Hydra's grid order, which is also its directory name, so a
-re-run of the same sweep into the same directory finds each point's earlier result.
+A point is identified by its index in Hydra's grid order, which is also its directory name. A
+re-run into the same sweep directory finds finished work by configuration, not by index: an ok
+result whose config hash and repeat match a point counts for that point wherever it sits (adding
+a value to a grid shifts indices), and is moved to the point's directory. Whatever else sits in a
+directory a point will use is moved aside to ``superseded/`` first, so that nothing older is ever
+presented as a new point's result.
+
+``sweep_plan.json`` (owned here) records the plan; each job reads its own position from it when it
+writes its result.
 """
 
 from __future__ import annotations
 
+import itertools
+import json
+import logging
 import random
+import shutil
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
+from llem.atomic import atomic_write_json
 from llem.config.schema import SweepOrder
-from llem.result import read_result
+from llem.overrides import key_of, swept_keys
+from llem.result import RunResult, SweepPosition, utc_now
+
+log = logging.getLogger("llem.sweep")
+
+PLAN_FILE = "sweep_plan.json"
+SUPERSEDED_DIR = "superseded"
 
 
 @dataclass
@@ -27,31 +45,34 @@ class Point:
     repeat: int = 0
     preflight: List[str] = field(default_factory=list)
     label: str = ""  # the swept overrides only (set by make_plan); all of them when nothing varies
+    found_at: Optional[int] = None  # done: the directory its finished result was found in
 
     def __post_init__(self) -> None:
         if not self.label:
             self.label = " ".join(self.overrides) or "(defaults)"
 
 
-def override_key(override: str) -> str:
-    """``+decoder.top_k=5`` → ``decoder.top_k``; ``decoder=greedy`` → ``decoder``."""
-    return override.split("=", 1)[0].lstrip("+~")
+def expand_grid(overrides: List[Any]) -> List[List[str]]:
+    """Hydra's parsed overrides → one override list per grid point, in Hydra's grid order.
 
+    ``a=1,2 b=x,y`` gives (1,x), (1,y), (2,x), (2,y), exactly as Hydra's basic sweeper does.
+    """
+    from hydra.errors import HydraException
 
-def swept_keys(jobs: List[List[str]]) -> List[str]:
-    """Override keys whose value differs between grid points, in command-line order."""
-    values: OrderedDict[str, set] = OrderedDict()
-    present: Dict[str, int] = {}
-    for job in jobs:
-        for key in {override_key(o) for o in job}:
-            present[key] = present.get(key, 0) + 1
-        for o in job:
-            values.setdefault(override_key(o), set()).add(o.partition("=")[2])
-    return [k for k, v in values.items() if len(v) > 1 or present[k] < len(jobs)]
+    axes: OrderedDict[str, List[str]] = OrderedDict()
+    for o in overrides:
+        key = o.get_key_element()
+        if o.is_sweep_override():
+            if not o.is_discrete_sweep():
+                raise HydraException(f"{key}: only lists, range() and choice() can be swept")
+            axes[key] = [f"{key}={v}" for v in o.sweep_string_iterator()]
+        else:
+            axes[key] = [f"{key}={o.get_value_element_as_str()}"]
+    return [list(job) for job in itertools.product(*axes.values())]
 
 
 def short_label(overrides: List[str], keys: List[str]) -> str:
-    shown = [o for o in overrides if override_key(o) in keys]
+    shown = [o for o in overrides if key_of(o) in keys]
     return " ".join(shown) or " ".join(overrides) or "(defaults)"
 
 
@@ -124,18 +145,122 @@ class Plan:
         return lines
 
 
+def _point_dirs(sweep_dir: Path) -> Dict[int, Path]:
+    found: Dict[int, Path] = {}
+    if sweep_dir.is_dir():
+        for d in sweep_dir.iterdir():
+            if d.is_dir() and d.name.isdigit():
+                found[int(d.name)] = d
+    return found
+
+
+def _finished_key(result: RunResult) -> Optional[tuple]:
+    if result.status != "ok" or not result.config_hash:
+        return None
+    return (result.config_hash, int((result.config or {}).get("repeat", 0) or 0))
+
+
 def mark_done(points: List[Point], sweep_dir: Path) -> None:
-    """Points whose directory already holds an ok result for the same configuration are done."""
-    for p in points:
-        if p.status != "pending":
+    """A point is done when an ok result for its configuration and repeat is in the sweep.
+
+    Its own directory is preferred; otherwise any point directory holding one (``found_at``).
+    """
+    finished: Dict[tuple, List[int]] = {}
+    for index, d in sorted(_point_dirs(sweep_dir).items()):
+        result = RunResult.read(d)
+        key = _finished_key(result) if result is not None else None
+        if key is not None:
+            finished.setdefault(key, []).append(index)
+    pending = [p for p in points if p.status == "pending" and p.config_hash]
+    for p in sorted(pending, key=lambda p: p.index not in finished.get(_key(p), [])):
+        where = finished.get(_key(p), [])
+        if not where:
             continue
-        previous = read_result(sweep_dir / str(p.index))
-        if (
-            previous
-            and previous.get("status") == "ok"
-            and previous.get("config_hash") == p.config_hash
-        ):
-            p.status = "done"
+        j = p.index if p.index in where else where[0]
+        where.remove(j)
+        p.status, p.found_at = "done", j
+
+
+def _key(p: Point) -> tuple:
+    return (p.config_hash, p.repeat)
+
+
+def settle_directories(points: List[Point], sweep_dir: Path) -> List[str]:
+    """Put every finished result in its point's directory and move anything else aside.
+
+    Results found at another index move to their point's directory; whatever else occupies a
+    directory that a point of this sweep will use (an older result of another configuration, a
+    failed or unfinished attempt) moves to ``superseded/<time>/<index>``. Returns log lines.
+    """
+    existing = _point_dirs(sweep_dir)
+    moves = {p.found_at: p.index for p in points if p.status == "done" and p.found_at != p.index}
+    keep = {p.index for p in points if p.status == "done" and p.found_at == p.index}
+    lines: List[str] = []
+    staging = sweep_dir / ".relocating"
+    for j in moves:
+        assert j is not None
+        staging.mkdir(exist_ok=True)
+        shutil.move(str(existing[j]), str(staging / str(j)))
+    stamp = utc_now().replace(":", "-")
+    for p in points:
+        d = sweep_dir / str(p.index)
+        if p.index in keep or not d.exists():
+            continue
+        target = sweep_dir / SUPERSEDED_DIR / stamp / str(p.index)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(str(d), str(target))
+        lines.append(f"#{p.index}: older contents moved aside to {target}")
+    for j, i in moves.items():
+        shutil.move(str(staging / str(j)), str(sweep_dir / str(i)))
+        lines.append(f"#{i}: its finished result was in #{j}; moved to #{i} (not re-run)")
+    if staging.exists():
+        shutil.rmtree(staging, ignore_errors=True)
+    return lines
+
+
+def write_plan(sweep_dir: Path, plan: Plan, reuse: bool, batch_size: int) -> Path:
+    return atomic_write_json(
+        sweep_dir / PLAN_FILE,
+        {
+            "written_at": utc_now(),
+            "order": plan.order.value,
+            "seed": plan.seed,
+            "reuse_model": reuse,
+            "batch_size": batch_size,
+            "swept": plan.swept,
+            "run_order": plan.run_order,
+            "model_loads": plan.model_loads(reuse),
+            "points": [
+                {
+                    "index": p.index,
+                    "overrides": p.overrides,
+                    "status": p.status,
+                    "position": plan.position(p.index),
+                    "reason": p.reason,
+                    "config_hash": p.config_hash,
+                    "repeat": p.repeat,
+                }
+                for p in plan.points
+            ],
+        },
+    )
+
+
+def read_position(sweep_dir: Path, index: int) -> Optional[SweepPosition]:
+    """Grid point ``index``'s place in the plan written to ``sweep_dir`` (None without a plan)."""
+    try:
+        data = json.loads((sweep_dir / PLAN_FILE).read_text(encoding="utf-8"))
+        run_order = list(data["run_order"])
+        position = run_order.index(index) + 1 if index in run_order else None
+        return SweepPosition(
+            grid_index=index,
+            position=position,
+            of=len(run_order),
+            order=str(data["order"]),
+            seed=int(data["seed"]),
+        )
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def order_points(points: List[Point], order: SweepOrder, seed: int) -> List[int]:

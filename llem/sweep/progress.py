@@ -13,7 +13,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional
 
-from llem.result import read_result
+from llem.result import RunResult
+from llem.sweep.state import Outcome
 
 log = logging.getLogger("llem.sweep")
 
@@ -113,11 +114,11 @@ class ResultWatcher:
                 continue
             if self.fingerprint(d) == self.before.get(index):
                 continue
-            result = read_result(d)
+            result = RunResult.read(d)
             if result is None:
                 continue
             self.reported.add(index)
-            self.progress.done(index, self.labels[index], str(result.get("status")))
+            self.progress.done(index, self.labels[index], result.status)
 
     def _loop(self) -> None:
         while not self._stop.wait(self.interval_s):
@@ -128,12 +129,12 @@ class ResultWatcher:
 
 
 def summary_lines(
-    outcomes: List[Dict[str, Any]], seconds: float, not_run: int = 0, interrupted: bool = False
+    outcomes: List[Outcome], seconds: float, not_run: int = 0, interrupted: bool = False
 ) -> List[str]:
     """The end-of-sweep screen: counts, then each failed point and why (the first MAX_LISTED)."""
     counts: Dict[str, int] = {}
     for o in outcomes:
-        counts[o["status"]] = counts.get(o["status"], 0) + 1
+        counts[o.status] = counts.get(o.status, 0) + 1
     parts = [f"{counts.get(s, 0)} {s}" for s in ("ok", "failed", "skipped")]
     if counts.get("done"):
         parts.append(f"{counts['done']} already done")
@@ -143,11 +144,9 @@ def summary_lines(
         parts.append(f"{not_run} not run")
     head = "sweep interrupted after" if interrupted else "sweep finished in"
     lines = [f"{head} {fmt_s(seconds)}: " + " · ".join(parts)]
-    failed = [o for o in outcomes if o["status"] == "failed"]
+    failed = [o for o in outcomes if o.status == "failed"]
     for o in failed[:MAX_LISTED]:
-        lines.append(
-            f"  failed #{o['index']} [{o['label']}]: {o.get('error') or 'no reason given'}"
-        )
+        lines.append(f"  failed #{o.index} [{o.label}]: {o.error or 'no reason given'}")
     if len(failed) > MAX_LISTED:
         lines.append(f"  ... and {len(failed) - MAX_LISTED} more failed (see results.csv)")
     return lines

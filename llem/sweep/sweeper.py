@@ -23,27 +23,31 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Sequence
+from typing import Any, Dict, Iterator, List, Optional, Sequence
 
-from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.plugins.sweeper import Sweeper
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from llem.atomic import atomic_write_text
+from llem.cli import condense_hydra_error, hydra_error_text
 from llem.config.schema import SweepOrder
-from llem.errors import EXIT_CONFIG, ConfigError, first_line
-from llem.result import (
-    RESULT_FILE,
-    atomic_write_json,
-    atomic_write_text,
-    read_result,
-    skeleton,
-    utc_now,
-    write_result,
+from llem.errors import ConfigError, first_line
+from llem.result import RESULT_FILE, ErrorInfo, RunResult, write_record
+from llem.sweep.plan import (
+    Plan,
+    Point,
+    expand_grid,
+    make_plan,
+    read_position,
+    settle_directories,
+    short_label,
+    swept_keys,
+    write_plan,
 )
-from llem.sweep.plan import Plan, Point, make_plan, short_label, swept_keys
 from llem.sweep.progress import Progress, ResultWatcher, summary_lines
+from llem.sweep.state import STATE, Outcome
 
 log = logging.getLogger("llem.sweep")
 
@@ -87,44 +91,45 @@ class _DropInfo(logging.Filter):
         return record.levelno > logging.INFO
 
 
-if TYPE_CHECKING:
-    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper as _SweeperBase
-else:
-    _SweeperBase = object
+class GridSweeper(Sweeper):
+    """Hydra's grid syntax plus llem's planning, skipping, resume, ordering and batching.
 
-
-class LlemSweeperMixin(_SweeperBase):
-    """llem's sweep logic, mixed into Hydra's BasicSweeper by ``hydra_plugins.llem_sweeper``.
-
-    A mixin rather than a subclass: Hydra's plugin scan re-executes its core plugin modules, so a
-    class defined here on top of ``BasicSweeper`` would keep a stale base whenever this module was
-    imported before the scan (a test, a script calling ``llem.main.main``). The plugin module is
-    re-executed by the same scan, so the class it defines always has the current ``BasicSweeper``.
-    Everything here only uses BasicSweeper's attributes (``config``, ``launcher``,
-    ``hydra_context``, ``max_batch_size``) and helpers (``_parse_config``, ``split_arguments``).
+    Built on Hydra's public ``Sweeper`` API: ``setup`` gets the launcher from Hydra's plugin
+    registry, ``sweep`` parses the command line with Hydra's ``OverridesParser``.
     """
 
-    max_batch_size: Optional[int] = None
+    def __init__(
+        self, max_batch_size: Optional[int] = None, params: Optional[Dict[str, str]] = None
+    ) -> None:
+        super().__init__()
+        self.max_batch_size = max_batch_size
+        self.params: Dict[str, str] = dict(params or {})
+        self.hydra_context: Any = None
+        self.config: Optional[DictConfig] = None
+        self.launcher: Any = None
+        self._swept: List[str] = []
+        self._dry_run = False
+        self._has_cuda = False
 
-    _swept: List[str] = []
-    _dry_run = False
-    _has_cuda = False
+    def setup(self, *, hydra_context: Any, task_function: Any, config: DictConfig) -> None:
+        from hydra.core.plugins import Plugins
+
+        self.hydra_context = hydra_context
+        self.config = config
+        self.launcher = Plugins.instance().instantiate_launcher(
+            hydra_context=hydra_context, task_function=task_function, config=config
+        )
 
     # ------------------------------------------------------------------ planning
     def _compose(self, index: int, overrides: List[str]) -> DictConfig:
         """The job config of one grid point; a Hydra error becomes a one-line ConfigError."""
-        from llem.main import condense_hydra_error
-
         assert self.hydra_context is not None and self.config is not None
         try:
             cfg = self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
         except Exception as exc:
-            text = str(exc)
-            if exc.__cause__ is not None and str(exc.__cause__) not in text:
-                text += "\n" + str(exc.__cause__)
             label = short_label(list(overrides), self._swept)
             raise ConfigError(
-                f"grid point #{index} [{label}]: {condense_hydra_error(text)}",
+                f"grid point #{index} [{label}]: {condense_hydra_error(hydra_error_text(exc))}",
                 hint="fix the command line; nothing was run",
             ) from exc
         with open_dict(cfg):
@@ -150,7 +155,7 @@ class LlemSweeperMixin(_SweeperBase):
         point = Point(index=index, overrides=list(overrides))
         cfg = self._compose(index, overrides)  # composition errors stop the whole sweep
         try:
-            exp = prepare(cfg)
+            exp = prepare(cfg).exp
         except ConfigError as exc:
             if any(": no such key" in p for p in exc.problems):
                 raise  # an unknown key is a typo, not an invalid combination
@@ -167,30 +172,31 @@ class LlemSweeperMixin(_SweeperBase):
         return point
 
     # ------------------------------------------------------------------ the sweep
+    def _jobs(self, arguments: List[str]) -> List[List[str]]:
+        """Every grid point's overrides (``hydra.sweeper.params`` first, then the command line)."""
+        from hydra.core.override_parser.overrides_parser import OverridesParser
+
+        assert self.hydra_context is not None
+        params = [f"{k}={v}" for k, v in self.params.items()] + list(arguments)
+        parser = OverridesParser.create(config_loader=self.hydra_context.config_loader)
+        try:
+            return expand_grid(parser.parse_overrides(params)) or [[]]
+        except Exception as exc:
+            raise ConfigError(condense_hydra_error(hydra_error_text(exc))) from None
+
     def sweep(self, arguments: List[str]) -> Any:
-        from llem.main import STATE
         from llem.preflight import cuda_available
 
         assert self.config is not None and self.launcher is not None
-        assert self.hydra_context is not None
-        params = self._parse_config() + list(arguments)
-        parser = OverridesParser.create(config_loader=self.hydra_context.config_loader)
-        batches = self.split_arguments(parser.parse_overrides(params), None)
-        jobs = [list(job) for batch in batches for job in batch] or [[]]
+        jobs = self._jobs(arguments)
         sweep_dir = Path(str(self.config.hydra.sweep.dir))
-        STATE.update(multirun=True, sweep_dir=str(sweep_dir), sweep_outcomes=[])
+        STATE.multirun, STATE.sweep_dir, STATE.sweep_outcomes = True, sweep_dir, []
 
         self._swept = swept_keys(jobs) if len(jobs) > 1 else []
-        try:
-            settings = self._settings(jobs[0])
-            self._dry_run = settings.dry_run
-            self._has_cuda = cuda_available()
-            plan = make_plan(jobs, self._analyse, sweep_dir, settings.order, settings.seed)
-        except ConfigError as exc:
-            print(f"error: {exc.message}", file=sys.stderr)
-            if exc.hint:
-                print(f"hint: {exc.hint}", file=sys.stderr)
-            raise SystemExit(EXIT_CONFIG) from None
+        settings = self._settings(jobs[0])
+        self._dry_run = settings.dry_run
+        self._has_cuda = cuda_available()
+        plan = make_plan(jobs, self._analyse, sweep_dir, settings.order, settings.seed)
 
         in_process = self._in_process_launcher()
         reuse = settings.reuse_model and in_process  # other launchers: a process per point
@@ -199,28 +205,30 @@ class LlemSweeperMixin(_SweeperBase):
         if settings.dry_run:
             for line in plan.describe(reuse):
                 print(line)
-            STATE["dry_run_preflight_failed"] = any(p.preflight for p in plan.points)
+            STATE.dry_run_preflight_failed = any(p.preflight for p in plan.points)
             return []
 
         sweep_dir.mkdir(parents=True, exist_ok=True)
+        for line in settle_directories(plan.points, sweep_dir):
+            log.info("%s", line)
         OmegaConf.save(self.config, sweep_dir / "multirun.yaml")
-        self._write_plan(sweep_dir, plan, reuse, batch_size)
+        write_plan(sweep_dir, plan, reuse, batch_size)
         for p in plan.skipped:
             self._write_record(
                 sweep_dir,
                 p,
                 "skipped",
-                {
-                    "type": "ConfigError",
-                    "message": p.reason,
-                    "hint": "this combination is invalid; the rest of the sweep ran",
-                },
+                ErrorInfo(
+                    "ConfigError",
+                    p.reason or "invalid combination",
+                    "this combination is invalid; the rest of the sweep ran",
+                ),
             )
         log.info(plan.short(reuse))
         for p in plan.skipped:
             log.info("  skipped #%d [%s]: %s", p.index, p.label, p.reason)
 
-        outcomes: List[Dict[str, Any]] = STATE["sweep_outcomes"]
+        outcomes = STATE.sweep_outcomes
         outcomes += [self._outcome(p, "skipped", p.reason) for p in plan.skipped]
         outcomes += [self._outcome(p, "done") for p in plan.done]
         force_no_reuse = settings.reuse_model and not in_process
@@ -247,7 +255,7 @@ class LlemSweeperMixin(_SweeperBase):
                 from hydra.core.utils import configure_log
 
                 configure_log(self.config.hydra.hydra_logging, self.config.hydra.verbose)
-            launched = {o["index"] for o in outcomes}
+            launched = {o.index for o in outcomes}
             not_run = sum(1 for i in plan.run_order if i not in launched)
             for line in summary_lines(outcomes, progress.elapsed_s, not_run, interrupted):
                 log.info(line)
@@ -259,7 +267,7 @@ class LlemSweeperMixin(_SweeperBase):
         chunk: List[int],
         sweep_dir: Path,
         progress: Progress,
-        outcomes: List[Dict[str, Any]],
+        outcomes: List[Outcome],
         in_process: bool,
         force_no_reuse: bool,
     ) -> Sequence[Any]:
@@ -310,7 +318,6 @@ class LlemSweeperMixin(_SweeperBase):
                     if not fresh:
                         continue
                     status, error = "interrupted", "KeyboardInterrupt (result.json: failed)"
-                self._annotate(dirs[p.index], before[p.index], plan, p)
                 outcomes.append(self._outcome(p, status, error))
                 if finished and not (watcher and p.index in watcher.reported):
                     progress.done(p.index, p.label, status, quiet=in_process)
@@ -336,14 +343,13 @@ class LlemSweeperMixin(_SweeperBase):
                 value = ret.return_value
             except Exception as exc:  # the job raised, maybe in another process
                 job_error = exc
-        if isinstance(value, dict) and value.get("status"):
-            return value["status"], value.get("error")
+        if isinstance(value, Outcome):
+            return value.status, value.error
         fresh = _fingerprint(point_dir / RESULT_FILE) != before
-        result = read_result(point_dir) if fresh else None
+        result = RunResult.read(point_dir) if fresh else None
         if result is not None:
-            err = result.get("error") or {}
-            message = f"{err.get('type')}: {err.get('message')}" if err else None
-            return str(result.get("status")), message
+            err = result.error
+            return result.status, (f"{err.type}: {err.message}" if err else None)
         cause = job_error or launch_error
         if job_error is None and launch_error is not None:
             hint = (
@@ -355,13 +361,13 @@ class LlemSweeperMixin(_SweeperBase):
                 "the point's process ended without writing a result; see llem.log in its "
                 "directory and the launcher's logs (submitit: <sweep dir>/.submitit/)"
             )
-        error = {
-            "type": type(cause).__name__ if cause else "NoResult",
-            "message": first_line(cause) if cause else "the job returned without writing a result",
-            "hint": hint,
-        }
+        error = ErrorInfo(
+            type(cause).__name__ if cause else "NoResult",
+            first_line(cause) if cause else "the job returned without writing a result",
+            hint,
+        )
         self._write_record(point_dir.parent, point, "failed", error)
-        return "failed", f"{error['type']}: {error['message']}"
+        return "failed", f"{error.type}: {error.message}"
 
     # ------------------------------------------------------------------ launchers
     def _in_process_launcher(self) -> bool:
@@ -398,77 +404,29 @@ class LlemSweeperMixin(_SweeperBase):
 
     # ------------------------------------------------------------------ records
     @staticmethod
-    def _outcome(point: Point, status: str, error: Optional[str] = None) -> Dict[str, Any]:
-        return {
-            "index": point.index,
-            "status": status,
-            "overrides": point.overrides,
-            "label": point.label,
-            "error": error,
-        }
-
-    @staticmethod
-    def _sweep_info(plan: Plan, point: Point) -> Dict[str, Any]:
-        return {
-            "grid_index": point.index,
-            "position": plan.position(point.index),
-            "of": len(plan.run_order),
-            "order": plan.order.value,
-            "seed": plan.seed,
-        }
-
-    def _annotate(self, point_dir: Path, before: Optional[tuple], plan: Plan, point: Point) -> None:
-        """Add the point's place in the run order to its fresh result.json (``sweep`` section)."""
-        if _fingerprint(point_dir / RESULT_FILE) == before:
-            return
-        result = read_result(point_dir)
-        if result is None:
-            return
-        result["sweep"] = self._sweep_info(plan, point)
-        write_result(point_dir, result)
-
-    @staticmethod
-    def _write_plan(sweep_dir: Path, plan: Plan, reuse: bool, batch_size: int) -> None:
-        atomic_write_json(
-            sweep_dir / "sweep_plan.json",
-            {
-                "written_at": utc_now(),
-                "order": plan.order.value,
-                "seed": plan.seed,
-                "reuse_model": reuse,
-                "batch_size": batch_size,
-                "swept": plan.swept,
-                "run_order": plan.run_order,
-                "model_loads": plan.model_loads(reuse),
-                "points": [
-                    {
-                        "index": p.index,
-                        "overrides": p.overrides,
-                        "status": p.status,
-                        "position": plan.position(p.index),
-                        "reason": p.reason,
-                        "config_hash": p.config_hash,
-                        "repeat": p.repeat,
-                    }
-                    for p in plan.points
-                ],
-            },
+    def _outcome(point: Point, status: str, error: Optional[str] = None) -> Outcome:
+        return Outcome(
+            status=status,
+            overrides=list(point.overrides),
+            index=point.index,
+            label=point.label,
+            error=error,
         )
 
     @staticmethod
-    def _write_record(sweep_dir: Path, point: Point, status: str, error: Dict[str, Any]) -> None:
-        """A result.json written by the sweeper itself (skipped, or a job that left none)."""
+    def _write_record(sweep_dir: Path, point: Point, status: str, error: ErrorInfo) -> None:
+        """A result.json written for the sweeper (skipped, or a job that left none)."""
         point_dir = sweep_dir / str(point.index)
         overrides_file = point_dir / ".hydra" / "overrides.yaml"
         if not overrides_file.exists():
             atomic_write_text(
                 overrides_file, "".join(f"- {json.dumps(o)}\n" for o in point.overrides)
             )
-        record = skeleton(
+        write_record(
+            point_dir,
             status=status,
+            error=error,
             config_hash=point.config_hash,
             overrides=point.overrides,
-            started_at=utc_now(),
+            sweep=read_position(sweep_dir, point.index),
         )
-        record["error"] = error
-        write_result(point_dir, record)

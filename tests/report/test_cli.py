@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import csv
+
 import logging
 import math
 import os
@@ -82,8 +84,8 @@ def test_summary_with_one_run_has_empty_std_and_ci(cpu_sweep: Path) -> None:
     assert first["throughput.output_tokens_per_s.ci95_half"] == ""
     # no energy on CPU: empty cells, never 0
     assert first["energy.j_per_output_token.mean"] == ""
-    lines = (cpu_sweep / "results.csv").read_text().splitlines()
-    results = dict(zip(lines[0].split(","), lines[1].split(","), strict=True))
+    with open(cpu_sweep / "results.csv", newline="") as f:
+        results = next(csv.DictReader(f))
     assert results["energy.j_per_output_token"] == ""
     assert results["energy.source"] == "unavailable"
 

@@ -12,8 +12,11 @@ from llem.report.load import (
     flatten,
     load_runs,
     parse_overrides,
-    parse_value,
 )
+
+
+def parse_value(raw: str) -> object:
+    return parse_overrides([f"k={raw}"])["k"]
 
 
 def test_override_values_are_typed_like_hydra() -> None:

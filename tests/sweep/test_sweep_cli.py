@@ -3,6 +3,8 @@ and process-per-point launchers (submitit_local, joblib)."""
 
 from __future__ import annotations
 
+import json
+
 import shutil
 import signal
 import subprocess
@@ -12,7 +14,12 @@ from typing import List
 
 from conftest import FAST, NO_REPORT, REPO, llem_cmd, llem_env, output, plan, result, run_llem
 
-from llem.result import read_result
+
+def read_result(run_dir: Path) -> dict | None:
+    """result.json as written on disk (None when absent)."""
+    f = Path(run_dir) / "result.json"
+    return json.loads(f.read_text()) if f.exists() else None
+
 
 
 def test_invalid_combinations_are_skipped_with_reasons_and_the_rest_run(

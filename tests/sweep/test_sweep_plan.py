@@ -10,10 +10,11 @@ import pytest
 from hydra.core.utils import JobReturn, JobStatus
 
 from llem.config.schema import SweepOrder
-from llem.result import write_result
+from llem.result import RunResult
 from llem.sweep.plan import Plan, Point, mark_done, order_points, short_label, swept_keys
 from llem.sweep.progress import MAX_LISTED, Progress, summary_lines
-from llem.sweep.sweeper import LlemSweeperMixin
+from llem.sweep.state import Outcome
+from llem.sweep.sweeper import GridSweeper
 
 
 def points(keys: List[str], repeats: Optional[List[int]] = None) -> List[Point]:
@@ -73,9 +74,9 @@ def test_model_loads_counts_consecutive_equal_load_keys_once() -> None:
 
 def test_mark_done_needs_an_ok_result_with_the_same_config_hash(tmp_path: Path) -> None:
     pts = points(["a", "a", "a", "a"])
-    write_result(tmp_path / "0", {"status": "ok", "config_hash": "ha"})
-    write_result(tmp_path / "1", {"status": "failed", "config_hash": "ha"})
-    write_result(tmp_path / "2", {"status": "ok", "config_hash": "something-else"})
+    RunResult(status="ok", config_hash="ha").write(tmp_path / "0")
+    RunResult(status="failed", config_hash="ha").write(tmp_path / "1")
+    RunResult(status="ok", config_hash="something-else").write(tmp_path / "2")
     mark_done(pts, tmp_path)  # 3 has no result at all
     assert [p.status for p in pts] == ["done", "pending", "pending", "pending"]
 
@@ -94,8 +95,8 @@ def test_labels_show_only_the_swept_overrides() -> None:
 
 def test_summary_fits_one_screen() -> None:
     outcomes = [
-        {"index": i, "status": "failed", "label": f"p={i}", "error": f"boom {i}"} for i in range(25)
-    ] + [{"index": 99, "status": "ok", "label": "p=99", "error": None}]
+        Outcome(index=i, status="failed", label=f"p={i}", error=f"boom {i}") for i in range(25)
+    ] + [Outcome(index=99, status="ok", label="p=99")]
     lines = summary_lines(outcomes, 75.0)
     assert lines[0] == "sweep finished in 1m15s: 1 ok · 25 failed · 0 skipped"
     assert lines[1] == "  failed #0 [p=0]: boom 0"
@@ -115,12 +116,12 @@ def test_progress_estimates_time_left_from_finished_points() -> None:
 
 def test_jobs_for_other_processes_turn_model_reuse_off_and_keep_the_grid_index() -> None:
     p = Point(index=7, overrides=["decoder=greedy", "sweep.reuse_model=true"])
-    assert LlemSweeperMixin._job_overrides(p, force_no_reuse=True) == [
+    assert GridSweeper._job_overrides(p, force_no_reuse=True) == [
         "decoder=greedy",
         "sweep.reuse_model=false",
         "hydra.sweep.subdir=7",
     ]
-    assert LlemSweeperMixin._job_overrides(p, force_no_reuse=False)[-1] == "hydra.sweep.subdir=7"
+    assert GridSweeper._job_overrides(p, force_no_reuse=False)[-1] == "hydra.sweep.subdir=7"
 
 
 def test_batch_size_is_one_on_this_machine_and_everything_on_a_cluster() -> None:
@@ -128,7 +129,7 @@ def test_batch_size_is_one_on_this_machine_and_everything_on_a_cluster() -> None
     from hydra_plugins.hydra_joblib_launcher.joblib_launcher import JoblibLauncher
     from hydra_plugins.hydra_submitit_launcher.submitit_launcher import LocalLauncher, SlurmLauncher
 
-    sweeper = LlemSweeperMixin()
+    sweeper = GridSweeper()
     for launcher, n in [(BasicLauncher(), 1), (JoblibLauncher(), 1), (LocalLauncher(), 1)]:
         sweeper.launcher = launcher
         assert sweeper._batch_size(12, in_process=isinstance(launcher, BasicLauncher)) == n
@@ -147,7 +148,7 @@ def test_a_job_that_left_no_result_gets_a_failed_one(tmp_path: Path, launcher_fa
     else:
         ret = JobReturn(status=JobStatus.FAILED, _return_value=MemoryError("killed"))
         launch_error = None
-    status, error = LlemSweeperMixin()._collect(
+    status, error = GridSweeper()._collect(
         point, ret, launch_error, tmp_path / "3", before=None
     )
     assert status == "failed"
@@ -161,7 +162,7 @@ def test_a_job_that_left_no_result_gets_a_failed_one(tmp_path: Path, launcher_fa
 
 def test_a_job_return_from_another_process_is_trusted(tmp_path: Path) -> None:
     point = Point(index=0, overrides=[])
-    ret = JobReturn(status=JobStatus.COMPLETED, _return_value={"status": "ok"})
-    sweeper = LlemSweeperMixin()
+    ret = JobReturn(status=JobStatus.COMPLETED, _return_value=Outcome(status="ok"))
+    sweeper = GridSweeper()
     assert sweeper._collect(point, ret, None, tmp_path / "0", None) == ("ok", None)
     assert not (tmp_path / "0").exists()
