@@ -43,7 +43,7 @@ def _discard_run_dir(run_dir: Path) -> None:
 def _hash_or_none(cfg: DictConfig) -> str | None:
     """The config hash of a point that stopped before running (None if it is not valid)."""
     from llem.config.validate import config_hash
-    from llem.run import prepare
+    from llem.lifecycle import prepare
 
     try:
         return config_hash(prepare(cfg).exp)
@@ -71,7 +71,7 @@ def task(cfg: DictConfig) -> Outcome:
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
 
-    from llem.run import run, summary_line
+    from llem.lifecycle import run, summary_line
 
     STATE.task_started = True
     hc = HydraConfig.get()
@@ -84,14 +84,16 @@ def task(cfg: DictConfig) -> Outcome:
     if not multirun:
         try:
             result = run(cfg, run_dir, overrides)
-        except (ConfigError, PreflightError):
-            _discard_run_dir(run_dir)
-            raise
-        except LlemError:
-            raise
-        except Exception:
-            log.exception("unexpected error")
-            raise
+        except Exception as exc:
+            # Handed to ``invoke`` to raise once Hydra has returned: raised through Hydra, it
+            # would print its own "Error executing job" line first.
+            if isinstance(exc, (ConfigError, PreflightError)):
+                _discard_run_dir(run_dir)
+            elif not isinstance(exc, LlemError):
+                log.exception("unexpected error")
+            outcome.status, outcome.error = "failed", first_line(exc)
+            STATE.error = exc
+            return outcome
         if result.status == "dry_run":
             print(
                 f"dry run: configuration valid, pre-flight passed (device {result.device}); "
@@ -193,6 +195,8 @@ def invoke(args: list[str]) -> CommandState:
     os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra re-raises instead of printing and exiting
     try:
         hydra.main(version_base="1.3", config_path="conf", config_name="config")(task)()
+        if STATE.error is not None:
+            raise STATE.error
     except LlemError:
         raise
     except Exception as exc:

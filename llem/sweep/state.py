@@ -32,6 +32,8 @@ class CommandState:
     # Outcomes of every grid point, set by llem's sweeper (covers jobs run in other processes).
     sweep_outcomes: list[Outcome] | None = None
     dry_run_preflight_failed: bool = False
+    # What stopped a single run (raised by the entrypoint once Hydra has returned).
+    error: BaseException | None = None
 
     def reset(self) -> None:
         """Start a new command: forget everything the previous one recorded."""

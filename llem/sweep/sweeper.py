@@ -150,7 +150,7 @@ class GridSweeper(Sweeper):
         from llem.backends import get_backend
         from llem.config.validate import config_hash
         from llem.preflight import resolve_device
-        from llem.run import prepare
+        from llem.lifecycle import prepare
 
         point = Point(index=index, overrides=list(overrides))
         cfg = self._compose(index, overrides)  # composition errors stop the whole sweep

@@ -1,0 +1,106 @@
+"""Re-running into a sweep directory: finished work is found by configuration, never by index,
+and nothing older is presented as a new point's result."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import List
+
+import pytest
+from conftest import FAST, NO_REPORT, result
+
+from llem.main import main
+from llem.report.load import load_runs
+
+
+@pytest.fixture(autouse=True)
+def _keep_argv(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "argv", list(sys.argv))
+
+
+def sweep(tiny: List[str], sweep_dir: Path, *args: str) -> int:
+    return main(["--multirun", *tiny, *FAST, NO_REPORT, f"hydra.sweep.dir={sweep_dir}", *args])
+
+
+def batch_size(sweep_dir: Path, index: int) -> int:
+    return int(result(sweep_dir, index)["config"]["pytorch"]["batch_size"])
+
+
+def test_adding_a_grid_value_keeps_finished_configurations_and_runs_only_the_new_one(
+    tiny: List[str], tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    d = tmp_path / "sweep"
+    assert sweep(tiny, d, "pytorch.batch_size=1,2") == 0
+    first = {i: result(d, i)["started_at"] + result(d, i)["config_hash"] for i in (0, 1)}
+
+    # A new value in front shifts every index: 4 -> #0, 1 -> #1, 2 -> #2.
+    assert sweep(tiny, d, "pytorch.batch_size=4,1,2") == 0
+    assert [batch_size(d, i) for i in (0, 1, 2)] == [4, 1, 2]
+    # bs=1 and bs=2 were not re-run: their results are the first sweep's, moved to their points.
+    assert result(d, 1)["started_at"] + result(d, 1)["config_hash"] == first[0]
+    assert result(d, 2)["started_at"] + result(d, 2)["config_hash"] == first[1]
+    plan = json.loads((d / "sweep_plan.json").read_text())
+    assert [p["status"] for p in plan["points"]] == ["pending", "done", "done"]
+    assert "its finished result was in #0; moved to #1 (not re-run)" in capsys.readouterr().out
+    runs = load_runs([d]).frame
+    assert sorted(runs["pytorch.batch_size"].tolist()) == [1, 2, 4]
+    assert set(runs["status"]) == {"ok"}
+
+
+def test_an_older_result_never_stands_for_a_point_that_failed_before_writing(
+    tiny: List[str], tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    d = tmp_path / "sweep"
+    assert sweep(tiny, d, "pytorch.batch_size=1,2") == 0
+    assert result(d, 0)["status"] == "ok"
+
+    # Same directory, another grid: point #0 now fails pre-flight (no such model directory).
+    missing = tmp_path / "no-such-model"
+    code = sweep(tiny, d, f"model.name_or_path={missing}", "pytorch.batch_size=1,2")
+    assert code == 4
+    for i in (0, 1):
+        r = result(d, i)
+        assert r["status"] == "failed" and r["error"]["type"] == "PreflightError"
+    moved = list((d / "superseded").glob("*/0/result.json"))
+    assert len(moved) == 1 and json.loads(moved[0].read_text())["status"] == "ok"
+    assert "#0: older contents moved aside to" in capsys.readouterr().out
+    rows = load_runs([d]).frame
+    assert set(rows["status"]) == {"failed"}  # superseded/ is not read as part of the sweep
+
+
+def test_the_report_refuses_a_result_written_for_other_overrides(
+    tiny: List[str], tmp_path: Path
+) -> None:
+    d = tmp_path / "sweep"
+    assert sweep(tiny, d, "pytorch.batch_size=1,2") == 0
+    # Simulate a job killed after Hydra recorded its overrides but before it wrote a result.
+    (d / "0" / ".hydra" / "overrides.yaml").write_text("- pytorch.batch_size=8\n")
+    rows = load_runs([d]).frame.set_index("run_dir")
+    row = rows.loc[str((d / "0").resolve())]
+    assert row["status"] == "missing"
+    assert "other overrides" in row["error.message"]
+
+
+def test_a_configuration_error_inside_a_running_point_fails_it(
+    tiny: List[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Planning skips invalid combinations; an error raised once a point runs is a failure."""
+    import llem.prompts
+    from llem.errors import ConfigError
+
+    real = llem.prompts.load_prompts
+
+    def load_prompts(cfg, tokenizer):  # type: ignore[no-untyped-def]
+        if cfg.n_prompts == 2:
+            raise ConfigError("dataset.n_prompts=2: the prompt file changed under the sweep")
+        return real(cfg, tokenizer)
+
+    monkeypatch.setattr(llem.prompts, "load_prompts", load_prompts)
+    d = tmp_path / "sweep"
+    assert sweep(tiny, d, "dataset.n_prompts=1,2") == 4  # failed, not skipped with exit 0
+    assert result(d, 0)["status"] == "ok"
+    failed = result(d, 1)
+    assert failed["status"] == "failed" and failed["error"]["type"] == "ConfigError"
+    assert "dataset.n_prompts=2" in failed["error"]["message"]

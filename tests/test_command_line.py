@@ -1,0 +1,68 @@
+"""The command line: options anywhere, usage errors as one line, errors printed once."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from llem.cli import normalize_argv
+from llem.main import main
+
+
+@pytest.fixture(autouse=True)
+def _keep_argv(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "argv", list(sys.argv))
+
+
+def test_flags_may_stand_after_overrides() -> None:
+    assert normalize_argv(["dry_run=true", "--multirun", "a=1,2", "--cfg", "job"]) == [
+        "--cfg",
+        "job",
+        "--multirun",
+        "dry_run=true",
+        "a=1,2",
+    ]
+    assert normalize_argv(["a=1", "-m", "--info"]) == ["--multirun", "--info", "a=1"]
+
+
+def test_the_readme_dry_run_command_with_the_flag_in_the_middle(
+    tmp_path, capsys: pytest.CaptureFixture
+) -> None:
+    code = main(
+        [
+            "dry_run=true",
+            "--multirun",
+            "pytorch.batch_size=1,4",
+            f"hydra.sweep.dir={tmp_path / 's'}",
+        ]
+    )
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    assert "sweep plan: 2 points" in out.out
+    assert "usage:" not in out.err
+
+
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (["--cfg", "bogus"], ["--cfg", "bogus", "job"]),
+        (["--config-name"], ["--config-name", "expected one argument"]),
+    ],
+)
+def test_usage_errors_are_one_line_with_exit_2(
+    argv: list[str], words: list[str], capsys: pytest.CaptureFixture
+) -> None:
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert lines[0].startswith("error: command line: ")
+    assert all(w in lines[0] for w in words)
+    assert len(lines) <= 2 and "usage:" not in err and "Traceback" not in err
+
+
+def test_a_failed_pre_flight_prints_its_error_once(tmp_path, capsys: pytest.CaptureFixture) -> None:
+    code = main(["model=hf", f"model.name_or_path={tmp_path / 'nope'}"])
+    err = capsys.readouterr().err
+    assert code == 3
+    assert err.count("error:") == 1 and "Error executing job" not in err

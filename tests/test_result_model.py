@@ -1,0 +1,75 @@
+"""result.json's one owner: typed sections, round trips, migration from schema 1, strict reading."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from llem.result import (
+    SCHEMA_VERSION,
+    ErrorInfo,
+    Percentiles,
+    ResultFormatError,
+    RunResult,
+    SweepPosition,
+    write_record,
+)
+
+DATA = Path(__file__).parent / "data"
+
+
+def test_a_result_survives_a_round_trip_through_its_file(tmp_path: Path) -> None:
+    r = RunResult(status="ok", config_hash="abc", overrides=["pytorch.batch_size=4"])
+    r.latency.ttft_ms = Percentiles(12.0, 20.0, 31.5)
+    r.energy.per_device_j = {"GPU-1": 10.5}
+    r.sweep = SweepPosition(grid_index=3, position=1, of=4, order="grouped", seed=0)
+    r.write(tmp_path)
+    back = RunResult.read(tmp_path)
+    assert back == r
+    assert json.loads((tmp_path / "result.json").read_text())["schema_version"] == SCHEMA_VERSION
+
+
+def test_a_schema_1_file_from_llem_0_1_0_still_loads(tmp_path: Path) -> None:
+    """A real result.json written by llem 0.1.0 (a sweep point on the tiny model)."""
+    shutil.copy(DATA / "result_v1_sweep_point.json", tmp_path / "result.json")
+    r = RunResult.read(tmp_path)
+    assert r is not None
+    assert r.schema_version == SCHEMA_VERSION
+    assert r.status == "ok" and r.backend == "pytorch"
+    assert r.throughput.output_tokens_per_s == 21.453
+    assert r.latency.itl_ms.p99 == 479.3105
+    assert r.sweep == SweepPosition(grid_index=1, position=2, of=2, order="grouped", seed=0)
+    assert r.lifecycle.load_kwargs["trust_remote_code"] is False
+    assert r.validity.energy_valid is None  # new in schema 2: absent means not judged
+    assert r.null_reasons["energy.total_j"].startswith("the run is on device=cpu")
+    assert RunResult.from_json(r.to_json()) == r
+
+
+def test_unknown_keys_and_newer_schemas_are_refused_by_name() -> None:
+    data = RunResult(status="ok").to_json()
+    data["energy"]["joules_total"] = 3.0
+    with pytest.raises(ResultFormatError, match=r"energy\.joules_total"):
+        RunResult.from_json(data)
+    newer = RunResult(status="ok").to_json()
+    newer["schema_version"] = SCHEMA_VERSION + 1
+    with pytest.raises(ResultFormatError, match="upgrade llem"):
+        RunResult.from_json(newer)
+    assert RunResult.read(Path("/nonexistent")) is None
+
+
+def test_a_record_for_a_point_that_never_measured_has_every_section(tmp_path: Path) -> None:
+    write_record(
+        tmp_path,
+        status="skipped",
+        error=ErrorInfo("ConfigError", "bad combination", None),
+        config_hash=None,
+        overrides=["a=1"],
+    )
+    written = json.loads((tmp_path / "result.json").read_text())
+    assert written["status"] == "skipped" and written["error"]["message"] == "bad combination"
+    for section in ("workload", "latency", "energy", "memory", "thermal", "compute", "validity"):
+        assert isinstance(written[section], dict)
+    assert written["energy"]["total_j"] is None and written["sweep"] is None
