@@ -2,8 +2,8 @@
 
 Every field of every config dataclass is declared with :func:`knob` (a leaf value) or
 :func:`section` (a nested config dataclass). The declaration says what the field does, where its
-value goes (``from_pretrained``, ``generate``, ``BitsAndBytesConfig``, ``llem`` itself, or any
-other destination a backend names) and the range it must lie in::
+value goes (``from_pretrained``, ``generate``, ``BitsAndBytesConfig``, ``llem`` itself, or a
+``Destination`` a backend module declares) and the range it must lie in::
 
     batch_size: int = knob(1, doc="Prompts per generate() call.", goes_to=LLEM, ge=1)
 
@@ -26,11 +26,27 @@ T = TypeVar("T")
 
 METADATA_KEY = "llem"
 
-# Where a value goes. Plain strings so that a backend module can name its own destinations.
-FROM_PRETRAINED = "from_pretrained"
-GENERATE = "generate"
-BITSANDBYTES = "BitsAndBytesConfig"
-LLEM = "llem"
+
+@dataclass(frozen=True)
+class Destination:
+    """Where a value goes: a name for the reference's "goes to" column and what it means.
+
+    A backend module declares its own (e.g. its engine's constructor) next to its config.
+    """
+
+    name: str
+    doc: str
+
+
+FROM_PRETRAINED = Destination(
+    "from_pretrained", "a keyword argument of `AutoModelForCausalLM.from_pretrained`"
+)
+GENERATE = Destination("generate", "a keyword argument of `model.generate`")
+BITSANDBYTES = Destination(
+    "BitsAndBytesConfig",
+    "a field of the `BitsAndBytesConfig` given to `from_pretrained` as `quantization_config`",
+)
+LLEM = Destination("llem", "used by llem itself")
 
 Number = Union[int, float]
 
@@ -72,7 +88,7 @@ class Knob:
     """What a leaf field does, where its value goes and the range it must lie in."""
 
     doc: str
-    goes_to: str
+    goes_to: Destination
     range: Range = Range()
     placeholder: Optional[str] = None  # shown in "set <key>=<placeholder>" when a value is missing
 
@@ -89,7 +105,7 @@ def knob(
     default: T,
     *,
     doc: str,
-    goes_to: str,
+    goes_to: Destination,
     ge: Optional[Number] = ...,
     gt: Optional[Number] = ...,
     le: Optional[Number] = ...,
@@ -103,7 +119,7 @@ def knob(
     *,
     factory: Callable[[], T],
     doc: str,
-    goes_to: str,
+    goes_to: Destination,
     ge: Optional[Number] = ...,
     gt: Optional[Number] = ...,
     le: Optional[Number] = ...,
@@ -117,7 +133,7 @@ def knob(
     *,
     factory: Any = dataclasses.MISSING,
     doc: str,
-    goes_to: str,
+    goes_to: Destination,
     ge: Optional[Number] = None,
     gt: Optional[Number] = None,
     le: Optional[Number] = None,
