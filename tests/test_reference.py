@@ -127,3 +127,13 @@ def test_knob_takes_one_default():
         knob(doc="x", goes_to=knobs.LLEM)
     with pytest.raises(TypeError):
         knob(1, factory=list, doc="x", goes_to=knobs.LLEM)  # type: ignore[call-overload]
+
+
+def test_a_nested_config_not_yet_declared_with_section_is_still_checked():
+    @dataclass
+    class Plain:
+        engine: _Engine = dataclasses.field(default_factory=_Engine)
+
+    root = Plain()
+    root.engine.slots = 0
+    assert range_problems(root) == ["engine.slots=0 is out of range (allowed: 1 to 64)"]

@@ -164,9 +164,10 @@ def declaration(f: dataclasses.Field[Any]) -> Union[Knob, Section, None]:
 
 
 def section_class(f: dataclasses.Field[Any]) -> Optional[type]:
-    """The dataclass a :func:`section` field holds."""
+    """The dataclass a nested-config field holds (declared with :func:`section`, or a plain
+    ``field(default_factory=SomeConfig)`` not yet converted: it is still walked and checked)."""
     factory = f.default_factory
-    if isinstance(declaration(f), Section) and isinstance(factory, type):
+    if isinstance(factory, type) and dataclasses.is_dataclass(factory):
         return factory
     return None
 
@@ -178,7 +179,7 @@ def walk(obj: Any, prefix: str = "") -> Iterator[Tuple[str, Knob, Any]]:
         decl = declaration(f)
         value = getattr(obj, f.name)
         key = f"{prefix}{f.name}"
-        if isinstance(decl, Section):
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
             yield from walk(value, f"{key}.")
         elif isinstance(decl, Knob):
             yield key, decl, value
