@@ -8,6 +8,7 @@ import pytest
 from hydra import compose, initialize_config_module
 from hydra.errors import ConfigCompositionException, MissingConfigException
 
+from llem.config.knobs import walk
 from llem.config.schema import DatasetSource, ExperimentConfig, QuantType
 from llem.config.store import register_configs
 from llem.config.validate import config_hash, cross_field_problems, to_experiment
@@ -181,3 +182,52 @@ def test_max_memory_takes_gpu_indices_and_cpu_from_the_command_line():
     with pytest.raises(ConfigError) as err:
         to_experiment(_compose("pytorch.max_memory=lots"))
     assert "pytorch.max_memory=lots" in err.value.message
+
+
+def _outside(bounds) -> str:
+    """A value just outside a declared range."""
+    if bounds.ge is not None:
+        return str(bounds.ge - 1)
+    if bounds.gt is not None:
+        return str(bounds.gt)
+    return str(bounds.le + 1 if bounds.le is not None else bounds.lt)
+
+
+RANGED = [(k, d) for k, d, _ in walk(ExperimentConfig()) if d.range]
+
+
+def test_ranges_are_declared_where_the_old_checks_were():
+    keys = {k for k, _ in RANGED}
+    assert {"pytorch.batch_size", "decoder.top_p", "decoder.temperature", "repeat"} <= keys
+    assert {"measurement.sample_hz", "measurement.gpu_indices"} <= keys
+
+
+@pytest.mark.parametrize("key,decl", RANGED, ids=[k for k, _ in RANGED])
+def test_every_declared_range_is_checked_and_names_its_key(key, decl):
+    bad = _outside(decl.range)
+    value = f"[{bad}]" if key == "measurement.gpu_indices" else bad
+    with pytest.raises(ConfigError) as err:
+        to_experiment(_compose(f"{key}={value}"))
+    assert f"{key}={value}" in err.value.message
+    assert f"allowed: {'each ' if value.startswith('[') else ''}{decl.range.describe()}" in (
+        err.value.message
+    )
+
+
+def test_sample_rate_above_1000_hz_is_a_config_error():
+    with pytest.raises(ConfigError) as err:
+        to_experiment(_compose("measurement.sample_hz=2000"))
+    assert "measurement.sample_hz=2000.0 is out of range (allowed: > 0 and <= 1000)" in str(
+        err.value.problems
+    )
+
+
+def test_synthetic_prompt_length_out_of_range_is_one_problem():
+    with pytest.raises(ConfigError) as err:
+        to_experiment(_compose("dataset=synthetic", "dataset.input_tokens=0"))
+    assert err.value.problems == ["dataset.input_tokens=0 is out of range (allowed: >= 1)"]
+
+
+def test_passthrough_kwargs_take_any_added_key():
+    exp = to_experiment(_compose("+passthrough_kwargs.low_cpu_mem_usage=true"))
+    assert exp.passthrough_kwargs == {"low_cpu_mem_usage": True}

@@ -3,16 +3,20 @@
 Schema lives here, values live in ``llem/conf/**.yaml``. Every optional knob defaults to ``None``,
 which means "use the library's own default": a ``None`` knob is never passed on to transformers.
 Closed choices are ``Enum`` fields so that Hydra/OmegaConf reject unknown values with the list of
-allowed ones.
+allowed ones. Every field is declared with ``knob()`` or ``section()`` (``llem/config/knobs.py``):
+its one-line doc, where its value goes, and its range, which ``validate.py`` checks and
+``python -m llem.config.reference`` documents.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Dict, List, Optional
 
 from omegaconf import MISSING
+
+from llem.config.knobs import BITSANDBYTES, FROM_PRETRAINED, GENERATE, LLEM, knob, section
 
 
 class Device(Enum):
@@ -67,96 +71,286 @@ class SweepOrder(Enum):
 
 @dataclass
 class ModelConfig:
-    # A HF hub id, a local directory, or ``pkg:<python package>`` for a model shipped inside an
-    # installed Python package (resolved without importing the package).
-    name_or_path: str = MISSING
-    gguf_file: Optional[str] = None
-    revision: Optional[str] = None
-    dtype: Optional[Dtype] = None
-    trust_remote_code: bool = False
+    name_or_path: str = knob(
+        MISSING,
+        doc="The model: a HF hub id, a local directory, or `pkg:<python package>` for a model "
+        "shipped inside an installed package (found without importing it).",
+        goes_to=FROM_PRETRAINED,
+        placeholder="<hub id or local directory>",
+    )
+    gguf_file: Optional[str] = knob(
+        None,
+        doc="GGUF file inside the model directory; llem converts it once to a cached "
+        "safetensors checkpoint and loads that.",
+        goes_to=FROM_PRETRAINED,
+    )
+    revision: Optional[str] = knob(
+        None, doc="Hub branch, tag or commit to load.", goes_to=FROM_PRETRAINED
+    )
+    dtype: Optional[Dtype] = knob(
+        None, doc="Weight dtype; null keeps the checkpoint's own.", goes_to=FROM_PRETRAINED
+    )
+    trust_remote_code: bool = knob(
+        False,
+        doc="Run modelling code shipped with the checkpoint (also passed to the tokenizer).",
+        goes_to=FROM_PRETRAINED,
+    )
 
 
 @dataclass
 class PyTorchConfig:
-    batch_size: int = 1
-    device_map: Optional[str] = None
-    max_memory: Any = None  # {GPU index or "cpu": "20GiB"}; checked in validate.py
-    attn_implementation: Optional[AttnImplementation] = None
-    torch_compile: bool = False
-    torch_compile_mode: Optional[str] = None
-    torch_compile_backend: Optional[str] = None
-    use_cache: Optional[bool] = None
-    cache_implementation: Optional[CacheImplementation] = None
-    num_beams: Optional[int] = None
-    early_stopping: Optional[bool] = None
-    length_penalty: Optional[float] = None
-    no_repeat_ngram_size: Optional[int] = None
-    prompt_lookup_num_tokens: Optional[int] = None
-    num_threads: Optional[int] = None
+    batch_size: int = knob(
+        1, doc="Prompts per generate() call (left-padded to one length).", goes_to=LLEM, ge=1
+    )
+    device_map: Optional[str] = knob(
+        None,
+        doc="Device placement (`auto`, `cuda`, ...); null puts the whole model on `device`.",
+        goes_to=FROM_PRETRAINED,
+    )
+    max_memory: Any = knob(
+        None,
+        doc="Memory cap per device, {GPU index or cpu or disk: size}, e.g. {0:20GiB,cpu:64GiB}.",
+        goes_to=FROM_PRETRAINED,
+    )
+    attn_implementation: Optional[AttnImplementation] = knob(
+        None, doc="Attention kernel.", goes_to=FROM_PRETRAINED
+    )
+    torch_compile: bool = knob(
+        False,
+        doc="Wrap the model's forward in torch.compile (a failure warns and runs eagerly).",
+        goes_to=LLEM,
+    )
+    torch_compile_mode: Optional[str] = knob(
+        None,
+        doc="torch.compile mode (`default`, `reduce-overhead`, `max-autotune`, ...); "
+        "needs torch_compile=true.",
+        goes_to=LLEM,
+    )
+    torch_compile_backend: Optional[str] = knob(
+        None, doc="torch.compile backend (`inductor`, ...); needs torch_compile=true.", goes_to=LLEM
+    )
+    use_cache: Optional[bool] = knob(None, doc="Reuse past keys and values.", goes_to=GENERATE)
+    cache_implementation: Optional[CacheImplementation] = knob(
+        None, doc="KV cache class; needs use_cache true or unset.", goes_to=GENERATE
+    )
+    num_beams: Optional[int] = knob(None, doc="Beam search width.", goes_to=GENERATE, ge=1)
+    early_stopping: Optional[bool] = knob(
+        None, doc="Stop beam search once num_beams candidates are done.", goes_to=GENERATE
+    )
+    length_penalty: Optional[float] = knob(
+        None, doc="Beam score exponent on length (> 0 favours longer).", goes_to=GENERATE
+    )
+    no_repeat_ngram_size: Optional[int] = knob(
+        None, doc="Never repeat an n-gram of this size.", goes_to=GENERATE, ge=1
+    )
+    prompt_lookup_num_tokens: Optional[int] = knob(
+        None,
+        doc="Prompt-lookup speculative decoding: tokens proposed per step; needs num_beams unset "
+        "or 1.",
+        goes_to=GENERATE,
+        ge=1,
+    )
+    num_threads: Optional[int] = knob(
+        None, doc="CPU threads for torch (torch.set_num_threads).", goes_to=LLEM, ge=1
+    )
 
 
 @dataclass
 class DecoderConfig:
-    max_new_tokens: int = 64
-    min_new_tokens: Optional[int] = None
-    do_sample: bool = False
-    temperature: Optional[float] = None
-    top_k: Optional[int] = None
-    top_p: Optional[float] = None
-    min_p: Optional[float] = None
-    repetition_penalty: Optional[float] = None
+    max_new_tokens: int = knob(
+        64, doc="Tokens generated per prompt, at most.", goes_to=GENERATE, ge=1
+    )
+    min_new_tokens: Optional[int] = knob(
+        None,
+        doc="Tokens generated per prompt, at least (EOS held back until then); <= max_new_tokens.",
+        goes_to=GENERATE,
+        ge=0,
+    )
+    do_sample: bool = knob(
+        False,
+        doc="Sample; false is greedy decoding, which drops temperature, top_k, top_p and min_p.",
+        goes_to=GENERATE,
+    )
+    temperature: Optional[float] = knob(
+        None, doc="Softmax temperature (sampling only).", goes_to=GENERATE, gt=0
+    )
+    top_k: Optional[int] = knob(
+        None,
+        doc="Sample from the k most likely tokens; 0 disables (sampling only).",
+        goes_to=GENERATE,
+        ge=0,
+    )
+    top_p: Optional[float] = knob(
+        None,
+        doc="Nucleus sampling: smallest set with this total probability (sampling only).",
+        goes_to=GENERATE,
+        ge=0,
+        le=1,
+    )
+    min_p: Optional[float] = knob(
+        None,
+        doc="Drop tokens below min_p × the top token's probability (sampling only).",
+        goes_to=GENERATE,
+        ge=0,
+        le=1,
+    )
+    repetition_penalty: Optional[float] = knob(
+        None, doc="Penalty on tokens already present (1 = none).", goes_to=GENERATE, gt=0
+    )
 
 
 @dataclass
 class QuantizationConfig:
-    load_in_4bit: bool = False
-    load_in_8bit: bool = False
-    bnb_4bit_compute_dtype: Optional[Dtype] = None
-    bnb_4bit_quant_type: Optional[QuantType] = None
-    bnb_4bit_use_double_quant: Optional[bool] = None
+    load_in_4bit: bool = knob(
+        False, doc="bitsandbytes 4-bit weights; exclusive with load_in_8bit.", goes_to=BITSANDBYTES
+    )
+    load_in_8bit: bool = knob(
+        False,
+        doc="bitsandbytes LLM.int8() weights; exclusive with load_in_4bit.",
+        goes_to=BITSANDBYTES,
+    )
+    bnb_4bit_compute_dtype: Optional[Dtype] = knob(
+        None, doc="Compute dtype of 4-bit layers; needs load_in_4bit.", goes_to=BITSANDBYTES
+    )
+    bnb_4bit_quant_type: Optional[QuantType] = knob(
+        None, doc="4-bit data type; needs load_in_4bit.", goes_to=BITSANDBYTES
+    )
+    bnb_4bit_use_double_quant: Optional[bool] = knob(
+        None,
+        doc="Quantise the quantisation constants too; needs load_in_4bit.",
+        goes_to=BITSANDBYTES,
+    )
 
 
 @dataclass
 class DatasetConfig:
-    source: DatasetSource = DatasetSource.builtin
-    path: Optional[str] = None
-    n_prompts: int = 16
-    input_tokens: Optional[int] = None
-    seed: int = 0
+    source: DatasetSource = knob(
+        DatasetSource.builtin,
+        doc="Where prompts come from: shipped prompts, seeded random tokens, or a JSONL file.",
+        goes_to=LLEM,
+    )
+    path: Optional[str] = knob(
+        None,
+        doc="JSONL file, one object with a `prompt` field per line (source=jsonl).",
+        goes_to=LLEM,
+        placeholder="<file.jsonl> (one JSON object per line with a 'prompt' field)",
+    )
+    n_prompts: int = knob(16, doc="Prompts per pass over the dataset.", goes_to=LLEM, ge=1)
+    input_tokens: Optional[int] = knob(
+        None,
+        doc="Tokens per synthetic prompt (required for source=synthetic).",
+        goes_to=LLEM,
+        ge=1,
+    )
+    seed: int = knob(0, doc="Seed of the synthetic prompts.", goes_to=LLEM)
 
 
 @dataclass
 class MeasurementConfig:
-    warmup: int = 1  # warm-up batches run before the measured window (not measured)
-    idle_baseline_s: float = 5.0  # idle power measured before the model loads (GPU only)
-    sample_hz: float = 10.0  # power/temperature sampler rate
-    cooldown_s: float = 0.0  # wait before the measured window (upper bound when waiting on temp)
-    cooldown_temp_margin_c: Optional[float] = None  # wait until temp <= idle temp + margin
-    min_window_s: float = 5.0  # repeat whole prompt passes until the window is this long
-    energy: EnergySource = EnergySource.auto
-    replay_trace: Optional[str] = None
-    gpu_indices: Optional[List[int]] = None  # torch device indices to measure; None = all used
+    warmup: int = knob(
+        1,
+        doc="Warm-up batches run before the measured window (not measured).",
+        goes_to=LLEM,
+        ge=0,
+    )
+    idle_baseline_s: float = knob(
+        5.0,
+        doc="Seconds of idle power measured before the model loads (GPU only); 0 skips it.",
+        goes_to=LLEM,
+        ge=0,
+    )
+    sample_hz: float = knob(
+        10.0,
+        doc="Rate of the power, temperature and memory sampler.",
+        goes_to=LLEM,
+        gt=0,
+        le=1000,
+    )
+    cooldown_s: float = knob(
+        0.0,
+        doc="Seconds to wait before the measured window (the upper bound when waiting on "
+        "temperature).",
+        goes_to=LLEM,
+        ge=0,
+    )
+    cooldown_temp_margin_c: Optional[float] = knob(
+        None,
+        doc="Wait until every GPU is at most this many °C above its idle temperature.",
+        goes_to=LLEM,
+        ge=0,
+    )
+    min_window_s: float = knob(
+        5.0,
+        doc="Repeat whole passes over the prompts until the measured window is this long.",
+        goes_to=LLEM,
+        ge=0,
+    )
+    energy: EnergySource = knob(
+        EnergySource.auto,
+        doc="Energy source: auto is NVML on CUDA when it works, else unavailable with a reason.",
+        goes_to=LLEM,
+    )
+    replay_trace: Optional[str] = knob(
+        None,
+        doc="CSV power trace (time_s,device,power_w) played for energy=replay.",
+        goes_to=LLEM,
+    )
+    gpu_indices: Optional[List[int]] = knob(
+        None,
+        doc="Torch device indices to measure; null measures the devices the model is on.",
+        goes_to=LLEM,
+        ge=0,
+    )
 
 
 @dataclass
 class SweepConfig:
-    order: SweepOrder = SweepOrder.grouped
-    seed: int = 0
-    reuse_model: bool = True
+    order: SweepOrder = knob(
+        SweepOrder.grouped,
+        doc="Run order of a --multirun: by loaded model, repeat rounds interleaved, or shuffled.",
+        goes_to=LLEM,
+    )
+    seed: int = knob(0, doc="Seed of order=shuffle.", goes_to=LLEM)
+    reuse_model: bool = knob(
+        True,
+        doc="Consecutive points with the same load settings share one loaded model.",
+        goes_to=LLEM,
+    )
 
 
 @dataclass
 class ExperimentConfig:
-    model: ModelConfig = field(default_factory=ModelConfig)
-    backend: Optional[str] = None
-    pytorch: PyTorchConfig = field(default_factory=PyTorchConfig)
-    decoder: DecoderConfig = field(default_factory=DecoderConfig)
-    quantization: QuantizationConfig = field(default_factory=QuantizationConfig)
-    dataset: DatasetConfig = field(default_factory=DatasetConfig)
-    measurement: MeasurementConfig = field(default_factory=MeasurementConfig)
-    sweep: SweepConfig = field(default_factory=SweepConfig)
-    passthrough_kwargs: Dict[str, Any] = field(default_factory=dict)
-    device: Device = Device.auto
-    repeat: int = 0
-    dry_run: bool = False
-    seed: int = 0  # torch seed set before generation (sampling decoders)
+    model: ModelConfig = section(ModelConfig, doc="Which checkpoint to load, and how.")
+    backend: Optional[str] = knob(
+        None,
+        doc="Inference backend, set by `+backend=<name>`; null picks the default and records it.",
+        goes_to=LLEM,
+    )
+    pytorch: PyTorchConfig = section(
+        PyTorchConfig, doc="The PyTorch (transformers) backend: batching, placement, kernels."
+    )
+    decoder: DecoderConfig = section(DecoderConfig, doc="How tokens are chosen, and how many.")
+    quantization: QuantizationConfig = section(
+        QuantizationConfig, doc="bitsandbytes weight quantisation (needs a CUDA GPU)."
+    )
+    dataset: DatasetConfig = section(DatasetConfig, doc="The prompts.")
+    measurement: MeasurementConfig = section(
+        MeasurementConfig, doc="Energy, power and timing measurement."
+    )
+    sweep: SweepConfig = section(SweepConfig, doc="How a --multirun is ordered and run.")
+    passthrough_kwargs: Dict[str, Any] = knob(
+        factory=dict,
+        doc="Extra keyword arguments, merged last (overriding llem's own).",
+        goes_to=FROM_PRETRAINED,
+    )
+    device: Device = knob(
+        Device.auto, doc="Where to run: auto is CUDA when available, else the CPU.", goes_to=LLEM
+    )
+    repeat: int = knob(
+        0,
+        doc="Repetition index, for statistics over repeats (not in the config hash).",
+        goes_to=LLEM,
+        ge=0,
+    )
+    dry_run: bool = knob(False, doc="Validate and pre-flight only; load nothing.", goes_to=LLEM)
+    seed: int = knob(0, doc="torch seed set before generation (sampling decoders).", goes_to=LLEM)
