@@ -149,8 +149,8 @@ class GridSweeper(Sweeper):
     def _analyse(self, index: int, overrides: List[str]) -> Point:
         from llem.backends import get_backend
         from llem.config.validate import config_hash
-        from llem.preflight import resolve_device
         from llem.lifecycle import prepare
+        from llem.preflight import resolve_device
 
         point = Point(index=index, overrides=list(overrides))
         cfg = self._compose(index, overrides)  # composition errors stop the whole sweep

@@ -4,7 +4,6 @@ and process-per-point launchers (submitit_local, joblib)."""
 from __future__ import annotations
 
 import json
-
 import shutil
 import signal
 import subprocess
