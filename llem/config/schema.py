@@ -136,6 +136,17 @@ class MeasurementConfig:
     energy: EnergySource = EnergySource.auto
     replay_trace: Optional[str] = None
     gpu_indices: Optional[List[int]] = None  # torch device indices to measure; None = all used
+    # Idle baseline: measured once per process and reused; re-measured when older than this (s),
+    # after waiting (at most cooldown_s) for the device to cool to within idle_temp_margin_c of
+    # the idle temperature it had. None: never re-measured in the same process.
+    idle_max_age_s: Optional[float] = None
+    idle_temp_margin_c: float = 3.0
+    # Validity checks (result.json "validity")
+    min_valid_window_s: float = 5.0  # windows shorter than this fail the window_length check
+    min_sample_coverage: float = 0.9  # fraction of the expected power samples that must exist
+    max_temp_rise_c: float = 3.0  # a larger fitted temperature rise over the window = not steady
+    idle_power_min_w: float = 2.0  # idle power per GPU below this is implausible
+    idle_power_max_fraction: float = 0.5  # idle power above this share of the power limit too
 
 
 @dataclass
