@@ -4,7 +4,8 @@ This is the only module that imports ``pynvml`` (the nvidia-ml-py package) and c
 the environment snapshot and pre-flight ask it (``system_snapshot``, ``persistence_mode_off``), and
 the measurement code gets the initialised module from ``init_nvml``. The import happens inside
 functions only, so importing llem never touches NVML. NVML units are converted here, once:
-milliwatts to watts, millijoules to joules, bytes to MB (2**20 bytes, the unit of torch's memory figures in result.json).
+milliwatts to watts, millijoules to joules, bytes to MB (2**20 bytes, the unit of torch's memory
+figures in result.json).
 
 NVML enumerates *all* GPUs in PCI bus order and ignores ``CUDA_VISIBLE_DEVICES``; mapping torch's
 device indices onto NVML devices is the job of ``llem.measure.devices``.
