@@ -109,18 +109,20 @@ def _ratio(
 
 
 def reading_failures(window: WindowResult) -> List[str]:
-    """One warning per device and column whose NVML reading failed in some samples."""
+    """One warning per device whose NVML readings (other than energy) failed in some samples."""
     per_device = Counter(s.device for s in window.samples)
-    failed: Counter[Tuple[str, str]] = Counter()
-    first: Dict[Tuple[str, str], str] = {}
+    failed: Dict[str, Counter[str]] = {}
+    first: Dict[str, str] = {}
     for s in window.samples:
         for column, error in s.errors:
-            failed[(s.device, column)] += 1
-            first.setdefault((s.device, column), error)
+            failed.setdefault(s.device, Counter())[column] += 1
+            first.setdefault(s.device, error)
     return [
-        f"{device}: NVML failed to read {column} in {n} of {per_device[device]} samples "
-        f"({first[(device, column)]}); those {column} cells are empty, energy is unaffected"
-        for (device, column), n in failed.items()
+        f"{device}: NVML failed to read "
+        + ", ".join(f"{column} in {n}" for column, n in columns.items())
+        + f" of {per_device[device]} samples ({first[device]}); those cells are empty, "
+        "energy is unaffected"
+        for device, columns in failed.items()
     ]
 
 
