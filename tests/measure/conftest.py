@@ -46,6 +46,7 @@ def make_cfg(**overrides) -> MeasurementConfig:
         sample_hz=10.0,
         cooldown_s=0.0,
         min_window_s=1.0,
+        min_valid_window_s=1.0,
         energy=EnergySource.nvml,
     )
     values.update(overrides)

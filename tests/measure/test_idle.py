@@ -83,7 +83,9 @@ def test_old_baseline_is_measured_again_once_cool(install_nvml, make_session, cl
 
 
 def test_old_baseline_is_kept_when_the_device_stays_hot(install_nvml, make_session, clock):
-    install_nvml([FakeGpu("GPU-a", power=Step(60.0, 250.0, T0 + 3.0), temperature_c=hot_after(T0 + 3.0))])
+    install_nvml(
+        [FakeGpu("GPU-a", power=Step(60.0, 250.0, T0 + 3.0), temperature_c=hot_after(T0 + 3.0))]
+    )
     cfg = make_cfg(idle_baseline_s=2.0, idle_max_age_s=3.0, cooldown_s=1.0)
     run_point(make_session, clock, cfg)
     rep = run_point(make_session, clock, cfg)
