@@ -1,6 +1,6 @@
-"""Acceptance, end to end through ``python -m llem``: a replayed constant trace gives a valid verdict
-on a long window and an invalid one, naming the window, on a short one; its uncertainty bound is far
-under 5%; a CPU run has no verdict, with the reason."""
+"""Acceptance, end to end through ``python -m llem``: a replayed constant trace gives a valid
+verdict on a long window and an invalid one, naming the window, on a short one; its uncertainty
+bound is far under 5%; a CPU run has no verdict, with the reason."""
 
 from __future__ import annotations
 

@@ -57,7 +57,7 @@ def test_other_devices_get_their_own_baseline(install_nvml, make_session, clock)
 
 
 def test_old_baseline_is_measured_again_once_cool(install_nvml, make_session, clock):
-    # Idle at 35 C and 60 W; hot (75 C, 250 W) from T0 + 3 s to T0 + 8 s; then idle again but at 50 W.
+    # Idle at 35 C and 60 W; hot (75 C, 250 W) from T0 + 3 s to T0 + 8 s; then idle again at 50 W.
     def temp(t: float) -> float:
         return 75.0 if T0 + 3.0 <= t < T0 + 8.0 else 35.0
 

@@ -1,4 +1,4 @@
-"""The validity verdict: each check passing, failing, or not checked, and one sentence per problem."""
+"""The validity verdict: each check passing, failing or not checked; one sentence per problem."""
 
 from __future__ import annotations
 
