@@ -158,7 +158,7 @@ def main() -> None:
         )
 
     # The sampler's own cost per tick, timed directly (CPU time excludes the fake's sleeps).
-    meter = EnergyMeter(session.source, None)
+    meter = EnergyMeter(session.source, None, clock)
     n = 200
     cpu0, wall0 = time.thread_time(), time.perf_counter()
     for _ in range(n):

@@ -235,37 +235,12 @@ def _nvcc_version(nvcc: str) -> Optional[str]:
 
 def _nvml() -> dict:
     """Driver version and every GPU NVML sees; raises _Unavailable when NVML cannot start."""
+    from llem.measure.nvml import NvmlUnavailable, system_snapshot
+
     try:
-        import pynvml
-    except ImportError as exc:
-        raise _Unavailable(f"pynvml (nvidia-ml-py) cannot be imported ({exc})") from None
-    try:
-        pynvml.nvmlInit()
-    except Exception as exc:
-        raise _Unavailable(f"NVML is unavailable ({type(exc).__name__}: {exc})") from None
-    unavailable: dict[str, str] = {}
-    try:
-        driver: Optional[str] = None
-        try:
-            driver = _text(pynvml.nvmlSystemGetDriverVersion())
-        except Exception as exc:
-            unavailable["driver_version"] = f"NVML: {type(exc).__name__}: {exc}"
-        gpus = []
-        for index in range(pynvml.nvmlDeviceGetCount()):
-            gpu: dict[str, Any] = {"index": index, "name": None, "uuid": None}
-            gpu["memory_total_mb"] = None
-            try:
-                handle = pynvml.nvmlDeviceGetHandleByIndex(index)
-                gpu["name"] = _text(pynvml.nvmlDeviceGetName(handle))
-                gpu["uuid"] = _text(pynvml.nvmlDeviceGetUUID(handle))
-                gpu["memory_total_mb"] = int(pynvml.nvmlDeviceGetMemoryInfo(handle).total) // 2**20
-            except Exception as exc:
-                unavailable[f"gpus.{index}"] = f"NVML: {type(exc).__name__}: {exc}"
-            gpus.append(gpu)
-        return {"driver_version": driver, "gpus": gpus, "unavailable": unavailable}
-    finally:
-        with contextlib.suppress(Exception):
-            pynvml.nvmlShutdown()
+        return system_snapshot()
+    except NvmlUnavailable as exc:
+        raise _Unavailable(f"NVML is unavailable ({exc})") from None
 
 
 def _text(value: Any) -> str:

@@ -24,6 +24,7 @@ from llem.result import (
     RunResult,
     SweepPosition,
     Thermal,
+    Validity,
     quantization_label,
     utc_now,
 )
@@ -295,8 +296,9 @@ def _fill_figures(
         result.throughput.output_tokens_per_s = round(out_tokens / generate_s, 3)
         result.throughput.requests_per_s = round(requests / generate_s, 4)
 
-    report = session.report(output_tokens=out_tokens, requests=requests)
+    report = session.report(output_tokens=out_tokens, requests=requests, input_tokens=in_tokens)
     result.energy = Energy(**report.energy)
+    result.validity = Validity(**report.validity.to_dict())
     result.energy.definition = (
         "j_per_output_token = total_j / output tokens; total_j is the whole measured window "
         "(idle power included; see idle_adjusted_j)"

@@ -36,26 +36,15 @@ def cuda_available() -> bool:
 
 
 def _persistence_mode_warning() -> List[str]:
-    try:
-        import pynvml
+    from llem.measure.nvml import persistence_mode_off
 
-        pynvml.nvmlInit()
-        try:
-            off = []
-            for i in range(pynvml.nvmlDeviceGetCount()):
-                handle = pynvml.nvmlDeviceGetHandleByIndex(i)
-                if pynvml.nvmlDeviceGetPersistenceMode(handle) == 0:
-                    off.append(str(i))
-            if off:
-                return [
-                    f"GPU persistence mode is off on NVML device(s) {', '.join(off)}: the first "
-                    "NVML calls and CUDA start-up are slower (sudo nvidia-smi -pm 1 turns it on)"
-                ]
-        finally:
-            pynvml.nvmlShutdown()
-    except Exception:  # NVML missing or unsupported: nothing to warn about here
+    off = persistence_mode_off()
+    if not off:
         return []
-    return []
+    return [
+        f"GPU persistence mode is off on NVML device(s) {', '.join(map(str, off))}: the first "
+        "NVML calls and CUDA start-up are slower (sudo nvidia-smi -pm 1 turns it on)"
+    ]
 
 
 def resolve_device(requested: Device, has_cuda: bool) -> str:

@@ -126,6 +126,25 @@ class Energy:
     cpu_source: str | None = None
     cpu_package_j: float | None = None
     cpu_unavailable_reason: str | None = None
+    j_per_total_token: float | None = None  # input + output tokens
+    output_tokens_per_j: float | None = None
+    wh_per_1k_requests: float | None = None  # AI Energy Score's unit
+    # Worst-case bounds (same unit as the figure) from the source: see the README.
+    total_j_uncertainty: float | None = None
+    per_device_j_uncertainty: dict[str, float | None] | None = None
+    idle_power_w_uncertainty: float | None = None
+    idle_adjusted_j_uncertainty: float | None = None
+    j_per_output_token_uncertainty: float | None = None
+    j_per_total_token_uncertainty: float | None = None
+    j_per_request_uncertainty: float | None = None
+    wh_per_1k_requests_uncertainty: float | None = None
+    avg_power_w_uncertainty: float | None = None
+    output_tokens_per_j_uncertainty: float | None = None
+    uncertainty_method: str | None = None
+    idle_source: str | None = None  # measured_this_run | reused_from_process | not_measured
+    idle_measured_at: str | None = None
+    idle_age_s: float | None = None
+    other_processes: list[dict[str, Any]] | None = None  # [{device, pid, used_memory_mb}]
     definition: str | None = None
 
 

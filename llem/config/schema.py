@@ -301,6 +301,51 @@ class MeasurementConfig:
         goes_to=LLEM,
         ge=0,
     )
+    idle_max_age_s: Optional[float] = knob(
+        None,
+        doc="Re-measure the process's idle baseline when older than this (s), after the GPU "
+        "cools to within idle_temp_margin_c of its idle temperature; null: never re-measured.",
+        goes_to=LLEM,
+        gt=0,
+    )
+    idle_temp_margin_c: float = knob(
+        3.0,
+        doc="How close (°C) to its idle temperature a GPU must be before idle is re-measured.",
+        goes_to=LLEM,
+        ge=0,
+    )
+    min_valid_window_s: float = knob(
+        5.0,
+        doc="Validity: a measured window shorter than this (s) fails the window_length check.",
+        goes_to=LLEM,
+        ge=0,
+    )
+    min_sample_coverage: float = knob(
+        0.9,
+        doc="Validity: the fraction of the expected power samples that must exist.",
+        goes_to=LLEM,
+        ge=0,
+        le=1,
+    )
+    max_temp_rise_c: float = knob(
+        3.0,
+        doc="Validity: a larger fitted temperature rise (°C) over the window is not steady.",
+        goes_to=LLEM,
+        ge=0,
+    )
+    idle_power_min_w: float = knob(
+        2.0,
+        doc="Validity: idle power per GPU below this (W) is implausible.",
+        goes_to=LLEM,
+        ge=0,
+    )
+    idle_power_max_fraction: float = knob(
+        0.5,
+        doc="Validity: idle power above this share of the GPU's power limit is implausible.",
+        goes_to=LLEM,
+        gt=0,
+        le=1,
+    )
 
 
 @dataclass

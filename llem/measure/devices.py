@@ -42,6 +42,7 @@ class DeviceInfo:
     memory_bandwidth_bytes_per_s: Optional[float] = None
     mig_uuid: Optional[str] = None  # the MIG instance torch used, when it was one
     null_reasons: Mapping[str, str] = field(default_factory=dict)
+    power_limit_w: Optional[float] = None  # NVML's enforced power limit
 
     def to_dict(self) -> Dict[str, Any]:
         return {
@@ -51,6 +52,7 @@ class DeviceInfo:
             "name": self.name,
             "memory_total_mb": self.memory_total_mb,
             "memory_bandwidth_bytes_per_s": self.memory_bandwidth_bytes_per_s,
+            "power_limit_w": self.power_limit_w,
         }
 
 
@@ -118,7 +120,16 @@ def describe(
     bandwidth, why = memory_bandwidth(pynvml, gpu_handle)
     if why:
         reasons["memory_bandwidth_bytes_per_s"] = why
-    return DeviceInfo(torch_index, nvml_index, uuid, name, total_mb, bandwidth, mig_uuid, reasons)
+    limit_w: Optional[float] = None
+    try:
+        limit_w = pynvml.nvmlDeviceGetEnforcedPowerLimit(gpu_handle) / 1000.0
+    except Exception as exc:
+        if not (is_not_supported(pynvml, exc) or isinstance(exc, pynvml.NVMLError)):
+            raise
+        reasons["power_limit_w"] = f"NVML cannot report the power limit ({error_text(exc)})"
+    return DeviceInfo(
+        torch_index, nvml_index, uuid, name, total_mb, bandwidth, mig_uuid, reasons, limit_w
+    )
 
 
 class Inventory:

@@ -3,14 +3,20 @@
 Per device, energy over a window ``[start, end]`` (seconds on the session clock) comes from:
 
 * ``nvml_counter``: the difference of NVML's total-energy counter (mJ since driver load) read at
-  both edges. Exact up to the counter's own update period (tens of ms).
+  both edges. Exact up to the counter's resolution and update period (see ``uncertainty``).
 * ``nvml_power``: where the counter is unsupported (pre-Volta, some virtual GPUs), the trapezoid
   integral of the sampled power, with samples taken at both edges. Its error is at most
   ``dP / (2 * sample_hz)`` joules per step change ``dP`` of the power draw.
 * ``replay``: the exact integral of a recorded trace (see ``llem.measure.replay``).
 
-A source that fails mid-window (NVML raising) does not raise out of the window: sampling stops, the
-failure is logged, and the window's energy is unavailable with the error as its reason.
+Window edges: the counters are read first at the start and last at the end, so the window's
+``start_s``/``end_s`` are the instants of the counter reads and ``window_s`` is the interval the
+counter delta covers. The first sample is taken after the start read and the last one before the
+end read.
+
+Only a failure of the energy figure's own reading (the counter; power where there is no counter)
+voids the energy: sampling stops, the failure is logged, and the window's energy is unavailable with
+the error as its reason. Other readings fail into ``Sample.errors`` (see ``llem.measure.nvml``).
 """
 
 from __future__ import annotations
@@ -21,9 +27,10 @@ import threading
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Protocol, Sequence, Tuple
 
-from llem.measure.nvml import SourceError
+from llem.measure import uncertainty
+from llem.measure.nvml import OtherProcess, SourceError
 from llem.measure.rapl import RaplMeter
-from llem.measure.sampler import Sample
+from llem.measure.sampler import Clock, Sample
 
 log = logging.getLogger(__name__)
 
@@ -31,15 +38,26 @@ log = logging.getLogger(__name__)
 class PowerSource(Protocol):
     """What the meter needs from NVML or a replayed trace. Times are session-clock seconds."""
 
+    kind: str  # "nvml", "replay:<path>": what the idle baseline is cached under
     uuids: List[str]
 
     def method(self, uuid: str) -> Optional[str]: ...  # nvml_counter | nvml_power | replay | None
 
-    def read_counters_j(self, now: float) -> Dict[str, float]: ...  # cumulative J per device
+    def read_counters_j(self, clock: Clock) -> Tuple[float, Dict[str, float]]:
+        """(the instant they were read, cumulative J per device that has a counter)."""
+        ...
 
     def read_samples(self, now: float) -> List[Sample]: ...
 
+    def read_temperatures_c(self, now: float) -> Dict[str, Optional[float]]: ...
+
+    def other_processes(self) -> Optional[List[OtherProcess]]:
+        """Other compute processes on the measured devices; None when the source cannot tell."""
+        ...
+
     def window_warnings(self, start: float, end: float) -> List[str]: ...
+
+    def close(self) -> None: ...
 
 
 def integrate_linear(times: Sequence[float], values: Sequence[float], a: float, b: float) -> float:
@@ -81,6 +99,7 @@ class DeviceEnergy:
     method: Optional[str]
     energy_j: Optional[float]
     null_reason: Optional[str] = None
+    uncertainty_j: Optional[float] = None  # worst-case bound (see llem.measure.uncertainty)
 
 
 @dataclass(frozen=True)
@@ -96,6 +115,7 @@ class WindowResult:
     failure: Optional[str]  # the source's error when it failed mid-window
     cpu_package_j: Optional[float]
     cpu_null_reason: Optional[str]
+    other_processes: Optional[Tuple[OtherProcess, ...]] = None  # None: the source cannot tell
 
     @property
     def samples(self) -> List[Sample]:
@@ -105,14 +125,18 @@ class WindowResult:
 class EnergyMeter:
     """begin() at the window start, tick(now) from the sampler thread, end() at the window end."""
 
-    def __init__(self, source: Optional[PowerSource], rapl: Optional[RaplMeter]) -> None:
+    def __init__(
+        self, source: Optional[PowerSource], rapl: Optional[RaplMeter], clock: Clock
+    ) -> None:
         self.source = source
         self.rapl = rapl
+        self.clock = clock
         self._lock = threading.Lock()
         self._ticks: List[Tuple[float, Tuple[Sample, ...]]] = []
         self._failure: Optional[str] = None
         self._start_counters: Dict[str, float] = {}
         self._start = 0.0
+        self._procs: Optional[Dict[Tuple[str, int], OtherProcess]] = None
 
     def _fail(self, reason: str) -> None:
         with self._lock:
@@ -135,17 +159,36 @@ class EnergyMeter:
         with self._lock:
             self._ticks.append((now, samples))
 
-    def begin(self, now: float) -> None:
-        self._start = now
-        if self.rapl is not None:
-            self.rapl.begin()
+    def _note_processes(self) -> None:
         if self.source is None:
             return
+        found = self.source.other_processes()
+        if found is None:
+            return
+        if self._procs is None:
+            self._procs = {}
+        for p in found:
+            self._procs.setdefault((p.device, p.pid), p)
+
+    def _read_counters(self) -> Tuple[float, Dict[str, float]]:
+        """The counters and the instant they were read (now, when the source has none)."""
+        if self.source is None:
+            return self.clock.now(), {}
         try:
-            self._start_counters = self.source.read_counters_j(now)
+            return self.source.read_counters_j(self.clock)
         except SourceError as exc:
             self._fail(str(exc))
-        self._sample(now)
+            return self.clock.now(), {}
+
+    def begin(self) -> float:
+        """Start edge: other processes, then the counters (their instant is the window start),
+        then the first sample. Returns the start instant."""
+        self._note_processes()
+        if self.rapl is not None:
+            self.rapl.begin()
+        self._start, self._start_counters = self._read_counters()
+        self._sample(self.clock.now())
+        return self._start
 
     def tick(self, now: float) -> None:
         """Sampler callback: one sample per device, plus a RAPL poll (catches wraparounds)."""
@@ -153,29 +196,29 @@ class EnergyMeter:
         if self.rapl is not None:
             self.rapl.poll()
 
-    def end(self, now: float, sampler_error: Optional[BaseException] = None) -> WindowResult:
+    def end(self, sampler_error: Optional[BaseException] = None) -> WindowResult:
+        """End edge, called once the sampler has stopped: the last sample, then the counters
+        (their instant is the window end), then other processes."""
         warnings: List[str] = []
         if sampler_error is not None:
             self._fail(f"sampler thread stopped: {type(sampler_error).__name__}: {sampler_error}")
-        with self._lock:  # a tick that raced the stop belongs after the window: drop it
-            self._ticks = [t for t in self._ticks if t[0] <= now]
-        end_counters: Dict[str, float] = {}
         if self.source is not None:
-            self._sample(now)
-            if self._failure is None:
-                try:
-                    end_counters = self.source.read_counters_j(now)
-                except SourceError as exc:
-                    self._fail(str(exc))
-        devices = self._device_energy(now, end_counters)
-        if self.source is not None and self._failure is None:
-            warnings.extend(self.source.window_warnings(self._start, now))
+            self._sample(self.clock.now())
+        end_counters: Dict[str, float] = {}
+        if self._failure is None:
+            now, end_counters = self._read_counters()
+        else:
+            now = self.clock.now()
         cpu_j: Optional[float] = None
         cpu_reason: Optional[str] = "RAPL not used"
         if self.rapl is not None:
             cpu_j, cpu_reason = self.rapl.end()
+        self._note_processes()
         with self._lock:
             ticks = tuple(sorted(self._ticks, key=lambda t: t[0]))
+        devices = self._device_energy(now, end_counters, ticks)
+        if self.source is not None and self._failure is None:
+            warnings.extend(self.source.window_warnings(self._start, now))
         return WindowResult(
             start_s=self._start,
             end_s=now,
@@ -186,16 +229,26 @@ class EnergyMeter:
             failure=self._failure,
             cpu_package_j=cpu_j,
             cpu_null_reason=cpu_reason,
+            other_processes=None if self._procs is None else tuple(self._procs.values()),
         )
 
     def _device_energy(
-        self, now: float, end_counters: Dict[str, float]
+        self,
+        now: float,
+        end_counters: Dict[str, float],
+        ticks: Tuple[Tuple[float, Tuple[Sample, ...]], ...],
     ) -> Tuple[DeviceEnergy, ...]:
         if self.source is None:
             return ()
         out = []
         for uuid in self.source.uuids:
             method = self.source.method(uuid)
+            pts = sorted(
+                (t, float(s.power_w))
+                for t, group in ticks
+                for s in group
+                if s.device == uuid and s.power_w is not None
+            )
             if self._failure is not None:
                 out.append(
                     DeviceEnergy(uuid, method, None, f"power source failed: {self._failure}")
@@ -207,23 +260,35 @@ class EnergyMeter:
                     )
                 )
             elif uuid in end_counters and uuid in self._start_counters:
+                joules = end_counters[uuid] - self._start_counters[uuid]
                 out.append(
-                    DeviceEnergy(uuid, method, end_counters[uuid] - self._start_counters[uuid])
+                    DeviceEnergy(
+                        uuid,
+                        method,
+                        joules,
+                        None,
+                        _counter_bound(method, joules, pts, now - self._start),
+                    )
                 )
+            elif len(pts) < 2:
+                out.append(DeviceEnergy(uuid, method, None, "fewer than 2 power samples"))
             else:
-                pts = [
-                    (t, float(s.power_w))
-                    for t, group in self._ticks
-                    for s in group
-                    if s.device == uuid and s.power_w is not None
-                ]
-                pts.sort()
-                if len(pts) < 2:
-                    out.append(DeviceEnergy(uuid, method, None, "fewer than 2 power samples"))
-                    continue
                 times = [p[0] for p in pts]
                 watts = [p[1] for p in pts]
-                out.append(
-                    DeviceEnergy(uuid, method, integrate_linear(times, watts, self._start, now))
-                )
+                joules = integrate_linear(times, watts, self._start, now)
+                bound = uncertainty.trapezoid_bound_j(times, watts)
+                out.append(DeviceEnergy(uuid, method, joules, None, bound))
         return tuple(out)
+
+
+def _counter_bound(
+    method: str, joules: float, pts: List[Tuple[float, float]], window_s: float
+) -> float:
+    """The bound of a counter delta: replay's rounding, or NVML's resolution and update period
+    at the power of the edge samples (the window's mean power where there are none)."""
+    if method == "replay":
+        return uncertainty.replay_bound_j(joules)
+    mean_w = joules / window_s if window_s > 0 else 0.0
+    first = pts[0][1] if pts else mean_w
+    last = pts[-1][1] if pts else mean_w
+    return uncertainty.counter_bound_j(first, last)

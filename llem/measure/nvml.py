@@ -1,8 +1,11 @@
 """NVML access: loading the library, error text, and reading one GPU.
 
-``pynvml`` (the nvidia-ml-py package) is imported inside functions only, so importing llem never
-touches NVML. NVML units are converted here, once: milliwatts to watts, millijoules to joules,
-bytes to MB (2**20 bytes, the unit of torch's memory figures in result.json).
+This is the only module that imports ``pynvml`` (the nvidia-ml-py package) and calls ``nvmlInit``;
+the environment snapshot and pre-flight ask it (``system_snapshot``, ``persistence_mode_off``), and
+the measurement code gets the initialised module from ``init_nvml``. The import happens inside
+functions only, so importing llem never touches NVML. NVML units are converted here, once:
+milliwatts to watts, millijoules to joules, bytes to MB (2**20 bytes, the unit of torch's memory
+figures in result.json).
 
 NVML enumerates *all* GPUs in PCI bus order and ignores ``CUDA_VISIBLE_DEVICES``; mapping torch's
 device indices onto NVML devices is the job of ``llem.measure.devices``.
@@ -12,9 +15,11 @@ from __future__ import annotations
 
 import functools
 import logging
-from typing import Any, Callable, Dict, List, Optional, Set
+import os
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
-from llem.measure.sampler import Sample
+from llem.measure.sampler import Clock, Sample
 
 log = logging.getLogger(__name__)
 
@@ -49,12 +54,73 @@ def init_nvml() -> Any:
     return pynvml
 
 
+@dataclass(frozen=True)
+class OtherProcess:
+    """A compute process other than this one on a measured GPU (memory in MB, None if hidden)."""
+
+    device: str
+    pid: int
+    used_memory_mb: Optional[float]
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"device": self.device, "pid": self.pid, "used_memory_mb": self.used_memory_mb}
+
+
 def shutdown_nvml(pynvml: Any) -> None:
     """``nvmlShutdown()``, logging instead of raising (it is called from cleanup paths)."""
     try:
         pynvml.nvmlShutdown()
     except Exception as exc:
         log.debug("nvmlShutdown failed: %s", error_text(exc))
+
+
+def system_snapshot() -> Dict[str, Any]:
+    """Driver version and every GPU NVML sees, for ``environment.json``.
+
+    Returns ``{"driver_version", "gpus": [{index, name, uuid, memory_total_mb}], "unavailable":
+    {key: reason}}``; raises ``NvmlUnavailable`` when NVML cannot start.
+    """
+    pynvml = init_nvml()
+    unavailable: Dict[str, str] = {}
+    try:
+        driver: Optional[str] = None
+        try:
+            driver = as_str(pynvml.nvmlSystemGetDriverVersion())
+        except Exception as exc:
+            unavailable["driver_version"] = f"NVML: {type(exc).__name__}: {exc}"
+        gpus = []
+        for index in range(pynvml.nvmlDeviceGetCount()):
+            gpu: Dict[str, Any] = {"index": index, "name": None, "uuid": None}
+            gpu["memory_total_mb"] = None
+            try:
+                handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+                gpu["name"] = as_str(pynvml.nvmlDeviceGetName(handle))
+                gpu["uuid"] = as_str(pynvml.nvmlDeviceGetUUID(handle))
+                gpu["memory_total_mb"] = int(pynvml.nvmlDeviceGetMemoryInfo(handle).total) // 2**20
+            except Exception as exc:
+                unavailable[f"gpus.{index}"] = f"NVML: {type(exc).__name__}: {exc}"
+            gpus.append(gpu)
+        return {"driver_version": driver, "gpus": gpus, "unavailable": unavailable}
+    finally:
+        shutdown_nvml(pynvml)
+
+
+def persistence_mode_off() -> List[int]:
+    """NVML indices of GPUs with persistence mode off; empty when NVML is missing or cannot say."""
+    try:
+        pynvml = init_nvml()
+    except NvmlUnavailable:
+        return []
+    try:
+        off = []
+        for i in range(pynvml.nvmlDeviceGetCount()):
+            if pynvml.nvmlDeviceGetPersistenceMode(pynvml.nvmlDeviceGetHandleByIndex(i)) == 0:
+                off.append(i)
+        return off
+    except Exception:  # unsupported: nothing to warn about
+        return []
+    finally:
+        shutdown_nvml(pynvml)
 
 
 def is_nvml_error(pynvml: Any, exc: BaseException) -> bool:
@@ -86,6 +152,11 @@ class NvmlDevice:
     supported, else from ``nvmlDeviceGetPowerUsage`` (a ~1 s moving average on Ampere and newer).
     The energy counter is ``nvmlDeviceGetTotalEnergyConsumption`` (mJ since driver load, Volta+).
     Any other query the device does not support reads as None from then on.
+
+    Only the energy figure's own reading is primary: the counter, or power on a GPU without one.
+    Every other reading (temperature, clocks, throttle reasons, memory, utilisation, and power
+    when a counter exists) that fails with an NVML error reads as None in that sample, with the
+    error kept in ``Sample.errors``; it never voids the energy.
     """
 
     def __init__(self, pynvml: Any, handle: Any, uuid: str) -> None:
@@ -100,6 +171,7 @@ class NvmlDevice:
         elif self._probe(lambda: pynvml.nvmlDeviceGetPowerUsage(handle)):
             self.power_api = "average"
         self._throttle_fn = self._pick_throttle_fn()
+        self._processes_fn = self._pick_processes_fn()
 
     def _probe(self, fn: Callable[[], Any]) -> bool:
         try:
@@ -130,6 +202,18 @@ class NvmlDevice:
                 return fn
         return None
 
+    def _pick_processes_fn(self) -> Optional[Callable[[Any], Any]]:
+        fn = getattr(self.nvml, "nvmlDeviceGetComputeRunningProcesses", None)
+        if fn is None:
+            return None
+        try:
+            fn(self.handle)
+            return fn
+        except Exception as exc:
+            if is_nvml_error(self.nvml, exc):
+                return None  # not supported here (or not permitted): not checked
+            raise
+
     def _instant_power_w(self) -> float:
         fv = self.nvml.nvmlDeviceGetFieldValues(self.handle, [self.nvml.NVML_FI_DEV_POWER_INSTANT])[
             0
@@ -137,6 +221,11 @@ class NvmlDevice:
         if int(fv.nvmlReturn) != self.nvml.NVML_SUCCESS:
             raise self.nvml.NVMLError(int(fv.nvmlReturn))
         return _field_value(fv) / 1000.0
+
+    @property
+    def power_is_primary(self) -> bool:
+        """True when energy is integrated from power (no counter): a power failure voids it."""
+        return not self.has_counter
 
     def read_counter_j(self) -> float:
         """Energy counter in joules (since driver load). Raises NVMLError."""
@@ -149,7 +238,14 @@ class NvmlDevice:
             return self.nvml.nvmlDeviceGetPowerUsage(self.handle) / 1000.0
         return None
 
-    def _optional(self, key: str, fn: Callable[[], Any]) -> Any:
+    def _reading(
+        self,
+        key: str,
+        fn: Callable[[], Any],
+        errors: List[Tuple[str, str]],
+        columns: Tuple[str, ...],
+    ) -> Any:
+        """A secondary reading: None when unsupported (from then on) or when NVML fails now."""
         if key in self._unsupported:
             return None
         try:
@@ -158,47 +254,98 @@ class NvmlDevice:
             if is_not_supported(self.nvml, exc):
                 self._unsupported.add(key)
                 return None
-            raise
+            if not is_nvml_error(self.nvml, exc):
+                raise
+            errors.extend((c, error_text(exc)) for c in columns)
+            return None
 
     def read_sample(self, now: float) -> Sample:
-        """Everything the sampler records for this device. Raises NVMLError on real failures."""
+        """Everything the sampler records for this device. Raises NVMLError only when the
+        primary reading fails (power on a device without an energy counter)."""
         n, h = self.nvml, self.handle
-        mem = self._optional("memory", lambda: n.nvmlDeviceGetMemoryInfo(h))
-        util = self._optional("util", lambda: n.nvmlDeviceGetUtilizationRates(h))
+        errors: List[Tuple[str, str]] = []
+        if self.power_is_primary:
+            power = self.read_power_w()
+        else:
+            power = self._reading("power", self.read_power_w, errors, ("power_w",))
+        mem = self._reading(
+            "memory", lambda: n.nvmlDeviceGetMemoryInfo(h), errors, ("memory_used_mb",)
+        )
+        util = self._reading(
+            "util",
+            lambda: n.nvmlDeviceGetUtilizationRates(h),
+            errors,
+            ("gpu_util_pct", "mem_util_pct"),
+        )
         throttle_fn = self._throttle_fn
         throttle = (
-            None if throttle_fn is None else self._optional("throttle", lambda: int(throttle_fn(h)))
+            None
+            if throttle_fn is None
+            else self._reading(
+                "throttle", lambda: int(throttle_fn(h)), errors, ("throttle_reasons",)
+            )
+        )
+        temp = self._reading("temp", self._temperature, errors, ("temperature_c",))
+        sm = self._reading(
+            "sm_clock",
+            lambda: float(n.nvmlDeviceGetClockInfo(h, n.NVML_CLOCK_SM)),
+            errors,
+            ("sm_clock_mhz",),
+        )
+        mem_clock = self._reading(
+            "mem_clock",
+            lambda: float(n.nvmlDeviceGetClockInfo(h, n.NVML_CLOCK_MEM)),
+            errors,
+            ("mem_clock_mhz",),
         )
         return Sample(
             time_s=now,
             device=self.uuid,
-            power_w=self.read_power_w(),
-            temperature_c=self._optional(
-                "temp", lambda: float(n.nvmlDeviceGetTemperature(h, n.NVML_TEMPERATURE_GPU))
-            ),
-            sm_clock_mhz=self._optional(
-                "sm_clock", lambda: float(n.nvmlDeviceGetClockInfo(h, n.NVML_CLOCK_SM))
-            ),
-            mem_clock_mhz=self._optional(
-                "mem_clock", lambda: float(n.nvmlDeviceGetClockInfo(h, n.NVML_CLOCK_MEM))
-            ),
+            power_w=power,
+            temperature_c=temp,
+            sm_clock_mhz=sm,
+            mem_clock_mhz=mem_clock,
             throttle_mask=throttle,
             memory_used_mb=None if mem is None else mem.used / MB,
             gpu_util_pct=None if util is None else float(util.gpu),
             mem_util_pct=None if util is None else float(util.memory),
+            errors=tuple(errors),
+        )
+
+    def _temperature(self) -> float:
+        return float(
+            self.nvml.nvmlDeviceGetTemperature(self.handle, self.nvml.NVML_TEMPERATURE_GPU)
         )
 
     def read_temperature_c(self) -> Optional[float]:
-        return self._optional(
-            "temp",
-            lambda: float(
-                self.nvml.nvmlDeviceGetTemperature(self.handle, self.nvml.NVML_TEMPERATURE_GPU)
-            ),
-        )
+        return self._reading("temp", self._temperature, [], ("temperature_c",))
+
+    def other_processes(self, own_pid: int) -> Optional[List[OtherProcess]]:
+        """Compute processes on this GPU other than ``own_pid``; None when NVML cannot list them."""
+        if self._processes_fn is None:
+            return None
+        try:
+            procs = self._processes_fn(self.handle)
+        except Exception as exc:
+            if is_nvml_error(self.nvml, exc):
+                log.warning("%s: cannot list compute processes: %s", self.uuid, error_text(exc))
+                return None
+            raise
+        out = []
+        for p in procs:
+            if int(p.pid) == own_pid:
+                continue
+            used = getattr(p, "usedGpuMemory", None)
+            # NVML reports NVML_VALUE_NOT_AVAILABLE (a huge number) or None when it cannot see it
+            mb = None if used is None or used >= 2**63 else used / MB
+            out.append(OtherProcess(self.uuid, int(p.pid), mb))
+        return out
 
 
 class NvmlSource:
     """Power source over a set of NVML devices (see ``llem.measure.energy.PowerSource``)."""
+
+    kind = "nvml"
 
     def __init__(self, pynvml: Any, devices: List[NvmlDevice]) -> None:
         self.nvml = pynvml
@@ -231,18 +378,28 @@ class NvmlSource:
                 raise SourceError(error_text(exc)) from exc
             raise
 
-    def read_counters_j(self, now: float) -> Dict[str, float]:
-        """Cumulative energy in J for devices with a counter. Raises SourceError."""
-        return self._guard(
+    def read_counters_j(self, clock: Clock) -> Tuple[float, Dict[str, float]]:
+        """(instant, cumulative J per device with a counter). The instant is the midpoint of the
+        reads: NVML does not say when within the call it sampled. Raises SourceError."""
+        before = clock.now()
+        values = self._guard(
             lambda: {d.uuid: d.read_counter_j() for d in self.nvml_devices if d.has_counter}
         )
+        return (before + clock.now()) / 2, values
 
     def read_samples(self, now: float) -> List[Sample]:
-        """One sample per device at ``now``. Raises SourceError."""
+        """One sample per device at ``now``. Raises SourceError when a primary reading fails."""
         return self._guard(lambda: [d.read_sample(now) for d in self.nvml_devices])
 
     def read_temperatures_c(self, now: float) -> Dict[str, Optional[float]]:
         return self._guard(lambda: {d.uuid: d.read_temperature_c() for d in self.nvml_devices})
+
+    def other_processes(self) -> Optional[List[OtherProcess]]:
+        """Other compute processes on the measured GPUs; None when no GPU can list them."""
+        lists = [d.other_processes(os.getpid()) for d in self.nvml_devices]
+        if all(x is None for x in lists):
+            return None
+        return [p for x in lists if x is not None for p in x]
 
     def window_warnings(self, start: float, end: float) -> List[str]:
         return []

@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 from llem.measure.energy import integrate_linear
-from llem.measure.sampler import Sample
+from llem.measure.nvml import OtherProcess
+from llem.measure.sampler import Clock, Sample
 
 REQUIRED_COLUMNS = ("time_s", "device", "power_w")
 
@@ -138,13 +139,19 @@ class ReplaySource:
         self.origin_s = origin_s
         self.path = path
         self.uuids = list(traces)
+        self.kind = f"replay:{path}"
 
     def method(self, uuid: str) -> Optional[str]:
         return "replay"
 
-    def read_counters_j(self, now: float) -> Dict[str, float]:
+    def read_counters_j(self, clock: Clock) -> Tuple[float, Dict[str, float]]:
+        """The trace's exact energy up to now (its 'counter'), and now."""
+        now = clock.now()
         t = now - self.origin_s
-        return {d: tr.energy_until(t) for d, tr in self.traces.items()}
+        return now, {d: tr.energy_until(t) for d, tr in self.traces.items()}
+
+    def other_processes(self) -> Optional[List[OtherProcess]]:
+        return None  # a trace knows nothing of processes
 
     def read_samples(self, now: float) -> List[Sample]:
         t = now - self.origin_s

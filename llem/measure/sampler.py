@@ -15,7 +15,7 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable, Optional, Protocol
+from typing import Callable, Optional, Protocol, Tuple
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +65,8 @@ class Sample:
     memory_used_mb: Optional[float] = None  # MB = 2**20 bytes
     gpu_util_pct: Optional[float] = None
     mem_util_pct: Optional[float] = None
+    # (column, error text) for each reading that failed in this sample; its column is None
+    errors: Tuple[Tuple[str, str], ...] = ()
 
 
 class Sampler:

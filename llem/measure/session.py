@@ -6,13 +6,15 @@
     session.cooldown()
     with session.window() as w:           # the measured generation
         ...
-    report = session.report(output_tokens=n, requests=m)
+    report = session.report(output_tokens=n, requests=m, input_tokens=k)
     session.write_timeseries(run_dir / "timeseries.csv")
     session.close()
 
 Devices: ``measurement.gpu_indices`` if set, else ``torch_device_indices``, else every device torch
 can see. They are torch indices, i.e. relative to ``CUDA_VISIBLE_DEVICES``; see
 ``llem.measure.devices`` for how they are matched to NVML devices (by UUID).
+
+The idle baseline is measured once per process and set of devices (see ``llem.measure.idle``).
 """
 
 from __future__ import annotations
@@ -20,14 +22,17 @@ from __future__ import annotations
 import csv
 import logging
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
 
+from llem.config.schema import MeasurementConfig
 from llem.measure.devices import DeviceInfo
-from llem.measure.energy import WindowResult
+from llem.measure.energy import EnergyMeter, PowerSource, WindowResult
+from llem.measure.idle import PROCESS_IDLE_CACHE, IdleBaseline, IdleCache, IdleSource, utc_now
 from llem.measure.nvml import SourceError
 from llem.measure.rapl import DEFAULT_POWERCAP_ROOT, RaplMeter
-from llem.measure.report import IdleBaseline, MeasurementReport, build_report
+from llem.measure.report import MeasurementReport, build_report
 from llem.measure.sampler import Clock, RealClock
 from llem.measure.sources import DISABLED, energy_mode, open_source, preflight_problems
 from llem.measure.throttle import decode_reasons
@@ -49,15 +54,26 @@ TIMESERIES_COLUMNS = (
 )
 
 
+@dataclass(frozen=True)
+class _Cooling:
+    """The outcome of waiting for devices to cool: seconds waited, last temperatures, the devices
+    still too hot (uuid -> C) when the wait ran out."""
+
+    waited_s: float
+    temperatures_c: Dict[str, Optional[float]]
+    still_hot: Dict[str, float]
+
+
 class MeasurementSession:
     """Measures one run's energy window. See the module docstring for the call order.
 
-    ``clock``, ``powercap_root``, ``cuda_sync`` and ``env`` exist for tests and benchmarks.
+    ``clock``, ``powercap_root``, ``cuda_sync``, ``env`` and ``idle_cache`` exist for tests and
+    benchmarks (``idle_cache`` defaults to the process-wide one).
     """
 
     def __init__(
         self,
-        cfg: Any,
+        cfg: MeasurementConfig,
         torch_device_indices: Optional[Sequence[int]] = None,
         device_type: str = "cuda",
         *,
@@ -65,10 +81,11 @@ class MeasurementSession:
         powercap_root: Union[str, Path] = DEFAULT_POWERCAP_ROOT,
         cuda_sync: Optional[Callable[[], None]] = None,
         env: Optional[Mapping[str, str]] = None,
+        idle_cache: Optional[IdleCache] = None,
     ) -> None:
         self.cfg = cfg
         self.device_type = device_type
-        gpu = getattr(cfg, "gpu_indices", None)
+        gpu = cfg.gpu_indices
         self.torch_indices = (
             list(gpu)
             if gpu is not None
@@ -78,9 +95,10 @@ class MeasurementSession:
         self._powercap_root = powercap_root
         self._cuda_sync = cuda_sync
         self._env = env
+        self._idle_cache = idle_cache if idle_cache is not None else PROCESS_IDLE_CACHE
         self.origin_s: Optional[float] = None
         self.devices: List[DeviceInfo] = []
-        self.source: Any = None
+        self.source: Optional[PowerSource] = None
         self.unavailable_reason: Optional[str] = None
         self.setup_warnings: List[str] = []
         self.idle = IdleBaseline(None, null_reason="session not started")
@@ -101,7 +119,9 @@ class MeasurementSession:
         return self._env if self._env is not None else os.environ
 
     def start(self) -> None:
-        """Open the power source, map devices, and measure idle power for ``idle_baseline_s``.
+        """Open the power source, map devices, and settle the idle baseline: measured for
+        ``idle_baseline_s`` the first time this process measures these devices, reused after
+        that (see ``llem.measure.idle``).
 
         Call after CUDA is initialised and before the model loads. The replay trace's time 0 is
         now. Raises ``PreflightError`` when ``energy=nvml``/``replay`` was asked for and cannot be
@@ -121,19 +141,44 @@ class MeasurementSession:
             self._rapl = RaplMeter(self._powercap_root)
         for w in self.setup_warnings:
             log.warning("%s", w)
-        self.idle = self._measure_idle()
+        self.idle = self._idle_baseline()
 
-    def _measure_idle(self) -> IdleBaseline:
+    def _idle_baseline(self) -> IdleBaseline:
         secs = float(self.cfg.idle_baseline_s or 0.0)
         if self.source is None:
             return IdleBaseline(None, null_reason=f"energy unavailable: {self.unavailable_reason}")
         if secs <= 0:
             return IdleBaseline(None, null_reason="measurement.idle_baseline_s=0: not measured")
-        w = MeasurementWindow(self, sync=False, keep=False)
+        key = (self.source.kind, tuple(self.source.uuids))
+        cached = self._idle_cache.get(key)
+        if cached is not None:
+            reused = cached.reused(self.clock.now())
+            max_age = self.cfg.idle_max_age_s
+            if max_age is None or (reused.age_s or 0.0) <= max_age:
+                return reused
+            margin = float(self.cfg.idle_temp_margin_c)
+            cooling = self._wait_until_cool(cached.temperature_c, margin)
+            if cooling.still_hot:
+                self.setup_warnings.append(
+                    f"idle baseline is {reused.age_s:.0f} s old (measurement.idle_max_age_s="
+                    f"{max_age}) but was not measured again: "
+                    + _hot_text(cooling.still_hot, cached.temperature_c)
+                    + f" after waiting measurement.cooldown_s={self.cfg.cooldown_s} s for "
+                    f"idle + measurement.idle_temp_margin_c={margin}; the old baseline is used"
+                )
+                return reused
+        fresh = self._measure_idle(secs)
+        if fresh.power_w is not None:
+            self._idle_cache.put(key, fresh)
+        return fresh
+
+    def _measure_idle(self, secs: float) -> IdleBaseline:
+        measured_at, clock_s = utc_now(), self.clock.now()
+        w = self._window(sync=None, keep=False)
         with w:
             self.clock.sleep(secs)
         res = w.result
-        assert res is not None
+        assert res is not None and self.source is not None
         temps: Dict[str, float] = {}
         for uuid in self.source.uuids:
             vals = [
@@ -144,9 +189,8 @@ class MeasurementSession:
             if vals:
                 temps[uuid] = sum(vals) / len(vals)
         if res.failure:
-            return IdleBaseline(
-                None, temps, f"NVML failed during the idle baseline ({res.failure})", res.window_s
-            )
+            why = f"NVML failed during the idle baseline ({res.failure})"
+            return IdleBaseline(None, temps, why, res.window_s)
         bad = [
             f"{d.uuid}: {d.null_reason or f'read {d.energy_j} J'}"
             for d in res.devices
@@ -154,8 +198,22 @@ class MeasurementSession:
         ]
         if bad:
             return IdleBaseline(None, temps, "no idle energy for " + "; ".join(bad), res.window_s)
-        total = sum(d.energy_j for d in res.devices)  # type: ignore[misc]
-        return IdleBaseline(total / res.window_s, temps, None, res.window_s)
+        per_device = {d.uuid: (d.energy_j or 0.0) / res.window_s for d in res.devices}
+        bounds = [d.uncertainty_j for d in res.devices]
+        bound_w = (
+            None if any(b is None for b in bounds) else sum(b or 0.0 for b in bounds) / res.window_s
+        )
+        return IdleBaseline(
+            power_w=sum(per_device.values()),
+            temperature_c=temps,
+            window_s=res.window_s,
+            per_device_w=per_device,
+            power_uncertainty_w=bound_w,
+            source=IdleSource.measured_this_run,
+            measured_at=measured_at,
+            measured_clock_s=clock_s,
+            age_s=0.0,
+        )
 
     @property
     def memory_bandwidth_bytes_per_s(self) -> Optional[float]:
@@ -175,41 +233,39 @@ class MeasurementSession:
         Returns ``{"cooldown_waited_s": seconds, "start_temp_c": hottest device now or None}``.
         """
         limit = float(self.cfg.cooldown_s or 0.0)
-        margin = getattr(self.cfg, "cooldown_temp_margin_c", None)
-        t0 = self.clock.now()
-        temps = self._temperatures()
-        if margin is not None and self.idle.temperature_c and temps:
-            while True:
-                hot = {
-                    u: t
-                    for u, t in temps.items()
-                    if t is not None
-                    and u in self.idle.temperature_c
-                    and t > self.idle.temperature_c[u] + margin
-                }
-                left = limit - (self.clock.now() - t0)
-                if not hot:
-                    break
-                if left <= 0:
-                    self.setup_warnings.append(
-                        f"cooldown stopped at measurement.cooldown_s={limit} s with "
-                        + ", ".join(
-                            f"{u} at {t:.0f} C (idle {self.idle.temperature_c[u]:.0f} C)"
-                            for u, t in hot.items()
-                        )
-                        + f", above idle + measurement.cooldown_temp_margin_c={margin}"
-                    )
-                    break
-                self.clock.sleep(min(0.5, left))
-                temps = self._temperatures()
+        margin = self.cfg.cooldown_temp_margin_c
+        if margin is not None and self.idle.temperature_c:
+            cooling = self._wait_until_cool(self.idle.temperature_c, margin)
+            if cooling.still_hot:
+                self.setup_warnings.append(
+                    f"cooldown stopped at measurement.cooldown_s={limit} s with "
+                    + _hot_text(cooling.still_hot, self.idle.temperature_c)
+                    + f", above idle + measurement.cooldown_temp_margin_c={margin}"
+                )
+            waited, temps = cooling.waited_s, cooling.temperatures_c
         else:
+            t0 = self.clock.now()
             self.clock.sleep(limit)
-            temps = self._temperatures()
+            waited, temps = self.clock.now() - t0, self._temperatures()
         known = [t for t in temps.values() if t is not None]
-        return {
-            "cooldown_waited_s": self.clock.now() - t0,
-            "start_temp_c": max(known) if known else None,
-        }
+        return {"cooldown_waited_s": waited, "start_temp_c": max(known) if known else None}
+
+    def _wait_until_cool(self, idle_c: Mapping[str, float], margin_c: float) -> _Cooling:
+        """Poll temperatures every 0.5 s until each device with a known idle temperature is at
+        most ``margin_c`` above it, for ``cooldown_s`` at most."""
+        limit = float(self.cfg.cooldown_s or 0.0)
+        t0 = self.clock.now()
+        while True:
+            temps = self._temperatures()
+            hot = {
+                u: t
+                for u, t in temps.items()
+                if t is not None and u in idle_c and t > idle_c[u] + margin_c
+            }
+            left = limit - (self.clock.now() - t0)
+            if not hot or left <= 0:
+                return _Cooling(self.clock.now() - t0, temps, hot)
+            self.clock.sleep(min(0.5, left))
 
     def _temperatures(self) -> Dict[str, Optional[float]]:
         if self.source is None:
@@ -226,7 +282,20 @@ class MeasurementSession:
         joined on the way out, exceptions included. A later window replaces an earlier one."""
         if not self._started:
             raise RuntimeError("MeasurementSession.window() before start()")
-        return MeasurementWindow(self, sync=self.device_type == "cuda", keep=True)
+        return self._window(sync=self.cuda_sync if self.device_type == "cuda" else None, keep=True)
+
+    def _window(self, sync: Optional[Callable[[], None]], keep: bool) -> MeasurementWindow:
+        return MeasurementWindow(
+            EnergyMeter(self.source, self._rapl, self.clock),
+            self.clock,
+            float(self.cfg.sample_hz),
+            self.origin_s or 0.0,
+            sync=sync,
+            on_end=self._keep_window if keep else None,
+        )
+
+    def _keep_window(self, result: WindowResult) -> None:
+        self.last_window = result
 
     def cuda_sync(self) -> None:
         if self._cuda_sync is not None:
@@ -246,18 +315,21 @@ class MeasurementSession:
         return self._rapl
 
     # ------------------------------------------------------------------ results
-    def report(self, output_tokens: int, requests: int) -> MeasurementReport:
-        """Figures of the last window; ``output_tokens``/``requests`` made in it."""
+    def report(self, output_tokens: int, requests: int, input_tokens: int = 0) -> MeasurementReport:
+        """Figures of the last window: energy with uncertainty bounds, thermal, devices and the
+        validity verdict; ``output_tokens``/``input_tokens``/``requests`` made in it."""
         if self.last_window is None:
             raise RuntimeError("MeasurementSession.report() before a window() finished")
         return build_report(
             self.last_window,
+            cfg=self.cfg,
+            device_type=self.device_type,
             unavailable_reason=self.unavailable_reason,
             idle=self.idle,
             devices=self.devices,
             setup_warnings=self.setup_warnings,
-            min_window_s=float(self.cfg.min_window_s or 0.0),
             output_tokens=output_tokens,
+            input_tokens=input_tokens,
             requests=requests,
             cpu_disabled_reason=DISABLED if energy_mode(self.cfg) == "none" else None,
         )
@@ -306,6 +378,10 @@ class MeasurementSession:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def _hot_text(hot: Mapping[str, float], idle_c: Mapping[str, float]) -> str:
+    return ", ".join(f"{u} at {t:.0f} C (idle {idle_c[u]:.0f} C)" for u, t in hot.items())
 
 
 def _cell(value: Optional[float]) -> str:

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, List, Mapping, Optional, Sequence
+from typing import List, Mapping, Optional, Sequence
 
+from llem.config.schema import MeasurementConfig
 from llem.errors import PreflightError
 from llem.measure import devices as _devices
 from llem.measure.devices import DeviceInfo, DeviceMappingError
+from llem.measure.energy import PowerSource
 from llem.measure.nvml import (
     NvmlDevice,
     NvmlSource,
@@ -27,16 +29,16 @@ from llem.measure.replay import ReplaySource, TraceError, load_trace
 DISABLED = "disabled by measurement.energy=none"
 
 
-def energy_mode(cfg: Any) -> str:
-    """``cfg.energy`` as a plain string (an Enum from the schema, or a string)."""
-    return str(getattr(cfg.energy, "value", cfg.energy))
+def energy_mode(cfg: MeasurementConfig) -> str:
+    """``cfg.energy`` as a plain string."""
+    return cfg.energy.value
 
 
 @dataclass
 class OpenedSource:
     """A power source (or None with ``unavailable_reason``), its devices and setup warnings."""
 
-    source: Any = None
+    source: Optional[PowerSource] = None
     devices: List[DeviceInfo] = field(default_factory=list)
     unavailable_reason: Optional[str] = None
     warnings: List[str] = field(default_factory=list)
@@ -51,17 +53,38 @@ def _not_cuda(device_type: str) -> str:
 
 
 def preflight_problems(
-    cfg: Any, device_type: str, torch_indices: Optional[Sequence[int]], env: Mapping[str, str]
+    cfg: MeasurementConfig,
+    device_type: str,
+    torch_indices: Optional[Sequence[int]],
+    env: Mapping[str, str],
 ) -> List[str]:
     """One sentence per problem, naming the key and its value; empty when all is well."""
     mode, problems = energy_mode(cfg), []
     if not cfg.sample_hz or cfg.sample_hz <= 0 or cfg.sample_hz > 1000:
         problems.append(f"measurement.sample_hz={cfg.sample_hz}: must be > 0 and <= 1000")
-    for key in ("idle_baseline_s", "cooldown_s", "min_window_s", "cooldown_temp_margin_c"):
-        value = getattr(cfg, key, None)
+    for key in (
+        "idle_baseline_s",
+        "cooldown_s",
+        "min_window_s",
+        "cooldown_temp_margin_c",
+        "idle_max_age_s",
+        "idle_temp_margin_c",
+        "min_valid_window_s",
+        "max_temp_rise_c",
+        "idle_power_min_w",
+    ):
+        value = getattr(cfg, key)
         if value is not None and value < 0:
             problems.append(f"measurement.{key}={value}: must be >= 0")
-    trace = getattr(cfg, "replay_trace", None)
+    if not 0 <= cfg.min_sample_coverage <= 1:
+        problems.append(
+            f"measurement.min_sample_coverage={cfg.min_sample_coverage}: must be between 0 and 1"
+        )
+    if cfg.idle_power_max_fraction <= 0:
+        problems.append(
+            f"measurement.idle_power_max_fraction={cfg.idle_power_max_fraction}: must be > 0"
+        )
+    trace = cfg.replay_trace
     if trace and mode != "replay":
         problems.append(
             f"measurement.replay_trace={trace} is set but measurement.energy={mode}; "
@@ -86,7 +109,10 @@ def preflight_problems(
 
 
 def _nvml_problems(
-    cfg: Any, mode: str, torch_indices: Optional[Sequence[int]], env: Mapping[str, str]
+    cfg: MeasurementConfig,
+    mode: str,
+    torch_indices: Optional[Sequence[int]],
+    env: Mapping[str, str],
 ) -> List[str]:
     try:
         pynvml = init_nvml()
@@ -114,7 +140,7 @@ def _nvml_problems(
 
 
 def open_source(
-    cfg: Any,
+    cfg: MeasurementConfig,
     device_type: str,
     torch_indices: Optional[Sequence[int]],
     env: Mapping[str, str],
@@ -143,7 +169,13 @@ def _open_replay(path: str, origin_s: float) -> OpenedSource:
     except TraceError as exc:
         raise PreflightError([f"measurement.replay_trace={path}: {exc}"]) from exc
     why = "replayed device (no hardware behind it)"
-    keys = ("torch_index", "nvml_index", "memory_total_mb", "memory_bandwidth_bytes_per_s")
+    keys = (
+        "torch_index",
+        "nvml_index",
+        "memory_total_mb",
+        "memory_bandwidth_bytes_per_s",
+        "power_limit_w",
+    )
     devices = [
         DeviceInfo(
             None, None, d, f"replay:{Path(path).name}", null_reasons=dict.fromkeys(keys, why)

@@ -1,15 +1,17 @@
-"""The measured window as a context manager: edges, sampler thread, cleanup."""
+"""The measured window as a context manager: edges, sampler thread, cleanup.
+
+The window knows only its parts (meter, clock, sample rate, a sync function and where to hand its
+result), not the session that builds it: ``llem.measure.session`` imports this module, never the
+reverse.
+"""
 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, Literal, Optional
+from typing import Any, Callable, Literal, Optional
 
 from llem.measure.energy import EnergyMeter, WindowResult
-from llem.measure.sampler import Sampler
-
-if TYPE_CHECKING:
-    from llem.measure.session import MeasurementSession
+from llem.measure.sampler import Clock, Sampler
 
 log = logging.getLogger(__name__)
 
@@ -17,21 +19,31 @@ log = logging.getLogger(__name__)
 class MeasurementWindow:
     """``with session.window() as w:`` measures the block.
 
-    On entry: CUDA sync (when the session is on CUDA), counters and one sample read at the start
-    edge, then the sampler thread starts. On exit, exceptions included: CUDA sync, the end time is
-    taken, the sampler is stopped and joined, and one more sample and the counters are read at the
-    end edge. NVML failures inside never raise out of the window (see ``llem.measure.energy``).
+    On entry: ``sync()`` (CUDA, when the session is on CUDA), then the start edge (counters, whose
+    read instant is the window start, then one sample), then the sampler thread starts. On exit,
+    exceptions included: ``sync()``, the sampler is stopped and joined, then the end edge (one
+    sample, then the counters, whose read instant is the window end). NVML failures inside never
+    raise out of the window (see ``llem.measure.energy``).
 
-    ``start_s``/``end_s`` are seconds since ``session.start()`` (the replay trace's time).
+    ``start_s``/``end_s`` are seconds since ``origin_s`` (the session start: the replay trace's
+    time). ``on_end`` receives the result once the window has ended.
     """
 
-    def __init__(self, session: MeasurementSession, sync: bool, keep: bool) -> None:
-        self._session = session
+    def __init__(
+        self,
+        meter: EnergyMeter,
+        clock: Clock,
+        sample_hz: float,
+        origin_s: float,
+        sync: Optional[Callable[[], None]] = None,
+        on_end: Optional[Callable[[WindowResult], None]] = None,
+    ) -> None:
+        self._meter = meter
+        self._clock = clock
+        self._sampler = Sampler(meter.tick, sample_hz, clock)
+        self._origin_s = origin_s
         self._sync = sync
-        self._keep = keep
-        self._clock = session.clock
-        self._meter = EnergyMeter(session.source, session.rapl())
-        self._sampler = Sampler(self._meter.tick, float(session.cfg.sample_hz), self._clock)
+        self._on_end = on_end
         self._t0: Optional[float] = None
         self.result: Optional[WindowResult] = None
         self.start_s: Optional[float] = None
@@ -40,13 +52,12 @@ class MeasurementWindow:
     def __enter__(self) -> MeasurementWindow:
         if self._t0 is not None:
             raise RuntimeError("a measurement window can only be entered once")
-        if self._sync:
-            self._session.cuda_sync()
-        now = self._clock.now()
-        self._t0 = now
-        self.start_s = now - (self._session.origin_s or 0.0)
-        self._meter.begin(now)
-        self._sampler.start(now)
+        if self._sync is not None:
+            self._sync()
+        start = self._meter.begin()
+        self._t0 = start
+        self.start_s = start - self._origin_s
+        self._sampler.start(start)
         return self
 
     def elapsed_s(self) -> float:
@@ -59,19 +70,18 @@ class MeasurementWindow:
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> Literal[False]:
         sync_error: Optional[BaseException] = None
-        if self._sync:
+        if self._sync is not None:
             try:
-                self._session.cuda_sync()
+                self._sync()
             except Exception as err:  # re-raised below unless the block already failed
                 sync_error = err
-        end = self._clock.now()
         try:
             self._sampler.stop()
         finally:
-            self.result = self._meter.end(end, self._sampler.error)
-            self.end_s = end - (self._session.origin_s or 0.0)
-            if self._keep:
-                self._session.last_window = self.result
+            self.result = self._meter.end(self._sampler.error)
+            self.end_s = self.result.end_s - self._origin_s
+            if self._on_end is not None:
+                self._on_end(self.result)
         if sync_error is not None:
             if exc_type is None:
                 raise sync_error

@@ -9,6 +9,8 @@ import pytest
 from llem.config.schema import EnergySource, MeasurementConfig
 from llem.measure import MeasurementSession
 from llem.measure import devices as measure_devices
+from llem.measure.idle import IdleCache
+from llem.measure.report import NOT_FIGURES
 
 from .clocks import SteppingClock
 from .fake_pynvml import FakeGpu, FakeNvml
@@ -44,6 +46,7 @@ def make_cfg(**overrides) -> MeasurementConfig:
         sample_hz=10.0,
         cooldown_s=0.0,
         min_window_s=1.0,
+        min_valid_window_s=1.0,
         energy=EnergySource.nvml,
     )
     values.update(overrides)
@@ -51,8 +54,17 @@ def make_cfg(**overrides) -> MeasurementConfig:
 
 
 @pytest.fixture
-def make_session(clock: SteppingClock, tmp_path: Path) -> Callable[..., MeasurementSession]:
-    """``make_session(cfg, indices=[0], device_type="cuda", env={})`` on the virtual clock."""
+def idle_cache() -> IdleCache:
+    """The test's own idle-baseline cache (the 'process' of one test)."""
+    return IdleCache()
+
+
+@pytest.fixture
+def make_session(
+    clock: SteppingClock, tmp_path: Path, idle_cache: IdleCache
+) -> Callable[..., MeasurementSession]:
+    """``make_session(cfg, indices=[0], device_type="cuda", env={})`` on the virtual clock; the
+    sessions of one test share one idle cache, like the runs of one process."""
     created: List[MeasurementSession] = []
 
     def make(
@@ -61,6 +73,7 @@ def make_session(clock: SteppingClock, tmp_path: Path) -> Callable[..., Measurem
         kw.setdefault("clock", clock)
         kw.setdefault("powercap_root", tmp_path / "no-powercap")
         kw.setdefault("cuda_sync", lambda: None)
+        kw.setdefault("idle_cache", idle_cache)
         s = MeasurementSession(
             cfg,
             None if indices is None else list(indices),
@@ -80,7 +93,7 @@ def assert_nulls_explained(rep) -> None:
     """Every null figure in a report has a reason (DESIGN.md: null with a reason, never 0)."""
     reasons = rep.null_reasons
     for key, value in rep.energy.items():
-        if value is None and key not in ("unavailable_reason", "cpu_unavailable_reason"):
+        if value is None and (key not in NOT_FIGURES or key == "other_processes"):
             assert reasons.get(f"energy.{key}"), f"energy.{key} is null without a reason"
     for uuid, value in rep.energy["per_device_j"].items():
         if value is None:

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import math
 import random
+import threading
 import time
 import types
 from dataclasses import dataclass, field
-from typing import Callable, List, Optional, Union
+from typing import Callable, Dict, List, Optional, Tuple, Union
 
 import pynvml as _real
 
@@ -145,6 +146,13 @@ class FakeGpu:
     fail_after_calls: Optional[int] = None
     fail_code: int = _real.NVML_ERROR_GPU_IS_LOST
     calls: int = 0
+    power_limit_mw: Optional[int] = 700_000  # None: not supported
+    # (pid, used bytes or None) of compute processes; None: listing them is not supported
+    processes: Optional[List[Tuple[int, Optional[int]]]] = field(default_factory=list)
+    # NVML function name -> the calls to it that raise NVMLError_Unknown (1-based call numbers;
+    # an empty set: every call fails). Counted per function.
+    failing_calls: Dict[str, set] = field(default_factory=dict)
+    function_calls: Dict[str, int] = field(default_factory=dict)
 
     @property
     def has_counter(self) -> bool:
@@ -177,6 +185,7 @@ class FakeNvml(types.ModuleType):
         clock,
         init_error: Optional[int] = None,
         call_latency_s: float = 0.0,
+        main_thread_call_s: float = 0.0,
     ) -> None:
         super().__init__("pynvml")
         for name in dir(_real):
@@ -186,6 +195,9 @@ class FakeNvml(types.ModuleType):
         self.clock = clock
         self.init_error = init_error
         self.call_latency_s = call_latency_s
+        # Each device call made from the main thread moves ``clock`` on by this much (the sampler
+        # thread's calls take no virtual time), so edge reads are seen to take time.
+        self.main_thread_call_s = main_thread_call_s
         self.init_calls = 0
         self.shutdown_calls = 0
         if not all(g.event_reasons_api for g in gpus):
@@ -210,14 +222,21 @@ class FakeNvml(types.ModuleType):
         return _Handle(index)
 
     # -- helpers
-    def _gpu(self, handle) -> FakeGpu:
+    def _gpu(self, handle, function: str = "") -> FakeGpu:
         idx = handle.parent if isinstance(handle, _MigHandle) else handle.index
         gpu = self.gpus[idx]
         gpu.calls += 1
         if self.call_latency_s:
             time.sleep(self.call_latency_s)
+        if self.main_thread_call_s and threading.current_thread() is threading.main_thread():
+            self.clock.sleep(self.main_thread_call_s)
         if gpu.fail_after_calls is not None and gpu.calls > gpu.fail_after_calls:
             raise _real.NVMLError(gpu.fail_code)
+        if function:
+            n = gpu.function_calls[function] = gpu.function_calls.get(function, 0) + 1
+            failing = gpu.failing_calls.get(function)
+            if failing is not None and (not failing or n in failing):
+                raise _real.NVMLError(_real.NVML_ERROR_UNKNOWN)
         return gpu
 
     def _t(self) -> float:
@@ -248,7 +267,7 @@ class FakeNvml(types.ModuleType):
 
     # -- energy and power
     def nvmlDeviceGetTotalEnergyConsumption(self, handle) -> int:
-        gpu = self._gpu(handle)
+        gpu = self._gpu(handle, "nvmlDeviceGetTotalEnergyConsumption")
         if not gpu.has_counter:
             raise _real.NVMLError(_real.NVML_ERROR_NOT_SUPPORTED)
         t = self._t()
@@ -258,12 +277,12 @@ class FakeNvml(types.ModuleType):
 
     def nvmlDeviceGetPowerUsage(self, handle) -> int:
         """mW averaged over the last second, as on Ampere and newer."""
-        gpu = self._gpu(handle)
+        gpu = self._gpu(handle, "nvmlDeviceGetPowerUsage")
         t = self._t()
         return int(round(gpu.power.energy(t - 1.0, t) * 1000))
 
     def nvmlDeviceGetFieldValues(self, handle, field_ids):
-        gpu = self._gpu(handle)
+        gpu = self._gpu(handle, "nvmlDeviceGetFieldValues")
         out = []
         for fid in field_ids:
             ok = fid == _real.NVML_FI_DEV_POWER_INSTANT and gpu.instant_power
@@ -283,10 +302,12 @@ class FakeNvml(types.ModuleType):
 
     # -- the rest of a sample
     def nvmlDeviceGetTemperature(self, handle, sensor: int) -> int:
-        return int(round(_value(self._gpu(handle).temperature_c, self._t())))
+        return int(
+            round(_value(self._gpu(handle, "nvmlDeviceGetTemperature").temperature_c, self._t()))
+        )
 
     def nvmlDeviceGetClockInfo(self, handle, kind: int) -> int:
-        gpu = self._gpu(handle)
+        gpu = self._gpu(handle, "nvmlDeviceGetClockInfo")
         return gpu.max_mem_clock_mhz if kind == _real.NVML_CLOCK_MEM else 1980
 
     def nvmlDeviceGetMaxClockInfo(self, handle, kind: int) -> int:
@@ -300,18 +321,18 @@ class FakeNvml(types.ModuleType):
         return gpu.bus_width_bits
 
     def nvmlDeviceGetMemoryInfo(self, handle, version=None):
-        gpu = self._gpu(handle)
+        gpu = self._gpu(handle, "nvmlDeviceGetMemoryInfo")
         used = int(_value(gpu.memory_used_bytes, self._t()))
         return types.SimpleNamespace(
             total=gpu.memory_total_bytes, used=used, free=gpu.memory_total_bytes - used
         )
 
     def nvmlDeviceGetUtilizationRates(self, handle):
-        gpu = self._gpu(handle)
+        gpu = self._gpu(handle, "nvmlDeviceGetUtilizationRates")
         return types.SimpleNamespace(gpu=gpu.utilization[0], memory=gpu.utilization[1])
 
     def _mask(self, handle) -> int:
-        gpu = self._gpu(handle)
+        gpu = self._gpu(handle, "clock_event_reasons")
         m = gpu.throttle_mask
         return m(self._t()) if callable(m) else m
 
@@ -320,6 +341,18 @@ class FakeNvml(types.ModuleType):
 
     def nvmlDeviceGetCurrentClocksThrottleReasons(self, handle) -> int:
         return self._mask(handle)
+
+    def nvmlDeviceGetEnforcedPowerLimit(self, handle) -> int:
+        gpu = self._gpu(handle)
+        if gpu.power_limit_mw is None:
+            raise _real.NVMLError(_real.NVML_ERROR_NOT_SUPPORTED)
+        return gpu.power_limit_mw
+
+    def nvmlDeviceGetComputeRunningProcesses(self, handle):
+        gpu = self._gpu(handle, "nvmlDeviceGetComputeRunningProcesses")
+        if gpu.processes is None:
+            raise _real.NVMLError(_real.NVML_ERROR_NOT_SUPPORTED)
+        return [types.SimpleNamespace(pid=pid, usedGpuMemory=used) for pid, used in gpu.processes]
 
 
 # Every NVML function the fake offers exists under the same name in the real bindings.

@@ -99,12 +99,14 @@ def test_mixed_devices_label_nvml_power(install_nvml, make_session, clock):
     assert rep.energy["per_device_j"] == pytest.approx({"GPU-new": 200.0, "GPU-old": 200.0})
 
 
-def test_short_window_warns(install_nvml, make_session, clock):
+def test_short_window_is_invalid(install_nvml, make_session, clock):
     install_nvml([FakeGpu("GPU-a")])
-    rep, _, _ = measure(make_session, clock, [None], 0.5, min_window_s=2.0)
+    rep, _, _ = measure(make_session, clock, [None], 0.5, min_valid_window_s=2.0)
     assert rep.energy["total_j"] == pytest.approx(50.0, abs=2e-3)
-    [warning] = rep.energy["warnings"]
-    assert "0.500 s is shorter than measurement.min_window_s=2.0" in warning
+    assert rep.validity.energy_valid is False
+    assert rep.validity.checks["window_length"].value == "failed"
+    [problem] = rep.validity.problems
+    assert "lasted 0.50 s, shorter than measurement.min_valid_window_s=2 s" in problem
 
 
 def test_zero_joules_is_a_warning_not_a_figure(install_nvml, make_session, clock):
@@ -120,6 +122,9 @@ def test_zero_joules_is_a_warning_not_a_figure(install_nvml, make_session, clock
         or "0.000 J" in rep.null_reasons["energy.j_per_output_token"]
     )
     assert any("did not advance" in w for w in e["warnings"])
+    assert rep.validity.energy_valid is False
+    assert rep.validity.checks["energy_nonzero"].value == "failed"
+    assert any("read 0.000 J" in p for p in rep.validity.problems)
     assert_nulls_explained(rep)
 
 

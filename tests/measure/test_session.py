@@ -9,7 +9,7 @@ import pytest
 
 from llem.config.schema import EnergySource
 from llem.errors import PreflightError
-from llem.measure.report import ENERGY_KEYS
+from llem.measure.report import ENERGY_KEYS, NOT_FIGURES
 
 from .conftest import assert_nulls_explained, make_cfg
 from .fake_pynvml import FakeGpu
@@ -32,7 +32,13 @@ def test_energy_keys_are_the_design_contract():
         "peak_power_w",
         "warnings",
     )
-    assert set(ENERGY_KEYS[12:]) == {"cpu_source", "cpu_package_j", "cpu_unavailable_reason"}
+    assert set(ENERGY_KEYS[12:15]) == {"cpu_source", "cpu_package_j", "cpu_unavailable_reason"}
+    assert {"j_per_total_token", "output_tokens_per_j", "total_j_uncertainty"} < set(ENERGY_KEYS)
+    figures = [k for k in ENERGY_KEYS if not k.endswith("_uncertainty") and k not in NOT_FIGURES]
+    for key in figures:  # every energy figure has its uncertainty bound beside it
+        assert key in ("cpu_package_j", "peak_power_w", "window_s") or (
+            f"{key}_uncertainty" in ENERGY_KEYS
+        ), key
 
 
 def test_nvml_requested_but_missing(install_nvml, make_session):

@@ -106,8 +106,9 @@ def test_nvml_failing_mid_window_does_not_raise(
     assert any("NVMLError_GpuIsLost" in w for w in e["warnings"])
     assert "GpuIsLost" in caplog.text
     assert_nulls_explained(rep)
-    rows = s.write_timeseries(tmp_path / "ts.csv")  # the samples taken before the failure
-    assert 1 <= rows <= 4
+    # readings other than the counter fail into empty cells; the counter's failure voids energy
+    assert any("NVML failed to read" in w and "temperature_c" in w for w in e["warnings"])
+    assert s.write_timeseries(tmp_path / "ts.csv") >= 1
 
 
 def test_nvml_failing_during_idle_baseline(install_nvml, make_session, clock):

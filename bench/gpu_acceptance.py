@@ -1,0 +1,269 @@
+"""GPU acceptance of llem's measurements: one command, one table.
+
+    python bench/gpu_acceptance.py               # on a machine with a CUDA GPU and NVML
+    python bench/gpu_acceptance.py --quick       # shorter windows and fewer batch sizes
+
+Drives llem exactly as a user does (``python -m llem ...`` in a subprocess, one run per process)
+and reads each run's result.json and timeseries.csv. Rows:
+
+* counter vs power: NVML's energy counter against the trapezoid integral of the sampled power
+  (timeseries.csv) over one steady window of at least 30 s; target: within 2%.
+* repeatability: coefficient of variation of J/output token over 5 repeats; target: under 3%.
+* batch scaling: J/output token at batch size 1, 2, 4, ..., 64 on the default model; it must fall
+  as the batch grows.
+* bnb-4bit and torch.compile: the run's labels (result.json ``quantization`` and
+  ``lifecycle.torch_compile``) against what can be checked (peak allocated memory below the
+  unquantised run's; a compile label of "active" only when the run did not fall back).
+* validity: each run's ``validity.energy_valid`` and problems.
+
+Without a CUDA GPU it says so and exits 0. Exit status 1 when a target is missed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@dataclass
+class Row:
+    check: str
+    figure: str
+    target: str
+    ok: Optional[bool]  # None: informational
+    validity: str = ""
+    notes: List[str] = field(default_factory=list)
+
+
+def no_gpu_reason() -> Optional[str]:
+    try:
+        import torch
+    except ImportError as exc:
+        return f"torch is not importable ({exc})"
+    if not torch.cuda.is_available():
+        return "torch.cuda.is_available() is False"
+    from llem.measure.nvml import NvmlUnavailable, system_snapshot
+
+    try:
+        snap = system_snapshot()
+    except NvmlUnavailable as exc:
+        return f"NVML is unavailable ({exc})"
+    return None if snap["gpus"] else "NVML sees no GPU"
+
+
+def run_llem(out: Path, *overrides: str, timeout_s: int = 900) -> Dict[str, Any]:
+    """One llem run into ``out``; its result.json (or a failed stand-in with the error)."""
+    cmd = [sys.executable, "-m", "llem", f"hydra.run.dir={out}", *overrides]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    print("  $ python -m llem " + " ".join(overrides), flush=True)
+    try:
+        proc = subprocess.run(
+            cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout_s
+        )
+    except subprocess.TimeoutExpired:
+        return {"status": "failed", "error": {"message": f"timed out after {timeout_s} s"}}
+    path = out / "result.json"
+    if path.exists():
+        result = json.loads(path.read_text())
+        result["_dir"] = str(out)
+        return result
+    lines = [x for x in proc.stderr.splitlines() if x.strip()]
+    return {
+        "status": "failed",
+        "error": {"message": lines[-1] if lines else f"exit {proc.returncode}"},
+    }
+
+
+def verdict(result: Dict[str, Any]) -> str:
+    if result.get("status") != "ok":
+        return f"run failed: {result.get('error', {}).get('message')}"
+    v = result.get("validity") or {}
+    valid = v.get("energy_valid")
+    text = {True: "valid", False: "INVALID", None: "no verdict"}[valid]
+    return text + ("" if not v.get("problems") else ": " + " | ".join(v["problems"]))
+
+
+def integrated_power_j(run_dir: Path) -> Optional[float]:
+    """Trapezoid integral of timeseries.csv's power, summed over devices (J)."""
+    per_device: Dict[str, List[tuple]] = {}
+    with (run_dir / "timeseries.csv").open() as fh:
+        for row in csv.DictReader(fh):
+            if row["power_w"]:
+                per_device.setdefault(row["device"], []).append(
+                    (float(row["time_s"]), float(row["power_w"]))
+                )
+    if not per_device:
+        return None
+    total = 0.0
+    for pts in per_device.values():
+        pts.sort()
+        total += sum(
+            (p0 + p1) / 2 * (t1 - t0) for (t0, p0), (t1, p1) in zip(pts, pts[1:], strict=False)
+        )
+    return total
+
+
+def jpt(result: Dict[str, Any]) -> Optional[float]:
+    return (
+        (result.get("energy") or {}).get("j_per_output_token")
+        if result.get("status") == "ok"
+        else None
+    )
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="shorter windows, fewer batch sizes")
+    ap.add_argument("--out", type=Path, help="keep the run directories here")
+    ap.add_argument("overrides", nargs="*", help="extra llem overrides for every run")
+    args = ap.parse_args()
+
+    reason = no_gpu_reason()
+    if reason:
+        print(f"gpu_acceptance: no CUDA GPU here ({reason}); nothing to measure.")
+        return 0
+
+    base = list(args.overrides) + ["measurement.energy=nvml"]
+    steady_s = 30 if not args.quick else 10
+    window_s = 10 if not args.quick else 5
+    batches = [1, 2, 4, 8, 16, 32, 64] if not args.quick else [1, 8, 64]
+    rows: List[Row] = []
+    out_root = args.out or Path(tempfile.mkdtemp(prefix="llem-gpu-acceptance-"))
+    out_root.mkdir(parents=True, exist_ok=True)
+    print(f"run directories under {out_root}")
+
+    # 1. counter vs integrated power over one steady window
+    r = run_llem(
+        out_root / "steady",
+        *base,
+        f"measurement.min_window_s={steady_s}",
+        "measurement.warmup=3",
+        "measurement.sample_hz=50",
+    )
+    if r.get("status") == "ok" and r["energy"].get("total_j") is not None:
+        counter = r["energy"]["total_j"]
+        integ = integrated_power_j(Path(r["_dir"]))
+        diff = None if not integ else (integ - counter) / counter
+        rows.append(
+            Row(
+                "counter vs power",
+                f"counter {counter:.1f} J, integrated {integ or float('nan'):.1f} J, "
+                f"diff {diff if diff is not None else float('nan'):+.2%} over "
+                f"{r['energy']['window_s']:.1f} s ({r['energy']['source']})",
+                "|diff| <= 2%",
+                None if diff is None else abs(diff) <= 0.02,
+                verdict(r),
+            )
+        )
+    else:
+        rows.append(Row("counter vs power", "no energy", "|diff| <= 2%", False, verdict(r)))
+
+    # 2. repeatability
+    reps = [
+        run_llem(
+            out_root / f"repeat{i}", *base, f"measurement.min_window_s={window_s}", f"repeat={i}"
+        )
+        for i in range(5)
+    ]
+    vals = [v for v in (jpt(x) for x in reps) if v is not None]
+    cv = statistics.stdev(vals) / statistics.mean(vals) if len(vals) >= 2 else None
+    rows.append(
+        Row(
+            "repeatability (5 runs)",
+            "CV of J/token "
+            + ("n/a" if cv is None else f"{cv:.2%} (mean {statistics.mean(vals):.5f} J/token)"),
+            "CV < 3%",
+            None if cv is None else cv < 0.03,
+            "; ".join(sorted({verdict(x) for x in reps})),
+        )
+    )
+
+    # 3. batch scaling
+    by_batch: Dict[int, Dict[str, Any]] = {}
+    for b in batches:
+        by_batch[b] = run_llem(
+            out_root / f"batch{b}",
+            *base,
+            f"pytorch.batch_size={b}",
+            f"dataset.n_prompts={max(64, b)}",
+            f"measurement.min_window_s={window_s}",
+        )
+    series = [(b, jpt(x)) for b, x in by_batch.items()]
+    known = [v for _, v in series if v is not None]
+    falls = len(known) == len(series) and all(a > b for a, b in zip(known, known[1:], strict=False))
+    rows.append(
+        Row(
+            "J/token vs batch size",
+            ", ".join(f"{b}: {'n/a' if v is None else f'{v:.5f}'}" for b, v in series),
+            "falls as batch grows",
+            falls,
+            "; ".join(sorted({verdict(x) for x in by_batch.values()})),
+        )
+    )
+
+    # 4. labels: bnb-4bit, torch.compile
+    plain = by_batch.get(8) or by_batch[batches[0]]
+    q = run_llem(
+        out_root / "bnb4", *base, "quantization=bnb-4bit", f"measurement.min_window_s={window_s}"
+    )
+    if q.get("status") == "ok":
+        mem_q = (q.get("memory") or {}).get("peak_allocated_mb")
+        mem_p = (plain.get("memory") or {}).get("peak_allocated_mb")
+        smaller = mem_q is not None and mem_p is not None and mem_q < mem_p
+        rows.append(
+            Row(
+                "bnb-4bit label",
+                f"quantization={q.get('quantization')!r}, peak allocated {mem_q} MB "
+                f"(unquantised batch run: {mem_p} MB)",
+                "label bnb-4bit and less memory",
+                "4" in str(q.get("quantization")) and smaller,
+                verdict(q),
+            )
+        )
+    else:
+        rows.append(Row("bnb-4bit label", "run failed", "label tells the truth", None, verdict(q)))
+    c = run_llem(
+        out_root / "compile",
+        *base,
+        "pytorch.torch_compile=true",
+        f"measurement.min_window_s={window_s}",
+        timeout_s=1200,
+    )
+    label = (c.get("lifecycle") or {}).get("torch_compile")
+    log = Path(c.get("_dir", out_root)) / "llem.log"
+    fell_back = log.exists() and "fall" in log.read_text().lower()
+    rows.append(
+        Row(
+            "torch.compile label",
+            f"lifecycle.torch_compile={label!r}; fallback in llem.log: {fell_back}",
+            "label matches what ran",
+            None if c.get("status") != "ok" else (str(label).startswith("active") != fell_back),
+            verdict(c),
+        )
+    )
+
+    # 5. the table
+    print()
+    header = f"{'check':24} {'result':8} {'target':30} figure / validity"
+    print(header)
+    print("-" * len(header))
+    for row in rows:
+        ok = {True: "PASS", False: "FAIL", None: "info"}[row.ok]
+        print(f"{row.check:24} {ok:8} {row.target:30} {row.figure}")
+        print(f"{'':24} {'':8} {'':30} validity: {row.validity}")
+    return 1 if any(row.ok is False for row in rows) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,77 @@
+"""The idle baseline: what the measured GPUs draw doing nothing, and when it was measured.
+
+A GPU is only really idle before this process has loaded a model on it and while it is at its
+idle temperature. So the baseline is measured once per process and set of devices, before the
+first model load (``MeasurementSession.start()``), and kept in an ``IdleCache``; later runs in the
+same process (the points of an in-process sweep, often with the model still loaded and the GPU
+still warm from the previous window) reuse it instead of measuring a hot device.
+
+With ``measurement.idle_max_age_s`` set, a baseline older than that is measured again, but only
+once every device has cooled back to within ``measurement.idle_temp_margin_c`` of the temperature
+it had when the baseline was taken (waiting at most ``measurement.cooldown_s``); if it does not
+cool down in time the old baseline is kept, with a warning.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+from enum import Enum
+from typing import Dict, Mapping, Optional, Tuple
+
+
+class IdleSource(Enum):
+    measured_this_run = "measured_this_run"
+    reused_from_process = "reused_from_process"
+    not_measured = "not_measured"
+
+
+@dataclass(frozen=True)
+class IdleBaseline:
+    """Idle power summed over the measured devices (W) with its uncertainty bound (W), each
+    device's idle power and mean idle temperature (C), and how and when it was measured.
+
+    ``measured_clock_s`` is on the session clock (``time.perf_counter`` for real runs, the same
+    for every session of a process); ``age_s`` is how old it was when this run's session started.
+    """
+
+    power_w: Optional[float]
+    temperature_c: Mapping[str, float] = field(default_factory=dict)
+    null_reason: Optional[str] = None
+    window_s: float = 0.0
+    per_device_w: Mapping[str, float] = field(default_factory=dict)
+    power_uncertainty_w: Optional[float] = None
+    source: IdleSource = IdleSource.not_measured
+    measured_at: Optional[str] = None  # UTC, ISO 8601
+    measured_clock_s: Optional[float] = None
+    age_s: Optional[float] = None
+
+    def reused(self, now_s: float) -> IdleBaseline:
+        age = None if self.measured_clock_s is None else now_s - self.measured_clock_s
+        return replace(self, source=IdleSource.reused_from_process, age_s=age)
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+CacheKey = Tuple[str, Tuple[str, ...]]
+
+
+class IdleCache:
+    """Idle baselines of this process, by power source kind and measured devices."""
+
+    def __init__(self) -> None:
+        self._baselines: Dict[CacheKey, IdleBaseline] = {}
+
+    def get(self, key: CacheKey) -> Optional[IdleBaseline]:
+        return self._baselines.get(key)
+
+    def put(self, key: CacheKey, baseline: IdleBaseline) -> None:
+        self._baselines[key] = baseline
+
+    def clear(self) -> None:
+        self._baselines.clear()
+
+
+PROCESS_IDLE_CACHE = IdleCache()

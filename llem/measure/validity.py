@@ -1,0 +1,241 @@
+"""Is a window's energy figure valid? One verdict, the checks behind it, one sentence per problem.
+
+``assess()`` runs every check on a finished window and returns a ``Validity``:
+
+* ``window_length``: the window lasted at least ``measurement.min_valid_window_s`` (NVML's counter
+  updates about every 100 ms; windows under ~2 s read low).
+* ``sampler_coverage``: every device has power readings in at least ``min_sample_coverage`` of the
+  expected samples (``window_s * sample_hz + 1``: the ticks plus the two edge samples).
+* ``throttling``: no thermal or power throttle reason during the window (not checked without
+  throttle readings, e.g. replay).
+* ``other_processes``: no other compute process on a measured GPU (not checked where the source
+  cannot list processes, e.g. replay or a driver that refuses).
+* ``temperature_steady``: per device, the least-squares line through the window's temperature
+  readings rises by at most ``measurement.max_temp_rise_c`` from the window's start to its end (not
+  checked with fewer than 3 readings). A linear fit, not last-minus-first, so NVML's whole-degree
+  readings do not flip the verdict on one reading.
+* ``idle_power_plausible``: each device's idle power is at least ``idle_power_min_w`` and, where its
+  power limit is known, at most ``idle_power_max_fraction`` of that limit (not checked without a
+  baseline).
+* ``energy_nonzero``: no device's energy read 0 J (or less).
+
+``energy_valid`` is False when any check failed, True when none did (checks that were not checked
+do not count against it), and None when no energy was measured (CPU runs, energy unavailable), with
+the reason in ``null_reason``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from llem.config.schema import MeasurementConfig
+from llem.measure.devices import DeviceInfo
+from llem.measure.energy import WindowResult
+from llem.measure.idle import IdleBaseline
+from llem.measure.throttle import THROTTLING_REASONS, decode_reasons, sort_reasons
+
+CHECKS = (
+    "window_length",
+    "sampler_coverage",
+    "throttling",
+    "other_processes",
+    "temperature_steady",
+    "idle_power_plausible",
+    "energy_nonzero",
+)
+
+
+class Check(Enum):
+    passed = "passed"
+    failed = "failed"
+    not_checked = "not checked"
+
+
+@dataclass(frozen=True)
+class Validity:
+    energy_valid: Optional[bool]
+    problems: Tuple[str, ...] = ()
+    checks: Mapping[str, Check] = field(default_factory=dict)
+    null_reason: Optional[str] = None  # why energy_valid is None
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {
+            "energy_valid": self.energy_valid,
+            "problems": list(self.problems),
+            "checks": {name: c.value for name, c in self.checks.items()},
+        }
+
+
+Outcome = Tuple[Check, List[str]]
+_PASSED: Outcome = (Check.passed, [])
+_NOT_CHECKED: Outcome = (Check.not_checked, [])
+
+
+def _outcome(problems: List[str]) -> Outcome:
+    return (Check.failed, problems) if problems else _PASSED
+
+
+def _window_length(window: WindowResult, cfg: MeasurementConfig) -> Outcome:
+    if window.window_s >= cfg.min_valid_window_s:
+        return _PASSED
+    return _outcome(
+        [
+            f"The measured window lasted {window.window_s:.2f} s, shorter than "
+            f"measurement.min_valid_window_s={cfg.min_valid_window_s:g} s: NVML's energy counter "
+            "updates about every 100 ms, so windows this short read low "
+            "(raise measurement.min_window_s to measure longer)."
+        ]
+    )
+
+
+def _sampler_coverage(window: WindowResult, cfg: MeasurementConfig) -> Outcome:
+    expected = window.window_s * cfg.sample_hz + 1
+    problems = []
+    for d in window.devices:
+        got = sum(1 for s in window.samples if s.device == d.uuid and s.power_w is not None)
+        if got < cfg.min_sample_coverage * expected:
+            problems.append(
+                f"The power sampler has readings for {d.uuid} in {got} of the "
+                f"{expected:.0f} expected samples ({got / expected:.0%}, below "
+                f"measurement.min_sample_coverage={cfg.min_sample_coverage:.0%} at "
+                f"measurement.sample_hz={cfg.sample_hz:g}): peak power, temperatures and "
+                "throttling have gaps."
+            )
+    return _outcome(problems)
+
+
+def _throttling(window: WindowResult) -> Outcome:
+    by_device: Dict[str, List[str]] = {}
+    seen = False
+    for s in window.samples:
+        if s.throttle_mask is None:
+            continue
+        seen = True
+        names = [n for n in decode_reasons(s.throttle_mask) if n in THROTTLING_REASONS]
+        if names:
+            by_device.setdefault(s.device, []).extend(names)
+    if not seen:
+        return _NOT_CHECKED
+    return _outcome(
+        [
+            f"{uuid} was throttled during the window ({', '.join(sort_reasons(names))}): its "
+            "clocks, speed and energy are not those of an unthrottled GPU."
+            for uuid, names in by_device.items()
+        ]
+    )
+
+
+def _other_processes(window: WindowResult) -> Outcome:
+    if window.other_processes is None:
+        return _NOT_CHECKED
+    if not window.other_processes:
+        return _PASSED
+    listed = ", ".join(
+        f"pid {p.pid} on {p.device}"
+        + ("" if p.used_memory_mb is None else f" ({p.used_memory_mb:.0f} MB)")
+        for p in window.other_processes
+    )
+    return _outcome(
+        [
+            f"Other processes used a measured GPU during the window ({listed}); NVML counts "
+            "their energy as this run's."
+        ]
+    )
+
+
+def temperature_rise_c(times_s: Sequence[float], temps_c: Sequence[float], span_s: float) -> float:
+    """Rise over ``span_s`` of the least-squares line through (times, temperatures)."""
+    n = len(times_s)
+    mt, mc = sum(times_s) / n, sum(temps_c) / n
+    var = sum((t - mt) ** 2 for t in times_s)
+    if var <= 0:
+        return 0.0
+    slope = sum((t - mt) * (c - mc) for t, c in zip(times_s, temps_c, strict=True)) / var
+    return slope * span_s
+
+
+def _temperature_steady(window: WindowResult, cfg: MeasurementConfig) -> Outcome:
+    problems, checked = [], False
+    for d in window.devices:
+        pts = [
+            (s.time_s, s.temperature_c)
+            for s in window.samples
+            if s.device == d.uuid and s.temperature_c is not None
+        ]
+        if len(pts) < 3:
+            continue
+        checked = True
+        rise = temperature_rise_c([p[0] for p in pts], [p[1] for p in pts], window.window_s)
+        if rise > cfg.max_temp_rise_c:
+            problems.append(
+                f"The temperature of {d.uuid} rose {rise:.1f} C across the window (more than "
+                f"measurement.max_temp_rise_c={cfg.max_temp_rise_c:g} C): the GPU had not "
+                "reached a steady state; warm up longer or measure a longer window."
+            )
+    return _outcome(problems) if checked else _NOT_CHECKED
+
+
+def _idle_power(
+    idle: IdleBaseline, devices: Sequence[DeviceInfo], cfg: MeasurementConfig
+) -> Outcome:
+    if idle.power_w is None or not idle.per_device_w:
+        return _NOT_CHECKED
+    limits = {d.uuid: d.power_limit_w for d in devices}
+    problems = []
+    for uuid, watts in idle.per_device_w.items():
+        limit = limits.get(uuid)
+        if watts < cfg.idle_power_min_w:
+            problems.append(
+                f"The idle power of {uuid}, {watts:.1f} W, is implausibly low (below "
+                f"measurement.idle_power_min_w={cfg.idle_power_min_w:g} W); idle-adjusted "
+                "figures are unreliable."
+            )
+        elif limit and watts > cfg.idle_power_max_fraction * limit:
+            problems.append(
+                f"The idle power of {uuid}, {watts:.1f} W, is implausibly high (above "
+                f"measurement.idle_power_max_fraction={cfg.idle_power_max_fraction:g} of its "
+                f"{limit:.0f} W power limit): the GPU was busy while idle was measured."
+            )
+    return _outcome(problems)
+
+
+def _energy_nonzero(window: WindowResult) -> Outcome:
+    return _outcome(
+        [
+            f"The energy of {d.uuid} read {d.energy_j:.3f} J over {window.window_s:.2f} s (the "
+            "counter did not advance), so the energy figures are left null."
+            for d in window.devices
+            if d.energy_j is not None and d.energy_j <= 0
+        ]
+    )
+
+
+def assess(
+    window: WindowResult,
+    *,
+    cfg: MeasurementConfig,
+    unavailable_reason: Optional[str],
+    idle: IdleBaseline,
+    devices: Sequence[DeviceInfo],
+) -> Validity:
+    """The verdict on ``window``'s energy; ``unavailable_reason`` set means none was measured."""
+    if unavailable_reason is not None:
+        return Validity(
+            None,
+            checks=dict.fromkeys(CHECKS, Check.not_checked),
+            null_reason=f"no energy was measured: {unavailable_reason}",
+        )
+    outcomes = {
+        "window_length": _window_length(window, cfg),
+        "sampler_coverage": _sampler_coverage(window, cfg),
+        "throttling": _throttling(window),
+        "other_processes": _other_processes(window),
+        "temperature_steady": _temperature_steady(window, cfg),
+        "idle_power_plausible": _idle_power(idle, devices, cfg),
+        "energy_nonzero": _energy_nonzero(window),
+    }
+    problems = tuple(p for _, (_, ps) in outcomes.items() for p in ps)
+    checks = {name: status for name, (status, _) in outcomes.items()}
+    return Validity(not any(c == Check.failed for c in checks.values()), problems, checks)

@@ -1,0 +1,158 @@
+"""The validity verdict: each check passing, failing or not checked; one sentence per problem."""
+
+from __future__ import annotations
+
+import pytest
+
+from llem.config.schema import EnergySource
+from llem.measure.validity import CHECKS, temperature_rise_c
+
+from .conftest import make_cfg
+from .fake_pynvml import Constant, FakeGpu, Step
+
+T0 = 1000.0
+
+
+def verdict(install_nvml, make_session, clock, gpu=None, window_s=2.0, **cfg):
+    install_nvml([gpu or FakeGpu("GPU-a")])
+    s = make_session(make_cfg(**cfg))
+    s.start()
+    with s.window():
+        clock.sleep(window_s)
+    return s.report(output_tokens=10, requests=1)
+
+
+def statuses(rep):
+    return {k: v.value for k, v in rep.validity.checks.items()}
+
+
+def test_a_clean_window_is_valid(install_nvml, make_session, clock):
+    rep = verdict(install_nvml, make_session, clock, idle_baseline_s=1.0)
+    assert rep.validity.to_dict() == {
+        "energy_valid": True,
+        "problems": [],
+        "checks": dict.fromkeys(CHECKS, "passed"),
+    }
+
+
+@pytest.mark.parametrize(
+    "mask, status", [(0x20, "failed"), (0x04 | 0x40, "failed"), (0x01, "passed"), (0x02, "passed")]
+)
+def test_throttling(install_nvml, make_session, clock, mask, status):
+    rep = verdict(install_nvml, make_session, clock, FakeGpu("GPU-a", throttle_mask=mask))
+    assert statuses(rep)["throttling"] == status
+    if status == "failed":
+        assert rep.validity.energy_valid is False
+        assert rep.validity.problems[0].startswith("GPU-a was throttled during the window (")
+
+
+def test_temperature_still_rising(install_nvml, make_session, clock):
+    def warming(t: float) -> float:  # 4 C per second inside the window
+        return 40.0 + 4.0 * max(t - T0, 0.0)
+
+    rep = verdict(install_nvml, make_session, clock, FakeGpu("GPU-a", temperature_c=warming))
+    assert statuses(rep)["temperature_steady"] == "failed"
+    problem = rep.validity.problems[0]
+    assert problem.startswith("The temperature of GPU-a rose 8.")  # whole-degree readings
+    assert "C across the window (more than measurement.max_temp_rise_c=3 C)" in problem
+    relaxed = verdict(
+        install_nvml,
+        make_session,
+        clock,
+        FakeGpu("GPU-a", temperature_c=lambda t: 40.0 + 4.0 * max(t - T0 - 2.0, 0.0)),
+        max_temp_rise_c=10.0,
+    )
+    assert statuses(relaxed)["temperature_steady"] == "passed"
+
+
+def test_temperature_rise_is_a_fitted_line():
+    # whole-degree readings flipping between 40 and 41 at the end: a fitted rise well under 1 C
+    times = [i * 0.1 for i in range(50)]
+    temps = [40.0] * 49 + [41.0]
+    assert temperature_rise_c(times, temps, 5.0) < 0.2
+    assert temperature_rise_c([0.0, 1.0, 2.0], [40.0, 42.0, 44.0], 2.0) == pytest.approx(4.0)
+
+
+def test_sampler_coverage(install_nvml, make_session, clock):
+    # power readings fail in 6 of the ~21 samples: 71% coverage (energy comes from the counter)
+    gpu = FakeGpu("GPU-a", failing_calls={"nvmlDeviceGetFieldValues": set(range(5, 11))})
+    rep = verdict(install_nvml, make_session, clock, gpu)
+    assert rep.energy["total_j"] == pytest.approx(200.0, abs=0.01)
+    assert statuses(rep)["sampler_coverage"] == "failed"
+    assert (
+        "in 15 of the 21 expected samples (71%, below measurement.min_sample_coverage=90%"
+        in (rep.validity.problems[0])
+    )
+    assert statuses(verdict(install_nvml, make_session, clock, gpu, min_sample_coverage=0.5))[
+        "sampler_coverage"
+    ] in ("passed",)
+
+
+@pytest.mark.parametrize(
+    "idle_w, limit_mw, status, words",
+    [
+        (
+            1.0,
+            700_000,
+            "failed",
+            "1.0 W, is implausibly low (below measurement.idle_power_min_w=2 W)",
+        ),
+        (400.0, 700_000, "failed", "above measurement.idle_power_max_fraction=0.5 of its 700 W"),
+        (400.0, None, "passed", None),
+        (60.0, 700_000, "passed", None),
+    ],
+)
+def test_idle_power_plausibility(
+    install_nvml, make_session, clock, idle_w, limit_mw, status, words
+):
+    gpu = FakeGpu("GPU-a", power=Step(idle_w, 300.0, T0 + 1.0), power_limit_mw=limit_mw)
+    rep = verdict(install_nvml, make_session, clock, gpu, idle_baseline_s=1.0)
+    assert statuses(rep)["idle_power_plausible"] == status
+    if words:
+        assert words in rep.validity.problems[0]
+
+
+def test_no_idle_baseline_is_not_checked(install_nvml, make_session, clock):
+    rep = verdict(install_nvml, make_session, clock, idle_baseline_s=0.0)
+    assert statuses(rep)["idle_power_plausible"] == "not checked"
+    assert rep.validity.energy_valid is True
+
+
+def test_cpu_run_has_no_verdict(install_nvml, make_session, clock):
+    install_nvml([FakeGpu("GPU-a")])
+    s = make_session(make_cfg(energy=EnergySource.auto), device_type="cpu", indices=None)
+    s.start()
+    with s.window():
+        clock.sleep(1.0)
+    rep = s.report(output_tokens=1, requests=1)
+    assert rep.validity.to_dict() == {
+        "energy_valid": None,
+        "problems": [],
+        "checks": dict.fromkeys(CHECKS, "not checked"),
+    }
+    assert "device=cpu" in rep.null_reasons["validity.energy_valid"]
+
+
+def test_replay_cannot_check_throttling_or_processes(make_session, clock, tmp_path):
+    trace = tmp_path / "t.csv"
+    trace.write_text("time_s,device,power_w\n0,dev0,100\n100,dev0,100\n")
+    s = make_session(
+        make_cfg(energy=EnergySource.replay, replay_trace=str(trace), idle_baseline_s=1.0),
+        device_type="cpu",
+        indices=None,
+    )
+    s.start()
+    with s.window():
+        clock.sleep(2.0)
+    rep = s.report(output_tokens=100, requests=1)
+    st = statuses(rep)
+    assert st["throttling"] == st["other_processes"] == st["temperature_steady"] == "not checked"
+    assert st["window_length"] == st["sampler_coverage"] == st["idle_power_plausible"] == "passed"
+    assert rep.validity.energy_valid is True
+
+
+def test_power_only_device_is_judged_too(install_nvml, make_session, clock):
+    rep = verdict(
+        install_nvml, make_session, clock, FakeGpu("GPU-p", architecture=4, power=Constant(80.0))
+    )
+    assert rep.energy["source"] == "nvml_power" and rep.validity.energy_valid is True
