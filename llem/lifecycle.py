@@ -20,6 +20,7 @@ from llem.errors import ConfigError, RunError
 from llem.result import (
     Energy,
     ErrorInfo,
+    Hardware,
     Percentiles,
     RunResult,
     SweepPosition,
@@ -293,8 +294,7 @@ def _fill_figures(
         else:
             setattr(lat, key, Percentiles(**{k: round(v, 4) for k, v in pct.items()}))
     if generate_s > 0:
-        result.throughput.output_tokens_per_s = round(out_tokens / generate_s, 3)
-        result.throughput.requests_per_s = round(requests / generate_s, 4)
+        result.throughput.generate_output_tokens_per_s = round(out_tokens / generate_s, 3)
 
     report = session.report(output_tokens=out_tokens, requests=requests, input_tokens=in_tokens)
     result.energy = Energy(**report.energy)
@@ -303,6 +303,11 @@ def _fill_figures(
         "j_per_output_token = total_j / output tokens; total_j is the whole measured window "
         "(idle power included; see idle_adjusted_j)"
     )
+    window_s = report.window_s
+    if window_s > 0:  # the window energy is measured over: tokens/s and J/token agree
+        result.throughput.output_tokens_per_s = round(out_tokens / window_s, 3)
+        result.throughput.requests_per_s = round(requests / window_s, 4)
+    _fill_hardware(result.hardware, report.devices)
     result.thermal = Thermal(**report.thermal)
     reasons.update(report.null_reasons)
     mem = result.memory
@@ -338,6 +343,18 @@ def _fill_figures(
         total_bw = sum(b for b in bandwidths if b is not None)
         comp.decode_bandwidth_utilisation = round(achieved / total_bw, 4)
         comp.decode_bytes_per_s = achieved
+
+
+def _fill_hardware(hw: Hardware, devices: list[dict[str, Any]]) -> None:
+    import socket
+
+    hw.hostname = socket.gethostname()
+    hw.gpus = [
+        {k: d.get(k) for k in ("uuid", "name", "memory_total_mb", "power_limit_w")} for d in devices
+    ]
+    hw.gpu_count = len(devices)
+    names = sorted({str(d.get("name")) for d in devices})
+    hw.gpu_model = " + ".join(names) if names else None
 
 
 def summary_line(result: RunResult, run_dir: Path) -> str:

@@ -11,7 +11,9 @@ keys this schema does not know, so a reader never guesses.
 Schema history:
   1  (llem 0.1.0) the first layout; written as a plain dict.
   2  typed sections; ``sweep`` always present (null outside a sweep); ``validity``;
-     ``workload.requests`` always present. Version 1 files load unchanged otherwise.
+     ``hardware``; ``workload.requests`` always present; ``throughput.output_tokens_per_s`` is
+     over the measured window (version 1: over the time inside generate(), now
+     ``generate_output_tokens_per_s``); energy uncertainty bounds. Version 1 files migrate.
 """
 
 from __future__ import annotations
@@ -89,9 +91,7 @@ class Workload:
     output_tokens: int | None = None
     passes: int | None = None
     requests: int | None = None
-    output_tokens_definition: str = (
-        "generated tokens up to and including the first EOS, no padding"
-    )
+    output_tokens_definition: str = "generated tokens up to and including the first EOS, no padding"
 
 
 @dataclass
@@ -104,9 +104,14 @@ class Latency:
 
 @dataclass
 class Throughput:
-    output_tokens_per_s: float | None = None
+    output_tokens_per_s: float | None = None  # over the measured window, as J per token is
     requests_per_s: float | None = None
-    definition: str = "output tokens / seconds inside generate() in the measured window"
+    generate_output_tokens_per_s: float | None = None  # over the time inside generate() only
+    definition: str = (
+        "output tokens / measured window seconds (the window energy is measured over, so "
+        "avg_power_w / output_tokens_per_s = j_per_output_token); generate_output_tokens_per_s "
+        "divides by the seconds inside generate() only"
+    )
 
 
 @dataclass
@@ -175,6 +180,16 @@ class Compute:
 
 
 @dataclass
+class Hardware:
+    """What the numbers were measured on (the report never pools runs across different hardware)."""
+
+    hostname: str | None = None
+    gpu_model: str | None = None  # the measured GPUs' name ("A + B" when they differ); None: CPU
+    gpu_count: int = 0
+    gpus: list[dict[str, Any]] = field(default_factory=list)  # uuid, name, memory, power limit
+
+
+@dataclass
 class Lifecycle:
     backend_chosen_by: str | None = None  # config | detected
     preflight_warnings: list[str] = field(default_factory=list)
@@ -233,6 +248,7 @@ class RunResult:
     thermal: Thermal = field(default_factory=Thermal)
     compute: Compute = field(default_factory=Compute)
     validity: Validity = field(default_factory=Validity)
+    hardware: Hardware = field(default_factory=Hardware)
     lifecycle: Lifecycle = field(default_factory=Lifecycle)
     sweep: SweepPosition | None = None
     null_reasons: dict[str, str] = field(default_factory=dict)
@@ -316,6 +332,25 @@ def _migrate_1_to_2(data: dict[str, Any]) -> dict[str, Any]:
     if isinstance(data.get("error"), str):
         data["error"] = {"type": "Error", "message": data["error"], "hint": None}
     data.setdefault("sweep", None)
+    throughput = data.get("throughput")
+    if isinstance(throughput, dict) and "generate_output_tokens_per_s" not in throughput:
+        # v1's rates were over the time inside generate(); v2's are over the measured window,
+        # recomputed from v1's own window length where it has one.
+        throughput = dict(throughput)
+        throughput["generate_output_tokens_per_s"] = throughput.get("output_tokens_per_s")
+        throughput.pop("definition", None)
+        window_s = (data.get("energy") or {}).get("window_s")
+        work = data.get("workload") or {}
+        for key, count in (
+            ("output_tokens_per_s", "output_tokens"),
+            ("requests_per_s", "requests"),
+        ):
+            n = work.get(count)
+            ok = isinstance(window_s, (int, float)) and window_s > 0 and isinstance(n, int)
+            throughput[key] = (
+                round(n / window_s, 3 if count == "output_tokens" else 4) if ok else None
+            )
+        data["throughput"] = throughput
     workload = data.get("workload")
     if isinstance(workload, dict) and "requests" not in workload:
         workload = dict(workload)

@@ -78,7 +78,7 @@ NOT_FIGURES = {
 
 @dataclass(frozen=True)
 class MeasurementReport:
-    """Energy, thermal and device figures of one window (units in key names; see DESIGN.md)."""
+    """Energy, thermal and device figures of one window (units in key names; see the README)."""
 
     energy: Dict[str, Any]
     thermal: Dict[str, Any]

@@ -90,7 +90,7 @@ def make_session(
 
 
 def assert_nulls_explained(rep) -> None:
-    """Every null figure in a report has a reason (DESIGN.md: null with a reason, never 0)."""
+    """Every null figure in a report has a reason (null with a reason, never 0)."""
     reasons = rep.null_reasons
     for key, value in rep.energy.items():
         if value is None and (key not in NOT_FIGURES or key == "other_processes"):

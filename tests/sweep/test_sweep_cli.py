@@ -20,7 +20,6 @@ def read_result(run_dir: Path) -> dict | None:
     return json.loads(f.read_text()) if f.exists() else None
 
 
-
 def test_invalid_combinations_are_skipped_with_reasons_and_the_rest_run(
     tiny: List[str], tmp_path: Path
 ) -> None:

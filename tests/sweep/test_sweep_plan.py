@@ -148,9 +148,7 @@ def test_a_job_that_left_no_result_gets_a_failed_one(tmp_path: Path, launcher_fa
     else:
         ret = JobReturn(status=JobStatus.FAILED, _return_value=MemoryError("killed"))
         launch_error = None
-    status, error = GridSweeper()._collect(
-        point, ret, launch_error, tmp_path / "3", before=None
-    )
+    status, error = GridSweeper()._collect(point, ret, launch_error, tmp_path / "3", before=None)
     assert status == "failed"
     written = json.loads((tmp_path / "3" / "result.json").read_text())
     assert written["status"] == "failed" and written["config_hash"] == "abc"
