@@ -346,10 +346,9 @@ def _migrate_1_to_2(data: dict[str, Any]) -> dict[str, Any]:
             ("requests_per_s", "requests"),
         ):
             n = work.get(count)
-            ok = isinstance(window_s, (int, float)) and window_s > 0 and isinstance(n, int)
-            throughput[key] = (
-                round(n / window_s, 3 if count == "output_tokens" else 4) if ok else None
-            )
+            throughput[key] = None
+            if isinstance(window_s, (int, float)) and window_s > 0 and isinstance(n, int):
+                throughput[key] = round(n / window_s, 3 if count == "output_tokens" else 4)
         data["throughput"] = throughput
     workload = data.get("workload")
     if isinstance(workload, dict) and "requests" not in workload:

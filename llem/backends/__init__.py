@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import importlib.util
-from typing import Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
+
+if TYPE_CHECKING:
+    from llem.backends.base import Backend
 
 # name -> (module, the package that must be importable for it to work)
 _REGISTRY: Dict[str, Tuple[str, str]] = {
@@ -27,7 +30,8 @@ def detect_default_backend() -> Optional[str]:
     return None
 
 
-def get_backend(name: str):  # -> Backend
+def get_backend(name: str) -> Backend:
     module_name, _ = _REGISTRY[name]
     module = importlib.import_module(module_name)
-    return module.create_backend()
+    backend: Backend = module.create_backend()
+    return backend

@@ -41,7 +41,13 @@ class BatchOutput:
 
 
 class Backend(Protocol):
+    """Everything a run asks of an engine (llem.lifecycle and llem.sweep.reuse call only these)."""
+
     name: str
+
+    def load_key(self, exp: ExperimentConfig, device: str) -> str:
+        """Equal keys load equal models: the run reuses a loaded model across equal keys."""
+        ...
 
     def load(self, exp: ExperimentConfig, device: str) -> LoadedModel: ...
 

@@ -10,15 +10,15 @@ from __future__ import annotations
 import logging
 from typing import Callable, Optional, Tuple
 
-from llem.backends.base import LoadedModel
+from llem.backends.base import Backend, LoadedModel
 
 log = logging.getLogger(__name__)
 
-_held: Optional[Tuple[object, LoadedModel]] = None  # (backend, model)
+_held: Optional[Tuple[Backend, LoadedModel]] = None  # (backend, model)
 
 
 def acquire(
-    backend: object, key: str, load: Callable[[], LoadedModel], reuse: bool
+    backend: Backend, key: str, load: Callable[[], LoadedModel], reuse: bool
 ) -> Tuple[LoadedModel, bool]:
     """The model for ``key``: the held one when it matches (and reuse is on), else a fresh load.
 
@@ -34,7 +34,7 @@ def acquire(
     return load(), False
 
 
-def release(backend: object, loaded: Optional[LoadedModel], keep: bool) -> None:
+def release(backend: Backend, loaded: Optional[LoadedModel], keep: bool) -> None:
     """After a run: keep the model for the next run, or free it now."""
     global _held
     if loaded is None:
@@ -44,7 +44,7 @@ def release(backend: object, loaded: Optional[LoadedModel], keep: bool) -> None:
         return
     if _held is not None and _held[1] is loaded:
         _held = None
-    backend.unload(loaded)  # type: ignore[attr-defined]
+    backend.unload(loaded)
 
 
 def release_all() -> None:
@@ -52,4 +52,4 @@ def release_all() -> None:
     if _held is not None:
         backend, loaded = _held
         _held = None
-        backend.unload(loaded)  # type: ignore[attr-defined]
+        backend.unload(loaded)

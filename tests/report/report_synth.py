@@ -45,7 +45,7 @@ def ok_result(
     out_tokens = 2048
     gen_s = out_tokens / tok_s if tok_s else None
     result: Dict[str, Any] = {
-        "schema_version": 1,
+        "schema_version": 2,
         "llem_version": "0.1.0",
         "status": "ok",
         "error": None,
@@ -131,7 +131,7 @@ def failed_result(
     message: str = "CUDA out of memory. Tried to allocate 2.00 GiB",
 ) -> Dict[str, Any]:
     return {
-        "schema_version": 1,
+        "schema_version": 2,
         "llem_version": "0.1.0",
         "status": "failed",
         "error": {
@@ -152,7 +152,7 @@ def failed_result(
 
 def skipped_result(reason: str = "bnb-4bit needs a CUDA GPU") -> Dict[str, Any]:
     return {
-        "schema_version": 1,
+        "schema_version": 2,
         "llem_version": "0.1.0",
         "status": "skipped",
         "error": {"type": "ConfigError", "message": reason, "hint": None},
