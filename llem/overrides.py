@@ -51,8 +51,7 @@ def parse_one(text: str) -> ParsedOverride:
     sweep = (not deletion) and o.is_sweep_override()
     value_text = None
     if not deletion and o.value_type is not None:
-        raw = o.input_line.split("=", 1)[1] if "=" in o.input_line else ""
-        value_text = raw
+        value_text = o.get_value_string()
     value = None
     if not deletion and not sweep and o.value_type is not None:
         value = o.value()

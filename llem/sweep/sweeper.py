@@ -34,6 +34,7 @@ from llem.atomic import atomic_write_text
 from llem.cli import condense_hydra_error, hydra_error_text
 from llem.config.schema import SweepOrder
 from llem.errors import ConfigError, first_line
+from llem.overrides import without_key
 from llem.result import RESULT_FILE, ErrorInfo, RunResult, write_record
 from llem.sweep.plan import (
     Plan,
@@ -387,7 +388,7 @@ class GridSweeper(Sweeper):
     def _job_overrides(point: Point, force_no_reuse: bool) -> List[str]:
         job = list(point.overrides)
         if force_no_reuse:
-            job = [o for o in job if o.split("=", 1)[0].lstrip("+~") != "sweep.reuse_model"]
+            job = without_key(job, "sweep.reuse_model")
             job.append("sweep.reuse_model=false")
         return job + [f"hydra.sweep.subdir={point.index}"]
 
