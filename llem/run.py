@@ -119,9 +119,11 @@ def _measure(
     exp: ExperimentConfig, device: str, run_dir: Path, result: Dict[str, Any], reuse_model: bool
 ) -> None:
     from llem.backends import get_backend
+    from llem.backends.memory import peak_memory, reset_peak_memory
     from llem.environment import write_environment
+    from llem.generations import write_generations
     from llem.measure import MeasurementSession
-    from llem.prompts import load_prompts
+    from llem.prompts import prepare_prompts
     from llem.sweep import reuse
 
     write_environment(run_dir / "environment.json")
@@ -146,18 +148,22 @@ def _measure(
             model_reused=reused,
             model_source=loaded.source,
             load_kwargs=loaded.load_kwargs,
-            torch_compile=loaded.notes.get("torch_compile"),
         )
-        prompts = load_prompts(exp.dataset, loaded.tokenizer)
+        prompt_set = prepare_prompts(exp.dataset, loaded.tokenizer)
+        prompts = prompt_set.prompts
+        result["workload"]["chat_template_applied"] = prompt_set.chat_template_applied
         batches = _batches(prompts, exp.pytorch.batch_size)
 
-        _seed(exp.seed)
+        result["lifecycle"]["seed"] = _seed(exp)
         t0 = time.perf_counter()
-        for i in range(exp.measurement.warmup):
-            backend.generate(loaded, exp, batches[i % len(batches)])
+        # Warm-up (and any torch.compile, or its fallback to eager) stays out of the window;
+        # lifecycle.torch_compile records what actually runs in it.
+        result["lifecycle"].update(backend.warm_up(loaded, exp, batches))
         result["lifecycle"]["warmup_s"] = round(time.perf_counter() - t0, 3)
         result["lifecycle"].update(session.cooldown())
-        _reset_peak_memory(device)
+        cuda_devices = _model_cuda_devices(loaded, device)
+        if cuda_devices:
+            reset_peak_memory(cuda_devices)
 
         outputs = []
         passes = 0
@@ -173,6 +179,10 @@ def _measure(
                     break
         progress.done()
         _fill_figures(exp, device, loaded, session, outputs, passes, len(prompts), result)
+        if cuda_devices:
+            result["memory"].update(peak_memory(cuda_devices))
+        if exp.measurement.save_outputs:
+            write_generations(run_dir, outputs, len(prompts))
         session.write_timeseries(run_dir / "timeseries.csv")
         keep = reuse_model
     finally:
@@ -210,10 +220,25 @@ def _init_cuda() -> None:
     torch.cuda.synchronize()
 
 
-def _seed(seed: int) -> None:
+def _seed(exp: ExperimentConfig) -> int:
+    """Seed torch; a sampling decoder gets ``seed + repeat`` so repeats sample differently."""
     import torch
 
+    seed = exp.seed + exp.repeat if exp.decoder.do_sample else exp.seed
     torch.manual_seed(seed)
+    return seed
+
+
+def _model_cuda_devices(loaded: Any, device: str) -> List[int]:
+    """The torch CUDA indices holding the model (the current device when none is known)."""
+    if device != "cuda":
+        return []
+    shape = getattr(loaded, "shape", None)
+    if shape is not None and shape.cuda_devices:
+        return list(shape.cuda_devices)
+    import torch
+
+    return [torch.cuda.current_device()]
 
 
 def _torch_indices(exp: ExperimentConfig, device: str) -> Optional[List[int]]:
@@ -230,14 +255,6 @@ def _torch_indices(exp: ExperimentConfig, device: str) -> Optional[List[int]]:
     return list(range(torch.cuda.device_count()))
 
 
-def _reset_peak_memory(device: str) -> None:
-    if device == "cuda":
-        import torch
-
-        torch.cuda.synchronize()
-        torch.cuda.reset_peak_memory_stats()
-
-
 def _fill_figures(
     exp: ExperimentConfig,
     device: str,
@@ -248,7 +265,7 @@ def _fill_figures(
     n_prompts: int,
     result: Dict[str, Any],
 ) -> None:
-    from llem.latency import LatencySamples, decode_time_and_steps, percentiles
+    from llem.latency import LatencySamples, percentiles
 
     reasons: Dict[str, str] = result["null_reasons"]
     out_tokens = sum(sum(b.output_tokens) for b in outputs)
@@ -286,6 +303,7 @@ def _fill_figures(
     if generate_s > 0:
         result["throughput"]["output_tokens_per_s"] = round(out_tokens / generate_s, 3)
         result["throughput"]["requests_per_s"] = round(requests / generate_s, 4)
+        result["throughput"]["generate_output_tokens_per_s"] = round(out_tokens / generate_s, 3)
 
     report = session.report(output_tokens=out_tokens, requests=requests)
     result["energy"] = dict(report.energy)
@@ -298,34 +316,22 @@ def _fill_figures(
     mem = result["memory"]
     mem["peak_device_used_mb"] = report.peak_device_used_mb
     mem["peak_host_rss_mb"] = _peak_rss_mb()
-    if device == "cuda":
-        import torch
-
-        mem["peak_allocated_mb"] = round(torch.cuda.max_memory_allocated() / 2**20, 1)
-        mem["peak_reserved_mb"] = round(torch.cuda.max_memory_reserved() / 2**20, 1)
-    else:
+    if device != "cuda":
         for k in ("peak_allocated_mb", "peak_reserved_mb"):
             reasons[f"memory.{k}"] = "torch allocator statistics exist for CUDA devices only"
     if mem["peak_device_used_mb"] is None:
         reasons.setdefault("memory.peak_device_used_mb", "NVML memory readings unavailable")
 
-    non_emb = loaded.n_parameters - loaded.n_embedding_parameters
-    result["compute"]["flops_estimate"] = float(2 * non_emb * (in_tokens + out_tokens))
-    result["compute"]["non_embedding_parameters"] = non_emb
-    decode_s, steps = decode_time_and_steps(outputs)
-    bandwidths = [d.get("memory_bandwidth_bytes_per_s") for d in report.devices]
-    if device != "cuda":
-        reasons["compute.decode_bandwidth_utilisation"] = (
-            "needs a GPU's memory bandwidth (from NVML); this run is on the CPU"
-        )
-    elif not bandwidths or any(b is None for b in bandwidths):
-        reasons["compute.decode_bandwidth_utilisation"] = "device memory bandwidth unknown"
-    elif decode_s <= 0 or steps == 0:
-        reasons["compute.decode_bandwidth_utilisation"] = "no decode steps were timed"
-    else:
-        achieved = loaded.weight_bytes_per_decode_step * steps / decode_s
-        result["compute"]["decode_bandwidth_utilisation"] = round(achieved / sum(bandwidths), 4)
-        result["compute"]["decode_bytes_per_s"] = achieved
+    from llem.compute import compute_figures
+
+    bandwidths = {
+        int(d["torch_index"]): d.get("memory_bandwidth_bytes_per_s")
+        for d in report.devices
+        if d.get("torch_index") is not None
+    }
+    figures = compute_figures(loaded.shape, outputs, exp, device, bandwidths)
+    result["compute"].update(figures.as_dict())
+    reasons.update(figures.null_reasons)
 
 
 def summary_line(result: Dict[str, Any], run_dir: Path) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Union
 
 from omegaconf import MISSING
 
@@ -50,6 +50,15 @@ class DatasetSource(Enum):
     builtin = "builtin"
     synthetic = "synthetic"
     jsonl = "jsonl"
+
+
+class ChatTemplate(Enum):
+    """``dataset.chat_template``. The field itself is ``Union[bool, str]`` because Hydra reads
+    ``true``/``false`` on the command line as booleans, which an Enum field rejects."""
+
+    auto = "auto"  # use the tokenizer's chat template when it has one
+    true = "true"  # always (an error when the tokenizer has none)
+    false = "false"  # send prompts as they are
 
 
 class EnergySource(Enum):
@@ -123,6 +132,7 @@ class DatasetConfig:
     n_prompts: int = 16
     input_tokens: Optional[int] = None
     seed: int = 0
+    chat_template: Union[bool, str] = "auto"  # auto|true|false (ChatTemplate); text prompts only
 
 
 @dataclass
@@ -136,6 +146,7 @@ class MeasurementConfig:
     energy: EnergySource = EnergySource.auto
     replay_trace: Optional[str] = None
     gpu_indices: Optional[List[int]] = None  # torch device indices to measure; None = all used
+    save_outputs: bool = False  # write generations.jsonl (request, output tokens, text)
 
 
 @dataclass

@@ -19,6 +19,7 @@ from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
 
 from llem.config.schema import DatasetSource, EnergySource, ExperimentConfig
 from llem.errors import ConfigError
+from llem.prompts import chat_template_problems
 
 # Fields whose value does not change what is measured: left out of the config hash so that repeats
 # (and re-runs of the same point) group together.
@@ -153,6 +154,7 @@ def cross_field_problems(exp: ExperimentConfig) -> List[str]:
             f"dataset.input_tokens={ds.input_tokens} must be a positive integer for "
             "dataset.source=synthetic"
         )
+    p.extend(chat_template_problems(ds))
     if ds.source == DatasetSource.jsonl and not ds.path:
         p.append("dataset.path is required for dataset.source=jsonl")
     if m.energy == EnergySource.replay and not m.replay_trace:
