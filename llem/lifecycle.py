@@ -18,6 +18,7 @@ from llem.config.schema import ExperimentConfig
 from llem.config.validate import config_hash, plain, to_experiment
 from llem.errors import ConfigError, RunError
 from llem.result import (
+    Compute,
     Energy,
     ErrorInfo,
     Hardware,
@@ -133,9 +134,11 @@ def _measure(
     exp: ExperimentConfig, device: str, run_dir: Path, result: RunResult, reuse_model: bool
 ) -> None:
     from llem.backends import get_backend
+    from llem.backends.memory import peak_memory, reset_peak_memory
     from llem.environment import write_environment
+    from llem.generations import write_generations
     from llem.measure import MeasurementSession
-    from llem.prompts import load_prompts
+    from llem.prompts import prepare_prompts
     from llem.sweep import reuse
 
     write_environment(run_dir / "environment.json")
@@ -160,19 +163,23 @@ def _measure(
         life.model_reused = reused
         life.model_source = loaded.source
         life.load_kwargs = loaded.load_kwargs
-        life.torch_compile = loaded.notes.get("torch_compile")
-        prompts = load_prompts(exp.dataset, loaded.tokenizer)
+        prompt_set = prepare_prompts(exp.dataset, loaded.tokenizer)
+        prompts = prompt_set.prompts
+        result.workload.chat_template_applied = prompt_set.chat_template_applied
         batches = _batches(prompts, exp.pytorch.batch_size)
 
-        _seed(exp.seed)
+        life.seed = _seed(exp)
         t0 = time.perf_counter()
-        for i in range(exp.measurement.warmup):
-            backend.generate(loaded, exp, batches[i % len(batches)])
+        # Warm-up (and any torch.compile, or its fallback to eager) stays out of the window;
+        # lifecycle.torch_compile records what actually runs in it.
+        life.torch_compile = backend.warm_up(loaded, exp, batches).get("torch_compile")
         life.warmup_s = round(time.perf_counter() - t0, 3)
         cooled = session.cooldown()
         life.cooldown_waited_s = cooled.get("cooldown_waited_s")
         life.start_temp_c = cooled.get("start_temp_c")
-        _reset_peak_memory(device)
+        cuda_devices = _model_cuda_devices(loaded, device)
+        if cuda_devices:
+            reset_peak_memory(cuda_devices)
 
         outputs = []
         passes = 0
@@ -188,6 +195,13 @@ def _measure(
                     break
         progress.done()
         _fill_figures(exp, device, loaded, session, outputs, passes, len(prompts), result)
+        if cuda_devices:
+            peaks = peak_memory(cuda_devices)
+            result.memory.peak_allocated_mb = peaks["peak_allocated_mb"]
+            result.memory.peak_reserved_mb = peaks["peak_reserved_mb"]
+            result.memory.per_device = peaks["per_device"]
+        if exp.measurement.save_outputs:
+            write_generations(run_dir, outputs, len(prompts))
         session.write_timeseries(run_dir / "timeseries.csv")
         keep = reuse_model
     finally:
@@ -225,10 +239,25 @@ def _init_cuda() -> None:
     torch.cuda.synchronize()
 
 
-def _seed(seed: int) -> None:
+def _seed(exp: ExperimentConfig) -> int:
+    """Seed torch; a sampling decoder gets ``seed + repeat`` so repeats sample differently."""
     import torch
 
+    seed = exp.seed + exp.repeat if exp.decoder.do_sample else exp.seed
     torch.manual_seed(seed)
+    return seed
+
+
+def _model_cuda_devices(loaded: Any, device: str) -> list[int]:
+    """The torch CUDA indices holding the model (the current device when none is known)."""
+    if device != "cuda":
+        return []
+    shape = getattr(loaded, "shape", None)
+    if shape is not None and shape.cuda_devices:
+        return list(shape.cuda_devices)
+    import torch
+
+    return [torch.cuda.current_device()]
 
 
 def _torch_indices(exp: ExperimentConfig, device: str) -> list[int] | None:
@@ -245,14 +274,6 @@ def _torch_indices(exp: ExperimentConfig, device: str) -> list[int] | None:
     return list(range(torch.cuda.device_count()))
 
 
-def _reset_peak_memory(device: str) -> None:
-    if device == "cuda":
-        import torch
-
-        torch.cuda.synchronize()
-        torch.cuda.reset_peak_memory_stats()
-
-
 def _fill_figures(
     exp: ExperimentConfig,
     device: str,
@@ -263,7 +284,7 @@ def _fill_figures(
     n_prompts: int,
     result: RunResult,
 ) -> None:
-    from llem.latency import LatencySamples, decode_time_and_steps, percentiles
+    from llem.latency import LatencySamples, percentiles
 
     reasons = result.null_reasons
     out_tokens = sum(sum(b.output_tokens) for b in outputs)
@@ -313,36 +334,22 @@ def _fill_figures(
     mem = result.memory
     mem.peak_device_used_mb = report.peak_device_used_mb
     mem.peak_host_rss_mb = _peak_rss_mb()
-    if device == "cuda":
-        import torch
-
-        mem.peak_allocated_mb = round(torch.cuda.max_memory_allocated() / 2**20, 1)
-        mem.peak_reserved_mb = round(torch.cuda.max_memory_reserved() / 2**20, 1)
-    else:
+    if device != "cuda":
         for k in ("peak_allocated_mb", "peak_reserved_mb"):
             reasons[f"memory.{k}"] = "torch allocator statistics exist for CUDA devices only"
     if mem.peak_device_used_mb is None:
         reasons.setdefault("memory.peak_device_used_mb", "NVML memory readings unavailable")
 
-    comp = result.compute
-    non_emb = loaded.n_parameters - loaded.n_embedding_parameters
-    comp.flops_estimate = float(2 * non_emb * (in_tokens + out_tokens))
-    comp.non_embedding_parameters = non_emb
-    decode_s, steps = decode_time_and_steps(outputs)
-    bandwidths = [d.get("memory_bandwidth_bytes_per_s") for d in report.devices]
-    if device != "cuda":
-        reasons["compute.decode_bandwidth_utilisation"] = (
-            "needs a GPU's memory bandwidth (from NVML); this run is on the CPU"
-        )
-    elif not bandwidths or any(b is None for b in bandwidths):
-        reasons["compute.decode_bandwidth_utilisation"] = "device memory bandwidth unknown"
-    elif decode_s <= 0 or steps == 0:
-        reasons["compute.decode_bandwidth_utilisation"] = "no decode steps were timed"
-    else:
-        achieved = loaded.weight_bytes_per_decode_step * steps / decode_s
-        total_bw = sum(b for b in bandwidths if b is not None)
-        comp.decode_bandwidth_utilisation = round(achieved / total_bw, 4)
-        comp.decode_bytes_per_s = achieved
+    from llem.compute import compute_figures
+
+    bandwidths = {
+        int(d["torch_index"]): d.get("memory_bandwidth_bytes_per_s")
+        for d in report.devices
+        if d.get("torch_index") is not None
+    }
+    figures = compute_figures(loaded.shape, outputs, exp, device, bandwidths)
+    result.compute = Compute(**figures.as_dict())
+    reasons.update(figures.null_reasons)
 
 
 def _fill_hardware(hw: Hardware, devices: list[dict[str, Any]]) -> None:

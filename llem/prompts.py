@@ -10,6 +10,12 @@
 * ``jsonl``: one JSON object per line with a ``prompt`` string field; blank lines are skipped and
   a relative ``dataset.path`` is resolved against the current working directory.
 
+Text prompts go through the tokenizer's chat template by default (``dataset.chat_template``:
+``auto`` uses it when the tokenizer has one, ``true`` requires one, ``false`` sends the text as
+it is). A templated prompt becomes the exact token ids the template renders (special tokens
+included, none added twice), so input-token counts count the template's tokens too. Synthetic
+token ids never go through a template.
+
 ``check_dataset`` runs the checks that need no tokenizer (for pre-flight and dry runs) and returns
 every problem as one sentence; ``load_prompts`` raises ``ConfigError`` (exit 2) instead.
 """
@@ -24,7 +30,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
-from llem.config.schema import DatasetConfig, DatasetSource
+from llem.config.schema import ChatTemplate, DatasetConfig, DatasetSource
 from llem.errors import ConfigError
 
 BUILTIN_RESOURCE = "prompts.jsonl"  # in llem/data/
@@ -34,8 +40,8 @@ BUILTIN_RESOURCE = "prompts.jsonl"  # in llem/data/
 class Prompt:
     """One prompt: natural-language ``text`` or exact ``token_ids`` (exactly one is set).
 
-    ``token_ids`` (synthetic prompts) are fed to the model as they are: the backend adds no special
-    tokens to them.
+    ``token_ids`` (synthetic or chat-templated prompts) are fed to the model as they are: the
+    backend adds no special tokens to them.
     """
 
     text: Optional[str] = None
@@ -46,8 +52,70 @@ class Prompt:
             raise ValueError("a Prompt has either text or token_ids, not both or neither")
 
 
+@dataclass(frozen=True)
+class PromptSet:
+    prompts: list[Prompt]
+    chat_template_applied: bool
+
+
+def prepare_prompts(cfg: DatasetConfig, tokenizer: Any) -> PromptSet:
+    """The configured prompts, through the tokenizer's chat template where ``chat_template`` says.
+
+    Raises ``ConfigError`` as ``load_prompts`` does, and for ``chat_template=true`` with a
+    tokenizer that has no chat template.
+    """
+    prompts = load_prompts(cfg, tokenizer)
+    mode = chat_template_mode(cfg.chat_template)
+    if mode is ChatTemplate.false or _source(cfg) is DatasetSource.synthetic:
+        return PromptSet(prompts, False)
+    if not getattr(tokenizer, "chat_template", None):
+        if mode is ChatTemplate.true:
+            raise ConfigError(
+                "dataset.chat_template=true but the model's tokenizer has no chat template",
+                hint="use dataset.chat_template=auto or false, or a model with a chat template",
+            )
+        return PromptSet(prompts, False)
+    return PromptSet([_templated(p, tokenizer) for p in prompts], True)
+
+
+def chat_template_mode(value: Any) -> ChatTemplate:
+    """``dataset.chat_template`` as a ``ChatTemplate`` (true/false may arrive as booleans)."""
+    if isinstance(value, ChatTemplate):
+        return value
+    text = ("true" if value else "false") if isinstance(value, bool) else str(value).lower()
+    try:
+        return ChatTemplate(text)
+    except ValueError:
+        allowed = ", ".join(m.value for m in ChatTemplate)
+        raise ConfigError(f"dataset.chat_template={value} is not one of: {allowed}") from None
+
+
+def chat_template_problems(cfg: DatasetConfig) -> list[str]:
+    """Config-time problems with ``dataset.chat_template`` (its value; synthetic with true)."""
+    try:
+        mode = chat_template_mode(cfg.chat_template)
+    except ConfigError as exc:
+        return exc.problems
+    if mode is ChatTemplate.true and cfg.source in (DatasetSource.synthetic, "synthetic"):
+        return [
+            "dataset.chat_template=true does not apply to dataset.source=synthetic (its prompts "
+            "are token ids; allowed: auto or false)"
+        ]
+    return []
+
+
+def _templated(prompt: Prompt, tokenizer: Any) -> Prompt:
+    if prompt.text is None:
+        return prompt
+    rendered = tokenizer.apply_chat_template(
+        [{"role": "user", "content": prompt.text}], add_generation_prompt=True, tokenize=False
+    )
+    ids = tokenizer(rendered, add_special_tokens=False)["input_ids"]
+    return Prompt(token_ids=tuple(int(i) for i in ids))
+
+
 def load_prompts(cfg: DatasetConfig, tokenizer: Any = None) -> list[Prompt]:
-    """Return the ``cfg.n_prompts`` prompts of the configured source.
+    """Return the ``cfg.n_prompts`` prompts of the configured source, as they are (no template).
 
     ``tokenizer`` is needed for ``synthetic`` only. Raises ``ConfigError`` for a bad value, an
     unreadable or malformed file, or a source with fewer prompts than asked for.

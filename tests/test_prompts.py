@@ -5,9 +5,16 @@ from pathlib import Path
 
 import pytest
 
-from llem.config.schema import DatasetConfig, DatasetSource
+from llem.config.schema import ChatTemplate, DatasetConfig, DatasetSource
 from llem.errors import ConfigError
-from llem.prompts import Prompt, builtin_texts, check_dataset, load_prompts
+from llem.prompts import (
+    Prompt,
+    builtin_texts,
+    chat_template_mode,
+    check_dataset,
+    load_prompts,
+    prepare_prompts,
+)
 
 
 @pytest.fixture(scope="module")
@@ -270,3 +277,97 @@ def test_prompt_needs_text_or_token_ids() -> None:
         Prompt()
     with pytest.raises(ValueError):
         Prompt(text="a", token_ids=(1,))
+
+
+# --- chat template -------------------------------------------------------------------------------
+
+TEMPLATE = (
+    "{% for m in messages %}<s>user: {{ m['content'] }}</s>{% endfor %}"
+    "{% if add_generation_prompt %}<s>assistant:{% endif %}"
+)
+
+
+@pytest.fixture
+def chat_tokenizer(tiny_model_dir: Path):
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(tiny_model_dir)
+    tok.chat_template = TEMPLATE
+    return tok
+
+
+def test_auto_puts_prompts_through_the_tokenizers_chat_template(chat_tokenizer) -> None:
+    cfg = DatasetConfig(n_prompts=3)
+    prepared = prepare_prompts(cfg, chat_tokenizer)
+    assert prepared.chat_template_applied
+    for raw, p in zip(builtin_texts()[:3], prepared.prompts, strict=True):
+        rendered = f"<s>user: {raw}</s><s>assistant:"
+        expected = chat_tokenizer(rendered, add_special_tokens=False)["input_ids"]
+        assert p.text is None and list(p.token_ids) == expected  # no BOS added twice
+        # input-token counts include the template's own tokens
+        assert len(p.token_ids) > len(chat_tokenizer(raw)["input_ids"])
+
+
+def test_auto_without_a_template_sends_the_text_as_it_is(tokenizer) -> None:
+    prepared = prepare_prompts(DatasetConfig(n_prompts=2), tokenizer)
+    assert not prepared.chat_template_applied
+    assert [p.text for p in prepared.prompts] == list(builtin_texts()[:2])
+
+
+@pytest.mark.parametrize("off", [False, "false", ChatTemplate.false])
+def test_false_leaves_prompts_raw_even_with_a_template(chat_tokenizer, off) -> None:
+    prepared = prepare_prompts(DatasetConfig(n_prompts=2, chat_template=off), chat_tokenizer)
+    assert not prepared.chat_template_applied and prepared.prompts[0].text is not None
+
+
+def test_true_without_a_template_is_a_config_error(tokenizer) -> None:
+    with pytest.raises(ConfigError, match="dataset.chat_template=true") as err:
+        prepare_prompts(DatasetConfig(n_prompts=2, chat_template=True), tokenizer)
+    assert err.value.exit_code == 2
+
+
+def test_synthetic_token_ids_never_go_through_a_template(chat_tokenizer) -> None:
+    prepared = prepare_prompts(_synthetic(n=2, tokens=9), chat_tokenizer)
+    assert not prepared.chat_template_applied
+    assert all(len(p.token_ids) == 9 for p in prepared.prompts)
+
+
+@pytest.mark.parametrize(
+    "overrides, problem",
+    [
+        (["dataset.chat_template=maybe"], "dataset.chat_template=maybe is not one of: auto"),
+        (
+            ["dataset=synthetic", "dataset.chat_template=true"],
+            "dataset.chat_template=true does not apply to dataset.source=synthetic",
+        ),
+    ],
+)
+def test_bad_chat_template_values_are_config_errors(overrides, problem) -> None:
+    from hydra import compose, initialize_config_module
+
+    from llem.config.store import register_configs
+    from llem.config.validate import to_experiment
+
+    register_configs()
+    with initialize_config_module(config_module="llem.conf", version_base="1.3"):
+        cfg = compose(config_name="config", overrides=["model.name_or_path=x", *overrides])
+    with pytest.raises(ConfigError, match=problem):
+        to_experiment(cfg)
+
+
+@pytest.mark.parametrize("value, mode", [("true", True), ("false", False), ("auto", "auto")])
+def test_chat_template_accepts_true_false_and_auto_from_the_command_line(value, mode) -> None:
+    from hydra import compose, initialize_config_module
+
+    from llem.config.store import register_configs
+    from llem.config.validate import to_experiment
+
+    register_configs()
+    with initialize_config_module(config_module="llem.conf", version_base="1.3"):
+        cfg = compose(
+            config_name="config",
+            overrides=["model.name_or_path=x", f"dataset.chat_template={value}"],
+        )
+    exp = to_experiment(cfg)
+    assert exp.dataset.chat_template == mode
+    assert chat_template_mode(exp.dataset.chat_template) is ChatTemplate(value)

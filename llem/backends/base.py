@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Protocol, Sequence
 
 from llem.config.schema import ExperimentConfig
 from llem.prompts import Prompt
+
+if TYPE_CHECKING:
+    from llem.compute import ModelShape
 
 
 @dataclass
@@ -21,9 +24,7 @@ class LoadedModel:
     load_key: str  # identical keys load identical models (used for reuse across a sweep)
     load_s: float
     source: str  # where the weights came from (path, or the GGUF conversion cache)
-    n_parameters: int
-    n_embedding_parameters: int
-    weight_bytes_per_decode_step: int
+    shape: Optional[ModelShape]  # parameters, weight bytes, KV layout, devices (llem.compute)
     notes: Dict[str, Any] = field(default_factory=dict)
 
 
@@ -37,7 +38,8 @@ class BatchOutput:
     output_tokens: List[int]  # generated tokens per request, up to and including the first EOS
     step_times_s: List[float]  # when each decoding step's tokens reached the host
     step_tokens: List[int]  # tokens added per request by each step (1, or more with prompt lookup)
-    texts: Optional[List[str]] = None
+    texts: Optional[List[str]] = None  # decoded outputs (measurement.save_outputs=true only)
+    num_beams: int = 1  # beams per request (every beam runs prefill and decode)
 
 
 class Backend(Protocol):
@@ -54,5 +56,12 @@ class Backend(Protocol):
     def generate(
         self, loaded: LoadedModel, exp: ExperimentConfig, prompts: Sequence[Prompt]
     ) -> BatchOutput: ...
+
+    def warm_up(
+        self, loaded: LoadedModel, exp: ExperimentConfig, batches: Sequence[Sequence[Prompt]]
+    ) -> Dict[str, Any]:
+        """Run ``measurement.warmup`` batches (and whatever first-use work, such as compilation,
+        must stay out of the measured window); return what actually runs, for ``lifecycle``."""
+        ...
 
     def unload(self, loaded: LoadedModel) -> None: ...

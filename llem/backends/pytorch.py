@@ -139,6 +139,63 @@ def _shown(kwargs: Dict[str, Any]) -> Dict[str, Any]:
     }
 
 
+COMPILE_PENDING = "pending"  # wrapped; compiles at the first forward
+COMPILE_ACTIVE = "active"  # a compiled forward has run
+
+
+def is_compile_error(exc: BaseException) -> bool:
+    """True for errors raised by torch.compile itself (Dynamo tracing, a backend, Inductor)."""
+    from torch._dynamo.exc import TorchDynamoException
+
+    try:
+        from torch._inductor.exc import CppCompileError, InvalidCxxCompiler, OperatorIssue
+
+        inductor: tuple[type, ...] = (CppCompileError, InvalidCxxCompiler, OperatorIssue)
+    except ImportError:  # pragma: no cover - older torch
+        inductor = ()
+    return isinstance(exc, (TorchDynamoException, *inductor))
+
+
+def _wrap_compiled(model: Any, exp: ExperimentConfig, notes: Dict[str, Any]) -> None:
+    """Replace ``model.forward`` by its torch.compile wrapper (compiles lazily, at first use)."""
+    import torch
+
+    opts = {
+        k: v
+        for k, v in (
+            ("mode", exp.pytorch.torch_compile_mode),
+            ("backend", exp.pytorch.torch_compile_backend),
+        )
+        if v is not None
+    }
+    try:
+        notes["eager_forward"] = model.forward
+        model.forward = torch.compile(model.forward, **opts)  # type: ignore[call-overload]
+        notes["torch_compile"] = COMPILE_PENDING
+    except Exception as exc:  # e.g. an unknown backend name: the run goes on eagerly
+        log.warning("torch.compile failed, running eagerly: %s", first_line(exc))
+        model.forward = notes.pop("eager_forward")
+        notes["torch_compile"] = f"failed: {type(exc).__name__}: {first_line(exc)}"
+
+
+def _compiled(loaded: LoadedModel) -> bool:
+    return loaded.notes.get("torch_compile") in (COMPILE_PENDING, COMPILE_ACTIVE)
+
+
+def _fall_back_to_eager(loaded: LoadedModel, exc: BaseException) -> None:
+    """After a compilation error: eager from now on, unless the window has begun (then fail)."""
+    message = f"{type(exc).__name__}: {first_line(exc)}"
+    if loaded.notes.get("compile_settled"):
+        raise RunError(
+            f"torch.compile failed inside the measured window (a recompilation): {message}",
+            hint="raise measurement.warmup so every batch shape compiles before the window, "
+            "or set pytorch.torch_compile=false",
+        ) from exc
+    log.warning("torch.compile failed at first use, running eagerly: %s", message)
+    loaded.model.forward = loaded.notes.pop("eager_forward")
+    loaded.notes["torch_compile"] = f"failed: {message}"
+
+
 class PyTorchBackend:
     name = "pytorch"
 
@@ -228,34 +285,11 @@ class PyTorchBackend:
             tokenizer.pad_token = tokenizer.eos_token
         notes: Dict[str, Any] = {}
         if exp.pytorch.torch_compile:
-            opts = {
-                k: v
-                for k, v in (
-                    ("mode", exp.pytorch.torch_compile_mode),
-                    ("backend", exp.pytorch.torch_compile_backend),
-                )
-                if v is not None
-            }
-            try:
-                notes["eager_forward"] = model.forward
-                model.forward = torch.compile(model.forward, **opts)  # type: ignore[call-overload]
-                notes["torch_compile"] = "active"
-            except Exception as exc:  # compile failure is a warning; the run goes on eagerly
-                log.warning("torch.compile failed, running eagerly: %s", exc)
-                notes["torch_compile"] = f"failed: {exc}"
+            _wrap_compiled(model, exp, notes)
         load_s = time.perf_counter() - t0
 
-        emb = model.get_input_embeddings()
-        n_emb = sum(p.numel() for p in emb.parameters()) if emb is not None else 0
-        params = {id(p): p for p in model.parameters()}
-        n_params = sum(p.numel() for p in params.values())
-        emb_ids = {id(p) for p in emb.parameters()} if emb is not None else set()
-        weight_bytes = sum(
-            p.numel() * p.element_size() for i, p in params.items() if i not in emb_ids
-        )
-        out_emb = model.get_output_embeddings()
-        if out_emb is not None and any(id(p) in emb_ids for p in out_emb.parameters()):
-            weight_bytes += sum(p.numel() * p.element_size() for p in out_emb.parameters())
+        from llem.compute import model_shape
+
         return LoadedModel(
             model=model,
             tokenizer=tokenizer,
@@ -265,11 +299,27 @@ class PyTorchBackend:
             load_key=self.load_key(exp, device),
             load_s=load_s,
             source=source,
-            n_parameters=n_params,
-            n_embedding_parameters=n_emb,
-            weight_bytes_per_decode_step=weight_bytes,
+            shape=model_shape(model),
             notes=notes,
         )
+
+    def warm_up(
+        self, loaded: LoadedModel, exp: ExperimentConfig, batches: Sequence[Sequence[Prompt]]
+    ) -> Dict[str, Any]:
+        """Run the warm-up batches; compile (or fall back to eager) here, never in the window.
+
+        With ``measurement.warmup=0`` and torch.compile not yet run, one batch still runs here so
+        that compilation happens outside the measured window. Returns ``{"torch_compile": ...}``:
+        what will actually run in the window ("active", "failed: <error>"), None when off.
+        """
+        loaded.notes["compile_settled"] = False
+        for i in range(exp.measurement.warmup):
+            self.generate(loaded, exp, batches[i % len(batches)])
+        if loaded.notes.get("torch_compile") == COMPILE_PENDING and batches:
+            log.info("measurement.warmup=0: one batch runs outside the window to compile")
+            self.generate(loaded, exp, batches[0])
+        loaded.notes["compile_settled"] = True
+        return {"torch_compile": loaded.notes.get("torch_compile")}
 
     # --------------------------------------------------------------- generating
     def _token_lists(self, loaded: LoadedModel, prompts: Sequence[Prompt]) -> List[List[int]]:
@@ -290,7 +340,8 @@ class PyTorchBackend:
         input_ids, mask = input_ids.to(target), mask.to(target)
         gen = build_generate_kwargs(exp)
         clock = StepClock(cuda=loaded.device == "cuda")
-        if (exp.pytorch.num_beams or 1) > 1:
+        beams = int(gen.get("num_beams") or getattr(model.generation_config, "num_beams", 1) or 1)
+        if beams > 1:
             gen["logits_processor"] = LogitsProcessorList([clock])
         else:
             gen["streamer"] = clock
@@ -305,22 +356,31 @@ class PyTorchBackend:
         except Exception as exc:
             if _is_oom(exc):
                 raise oom_error(exp, "generate", exc) from exc
-            if loaded.notes.get("torch_compile") == "active":
-                log.warning("torch.compile failed at first use, running eagerly: %s", exc)
-                model.forward = loaded.notes.pop("eager_forward")
-                loaded.notes["torch_compile"] = f"failed: {type(exc).__name__}: {exc}"
+            if _compiled(loaded) and is_compile_error(exc):
+                _fall_back_to_eager(loaded, exc)
                 return self.generate(loaded, exp, prompts)
             raise
         end = time.perf_counter()
+        if loaded.notes.get("torch_compile") == COMPILE_PENDING:
+            loaded.notes["torch_compile"] = COMPILE_ACTIVE
         sequences = out.sequences if hasattr(out, "sequences") else out
         new = sequences[:, input_ids.shape[1] :]
+        counts = count_output_tokens(new, eos_ids)
+        texts = None
+        if exp.measurement.save_outputs:
+            texts = [
+                tok.decode(row[:n].tolist(), skip_special_tokens=True)
+                for row, n in zip(new, counts, strict=True)
+            ]
         return BatchOutput(
             start_s=start,
             end_s=end,
             input_tokens=[len(t) for t in tokens],
-            output_tokens=count_output_tokens(new, eos_ids),
+            output_tokens=counts,
             step_times_s=clock.times,
             step_tokens=clock.tokens,
+            texts=texts,
+            num_beams=beams,
         )
 
     def unload(self, loaded: Optional[LoadedModel]) -> None:

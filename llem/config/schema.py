@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Union
 
 from omegaconf import MISSING
 
@@ -54,6 +54,15 @@ class DatasetSource(Enum):
     builtin = "builtin"
     synthetic = "synthetic"
     jsonl = "jsonl"
+
+
+class ChatTemplate(Enum):
+    """``dataset.chat_template``. The field itself is ``Union[bool, str]`` because Hydra reads
+    ``true``/``false`` on the command line as booleans, which an Enum field rejects."""
+
+    auto = "auto"  # use the tokenizer's chat template when it has one
+    true = "true"  # always (an error when the tokenizer has none)
+    false = "false"  # send prompts as they are
 
 
 class EnergySource(Enum):
@@ -243,6 +252,12 @@ class DatasetConfig:
         ge=1,
     )
     seed: int = knob(0, doc="Seed of the synthetic prompts.", goes_to=LLEM)
+    chat_template: Union[bool, str] = knob(
+        "auto",
+        doc="Send text prompts through the tokenizer's chat template: auto (when it has one), "
+        "true (it must have one), false (raw text).",
+        goes_to=LLEM,
+    )
 
 
 @dataclass
@@ -345,6 +360,11 @@ class MeasurementConfig:
         goes_to=LLEM,
         gt=0,
         le=1,
+    )
+    save_outputs: bool = knob(
+        False,
+        doc="Write generations.jsonl in the run directory (request, output tokens, text).",
+        goes_to=LLEM,
     )
 
 

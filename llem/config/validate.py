@@ -28,6 +28,7 @@ from llem.config.schema import (
     QuantizationConfig,
 )
 from llem.errors import ConfigError
+from llem.prompts import chat_template_problems
 
 # Fields whose value does not change what is measured: left out of the config hash so that repeats
 # (and re-runs of the same point) group together.
@@ -160,6 +161,7 @@ def cross_field_problems(exp: ExperimentConfig) -> List[str]:
         )
     if ds.source == DatasetSource.synthetic and ds.input_tokens is None:
         p.append(f"{INPUT_TOKENS} is required for {DATASET_SOURCE}=synthetic")
+    p.extend(chat_template_problems(ds))
     if ds.source == DatasetSource.jsonl and not ds.path:
         p.append(f"{DATASET_PATH} is required for {DATASET_SOURCE}=jsonl")
     if m.energy == EnergySource.replay and not m.replay_trace:
