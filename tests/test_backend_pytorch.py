@@ -358,7 +358,7 @@ def _run(tiny_model_dir, tmp_path, *overrides: str) -> dict:
     from hydra import compose, initialize_config_module
 
     from llem.config.store import register_configs
-    from llem.run import run
+    from llem.lifecycle import run
 
     register_configs()
     base = [
@@ -372,7 +372,7 @@ def _run(tiny_model_dir, tmp_path, *overrides: str) -> dict:
     ]
     with initialize_config_module(version_base="1.3", config_module="llem.conf"):
         cfg = compose(config_name="config", overrides=base + list(overrides))
-    return run(cfg, tmp_path / "run")
+    return run(cfg, tmp_path / "run").to_json()
 
 
 def test_generate_only_rate_is_its_own_named_figure(tiny_model_dir, tmp_path):
