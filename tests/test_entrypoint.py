@@ -202,6 +202,11 @@ def test_replay_trace_end_to_end_gives_known_energy(tmp_path, tiny_model_dir):
     out = result["workload"]["output_tokens"]
     assert e["j_per_output_token"] == pytest.approx(e["total_j"] / out, rel=1e-6)
     assert e["j_per_request"] == pytest.approx(e["total_j"] / result["workload"]["requests"])
+    # tokens/s and J/token are over the same window: power / rate is energy per token
+    tok_s = result["throughput"]["output_tokens_per_s"]
+    assert e["avg_power_w"] / tok_s == pytest.approx(e["j_per_output_token"], rel=2e-3)
+    assert result["throughput"]["generate_output_tokens_per_s"] >= tok_s
+    assert e["wh_per_1k_requests"] == pytest.approx(e["j_per_request"] * 1000 / 3600)
     lines = (run / "timeseries.csv").read_text().splitlines()
     assert lines[0].startswith("time_s,device,power_w") and len(lines) > 5
     assert "J/token" in proc.stdout
