@@ -16,7 +16,14 @@ import traceback
 from collections.abc import Callable
 from typing import NoReturn
 
-from llem.errors import EXIT_INTERRUPTED, EXIT_UNEXPECTED, ConfigError, LlemError, PreflightError
+from llem.errors import (
+    EXIT_INTERRUPTED,
+    EXIT_UNEXPECTED,
+    ConfigError,
+    LlemError,
+    PreflightError,
+    interrupted_by,
+)
 
 
 def print_error(exc: LlemError) -> None:
@@ -40,10 +47,10 @@ def guard(body: Callable[[], int], interrupted: Callable[[], str] | None = None)
     except LlemError as exc:
         print_error(exc)
         return exc.exit_code
-    except KeyboardInterrupt:
-        print(interrupted() if interrupted else "interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    except Exception:
+    except (KeyboardInterrupt, Exception) as exc:
+        if interrupted_by(exc):  # also an error raised while a Ctrl-C was unwinding
+            print(interrupted() if interrupted else "interrupted", file=sys.stderr)
+            return EXIT_INTERRUPTED
         traceback.print_exc()
         return EXIT_UNEXPECTED
 

@@ -23,6 +23,18 @@ def first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
+def interrupted_by(exc: BaseException) -> bool:
+    """A Ctrl-C, or an error raised while one was unwinding (a library's cleanup failing)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, KeyboardInterrupt):
+            return True
+        seen.add(id(current))
+        current = current.__context__
+    return False
+
+
 class LlemError(Exception):
     """A failure that llem explains to the user in one line."""
 

@@ -66,3 +66,21 @@ def test_a_failed_pre_flight_prints_its_error_once(tmp_path, capsys: pytest.Capt
     err = capsys.readouterr().err
     assert code == 3
     assert err.count("error:") == 1 and "Error executing job" not in err
+
+
+def test_an_error_raised_while_ctrl_c_unwinds_still_exits_130(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """A library whose cleanup fails under Ctrl-C raises another error: still an interruption."""
+    import llem.main
+
+    def interrupted_then_broken(args: list[str]) -> object:
+        try:
+            raise KeyboardInterrupt
+        finally:
+            raise AttributeError("'NoneType' object has no attribute '_invalidate_flags_cache'")
+
+    monkeypatch.setattr(llem.main, "invoke", interrupted_then_broken)
+    assert main(["pytorch.batch_size=1"]) == 130
+    err = capsys.readouterr().err
+    assert err.startswith("interrupted:") and "Traceback" not in err

@@ -33,7 +33,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from llem.atomic import atomic_write_text
 from llem.cli import condense_hydra_error, hydra_error_text
 from llem.config.schema import SweepOrder
-from llem.errors import ConfigError, first_line
+from llem.errors import ConfigError, first_line, interrupted_by
 from llem.overrides import without_key
 from llem.result import RESULT_FILE, ErrorInfo, RunResult, write_record
 from llem.sweep.plan import (
@@ -244,8 +244,8 @@ class GridSweeper(Sweeper):
                         plan, chunk, sweep_dir, progress, outcomes, in_process, force_no_reuse
                     )
                 )
-        except KeyboardInterrupt:
-            interrupted = True
+        except BaseException as exc:
+            interrupted = interrupted_by(exc)
             raise
         finally:
             if in_process:
