@@ -28,6 +28,7 @@ from llem.errors import (
 )
 from llem.result import ErrorInfo, SweepPosition, write_record
 from llem.sweep.state import STATE, CommandState, Outcome
+from llem.sweep.study import explain_composition_error
 
 log = logging.getLogger("llem")
 
@@ -201,7 +202,7 @@ def invoke(args: list[str]) -> CommandState:
         raise
     except Exception as exc:
         if not STATE.task_started and is_composition_error(exc):
-            raise as_config_error(exc) from None
+            raise explain_composition_error(exc, argv) or as_config_error(exc) from None
         raise
     finally:
         sys.argv = saved_argv

@@ -36,6 +36,7 @@ from llem.config.schema import SweepOrder
 from llem.errors import ConfigError, first_line, interrupted_by
 from llem.overrides import without_key
 from llem.result import RESULT_FILE, ErrorInfo, RunResult, write_record
+from llem.sweep import study
 from llem.sweep.plan import (
     Plan,
     Point,
@@ -194,6 +195,7 @@ class GridSweeper(Sweeper):
         STATE.multirun, STATE.sweep_dir, STATE.sweep_outcomes = True, sweep_dir, []
 
         self._swept = swept_keys(jobs) if len(jobs) > 1 else []
+        study.check_study(self.config, self.hydra_context.config_loader)
         settings = self._settings(jobs[0])
         self._dry_run = settings.dry_run
         self._has_cuda = cuda_available()
@@ -214,6 +216,7 @@ class GridSweeper(Sweeper):
             log.info("%s", line)
         OmegaConf.save(self.config, sweep_dir / "multirun.yaml")
         write_plan(sweep_dir, plan, reuse, batch_size)
+        study.record_study(sweep_dir, self.config, self.hydra_context.config_loader)
         for p in plan.skipped:
             self._write_record(
                 sweep_dir,

@@ -1,0 +1,1 @@
+"""Puts ``./conf`` on llem's config search path (implementation: ``llem_searchpath.py``)."""

@@ -1,0 +1,423 @@
+"""Studies as files: ``+experiment=NAME`` found, checked, explained and recorded.
+
+A study is a ``# @package _global_`` YAML file in a config group called ``experiment``: llem ships
+protocols in ``llem/conf/experiment/``, and a user's own live in ``./conf/experiment/`` (put on the
+search path by ``hydra_plugins.llem_searchpath``) or in ``--config-dir DIR``'s ``experiment/``.
+Hydra composes it like any other group option; this module adds what Hydra does not do:
+
+* ``check_study``: before a sweep plans anything, every grid entry the study file declares under
+  ``hydra.sweeper.params`` is checked (the key exists in the schema, each value has the key's type,
+  a group value is one of the group's options); a bad one is a ``ConfigError`` naming the file and
+  the key. A file of the same name in a later search path entry, which Hydra silently ignores, is
+  reported as a warning.
+* ``record_study``: a real sweep keeps a copy of the file as it was run
+  (``<sweep dir>/study/experiment/NAME.yaml``) and ``<sweep dir>/study.json`` (name, where the file
+  came from, its SHA-256, the command-line overrides and the command that runs it again).
+* ``explain_composition_error``: Hydra's error for an unknown experiment or for a bad
+  key inside a study file, as one line naming the file (or listing the available experiments).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import logging
+import re
+from importlib import resources
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import yaml
+from omegaconf import DictConfig, OmegaConf, open_dict
+from omegaconf.errors import OmegaConfBaseException
+
+from llem.errors import ConfigError
+
+log = logging.getLogger("llem.sweep")
+
+GROUP = "experiment"
+STUDY_JSON = "study.json"
+STUDY_DIR = "study"
+_PACKAGE_CONF = "llem.conf"
+
+
+@dataclasses.dataclass
+class StudyFile:
+    """One study file as Hydra found it."""
+
+    name: str
+    where: str  # what a user reads: a path relative to the working directory, or the package path
+    text: str
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.text.encode("utf-8")).hexdigest()
+
+
+# --------------------------------------------------------------------------- finding the file
+def _display(path: Path) -> str:
+    """``path`` relative to the working directory when it lies under it, else absolute."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path.resolve())
+
+
+def _package_file(name: str) -> Optional[Tuple[str, str]]:
+    node = resources.files(_PACKAGE_CONF).joinpath(GROUP, *f"{name}.yaml".split("/"))
+    if not node.is_file():
+        return None
+    return f"llem/conf/{GROUP}/{name}.yaml (shipped with llem)", node.read_text(encoding="utf-8")
+
+
+def _dir_file(directory: str, name: str) -> Optional[Tuple[str, str]]:
+    path = Path(directory, GROUP, f"{name}.yaml")
+    if not path.is_file():
+        return None
+    return _display(path), path.read_text(encoding="utf-8")
+
+
+def _source_file(source: Any, name: str) -> Optional[Tuple[str, str]]:
+    """(where, text) of ``experiment/NAME.yaml`` in one Hydra config source, None if absent."""
+    scheme = source.scheme()
+    if scheme == "file":
+        return _dir_file(source.path, name)
+    if scheme == "pkg" and source.path.replace("/", ".") == _PACKAGE_CONF:
+        return _package_file(name)
+    return None
+
+
+def _chosen_name(config: DictConfig) -> Optional[str]:
+    choices = OmegaConf.select(config, "hydra.runtime.choices", default=None)
+    if choices is None:
+        return None
+    name = choices.get(GROUP)
+    return str(name) if name else None
+
+
+def find_study(config: DictConfig, sources: Sequence[Any]) -> List[StudyFile]:
+    """Every copy of the chosen study file along the search path, the one Hydra used first.
+
+    Empty when the command line chose no experiment.
+    """
+    name = _chosen_name(config)
+    if name is None:
+        return []
+    found = []
+    for source in sources:
+        hit = _source_file(source, name)
+        if hit is not None:
+            found.append(StudyFile(name=name, where=hit[0], text=hit[1]))
+    return found
+
+
+# --------------------------------------------------------------------------- checking the grid
+def _declared_params(text: str) -> Dict[str, str]:
+    """The ``hydra.sweeper.params`` entries the file itself writes, as override strings."""
+    try:
+        data = yaml.safe_load(text) or {}
+    except yaml.YAMLError:
+        return {}  # Hydra has already reported a file it cannot parse
+    params: Any = data
+    for part in ("hydra", "sweeper", "params"):
+        params = params.get(part) if isinstance(params, dict) else None
+    if not isinstance(params, dict):
+        return {}
+    return {str(k): _as_override_value(v) for k, v in params.items()}
+
+
+def _as_override_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    return str(value)
+
+
+def _group_options(sources: Sequence[Any], group: str) -> Optional[List[str]]:
+    """The options of config group ``group`` (None when no source has such a group)."""
+    from hydra.core.object_type import ObjectType
+
+    holders = [s for s in sources if s.is_group(group)]
+    if not holders:
+        return None
+    names = set()
+    for s in holders:
+        names.update(s.list(group, ObjectType.CONFIG))
+    return sorted(names)
+
+
+def schema_keys(parent: str) -> Optional[List[str]]:
+    """The keys the schema declares under ``parent`` ('' for the root; None if not a section)."""
+    from llem.config.schema import ExperimentConfig
+
+    node: Any = ExperimentConfig
+    for part in [p for p in parent.split(".") if p]:
+        fields = (
+            {f.name: f for f in dataclasses.fields(node)} if dataclasses.is_dataclass(node) else {}
+        )
+        factory = fields[part].default_factory if part in fields else dataclasses.MISSING
+        if factory is dataclasses.MISSING:
+            return None
+        node = factory()
+    if not dataclasses.is_dataclass(node):
+        return None
+    return [f.name for f in dataclasses.fields(node)]
+
+
+def no_such_key(key: str) -> str:
+    """``key: no such key (allowed keys under 'parent': ...)``, the wording llem uses elsewhere."""
+    parent = key.rpartition(".")[0]
+    allowed = schema_keys(parent)
+    listed = f" (allowed keys under '{parent or 'root'}': {', '.join(allowed)})" if allowed else ""
+    return f"{key}: no such key{listed}"
+
+
+def _sweep_values(override: Any) -> List[Any]:
+    if override.is_sweep_override():
+        try:
+            return list(override.sweep_iterator())
+        except Exception:  # an interval or other sweep the grid sweeper cannot expand
+            return []
+    return [override.value()]
+
+
+def _check_value(job: DictConfig, key: str, value: Any) -> Optional[str]:
+    trial = job.copy()
+    try:
+        OmegaConf.update(trial, key, value, merge=True)
+    except OmegaConfBaseException as exc:
+        return str(exc).strip().splitlines()[0]
+    return None
+
+
+def _job_config(config: DictConfig) -> DictConfig:
+    job = config.copy()
+    with open_dict(job):
+        job.pop("hydra", None)
+    return job
+
+
+def grid_problems(
+    study: StudyFile, config: DictConfig, sources: Sequence[Any]
+) -> Tuple[List[str], List[str]]:
+    """(problems, keys) of the grid entries the study file declares.
+
+    ``problems`` is empty when every entry is valid; ``keys`` are the swept keys and groups.
+    """
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    declared = _declared_params(study.text)
+    job = _job_config(config)
+    parser = OverridesParser.create()
+    problems: List[str] = []
+    keys: List[str] = []
+    for key, value in declared.items():
+        try:
+            override = parser.parse_override(f"{key}={value}")
+        except Exception as exc:
+            problems.append(f"{key}: cannot parse '{value}' ({str(exc).splitlines()[0]})")
+            continue
+        name = override.key_or_group
+        keys.append(name)
+        if name.startswith("hydra.") or override.package is not None:
+            continue  # Hydra's own keys: Hydra checks them
+        values = _sweep_values(override)
+        options = _group_options(sources, name)
+        if options is not None:
+            bad = [str(v) for v in values if str(v) not in options]
+            if bad:
+                problems.append(
+                    f"{name}: no option {', '.join(repr(b) for b in bad)} in group '{name}' "
+                    f"(available: {', '.join(options)})"
+                )
+            continue
+        if OmegaConf.select(job, name, default=_ABSENT) is _ABSENT:
+            problems.append(no_such_key(name))
+            continue
+        for v in values:
+            reason = _check_value(job, name, v)
+            if reason:
+                problems.append(f"{name}={v}: {reason}")
+                break
+    return problems, keys
+
+
+_ABSENT = object()
+
+
+def check_study(config: DictConfig, config_loader: Any) -> Optional[StudyFile]:
+    """Check the chosen study before a sweep plans anything; return its file (None if none).
+
+    Raises ``ConfigError`` (exit 2) naming the file and every bad grid key, or a required value
+    that neither the study, its grid nor the command line sets. Warns when a file of the same name
+    later on the search path is ignored.
+    """
+    sources = config_loader.get_sources()
+    copies = find_study(config, sources)
+    if not copies:
+        return None
+    study = copies[0]
+    for other in copies[1:]:
+        if other.text != study.text:
+            log.warning(
+                "experiment '%s': running %s; %s has the same name and is ignored "
+                "(give it another name to run it)",
+                study.name,
+                study.where,
+                other.where,
+            )
+    problems, swept = grid_problems(study, config, sources)
+    if problems:
+        raise ConfigError(
+            [f"{study.where}: hydra.sweeper.params: {p}" for p in problems],
+            hint="fix the study file; nothing was run",
+        )
+    unset = [
+        k
+        for k in sorted(OmegaConf.missing_keys(_job_config(config)))
+        if not any(k == s or k.startswith(f"{s}.") for s in swept)
+    ]
+    if unset:
+        raise ConfigError(
+            [f"{k} is required but has no value" for k in unset],
+            hint=f"experiment {study.name} leaves it to the command line: add "
+            + " ".join(f"{k}=..." for k in unset),
+        )
+    return study
+
+
+# --------------------------------------------------------------------------- recording it
+def _rerun_command(sweep_dir: Path, name: str, overrides: Sequence[str]) -> str:
+    import shlex
+
+    kept = [
+        o
+        for o in overrides
+        if o.split("=", 1)[0].lstrip("+~") not in (GROUP, "hydra.sweep.dir", "dry_run")
+    ]
+    parts = [
+        "python -m llem --multirun",
+        f"--config-dir {shlex.quote(str(sweep_dir / STUDY_DIR))}",
+        f"+{GROUP}={name}",
+        *(shlex.quote(o) for o in kept),
+    ]
+    return " ".join(parts)
+
+
+def record_study(sweep_dir: Path, config: DictConfig, config_loader: Any) -> Optional[Path]:
+    """Keep the study file and ``study.json`` in ``sweep_dir``; return study.json's path.
+
+    Does nothing (None) when the sweep was not started with ``+experiment=NAME``.
+    """
+    from llem import __version__
+    from llem.atomic import atomic_write_text
+
+    copies = find_study(config, config_loader.get_sources())
+    if not copies:
+        return None
+    study = copies[0]
+    copy = sweep_dir / STUDY_DIR / GROUP / f"{study.name}.yaml"
+    atomic_write_text(copy, study.text)
+    overrides = [str(o) for o in OmegaConf.select(config, "hydra.overrides.task", default=[])]
+    record = {
+        "name": study.name,
+        "source": study.where,
+        "file": str(copy.relative_to(sweep_dir)),
+        "sha256": study.sha256,
+        "llem_version": __version__,
+        "overrides": overrides,
+        "rerun": _rerun_command(sweep_dir, study.name, overrides),
+    }
+    path = sweep_dir / STUDY_JSON
+    atomic_write_text(path, json.dumps(record, indent=2) + "\n")
+    return path
+
+
+# --------------------------------------------------------------------------- explaining errors
+_NOT_FOUND = re.compile(r"Could not find '" + GROUP + r"/([^']+)'")
+_IN_FILE = re.compile(r"In '" + GROUP + r"/([^']+)'")
+_FULL_KEY = re.compile(r"full_key:\s*(\S+)")
+_NOT_IN = re.compile(r"Key '[^']+' not in '[^']+'")
+
+
+def _config_dir(argv: Sequence[str]) -> Optional[str]:
+    for i, arg in enumerate(argv):
+        if arg in ("--config-dir", "-cd") and i + 1 < len(argv):
+            return argv[i + 1]
+        if arg.startswith("--config-dir="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+def _options_in(directory: Path) -> List[str]:
+    base = directory / GROUP
+    if not base.is_dir():
+        return []
+    return sorted(str(p.relative_to(base).with_suffix("")) for p in base.rglob("*.yaml"))
+
+
+def available_experiments(argv: Sequence[str] = ()) -> List[Tuple[str, List[str]]]:
+    """(where, names) for llem's shipped studies, ``./conf``'s, and ``--config-dir``'s."""
+    shipped_dir = resources.files(_PACKAGE_CONF).joinpath(GROUP)
+    shipped = sorted(p.name[:-5] for p in shipped_dir.iterdir() if p.name.endswith(".yaml"))
+    found = [("shipped with llem", shipped)]
+    found.append((f"./conf/{GROUP}", _options_in(Path.cwd() / "conf")))
+    extra = _config_dir(argv)
+    if extra:
+        found.append((f"{extra.rstrip('/')}/{GROUP}", _options_in(Path(extra))))
+    return found
+
+
+def _locate(name: str, argv: Sequence[str]) -> str:
+    """Where Hydra read ``experiment/NAME`` from, in search path order."""
+    hit = _package_file(name) or _dir_file(str(Path.cwd() / "conf"), name)
+    extra = _config_dir(argv)
+    if hit is None and extra:
+        hit = _dir_file(extra, name)
+    return hit[0] if hit else f"{GROUP}/{name}.yaml"
+
+
+def _condensed_tail(text: str) -> str:
+    from llem.cli import condense_hydra_error
+
+    line = condense_hydra_error(text)
+    line = re.sub(r"^In '" + GROUP + r"/[^']+':\s*", "", line)
+    return re.sub(r"\w+ raised while composing config:;\s*", "", line)
+
+
+def explain_composition_error(exc: BaseException, argv: Sequence[str]) -> Optional[ConfigError]:
+    """Hydra's error for an unknown study or a bad key in one as a one-line ``ConfigError``.
+
+    None when the error is not about a study (the caller then reports it as it is).
+    """
+    from llem.cli import hydra_error_text
+
+    message = explain_hydra_text(hydra_error_text(exc), argv)
+    return ConfigError(message) if message else None
+
+
+def explain_hydra_text(text: str, argv: Sequence[str]) -> Optional[str]:
+    """One line for Hydra's report on an unknown study or a bad key in one (None: not ours)."""
+    missing = _NOT_FOUND.search(text)
+    if missing:
+        name = missing.group(1)
+        found = available_experiments(argv)
+        groups = [f"{', '.join(names) or 'none'} ({where})" for where, names in found]
+        return (
+            f"no experiment '{name}' (+{GROUP}={name}); available: {'; '.join(groups)}; "
+            f"a study of your own goes in ./conf/{GROUP}/{name}.yaml"
+        )
+    inside = _IN_FILE.search(text)
+    if inside:
+        name = inside.group(1)
+        where = _locate(name, argv)
+        key = _FULL_KEY.search(text)
+        detail = _condensed_tail(text)
+        if key and _NOT_IN.search(detail):
+            detail = no_such_key(key.group(1))
+        elif key and key.group(1) not in detail:
+            detail = f"{key.group(1)}: {detail}"
+        return f"{where}: {detail}"
+    return None

@@ -1,0 +1,366 @@
+"""Studies as files: ./conf on the search path, shipped protocols, the record, bad study files."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+import zipfile
+from importlib import resources
+from pathlib import Path
+from typing import List
+
+import pytest
+
+from llem.main import main
+
+REPO = Path(__file__).resolve().parents[1]
+SHIPPED = sorted(p.name[:-5] for p in resources.files("llem.conf").joinpath("experiment").iterdir())
+
+STUDY = """\
+# @package _global_
+# A user's own study, written into a fresh directory by the test.
+defaults:
+  - override /model: hf
+model:
+  name_or_path: {model}
+decoder:
+  max_new_tokens: 3
+  min_new_tokens: 3
+dataset:
+  n_prompts: 2
+measurement:
+  warmup: 0
+  min_window_s: 0
+hydra:
+  sweeper:
+    params:
+      pytorch.batch_size: 1,2
+"""
+
+
+@pytest.fixture(autouse=True)
+def _keep_argv(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "argv", list(sys.argv))  # main() rewrites sys.argv
+
+
+def llem(cwd: Path, *args: str, timeout: int = 240) -> subprocess.CompletedProcess:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
+    return subprocess.run(
+        [sys.executable, "-m", "llem", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def write_study(directory: Path, name: str, text: str) -> Path:
+    path = directory / "conf" / "experiment" / f"{name}.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def errors(stderr: str) -> List[str]:
+    return [line for line in stderr.splitlines() if line.startswith("error:")]
+
+
+# --------------------------------------------------------------------------- the search path plugin
+def _search_path(main_entry: str) -> List[str]:
+    from hydra._internal.config_search_path_impl import ConfigSearchPathImpl
+
+    from hydra_plugins.llem_searchpath.llem_searchpath import LlemWorkingDirSearchPath
+
+    sp = ConfigSearchPathImpl()
+    sp.append("hydra", "pkg://hydra.conf")
+    sp.append("main", main_entry)
+    LlemWorkingDirSearchPath().manipulate_search_path(sp)
+    return [e.path for e in sp.get_path()]
+
+
+def test_conf_in_the_working_directory_is_appended_for_llem(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "conf").mkdir()
+    monkeypatch.chdir(tmp_path)
+    expected = f"file://{tmp_path.resolve() / 'conf'}"
+    assert _search_path("pkg://llem/conf") == ["pkg://hydra.conf", "pkg://llem/conf", expected]
+    assert _search_path("pkg://llem.conf")[-1] == expected
+
+
+def test_no_conf_directory_adds_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert _search_path("pkg://llem/conf") == ["pkg://hydra.conf", "pkg://llem/conf"]
+
+
+def test_other_hydra_applications_are_left_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "conf").mkdir()
+    monkeypatch.chdir(tmp_path)
+    for other in ("pkg://myapp/conf", "file:///home/me/notllem/conf", "pkg://llem_extras/conf"):
+        assert _search_path(other) == ["pkg://hydra.conf", other]
+
+
+# --------------------------------------------------------------------------- a user's own study
+def test_own_study_in_a_fresh_directory_dry_run_then_real_run_then_rerun_from_output(
+    tmp_path: Path, tiny_model_dir: Path
+) -> None:
+    project = tmp_path / "project"
+    study_file = write_study(project, "my_study", STUDY.format(model=tiny_model_dir))
+    sweep = tmp_path / "sweep"
+
+    dry = llem(project, "--multirun", "+experiment=my_study", "dry_run=true")
+    assert dry.returncode == 0, dry.stderr
+    assert "2 points" in dry.stdout and "pytorch.batch_size=2" in dry.stdout
+    assert not (project / "outputs").exists()  # a dry run writes nothing
+
+    real = llem(
+        project,
+        "--multirun",
+        "+experiment=my_study",
+        f"hydra.sweep.dir={sweep}",
+        "~hydra.callbacks.report",
+    )
+    assert real.returncode == 0, real.stderr
+    for index, batch in ((0, 1), (1, 2)):
+        result = json.loads((sweep / str(index) / "result.json").read_text())
+        assert result["status"] == "ok"
+        assert result["workload"]["batch_size"] == batch
+        assert result["workload"]["output_tokens"] == 2 * 3  # min = max = 3 new tokens
+
+    # The sweep directory holds the study file as it ran, and what it takes to run it again.
+    record = json.loads((sweep / "study.json").read_text())
+    assert record["name"] == "my_study"
+    assert record["source"] == "conf/experiment/my_study.yaml"
+    assert (sweep / record["file"]).read_text() == study_file.read_text()
+    assert record["overrides"][0] == "+experiment=my_study"
+
+    # The original is edited afterwards; the recorded copy still runs, from anywhere.
+    study_file.unlink()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    rerun = shlex.split(record["rerun"])
+    assert rerun[:3] == ["python", "-m", "llem"]
+    again = llem(elsewhere, *rerun[3:], "dry_run=true")
+    assert again.returncode == 0, again.stderr
+    assert "2 points" in again.stdout and "pytorch.batch_size=2" in again.stdout
+
+
+def test_config_dir_still_works(
+    tmp_path: Path, tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    studies = tmp_path / "studies"
+    write_study(studies, "mine", STUDY.format(model=tiny_model_dir))
+    monkeypatch.chdir(tmp_path)  # no ./conf here
+    code = main(
+        ["--multirun", "--config-dir", str(studies / "conf"), "+experiment=mine", "dry_run=true"]
+    )
+    assert code == 0, capsys.readouterr().err
+    assert "2 points" in capsys.readouterr().out
+
+
+# --------------------------------------------------------------------------- shipped protocols
+def test_every_shipped_preset_is_documented_and_cites_a_source() -> None:
+    assert SHIPPED == ["aienergyscore", "batch_scaling", "decoding", "peer_sweep", "quantization"]
+    for name in SHIPPED:
+        text = resources.files("llem.conf").joinpath("experiment", f"{name}.yaml").read_text()
+        assert text.startswith("# @package _global_\n"), name
+        assert "Source:" in text and ("Protocol" in text or "Workload" in text), name
+        assert f"+experiment={name}" in text, name
+
+
+def _cuda_and_bnb() -> bool:
+    import importlib.util
+
+    import torch
+
+    return torch.cuda.is_available() and importlib.util.find_spec("bitsandbytes") is not None
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_shipped_preset_dry_run(
+    name: str,
+    tmp_path: Path,
+    tiny_model_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    extra = [f"model.name_or_path={tiny_model_dir}"] if name == "peer_sweep" else []
+    # One repeat per configuration keeps this fast: repeats never change a point's validity.
+    extra.append("hydra.sweeper.params.repeat=0")
+    code = main(["--multirun", f"+experiment={name}", "dry_run=true", *extra])
+    out, err = capsys.readouterr()
+    assert not errors(err), err
+    assert "skipped #" not in out, out
+    assert "dry run: nothing was loaded" in out
+    if name == "quantization" and not _cuda_and_bnb():
+        # A GPU protocol on a machine that cannot run it: pre-flight says why, for bnb points only.
+        assert code == 3, out
+        failed = [line for line in out.splitlines() if "pre-flight FAILED" in line]
+        assert len(failed) == 9 and all("quantization=bnb" in line for line in failed)
+        assert all("bitsandbytes" in line or "CUDA" in line for line in failed)
+    else:
+        assert code == 0, out + err
+    assert not (tmp_path / "outputs").exists()
+
+
+def test_shipped_presets_set_what_their_protocol_says(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hydra import compose, initialize_config_module
+
+    from llem.config.store import register_configs
+
+    monkeypatch.chdir(tmp_path)
+    register_configs()
+
+    def cfg(name: str):
+        with initialize_config_module("llem.conf", version_base="1.3"):
+            return compose("config", overrides=[f"+experiment={name}"], return_hydra_config=True)
+
+    c = cfg("aienergyscore")
+    assert (c.pytorch.batch_size, c.dataset.n_prompts, c.measurement.min_window_s) == (1, 1000, 0)
+    assert c.decoder.min_new_tokens == c.decoder.max_new_tokens == 10
+    assert c.hydra.sweeper.params == {"repeat": "range(10)"}
+    c = cfg("peer_sweep")
+    assert (c.dataset.n_prompts, c.dataset.input_tokens, c.device.value) == (8, 32, "cpu")
+    assert c.decoder.min_new_tokens == c.decoder.max_new_tokens == 32
+    assert c.hydra.sweeper.params == {"pytorch.batch_size": "1,4", "repeat": "range(2)"}
+    c = cfg("batch_scaling")
+    assert c.sweep.order.value == "interleave"
+    assert c.hydra.sweeper.params["pytorch.batch_size"] == "1,2,4,8,16,32,64"
+    c = cfg("quantization")
+    assert c.hydra.sweeper.params["quantization"] == "none,bnb-8bit,bnb-4bit,bnb-4bit-fp4"
+    c = cfg("decoding")
+    assert c.hydra.sweeper.params["decoder"] == "greedy,standard,creative,factual"
+
+
+def test_repository_example_study_runs_from_the_repository_root(capsys, monkeypatch) -> None:
+    monkeypatch.chdir(REPO)
+    code = main(["--multirun", "+experiment=example", "dry_run=true"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "8 points" in out and "every point to run passed pre-flight" in out
+
+
+# --------------------------------------------------------------------------- bad input
+def test_unknown_experiment_lists_shipped_and_local_ones_in_one_line(tmp_path: Path) -> None:
+    write_study(tmp_path, "mine", "# @package _global_\n")
+    proc = llem(tmp_path, "--multirun", "+experiment=nope")
+    assert proc.returncode == 2, proc.stderr
+    assert errors(proc.stderr) == proc.stderr.strip().splitlines(), proc.stderr
+    (line,) = errors(proc.stderr)
+    assert "no experiment 'nope'" in line
+    assert (
+        "aienergyscore, batch_scaling, decoding, peer_sweep, quantization (shipped with llem)"
+        in line
+    )
+    assert "mine (./conf/experiment)" in line
+    assert not (tmp_path / "outputs").exists()
+
+
+BAD_STUDIES = [
+    (
+        "decoder:\n  temprature: 0.7\n",
+        ["conf/experiment/bad.yaml", "decoder.temprature: no such key", "temperature"],
+    ),
+    (
+        "pytorch:\n  batch_size: four\n",
+        ["conf/experiment/bad.yaml", "pytorch.batch_size", "four"],
+    ),
+    (
+        "hydra:\n  sweeper:\n    params:\n      pytorch.batch_size: 1,four\n",
+        ["conf/experiment/bad.yaml", "pytorch.batch_size=four", "Integer"],
+    ),
+    (
+        "hydra:\n  sweeper:\n    params:\n      decoder.temprature: 0.1,0.2\n",
+        ["conf/experiment/bad.yaml", "decoder.temprature: no such key", "temperature"],
+    ),
+    (
+        "hydra:\n  sweeper:\n    params:\n      decoder: greedy,sloppy\n",
+        ["conf/experiment/bad.yaml", "'sloppy'", "greedy"],
+    ),
+]
+
+
+@pytest.mark.parametrize("body,words", BAD_STUDIES)
+def test_bad_study_file_is_rejected_before_anything_loads_naming_file_and_key(
+    body: str,
+    words: List[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture,
+) -> None:
+    write_study(tmp_path, "bad", "# @package _global_\n" + body)
+    monkeypatch.chdir(tmp_path)
+    code = main(["--multirun", "+experiment=bad"])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    (line,) = errors(err)
+    for word in words:
+        assert word in line, line
+    assert not (tmp_path / "outputs").exists()
+
+
+def test_a_required_value_left_unset_stops_the_study(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    code = main(["--multirun", "+experiment=peer_sweep", "dry_run=true"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert errors(err) == ["error: model.name_or_path is required but has no value"]
+    assert "model.name_or_path=..." in err
+
+
+def test_a_local_file_shadowed_by_a_shipped_one_is_reported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    write_study(tmp_path, "decoding", "# @package _global_\n")
+    monkeypatch.chdir(tmp_path)
+    assert main(["--multirun", "+experiment=decoding", "dry_run=true"]) == 0
+    out = capsys.readouterr().out
+    assert "conf/experiment/decoding.yaml has the same name and is ignored" in out
+
+
+# --------------------------------------------------------------------------- packaging
+@pytest.mark.slow
+def test_installed_wheel_finds_conf_and_ships_the_presets(tmp_path: Path) -> None:
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q"]
+        + ["-w", str(tmp_path / "dist"), str(REPO)],
+        check=True,
+        capture_output=True,
+    )
+    (wheel,) = (tmp_path / "dist").glob("llem-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "hydra_plugins/llem_searchpath/llem_searchpath.py" in names
+    assert {f"llem/conf/experiment/{n}.yaml" for n in SHIPPED} <= set(names)
+    target = tmp_path / "site"
+    zipfile.ZipFile(wheel).extractall(target)  # what pip installs, without touching this venv
+    project = tmp_path / "project"
+    write_study(
+        project,
+        "mine",
+        "# @package _global_\nhydra:\n  sweeper:\n    params:\n      repeat: range(2)\n",
+    )
+    code = (
+        "import hydra_plugins.llem_searchpath.llem_searchpath as p, llem, sys;"
+        f"assert p.__file__.startswith({str(target)!r}), p.__file__;"
+        f"assert llem.__file__.startswith({str(target)!r}), llem.__file__;"
+        "from llem.main import main;"
+        "sys.exit(main(['--multirun', '+experiment=mine', 'dry_run=true']))"
+    )
+    env = {**os.environ, "PYTHONPATH": str(target)}
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=project, env=env, capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "2 points" in proc.stdout
