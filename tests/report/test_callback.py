@@ -47,7 +47,7 @@ from hydra.core.hydra_config import HydraConfig
 @hydra.main(version_base="1.3", config_path=".", config_name="config")
 def app(cfg):
     out = Path(HydraConfig.get().runtime.output_dir)
-    result = {"status": "ok", "config_hash": f"h{cfg.batch_size}",
+    result = {"schema_version": 2, "status": "ok", "config_hash": f"h{cfg.batch_size}",
               "throughput": {"output_tokens_per_s": 10.0 * cfg.batch_size},
               "energy": {"source": "unavailable", "j_per_output_token": None}}
     (out / "result.json").write_text(json.dumps(result))
