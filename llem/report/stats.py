@@ -24,6 +24,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
+import numpy as np
 import pandas as pd
 
 if TYPE_CHECKING:
@@ -224,6 +225,13 @@ N_LEFT_OUT = "n_energy_left_out"
 GPU = "gpu"
 
 
+def judged_invalid(verdict: object) -> bool:
+    """A ``valid`` cell that says false (not one that is empty: not judged)."""
+    if verdict is None or verdict is pd.NA:
+        return False
+    return isinstance(verdict, (bool, np.bool_)) and not verdict
+
+
 def is_energy_metric(metric: str) -> bool:
     """Energy figures are the ones a validity verdict speaks for."""
     return metric.startswith("energy.")
@@ -276,7 +284,7 @@ def hardware_key(frame: pd.DataFrame, i: int) -> Optional[HardwareKey]:
 
 
 def hardware_label(key: Optional[HardwareKey]) -> str:
-    """``("cuda", "NVIDIA A100-SXM4-80GB", 2)`` → ``"NVIDIA A100-SXM4-80GB ×2"``; CPU → ``"cpu"``."""
+    """``("cuda", "NVIDIA A100-SXM4-80GB", 2)`` → ``"NVIDIA A100-SXM4-80GB ×2"``; CPU: ``"cpu"``."""
     if key is None:
         return "unknown"
     device, model, count = key
@@ -350,16 +358,14 @@ def summary_frame(runs: Runs, include_invalid: bool = False) -> pd.DataFrame:
     groups = configuration_groups(runs)
     show_hardware = hardware_varies(groups)
     dev_col = device_column(frame)
-    valid = (
-        frame[VALID].astype(object).tolist() if VALID in frame.columns else [None] * len(frame)
-    )
+    valid = frame[VALID].astype(object).tolist() if VALID in frame.columns else [None] * len(frame)
 
     rows: List[Dict[str, Any]] = []
     for group in groups:
         part = frame.iloc[group.rows]
         ok_rows = [i for i in group.rows if str(frame["status"].iloc[i]) == "ok"]
-        invalid_rows = [i for i in ok_rows if valid[i] is False]
-        energy_rows = ok_rows if include_invalid else [i for i in ok_rows if valid[i] is not False]
+        invalid_rows = [i for i in ok_rows if judged_invalid(valid[i])]
+        energy_rows = ok_rows if include_invalid else [i for i in ok_rows if i not in invalid_rows]
         row: Dict[str, Any] = {"config_hash": group.config_hash}
         for k in keys:
             row[k] = _first(part[k].astype(object).tolist())

@@ -199,3 +199,24 @@ def test_a_sweep_root_is_never_taken_for_a_run(realistic_sweep: Path) -> None:
     assert runs.n_runs == 18
     cols = list(runs.frame.columns)
     assert cols[9:11] == ["config_hash", "overrides"]
+
+
+def test_valid_column_holds_the_energy_verdict(tmp_path: Path) -> None:
+    verdicts = {1: True, 2: False, 4: None}
+    synth.write_sweep(
+        tmp_path / "s",
+        {"pytorch.batch_size": [1, 2, 4, 8]},
+        lambda p: (
+            synth.failed_result()
+            if p["pytorch.batch_size"] == 8
+            else synth.ok_result(
+                energy=verdicts[p["pytorch.batch_size"]] is not None,
+                valid=verdicts[p["pytorch.batch_size"]],
+            )
+        ),
+    )
+    frame = load_runs([tmp_path / "s"]).frame
+    assert str(frame["valid"].dtype) == "boolean"
+    # true, false, and empty where it was not judged (CPU run; a failed run)
+    assert frame["valid"].astype(object).tolist() == [True, False, pd.NA, pd.NA]
+    assert frame["validity.energy_valid"].astype(object).tolist()[:2] == [True, False]
