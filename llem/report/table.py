@@ -331,8 +331,12 @@ def render_heading(runs: Runs, summary: pd.DataFrame) -> str:
     order = ["ok", "failed", "skipped", "missing"]
     keys = sorted(counts, key=lambda k: (order.index(k) if k in order else len(order), k))
     detail = ", ".join(f"{counts[k]} {k}" for k in keys)
-    n_cfg = len(summary)
-    return (
+    n_cfg = summary["config_hash"].nunique() if "config_hash" in summary.columns else len(summary)
+    text = (
         f"llem report: {runs.n_runs} run{'s' if runs.n_runs != 1 else ''} ({detail}), "
         f"{n_cfg} configuration{'s' if n_cfg != 1 else ''}"
     )
+    if GPU in summary.columns:  # rows are configurations × hardware
+        kinds = {str(v) for v in _col(summary, GPU) if not is_missing(v) and v != "unknown"}
+        text += f" on {len(kinds)} kinds of hardware ({len(summary)} rows)"
+    return text

@@ -12,6 +12,7 @@ from llem.report.table import (
     format_number,
     format_with_ci,
     knob_headers,
+    render_heading,
     render_invalid,
     render_problems,
     render_table,
@@ -207,6 +208,10 @@ def test_gpu_column_when_hardware_varies(tmp_path: Path) -> None:
             lambda p, gpu=gpu: synth.ok_result(gpu_model=gpu),
         )
     lines = _table(tmp_path / "a", tmp_path / "b").splitlines()
+    runs = load_runs([tmp_path / "a", tmp_path / "b"])
+    assert render_heading(runs, summary_frame(runs)) == (
+        "llem report: 4 runs (4 ok), 2 configurations on 2 kinds of hardware (4 rows)"
+    )
     assert lines[0].split()[:3] == ["batch_size", "GPU", "tok/s"]
     assert [line.split()[:3] for line in lines[2:6]] == [
         ["1", "A100-SXM4-80GB", "×1"],
