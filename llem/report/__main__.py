@@ -37,6 +37,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--no-plots", action="store_true", help="write the tables only")
     p.add_argument(
+        "--include-invalid",
+        action="store_true",
+        help="keep runs whose energy was judged invalid (valid=false) in the energy statistics "
+        "(default: left out, and counted in summary.csv's n_energy_left_out)",
+    )
+    p.add_argument(
         "--width",
         type=int,
         default=100,
@@ -49,7 +55,13 @@ def _parser() -> argparse.ArgumentParser:
 def _report(args: argparse.Namespace) -> int:
     from llem.report.build import build_report
 
-    report = build_report(args.dirs, out=args.out, plots=not args.no_plots, width=args.width)
+    report = build_report(
+        args.dirs,
+        out=args.out,
+        plots=not args.no_plots,
+        width=args.width,
+        include_invalid=args.include_invalid,
+    )
     if not args.quiet:
         print(report.text)
         tables = [f.name for f in report.files if f.parent == report.out_dir]

@@ -12,7 +12,13 @@ import pandas as pd
 from llem.atomic import atomic_write
 from llem.report.load import Runs, load_runs
 from llem.report.stats import summary_frame
-from llem.report.table import DEFAULT_WIDTH, render_heading, render_problems, render_table
+from llem.report.table import (
+    DEFAULT_WIDTH,
+    render_heading,
+    render_invalid,
+    render_problems,
+    render_table,
+)
 
 log = logging.getLogger(__name__)
 
@@ -37,15 +43,18 @@ def build_report(
     out: Optional[Path | str] = None,
     plots: bool = True,
     width: int = DEFAULT_WIDTH,
+    include_invalid: bool = False,
 ) -> Report:
     """Report on every run under ``dirs``; outputs go to ``out`` (default: the first dir).
+
+    Energy statistics leave out runs whose energy was judged invalid unless ``include_invalid``.
 
     Raises :class:`llem.report.load.ReportError` when ``dirs`` hold no runs.
     """
     runs = load_runs(dirs)
     out_dir = Path(out) if out is not None else Path(dirs[0])
     out_dir.mkdir(parents=True, exist_ok=True)
-    summary = summary_frame(runs)
+    summary = summary_frame(runs, include_invalid=include_invalid)
 
     files: List[Path] = []
     results_csv = out_dir / RESULTS_CSV
@@ -71,6 +80,9 @@ def build_report(
             log.info("%s", reason)
 
     parts = [render_heading(runs, summary), "", render_table(runs, summary, width=width)]
+    invalid = render_invalid(runs, width=width)
+    if invalid:
+        parts += ["", invalid]
     problems = render_problems(runs, width=width)
     if problems:
         parts += ["", problems]

@@ -8,7 +8,10 @@ whose ``result.json`` is absent or unreadable is kept, with status ``missing``.
 Column naming (the contract of ``results.csv`` / ``results.parquet``):
 
 * ``run_dir``: absolute path of the run directory.
-* ``status`` (ok | failed | skipped | missing), ``error.type``, ``error.message``, ``error.hint``.
+* ``status`` (ok | failed | skipped | missing).
+* ``valid``: the run's energy verdict, ``validity.energy_valid`` (true | false; empty where it was
+  not judged: CPU runs, no energy, failed runs, results older than schema 2).
+* ``error.type``, ``error.message``, ``error.hint``.
 * one column per override key, named as written on the command line without ``+``/``++``
   (``pytorch.batch_size``, ``decoder``, ``repeat``), holding the value parsed as YAML, so numbers
   are numbers. A run that did not override a key that others did gets the value it actually ran
@@ -42,7 +45,7 @@ from llem.sweep.plan import SUPERSEDED_DIR
 log = logging.getLogger(__name__)
 
 STATUSES = ("ok", "failed", "skipped", "missing")
-LEADING_COLUMNS = ("run_dir", "status", "error.type", "error.message", "error.hint")
+LEADING_COLUMNS = ("run_dir", "status", "valid", "error.type", "error.message", "error.hint")
 REPEAT_KEY = "repeat"
 _SKIP_DIRS = {".hydra", "plots", "__pycache__", ".git", SUPERSEDED_DIR, ".relocating"}
 
@@ -227,6 +230,12 @@ def _status(result: Dict[str, Any]) -> str:
     return "failed" if result.get("error") else "ok"
 
 
+def _energy_valid(result: Dict[str, Any]) -> Optional[bool]:
+    validity = result.get("validity")
+    verdict = validity.get("energy_valid") if isinstance(validity, dict) else None
+    return verdict if isinstance(verdict, bool) else None
+
+
 def _fallback_hash(overrides: Dict[str, Any]) -> str:
     items = sorted((k, repr(v)) for k, v in overrides.items() if k != REPEAT_KEY)
     return "ovr-" + hashlib.sha1(repr(items).encode()).hexdigest()[:12]
@@ -312,6 +321,7 @@ def load_runs(dirs: Sequence[Path | str]) -> Runs:
     for run in runs:
         flat = flatten(run.result)
         row: Dict[str, Any] = {"run_dir": str(run.path.resolve()), "status": _status(run.result)}
+        row["valid"] = _energy_valid(run.result) if row["status"] == "ok" else None
         for key in ("error.type", "error.message", "error.hint"):
             row[key] = flat.pop(key, None)
         flat.pop("status", None)

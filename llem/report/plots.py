@@ -5,6 +5,11 @@
   combination of the other varying knobs. A missing figure is a gap in its line, never 0.
 * ``pareto.png``: every configuration's tokens/s against J/token; the frontier (no other
   configuration is both faster and cheaper) is joined up and labelled with its knob values.
+* Invalid energy (runs whose ``valid`` is false) is drawn hollow, with a legend entry "invalid
+  energy": by default those runs are left out of the means, and their own mean is a hollow
+  marker beside the line (the only marker where every run was invalid); with
+  ``--include-invalid`` the mean that includes them is hollow. When the runs ran on different
+  hardware, each GPU gets its own line.
 * ``timeline.png`` for a report over a single run: power and temperature from timeseries.csv.
 
 Plots that cannot be drawn (energy unavailable everywhere, one configuration only, no timeseries)
@@ -23,7 +28,16 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import pandas as pd
 
 from llem.report.load import Runs, is_missing
-from llem.report.table import basenames, format_number, knob_headers, shorten
+from llem.report.stats import (
+    GPU,
+    N_INVALID,
+    N_LEFT_OUT,
+    VALID,
+    configuration_groups,
+    judged_invalid,
+    summarise,
+)
+from llem.report.table import basenames, format_number, gpu_short, knob_headers, shorten
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +51,9 @@ OWN_PATTERNS = ("tokens_per_s_vs_*.png", "j_per_token_vs_*.png", "pareto.png", "
 FIGSIZE = (7.5, 4.6)
 DPI = 120
 MAX_LABEL = 34
+INVALID_LABEL = "invalid energy"
+#: per summary row: where to draw a hollow "invalid energy" marker (None: nowhere)
+Hollow = Sequence[Optional[float]]
 
 
 def _new_figure(figsize: Tuple[float, float] = FIGSIZE):
@@ -105,13 +122,25 @@ class PlotSkipped(Exception):
     """A plot that cannot be drawn; the message says why."""
 
 
-def knob_figure(summary: pd.DataFrame, knobs: Sequence[str], knob: str, metric: str) -> Any:
-    """``metric`` against ``knob``: one line per combination of the other knobs."""
+def knob_figure(
+    summary: pd.DataFrame,
+    knobs: Sequence[str],
+    knob: str,
+    metric: str,
+    hollow: Optional[Hollow] = None,
+) -> Any:
+    """``metric`` against ``knob``: one line per combination of the other knobs.
+
+    ``hollow`` (one entry per summary row, see :func:`invalid_points`) adds hollow markers for
+    invalid energy and a legend entry for them.
+    """
+    from matplotlib.lines import Line2D
     from matplotlib.ticker import FixedLocator, NullLocator
 
     ylabel, _, title = METRIC_LABELS[metric]
     means = _floats(summary, f"{metric}.mean")
-    if all(math.isnan(m) for m in means):
+    marks = [float("nan") if v is None else float(v) for v in (hollow or [None] * len(summary))]
+    if all(math.isnan(m) for m in means + marks):
         raise PlotSkipped(f"no configuration has {metric}")
     halves = _floats(summary, f"{metric}.ci95_half")
     headers = knob_headers(knobs)
@@ -168,7 +197,7 @@ def knob_figure(summary: pd.DataFrame, knobs: Sequence[str], knob: str, metric: 
             label: Optional[str] = shorten(basenames([key[0]])[0], MAX_LABEL)  # title: the knob
         else:
             label = ", ".join(f"{headers[k]}={v}" for k, v in zip(others, key, strict=True)) or None
-        ax.errorbar(
+        bars = ax.errorbar(
             xs,
             ys,
             yerr=errs if any(e > 0 for e in errs) else None,
@@ -181,6 +210,9 @@ def knob_figure(summary: pd.DataFrame, knobs: Sequence[str], knob: str, metric: 
             elinewidth=1.0,
             label=_clip(label) if label else None,
         )
+        flagged = [(x, marks[i]) for x, i in zip(xs, idx, strict=True) if not math.isnan(marks[i])]
+        if flagged:
+            _hollow(ax, flagged, bars.lines[0].get_color())
     if log_x:
         ax.set_xscale("log", base=2)
     ax.xaxis.set_major_locator(FixedLocator(list(position.values())))
@@ -197,18 +229,32 @@ def knob_figure(summary: pd.DataFrame, knobs: Sequence[str], knob: str, metric: 
         ax.set_xlim(-0.5, len(order) - 0.5)
     ax.set_xlabel(knob)
     ax.set_ylabel(ylabel)
-    present = [m for m in means if not math.isnan(m)]
+    present = [m for m in means + marks if not math.isnan(m)]
     log_y = min(present) > 0 and max(present) / min(present) >= 10
     if log_y:  # a tenfold spread: a log axis keeps the small values readable
         ax.set_yscale("log")
         _plain_log_ticks(ax.yaxis)
     else:
         ax.set_ylim(bottom=0)
-    note = "mean of ok repeats" + (", error bars: 95% CI (Student t)" if any_ci else "")
+    any_hollow = any(not math.isnan(m) for m in marks)
+    bound = metric.startswith("energy.") and any(
+        not math.isnan(b) for b in _floats(summary, f"{metric}.bound_mean")
+    )
+    ci = "95% CI (Student t" + (" + mean per-run bound)" if bound else ")")
+    note = "mean of ok repeats" + (f", error bars: {ci}" if any_ci else "")
+    note += "; hollow: invalid energy" if any_hollow else ""
     note += "; log scale" if log_y else ""
     _titles(fig, ax, f"{title} vs {headers[knob]}", note)
-    if n_series > 1:
+    if n_series > 1 or any_hollow:
+        handles, labels = ax.get_legend_handles_labels()
+        if n_series == 1:
+            handles, labels = [], []
+        if any_hollow:
+            handles.append(_hollow_handle(Line2D))
+            labels.append(_invalid_label(summary))
         ax.legend(
+            handles,
+            labels,
             title=", ".join(headers[k] for k in others) if len(others) == 1 else None,
             fontsize=8,
             title_fontsize=8,
@@ -218,6 +264,70 @@ def knob_figure(summary: pd.DataFrame, knobs: Sequence[str], knob: str, metric: 
         )
     _style_axes(ax)
     return fig
+
+
+def _hollow(ax, points: Sequence[Tuple[float, float]], color: Any) -> None:
+    """Hollow markers (white inside, ``color`` rim) over whatever is drawn at ``points``."""
+    ax.plot(
+        [x for x, _ in points],
+        [y for _, y in points],
+        linestyle="none",
+        marker="o",
+        markersize=7,
+        markerfacecolor="white",
+        markeredgecolor=color,
+        markeredgewidth=1.6,
+        zorder=6,
+    )
+
+
+def _hollow_handle(line2d: Any) -> Any:
+    return line2d(
+        [],
+        [],
+        linestyle="none",
+        marker="o",
+        markersize=7,
+        markerfacecolor="white",
+        markeredgecolor="0.3",
+        markeredgewidth=1.6,
+    )
+
+
+def _invalid_label(summary: pd.DataFrame) -> str:
+    left_out = sum(0 if is_missing(v) else int(v) for v in _values(summary, N_LEFT_OUT))
+    return f"{INVALID_LABEL} ({'left out of the means' if left_out else 'in the means'})"
+
+
+def invalid_points(runs: Runs, summary: pd.DataFrame, metric: str) -> List[Optional[float]]:
+    """Per summary row, where to draw a hollow marker for invalid energy, or None.
+
+    With the invalid runs left out (the default), the mean of their own values; with them kept
+    in (``n_energy_left_out`` 0), the row's mean, which includes them.
+    """
+    groups = configuration_groups(runs)
+    if len(groups) != len(summary) or VALID not in runs.frame.columns:
+        return [None] * len(summary)
+    frame = runs.frame
+    valid = frame[VALID].astype(object).tolist()
+    means = _floats(summary, f"{metric}.mean")
+    left_out = _values(summary, N_LEFT_OUT)
+    invalid = _values(summary, N_INVALID)
+    out: List[Optional[float]] = []
+    for i, group in enumerate(groups):
+        if is_missing(invalid[i]) or not invalid[i]:
+            out.append(None)
+        elif is_missing(left_out[i]) or not left_out[i]:
+            out.append(None if math.isnan(means[i]) else means[i])
+        else:
+            rows = [
+                r
+                for r in group.rows
+                if str(frame["status"].iloc[r]) == "ok" and judged_invalid(valid[r])
+            ]
+            values = frame[metric].iloc[rows].astype(object).tolist() if metric in frame else []
+            out.append(summarise(values).mean)
+    return out
 
 
 def _min_step(xs: List[float]) -> float:
@@ -243,13 +353,22 @@ def pareto_front(points: Sequence[Tuple[float, float]]) -> List[int]:
     return front
 
 
-def pareto_figure(summary: pd.DataFrame, knobs: Sequence[str]) -> Any:
-    """Tokens/s against J/token per configuration; the frontier joined up and labelled."""
+def pareto_figure(
+    summary: pd.DataFrame, knobs: Sequence[str], hollow: Optional[Hollow] = None
+) -> Any:
+    """Tokens/s against J/token per configuration; the frontier joined up and labelled.
+
+    ``hollow`` (see :func:`invalid_points`) marks invalid energy with hollow markers; a
+    configuration whose only J/token is invalid is drawn hollow and takes no part in the front.
+    """
+    from matplotlib.lines import Line2D
+
     toks = _floats(summary, f"{TOKS}.mean")
     jtok = _floats(summary, f"{JTOK}.mean")
     usable = [i for i in range(len(summary)) if not (math.isnan(toks[i]) or math.isnan(jtok[i]))]
     if not usable:
-        raise PlotSkipped("no configuration has both tokens/s and J/token")
+        valid = " a valid" if any(v is not None for v in hollow or []) else ""
+        raise PlotSkipped(f"no configuration has both tokens/s and{valid} J/token")
     if len(usable) < 2:
         raise PlotSkipped("it needs at least two configurations with tokens/s and J/token")
     headers = knob_headers(knobs)
@@ -292,9 +411,18 @@ def pareto_figure(summary: pd.DataFrame, knobs: Sequence[str]) -> Any:
         alpha=0.8,
         zorder=2,
     )
+    marks = {
+        i: float(v) for i, v in enumerate(hollow or []) if v is not None and not math.isnan(toks[i])
+    }
+    flagged = list(marks)
+    for i, y in marks.items():
+        color = "tab:blue" if i in front else "0.6" if i in usable else "0.45"
+        _hollow(ax, [(toks[i], y)], color)
+    shown = usable + [i for i in flagged if i not in usable]
+    ys = {i: jtok[i] if i in usable else marks[i] for i in shown}
 
-    span_x = max(toks[i] for i in usable) / max(min(toks[i] for i in usable), 1e-12)
-    span_y = max(jtok[i] for i in usable) / max(min(jtok[i] for i in usable), 1e-12)
+    span_x = max(toks[i] for i in shown) / max(min(toks[i] for i in shown), 1e-12)
+    span_y = max(ys.values()) / max(min(ys.values()), 1e-12)
     if span_x >= 10:
         ax.set_xscale("log")
         _plain_log_ticks(ax.xaxis)
@@ -308,9 +436,14 @@ def pareto_figure(summary: pd.DataFrame, knobs: Sequence[str]) -> Any:
         fig,
         ax,
         "Pareto front: throughput vs energy per token",
-        "mean of ok repeats; better is bottom right; front points labelled",
+        "mean of ok repeats; better is bottom right; front points labelled"
+        + ("; hollow: invalid energy" if flagged else ""),
     )
-    ax.legend(fontsize=8, frameon=False, loc="upper right")
+    handles, texts = ax.get_legend_handles_labels()
+    if flagged:
+        handles.append(_hollow_handle(Line2D))
+        texts.append(_invalid_label(summary))
+    ax.legend(handles, texts, fontsize=8, frameon=False, loc="upper right")
     _style_axes(ax)
 
     def describe(i: int, sep: str) -> str:
@@ -318,9 +451,9 @@ def pareto_figure(summary: pd.DataFrame, knobs: Sequence[str]) -> Any:
         return sep.join(_clip(p) for p in parts) if parts else "this run"
 
     labels = [(i, describe(i, "\n"), True) for i in sorted(front, key=lambda i: toks[i])]
-    if len(usable) <= 10:  # few points: name the dominated ones too, quietly
-        labels += [(i, describe(i, ", "), False) for i in others]
-    _place_labels(fig, ax, [(toks[i], jtok[i], text, strong) for i, text, strong in labels])
+    if len(shown) <= 10:  # few points: name the dominated and invalid ones too, quietly
+        labels += [(i, describe(i, ", "), False) for i in shown if i not in front]
+    _place_labels(fig, ax, [(toks[i], ys[i], text, strong) for i, text, strong in labels])
     return fig
 
 
@@ -457,7 +590,12 @@ def timeline_figure(run_dir: Path, row: Dict[str, Any]) -> Any:
         fig,
         axes[0],
         f"Power and temperature{what}",
-        f"{'/'.join(ts_file.parent.parts[-2:])}: {len(ts)} samples from timeseries.csv",
+        f"{'/'.join(ts_file.parent.parts[-2:])}: {len(ts)} samples from timeseries.csv"
+        + (
+            "; energy judged invalid (see validity.problems)"
+            if judged_invalid(row.get(VALID))
+            else ""
+        ),
     )
     return fig
 
@@ -483,14 +621,29 @@ def energy_unavailable_reason(runs: Runs) -> str:
     return "no run has energy figures"
 
 
+def with_hardware(runs: Runs, summary: pd.DataFrame) -> Tuple[pd.DataFrame, List[str]]:
+    """The knobs that split lines, and the summary to plot: when the runs ran on different
+    hardware, the GPU (short label) splits lines too, so no line joins two GPUs' figures."""
+    series = list(runs.knobs)
+    if GPU not in summary.columns:
+        return summary, series
+    summary = summary.copy()
+    summary[GPU] = [gpu_short(str(v)) for v in _values(summary, GPU)]
+    return summary, [*series, GPU]
+
+
 def draw_all(runs: Runs, summary: pd.DataFrame, plot_dir: Path) -> Tuple[List[Path], List[str]]:
     """Draw every plot that applies; return (files written, reasons for plots skipped)."""
     plot_dir.mkdir(parents=True, exist_ok=True)
     clear_old_plots(plot_dir)
     written: List[Path] = []
     skipped: List[str] = []
-    has_energy = any(not math.isnan(v) for v in _floats(summary, f"{JTOK}.mean"))
+    hollow = invalid_points(runs, summary, JTOK)
+    has_energy = any(not math.isnan(v) for v in _floats(summary, f"{JTOK}.mean")) or any(
+        v is not None for v in hollow
+    )
     no_energy = f"energy is unavailable in every run ({energy_unavailable_reason(runs)})"
+    summary, series = with_hardware(runs, summary)
 
     def attempt(path: Path, make: Callable[[], Any]) -> None:
         try:
@@ -505,12 +658,12 @@ def draw_all(runs: Runs, summary: pd.DataFrame, plot_dir: Path) -> Tuple[List[Pa
         name = _safe_name(knob)
         attempt(
             plot_dir / f"tokens_per_s_vs_{name}.png",
-            partial(knob_figure, summary, runs.knobs, knob, TOKS),
+            partial(knob_figure, summary, series, knob, TOKS),
         )
         if has_energy:
             attempt(
                 plot_dir / f"j_per_token_vs_{name}.png",
-                partial(knob_figure, summary, runs.knobs, knob, JTOK),
+                partial(knob_figure, summary, series, knob, JTOK, hollow),
             )
     if runs.knobs and not has_energy:
         skipped.append(f"J/token plots skipped: {no_energy}")
@@ -519,7 +672,7 @@ def draw_all(runs: Runs, summary: pd.DataFrame, plot_dir: Path) -> Tuple[List[Pa
     elif not has_energy:
         skipped.append(f"pareto.png skipped: it needs J/token and {no_energy}")
     else:
-        attempt(plot_dir / "pareto.png", lambda: pareto_figure(summary, runs.knobs))
+        attempt(plot_dir / "pareto.png", lambda: pareto_figure(summary, series, hollow))
     if runs.n_runs == 1:
         row = dict(zip(runs.frame.columns, runs.frame.astype(object).iloc[0].tolist(), strict=True))
         attempt(plot_dir / "timeline.png", lambda: timeline_figure(Path(row["run_dir"]), row))

@@ -1,4 +1,17 @@
-"""Statistics over repeats: mean, standard deviation and a Student-t 95% confidence interval.
+"""Statistics over repeats: mean, standard deviation and a 95% confidence interval that combines
+the spread of the repeats with each run's own measurement uncertainty.
+
+**How the interval is built.** For a figure with ``n`` values x_i the interval is
+``mean ± (t × s / √n + ū)``: the first term is the Student-t 95% half-width of the mean over the
+repeats (s the sample standard deviation, t the 0.975 quantile with n − 1 degrees of freedom);
+``ū`` is the mean of the runs' own uncertainty bounds (``energy.<figure>_uncertainty``, present for
+energy figures only). Those bounds are worst-case limits from the energy source (counter
+resolution and update period, the trapezoid bound), not standard deviations, so they cannot be
+added in quadrature: if each run is off by at most u_i, the mean of the runs is off by at most the
+mean of the u_i, and adding that linearly to the t half-width gives an interval that holds the true
+mean whenever the t interval holds the mean of the runs' true values. It is conservative (the
+repeat spread already carries part of the same error). With one run the interval is the run's own
+bound (the standard deviation stays empty); a figure without a bound gets no interval from one run.
 
 scipy is not a dependency, so the t quantile is computed here from the regularised incomplete
 beta function (continued fraction, as in Numerical Recipes §6.4) and inverted by bisection. It
@@ -9,14 +22,25 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
+import numpy as np
 import pandas as pd
 
 if TYPE_CHECKING:
     from llem.report.load import Runs
 
-__all__ = ["METRICS", "Summary", "summarise", "summary_frame", "t_cdf", "t_quantile"]
+__all__ = [
+    "METRICS",
+    "Group",
+    "Summary",
+    "configuration_groups",
+    "hardware_label",
+    "summarise",
+    "summary_frame",
+    "t_cdf",
+    "t_quantile",
+]
 
 
 def _betacf(a: float, b: float, x: float) -> float:
@@ -95,14 +119,16 @@ def t_quantile(p: float, df: float) -> float:
 class Summary:
     """Mean, sample standard deviation (ddof=1) and a two-sided CI over ``n`` values.
 
-    ``std`` and the CI are None when n < 2 (one value says nothing about spread); ``mean`` is None
-    when n == 0.
+    ``bound`` is the mean of the values' own uncertainty bounds (None when none has one); it is
+    part of ``ci_half`` (see the module docstring). ``std`` is None when n < 2, and so is the CI
+    unless a bound gives one; ``mean`` is None when n == 0.
     """
 
     n: int
     mean: Optional[float]
     std: Optional[float]
     ci_half: Optional[float]
+    bound: Optional[float] = None
 
     @property
     def ci_low(self) -> Optional[float]:
@@ -123,19 +149,34 @@ def _is_number(v: object) -> bool:
     return math.isfinite(f)
 
 
-def summarise(values: Iterable[object], confidence: float = 0.95) -> Summary:
-    """Summarise the finite numbers in ``values``; None/NaN are ignored, never counted as 0."""
-    xs = [float(v) for v in values if _is_number(v)]  # type: ignore[arg-type]
+def summarise(
+    values: Iterable[object],
+    confidence: float = 0.95,
+    bounds: Optional[Iterable[object]] = None,
+) -> Summary:
+    """Summarise the finite numbers in ``values``; None/NaN are ignored, never counted as 0.
+
+    ``bounds``, when given, lines up with ``values``: each value's own worst-case uncertainty.
+    Their mean (over the counted values that have one) is added to the t half-width.
+    """
+    raw = list(values)
+    raw_bounds = list(bounds) if bounds is not None else [None] * len(raw)
+    if len(raw_bounds) != len(raw):
+        raise ValueError(f"{len(raw_bounds)} bounds for {len(raw)} values")
+    pairs = [(v, b) for v, b in zip(raw, raw_bounds, strict=True) if _is_number(v)]
+    xs = [float(v) for v, _ in pairs]  # type: ignore[arg-type]
+    us = [abs(float(b)) for _, b in pairs if _is_number(b)]  # type: ignore[arg-type]
     n = len(xs)
     if n == 0:
         return Summary(0, None, None, None)
+    bound = math.fsum(us) / len(us) if us else None
     mean = math.fsum(xs) / n
     if n == 1:
-        return Summary(1, mean, None, None)
+        return Summary(1, mean, None, bound, bound)
     var = math.fsum((x - mean) ** 2 for x in xs) / (n - 1)
     std = math.sqrt(var)
     half = t_quantile(0.5 + confidence / 2.0, n - 1) * std / math.sqrt(n)
-    return Summary(n, mean, std, half)
+    return Summary(n, mean, std, half + (bound or 0.0), bound)
 
 
 # --------------------------------------------------------------------------- per configuration
@@ -144,6 +185,7 @@ def summarise(values: Iterable[object], confidence: float = 0.95) -> Summary:
 METRICS = (
     "throughput.output_tokens_per_s",
     "throughput.requests_per_s",
+    "throughput.generate_output_tokens_per_s",
     "latency.generate_s",
     "latency.ttft_ms.p50",
     "latency.ttft_ms.p90",
@@ -157,7 +199,10 @@ METRICS = (
     "energy.total_j",
     "energy.idle_adjusted_j",
     "energy.j_per_output_token",
+    "energy.j_per_total_token",
+    "energy.output_tokens_per_j",
     "energy.j_per_request",
+    "energy.wh_per_1k_requests",
     "energy.avg_power_w",
     "energy.peak_power_w",
     "energy.cpu_package_j",
@@ -168,6 +213,28 @@ METRICS = (
 )
 
 STAT_SUFFIXES = ("n", "mean", "std", "ci95_half", "ci95_low", "ci95_high")
+#: a metric ``m`` with per-run bounds in ``m_uncertainty`` also gets ``m.bound_mean``
+BOUND_SUFFIX = "bound_mean"
+UNCERTAINTY_SUFFIX = "_uncertainty"
+#: the results.csv column with each run's energy verdict (validity.energy_valid)
+VALID = "valid"
+#: the summary.csv columns that say what the energy statistics left out
+N_INVALID = "n_energy_invalid"
+N_LEFT_OUT = "n_energy_left_out"
+#: summary.csv's hardware label column (present when the hardware differs between runs)
+GPU = "gpu"
+
+
+def judged_invalid(verdict: object) -> bool:
+    """A ``valid`` cell that says false (not one that is empty: not judged)."""
+    if verdict is None or verdict is pd.NA:
+        return False
+    return isinstance(verdict, (bool, np.bool_)) and not verdict
+
+
+def is_energy_metric(metric: str) -> bool:
+    """Energy figures are the ones a validity verdict speaks for."""
+    return metric.startswith("energy.")
 
 
 def status_label(statuses: Sequence[str]) -> str:
@@ -182,50 +249,162 @@ def status_label(statuses: Sequence[str]) -> str:
     return ", ".join(f"{k} ×{counts[k]}" for k in keys)
 
 
-def summary_frame(runs: Runs) -> pd.DataFrame:
-    """One row per configuration (``config_hash``), knobs first, then n and the statistics.
+# --------------------------------------------------------------------------- hardware
 
-    Columns: ``config_hash``, every override column except ``repeat``, ``n`` (ok runs), ``n_runs``,
-    ``status`` (e.g. ``ok ×3`` or ``ok ×2, failed ×1``), ``run_dirs``, then for each metric in
-    :data:`METRICS` present in the results: ``<metric>.n`` (ok runs with a value), ``.mean``,
-    ``.std``, ``.ci95_half``, ``.ci95_low``, ``.ci95_high``. Statistics use ok runs only; empty
-    cells where there is nothing to compute (std and CI need n >= 2).
+#: (device, GPU model, GPU count) a run actually used; None where it is not known
+HardwareKey = Tuple[Optional[str], Optional[str], Optional[int]]
+
+
+def device_column(frame: pd.DataFrame) -> str:
+    """The column with the device a run used: ``result.device`` when ``device`` was swept."""
+    return "result.device" if "result.device" in frame.columns else "device"
+
+
+def hardware_key(frame: pd.DataFrame, i: int) -> Optional[HardwareKey]:
+    """What row ``i`` ran on, or None when it did not record it (only ok runs do)."""
+    from llem.report.load import is_missing
+
+    if str(frame["status"].iloc[i]) != "ok":
+        return None
+
+    def cell(column: str) -> Any:
+        if column not in frame.columns:
+            return None
+        v = frame[column].iloc[i]
+        return None if is_missing(v) else v
+
+    count = cell("hardware.gpu_count")
+    model = cell("hardware.gpu_model")
+    device = cell(device_column(frame))
+    return (
+        None if device is None else str(device),
+        None if model is None else str(model),
+        int(count) if count is not None and model is not None else None,
+    )
+
+
+def hardware_label(key: Optional[HardwareKey]) -> str:
+    """``("cuda", "NVIDIA A100-SXM4-80GB", 2)`` → ``"NVIDIA A100-SXM4-80GB ×2"``; CPU: ``"cpu"``."""
+    if key is None:
+        return "unknown"
+    device, model, count = key
+    if model is not None:
+        return f"{model} ×{count}" if count else model
+    if device is None:
+        return "unknown"
+    return device if device == "cpu" else f"{device} (GPU model not recorded)"
+
+
+@dataclass(frozen=True)
+class Group:
+    """One configuration on one kind of hardware: the rows of ``runs.frame`` it pools."""
+
+    config_hash: str
+    hardware: Optional[HardwareKey]
+    rows: List[int]
+
+
+def configuration_groups(runs: Runs) -> List[Group]:
+    """Runs pooled for statistics: same ``config_hash`` AND same device, GPU model and count.
+
+    A run that recorded no hardware (failed, skipped, missing) joins its configuration's ok runs
+    when they all ran on one kind of hardware; otherwise it stands on its own. Groups come in the
+    order of their first row (``runs.frame`` is sorted by knob values).
+    """
+    frame = runs.frame
+    hashes = [str(h) for h in frame["config_hash"].astype(object).tolist()]
+    keys = [hardware_key(frame, i) for i in range(len(frame))]
+    known: Dict[str, List[HardwareKey]] = {}
+    for h, k in zip(hashes, keys, strict=True):
+        if k is not None and k not in known.setdefault(h, []):
+            known[h].append(k)
+    groups: Dict[Tuple[str, Optional[HardwareKey]], List[int]] = {}
+    for i, (h, k) in enumerate(zip(hashes, keys, strict=True)):
+        if k is None and len(known.get(h, [])) == 1:
+            k = known[h][0]
+        groups.setdefault((h, k), []).append(i)
+    return [Group(h, k, rows) for (h, k), rows in groups.items()]
+
+
+def hardware_varies(groups: Sequence[Group]) -> bool:
+    """More than one kind of hardware among the runs that recorded theirs."""
+    return len({g.hardware for g in groups if g.hardware is not None}) > 1
+
+
+# --------------------------------------------------------------------------- the summary
+
+
+def summary_frame(runs: Runs, include_invalid: bool = False) -> pd.DataFrame:
+    """One row per configuration and hardware (:func:`configuration_groups`).
+
+    Columns: ``config_hash``, every override column except ``repeat``; when the hardware differs
+    between runs, the device column, ``hardware.gpu_model``, ``hardware.gpu_count`` and ``gpu``
+    (a label, e.g. ``NVIDIA A100-SXM4-80GB ×2`` or ``cpu``); then ``n`` (ok runs), ``n_runs``,
+    ``status`` (e.g. ``ok ×3`` or ``ok ×2, failed ×1``), ``n_energy_invalid`` (ok runs whose
+    energy was judged invalid), ``n_energy_left_out`` (of those, left out of the energy
+    statistics: all of them unless ``include_invalid``), ``run_dirs``, then for each metric in
+    :data:`METRICS` present in the results: ``<metric>.n`` (runs with a value), ``.mean``,
+    ``.std``, ``.ci95_half``, ``.ci95_low``, ``.ci95_high``, and for a metric with per-run bounds
+    ``.bound_mean`` (already inside the CI). Statistics use ok runs only, and energy figures
+    only runs whose energy was not judged invalid (``valid`` false); empty cells where there is
+    nothing to compute.
     """
     from llem.report.load import REPEAT_KEY, typed_column
 
     frame = runs.frame
     keys = [k for k in runs.override_keys if k != REPEAT_KEY]
     metrics = [m for m in METRICS if m in frame.columns]
-    groups: Dict[str, List[int]] = {}
-    for i, h in enumerate(frame["config_hash"].astype(object).tolist()):
-        groups.setdefault(str(h), []).append(i)
+    bounded = {m for m in metrics if f"{m}{UNCERTAINTY_SUFFIX}" in frame.columns}
+    groups = configuration_groups(runs)
+    show_hardware = hardware_varies(groups)
+    dev_col = device_column(frame)
+    valid = frame[VALID].astype(object).tolist() if VALID in frame.columns else [None] * len(frame)
 
     rows: List[Dict[str, Any]] = []
-    for config_hash, idx in groups.items():
-        part = frame.iloc[idx]
-        ok = part[part["status"] == "ok"]
-        row: Dict[str, Any] = {"config_hash": config_hash}
+    for group in groups:
+        part = frame.iloc[group.rows]
+        ok_rows = [i for i in group.rows if str(frame["status"].iloc[i]) == "ok"]
+        invalid_rows = [i for i in ok_rows if judged_invalid(valid[i])]
+        energy_rows = ok_rows if include_invalid else [i for i in ok_rows if i not in invalid_rows]
+        row: Dict[str, Any] = {"config_hash": group.config_hash}
         for k in keys:
             row[k] = _first(part[k].astype(object).tolist())
-        row["n"] = len(ok)
+        if show_hardware:
+            device, model, count = group.hardware or (None, None, None)
+            row[dev_col] = device
+            row["hardware.gpu_model"] = model
+            row["hardware.gpu_count"] = count
+            row[GPU] = hardware_label(group.hardware)
+        row["n"] = len(ok_rows)
         row["n_runs"] = len(part)
         row["status"] = status_label([str(s) for s in part["status"].tolist()])
+        row[N_INVALID] = len(invalid_rows)
+        row[N_LEFT_OUT] = 0 if include_invalid else len(invalid_rows)
         row["run_dirs"] = "; ".join(part["run_dir"].astype(str).tolist())
         for m in metrics:
-            s = summarise(ok[m].astype(object).tolist())
+            used = frame.iloc[energy_rows if is_energy_metric(m) else ok_rows]
+            bounds = (
+                used[f"{m}{UNCERTAINTY_SUFFIX}"].astype(object).tolist() if m in bounded else None
+            )
+            s = summarise(used[m].astype(object).tolist(), bounds=bounds)
             row[f"{m}.n"] = s.n
             row[f"{m}.mean"] = s.mean
             row[f"{m}.std"] = s.std
             row[f"{m}.ci95_half"] = s.ci_half
             row[f"{m}.ci95_low"] = s.ci_low
             row[f"{m}.ci95_high"] = s.ci_high
+            if m in bounded:
+                row[f"{m}.{BOUND_SUFFIX}"] = s.bound
         rows.append(row)
     # runs.frame is already sorted by knob values, so groups keep that order (first run decides)
     columns = list(rows[0].keys()) if rows else ["config_hash"]
     out = {c: typed_column([r.get(c) for r in rows]) for c in columns}
     for m in metrics:  # statistics are floats even when every value happens to be whole
-        for suffix in STAT_SUFFIXES[1:]:
+        suffixes = [*STAT_SUFFIXES[1:], *([BOUND_SUFFIX] if m in bounded else [])]
+        for suffix in suffixes:
             out[f"{m}.{suffix}"] = out[f"{m}.{suffix}"].astype("float64")
+    if show_hardware:
+        out["hardware.gpu_count"] = out["hardware.gpu_count"].astype("Int64")
     return pd.DataFrame(out)
 
 

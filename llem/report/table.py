@@ -1,13 +1,19 @@
 """The printed table: one row per configuration, sized for a 100-column terminal.
 
 Columns: the knobs that vary in the loaded runs (header = last dotted component, or the last two
-when that is ambiguous), then ``tok/s`` and ``J/tok`` (mean over ok repeats, ``±`` the 95% CI
-half-width when there are at least two), ``TTFT p50 ms``, ``peak MB`` and ``status`` (``ok ×3``,
-``ok ×2, failed ×1``). Empty cells are figures that do not exist (no energy on CPU, failed runs);
-they are never shown as 0. When the table would be wider than the terminal, long knob values are
-shortened first (paths to their last component, then a middle ellipsis), then the ``±`` parts
-go, and as a last resort the knobs move into a numbered legend under the table. Full values are
-always in results.csv and summary.csv.
+when that is ambiguous), ``GPU`` (model ×count) when the runs ran on different hardware, then
+``tok/s`` and ``J/tok`` (mean over ok repeats, ``±`` the 95% CI half-width: the Student-t
+half-width over repeats plus, for J/tok, the runs' mean uncertainty bound, so one run with a bound
+has one too), ``TTFT p50 ms``, ``peak MB`` and ``status`` (``ok ×3``, ``ok ×2, failed ×1``).
+A ``!`` after J/tok marks a configuration with runs whose energy was judged invalid (left out of
+J/tok unless ``--include-invalid``); a note under the table counts them and
+:func:`render_invalid` lists their problems. Empty cells are figures that do not exist (no energy
+on CPU, failed runs, every run invalid); they are never shown as 0.
+
+When the table would be wider than the terminal, long knob values are shortened first (paths to
+their last component, then a middle ellipsis), then the ``±`` parts go, and as a last resort the
+knobs move into a numbered legend under the table. Full values are always in results.csv and
+summary.csv.
 """
 
 from __future__ import annotations
@@ -20,9 +26,15 @@ from typing import Any, Dict, List, Optional, Sequence
 import pandas as pd
 
 from llem.report.load import Runs, is_missing
+from llem.report.stats import BOUND_SUFFIX, GPU, N_INVALID, N_LEFT_OUT, VALID, judged_invalid
 
 DEFAULT_WIDTH = 100
 GAP = "  "
+INVALID_MARK = "!"
+#: at most this many invalid runs are listed under the table (all are in results.csv)
+MAX_INVALID_LINES = 10
+TOKS = "throughput.output_tokens_per_s"
+JTOK = "energy.j_per_output_token"
 #: 'peak MB' shows the first of these that any configuration has (GPU runs: torch's allocator peak;
 #: CPU runs: the process's peak resident memory)
 MEMORY_FIELDS = (
@@ -144,6 +156,15 @@ def memory_field(summary: pd.DataFrame) -> Optional[str]:
     return None
 
 
+def gpu_short(label: str) -> str:
+    """'NVIDIA A100-SXM4-80GB ×2' → 'A100-SXM4-80GB ×2' (summary.csv keeps the full name)."""
+    return " + ".join(part.removeprefix("NVIDIA ") for part in label.split(" + "))
+
+
+def _count(value: Any) -> int:
+    return 0 if is_missing(value) else int(value)
+
+
 def render_table(runs: Runs, summary: pd.DataFrame, width: int = DEFAULT_WIDTH) -> str:
     """The table, a legend when needed, and a footnote; at most ``width`` columns wide."""
     knobs = list(runs.knobs)
@@ -159,8 +180,18 @@ def render_table(runs: Runs, summary: pd.DataFrame, width: int = DEFAULT_WIDTH) 
         )
         for k in knobs
     }
+    if GPU in summary.columns:  # the runs ran on different hardware: say which row is which
+        knobs.append(GPU)
+        headers[GPU] = "GPU"
+        knob_values[GPU] = [gpu_short(str(v)) for v in _col(summary, GPU)]
+        numeric_knob[GPU] = False
     mem = memory_field(summary)
     repeated = any((n or 0) >= 2 for n in _col(summary, "n"))
+    has_ci = any(not is_missing(h) for m in (TOKS, JTOK) for h in _col(summary, f"{m}.ci95_half"))
+    bounded = any(not is_missing(b) for b in _col(summary, f"{JTOK}.{BOUND_SUFFIX}"))
+    invalid = [_count(v) for v in _col(summary, N_INVALID)]
+    left_out = [_count(v) for v in _col(summary, N_LEFT_OUT)]
+    marks = [INVALID_MARK if n else " " for n in invalid] if any(invalid) else [""] * len(summary)
 
     def metric_columns(with_ci: bool) -> List[_Column]:
         def cells(metric: str, ci: bool) -> List[str]:
@@ -170,9 +201,10 @@ def render_table(runs: Runs, summary: pd.DataFrame, width: int = DEFAULT_WIDTH) 
                 return [format_with_ci(m, h) for m, h in zip(means, halves, strict=True)]
             return [format_number(m) for m in means]
 
+        jtok = [c + mark for c, mark in zip(cells(JTOK, with_ci), marks, strict=True)]
         return [
-            _Column("tok/s", cells("throughput.output_tokens_per_s", with_ci), True),
-            _Column("J/tok", cells("energy.j_per_output_token", with_ci), True),
+            _Column("tok/s", cells(TOKS, with_ci), True),
+            _Column("J/tok", jtok, True),
             _Column("TTFT p50 ms", cells("latency.ttft_ms.p50", False), True),
             _Column("peak MB", cells(mem, False) if mem else [""] * len(summary), True),
             _Column("status", [str(s) for s in _col(summary, "status")], False),
@@ -191,7 +223,7 @@ def render_table(runs: Runs, summary: pd.DataFrame, width: int = DEFAULT_WIDTH) 
     # then drop the ±, then shorten harder (0: last path component only)
     attempts = [(None, True), (0, True), (32, True), (24, True), (24, False), (16, False)]
     for limit, with_ci in attempts + [(12, False)]:
-        with_ci = with_ci and repeated
+        with_ci = with_ci and has_ci
         columns = knob_columns(limit) + metric_columns(with_ci)
         if _total_width(columns) <= width:
             break
@@ -210,14 +242,67 @@ def render_table(runs: Runs, summary: pd.DataFrame, width: int = DEFAULT_WIDTH) 
         lines += [""] + legend
     notes = []
     if with_ci:
-        notes.append("mean of ok repeats ± 95% CI half-width (Student t)")
-    elif repeated:
+        how = "Student t" + (
+            "; J/tok adds the runs' mean worst-case uncertainty bound" if bounded else ""
+        )
+        notes.append(f"mean of ok repeats ± 95% CI half-width ({how})")
+    elif repeated or has_ci:
         notes.append("mean of ok repeats (95% CIs in summary.csv)")
     if mem:
         notes.append(f"peak MB = {mem}")
     if notes:
         lines += textwrap.wrap("; ".join(notes), width=width)
+    if any(invalid):
+        n_inv, n_out = sum(invalid), sum(left_out)
+        runs_text = f"{n_inv} run{'s' if n_inv != 1 else ''}"
+        if n_out:
+            what = (
+                f"{runs_text} whose energy was judged invalid: {n_out} left out of J/tok and the "
+                "other energy statistics (--include-invalid keeps them)"
+            )
+        else:
+            what = f"{runs_text} whose energy was judged invalid, kept in (--include-invalid)"
+        lines += textwrap.wrap(f"{INVALID_MARK} {what}", width=width, subsequent_indent="  ")
     return "\n".join(lines)
+
+
+def render_invalid(runs: Runs, width: int = DEFAULT_WIDTH) -> str:
+    """One line (wrapped) per ok run whose energy was judged invalid, with its problems."""
+    frame = runs.frame
+    if VALID not in frame.columns:
+        return ""
+    lines: List[str] = []
+    bad = [
+        row for _, row in frame.iterrows() if row["status"] == "ok" and judged_invalid(row[VALID])
+    ]
+    for row in bad[:MAX_INVALID_LINES]:
+        problems = row.get("validity.problems")
+        text = (
+            str(problems)
+            if not is_missing(problems) and str(problems)
+            else "energy judged invalid (no problem recorded)"
+        )
+        lines.extend(
+            textwrap.wrap(
+                f"{INVALID_MARK} {_where(row)}: {text}", width=width, subsequent_indent="    "
+            )
+        )
+    if len(bad) > MAX_INVALID_LINES:
+        rest = len(bad) - MAX_INVALID_LINES
+        lines.extend(
+            textwrap.wrap(
+                f"{INVALID_MARK} and {rest} more run{'s' if rest != 1 else ''} with invalid "
+                "energy: see the valid and validity.problems columns of results.csv",
+                width=width,
+                subsequent_indent="    ",
+            )
+        )
+    return "\n".join(lines)
+
+
+def _where(row: pd.Series) -> str:
+    overrides = row.get("overrides")
+    return overrides if isinstance(overrides, str) and overrides else str(row["run_dir"])
 
 
 def render_problems(runs: Runs, width: int = DEFAULT_WIDTH) -> str:
@@ -228,9 +313,7 @@ def render_problems(runs: Runs, width: int = DEFAULT_WIDTH) -> str:
         status = str(row["status"])
         if status == "ok":
             continue
-        overrides = row.get("overrides")
-        where = overrides if isinstance(overrides, str) and overrides else row["run_dir"]
-        parts = [f"{status}: {where}"]
+        parts = [f"{status}: {_where(row)}"]
         etype, msg, hint = (row.get(c) for c in ("error.type", "error.message", "error.hint"))
         reason = ": ".join(str(x) for x in (etype, msg) if not is_missing(x) and str(x))
         if reason:
@@ -248,8 +331,12 @@ def render_heading(runs: Runs, summary: pd.DataFrame) -> str:
     order = ["ok", "failed", "skipped", "missing"]
     keys = sorted(counts, key=lambda k: (order.index(k) if k in order else len(order), k))
     detail = ", ".join(f"{counts[k]} {k}" for k in keys)
-    n_cfg = len(summary)
-    return (
+    n_cfg = summary["config_hash"].nunique() if "config_hash" in summary.columns else len(summary)
+    text = (
         f"llem report: {runs.n_runs} run{'s' if runs.n_runs != 1 else ''} ({detail}), "
         f"{n_cfg} configuration{'s' if n_cfg != 1 else ''}"
     )
+    if GPU in summary.columns:  # rows are configurations × hardware
+        kinds = {str(v) for v in _col(summary, GPU) if not is_missing(v) and v != "unknown"}
+        text += f" on {len(kinds)} kinds of hardware ({len(summary)} rows)"
+    return text

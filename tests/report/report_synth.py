@@ -34,16 +34,36 @@ BASE_CHOICES = {
 }
 
 
+GPU_MODEL = "NVIDIA A100-SXM4-80GB"
+
+
 def ok_result(
     tok_s: Optional[float] = 200.0,
     j_tok: Optional[float] = 0.7,
     ttft_p50: Optional[float] = 21.0,
     peak_mb: Optional[float] = 900.0,
     energy: bool = True,
+    *,
+    valid: Optional[bool] = None,
+    problems: Sequence[str] = (),
+    j_tok_bound: Optional[float] = None,
+    gpu_model: Optional[str] = GPU_MODEL,
+    gpu_count: int = 1,
+    hostname: str = "node-1",
 ) -> Dict[str, Any]:
-    """A result.json body (without config/overrides) with the given headline figures."""
+    """A schema-2 result.json body (without config/overrides) with the given headline figures.
+
+    ``valid`` is the energy verdict (default: true with energy, null without); ``problems`` go
+    with a false one. ``j_tok_bound`` is the per-run bound of J/output token (absolute, J); the
+    other energy bounds scale with it. ``gpu_model``/``gpu_count`` describe the hardware of a run
+    with energy (a CPU run has none).
+    """
     out_tokens = 2048
+    in_tokens = 1234
+    requests = 32
     gen_s = out_tokens / tok_s if tok_s else None
+    if valid is None and energy and j_tok is not None:
+        valid = True
     result: Dict[str, Any] = {
         "schema_version": 2,
         "llem_version": "0.1.0",
@@ -59,9 +79,10 @@ def ok_result(
         "workload": {
             "n_prompts": 32,
             "batch_size": 4,
-            "input_tokens": 1234,
+            "input_tokens": in_tokens,
             "output_tokens": out_tokens,
             "passes": 1,
+            "requests": requests,
         },
         "latency": {
             "generate_s": gen_s,
@@ -76,6 +97,7 @@ def ok_result(
         "throughput": {
             "output_tokens_per_s": tok_s,
             "requests_per_s": None if tok_s is None else tok_s / 64,
+            "generate_output_tokens_per_s": None if tok_s is None else tok_s * 1.02,
         },
         "memory": {
             "peak_allocated_mb": peak_mb,
@@ -88,11 +110,25 @@ def ok_result(
             "throttle_reasons": [],
         },
         "compute": {"flops_estimate": 1.2e12, "decode_bandwidth_utilisation": 0.31},
+        "validity": {
+            "energy_valid": valid,
+            "problems": list(problems),
+            "checks": {"window_length": "failed" if problems else "passed"} if energy else {},
+        },
+        "hardware": {
+            "hostname": hostname,
+            "gpu_model": gpu_model if energy else None,
+            "gpu_count": gpu_count if energy and gpu_model else 0,
+            "gpus": [{"uuid": f"GPU-{i:04d}", "name": gpu_model} for i in range(gpu_count)]
+            if energy and gpu_model
+            else [],
+        },
         "lifecycle": {"load_s": 3.2, "model_reused": False, "warmup_s": 0.5},
         "null_reasons": {},
     }
     if energy and j_tok is not None:
         total = j_tok * out_tokens
+        u_total = None if j_tok_bound is None else j_tok_bound * out_tokens
         result["energy"] = {
             "source": "nvml_counter",
             "unavailable_reason": None,
@@ -102,11 +138,28 @@ def ok_result(
             "idle_power_w": 60.0,
             "idle_adjusted_j": total * 0.6,
             "j_per_output_token": j_tok,
-            "j_per_request": total / 32,
+            "j_per_total_token": total / (in_tokens + out_tokens),
+            "output_tokens_per_j": out_tokens / total,
+            "j_per_request": total / requests,
+            "wh_per_1k_requests": total / requests * 1000 / 3600,
             "avg_power_w": total / gen_s if gen_s else None,
             "peak_power_w": 1.4 * total / gen_s if gen_s else None,
             "warnings": [],
         }
+        if u_total is not None:
+            result["energy"].update(
+                {
+                    "total_j_uncertainty": u_total,
+                    "j_per_output_token_uncertainty": j_tok_bound,
+                    "j_per_total_token_uncertainty": u_total / (in_tokens + out_tokens),
+                    "j_per_request_uncertainty": u_total / requests,
+                    "wh_per_1k_requests_uncertainty": u_total / requests * 1000 / 3600,
+                    "output_tokens_per_j_uncertainty": out_tokens / (total - u_total)
+                    - out_tokens / total,
+                    "avg_power_w_uncertainty": u_total / gen_s if gen_s else None,
+                    "uncertainty_method": "nvml_counter: 2 x resolution + update period x power",
+                }
+            )
     else:
         reason = "no NVIDIA GPU (device is cpu)"
         result["energy"] = {
@@ -123,7 +176,11 @@ def ok_result(
             "peak_power_w": None,
             "warnings": [],
         }
-        result["null_reasons"] = {"energy.total_j": reason, "energy.j_per_output_token": reason}
+        result["null_reasons"] = {
+            "energy.total_j": reason,
+            "energy.j_per_output_token": reason,
+            "validity.energy_valid": "no energy was measured",
+        }
     return result
 
 

@@ -195,3 +195,38 @@ def test_module_runs_without_a_display(realistic_sweep: Path) -> None:
     assert len(pngs) == 5
     for p in pngs:
         _assert_png(p)
+
+
+def test_invalid_runs_are_left_out_unless_asked(tmp_path: Path, capsys) -> None:
+    def make(p):
+        bad = p["repeat"] == 2
+        return synth.ok_result(
+            j_tok=0.1 if bad else 0.7,
+            valid=not bad,
+            problems=["The GPU was throttled (power cap) during the window."] if bad else [],
+        )
+
+    synth.write_sweep(tmp_path / "s", {"pytorch.batch_size": [1, 4]}, make, repeats=3)
+    assert main([str(tmp_path / "s"), "--no-plots"]) == 0
+    out = capsys.readouterr().out
+    assert "0.700 ±0.000!" in out
+    assert "! 2 runs whose energy was judged invalid: 2 left out of J/tok" in out
+    assert (
+        "! pytorch.batch_size=1 repeat=2: The GPU was throttled (power cap) during the window."
+        in out
+    )
+    results = pd.read_csv(tmp_path / "s" / "results.csv")
+    assert results["valid"].tolist() == [True, True, False] * 2
+    parquet = pd.read_parquet(tmp_path / "s" / "results.parquet")
+    assert str(parquet["valid"].dtype) == "boolean"
+    summary = pd.read_csv(tmp_path / "s" / "summary.csv")
+    assert summary["n_energy_invalid"].tolist() == [1, 1]
+    assert summary["n_energy_left_out"].tolist() == [1, 1]
+    assert summary["energy.j_per_output_token.mean"].tolist() == pytest.approx([0.7, 0.7])
+    assert summary["energy.j_per_output_token.n"].tolist() == [2, 2]
+
+    assert main([str(tmp_path / "s"), "--no-plots", "--include-invalid"]) == 0
+    assert "kept in (--include-invalid)" in capsys.readouterr().out
+    summary = pd.read_csv(tmp_path / "s" / "summary.csv")
+    assert summary["n_energy_left_out"].tolist() == [0, 0]
+    assert summary["energy.j_per_output_token.mean"].tolist() == pytest.approx([0.5, 0.5])

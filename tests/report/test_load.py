@@ -62,9 +62,10 @@ def test_swept_numbers_sort_numerically(realistic_sweep: Path) -> None:
 def test_columns_follow_the_naming_scheme(realistic_sweep: Path) -> None:
     frame = load_runs([realistic_sweep]).frame
     cols = list(frame.columns)
-    assert cols[:8] == [
+    assert cols[:9] == [
         "run_dir",
         "status",
+        "valid",
         "error.type",
         "error.message",
         "error.hint",
@@ -168,9 +169,11 @@ def test_older_partial_results_are_tolerated(tmp_path: Path) -> None:
     row = runs.frame.iloc[0]
     assert row["status"] == "ok"
     assert row["pytorch.batch_size"] == 2
-    # schema 1's rate was over generate() time only: it keeps that name in schema 2
+    # a schema-1 rate was over the time inside generate(): migrated to its own name, and with no
+    # window to recompute it over, the window rate is absent (never the old figure relabelled)
     assert row["throughput.generate_output_tokens_per_s"] == 9.5
     assert pd.isna(row["throughput.output_tokens_per_s"])
+    assert pd.isna(row["valid"])  # not judged
     assert row["config_hash"].startswith("ovr-")
 
 
@@ -195,4 +198,25 @@ def test_a_sweep_root_is_never_taken_for_a_run(realistic_sweep: Path) -> None:
     runs = load_runs([realistic_sweep])
     assert runs.n_runs == 18
     cols = list(runs.frame.columns)
-    assert cols[8:10] == ["config_hash", "overrides"]
+    assert cols[9:11] == ["config_hash", "overrides"]
+
+
+def test_valid_column_holds_the_energy_verdict(tmp_path: Path) -> None:
+    verdicts = {1: True, 2: False, 4: None}
+    synth.write_sweep(
+        tmp_path / "s",
+        {"pytorch.batch_size": [1, 2, 4, 8]},
+        lambda p: (
+            synth.failed_result()
+            if p["pytorch.batch_size"] == 8
+            else synth.ok_result(
+                energy=verdicts[p["pytorch.batch_size"]] is not None,
+                valid=verdicts[p["pytorch.batch_size"]],
+            )
+        ),
+    )
+    frame = load_runs([tmp_path / "s"]).frame
+    assert str(frame["valid"].dtype) == "boolean"
+    # true, false, and empty where it was not judged (CPU run; a failed run)
+    assert frame["valid"].astype(object).tolist() == [True, False, pd.NA, pd.NA]
+    assert frame["validity.energy_valid"].astype(object).tolist()[:2] == [True, False]

@@ -12,10 +12,12 @@ from llem.report.plots import (
     TOKS,
     PlotSkipped,
     draw_all,
+    invalid_points,
     knob_figure,
     pareto_figure,
     pareto_front,
     timeline_figure,
+    with_hardware,
 )
 from llem.report.stats import summary_frame
 
@@ -132,3 +134,97 @@ def test_three_knobs_give_one_line_per_combination(tmp_path: Path) -> None:
         "decoder=greedy, n_prompts=16",
         "decoder=greedy, n_prompts=8",
     ]
+
+
+def _invalid_sweep(tmp_path: Path) -> Path:
+    """bs=1 all valid; bs=4 one invalid repeat (reads low); bs=16 every repeat invalid."""
+
+    def make(p):
+        bs, r = p["pytorch.batch_size"], p["repeat"]
+        bad = (bs == 4 and r == 1) or bs == 16
+        return synth.ok_result(
+            tok_s=10.0 * bs, j_tok=(0.1 if bad else 1.0) / bs, valid=not bad, problems=["x"] * bad
+        )
+
+    synth.write_sweep(tmp_path / "s", {"pytorch.batch_size": [1, 4, 16]}, make, repeats=2)
+    return tmp_path / "s"
+
+
+def _hollow_points(ax) -> list:
+    return sorted(
+        (float(x), float(y))
+        for line in ax.lines
+        if line.get_markerfacecolor() == "white"
+        for x, y in zip(line.get_xdata(), line.get_ydata(), strict=True)
+    )
+
+
+def test_invalid_energy_is_drawn_hollow_beside_the_valid_means(tmp_path: Path) -> None:
+    runs = load_runs([_invalid_sweep(tmp_path)])
+    summary = summary_frame(runs)
+    hollow = invalid_points(runs, summary, JTOK)
+    assert hollow == [None, pytest.approx(0.025), pytest.approx(0.1 / 16)]
+    fig = knob_figure(summary, runs.knobs, "pytorch.batch_size", JTOK, hollow)
+    ax = fig.axes[0]
+    assert _hollow_points(ax) == [(4.0, pytest.approx(0.025)), (16.0, pytest.approx(0.1 / 16))]
+    line = ax.containers[0].lines[0]  # the valid means: bs=16 has none, a gap
+    assert list(line.get_ydata()[:2]) == pytest.approx([1.0, 0.25]) and math.isnan(
+        line.get_ydata()[2]
+    )
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert legend == ["invalid energy (left out of the means)"]
+    assert "hollow: invalid energy" in ax.get_title(loc="left")
+
+    kept = summary_frame(runs, include_invalid=True)
+    hollow = invalid_points(runs, kept, JTOK)
+    assert hollow == [None, pytest.approx((0.25 + 0.025) / 2), pytest.approx(0.1 / 16)]
+    ax = knob_figure(kept, runs.knobs, "pytorch.batch_size", JTOK, hollow).axes[0]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["invalid energy (in the means)"]
+    # throughput is not an energy figure: nothing hollow there
+    assert invalid_points(runs, summary, TOKS)[0] is None
+    assert (
+        _hollow_points(knob_figure(summary, runs.knobs, "pytorch.batch_size", TOKS).axes[0]) == []
+    )
+
+
+def test_pareto_keeps_invalid_points_out_of_the_front(tmp_path: Path) -> None:
+    runs = load_runs([_invalid_sweep(tmp_path)])
+    summary = summary_frame(runs)
+    fig = pareto_figure(summary, runs.knobs, invalid_points(runs, summary, JTOK))
+    ax = fig.axes[0]
+    # bs=16 (every run invalid) would dominate everything; it is hollow and not on the front
+    assert (160.0, pytest.approx(0.1 / 16)) in _hollow_points(ax)
+    strong = [t.get_text() for t in ax.texts if t.get_fontsize() == 8]
+    assert strong == ["batch_size=4"]
+    assert "invalid energy (left out of the means)" in [
+        t.get_text() for t in ax.get_legend().get_texts()
+    ]
+
+
+def test_plots_draw_one_line_per_gpu(tmp_path: Path) -> None:
+    for name, gpu, jtok in (
+        ("a", "NVIDIA A100-SXM4-80GB", 0.7),
+        ("b", "NVIDIA H100 80GB HBM3", 0.4),
+    ):
+        synth.write_sweep(
+            tmp_path / name,
+            {"pytorch.batch_size": [1, 4]},
+            lambda p, gpu=gpu, jtok=jtok: synth.ok_result(
+                j_tok=jtok / p["pytorch.batch_size"], gpu_model=gpu
+            ),
+        )
+    runs, summary = _load(tmp_path / "a", tmp_path / "b")
+    written, _ = draw_all(runs, summary, tmp_path / "plots")
+    assert {p.name for p in written} == {
+        "tokens_per_s_vs_pytorch.batch_size.png",
+        "j_per_token_vs_pytorch.batch_size.png",
+        "pareto.png",
+    }
+    plot_summary, series = with_hardware(runs, summary)
+    assert series == ["pytorch.batch_size", "gpu"]
+    ax = knob_figure(plot_summary, series, "pytorch.batch_size", JTOK).axes[0]
+    lines = {c.get_label(): list(c.lines[0].get_ydata()) for c in ax.containers}
+    assert lines == {
+        "A100-SXM4-80GB ×1": pytest.approx([0.7, 0.175]),
+        "H100 80GB HBM3 ×1": pytest.approx([0.4, 0.1]),
+    }

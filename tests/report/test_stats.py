@@ -1,8 +1,14 @@
 from __future__ import annotations
 
-import pytest
+import math
+from pathlib import Path
 
-from llem.report.stats import summarise, t_cdf, t_quantile
+import pandas as pd
+import pytest
+import report_synth as synth
+
+from llem.report.load import load_runs
+from llem.report.stats import summarise, summary_frame, t_cdf, t_quantile
 
 # scipy.stats.t.ppf reference values
 T_975 = {
@@ -62,3 +68,175 @@ def test_one_value_has_no_spread_and_gaps_are_not_zero() -> None:
     assert summarise([True, 3.0]).n == 1  # a flag is not a measurement
     same = summarise([1.0, 1.0])  # two equal values: a real spread of 0, not a gap
     assert (same.std, same.ci_half) == (0.0, 0.0)
+
+
+# --------------------------------------------------------------------------- per-run bounds
+
+
+def test_ci_adds_the_mean_per_run_bound_linearly() -> None:
+    s = summarise([10, 12, 14], bounds=[0.5, 1.0, 1.5])
+    assert s.bound == pytest.approx(1.0)
+    assert s.std == pytest.approx(2.0)  # the spread itself is unchanged
+    assert s.ci_half == pytest.approx(4.9683 + 1.0, abs=5e-5)
+    assert s.ci_low == pytest.approx(12 - 5.9683, abs=5e-5)
+    # a bound without its value does not count; a value without a bound adds nothing
+    assert summarise([None, 4.0, 6.0], bounds=[9.0, 0.2, None]).bound == pytest.approx(0.2)
+    with pytest.raises(ValueError):
+        summarise([1.0, 2.0], bounds=[0.1])
+
+
+def test_one_run_with_a_bound_has_its_bound_as_ci_and_no_std() -> None:
+    one = summarise([0.7], bounds=[0.003])
+    assert (one.n, one.mean, one.std, one.ci_half) == (1, 0.7, None, 0.003)
+    assert one.ci_low == pytest.approx(0.697) and one.ci_high == pytest.approx(0.703)
+    assert summarise([0.7], bounds=[None]).ci_half is None
+
+
+# --------------------------------------------------------------------------- summary_frame
+
+
+def _summary(*dirs: Path, include_invalid: bool = False) -> pd.DataFrame:
+    return summary_frame(load_runs(list(dirs)), include_invalid=include_invalid)
+
+
+def test_merged_sweeps_from_two_gpus_are_not_pooled(tmp_path: Path) -> None:
+    for name, gpu, jtok in (
+        ("a", "NVIDIA A100-SXM4-80GB", 0.7),
+        ("b", "NVIDIA H100 80GB HBM3", 0.4),
+    ):
+        synth.write_sweep(
+            tmp_path / name,
+            {"pytorch.batch_size": [1, 4]},
+            lambda p, gpu=gpu, jtok=jtok: synth.ok_result(j_tok=jtok, gpu_model=gpu),
+            repeats=2,
+        )
+    summary = _summary(tmp_path / "a", tmp_path / "b")
+    assert len(summary) == 4  # 2 configurations × 2 GPUs, not 2 pooled rows
+    assert summary["pytorch.batch_size"].tolist() == [1, 1, 4, 4]
+    assert (
+        summary["gpu"].tolist()
+        == [
+            "NVIDIA A100-SXM4-80GB ×1",
+            "NVIDIA H100 80GB HBM3 ×1",
+        ]
+        * 2
+    )
+    assert summary["hardware.gpu_model"].tolist()[:2] == [
+        "NVIDIA A100-SXM4-80GB",
+        "NVIDIA H100 80GB HBM3",
+    ]
+    assert summary["hardware.gpu_count"].tolist() == [1] * 4
+    assert summary["device"].tolist() == ["cuda"] * 4
+    assert summary["n"].tolist() == [2] * 4
+    assert summary["energy.j_per_output_token.mean"].tolist() == pytest.approx([0.7, 0.4] * 2)
+    assert summary["energy.j_per_output_token.std"].tolist() == [0.0] * 4
+
+
+def test_mixed_nodes_in_one_sweep_split_by_gpu_count_and_device(tmp_path: Path) -> None:
+    hardware = {0: ("NVIDIA A100-SXM4-80GB", 1), 1: ("NVIDIA A100-SXM4-80GB", 2), 2: (None, 0)}
+
+    def make(p):
+        model, count = hardware[p["repeat"]]
+        if model is None:
+            return synth.ok_result(energy=False)  # this repeat landed on a CPU node
+        return synth.ok_result(gpu_model=model, gpu_count=count)
+
+    synth.write_sweep(tmp_path / "s", {"pytorch.batch_size": [8]}, make, repeats=3)
+    summary = _summary(tmp_path / "s")
+    assert summary["gpu"].tolist() == [
+        "NVIDIA A100-SXM4-80GB ×1",
+        "NVIDIA A100-SXM4-80GB ×2",
+        "cpu",
+    ]
+    assert summary["device"].tolist() == ["cuda", "cuda", "cpu"]
+    assert summary["n"].tolist() == [1, 1, 1]
+
+
+def test_one_kind_of_hardware_adds_no_columns(realistic_sweep: Path) -> None:
+    summary = _summary(realistic_sweep)
+    assert len(summary) == 6
+    for column in ("gpu", "device", "hardware.gpu_model", "hardware.gpu_count"):
+        assert column not in summary.columns
+
+
+def test_a_failed_run_joins_its_configuration_only_when_the_hardware_is_clear(
+    tmp_path: Path,
+) -> None:
+    def one_gpu(p):
+        return synth.failed_result() if p["repeat"] == 2 else synth.ok_result()
+
+    synth.write_sweep(tmp_path / "one", {"pytorch.batch_size": [1]}, one_gpu, repeats=3)
+    summary = _summary(tmp_path / "one")
+    assert summary["status"].tolist() == ["ok ×2, failed ×1"]
+
+    def two_gpus(p):
+        if p["repeat"] == 2:
+            return synth.failed_result()
+        return synth.ok_result(gpu_model=["NVIDIA L4", "NVIDIA T4"][p["repeat"]])
+
+    synth.write_sweep(tmp_path / "two", {"pytorch.batch_size": [1]}, two_gpus, repeats=3)
+    summary = _summary(tmp_path / "two")
+    assert summary["gpu"].tolist() == ["NVIDIA L4 ×1", "NVIDIA T4 ×1", "unknown"]
+    assert summary["status"].tolist() == ["ok", "ok", "failed"]
+
+
+def _with_one_invalid(tmp_path: Path) -> Path:
+    jtok = {0: 0.70, 1: 0.72, 2: 0.20}  # the invalid repeat reads low (a too-short window)
+
+    def make(p):
+        r = p["repeat"]
+        if p["pytorch.batch_size"] == 4:
+            return synth.ok_result(energy=False)  # CPU: energy_valid null, nothing left out
+        return synth.ok_result(
+            tok_s=100.0 + r,
+            j_tok=jtok[r],
+            valid=r != 2,
+            problems=["The measured window lasted 1.2 s, shorter than 5 s."] if r == 2 else [],
+        )
+
+    synth.write_sweep(tmp_path / "s", {"pytorch.batch_size": [1, 4]}, make, repeats=3)
+    return tmp_path / "s"
+
+
+def test_energy_statistics_leave_invalid_runs_out(tmp_path: Path) -> None:
+    sweep = _with_one_invalid(tmp_path)
+    summary = _summary(sweep)
+    gpu, cpu = summary.iloc[0], summary.iloc[1]
+    assert gpu["n"] == 3
+    assert gpu["energy.j_per_output_token.n"] == 2
+    assert gpu["energy.j_per_output_token.mean"] == pytest.approx(0.71)
+    assert gpu["energy.total_j.n"] == 2
+    assert gpu["throughput.output_tokens_per_s.mean"] == pytest.approx(101.0)  # not energy: all 3
+    assert (gpu["n_energy_invalid"], gpu["n_energy_left_out"]) == (1, 1)
+    assert (cpu["n_energy_invalid"], cpu["n_energy_left_out"]) == (0, 0)
+    assert cpu["throughput.output_tokens_per_s.n"] == 3
+
+    kept = _summary(sweep, include_invalid=True).iloc[0]
+    assert kept["energy.j_per_output_token.n"] == 3
+    assert kept["energy.j_per_output_token.mean"] == pytest.approx((0.70 + 0.72 + 0.20) / 3)
+    assert (kept["n_energy_invalid"], kept["n_energy_left_out"]) == (1, 0)
+
+
+def test_summary_ci_combines_repeats_and_bounds(tmp_path: Path) -> None:
+    jtok = {0: 0.68, 1: 0.70, 2: 0.72}
+    bound = {0: 0.002, 1: 0.003, 2: 0.004}
+    synth.write_sweep(
+        tmp_path / "s",
+        {"pytorch.batch_size": [1]},
+        lambda p: synth.ok_result(j_tok=jtok[p["repeat"]], j_tok_bound=bound[p["repeat"]]),
+        repeats=3,
+    )
+    synth.write_run(tmp_path / "one", [], synth.ok_result(j_tok=0.5, j_tok_bound=0.0025))
+    row = _summary(tmp_path / "s").iloc[0]
+    t_half = 4.302653 * 0.02 / math.sqrt(3)
+    assert row["energy.j_per_output_token.bound_mean"] == pytest.approx(0.003)
+    assert row["energy.j_per_output_token.ci95_half"] == pytest.approx(t_half + 0.003, rel=1e-6)
+    assert row["energy.j_per_output_token.std"] == pytest.approx(0.02)
+    assert "throughput.output_tokens_per_s.bound_mean" not in row.index  # no bound: t only
+
+    one = _summary(tmp_path / "one").iloc[0]
+    assert one["energy.j_per_output_token.ci95_half"] == pytest.approx(0.0025)
+    assert one["energy.j_per_output_token.ci95_low"] == pytest.approx(0.4975)
+    assert pd.isna(one["energy.j_per_output_token.std"])
+    assert pd.isna(one["energy.peak_power_w.ci95_half"])  # a figure without a bound
+    assert pd.isna(one["throughput.output_tokens_per_s.ci95_half"])

@@ -12,6 +12,8 @@ from llem.report.table import (
     format_number,
     format_with_ci,
     knob_headers,
+    render_heading,
+    render_invalid,
     render_problems,
     render_table,
     shorten,
@@ -196,3 +198,101 @@ def test_cpu_runs_show_host_memory(tmp_path: Path) -> None:
     lines = _table(tmp_path / "s").splitlines()
     assert lines[2].split() == ["1", "13.1", "21.0", "412", "ok"]
     assert lines[-1] == "peak MB = memory.peak_host_rss_mb"
+
+
+def test_gpu_column_when_hardware_varies(tmp_path: Path) -> None:
+    for name, gpu in (("a", "NVIDIA A100-SXM4-80GB"), ("b", "NVIDIA H100 80GB HBM3")):
+        synth.write_sweep(
+            tmp_path / name,
+            {"pytorch.batch_size": [1, 4]},
+            lambda p, gpu=gpu: synth.ok_result(gpu_model=gpu),
+        )
+    lines = _table(tmp_path / "a", tmp_path / "b").splitlines()
+    runs = load_runs([tmp_path / "a", tmp_path / "b"])
+    assert render_heading(runs, summary_frame(runs)) == (
+        "llem report: 4 runs (4 ok), 2 configurations on 2 kinds of hardware (4 rows)"
+    )
+    assert lines[0].split()[:3] == ["batch_size", "GPU", "tok/s"]
+    assert [line.split()[:3] for line in lines[2:6]] == [
+        ["1", "A100-SXM4-80GB", "×1"],
+        ["1", "H100", "80GB"],
+        ["4", "A100-SXM4-80GB", "×1"],
+        ["4", "H100", "80GB"],
+    ]
+    assert "H100 80GB HBM3 ×1" in lines[3]
+
+
+def test_no_gpu_column_when_all_runs_share_hardware(realistic_sweep: Path) -> None:
+    assert "GPU" not in _table(realistic_sweep)
+
+
+def _invalid_sweep(tmp_path: Path) -> Path:
+    def make(p):
+        bs, r = p["pytorch.batch_size"], p["repeat"]
+        bad = (bs == 1 and r == 1) or bs == 16
+        return synth.ok_result(
+            j_tok=0.2 if bad else 0.7 / bs,
+            valid=not bad,
+            problems=[f"The measured window lasted 1.{r} s, shorter than 5 s."] if bad else [],
+        )
+
+    synth.write_sweep(tmp_path / "s", {"pytorch.batch_size": [1, 4, 16]}, make, repeats=2)
+    return tmp_path / "s"
+
+
+def test_invalid_energy_is_marked_counted_and_explained(tmp_path: Path) -> None:
+    sweep = _invalid_sweep(tmp_path)
+    runs = load_runs([sweep])
+    lines = render_table(runs, summary_frame(runs)).splitlines()
+    # bs=1: one of two runs invalid, J/tok over the valid one; bs=16: none left, so no J/tok
+    assert lines[2].split()[3] == "0.700!"
+    assert lines[3].split()[3:5] == ["0.175", "±0.000"]
+    assert lines[4].split()[3] == "!"
+    # the marks sit in a column of their own, right of the figures, which stay aligned
+    assert lines[2].index("!") == lines[4].index("!") == lines[3].index("±0.000") + 6
+    assert lines[-2:] == [
+        "! 3 runs whose energy was judged invalid: 3 left out of J/tok and the other energy "
+        "statistics",
+        "  (--include-invalid keeps them)",
+    ]
+    assert render_invalid(runs).splitlines() == [
+        "! pytorch.batch_size=1 repeat=1: The measured window lasted 1.1 s, shorter than 5 s.",
+        "! pytorch.batch_size=16 repeat=0: The measured window lasted 1.0 s, shorter than 5 s.",
+        "! pytorch.batch_size=16 repeat=1: The measured window lasted 1.1 s, shorter than 5 s.",
+    ]
+
+    kept = render_table(runs, summary_frame(runs, include_invalid=True)).splitlines()
+    assert kept[2].split()[3:5] == ["0.450", "±3.177!"]
+    assert kept[4].split()[3:5] == ["0.200", "±0.000!"]
+    assert kept[-1] == "! 3 runs whose energy was judged invalid, kept in (--include-invalid)"
+
+
+def test_no_invalid_runs_no_marks(realistic_sweep: Path) -> None:
+    runs = load_runs([realistic_sweep])
+    assert "!" not in render_table(runs, summary_frame(runs))
+    assert render_invalid(runs) == ""
+
+
+def test_many_invalid_runs_are_listed_up_to_a_limit(tmp_path: Path) -> None:
+    synth.write_sweep(
+        tmp_path / "s",
+        {"pytorch.batch_size": list(range(1, 13))},
+        lambda p: synth.ok_result(valid=False, problems=["Throttled."]),
+    )
+    lines = render_invalid(load_runs([tmp_path / "s"])).splitlines()
+    assert len(lines) == 11
+    assert lines[-1].startswith("! and 2 more runs with invalid energy: see the valid")
+
+
+def test_one_run_with_a_bound_shows_its_bound(tmp_path: Path) -> None:
+    synth.write_sweep(
+        tmp_path / "s",
+        {"pytorch.batch_size": [1, 4]},
+        lambda p: synth.ok_result(
+            tok_s=100.0, j_tok=0.7 / p["pytorch.batch_size"], j_tok_bound=0.0021
+        ),
+    )
+    lines = _table(tmp_path / "s").splitlines()
+    assert lines[2].split()[:4] == ["1", "100", "0.700", "±0.002"]  # tok/s: no bound, no ±
+    assert lines[3].split()[:4] == ["4", "100", "0.175", "±0.002"]
+    assert "J/tok adds the runs' mean worst-case uncertainty bound" in " ".join(lines[-2:])
