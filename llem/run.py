@@ -23,10 +23,6 @@ log = logging.getLogger("llem.run")
 MAX_PASSES = 10_000
 
 
-def _batches(items: List[Any], size: int) -> List[List[Any]]:
-    return [items[i : i + size] for i in range(0, len(items), size)]
-
-
 def _peak_rss_mb() -> Optional[float]:
     try:
         import resource
@@ -119,6 +115,7 @@ def _measure(
     exp: ExperimentConfig, device: str, run_dir: Path, result: Dict[str, Any], reuse_model: bool
 ) -> None:
     from llem.backends import get_backend
+    from llem.backends.base import split_batches
     from llem.environment import write_environment
     from llem.measure import MeasurementSession
     from llem.prompts import load_prompts
@@ -126,7 +123,7 @@ def _measure(
 
     write_environment(run_dir / "environment.json")
     backend = get_backend(exp.backend or "pytorch")
-    torch_indices = _torch_indices(exp, device)
+    torch_indices = _torch_indices(exp, device, backend)
     session = MeasurementSession(
         exp.measurement, torch_device_indices=torch_indices, device_type=device
     )
@@ -149,7 +146,7 @@ def _measure(
             torch_compile=loaded.notes.get("torch_compile"),
         )
         prompts = load_prompts(exp.dataset, loaded.tokenizer)
-        batches = _batches(prompts, exp.pytorch.batch_size)
+        batches = split_batches(backend, exp, prompts)
 
         _seed(exp.seed)
         t0 = time.perf_counter()
@@ -216,11 +213,13 @@ def _seed(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def _torch_indices(exp: ExperimentConfig, device: str) -> Optional[List[int]]:
+def _torch_indices(exp: ExperimentConfig, device: str, backend: Any) -> Optional[List[int]]:
     if device != "cuda":
         return None
     if exp.measurement.gpu_indices is not None:
         return list(exp.measurement.gpu_indices)
+    if hasattr(backend, "torch_device_indices"):  # engines that place the model themselves
+        return list(backend.torch_device_indices(exp))
     import torch
 
     # The GPUs the model will be placed on: device_map "cuda" (llem's default) means the current
@@ -258,7 +257,7 @@ def _fill_figures(
 
     result["workload"].update(
         n_prompts=n_prompts,
-        batch_size=exp.pytorch.batch_size,
+        batch_size=loaded.notes.get("batch_size", exp.pytorch.batch_size),
         input_tokens=in_tokens,
         output_tokens=out_tokens,
         passes=passes,
@@ -298,7 +297,11 @@ def _fill_figures(
     mem = result["memory"]
     mem["peak_device_used_mb"] = report.peak_device_used_mb
     mem["peak_host_rss_mb"] = _peak_rss_mb()
-    if device == "cuda":
+    if loaded.notes.get("engine_process"):  # the model lives in other processes (vllm)
+        mem["peak_host_rss_mb"] = None
+        for k in ("peak_allocated_mb", "peak_reserved_mb", "peak_host_rss_mb"):
+            reasons[f"memory.{k}"] = loaded.notes["engine_process"]
+    elif device == "cuda":
         import torch
 
         mem["peak_allocated_mb"] = round(torch.cuda.max_memory_allocated() / 2**20, 1)
@@ -309,9 +312,12 @@ def _fill_figures(
     if mem["peak_device_used_mb"] is None:
         reasons.setdefault("memory.peak_device_used_mb", "NVML memory readings unavailable")
 
-    non_emb = loaded.n_parameters - loaded.n_embedding_parameters
-    result["compute"]["flops_estimate"] = float(2 * non_emb * (in_tokens + out_tokens))
-    result["compute"]["non_embedding_parameters"] = non_emb
+    if loaded.n_parameters is None:
+        reasons["compute.flops_estimate"] = "the parameter count is unknown (no safetensors found)"
+    else:
+        non_emb = loaded.n_parameters - loaded.n_embedding_parameters
+        result["compute"]["flops_estimate"] = float(2 * non_emb * (in_tokens + out_tokens))
+        result["compute"]["non_embedding_parameters"] = non_emb
     decode_s, steps = decode_time_and_steps(outputs)
     bandwidths = [d.get("memory_bandwidth_bytes_per_s") for d in report.devices]
     if device != "cuda":
@@ -320,6 +326,8 @@ def _fill_figures(
         )
     elif not bandwidths or any(b is None for b in bandwidths):
         reasons["compute.decode_bandwidth_utilisation"] = "device memory bandwidth unknown"
+    elif loaded.weight_bytes_per_decode_step is None:
+        reasons["compute.decode_bandwidth_utilisation"] = "the weights' size is unknown"
     elif decode_s <= 0 or steps == 0:
         reasons["compute.decode_bandwidth_utilisation"] = "no decode steps were timed"
     else:

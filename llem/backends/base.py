@@ -21,9 +21,9 @@ class LoadedModel:
     load_key: str  # identical keys load identical models (used for reuse across a sweep)
     load_s: float
     source: str  # where the weights came from (path, or the GGUF conversion cache)
-    n_parameters: int
+    n_parameters: Optional[int]  # None: unknown (flops_estimate is then null with the reason)
     n_embedding_parameters: int
-    weight_bytes_per_decode_step: int
+    weight_bytes_per_decode_step: Optional[int]
     notes: Dict[str, Any] = field(default_factory=dict)
 
 
@@ -38,6 +38,11 @@ class BatchOutput:
     step_times_s: List[float]  # when each decoding step's tokens reached the host
     step_tokens: List[int]  # tokens added per request by each step (1, or more with prompt lookup)
     texts: Optional[List[str]] = None
+    # Engines that schedule each request on its own (continuous batching) report each request's
+    # own timeline instead: when its tokens reached the host, and how many arrived each time.
+    # When set, latency figures are computed from these, per request.
+    request_step_times_s: Optional[List[List[float]]] = None
+    request_step_tokens: Optional[List[List[int]]] = None
 
 
 class Backend(Protocol):
@@ -50,3 +55,18 @@ class Backend(Protocol):
     ) -> BatchOutput: ...
 
     def unload(self, loaded: LoadedModel) -> None: ...
+
+
+def split_batches(
+    backend: object, exp: ExperimentConfig, prompts: List[Prompt]
+) -> List[List[Prompt]]:
+    """The prompt set cut the way ``backend`` hands it to ``generate``.
+
+    A backend with a ``batches(exp, prompts)`` method decides (vllm: one batch, the engine
+    schedules); otherwise ``pytorch.batch_size`` prompts per call.
+    """
+    own = getattr(backend, "batches", None)
+    if own is not None:
+        return own(exp, prompts)
+    size = exp.pytorch.batch_size
+    return [prompts[i : i + size] for i in range(0, len(prompts), size)]

@@ -14,6 +14,8 @@ from typing import Any, Dict, List, Optional
 
 from omegaconf import MISSING
 
+from llem.config.vllm import VLLMConfig
+
 
 class Device(Enum):
     auto = "auto"
@@ -150,6 +152,7 @@ class ExperimentConfig:
     model: ModelConfig = field(default_factory=ModelConfig)
     backend: Optional[str] = None
     pytorch: PyTorchConfig = field(default_factory=PyTorchConfig)
+    vllm: VLLMConfig = field(default_factory=VLLMConfig)
     decoder: DecoderConfig = field(default_factory=DecoderConfig)
     quantization: QuantizationConfig = field(default_factory=QuantizationConfig)
     dataset: DatasetConfig = field(default_factory=DatasetConfig)
