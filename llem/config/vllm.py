@@ -117,7 +117,8 @@ def vllm_problems(exp: ExperimentConfig) -> List[str]:
         value = getattr(exp.pytorch, name)
         if value != getattr(defaults, name):
             p.append(
-                f"pytorch.{name}={_show(value)} does not apply to backend=vllm (vLLM equivalent: {instead})"
+                f"pytorch.{name}={_show(value)} does not apply to backend=vllm "
+                f"(vLLM equivalent: {instead})"
             )
     q = exp.quantization
     if q.load_in_4bit or q.load_in_8bit:
