@@ -9,7 +9,9 @@ process, so TTFT, ITL and request latency are per request (vLLM 0.32 fills
 Prompts are tokenized by llem with the model's own tokenizer, exactly as the pytorch backend does,
 and handed over as token ids, so both backends see the same input tokens. ``model.dtype`` and the
 ``vllm:`` knobs become engine arguments (``None`` knobs are not passed; ``vllm.engine_kwargs`` are
-merged last); the decoder group becomes ``SamplingParams`` (greedy: temperature 0).
+merged last); the decoder group becomes ``SamplingParams`` (greedy: temperature 0). Two CPU-aware
+defaults, used only when the user set nothing: a host-memory fraction (``CPU_MEMORY_UTILIZATION``)
+and, on an x86 CPU without native bfloat16, ``dtype=float32`` instead of vLLM's ``auto``.
 
 Nothing here imports vllm, torch or transformers at module level: pre-flight and configuration
 errors stay fast, and vLLM's spawned engine process can import llem safely.
@@ -96,6 +98,20 @@ def _memory_set(exp: ExperimentConfig) -> bool:
     )
 
 
+def cpu_lacks_bf16() -> bool:
+    """True on an x86 CPU without native bfloat16 (no AVX512-BF16 or AMX), where vLLM's ``auto``
+    dtype (bfloat16 for a float32 checkpoint) runs through slow fallback kernels."""
+    import platform
+
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return False
+    try:
+        flags = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+    return "avx512_bf16" not in flags and "amx_bf16" not in flags
+
+
 def build_engine_kwargs(exp: ExperimentConfig, device: str, source: str) -> Dict[str, Any]:
     """Keyword arguments for ``vllm.LLM`` (``source``: the checkpoint directory or hub id)."""
     v, m = exp.vllm, exp.model
@@ -107,6 +123,8 @@ def build_engine_kwargs(exp: ExperimentConfig, device: str, source: str) -> Dict
     }
     if m.dtype is not None:
         kwargs["dtype"] = m.dtype.value
+    elif device == "cpu" and cpu_lacks_bf16():
+        kwargs["dtype"] = "float32"
     if m.revision and not m.gguf_file:
         kwargs["revision"] = m.revision
     for name in ENGINE_KNOBS:

@@ -117,6 +117,20 @@ def test_cpu_gets_a_host_memory_fraction_unless_memory_is_set(
     assert "gpu_memory_utilization" not in build_engine_kwargs(exp, "cpu", "m")
 
 
+def test_cpu_without_native_bf16_gets_float32_unless_dtype_is_set(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import llem.backends.vllm as backend
+
+    monkeypatch.setattr(backend, "cpu_lacks_bf16", lambda: True)
+    assert build_engine_kwargs(experiment("+backend=vllm"), "cpu", "m")["dtype"] == "float32"
+    chosen = experiment("+backend=vllm", "model.dtype=bfloat16")
+    assert build_engine_kwargs(chosen, "cpu", "m")["dtype"] == "bfloat16"
+    assert "dtype" not in build_engine_kwargs(experiment("+backend=vllm"), "cuda", "m")
+    monkeypatch.setattr(backend, "cpu_lacks_bf16", lambda: False)
+    assert "dtype" not in build_engine_kwargs(experiment("+backend=vllm"), "cpu", "m")
+
+
 def test_greedy_is_temperature_zero_without_sampling_knobs() -> None:
     exp = experiment(
         "+backend=vllm", "decoder.top_p=0.5", "decoder.min_new_tokens=3", "decoder.max_new_tokens=7"
