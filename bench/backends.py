@@ -13,6 +13,7 @@ Needs an environment where both transformers and vllm import (scripts/setup.sh -
 
     .venv-vllm/bin/python bench/backends.py
     .venv-vllm/bin/python bench/backends.py --prompts 16 --tokens 64 --batch 8 --repeats 3
+    .venv-vllm/bin/python bench/backends.py --vllm-arg vllm.enforce_eager=true
     .venv-vllm/bin/python bench/backends.py -- model=hf model.name_or_path=/models/m
 """
 
@@ -76,6 +77,7 @@ def run_llem(backend: str, args: argparse.Namespace, out: Path) -> Dict[str, Any
         batch,
         "measurement.warmup=1",
         *args.overrides,
+        *(args.vllm_arg if backend == "vllm" else []),
     ]
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO)
@@ -124,6 +126,13 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=4, help="pytorch.batch_size = vllm.max_num_seqs")
     ap.add_argument("--dtype", default="float32")
     ap.add_argument("--repeats", type=int, default=1)
+    ap.add_argument(
+        "--vllm-arg",
+        action="append",
+        default=[],
+        help="an override for the vllm run only (the bare script gets the same engine args), "
+        "e.g. --vllm-arg vllm.enforce_eager=true",
+    )
     ap.add_argument("overrides", nargs="*", help="extra llem overrides for both backends")
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")

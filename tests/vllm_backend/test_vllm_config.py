@@ -5,6 +5,7 @@ No engine starts here, and vllm need not be installed: these run in every test e
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import List
 
@@ -204,3 +205,19 @@ def test_checkpoint_sizes_match_the_loaded_model(
     total, n_emb, decode_bytes = checkpoint_sizes(str(tmp_path), model.config.vocab_size, 2)
     assert (total, n_emb) == (n, emb)
     assert decode_bytes == (n if tied else n - emb) * 2
+
+
+def test_preflight_names_wheels_that_do_not_load_against_this_torch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What pip's torchvision wheel does on the CPU torch: it fails at import."""
+    from llem.backends.vllm import _conflicting_imports
+
+    broken = tmp_path / "torchvision"
+    broken.mkdir()
+    (broken / "__init__.py").write_text(
+        "raise RuntimeError('operator torchvision::nms does not exist')\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "torchvision", raising=False)
+    assert _conflicting_imports() == ["torchvision (operator torchvision::nms does not exist)"]
