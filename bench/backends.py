@@ -50,7 +50,8 @@ def main():
     out = llm.generate(prompts, params, use_tqdm=False)
     generate_s = time.perf_counter() - t0
     n_out = sum(len(c.token_ids) for o in out for c in o.outputs)
-    print(json.dumps({"generate_s": generate_s, "output_tokens": n_out}))
+    result = {"generate_s": generate_s, "output_tokens": n_out}
+    print("BARE_RESULT " + json.dumps(result), flush=True)
     llm.llm_engine.engine_core.shutdown()
 
 if __name__ == "__main__":
@@ -110,7 +111,9 @@ def run_bare(kwargs: Dict[str, Any], args: argparse.Namespace) -> Dict[str, Any]
     )
     if proc.returncode != 0:
         sys.exit(f"bare vLLM script failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
-    data = json.loads(proc.stdout.strip().splitlines()[-1])
+    # vLLM logs to stdout too: the result is the line with the marker
+    line = next(x for x in proc.stdout.splitlines() if x.startswith("BARE_RESULT "))
+    data = json.loads(line.split(" ", 1)[1])
     data["wall_s"] = time.perf_counter() - t0
     return data
 
