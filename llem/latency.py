@@ -9,6 +9,10 @@ first step and its last token at the step where the running token count reaches 
 - ITL (ms): for each later step within the request's lifetime, the step's duration divided by the
   tokens it added (so prompt-lookup steps that add several tokens count each token once).
 - request latency (s): the request's last step time - batch start.
+
+Engines with continuous batching (vllm) report each request's own arrival times and token counts
+(``BatchOutput.request_step_times_s`` / ``request_step_tokens``); the definitions are the same,
+applied to each request's own timeline, every request starting when the batch is handed over.
 """
 
 from __future__ import annotations
@@ -29,6 +33,9 @@ class LatencySamples:
     request_s: List[float] = field(default_factory=list)
 
     def add_batch(self, batch: BatchOutput) -> None:
+        if batch.request_step_times_s is not None:
+            self._add_requests(batch)
+            return
         if not batch.step_times_s:
             return
         cumulative = list(itertools.accumulate(batch.step_tokens))
@@ -41,6 +48,18 @@ class LatencySamples:
             for j in range(1, last + 1):
                 step = batch.step_times_s[j] - batch.step_times_s[j - 1]
                 self.itl_s.extend([step / batch.step_tokens[j]] * batch.step_tokens[j])
+
+    def _add_requests(self, batch: BatchOutput) -> None:
+        """Per-request timelines (continuous batching): the same definitions, request by request."""
+        for times, tokens in zip(
+            batch.request_step_times_s or [], batch.request_step_tokens or [], strict=True
+        ):
+            if not times:
+                continue
+            self.ttft_s.append(times[0] - batch.start_s)
+            self.request_s.append(times[-1] - batch.start_s)
+            for j in range(1, len(times)):
+                self.itl_s.extend([(times[j] - times[j - 1]) / tokens[j]] * tokens[j])
 
 
 def percentiles(values: Iterable[float], scale: float = 1.0) -> Optional[Dict[str, float]]:

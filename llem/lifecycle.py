@@ -32,16 +32,12 @@ from llem.result import (
 )
 
 if TYPE_CHECKING:
-    from llem.backends.base import BatchOutput, LoadedModel
+    from llem.backends.base import Backend, BatchOutput, LoadedModel
     from llem.measure import MeasurementSession
 
 log = logging.getLogger("llem.run")
 
 MAX_PASSES = 10_000
-
-
-def _batches(items: list[Any], size: int) -> list[list[Any]]:
-    return [items[i : i + size] for i in range(0, len(items), size)]
 
 
 def _peak_rss_mb() -> float | None:
@@ -143,7 +139,7 @@ def _measure(
 
     write_environment(run_dir / "environment.json")
     backend = get_backend(exp.backend or "pytorch")
-    torch_indices = _torch_indices(exp, device)
+    torch_indices = _torch_indices(exp, device, backend)
     session = MeasurementSession(
         exp.measurement, torch_device_indices=torch_indices, device_type=device
     )
@@ -166,7 +162,7 @@ def _measure(
         prompt_set = prepare_prompts(exp.dataset, loaded.tokenizer)
         prompts = prompt_set.prompts
         result.workload.chat_template_applied = prompt_set.chat_template_applied
-        batches = _batches(prompts, exp.pytorch.batch_size)
+        batches = backend.batches(exp, prompts)
 
         life.seed = _seed(exp)
         t0 = time.perf_counter()
@@ -260,18 +256,13 @@ def _model_cuda_devices(loaded: Any, device: str) -> list[int]:
     return [torch.cuda.current_device()]
 
 
-def _torch_indices(exp: ExperimentConfig, device: str) -> list[int] | None:
+def _torch_indices(exp: ExperimentConfig, device: str, backend: Backend) -> list[int] | None:
+    """The torch CUDA indices to measure: measurement.gpu_indices, else where the model goes."""
     if device != "cuda":
         return None
     if exp.measurement.gpu_indices is not None:
         return list(exp.measurement.gpu_indices)
-    import torch
-
-    # The GPUs the model will be placed on: device_map "cuda" (llem's default) means the current
-    # device; any other map (e.g. "auto") may spread over every visible GPU.
-    if exp.pytorch.device_map in (None, "cuda"):
-        return [torch.cuda.current_device()]
-    return list(range(torch.cuda.device_count()))
+    return backend.torch_device_indices(exp)
 
 
 def _fill_figures(
@@ -293,7 +284,8 @@ def _fill_figures(
     generate_s = sum(b.end_s - b.start_s for b in outputs)
 
     w = result.workload
-    w.n_prompts, w.batch_size, w.passes = n_prompts, exp.pytorch.batch_size, passes
+    batch_size = loaded.notes.get("batch_size", exp.pytorch.batch_size)
+    w.n_prompts, w.batch_size, w.passes = n_prompts, batch_size, passes
     w.input_tokens, w.output_tokens, w.requests = in_tokens, out_tokens, requests
     samples = LatencySamples()
     for b in outputs:
@@ -334,7 +326,11 @@ def _fill_figures(
     mem = result.memory
     mem.peak_device_used_mb = report.peak_device_used_mb
     mem.peak_host_rss_mb = _peak_rss_mb()
-    if device != "cuda":
+    if loaded.notes.get("engine_process"):  # the model lives in other processes (vllm)
+        mem.peak_host_rss_mb = None
+        for k in ("peak_allocated_mb", "peak_reserved_mb", "peak_host_rss_mb"):
+            reasons[f"memory.{k}"] = loaded.notes["engine_process"]
+    elif device != "cuda":
         for k in ("peak_allocated_mb", "peak_reserved_mb"):
             reasons[f"memory.{k}"] = "torch allocator statistics exist for CUDA devices only"
     if mem.peak_device_used_mb is None:

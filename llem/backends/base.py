@@ -40,6 +40,11 @@ class BatchOutput:
     step_tokens: List[int]  # tokens added per request by each step (1, or more with prompt lookup)
     texts: Optional[List[str]] = None  # decoded outputs (measurement.save_outputs=true only)
     num_beams: int = 1  # beams per request (every beam runs prefill and decode)
+    # Engines that schedule each request on its own (continuous batching) report each request's
+    # own timeline instead: when its tokens reached the host, and how many arrived each time.
+    # When set, latency figures are computed from these, per request.
+    request_step_times_s: Optional[List[List[float]]] = None
+    request_step_tokens: Optional[List[List[int]]] = None
 
 
 class Backend(Protocol):
@@ -49,6 +54,14 @@ class Backend(Protocol):
 
     def load_key(self, exp: ExperimentConfig, device: str) -> str:
         """Equal keys load equal models: the run reuses a loaded model across equal keys."""
+        ...
+
+    def torch_device_indices(self, exp: ExperimentConfig) -> List[int]:
+        """The torch CUDA indices the model will be placed on (what a CUDA run measures)."""
+        ...
+
+    def batches(self, exp: ExperimentConfig, prompts: List[Prompt]) -> List[List[Prompt]]:
+        """The prompt set cut the way this backend hands it to ``generate``."""
         ...
 
     def load(self, exp: ExperimentConfig, device: str) -> LoadedModel: ...

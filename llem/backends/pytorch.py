@@ -199,6 +199,20 @@ def _fall_back_to_eager(loaded: LoadedModel, exc: BaseException) -> None:
 class PyTorchBackend:
     name = "pytorch"
 
+    def batches(self, exp: ExperimentConfig, prompts: List[Prompt]) -> List[List[Prompt]]:
+        """``pytorch.batch_size`` prompts per generate() call."""
+        size = exp.pytorch.batch_size
+        return [list(prompts[i : i + size]) for i in range(0, len(prompts), size)]
+
+    def torch_device_indices(self, exp: ExperimentConfig) -> List[int]:
+        """device_map "cuda" (llem's default): the current device; any other map (e.g. "auto")
+        may spread the model over every visible GPU."""
+        import torch
+
+        if exp.pytorch.device_map in (None, "cuda"):
+            return [torch.cuda.current_device()]
+        return list(range(torch.cuda.device_count()))
+
     def load_key(self, exp: ExperimentConfig, device: str) -> str:
         """Equal keys load equal models: weights, from_pretrained kwargs, device, compile."""
         pt = exp.pytorch

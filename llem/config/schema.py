@@ -17,6 +17,7 @@ from typing import Any, Dict, List, Optional, Union
 from omegaconf import MISSING
 
 from llem.config.knobs import BITSANDBYTES, FROM_PRETRAINED, GENERATE, LLEM, knob, section
+from llem.config.vllm import VLLMConfig
 
 
 class Device(Enum):
@@ -393,6 +394,9 @@ class ExperimentConfig:
     )
     pytorch: PyTorchConfig = section(
         PyTorchConfig, doc="The PyTorch (transformers) backend: batching, placement, kernels."
+    )
+    vllm: VLLMConfig = section(
+        VLLMConfig, doc="The vLLM backend (`+backend=vllm`): engine arguments, batching."
     )
     decoder: DecoderConfig = section(DecoderConfig, doc="How tokens are chosen, and how many.")
     quantization: QuantizationConfig = section(

@@ -177,6 +177,9 @@ def cross_field_problems(exp: ExperimentConfig) -> List[str]:
         )
 
     from llem.backends import known_backends
+    from llem.config.vllm import vllm_problems
+
+    p.extend(vllm_problems(exp))
 
     if exp.backend is not None and exp.backend not in known_backends():
         p.append(

@@ -1,0 +1,117 @@
+"""Real vLLM engines on the CPU: a whole run, a sweep that rebuilds and reuses the engine, and
+pre-flight. Marked ``vllm``: skipped with the reason where vllm is not importable."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+from vllm_helpers import SMALL_ENGINE, output, read_json, run_llem
+
+pytestmark = pytest.mark.vllm
+
+N_PROMPTS, N_TOKENS = 4, 8
+
+
+def test_run_writes_a_complete_vllm_result(head64_model_dir: Path, tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    proc = run_llem(
+        "+backend=vllm",
+        "model=hf",
+        f"model.name_or_path={head64_model_dir}",
+        f"dataset.n_prompts={N_PROMPTS}",
+        f"decoder.max_new_tokens={N_TOKENS}",
+        f"decoder.min_new_tokens={N_TOKENS}",
+        "vllm.max_num_seqs=2",
+        *SMALL_ENGINE,
+        f"hydra.run.dir={run_dir}",
+    )
+    assert proc.returncode == 0, output(proc)
+    r = read_json(run_dir / "result.json")
+    assert r["status"] == "ok" and r["backend"] == "vllm" and r["device"] == "cpu"
+    w = r["workload"]
+    assert w["requests"] == N_PROMPTS
+    assert w["output_tokens"] == N_PROMPTS * N_TOKENS  # exact: min_new_tokens = max_new_tokens
+    assert w["batch_size"] == 2  # workload.batch_size is vllm.max_num_seqs
+    lat = r["latency"]
+    assert lat["ttft_ms"]["p50"] > 0 and lat["itl_ms"]["p50"] > 0
+    # At most 2 sequences at a time: the last two requests get their first token only after the
+    # first two finished, so per-request TTFT spreads by at least a request's decode time.
+    assert lat["ttft_ms"]["p99"] - lat["ttft_ms"]["p50"] > (N_TOKENS - 1) * lat["itl_ms"]["p50"] / 2
+    assert r["throughput"]["output_tokens_per_s"] > 0
+    assert r["lifecycle"]["load_kwargs"]["max_num_seqs"] == 2
+    assert r["compute"]["flops_estimate"] > 0
+    # the engine lives in other processes: no stand-in memory figures from this one
+    assert r["memory"]["peak_host_rss_mb"] is None
+    assert "memory.peak_host_rss_mb" in r["null_reasons"]
+    assert "result:" in proc.stdout
+
+
+def test_sweep_rebuilds_the_engine_for_max_num_seqs_and_reuses_it_across_decoders(
+    head64_model_dir: Path, tmp_path: Path
+) -> None:
+    sweep = tmp_path / "sweep"
+    proc = run_llem(
+        "--multirun",
+        "+backend=vllm",
+        "model=hf",
+        f"model.name_or_path={head64_model_dir}",
+        "dataset.n_prompts=4",
+        "measurement.warmup=0",
+        "vllm.max_num_seqs=1,4",
+        "decoder.max_new_tokens=4,6",
+        *SMALL_ENGINE,
+        f"hydra.sweep.dir={sweep}",
+    )
+    assert proc.returncode == 0, output(proc)
+    results = [read_json(sweep / str(i) / "result.json") for i in range(4)]
+    assert [r["status"] for r in results] == ["ok"] * 4
+    by_seqs = {}
+    for r in results:
+        by_seqs.setdefault(r["workload"]["batch_size"], []).append(r["lifecycle"]["model_reused"])
+    # one engine per max_num_seqs, kept across the decoder change
+    assert {k: sorted(v) for k, v in by_seqs.items()} == {1: [False, True], 4: [False, True]}
+    with open(sweep / "results.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    assert {row["backend"] for row in rows} == {"vllm"}
+    assert sorted(row["vllm.max_num_seqs"] for row in rows) == ["1", "1", "4", "4"]
+
+
+def test_bad_vllm_knobs_exit_2_before_anything_runs(tmp_path: Path) -> None:
+    run_dir = tmp_path / "never"
+    proc = run_llem(
+        "+backend=vllm",
+        "vllm.gpu_memory_utilization=1.5",
+        "pytorch.batch_size=4",
+        "quantization=bnb-4bit",
+        f"hydra.run.dir={run_dir}",
+        timeout=120,
+    )
+    assert proc.returncode == 2, output(proc)
+    assert "vllm.gpu_memory_utilization=1.5" in proc.stderr
+    assert "vllm.max_num_seqs" in proc.stderr  # pytorch.batch_size's vLLM equivalent
+    assert "vllm.quantization=bitsandbytes" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not run_dir.exists()
+
+
+def test_preflight_reports_every_vllm_problem_before_an_engine_starts(
+    tiny_model_dir: Path, tmp_path: Path
+) -> None:
+    run_dir = tmp_path / "never"
+    proc = run_llem(
+        "+backend=vllm",
+        "model=hf",
+        f"model.name_or_path={tiny_model_dir}",  # head size 8
+        "vllm.swap_space=4",  # not an engine argument of vLLM 0.32
+        "+vllm.engine_kwargs.max_num_seqz=4",
+        f"hydra.run.dir={run_dir}",
+        timeout=300,
+    )
+    assert proc.returncode == 3, output(proc)
+    assert "3 pre-flight checks failed" in proc.stderr
+    assert "head size 8" in proc.stderr
+    assert "vllm.swap_space=4.0" in proc.stderr
+    assert "vllm.engine_kwargs.max_num_seqz" in proc.stderr
+    assert not (run_dir / "result.json").exists()
