@@ -31,7 +31,7 @@ def _options(group: str) -> list[str]:
 def test_every_group_has_the_documented_options():
     assert _options("model") == ["hf", "smollm2-135m"]
     assert _options("decoder") == ["creative", "factual", "greedy", "standard"]
-    assert _options("quantization") == ["bnb-4bit", "bnb-8bit", "none"]
+    assert _options("quantization") == ["bnb-4bit", "bnb-4bit-fp4", "bnb-8bit", "none"]
     assert _options("dataset") == ["builtin", "jsonl", "synthetic"]
     assert _options("measurement") == ["default"]
     assert _options("backend") == ["pytorch", "vllm"]

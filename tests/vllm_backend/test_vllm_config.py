@@ -63,7 +63,7 @@ def test_bitsandbytes_quantization_with_vllm_points_to_vllm_quantization() -> No
 def test_gpu_memory_utilization_must_be_in_zero_one(value: str) -> None:
     (found,) = problems("+backend=vllm", f"vllm.gpu_memory_utilization={value}")
     assert f"vllm.gpu_memory_utilization={float(value)}" in found
-    assert "at most 1" in found
+    assert "<= 1" in found
 
 
 def test_gpu_memory_utilization_of_one_is_allowed() -> None:
