@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import time
 from dataclasses import dataclass
@@ -116,6 +117,9 @@ def run(
         sweep=sweep,
     )
     result.lifecycle.backend_chosen_by = prepared.backend_chosen_by
+    # Under SLURM: the job and node that produced this result (null elsewhere).
+    result.lifecycle.slurm_job_id = os.environ.get("SLURM_JOB_ID") or None
+    result.lifecycle.node = os.environ.get("SLURMD_NODENAME") or None
     result.lifecycle.preflight_warnings = list(checks.warnings)
     try:
         _measure(exp, checks.device, run_dir, result, reuse_model)

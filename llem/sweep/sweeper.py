@@ -28,13 +28,14 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence
 
 from hydra.plugins.sweeper import Sweeper
-from omegaconf import DictConfig, OmegaConf, open_dict
+from omegaconf import DictConfig, OmegaConf
 
 from llem.atomic import atomic_write_text
 from llem.cli import condense_hydra_error, hydra_error_text
 from llem.config.schema import SweepOrder
 from llem.errors import ConfigError, first_line
 from llem.result import RESULT_FILE, ErrorInfo, RunResult, write_record
+from llem.sweep.compose import PointComposer
 from llem.sweep.plan import (
     Plan,
     Point,
@@ -110,6 +111,7 @@ class GridSweeper(Sweeper):
         self._swept: List[str] = []
         self._dry_run = False
         self._has_cuda = False
+        self._composer: Optional[PointComposer] = None
 
     def setup(self, *, hydra_context: Any, task_function: Any, config: DictConfig) -> None:
         from hydra.core.plugins import Plugins
@@ -124,17 +126,16 @@ class GridSweeper(Sweeper):
     def _compose(self, index: int, overrides: List[str]) -> DictConfig:
         """The job config of one grid point; a Hydra error becomes a one-line ConfigError."""
         assert self.hydra_context is not None and self.config is not None
+        if self._composer is None:
+            self._composer = PointComposer(self.hydra_context.config_loader, self.config)
         try:
-            cfg = self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
+            return self._composer.compose(list(overrides))
         except Exception as exc:
             label = short_label(list(overrides), self._swept)
             raise ConfigError(
                 f"grid point #{index} [{label}]: {condense_hydra_error(hydra_error_text(exc))}",
                 hint="fix the command line; nothing was run",
             ) from exc
-        with open_dict(cfg):
-            del cfg["hydra"]
-        return cfg
 
     def _settings(self, overrides: List[str]) -> _Settings:
         cfg = self._compose(0, overrides)
