@@ -169,7 +169,10 @@ def main() -> None:
         f"{med['plan200']:7.2f} s   {plan_ratio:.2f}x   (target <= 2.5: "
         f"{'met' if plan_ratio <= 2.5 else 'NOT met'})"
     )
-    print("  all rounds (s): " + "; ".join(f"{k} {[round(x, 2) for x in v]}" for k, v in walls.items()))
+    print(
+        "  all rounds (s): "
+        + "; ".join(f"{k} {[round(x, 2) for x in v]}" for k, v in walls.items())
+    )
 
 
 if __name__ == "__main__":

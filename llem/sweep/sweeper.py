@@ -34,7 +34,7 @@ from llem.atomic import atomic_write_text
 from llem.cli import condense_hydra_error, hydra_error_text
 from llem.config.schema import SweepOrder
 from llem.errors import ConfigError, first_line
-from llem.result import RESULT_FILE, ErrorInfo, RunResult, write_record
+from llem.result import RESULT_FILE, ErrorInfo, RunResult
 from llem.sweep.compose import PointComposer
 from llem.sweep.plan import (
     Plan,
@@ -49,6 +49,7 @@ from llem.sweep.plan import (
 )
 from llem.sweep.progress import Progress, ResultWatcher, summary_lines
 from llem.sweep.state import STATE, Outcome
+from llem.sweep.watchdog import Lost, watch
 
 log = logging.getLogger("llem.sweep")
 
@@ -296,13 +297,24 @@ class GridSweeper(Sweeper):
             if len(points) > 1
             else None
         )
+        # SLURM: a job that ends without a result must not leave the launcher waiting forever.
+        guard = watch(
+            self.launcher,
+            [p.index for p in points],
+            lambda i: _fingerprint(dirs[i] / RESULT_FILE) != before[i],
+        )
         results: Sequence[Any] = []
         launch_error: Optional[BaseException] = None
         finished = False
         try:
             with self._quiet_basic_launcher(), watcher or contextlib.nullcontext():
                 try:
-                    results = self.launcher.launch(jobs, initial_job_idx=initial_job_idx)
+                    if guard is None:
+                        results = self.launcher.launch(jobs, initial_job_idx=initial_job_idx)
+                    else:
+                        results, launch_error = guard.run(
+                            lambda: self.launcher.launch(jobs, initial_job_idx=initial_job_idx)
+                        )
                 except Exception as exc:  # the launcher failed: a worker died, sbatch refused...
                     launch_error = exc
                     log.error("the launcher failed: %s: %s", type(exc).__name__, first_line(exc))
@@ -312,7 +324,12 @@ class GridSweeper(Sweeper):
                 ret = results[k] if k < len(results) else None
                 if finished:
                     status, error = self._collect(
-                        p, ret, launch_error, dirs[p.index], before[p.index]
+                        p,
+                        ret,
+                        launch_error,
+                        dirs[p.index],
+                        before[p.index],
+                        guard.lost.get(p.index) if guard else None,
                     )
                 else:  # interrupted: whatever run.py wrote (failed, KeyboardInterrupt) stands
                     fresh = _fingerprint(dirs[p.index] / RESULT_FILE) != before[p.index]
@@ -331,11 +348,13 @@ class GridSweeper(Sweeper):
         launch_error: Optional[BaseException],
         point_dir: Path,
         before: Optional[tuple],
+        lost: Optional[Lost] = None,
     ) -> tuple:
         """(status, error) of a launched point: its job's return, else its fresh result.json.
 
-        A point whose job came back with neither (its process died, the launcher failed) gets a
-        failed result.json saying so, so that every launched point has a result.
+        A point whose job came back with neither (its process died, the launcher failed, the
+        scheduler ended its job: ``lost``) gets a failed result.json saying so, so that every
+        launched point has a result.
         """
         job_error: Optional[BaseException] = None
         value: Any = None
@@ -351,6 +370,18 @@ class GridSweeper(Sweeper):
         if result is not None:
             err = result.error
             return result.status, (f"{err.type}: {err.message}" if err else None)
+        if lost is not None:
+            error = ErrorInfo(
+                "SlurmJobLost",
+                lost.message,
+                f"the scheduler ended the job before it wrote a result (cancelled, out of "
+                f"memory, node failure, time limit); its logs are in {lost.log_dir}; run the "
+                "same command again to re-run only the points that did not finish",
+            )
+            self._write_record(
+                point_dir.parent, point, "failed", error, lost.slurm_job_id, lost.node
+            )
+            return "failed", f"{error.type}: {error.message}"
         cause = job_error or launch_error
         if job_error is None and launch_error is not None:
             hint = (
@@ -415,7 +446,14 @@ class GridSweeper(Sweeper):
         )
 
     @staticmethod
-    def _write_record(sweep_dir: Path, point: Point, status: str, error: ErrorInfo) -> None:
+    def _write_record(
+        sweep_dir: Path,
+        point: Point,
+        status: str,
+        error: ErrorInfo,
+        slurm_job_id: Optional[str] = None,
+        node: Optional[str] = None,
+    ) -> None:
         """A result.json written for the sweeper (skipped, or a job that left none)."""
         point_dir = sweep_dir / str(point.index)
         overrides_file = point_dir / ".hydra" / "overrides.yaml"
@@ -423,11 +461,12 @@ class GridSweeper(Sweeper):
             atomic_write_text(
                 overrides_file, "".join(f"- {json.dumps(o)}\n" for o in point.overrides)
             )
-        write_record(
-            point_dir,
+        record = RunResult(
             status=status,
             error=error,
             config_hash=point.config_hash,
-            overrides=point.overrides,
+            overrides=list(point.overrides),
             sweep=read_position(sweep_dir, point.index),
         )
+        record.lifecycle.slurm_job_id, record.lifecycle.node = slurm_job_id, node
+        record.write(point_dir)
