@@ -203,8 +203,10 @@ class _Progress:
     """Batches of the current run: a live line on a terminal, a log line per pass otherwise."""
 
     def __init__(self, n_batches: int) -> None:
+        from llem.sweep.state import STATE
+
         self.n = n_batches
-        self.tty = sys.stderr.isatty()
+        self.tty = sys.stderr.isatty() and not STATE.live_display  # the sweep's display is live
         self.t0 = time.perf_counter()
 
     def batch(self, pass_no: int, k: int) -> None:

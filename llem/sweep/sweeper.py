@@ -69,6 +69,9 @@ class LlemSweeperConf:
     # one at a time). None: 1 for launchers that run on this machine, every point for the others.
     max_batch_size: Optional[int] = None
     params: Optional[Dict[str, str]] = None
+    # auto: a live progress display when the output is a terminal, plain log lines otherwise;
+    # live | plain force one or the other.
+    progress: str = "auto"
 
 
 @dataclass
@@ -101,10 +104,14 @@ class GridSweeper(Sweeper):
     """
 
     def __init__(
-        self, max_batch_size: Optional[int] = None, params: Optional[Dict[str, str]] = None
+        self,
+        max_batch_size: Optional[int] = None,
+        params: Optional[Dict[str, str]] = None,
+        progress: str = "auto",
     ) -> None:
         super().__init__()
         self.max_batch_size = max_batch_size
+        self.progress = progress
         self.params: Dict[str, str] = dict(params or {})
         self.hydra_context: Any = None
         self.config: Optional[DictConfig] = None
@@ -188,8 +195,13 @@ class GridSweeper(Sweeper):
 
     def sweep(self, arguments: List[str]) -> Any:
         from llem.preflight import cuda_available
+        from llem.sweep.display import MODES
 
         assert self.config is not None and self.launcher is not None
+        if self.progress not in MODES:
+            raise ConfigError(
+                f"hydra.sweeper.progress={self.progress}: allowed values are {', '.join(MODES)}"
+            )
         jobs = self._jobs(arguments)
         sweep_dir = Path(str(self.config.hydra.sweep.dir))
         STATE.multirun, STATE.sweep_dir, STATE.sweep_outcomes = True, sweep_dir, []
@@ -234,16 +246,22 @@ class GridSweeper(Sweeper):
         outcomes += [self._outcome(p, "skipped", p.reason) for p in plan.skipped]
         outcomes += [self._outcome(p, "done") for p in plan.done]
         force_no_reuse = settings.reuse_model and not in_process
-        progress = Progress(len(plan.run_order))
+        progress = Progress(
+            len(plan.run_order), skipped=len(plan.skipped), already_done=len(plan.done)
+        )
         returns: List[Any] = []
         interrupted = False
         try:
-            for start in range(0, len(plan.run_order), batch_size):
-                chunk = plan.run_order[start : start + batch_size]
-                returns.extend(
-                    self._launch(
-                        plan, chunk, sweep_dir, progress, outcomes, in_process, force_no_reuse
-                    )
+            with self._display(progress):
+                self._run_batches(
+                    plan,
+                    batch_size,
+                    sweep_dir,
+                    progress,
+                    outcomes,
+                    in_process,
+                    force_no_reuse,
+                    returns,
                 )
         except KeyboardInterrupt:
             interrupted = True
@@ -262,6 +280,31 @@ class GridSweeper(Sweeper):
             for line in summary_lines(outcomes, progress.elapsed_s, not_run, interrupted):
                 log.info(line)
         return returns
+
+    def _run_batches(
+        self,
+        plan: Plan,
+        batch_size: int,
+        sweep_dir: Path,
+        progress: Progress,
+        outcomes: List[Outcome],
+        in_process: bool,
+        force_no_reuse: bool,
+        returns: List[Any],
+    ) -> None:
+        for start in range(0, len(plan.run_order), batch_size):
+            chunk = plan.run_order[start : start + batch_size]
+            returns.extend(
+                self._launch(plan, chunk, sweep_dir, progress, outcomes, in_process, force_no_reuse)
+            )
+
+    def _display(self, progress: Progress) -> Any:
+        """The live display on a terminal (``hydra.sweeper.progress``), else nothing."""
+        from llem.sweep import display
+
+        if not progress.total or not display.wanted(self.progress):
+            return contextlib.nullcontext()
+        return display.LiveDisplay(progress)
 
     def _launch(
         self,
