@@ -15,7 +15,10 @@ because points measured concurrently on one device distort each other's timings 
 other launcher (``submitit_slurm`` and presets built on it, such as ``slurm_gpu``) gets every
 runnable point in one batch, so the cluster runs them in parallel.
 ``hydra.sweeper.max_batch_size=N`` sets the batch size for launchers other than the in-process one.
-Whatever the batch, each point's directory is its grid index.
+Whatever the batch, each point's directory is its grid index. With a SLURM launcher,
+``llem.sweep.watchdog`` watches the jobs so that one ending without a result fails its point
+instead of leaving the sweep waiting. Planning composes each set of group choices once
+(``llem.sweep.compose``). On a terminal ``llem.sweep.display`` shows a live progress display.
 """
 
 from __future__ import annotations
