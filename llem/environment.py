@@ -6,6 +6,10 @@ and records why under ``unavailable`` (``{key: reason}``); capturing never raise
 GPUs are listed in NVML order (NVML indices, which follow PCI bus order and ignore
 ``CUDA_VISIBLE_DEVICES``); ``cuda_visible_devices`` records that variable separately so that the
 torch device numbering of a run can be mapped onto this list. ``memory_total_mb`` values are MiB.
+
+The installed distributions (``packages``, ``pip_freeze``: a scan of every distribution's metadata,
+most of a snapshot's cost) are read once per process and interpreter search path, so the points of
+an in-process sweep do not each pay for it; every other probe runs at every capture.
 """
 
 from __future__ import annotations
@@ -74,7 +78,7 @@ def capture_environment(cuda_home: Optional[PathLike] = None) -> dict:
         "llem": {"version": llem.__version__, "location": str(Path(llem.__file__).parent)},
     }
     env["python"] = probe("python", _python)
-    env["packages"] = probe("packages", _packages)
+    env["packages"] = probe("packages", lambda: dict(_installed()[0]))
     env["torch"] = probe("torch", _torch)
     env["cuda"] = probe("cuda", lambda: _cuda(cuda_home), default={"version": None, "source": None})
 
@@ -101,7 +105,7 @@ def capture_environment(cuda_home: Optional[PathLike] = None) -> dict:
         },
     )
     env["hostname"] = probe("hostname", socket.gethostname)
-    env["pip_freeze"] = probe("pip_freeze", _pip_freeze, default=[])
+    env["pip_freeze"] = probe("pip_freeze", lambda: list(_installed()[1]), default=[])
     env["unavailable"] = unavailable
     return env
 
@@ -128,6 +132,17 @@ def _python() -> dict:
         "implementation": platform.python_implementation(),
         "executable": sys.executable,
     }
+
+
+_INSTALLED: dict[tuple[str, ...], tuple[dict, list[str]]] = {}
+
+
+def _installed() -> tuple[dict, list[str]]:
+    """(``packages``, ``pip_freeze``), read once per process and ``sys.path``."""
+    key = tuple(sys.path)
+    if key not in _INSTALLED:
+        _INSTALLED[key] = (_packages(), _pip_freeze())
+    return _INSTALLED[key]
 
 
 def _packages() -> dict:

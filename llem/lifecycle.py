@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import time
 from dataclasses import dataclass
@@ -113,6 +114,9 @@ def run(
         sweep=sweep,
     )
     result.lifecycle.backend_chosen_by = prepared.backend_chosen_by
+    # Under SLURM: the job and node that produced this result (null elsewhere).
+    result.lifecycle.slurm_job_id = os.environ.get("SLURM_JOB_ID") or None
+    result.lifecycle.node = os.environ.get("SLURMD_NODENAME") or None
     result.lifecycle.preflight_warnings = list(checks.warnings)
     try:
         _measure(exp, checks.device, run_dir, result, reuse_model)
@@ -209,8 +213,10 @@ class _Progress:
     """Batches of the current run: a live line on a terminal, a log line per pass otherwise."""
 
     def __init__(self, n_batches: int) -> None:
+        from llem.sweep.state import STATE
+
         self.n = n_batches
-        self.tty = sys.stderr.isatty()
+        self.tty = sys.stderr.isatty() and not STATE.live_display  # the sweep's display is live
         self.t0 = time.perf_counter()
 
     def batch(self, pass_no: int, k: int) -> None:

@@ -211,6 +211,10 @@ class Lifecycle:
     warmup_s: float | None = None
     cooldown_waited_s: float | None = None
     start_temp_c: float | None = None
+    # The scheduler's job that ran this point (SLURM_JOB_ID) and its node (SLURMD_NODENAME);
+    # null outside a SLURM job.
+    slurm_job_id: str | None = None
+    node: str | None = None
 
 
 @dataclass

@@ -323,3 +323,16 @@ def test_write_environment_captures_when_no_env_given(tmp_path: Path) -> None:
     data = json.loads(target.read_text())
     assert data["llem"]["version"] == llem.__version__
     assert oct(target.stat().st_mode & 0o777) == oct(0o644)
+
+
+def test_installed_distributions_are_read_once_per_process(monkeypatch) -> None:
+    """The points of an in-process sweep do not each scan every distribution's metadata."""
+    calls = []
+    real = environment._pip_freeze
+    monkeypatch.setattr(environment, "_INSTALLED", {})
+    monkeypatch.setattr(environment, "_pip_freeze", lambda: calls.append(1) or real())
+    first, second = capture_environment(), capture_environment()
+    assert len(calls) == 1
+    assert first["pip_freeze"] == second["pip_freeze"] and first["pip_freeze"]
+    first["pip_freeze"].append("mutated==1")  # each snapshot holds its own copy
+    assert "mutated==1" not in capture_environment()["pip_freeze"]

@@ -1,8 +1,11 @@
 """What a sweep tells its user while it runs: a line per point, and one screen at the end.
 
-Progress goes through the ``llem.sweep`` logger (plain log lines, so the sweep's output reads the
-same in a terminal, a log file or a SLURM job's output). When several points run at once (a batch
-handed to a parallel launcher), a watcher thread reports each point as its result.json appears.
+Where the output is not a terminal (CI, a log file, a SLURM job's output), progress goes through
+the ``llem.sweep`` logger as plain lines: ``point k/N (#index) [knobs] · elapsed · ETA`` when a
+point starts, ``finished k/N (#index) [knobs]: status · ...`` when it ends. On a terminal,
+``llem.sweep.display`` draws the same figures as a live display instead (``live`` is set), and
+only failed points are logged. When several points run at once (a batch handed to a parallel
+launcher), a watcher thread reports each point as its result.json appears.
 """
 
 from __future__ import annotations
@@ -32,9 +35,19 @@ def fmt_s(seconds: float) -> str:
 class Progress:
     """Counts finished points against the number to run and estimates the time left."""
 
-    def __init__(self, total: int, clock: Callable[[], float] = time.perf_counter) -> None:
+    def __init__(
+        self,
+        total: int,
+        clock: Callable[[], float] = time.perf_counter,
+        skipped: int = 0,
+        already_done: int = 0,
+    ) -> None:
         self.total = total
         self.finished = 0
+        self.skipped, self.already_done = skipped, already_done
+        self.counts: Dict[str, int] = {}  # finished points by status
+        self.current = ""  # the point (or batch) running now, for the live display
+        self.live = False  # a live display shows the progress: log only failures
         self._clock = clock
         self._t0 = clock()
 
@@ -56,7 +69,9 @@ class Progress:
 
     def starting(self, position: int, index: int, label: str) -> str:
         line = f"point {position}/{self.total} (#{index}) [{label}] · {self._timing()}"
-        log.info(line)
+        self.current = f"#{index} [{label}]"
+        if not self.live:
+            log.info(line)
         return line
 
     def launching(self, first: int, last: int, labels: List[str]) -> str:
@@ -64,16 +79,19 @@ class Progress:
             f"points {first}-{last}/{self.total} launched together "
             f"({len(labels)} jobs) · {self._timing()}"
         )
-        log.info(line)
+        self.current = f"points {first}-{last} ({len(labels)} jobs launched together)"
+        if not self.live:
+            log.info(line)
         return line
 
     def done(self, index: int, label: str, status: str, quiet: bool = False) -> str:
         self.finished += 1
+        self.counts[status] = self.counts.get(status, 0) + 1
         line = (
             f"finished {self.finished}/{self.total} (#{index}) [{label}]: {status} · "
             f"{self._timing()}"
         )
-        if not quiet:
+        if (not quiet and not self.live) or (self.live and status != "ok"):
             log.info(line)
         return line
 

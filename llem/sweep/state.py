@@ -32,6 +32,8 @@ class CommandState:
     # Outcomes of every grid point, set by llem's sweeper (covers jobs run in other processes).
     sweep_outcomes: list[Outcome] | None = None
     dry_run_preflight_failed: bool = False
+    # A live sweep display is drawn on the terminal (runs keep their own progress off it).
+    live_display: bool = False
     # What stopped a single run (raised by the entrypoint once Hydra has returned).
     error: BaseException | None = None
 

@@ -15,7 +15,10 @@ because points measured concurrently on one device distort each other's timings 
 other launcher (``submitit_slurm`` and presets built on it, such as ``slurm_gpu``) gets every
 runnable point in one batch, so the cluster runs them in parallel.
 ``hydra.sweeper.max_batch_size=N`` sets the batch size for launchers other than the in-process one.
-Whatever the batch, each point's directory is its grid index.
+Whatever the batch, each point's directory is its grid index. With a SLURM launcher,
+``llem.sweep.watchdog`` watches the jobs so that one ending without a result fails its point
+instead of leaving the sweep waiting. Planning composes each set of group choices once
+(``llem.sweep.compose``). On a terminal ``llem.sweep.display`` shows a live progress display.
 """
 
 from __future__ import annotations
@@ -28,15 +31,16 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence
 
 from hydra.plugins.sweeper import Sweeper
-from omegaconf import DictConfig, OmegaConf, open_dict
+from omegaconf import DictConfig, OmegaConf
 
 from llem.atomic import atomic_write_text
 from llem.cli import condense_hydra_error, hydra_error_text
 from llem.config.schema import SweepOrder
 from llem.errors import ConfigError, first_line, interrupted_by
 from llem.overrides import without_key
-from llem.result import RESULT_FILE, ErrorInfo, RunResult, write_record
+from llem.result import RESULT_FILE, ErrorInfo, RunResult
 from llem.sweep import study
+from llem.sweep.compose import PointComposer
 from llem.sweep.plan import (
     Plan,
     Point,
@@ -50,6 +54,7 @@ from llem.sweep.plan import (
 )
 from llem.sweep.progress import Progress, ResultWatcher, summary_lines
 from llem.sweep.state import STATE, Outcome
+from llem.sweep.watchdog import Lost, watch
 
 log = logging.getLogger("llem.sweep")
 
@@ -69,6 +74,9 @@ class LlemSweeperConf:
     # one at a time). None: 1 for launchers that run on this machine, every point for the others.
     max_batch_size: Optional[int] = None
     params: Optional[Dict[str, str]] = None
+    # auto: a live progress display when the output is a terminal, plain log lines otherwise;
+    # live | plain force one or the other.
+    progress: str = "auto"
 
 
 @dataclass
@@ -101,10 +109,14 @@ class GridSweeper(Sweeper):
     """
 
     def __init__(
-        self, max_batch_size: Optional[int] = None, params: Optional[Dict[str, str]] = None
+        self,
+        max_batch_size: Optional[int] = None,
+        params: Optional[Dict[str, str]] = None,
+        progress: str = "auto",
     ) -> None:
         super().__init__()
         self.max_batch_size = max_batch_size
+        self.progress = progress
         self.params: Dict[str, str] = dict(params or {})
         self.hydra_context: Any = None
         self.config: Optional[DictConfig] = None
@@ -112,6 +124,7 @@ class GridSweeper(Sweeper):
         self._swept: List[str] = []
         self._dry_run = False
         self._has_cuda = False
+        self._composer: Optional[PointComposer] = None
 
     def setup(self, *, hydra_context: Any, task_function: Any, config: DictConfig) -> None:
         from hydra.core.plugins import Plugins
@@ -126,17 +139,16 @@ class GridSweeper(Sweeper):
     def _compose(self, index: int, overrides: List[str]) -> DictConfig:
         """The job config of one grid point; a Hydra error becomes a one-line ConfigError."""
         assert self.hydra_context is not None and self.config is not None
+        if self._composer is None:
+            self._composer = PointComposer(self.hydra_context.config_loader, self.config)
         try:
-            cfg = self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
+            return self._composer.compose(list(overrides))
         except Exception as exc:
             label = short_label(list(overrides), self._swept)
             raise ConfigError(
                 f"grid point #{index} [{label}]: {condense_hydra_error(hydra_error_text(exc))}",
                 hint="fix the command line; nothing was run",
             ) from exc
-        with open_dict(cfg):
-            del cfg["hydra"]
-        return cfg
 
     def _settings(self, overrides: List[str]) -> _Settings:
         cfg = self._compose(0, overrides)
@@ -188,8 +200,13 @@ class GridSweeper(Sweeper):
 
     def sweep(self, arguments: List[str]) -> Any:
         from llem.preflight import cuda_available
+        from llem.sweep.display import MODES
 
         assert self.config is not None and self.launcher is not None
+        if self.progress not in MODES:
+            raise ConfigError(
+                f"hydra.sweeper.progress={self.progress}: allowed values are {', '.join(MODES)}"
+            )
         jobs = self._jobs(arguments)
         sweep_dir = Path(str(self.config.hydra.sweep.dir))
         STATE.multirun, STATE.sweep_dir, STATE.sweep_outcomes = True, sweep_dir, []
@@ -236,16 +253,22 @@ class GridSweeper(Sweeper):
         outcomes += [self._outcome(p, "skipped", p.reason) for p in plan.skipped]
         outcomes += [self._outcome(p, "done") for p in plan.done]
         force_no_reuse = settings.reuse_model and not in_process
-        progress = Progress(len(plan.run_order))
+        progress = Progress(
+            len(plan.run_order), skipped=len(plan.skipped), already_done=len(plan.done)
+        )
         returns: List[Any] = []
         interrupted = False
         try:
-            for start in range(0, len(plan.run_order), batch_size):
-                chunk = plan.run_order[start : start + batch_size]
-                returns.extend(
-                    self._launch(
-                        plan, chunk, sweep_dir, progress, outcomes, in_process, force_no_reuse
-                    )
+            with self._display(progress):
+                self._run_batches(
+                    plan,
+                    batch_size,
+                    sweep_dir,
+                    progress,
+                    outcomes,
+                    in_process,
+                    force_no_reuse,
+                    returns,
                 )
         except BaseException as exc:
             interrupted = interrupted_by(exc)
@@ -264,6 +287,31 @@ class GridSweeper(Sweeper):
             for line in summary_lines(outcomes, progress.elapsed_s, not_run, interrupted):
                 log.info(line)
         return returns
+
+    def _run_batches(
+        self,
+        plan: Plan,
+        batch_size: int,
+        sweep_dir: Path,
+        progress: Progress,
+        outcomes: List[Outcome],
+        in_process: bool,
+        force_no_reuse: bool,
+        returns: List[Any],
+    ) -> None:
+        for start in range(0, len(plan.run_order), batch_size):
+            chunk = plan.run_order[start : start + batch_size]
+            returns.extend(
+                self._launch(plan, chunk, sweep_dir, progress, outcomes, in_process, force_no_reuse)
+            )
+
+    def _display(self, progress: Progress) -> Any:
+        """The live display on a terminal (``hydra.sweeper.progress``), else nothing."""
+        from llem.sweep import display
+
+        if not progress.total or not display.wanted(self.progress):
+            return contextlib.nullcontext()
+        return display.LiveDisplay(progress)
 
     def _launch(
         self,
@@ -299,13 +347,24 @@ class GridSweeper(Sweeper):
             if len(points) > 1
             else None
         )
+        # SLURM: a job that ends without a result must not leave the launcher waiting forever.
+        guard = watch(
+            self.launcher,
+            [p.index for p in points],
+            lambda i: _fingerprint(dirs[i] / RESULT_FILE) != before[i],
+        )
         results: Sequence[Any] = []
         launch_error: Optional[BaseException] = None
         finished = False
         try:
             with self._quiet_basic_launcher(), watcher or contextlib.nullcontext():
                 try:
-                    results = self.launcher.launch(jobs, initial_job_idx=initial_job_idx)
+                    if guard is None:
+                        results = self.launcher.launch(jobs, initial_job_idx=initial_job_idx)
+                    else:
+                        results, launch_error = guard.run(
+                            lambda: self.launcher.launch(jobs, initial_job_idx=initial_job_idx)
+                        )
                 except Exception as exc:  # the launcher failed: a worker died, sbatch refused...
                     launch_error = exc
                     log.error("the launcher failed: %s: %s", type(exc).__name__, first_line(exc))
@@ -315,7 +374,12 @@ class GridSweeper(Sweeper):
                 ret = results[k] if k < len(results) else None
                 if finished:
                     status, error = self._collect(
-                        p, ret, launch_error, dirs[p.index], before[p.index]
+                        p,
+                        ret,
+                        launch_error,
+                        dirs[p.index],
+                        before[p.index],
+                        guard.lost.get(p.index) if guard else None,
                     )
                 else:  # interrupted: whatever run.py wrote (failed, KeyboardInterrupt) stands
                     fresh = _fingerprint(dirs[p.index] / RESULT_FILE) != before[p.index]
@@ -334,11 +398,13 @@ class GridSweeper(Sweeper):
         launch_error: Optional[BaseException],
         point_dir: Path,
         before: Optional[tuple],
+        lost: Optional[Lost] = None,
     ) -> tuple:
         """(status, error) of a launched point: its job's return, else its fresh result.json.
 
-        A point whose job came back with neither (its process died, the launcher failed) gets a
-        failed result.json saying so, so that every launched point has a result.
+        A point whose job came back with neither (its process died, the launcher failed, the
+        scheduler ended its job: ``lost``) gets a failed result.json saying so, so that every
+        launched point has a result.
         """
         job_error: Optional[BaseException] = None
         value: Any = None
@@ -354,6 +420,18 @@ class GridSweeper(Sweeper):
         if result is not None:
             err = result.error
             return result.status, (f"{err.type}: {err.message}" if err else None)
+        if lost is not None:
+            error = ErrorInfo(
+                "SlurmJobLost",
+                lost.message,
+                f"the scheduler ended the job before it wrote a result (cancelled, out of "
+                f"memory, node failure, time limit); its logs are in {lost.log_dir}; run the "
+                "same command again to re-run only the points that did not finish",
+            )
+            self._write_record(
+                point_dir.parent, point, "failed", error, lost.slurm_job_id, lost.node
+            )
+            return "failed", f"{error.type}: {error.message}"
         cause = job_error or launch_error
         if job_error is None and launch_error is not None:
             hint = (
@@ -418,7 +496,14 @@ class GridSweeper(Sweeper):
         )
 
     @staticmethod
-    def _write_record(sweep_dir: Path, point: Point, status: str, error: ErrorInfo) -> None:
+    def _write_record(
+        sweep_dir: Path,
+        point: Point,
+        status: str,
+        error: ErrorInfo,
+        slurm_job_id: Optional[str] = None,
+        node: Optional[str] = None,
+    ) -> None:
         """A result.json written for the sweeper (skipped, or a job that left none)."""
         point_dir = sweep_dir / str(point.index)
         overrides_file = point_dir / ".hydra" / "overrides.yaml"
@@ -426,11 +511,12 @@ class GridSweeper(Sweeper):
             atomic_write_text(
                 overrides_file, "".join(f"- {json.dumps(o)}\n" for o in point.overrides)
             )
-        write_record(
-            point_dir,
+        record = RunResult(
             status=status,
             error=error,
             config_hash=point.config_hash,
-            overrides=point.overrides,
+            overrides=list(point.overrides),
             sweep=read_position(sweep_dir, point.index),
         )
+        record.lifecycle.slurm_job_id, record.lifecycle.node = slurm_job_id, node
+        record.write(point_dir)

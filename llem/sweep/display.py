@@ -1,0 +1,122 @@
+"""The live sweep display on a terminal (rich): counts, the point running now, elapsed, ETA.
+
+    sweep ━━━━━━━━━╺━━━━━━━ 5/10 · 4 ok · 1 failed · 2 skipped · elapsed 1m12s · ETA 1m12s
+      now #6 [decoder=creative pytorch.batch_size=4]
+
+It is drawn at the bottom of the terminal and redrawn a few times a second; everything the sweep
+and its runs print or log scrolls above it. While it is shown, the standard streams are rich's
+proxies, and logging handlers that wrote to the real streams write to the proxies (restored
+afterwards), so no line tears the display. Where the output is not a terminal (CI, SLURM job
+logs, a pipe) there is no display: ``llem.sweep.progress`` logs plain lines instead.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Any, Dict, List, Optional, Tuple
+
+from llem.sweep.progress import Progress, fmt_s
+from llem.sweep.state import STATE
+
+MODES = ("auto", "live", "plain")
+
+
+def wanted(mode: str) -> bool:
+    """Whether to show the display: ``live``, ``plain``, or ``auto`` (live on a terminal)."""
+    if mode == "live":
+        return True
+    if mode == "plain":
+        return False
+    try:
+        return sys.stdout.isatty() and sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+class LiveDisplay:
+    """Shows ``progress`` until the ``with`` block ends."""
+
+    def __init__(self, progress: Progress) -> None:
+        self.progress = progress
+        self._live: Any = None
+        self._swapped: List[Tuple[logging.StreamHandler, Any]] = []
+
+    def __rich__(self) -> Any:
+        from rich.console import Group
+        from rich.progress_bar import ProgressBar
+        from rich.table import Table
+        from rich.text import Text
+
+        p = self.progress
+        counts = p.counts
+        parts = [f"{p.finished}/{p.total}"]
+        parts += [f"{counts.get(s, 0)} {s}" for s in ("ok", "failed")]
+        parts.append(f"{p.skipped} skipped")
+        if p.already_done:
+            parts.append(f"{p.already_done} already done")
+        parts.append(f"elapsed {fmt_s(p.elapsed_s)}")
+        eta = p.eta_s()
+        if eta is not None:
+            parts.append(f"ETA {fmt_s(eta)}")
+        row = Table.grid(padding=(0, 1))
+        row.add_row(
+            Text("sweep", style="bold"),
+            ProgressBar(total=max(p.total, 1), completed=p.finished, width=30),
+            Text(" · ".join(parts), style="red" if counts.get("failed") else ""),
+        )
+        now = Text(f"  now {p.current}" if p.current else "  ", style="cyan", no_wrap=True)
+        return Group(row, now)
+
+    def __enter__(self) -> LiveDisplay:
+        from rich.console import Console
+        from rich.live import Live
+
+        console = Console(file=sys.stdout)
+        self._live = Live(
+            self,
+            console=console,
+            refresh_per_second=4,
+            redirect_stdout=True,
+            redirect_stderr=True,
+            transient=False,
+        )
+        real = {id(sys.stdout): "stdout", id(sys.stderr): "stderr"}
+        self._live.start()
+        self.progress.live = STATE.live_display = True
+        proxies: Dict[str, Any] = {"stdout": sys.stdout, "stderr": sys.stderr}
+        for handler in _stream_handlers():
+            which = real.get(id(handler.stream))
+            if which is not None:
+                self._swapped.append((handler, handler.stream))
+                handler.setStream(proxies[which])
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.progress.live = STATE.live_display = False
+        self.progress.current = ""
+        try:
+            self._live.refresh()
+            self._live.stop()
+        finally:
+            for handler, stream in self._swapped:
+                handler.setStream(stream)
+            # Handlers created while the display ran (a job's logging) hold a proxy: point them
+            # at the real stream again.
+            for handler in _stream_handlers():
+                real: Optional[Any] = getattr(handler.stream, "rich_proxied_file", None)
+                if real is not None:
+                    handler.setStream(real)
+
+
+def _stream_handlers() -> List[logging.StreamHandler]:
+    loggers: List[Any] = [logging.getLogger()]
+    loggers += [
+        lg for lg in logging.Logger.manager.loggerDict.values() if isinstance(lg, logging.Logger)
+    ]
+    seen: Dict[int, logging.StreamHandler] = {}
+    for lg in loggers:
+        for h in lg.handlers:
+            if type(h) is logging.StreamHandler:  # not FileHandler (a StreamHandler subclass)
+                seen[id(h)] = h
+    return list(seen.values())

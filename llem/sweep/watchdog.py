@@ -1,0 +1,367 @@
+"""Keeping a SLURM sweep from waiting forever for a job that ended without a result.
+
+hydra-submitit-launcher waits for each job's result file; it learns that a job ended any other
+way only from ``sacct``, which needs SLURM's accounting daemon. Without accounting, a job that
+was cancelled, killed (out of memory, node failure) or stopped at its time limit before writing
+its result leaves ``--multirun`` waiting forever; with accounting, submitit raises for that job
+and stops waiting for the ones after it.
+
+So for a SLURM launcher llem's sweeper runs the launch in a helper thread and watches the jobs
+itself, with ``squeue`` (``-t all`` also lists jobs that ended within the controller's
+``MinJobAge``). A point is settled when its result.json is written, when its job's result file
+is, or when its job has left the queue (ended in any state, or is no longer listed) and neither
+file appeared within ``grace_s``: that point is lost, and the sweeper records it as failed with
+the scheduler's state and reason. A job still running ``overrun_s`` past its time limit is
+cancelled (``scancel``) and lost the same way. Once every point is settled the sweep goes on,
+whether or not the launcher ever returns. A failing ``squeue`` never loses a point.
+
+Jobs are found by their submission files in the launcher's ``submitit_folder``: the ones that
+appear during this launch, array task ``i`` being the launch's ``i``-th point.
+"""
+
+from __future__ import annotations
+
+import glob
+import logging
+import subprocess
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
+
+log = logging.getLogger("llem.sweep")
+
+# Job states in which a job may still write its result (everything else: it has ended).
+ACTIVE_STATES = {
+    "PENDING",
+    "CONFIGURING",
+    "RUNNING",
+    "COMPLETING",
+    "SUSPENDED",
+    "REQUEUED",
+    "REQUEUE_FED",
+    "REQUEUE_HOLD",
+    "RESIZING",
+    "SIGNALING",
+    "STAGE_OUT",
+    "STOPPED",
+    "RESV_DEL_HOLD",
+    "PREEMPTED",
+}
+SUBMITTED_SUFFIX = "_submitted.pkl"
+SLURM_LAUNCHER = "hydra_plugins.hydra_submitit_launcher.submitit_launcher.SlurmLauncher"
+
+
+@dataclass
+class JobInfo:
+    """One line of ``squeue``: a job (or an array task) as the controller sees it."""
+
+    job_id: str  # as squeue and submitit name it (12_3 for array task 3 of job 12)
+    slurm_job_id: str  # the unique id (SLURM_JOB_ID inside the job)
+    state: str
+    reason: str
+    node: str
+    elapsed_s: Optional[float]
+    limit_s: Optional[float]
+
+
+@dataclass
+class Lost:
+    """A point whose job ended without a result: what the scheduler said about it."""
+
+    job_id: str
+    message: str
+    slurm_job_id: Optional[str] = None
+    node: Optional[str] = None
+    log_dir: Optional[Path] = None
+
+
+def slurm_seconds(text: str) -> Optional[float]:
+    """squeue's ``[days-]hours:minutes:seconds`` (or ``minutes:seconds``) → seconds."""
+    text = text.strip()
+    if not text or not text[0].isdigit():
+        return None  # UNLIMITED, INVALID, NOT_SET
+    days = 0
+    if "-" in text:
+        d, text = text.split("-", 1)
+        days = int(d)
+    try:
+        parts = [int(p) for p in text.split(":")]
+    except ValueError:
+        return None
+    while len(parts) < 3:
+        parts.insert(0, 0)
+    h, m, s = parts[-3:]
+    return float(days * 86400 + h * 3600 + m * 60 + s)
+
+
+SQUEUE_FORMAT = "%i|%A|%T|%r|%N|%M|%l"
+
+
+def parse_squeue(text: str) -> Dict[str, JobInfo]:
+    jobs: Dict[str, JobInfo] = {}
+    for line in text.splitlines():
+        fields = line.strip().split("|")
+        if len(fields) != 7:
+            continue
+        job_id, raw, state, reason, node, elapsed, limit = (f.strip() for f in fields)
+        jobs[job_id] = JobInfo(
+            job_id=job_id,
+            slurm_job_id=raw,
+            state=state.split()[0].rstrip("+") if state else "",
+            reason=reason,
+            node=node,
+            elapsed_s=slurm_seconds(elapsed),
+            limit_s=slurm_seconds(limit),
+        )
+    return jobs
+
+
+def squeue(array_ids: Sequence[str], timeout_s: float = 30.0) -> Optional[Dict[str, JobInfo]]:
+    """Every task of the given jobs that the controller still knows; None when squeue failed.
+
+    An id the controller has forgotten makes squeue exit 1 with "Invalid job id": that is an
+    answer (the job is not in the queue), not a failure.
+    """
+    cmd = ["squeue", "--array", "-t", "all", "-h", "-j", ",".join(array_ids), "-o", SQUEUE_FORMAT]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, check=False)
+    except (OSError, subprocess.SubprocessError) as exc:
+        log.debug("squeue failed: %s", exc)
+        return None
+    if proc.returncode != 0:
+        if "invalid job id" in proc.stderr.lower():
+            return {}
+        log.debug("squeue exited %d: %s", proc.returncode, proc.stderr.strip())
+        return None
+    return parse_squeue(proc.stdout)
+
+
+def scancel(job_id: str) -> None:
+    try:
+        subprocess.run(["scancel", job_id], capture_output=True, timeout=30, check=False)
+    except (OSError, subprocess.SubprocessError) as exc:  # pragma: no cover
+        log.warning("scancel %s failed: %s", job_id, exc)
+
+
+def is_slurm_launcher(launcher: Any) -> bool:
+    names = {f"{c.__module__}.{c.__qualname__}" for c in type(launcher).__mro__}
+    return SLURM_LAUNCHER in names
+
+
+def submitit_glob(launcher: Any) -> Optional[str]:
+    """The glob that matches every job folder of this launcher (its ``submitit_folder``)."""
+    folder = getattr(launcher, "params", {}).get("submitit_folder")
+    if not folder:
+        return None
+    pattern = str(folder)
+    for tag in ("%j", "%t", "%A", "%a"):
+        pattern = pattern.replace(tag, "*")
+    return pattern
+
+
+class SlurmWatchdog:
+    """Watches one launch (one job array) of a sweep; see the module docstring."""
+
+    def __init__(
+        self,
+        folder_glob: str,
+        points: Sequence[int],
+        settled_by_result: Callable[[int], bool],
+        grace_s: float = 15.0,
+        poll_s: float = 5.0,
+        overrun_s: float = 300.0,
+        query: Callable[[Sequence[str]], Optional[Dict[str, JobInfo]]] = squeue,
+        cancel: Callable[[str], None] = scancel,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.folder_glob = folder_glob
+        self.points = list(points)  # grid indices, in launch order (= array task index)
+        self.settled_by_result = settled_by_result
+        self.grace_s, self.poll_s, self.overrun_s = grace_s, poll_s, overrun_s
+        self.query, self.cancel, self.clock = query, cancel, clock
+        self.known_before: Set[str] = self._submitted()
+        self.jobs: Dict[int, Tuple[str, Path]] = {}  # grid index -> (job id, its folder)
+        self.gone_since: Dict[int, float] = {}
+        self.info: Dict[int, JobInfo] = {}
+        self.lost: Dict[int, Lost] = {}
+
+    # ------------------------------------------------------------------ finding the jobs
+    def _submitted(self) -> Set[str]:
+        return set(glob.glob(f"{self.folder_glob}/*{SUBMITTED_SUFFIX}"))
+
+    def discover(self) -> None:
+        for path in sorted(self._submitted() - self.known_before):
+            p = Path(path)
+            job_id = p.name[: -len(SUBMITTED_SUFFIX)]
+            _, _, task = job_id.partition("_")
+            if task.isdigit() and int(task) < len(self.points):
+                index = self.points[int(task)]
+            elif not task and len(self.points) == 1:
+                index = self.points[0]
+            else:
+                continue
+            self.jobs.setdefault(index, (job_id, p.parent))
+
+    # ------------------------------------------------------------------ watching
+    def _pickled(self, index: int) -> bool:
+        """The job wrote submitit's result file (the launcher will read it)."""
+        job = self.jobs.get(index)
+        return bool(job and glob.glob(f"{glob.escape(str(job[1]))}/{job[0]}_*_result.pkl"))
+
+    def settled(self, index: int) -> bool:
+        """Nothing more will come for this point: a result, or its job is lost."""
+        return index in self.lost or self.settled_by_result(index) or self._pickled(index)
+
+    def finished(self, index: int) -> bool:
+        """Settled, and its job is not expected to write anything the launcher waits for."""
+        if index in self.lost or self._pickled(index):
+            return True
+        since = self.gone_since.get(index)
+        gone = since is not None and self.clock() - since >= self.grace_s
+        return self.settled_by_result(index) and gone
+
+    def poll(self) -> None:
+        """Find new jobs, ask the scheduler about the unfinished ones, declare the lost ones."""
+        self.discover()
+        waiting = {
+            i: job for i, job in self.jobs.items() if i not in self.lost and not self._pickled(i)
+        }
+        if not waiting:
+            return
+        arrays = sorted({job_id.split("_")[0] for job_id, _ in waiting.values()})
+        answer = self.query(arrays)
+        if answer is None:  # no answer from the scheduler: nothing is concluded
+            return
+        now = self.clock()
+        for index, (job_id, folder) in waiting.items():
+            info = answer.get(job_id)
+            if info is not None:
+                self.info[index] = info
+            if info is not None and info.state in ACTIVE_STATES:
+                self.gone_since.pop(index, None)
+                if self._overran(info) and not self.settled_by_result(index):
+                    self.cancel(job_id)
+                    self._lose(index, job_id, folder, info, overran=True)
+                continue
+            first = self.gone_since.setdefault(index, now)
+            if now - first >= self.grace_s and not self.settled(index):
+                self._lose(index, job_id, folder, info or self.info.get(index))
+
+    def _overran(self, info: JobInfo) -> bool:
+        return (
+            info.state == "RUNNING"
+            and info.elapsed_s is not None
+            and info.limit_s is not None
+            and info.elapsed_s > info.limit_s + self.overrun_s
+        )
+
+    def _lose(
+        self,
+        index: int,
+        job_id: str,
+        folder: Path,
+        info: Optional[JobInfo],
+        overran: bool = False,
+    ) -> None:
+        if overran and info is not None:
+            message = (
+                f"SLURM job {job_id} was still {info.state} {info.elapsed_s:.0f} s into a "
+                f"{info.limit_s:.0f} s time limit; llem cancelled it"
+            )
+        elif info is None:
+            message = (
+                f"SLURM job {job_id} left the queue without writing a result; its final state "
+                "is unknown (the controller no longer lists it)"
+            )
+        else:
+            reason = f", reason {info.reason}" if info.reason and info.reason != "None" else ""
+            where = f" on {info.node}" if info.node else ""
+            message = (
+                f"SLURM job {job_id}{where} ended {info.state}{reason} without writing a result"
+            )
+        self.lost[index] = Lost(
+            job_id=job_id,
+            message=message,
+            slurm_job_id=info.slurm_job_id if info else None,
+            node=(info.node or None) if info else None,
+            log_dir=folder,
+        )
+        log.warning("#%d: %s", index, message)
+
+    # ------------------------------------------------------------------ the launch
+    def run(self, launch: Callable[[], Sequence[Any]]) -> Tuple[Sequence[Any], Optional[Exception]]:
+        """Run ``launch`` in a helper thread until it returns or every point is settled.
+
+        Returns (the launcher's results, or [] when it did not return; the exception it raised).
+        """
+        box: Dict[str, Any] = {}
+
+        def target() -> None:
+            try:
+                box["results"] = launch()
+            except Exception as exc:  # reported to the sweeper, which records the points
+                box["error"] = exc
+
+        thread = threading.Thread(target=target, name="llem-slurm-launch", daemon=True)
+        quiet = _NoSacctWarnings()
+        submitit_log = logging.getLogger("submitit")
+        submitit_log.addFilter(quiet)
+        thread.start()
+        try:
+            return self._wait(thread, box)
+        finally:
+            submitit_log.removeFilter(quiet)
+
+    def _wait(
+        self, thread: threading.Thread, box: Dict[str, Any]
+    ) -> Tuple[Sequence[Any], Optional[Exception]]:
+        while True:
+            thread.join(timeout=self.poll_s)
+            if not thread.is_alive() and "error" not in box:
+                return box.get("results", []), None
+            self.poll()
+            if thread.is_alive():
+                # Every job is done with, but the launcher waits for one that will never write
+                # its result file: go on without it.
+                if all(self.finished(i) for i in self.points) and not all(
+                    self._pickled(i) for i in self.points
+                ):
+                    log.info("every point is accounted for; not waiting for the launcher")
+                    return box.get("results", []), None
+                continue
+            # The launcher raised: wait for the submitted jobs it stopped waiting for.
+            if all(self.settled(i) for i in self.points if i in self.jobs):
+                return box.get("results", []), box["error"]
+
+
+class _NoSacctWarnings(logging.Filter):
+    """submitit warns at every ``sacct`` call that fails (no accounting); llem says it once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.said = False
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if "sacct error" not in record.getMessage():
+            return True
+        if not self.said:
+            self.said = True
+            log.info(
+                "sacct is not available (no SLURM accounting): llem watches the jobs with squeue"
+            )
+        return False
+
+
+def watch(
+    launcher: Any, points: List[int], settled_by_result: Callable[[int], bool]
+) -> Optional[SlurmWatchdog]:
+    """A watchdog for this launch when the launcher submits to SLURM, else None."""
+    if not is_slurm_launcher(launcher):
+        return None
+    pattern = submitit_glob(launcher)
+    if pattern is None:
+        log.warning("no submitit_folder in the launcher's settings: jobs are not watched")
+        return None
+    return SlurmWatchdog(pattern, points, settled_by_result)
