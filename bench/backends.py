@@ -32,7 +32,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -63,7 +63,7 @@ if __name__ == "__main__":
 """
 
 
-def run_llem(backend: str, args: argparse.Namespace, out: Path) -> Dict[str, Any]:
+def run_llem(backend: str, args: argparse.Namespace, out: Path) -> dict[str, Any]:
     batch = (
         f"vllm.max_num_seqs={args.batch}"
         if backend == "vllm"
@@ -103,7 +103,7 @@ def run_llem(backend: str, args: argparse.Namespace, out: Path) -> Dict[str, Any
     }
 
 
-def run_bare(kwargs: Dict[str, Any], args: argparse.Namespace) -> Dict[str, Any]:
+def run_bare(kwargs: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
     t0 = time.perf_counter()
     env = {**os.environ}
     env.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
@@ -122,7 +122,7 @@ def run_bare(kwargs: Dict[str, Any], args: argparse.Namespace) -> Dict[str, Any]
     return data
 
 
-def harness_ab(args: argparse.Namespace) -> Tuple[float, float]:
+def harness_ab(args: argparse.Namespace) -> tuple[float, float]:
     """Median seconds of llem's generate and of a bare LLM.generate, alternating on one engine."""
     from hydra import compose, initialize_config_module
     from vllm import SamplingParams
@@ -175,7 +175,7 @@ def _device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def _fmt(value: Optional[float], spec: str) -> str:
+def _fmt(value: float | None, spec: str) -> str:
     return "-" if value is None else format(value, spec)
 
 
@@ -198,14 +198,14 @@ def main() -> None:
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-    runs: Dict[str, List[Dict[str, Any]]] = {"pytorch": [], "vllm": [], "bare": []}
+    runs: dict[str, list[dict[str, Any]]] = {"pytorch": [], "vllm": [], "bare": []}
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(args.repeats):
             runs["pytorch"].append(run_llem("pytorch", args, Path(tmp) / f"pytorch{i}"))
             runs["vllm"].append(run_llem("vllm", args, Path(tmp) / f"vllm{i}"))
             runs["bare"].append(run_bare(runs["vllm"][-1]["load_kwargs"], args))
 
-    def med(name: str, key: str) -> Optional[float]:
+    def med(name: str, key: str) -> float | None:
         values = [r[key] for r in runs[name] if r.get(key) is not None]
         return statistics.median(values) if values else None
 

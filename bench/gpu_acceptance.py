@@ -31,7 +31,7 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -41,12 +41,12 @@ class Row:
     check: str
     figure: str
     target: str
-    ok: Optional[bool]  # None: informational
+    ok: bool | None  # None: informational
     validity: str = ""
-    notes: List[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
 
-def no_gpu_reason() -> Optional[str]:
+def no_gpu_reason() -> str | None:
     try:
         import torch
     except ImportError as exc:
@@ -62,7 +62,7 @@ def no_gpu_reason() -> Optional[str]:
     return None if snap["gpus"] else "NVML sees no GPU"
 
 
-def run_llem(out: Path, *overrides: str, timeout_s: int = 900) -> Dict[str, Any]:
+def run_llem(out: Path, *overrides: str, timeout_s: int = 900) -> dict[str, Any]:
     """One llem run into ``out``; its result.json (or a failed stand-in with the error)."""
     cmd = [sys.executable, "-m", "llem", f"hydra.run.dir={out}", *overrides]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
@@ -85,7 +85,7 @@ def run_llem(out: Path, *overrides: str, timeout_s: int = 900) -> Dict[str, Any]
     }
 
 
-def verdict(result: Dict[str, Any]) -> str:
+def verdict(result: dict[str, Any]) -> str:
     if result.get("status") != "ok":
         return f"run failed: {result.get('error', {}).get('message')}"
     v = result.get("validity") or {}
@@ -94,9 +94,9 @@ def verdict(result: Dict[str, Any]) -> str:
     return text + ("" if not v.get("problems") else ": " + " | ".join(v["problems"]))
 
 
-def integrated_power_j(run_dir: Path) -> Optional[float]:
+def integrated_power_j(run_dir: Path) -> float | None:
     """Trapezoid integral of timeseries.csv's power, summed over devices (J)."""
-    per_device: Dict[str, List[tuple]] = {}
+    per_device: dict[str, list[tuple]] = {}
     with (run_dir / "timeseries.csv").open() as fh:
         for row in csv.DictReader(fh):
             if row["power_w"]:
@@ -114,7 +114,7 @@ def integrated_power_j(run_dir: Path) -> Optional[float]:
     return total
 
 
-def jpt(result: Dict[str, Any]) -> Optional[float]:
+def jpt(result: dict[str, Any]) -> float | None:
     return (
         (result.get("energy") or {}).get("j_per_output_token")
         if result.get("status") == "ok"
@@ -138,7 +138,7 @@ def main() -> int:
     steady_s = 30 if not args.quick else 10
     window_s = 10 if not args.quick else 5
     batches = [1, 2, 4, 8, 16, 32, 64] if not args.quick else [1, 8, 64]
-    rows: List[Row] = []
+    rows: list[Row] = []
     out_root = args.out or Path(tempfile.mkdtemp(prefix="llem-gpu-acceptance-"))
     out_root.mkdir(parents=True, exist_ok=True)
     print(f"run directories under {out_root}")
@@ -190,7 +190,7 @@ def main() -> int:
     )
 
     # 3. batch scaling
-    by_batch: Dict[int, Dict[str, Any]] = {}
+    by_batch: dict[int, dict[str, Any]] = {}
     for b in batches:
         by_batch[b] = run_llem(
             out_root / f"batch{b}",

@@ -17,13 +17,13 @@ import csv
 import random
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, List, Tuple
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-Points = List[Tuple[float, float]]
+Points = list[tuple[float, float]]
 
 
 def step_trace(total_s: float):
@@ -72,7 +72,7 @@ def noisy_trace(total_s: float):
     return pts, reference
 
 
-TRACES: List[Tuple[str, Callable]] = [
+TRACES: list[tuple[str, Callable]] = [
     ("step", step_trace),
     ("square", square_trace),
     ("ramp", ramp_trace),

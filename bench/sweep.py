@@ -34,20 +34,20 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 DECODERS = ["greedy", "standard", "creative"]
 
 
-def grid(max_new_tokens: List[int]) -> List[List[str]]:
+def grid(max_new_tokens: list[int]) -> list[list[str]]:
     """The sweep's points in Hydra's grid order (last override varies fastest)."""
     return [
         [f"decoder={d}", f"decoder.max_new_tokens={m}"] for d in DECODERS for m in max_new_tokens
     ]
 
 
-def common(n_prompts: int) -> List[str]:
+def common(n_prompts: int) -> list[str]:
     return [
         f"dataset.n_prompts={n_prompts}",
         f"pytorch.batch_size={n_prompts}",
@@ -58,7 +58,7 @@ def common(n_prompts: int) -> List[str]:
 
 
 # --------------------------------------------------------------------------- baseline worker
-def baseline_worker(n_prompts: int, max_new_tokens: List[int]) -> None:
+def baseline_worker(n_prompts: int, max_new_tokens: list[int]) -> None:
     """One model load, one plain ``generate`` per grid point. Prints a JSON line of token counts."""
     import torch
     import transformers
@@ -108,7 +108,7 @@ def baseline_worker(n_prompts: int, max_new_tokens: List[int]) -> None:
 
 
 # --------------------------------------------------------------------------- conditions
-def timed(cmd: List[str], env: Dict[str, str]) -> tuple[float, subprocess.CompletedProcess]:
+def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, subprocess.CompletedProcess]:
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
     seconds = time.perf_counter() - t0
@@ -120,7 +120,7 @@ def timed(cmd: List[str], env: Dict[str, str]) -> tuple[float, subprocess.Comple
     return seconds, proc
 
 
-def sweep_cmd(sweep_dir: Path, n_prompts: int, max_new_tokens: List[int], *extra: str) -> List[str]:
+def sweep_cmd(sweep_dir: Path, n_prompts: int, max_new_tokens: list[int], *extra: str) -> list[str]:
     return [
         sys.executable,
         "-m",
@@ -135,7 +135,7 @@ def sweep_cmd(sweep_dir: Path, n_prompts: int, max_new_tokens: List[int], *extra
     ]
 
 
-def sweep_summary(sweep_dir: Path, n_points: int) -> Dict[str, Any]:
+def sweep_summary(sweep_dir: Path, n_points: int) -> dict[str, Any]:
     results = [
         json.loads((sweep_dir / str(i) / "result.json").read_text()) for i in range(n_points)
     ]
@@ -177,8 +177,8 @@ def main() -> None:
             ],
             env,
         )
-        walls: Dict[str, List[float]] = {"baseline": [], "reuse": [], "no_reuse": []}
-        details: Dict[str, Dict[str, Any]] = {}
+        walls: dict[str, list[float]] = {"baseline": [], "reuse": [], "no_reuse": []}
+        details: dict[str, dict[str, Any]] = {}
         for r in range(args.rounds):
             s, proc = timed(
                 [

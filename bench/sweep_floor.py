@@ -29,7 +29,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Dict, List
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -58,7 +57,7 @@ for _ in range(repeats):
 """
 
 
-def sweep_cmd(model_dir: Path, sweep_dir: Path) -> List[str]:
+def sweep_cmd(model_dir: Path, sweep_dir: Path) -> list[str]:
     return [
         sys.executable,
         "-m",
@@ -78,7 +77,7 @@ def sweep_cmd(model_dir: Path, sweep_dir: Path) -> List[str]:
     ]
 
 
-def plan_cmd(model_dir: Path, sweep_dir: Path, points: int) -> List[str]:
+def plan_cmd(model_dir: Path, sweep_dir: Path, points: int) -> list[str]:
     grids = {
         10: ["decoder=greedy,standard", "pytorch.batch_size=range(1,6)"],
         200: [
@@ -100,7 +99,7 @@ def plan_cmd(model_dir: Path, sweep_dir: Path, points: int) -> List[str]:
     ]
 
 
-def timed(cmd: List[str], env: Dict[str, str]) -> float:
+def timed(cmd: list[str], env: dict[str, str]) -> float:
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
     seconds = time.perf_counter() - t0
@@ -121,7 +120,7 @@ def main() -> None:
 
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     env.pop("DISPLAY", None)
-    walls: Dict[str, List[float]] = {k: [] for k in ("bare", "sweep", "plan10", "plan200")}
+    walls: dict[str, list[float]] = {k: [] for k in ("bare", "sweep", "plan10", "plan200")}
     with tempfile.TemporaryDirectory(prefix="llem-bench-floor-") as tmp:
         model_dir = build_tiny_model(Path(tmp) / "model")
         bare = [

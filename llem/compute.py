@@ -38,8 +38,9 @@ architecture whose KV-cache layout is not known, CPU runs, unknown or unequal GP
 from __future__ import annotations
 
 import itertools
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
+from typing import Any
 
 from llem.backends.base import BatchOutput
 from llem.config.schema import ExperimentConfig
@@ -53,7 +54,7 @@ class KvLayout:
     """How large the KV cache is per position: per layer, and each layer's sliding window."""
 
     bytes_per_position_per_layer: int
-    layer_windows: Tuple[Optional[int], ...]  # one per layer; None = full attention
+    layer_windows: tuple[int | None, ...]  # one per layer; None = full attention
 
     def bytes_read(self, context: int) -> int:
         """Bytes of K and V one sequence reads at a step whose attention spans ``context``."""
@@ -70,10 +71,10 @@ class ModelShape:
     n_lm_head: int
     tied_lm_head: bool  # the LM head shares its weight with the input embedding
     weight_bytes: int  # stored bytes read per decode step (input embedding excluded)
-    kv: Optional[KvLayout]  # None: KV-cache layout unknown for this architecture
+    kv: KvLayout | None  # None: KV-cache layout unknown for this architecture
     moe: bool
-    offloaded_to: Tuple[str, ...] = ()  # "cpu"/"disk" when device_map put weights there
-    cuda_devices: Tuple[int, ...] = ()  # torch indices of the GPUs holding weights
+    offloaded_to: tuple[str, ...] = ()  # "cpu"/"disk" when device_map put weights there
+    cuda_devices: tuple[int, ...] = ()  # torch indices of the GPUs holding weights
 
     @property
     def matmul_parameters(self) -> int:
@@ -87,17 +88,17 @@ class ModelShape:
 
 @dataclass(frozen=True)
 class ComputeFigures:
-    flops_estimate: Optional[float]
+    flops_estimate: float | None
     parameters: int  # real count (quantization packing undone)
     matmul_parameters: int
-    decode_bandwidth_utilisation: Optional[float]
-    decode_bytes_per_s: Optional[float]
-    decode_weight_bytes: Optional[int]  # summed over the timed decode steps
-    decode_kv_bytes: Optional[int]  # summed over the timed decode steps
-    bandwidth_bytes_per_s: Optional[float]  # the one-GPU divisor
-    null_reasons: Dict[str, str] = field(default_factory=dict)  # "compute.<key>" -> why
+    decode_bandwidth_utilisation: float | None
+    decode_bytes_per_s: float | None
+    decode_weight_bytes: int | None  # summed over the timed decode steps
+    decode_kv_bytes: int | None  # summed over the timed decode steps
+    bandwidth_bytes_per_s: float | None  # the one-GPU divisor
+    null_reasons: dict[str, str] = field(default_factory=dict)  # "compute.<key>" -> why
 
-    def as_dict(self) -> Dict[str, Any]:
+    def as_dict(self) -> dict[str, Any]:
         util = self.decode_bandwidth_utilisation
         return {
             "flops_estimate": self.flops_estimate,
@@ -134,7 +135,7 @@ def _stored_bytes(param: Any) -> int:
     return int(param.numel()) * int(param.element_size())
 
 
-def kv_layout(config: Any, element_bytes: int) -> Optional[KvLayout]:
+def kv_layout(config: Any, element_bytes: int) -> KvLayout | None:
     """KV bytes per position from a transformers config; None for layouts this does not know."""
     get_text = getattr(config, "get_text_config", None)
     cfg = get_text() if callable(get_text) else config
@@ -205,8 +206,8 @@ def _beams(batch: BatchOutput) -> int:
 
 
 def decode_bytes(
-    shape: ModelShape, batch: BatchOutput, static_cache_len: Optional[int]
-) -> Tuple[int, int]:
+    shape: ModelShape, batch: BatchOutput, static_cache_len: int | None
+) -> tuple[int, int]:
     """(weight bytes, KV bytes) read over one batch's timed decode steps (after the first token)."""
     assert shape.kv is not None
     steps = len(batch.step_times_s)
@@ -223,18 +224,18 @@ def decode_bytes(
 
 
 def compute_figures(
-    shape: Optional[ModelShape],
+    shape: ModelShape | None,
     batches: Sequence[BatchOutput],
     exp: ExperimentConfig,
     device: str,
-    bandwidths: Mapping[int, Optional[float]],
+    bandwidths: Mapping[int, float | None],
 ) -> ComputeFigures:
     """FLOPs and decode bandwidth utilisation of the measured batches.
 
     ``bandwidths`` maps torch CUDA device indices to their memory bandwidth in bytes/s (None where
     unknown); only the GPUs that hold the model's weights are consulted.
     """
-    reasons: Dict[str, str] = {}
+    reasons: dict[str, str] = {}
     if shape is None:
         unknown = "this backend does not describe its model's shape"
         return ComputeFigures(
@@ -249,7 +250,7 @@ def compute_figures(
             {"compute.flops_estimate": unknown, "compute.decode_bandwidth_utilisation": unknown},
         )
     n = shape.matmul_parameters
-    flops: Optional[float] = None
+    flops: float | None = None
     if shape.moe:
         reasons["compute.flops_estimate"] = (
             "mixture-of-experts model: each token runs only its routed experts, so 2 x all "
@@ -292,8 +293,8 @@ def compute_figures(
 
 
 def _bandwidth_problem(
-    shape: ModelShape, exp: ExperimentConfig, device: str, bandwidths: Mapping[int, Optional[float]]
-) -> Tuple[Optional[str], Optional[float]]:
+    shape: ModelShape, exp: ExperimentConfig, device: str, bandwidths: Mapping[int, float | None]
+) -> tuple[str | None, float | None]:
     """(why the utilisation cannot be given, or None; the one-GPU bandwidth to divide by)."""
     if device != "cuda":
         return "needs a GPU's memory bandwidth (from NVML); this run is on the CPU", None

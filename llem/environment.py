@@ -23,10 +23,11 @@ import shutil
 import socket
 import subprocess
 import sys
+from collections.abc import Callable
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Callable, Optional, Union
+from typing import Any, Union
 
 import llem
 from llem.atomic import atomic_write_text
@@ -56,7 +57,7 @@ class _Unavailable(Exception):
         self.reason = reason
 
 
-def capture_environment(cuda_home: Optional[PathLike] = None) -> dict:
+def capture_environment(cuda_home: PathLike | None = None) -> dict:
     """Return the environment snapshot as a JSON-ready dict; never raises.
 
     ``cuda_home`` overrides where the CUDA toolkit is looked for (default: ``$CUDA_HOME``, then
@@ -110,7 +111,7 @@ def capture_environment(cuda_home: Optional[PathLike] = None) -> dict:
     return env
 
 
-def write_environment(path: PathLike, env: Optional[dict] = None) -> Path:
+def write_environment(path: PathLike, env: dict | None = None) -> Path:
     """Write ``env`` (captured now when None) to ``path`` as indented JSON, atomically.
 
     The JSON goes to a temporary file in the same directory first and is then moved over ``path``
@@ -146,7 +147,7 @@ def _installed() -> tuple[dict, list[str]]:
 
 
 def _packages() -> dict:
-    versions: dict[str, Optional[str]] = {}
+    versions: dict[str, str | None] = {}
     for name in PACKAGES:
         try:
             versions[name] = metadata.version(name)
@@ -179,7 +180,7 @@ def _torch() -> dict:
     }
 
 
-def _torch_cuda_version() -> Optional[str]:
+def _torch_cuda_version() -> str | None:
     """The CUDA version torch was built with; None for a CPU build or when torch is missing."""
     try:
         import torch
@@ -188,7 +189,7 @@ def _torch_cuda_version() -> Optional[str]:
     return torch.version.cuda
 
 
-def _cuda(cuda_home: Optional[PathLike] = None) -> dict:
+def _cuda(cuda_home: PathLike | None = None) -> dict:
     """The CUDA version and where it came from: torch, the toolkit's version file, or nvcc."""
     version = _torch_cuda_version()
     if version:
@@ -214,7 +215,7 @@ def _cuda(cuda_home: Optional[PathLike] = None) -> dict:
     )
 
 
-def _cuda_version_txt(path: Path) -> Optional[str]:
+def _cuda_version_txt(path: Path) -> str | None:
     with contextlib.suppress(OSError, UnicodeDecodeError):
         match = re.search(r"CUDA Version\s+(\d+(?:\.\d+)*)", path.read_text(encoding="utf-8"))
         if match:
@@ -222,7 +223,7 @@ def _cuda_version_txt(path: Path) -> Optional[str]:
     return None
 
 
-def _cuda_version_json(path: Path) -> Optional[str]:
+def _cuda_version_json(path: Path) -> str | None:
     with contextlib.suppress(OSError, ValueError, AttributeError, TypeError):
         version = json.loads(path.read_text(encoding="utf-8"))["cuda"]["version"]
         if isinstance(version, str) and version:
@@ -230,7 +231,7 @@ def _cuda_version_json(path: Path) -> Optional[str]:
     return None
 
 
-def _nvcc_version(nvcc: str) -> Optional[str]:
+def _nvcc_version(nvcc: str) -> str | None:
     try:
         out = subprocess.run(
             [nvcc, "--version"],
@@ -265,7 +266,7 @@ def _text(value: Any) -> str:
 
 def _cpu() -> dict:
     unavailable: dict[str, str] = {}
-    model: Optional[str] = None
+    model: str | None = None
     cores: set[tuple[str, str]] = set()
     try:
         cpuinfo = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
@@ -289,7 +290,7 @@ def _cpu() -> dict:
             unavailable["cpu.model"] = "neither /proc/cpuinfo nor platform.processor() names it"
     if not cores:
         unavailable["cpu.physical_cores"] = "/proc/cpuinfo lists no core ids"
-    usable: Optional[int] = None
+    usable: int | None = None
     if hasattr(os, "sched_getaffinity"):
         with contextlib.suppress(OSError):
             usable = len(os.sched_getaffinity(0))

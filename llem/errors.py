@@ -7,7 +7,7 @@ else is unexpected, is logged with its traceback, and exits 1.
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 EXIT_OK = 0
 EXIT_UNEXPECTED = 1
@@ -40,7 +40,7 @@ class LlemError(Exception):
 
     exit_code = EXIT_UNEXPECTED
 
-    def __init__(self, message: str, hint: Optional[str] = None) -> None:
+    def __init__(self, message: str, hint: str | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.hint = hint
@@ -54,7 +54,7 @@ class ConfigError(LlemError):
 
     exit_code = EXIT_CONFIG
 
-    def __init__(self, problems: Sequence[str] | str, hint: Optional[str] = None) -> None:
+    def __init__(self, problems: Sequence[str] | str, hint: str | None = None) -> None:
         if isinstance(problems, str):
             problems = [problems]
         self.problems = list(problems)
@@ -66,7 +66,7 @@ class PreflightError(LlemError):
 
     exit_code = EXIT_PREFLIGHT
 
-    def __init__(self, problems: Sequence[str], hint: Optional[str] = None) -> None:
+    def __init__(self, problems: Sequence[str], hint: str | None = None) -> None:
         self.problems = list(problems)
         n = len(self.problems)
         head = f"{n} pre-flight check{'s' if n != 1 else ''} failed: "

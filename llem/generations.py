@@ -9,8 +9,8 @@ the decoded output up to and including its first EOS (special tokens dropped).
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from llem.atomic import atomic_write_text
 from llem.backends.base import BatchOutput

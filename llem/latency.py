@@ -18,8 +18,8 @@ applied to each request's own timeline, every request starting when the batch is
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, List, Optional
 
 from llem.backends.base import BatchOutput
 
@@ -28,9 +28,9 @@ PERCENTILES = (50, 90, 99)
 
 @dataclass
 class LatencySamples:
-    ttft_s: List[float] = field(default_factory=list)
-    itl_s: List[float] = field(default_factory=list)
-    request_s: List[float] = field(default_factory=list)
+    ttft_s: list[float] = field(default_factory=list)
+    itl_s: list[float] = field(default_factory=list)
+    request_s: list[float] = field(default_factory=list)
 
     def add_batch(self, batch: BatchOutput) -> None:
         if batch.request_step_times_s is not None:
@@ -62,7 +62,7 @@ class LatencySamples:
                 self.itl_s.extend([(times[j] - times[j - 1]) / tokens[j]] * tokens[j])
 
 
-def percentiles(values: Iterable[float], scale: float = 1.0) -> Optional[Dict[str, float]]:
+def percentiles(values: Iterable[float], scale: float = 1.0) -> dict[str, float] | None:
     """``{"p50", "p90", "p99"}`` (linear interpolation), or None when there are no values."""
     data = sorted(v * scale for v in values)
     if not data:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import importlib.util
 import logging
 from dataclasses import dataclass, field
-from typing import List
 
 from llem.backends import INSTALL_HINTS, backend_package
 from llem.backends.models import model_access_problem
@@ -24,7 +23,7 @@ log = logging.getLogger(__name__)
 @dataclass
 class PreflightReport:
     device: str  # the device the run will use: "cuda" or "cpu"
-    warnings: List[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
 
 def cuda_available() -> bool:
@@ -35,7 +34,7 @@ def cuda_available() -> bool:
     return bool(torch.cuda.is_available())
 
 
-def _persistence_mode_warning() -> List[str]:
+def _persistence_mode_warning() -> list[str]:
     from llem.measure.nvml import persistence_mode_off
 
     off = persistence_mode_off()
@@ -55,12 +54,12 @@ def resolve_device(requested: Device, has_cuda: bool) -> str:
     return "cuda" if has_cuda else "cpu"
 
 
-def collect_problems(exp: ExperimentConfig, has_cuda: bool) -> List[str]:
+def collect_problems(exp: ExperimentConfig, has_cuda: bool) -> list[str]:
     """Every pre-flight failure for this configuration (empty when all is well)."""
     from llem.measure import MeasurementSession
     from llem.prompts import check_dataset
 
-    problems: List[str] = []
+    problems: list[str] = []
     if exp.device == Device.cuda and not has_cuda:
         problems.append(
             "device=cuda but CUDA is not available here (torch sees no GPU); "
@@ -120,7 +119,7 @@ def preflight(exp: ExperimentConfig) -> PreflightReport:
     if problems:
         raise PreflightError(problems, hint="nothing was loaded; fix these and run again")
     device = resolve_device(exp.device, has_cuda)
-    warnings: List[str] = []
+    warnings: list[str] = []
     q = exp.quantization
     if device == "cpu" and (q.load_in_4bit or q.load_in_8bit):
         warnings.append(

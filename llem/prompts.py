@@ -24,11 +24,12 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, Iterable, Optional
+from typing import Any
 
 from llem.config.schema import ChatTemplate, DatasetConfig, DatasetSource
 from llem.errors import ConfigError
@@ -44,8 +45,8 @@ class Prompt:
     backend adds no special tokens to them.
     """
 
-    text: Optional[str] = None
-    token_ids: Optional[tuple[int, ...]] = None
+    text: str | None = None
+    token_ids: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
         if (self.text is None) == (self.token_ids is None):

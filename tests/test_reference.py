@@ -7,7 +7,6 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
 
 import pytest
 
@@ -91,7 +90,7 @@ ENGINE = Destination("Engine", "a keyword argument of a made-up engine")
 @dataclass
 class _Engine:
     slots: int = knob(8, doc="Slots.", goes_to=ENGINE, ge=1, le=64)
-    share: Optional[float] = knob(None, doc="Share.", goes_to=ENGINE, gt=0, lt=1)
+    share: float | None = knob(None, doc="Share.", goes_to=ENGINE, gt=0, lt=1)
 
 
 @dataclass

@@ -10,7 +10,6 @@ import sys
 import zipfile
 from importlib import resources
 from pathlib import Path
-from typing import List
 
 import pytest
 
@@ -66,12 +65,12 @@ def write_study(directory: Path, name: str, text: str) -> Path:
     return path
 
 
-def errors(stderr: str) -> List[str]:
+def errors(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if line.startswith("error:")]
 
 
 # --------------------------------------------------------------------------- the search path plugin
-def _search_path(main_entry: str) -> List[str]:
+def _search_path(main_entry: str) -> list[str]:
     from hydra._internal.config_search_path_impl import ConfigSearchPathImpl
 
     from hydra_plugins.llem_searchpath.llem_searchpath import LlemWorkingDirSearchPath
@@ -293,7 +292,7 @@ BAD_STUDIES = [
 @pytest.mark.parametrize("body,words", BAD_STUDIES)
 def test_bad_study_file_is_rejected_before_anything_loads_naming_file_and_key(
     body: str,
-    words: List[str],
+    words: list[str],
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture,

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from llem.config.schema import ExperimentConfig
 from llem.prompts import Prompt
@@ -20,12 +21,12 @@ class LoadedModel:
     tokenizer: Any
     device: str  # "cuda" or "cpu"
     dtype: str
-    load_kwargs: Dict[str, Any]  # exactly what from_pretrained received (reprs for objects)
+    load_kwargs: dict[str, Any]  # exactly what from_pretrained received (reprs for objects)
     load_key: str  # identical keys load identical models (used for reuse across a sweep)
     load_s: float
     source: str  # where the weights came from (path, or the GGUF conversion cache)
-    shape: Optional[ModelShape]  # parameters, weight bytes, KV layout, devices (llem.compute)
-    notes: Dict[str, Any] = field(default_factory=dict)
+    shape: ModelShape | None  # parameters, weight bytes, KV layout, devices (llem.compute)
+    notes: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -34,17 +35,17 @@ class BatchOutput:
 
     start_s: float
     end_s: float
-    input_tokens: List[int]  # real prompt tokens per request (no padding)
-    output_tokens: List[int]  # generated tokens per request, up to and including the first EOS
-    step_times_s: List[float]  # when each decoding step's tokens reached the host
-    step_tokens: List[int]  # tokens added per request by each step (1, or more with prompt lookup)
-    texts: Optional[List[str]] = None  # decoded outputs (measurement.save_outputs=true only)
+    input_tokens: list[int]  # real prompt tokens per request (no padding)
+    output_tokens: list[int]  # generated tokens per request, up to and including the first EOS
+    step_times_s: list[float]  # when each decoding step's tokens reached the host
+    step_tokens: list[int]  # tokens added per request by each step (1, or more with prompt lookup)
+    texts: list[str] | None = None  # decoded outputs (measurement.save_outputs=true only)
     num_beams: int = 1  # beams per request (every beam runs prefill and decode)
     # Engines that schedule each request on its own (continuous batching) report each request's
     # own timeline instead: when its tokens reached the host, and how many arrived each time.
     # When set, latency figures are computed from these, per request.
-    request_step_times_s: Optional[List[List[float]]] = None
-    request_step_tokens: Optional[List[List[int]]] = None
+    request_step_times_s: list[list[float]] | None = None
+    request_step_tokens: list[list[int]] | None = None
 
 
 class Backend(Protocol):
@@ -56,11 +57,11 @@ class Backend(Protocol):
         """Equal keys load equal models: the run reuses a loaded model across equal keys."""
         ...
 
-    def torch_device_indices(self, exp: ExperimentConfig) -> List[int]:
+    def torch_device_indices(self, exp: ExperimentConfig) -> list[int]:
         """The torch CUDA indices the model will be placed on (what a CUDA run measures)."""
         ...
 
-    def batches(self, exp: ExperimentConfig, prompts: List[Prompt]) -> List[List[Prompt]]:
+    def batches(self, exp: ExperimentConfig, prompts: list[Prompt]) -> list[list[Prompt]]:
         """The prompt set cut the way this backend hands it to ``generate``."""
         ...
 
@@ -72,7 +73,7 @@ class Backend(Protocol):
 
     def warm_up(
         self, loaded: LoadedModel, exp: ExperimentConfig, batches: Sequence[Sequence[Prompt]]
-    ) -> Dict[str, Any]:
+    ) -> dict[str, Any]:
         """Run ``measurement.warmup`` batches (and whatever first-use work, such as compilation,
         must stay out of the measured window); return what actually runs, for ``lifecycle``."""
         ...

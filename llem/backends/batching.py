@@ -5,10 +5,11 @@ per-step timestamps. Plain torch tensor helpers, independent of how the model wa
 from __future__ import annotations
 
 import time
-from typing import Any, List, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 
-def count_output_tokens(new_tokens: Any, eos_ids: Sequence[int]) -> List[int]:
+def count_output_tokens(new_tokens: Any, eos_ids: Sequence[int]) -> list[int]:
     """Generated tokens per row, up to and including the first EOS; padding after it not counted."""
     import torch
 
@@ -50,8 +51,8 @@ class StepClock:
 
     def __init__(self, cuda: bool = False) -> None:
         self.cuda = cuda
-        self.times: List[float] = []
-        self.tokens: List[int] = []
+        self.times: list[float] = []
+        self.tokens: list[int] = []
         self._seen_prompt = False
 
     # streamer protocol

@@ -6,7 +6,8 @@ GPUs; each has its own allocator statistics. MB here is 2**20 bytes.
 
 from __future__ import annotations
 
-from typing import Any, Dict, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 
 def reset_peak_memory(indices: Sequence[int]) -> None:
@@ -18,7 +19,7 @@ def reset_peak_memory(indices: Sequence[int]) -> None:
         torch.cuda.reset_peak_memory_stats(i)
 
 
-def peak_memory(indices: Sequence[int]) -> Dict[str, Any]:
+def peak_memory(indices: Sequence[int]) -> dict[str, Any]:
     """Peak allocated and reserved MB since the last reset: summed, and per device (``cuda:i``).
 
     The sum adds each device's own peak; the devices need not have peaked at the same moment, so

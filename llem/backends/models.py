@@ -9,12 +9,11 @@ import hashlib
 import importlib.util
 import os
 from pathlib import Path
-from typing import Optional, Tuple
 
 PKG_PREFIX = "pkg:"
 
 
-def resolve_name_or_path(name_or_path: str) -> Tuple[str, bool]:
+def resolve_name_or_path(name_or_path: str) -> tuple[str, bool]:
     """Return ``(what from_pretrained receives, is_local)``.
 
     ``pkg:<package>`` names a model shipped inside an installed Python package: it resolves to the
@@ -42,8 +41,8 @@ def _offline() -> bool:
 
 
 def model_access_problem(
-    name_or_path: str, gguf_file: Optional[str], revision: Optional[str]
-) -> Optional[str]:
+    name_or_path: str, gguf_file: str | None, revision: str | None
+) -> str | None:
     """None when the model can be loaded here; otherwise one sentence saying why not."""
     try:
         resolved, is_local = resolve_name_or_path(name_or_path)

@@ -12,8 +12,9 @@ import json
 import logging
 import shutil
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any
 
 from llem.backends.base import BatchOutput, LoadedModel
 from llem.backends.batching import StepClock, count_output_tokens, left_pad
@@ -37,7 +38,7 @@ __all__ = [
 ]
 
 
-def _torch_dtype(dtype: Optional[Dtype]) -> Any:
+def _torch_dtype(dtype: Dtype | None) -> Any:
     if dtype is None:
         return None
     if dtype == Dtype.auto:
@@ -47,10 +48,10 @@ def _torch_dtype(dtype: Optional[Dtype]) -> Any:
     return getattr(torch, dtype.value)
 
 
-def _max_memory(value: Optional[Dict[Any, str]]) -> Optional[Dict[Any, str]]:
+def _max_memory(value: dict[Any, str] | None) -> dict[Any, str] | None:
     if value is None:
         return None
-    out: Dict[Any, str] = {}
+    out: dict[Any, str] = {}
     for key, limit in value.items():
         k = str(key)
         out[int(k) if k.isdigit() else k] = str(limit)
@@ -63,7 +64,7 @@ def build_quantization_config(exp: ExperimentConfig) -> Any:
         return None
     from transformers import BitsAndBytesConfig
 
-    kwargs: Dict[str, Any] = {"load_in_4bit": q.load_in_4bit, "load_in_8bit": q.load_in_8bit}
+    kwargs: dict[str, Any] = {"load_in_4bit": q.load_in_4bit, "load_in_8bit": q.load_in_8bit}
     if q.bnb_4bit_compute_dtype is not None:
         kwargs["bnb_4bit_compute_dtype"] = _torch_dtype(q.bnb_4bit_compute_dtype)
     if q.bnb_4bit_quant_type is not None:
@@ -73,10 +74,10 @@ def build_quantization_config(exp: ExperimentConfig) -> Any:
     return BitsAndBytesConfig(**kwargs)
 
 
-def build_load_kwargs(exp: ExperimentConfig, device: str) -> Dict[str, Any]:
+def build_load_kwargs(exp: ExperimentConfig, device: str) -> dict[str, Any]:
     """Keyword arguments for ``AutoModelForCausalLM.from_pretrained`` (model path excluded)."""
     m, pt = exp.model, exp.pytorch
-    kwargs: Dict[str, Any] = {"trust_remote_code": m.trust_remote_code}
+    kwargs: dict[str, Any] = {"trust_remote_code": m.trust_remote_code}
     optional = {
         "gguf_file": m.gguf_file,
         "revision": m.revision,
@@ -93,10 +94,10 @@ def build_load_kwargs(exp: ExperimentConfig, device: str) -> Dict[str, Any]:
     return kwargs
 
 
-def build_generate_kwargs(exp: ExperimentConfig) -> Dict[str, Any]:
+def build_generate_kwargs(exp: ExperimentConfig) -> dict[str, Any]:
     """Keyword arguments for ``model.generate`` (inputs, streamer and pad token excluded)."""
     d, pt = exp.decoder, exp.pytorch
-    knobs: Dict[str, Any] = {
+    knobs: dict[str, Any] = {
         "max_new_tokens": d.max_new_tokens,
         "min_new_tokens": d.min_new_tokens,
         "do_sample": d.do_sample,
@@ -131,7 +132,7 @@ def oom_error(exp: ExperimentConfig, where: str, exc: BaseException) -> OutOfMem
     return OutOfMemory(f"out of memory during {where}: {first}", hint="try " + "; or ".join(fixes))
 
 
-def _shown(kwargs: Dict[str, Any]) -> Dict[str, Any]:
+def _shown(kwargs: dict[str, Any]) -> dict[str, Any]:
     """JSON-ready view of load kwargs (objects such as a BitsAndBytesConfig become their repr)."""
     return {
         k: (v if isinstance(v, (str, int, float, bool, dict, list)) or v is None else repr(v))
@@ -156,7 +157,7 @@ def is_compile_error(exc: BaseException) -> bool:
     return isinstance(exc, (TorchDynamoException, *inductor))
 
 
-def _wrap_compiled(model: Any, exp: ExperimentConfig, notes: Dict[str, Any]) -> None:
+def _wrap_compiled(model: Any, exp: ExperimentConfig, notes: dict[str, Any]) -> None:
     """Replace ``model.forward`` by its torch.compile wrapper (compiles lazily, at first use)."""
     import torch
 
@@ -199,12 +200,12 @@ def _fall_back_to_eager(loaded: LoadedModel, exc: BaseException) -> None:
 class PyTorchBackend:
     name = "pytorch"
 
-    def batches(self, exp: ExperimentConfig, prompts: List[Prompt]) -> List[List[Prompt]]:
+    def batches(self, exp: ExperimentConfig, prompts: list[Prompt]) -> list[list[Prompt]]:
         """``pytorch.batch_size`` prompts per generate() call."""
         size = exp.pytorch.batch_size
         return [list(prompts[i : i + size]) for i in range(0, len(prompts), size)]
 
-    def torch_device_indices(self, exp: ExperimentConfig) -> List[int]:
+    def torch_device_indices(self, exp: ExperimentConfig) -> list[int]:
         """device_map "cuda" (llem's default): the current device; any other map (e.g. "auto")
         may spread the model over every visible GPU."""
         import torch
@@ -297,7 +298,7 @@ class PyTorchBackend:
         tokenizer.padding_side = "left"
         if tokenizer.pad_token_id is None:
             tokenizer.pad_token = tokenizer.eos_token
-        notes: Dict[str, Any] = {}
+        notes: dict[str, Any] = {}
         if exp.pytorch.torch_compile:
             _wrap_compiled(model, exp, notes)
         load_s = time.perf_counter() - t0
@@ -319,7 +320,7 @@ class PyTorchBackend:
 
     def warm_up(
         self, loaded: LoadedModel, exp: ExperimentConfig, batches: Sequence[Sequence[Prompt]]
-    ) -> Dict[str, Any]:
+    ) -> dict[str, Any]:
         """Run the warm-up batches; compile (or fall back to eager) here, never in the window.
 
         With ``measurement.warmup=0`` and torch.compile not yet run, one batch still runs here so
@@ -336,7 +337,7 @@ class PyTorchBackend:
         return {"torch_compile": loaded.notes.get("torch_compile")}
 
     # --------------------------------------------------------------- generating
-    def _token_lists(self, loaded: LoadedModel, prompts: Sequence[Prompt]) -> List[List[int]]:
+    def _token_lists(self, loaded: LoadedModel, prompts: Sequence[Prompt]) -> list[list[int]]:
         texts = [p.text for p in prompts if p.token_ids is None]
         encoded = iter(loaded.tokenizer(texts)["input_ids"]) if texts else iter(())
         return [list(p.token_ids) if p.token_ids is not None else next(encoded) for p in prompts]
@@ -397,7 +398,7 @@ class PyTorchBackend:
             num_beams=beams,
         )
 
-    def unload(self, loaded: Optional[LoadedModel]) -> None:
+    def unload(self, loaded: LoadedModel | None) -> None:
         if loaded is not None:
             loaded.model = None
             loaded.tokenizer = None

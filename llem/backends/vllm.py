@@ -26,8 +26,9 @@ import logging
 import os
 import struct
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any
 
 from llem.backends.base import BatchOutput, LoadedModel
 from llem.backends.models import resolve_name_or_path
@@ -113,10 +114,10 @@ def cpu_lacks_bf16() -> bool:
     return "avx512_bf16" not in flags and "amx_bf16" not in flags
 
 
-def build_engine_kwargs(exp: ExperimentConfig, device: str, source: str) -> Dict[str, Any]:
+def build_engine_kwargs(exp: ExperimentConfig, device: str, source: str) -> dict[str, Any]:
     """Keyword arguments for ``vllm.LLM`` (``source``: the checkpoint directory or hub id)."""
     v, m = exp.vllm, exp.model
-    kwargs: Dict[str, Any] = {
+    kwargs: dict[str, Any] = {
         "model": source,
         "tokenizer": source,
         "trust_remote_code": m.trust_remote_code,
@@ -138,11 +139,11 @@ def build_engine_kwargs(exp: ExperimentConfig, device: str, source: str) -> Dict
     return kwargs
 
 
-def build_sampling_kwargs(exp: ExperimentConfig) -> Dict[str, Any]:
+def build_sampling_kwargs(exp: ExperimentConfig) -> dict[str, Any]:
     """Keyword arguments for ``vllm.SamplingParams``: greedy is temperature 0, and greedy decoding
     drops the sampling knobs (as the pytorch backend does)."""
     d = exp.decoder
-    kwargs: Dict[str, Any] = {"max_tokens": d.max_new_tokens}
+    kwargs: dict[str, Any] = {"max_tokens": d.max_new_tokens}
     if d.min_new_tokens is not None:
         kwargs["min_tokens"] = d.min_new_tokens
     if d.repetition_penalty is not None:
@@ -175,9 +176,9 @@ def _checkpoint_source(exp: ExperimentConfig) -> str:
     return str(PyTorchBackend()._convert_gguf(Path(path), exp.model.gguf_file, exp))
 
 
-def _safetensors_shapes(directory: Path) -> List[Tuple[str, str, List[int]]]:
+def _safetensors_shapes(directory: Path) -> list[tuple[str, str, list[int]]]:
     """(name, dtype, shape) of every tensor in the directory's safetensors files (headers only)."""
-    out: List[Tuple[str, str, List[int]]] = []
+    out: list[tuple[str, str, list[int]]] = []
     for f in sorted(directory.glob("*.safetensors")):
         with open(f, "rb") as fh:
             (size,) = struct.unpack("<Q", fh.read(8))
@@ -188,7 +189,7 @@ def _safetensors_shapes(directory: Path) -> List[Tuple[str, str, List[int]]]:
     return out
 
 
-def _local_dir(source: str) -> Optional[Path]:
+def _local_dir(source: str) -> Path | None:
     if Path(source).is_dir():
         return Path(source)
     try:
@@ -200,12 +201,12 @@ def _local_dir(source: str) -> Optional[Path]:
 
 
 def _shape(
-    n_params: Optional[int],
+    n_params: int | None,
     n_emb: int,
-    weight_bytes: Optional[int],
+    weight_bytes: int | None,
     hf_config: Any,
     exp: ExperimentConfig,
-) -> Optional[ModelShape]:
+) -> ModelShape | None:
     """What llem.compute needs, from the checkpoint's own tensors (None when they are unknown).
 
     The KV layout is left unknown: vLLM pages its cache, so decode bandwidth stays null.
@@ -227,8 +228,8 @@ def _shape(
 
 
 def checkpoint_sizes(
-    source: str, vocab_size: Optional[int], bytes_per_element: int
-) -> Tuple[Optional[int], int, Optional[int]]:
+    source: str, vocab_size: int | None, bytes_per_element: int
+) -> tuple[int | None, int, int | None]:
     """(parameters, input-embedding parameters, weight bytes read per decode step) from the
     checkpoint's safetensors headers, the weights counted at the engine's dtype (packed quantized
     tensors count as stored). ``(None, 0, None)`` when no safetensors file is found."""
@@ -268,11 +269,11 @@ class VLLMBackend:
         kwargs = build_engine_kwargs(exp, device, _model_label(exp))
         return json.dumps({"engine": kwargs, "device": device}, sort_keys=True, default=str)
 
-    def batches(self, exp: ExperimentConfig, prompts: List[Prompt]) -> List[List[Prompt]]:
+    def batches(self, exp: ExperimentConfig, prompts: list[Prompt]) -> list[list[Prompt]]:
         """All prompts at once: the engine schedules up to vllm.max_num_seqs at a time."""
         return [list(prompts)]
 
-    def torch_device_indices(self, exp: ExperimentConfig) -> List[int]:
+    def torch_device_indices(self, exp: ExperimentConfig) -> list[int]:
         """The GPUs vLLM uses: the first tensor x pipeline parallel visible devices."""
         return list(
             range((exp.vllm.tensor_parallel_size or 1) * (exp.vllm.pipeline_parallel_size or 1))
@@ -338,7 +339,7 @@ class VLLMBackend:
 
     def warm_up(
         self, loaded: LoadedModel, exp: ExperimentConfig, batches: Sequence[Sequence[Prompt]]
-    ) -> Dict[str, Any]:
+    ) -> dict[str, Any]:
         """``measurement.warmup`` batches, outside the window (vLLM compiles while it loads)."""
         for i in range(exp.measurement.warmup):
             if batches:
@@ -346,7 +347,7 @@ class VLLMBackend:
         return {"torch_compile": None}
 
     # --------------------------------------------------------------- generating
-    def _token_lists(self, loaded: LoadedModel, prompts: Sequence[Prompt]) -> List[List[int]]:
+    def _token_lists(self, loaded: LoadedModel, prompts: Sequence[Prompt]) -> list[list[int]]:
         texts = [p.text for p in prompts if p.token_ids is None]
         encoded = iter(loaded.tokenizer(texts)["input_ids"]) if texts else iter(())
         return [list(p.token_ids) if p.token_ids is not None else next(encoded) for p in prompts]
@@ -371,9 +372,9 @@ class VLLMBackend:
         self._calls += 1
         ids = [f"llem-{self._calls}-{i}" for i in range(len(tokens))]
         index = {rid: i for i, rid in enumerate(ids)}
-        times: List[List[float]] = [[] for _ in tokens]
-        counts: List[List[int]] = [[] for _ in tokens]
-        steps: List[float] = []
+        times: list[list[float]] = [[] for _ in tokens]
+        counts: list[list[int]] = [[] for _ in tokens]
+        steps: list[float] = []
         start = time.perf_counter()
         try:
             for rid, engine_input in zip(ids, inputs, strict=True):
@@ -408,7 +409,7 @@ class VLLMBackend:
             request_step_tokens=counts,
         )
 
-    def unload(self, loaded: Optional[LoadedModel]) -> None:
+    def unload(self, loaded: LoadedModel | None) -> None:
         """Shut the engine's processes down and free its memory before another engine starts."""
         if loaded is not None and loaded.model is not None:
             llm = loaded.model
@@ -434,7 +435,7 @@ def create_backend() -> VLLMBackend:
 
 
 # ---------------------------------------------------------------------- pre-flight
-def _conflicting_imports() -> List[str]:
+def _conflicting_imports() -> list[str]:
     broken = []
     for package in CONFLICTING_PACKAGES:
         if importlib.util.find_spec(package) is None:
@@ -446,7 +447,7 @@ def _conflicting_imports() -> List[str]:
     return broken
 
 
-def _engine_argument_problems(exp: ExperimentConfig) -> List[str]:
+def _engine_argument_problems(exp: ExperimentConfig) -> list[str]:
     """Knobs and engine_kwargs that the installed vLLM's ``EngineArgs`` does not have."""
     import dataclasses
 
@@ -470,7 +471,7 @@ def _engine_argument_problems(exp: ExperimentConfig) -> List[str]:
     return p
 
 
-def _head_size(exp: ExperimentConfig) -> Optional[int]:
+def _head_size(exp: ExperimentConfig) -> int | None:
     """The attention head size from a local config.json (None when it cannot be told)."""
     if exp.model.gguf_file:
         return None
@@ -487,7 +488,7 @@ def _head_size(exp: ExperimentConfig) -> Optional[int]:
     return int(hidden) // int(heads) if hidden and heads else None
 
 
-def _cpu_memory_problem(exp: ExperimentConfig) -> Optional[str]:
+def _cpu_memory_problem(exp: ExperimentConfig) -> str | None:
     import psutil
 
     mem = psutil.virtual_memory()
@@ -517,12 +518,12 @@ def _cpu_memory_problem(exp: ExperimentConfig) -> Optional[str]:
     return None
 
 
-def preflight_problems(exp: ExperimentConfig, device: str, has_cuda: bool) -> List[str]:
+def preflight_problems(exp: ExperimentConfig, device: str, has_cuda: bool) -> list[str]:
     """Every problem a vllm run would hit that can be seen before an engine starts."""
     if importlib.util.find_spec("vllm") is None:
         return []  # reported by the generic package check, with the install hint
     _quiet_vllm_logs()
-    p: List[str] = []
+    p: list[str] = []
     if device == "cpu" and has_cuda:
         p.append(
             "device=cpu with backend=vllm: the installed vLLM runs on this machine's GPU "

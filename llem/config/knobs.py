@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import dataclasses
 import typing
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple, TypeVar, Union, overload
+from typing import Any, TypeVar, overload
 
 T = TypeVar("T")
 
@@ -48,17 +49,17 @@ BITSANDBYTES = Destination(
 )
 LLEM = Destination("llem", "used by llem itself")
 
-Number = Union[int, float]
+Number = int | float
 
 
 @dataclass(frozen=True)
 class Range:
     """Bounds a number must lie in; ``None`` means unbounded on that side."""
 
-    ge: Optional[Number] = None
-    gt: Optional[Number] = None
-    le: Optional[Number] = None
-    lt: Optional[Number] = None
+    ge: Number | None = None
+    gt: Number | None = None
+    le: Number | None = None
+    lt: Number | None = None
 
     def __bool__(self) -> bool:
         return any(b is not None for b in (self.ge, self.gt, self.le, self.lt))
@@ -90,7 +91,7 @@ class Knob:
     doc: str
     goes_to: Destination
     range: Range = Range()
-    placeholder: Optional[str] = None  # shown in "set <key>=<placeholder>" when a value is missing
+    placeholder: str | None = None  # shown in "set <key>=<placeholder>" when a value is missing
 
 
 @dataclass(frozen=True)
@@ -106,11 +107,11 @@ def knob(
     *,
     doc: str,
     goes_to: Destination,
-    ge: Optional[Number] = ...,
-    gt: Optional[Number] = ...,
-    le: Optional[Number] = ...,
-    lt: Optional[Number] = ...,
-    placeholder: Optional[str] = ...,
+    ge: Number | None = ...,
+    gt: Number | None = ...,
+    le: Number | None = ...,
+    lt: Number | None = ...,
+    placeholder: str | None = ...,
 ) -> T: ...
 
 
@@ -120,11 +121,11 @@ def knob(
     factory: Callable[[], T],
     doc: str,
     goes_to: Destination,
-    ge: Optional[Number] = ...,
-    gt: Optional[Number] = ...,
-    le: Optional[Number] = ...,
-    lt: Optional[Number] = ...,
-    placeholder: Optional[str] = ...,
+    ge: Number | None = ...,
+    gt: Number | None = ...,
+    le: Number | None = ...,
+    lt: Number | None = ...,
+    placeholder: str | None = ...,
 ) -> T: ...
 
 
@@ -134,11 +135,11 @@ def knob(
     factory: Any = dataclasses.MISSING,
     doc: str,
     goes_to: Destination,
-    ge: Optional[Number] = None,
-    gt: Optional[Number] = None,
-    le: Optional[Number] = None,
-    lt: Optional[Number] = None,
-    placeholder: Optional[str] = None,
+    ge: Number | None = None,
+    gt: Number | None = None,
+    le: Number | None = None,
+    lt: Number | None = None,
+    placeholder: str | None = None,
 ) -> Any:
     """A leaf field: its default (or ``factory``), a one-line ``doc``, its destination, its range.
 
@@ -157,13 +158,13 @@ def section(cls: Callable[[], T], *, doc: str) -> T:
     return dataclasses.field(default_factory=cls, metadata={METADATA_KEY: Section(doc)})
 
 
-def declaration(f: dataclasses.Field[Any]) -> Union[Knob, Section, None]:
+def declaration(f: dataclasses.Field[Any]) -> Knob | Section | None:
     """The :class:`Knob` or :class:`Section` a field was declared with (``None`` if neither)."""
     found = f.metadata.get(METADATA_KEY)
     return found if isinstance(found, (Knob, Section)) else None
 
 
-def section_class(f: dataclasses.Field[Any]) -> Optional[type]:
+def section_class(f: dataclasses.Field[Any]) -> type | None:
     """The dataclass a nested-config field holds (declared with :func:`section`, or a plain
     ``field(default_factory=SomeConfig)`` not yet converted: it is still walked and checked)."""
     factory = f.default_factory
@@ -173,7 +174,7 @@ def section_class(f: dataclasses.Field[Any]) -> Optional[type]:
 
 
 # ------------------------------------------------------------------------------------ walking
-def walk(obj: Any, prefix: str = "") -> Iterator[Tuple[str, Knob, Any]]:
+def walk(obj: Any, prefix: str = "") -> Iterator[tuple[str, Knob, Any]]:
     """Every leaf of a config tree: ``(dotted key, its Knob, its value)``, in declaration order."""
     for f in dataclasses.fields(obj):
         decl = declaration(f)
@@ -185,7 +186,7 @@ def walk(obj: Any, prefix: str = "") -> Iterator[Tuple[str, Knob, Any]]:
             yield key, decl, value
 
 
-def walk_schema(cls: type, prefix: str = "") -> Iterator[Tuple[str, dataclasses.Field[Any], Any]]:
+def walk_schema(cls: type, prefix: str = "") -> Iterator[tuple[str, dataclasses.Field[Any], Any]]:
     """Every field of a config class (sections included): ``(dotted key, field, resolved type)``.
 
     Sections come before their own fields, so a reader of the output meets a group's doc first.
@@ -210,7 +211,7 @@ def key(root: type, dotted: str) -> str:
     return dotted
 
 
-_KEYS: Dict[type, frozenset[str]] = {}
+_KEYS: dict[type, frozenset[str]] = {}
 
 
 def _keys(root: type) -> frozenset[str]:
@@ -220,7 +221,7 @@ def _keys(root: type) -> frozenset[str]:
 
 
 # ------------------------------------------------------------------------------------- ranges
-def range_problems(obj: Any) -> List[str]:
+def range_problems(obj: Any) -> list[str]:
     """One sentence per value outside its declared range, over the whole tree."""
     problems = []
     for dotted, decl, value in walk(obj):

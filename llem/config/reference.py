@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import types
 import typing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any
 
 import yaml
 from omegaconf import MISSING
@@ -30,14 +31,14 @@ _HYDRA_GROUPS = ("hydra",)  # Hydra's own groups (launchers): documented by Hydr
 class Option:
     name: str
     about: str
-    sets: List[str]  # "`key=value`", dotted from the root
+    sets: list[str]  # "`key=value`", dotted from the root
 
 
 @dataclass
 class Group:
     name: str
-    default: Optional[str]
-    options: List[Option]
+    default: str | None
+    options: list[Option]
 
 
 def main() -> None:
@@ -61,7 +62,7 @@ def render(root: type = ExperimentConfig, conf_dir: Path = CONF_DIR) -> str:
 
 
 # --------------------------------------------------------------------------- the option files
-def read_groups(conf_dir: Path) -> List[Group]:
+def read_groups(conf_dir: Path) -> list[Group]:
     """Every group directory under ``conf_dir`` (Hydra's own excepted) with its option files."""
     defaults = _default_options(conf_dir / "config.yaml")
     groups = []
@@ -72,9 +73,9 @@ def read_groups(conf_dir: Path) -> List[Group]:
     return groups
 
 
-def _default_options(config_yaml: Path) -> Dict[str, str]:
+def _default_options(config_yaml: Path) -> dict[str, str]:
     data = yaml.safe_load(config_yaml.read_text()) or {}
-    found: Dict[str, str] = {}
+    found: dict[str, str] = {}
     for entry in data.get("defaults", []):
         if isinstance(entry, dict):
             for group, option in entry.items():
@@ -105,8 +106,8 @@ def _read_option(group: str, path: Path) -> Option:
     return Option(path.stem, about, sets)
 
 
-def _flatten(data: Dict[str, Any], prefix: str) -> List[Tuple[str, str]]:
-    items: List[Tuple[str, str]] = []
+def _flatten(data: dict[str, Any], prefix: str) -> list[tuple[str, str]]:
+    items: list[tuple[str, str]] = []
     for k, v in data.items():
         if isinstance(v, dict):
             items += _flatten(v, f"{prefix}{k}.")
@@ -137,9 +138,9 @@ reported at once (exit code 2). "Goes to" says where a value ends up:
 """
 
 
-def _destinations(root: type) -> List[Destination]:
+def _destinations(root: type) -> list[Destination]:
     """Every destination the tree names, in order of first use (groups first), llem last."""
-    seen: Dict[str, Destination] = {}
+    seen: dict[str, Destination] = {}
     for cls in _classes(root)[1:] + [root]:
         for f in dataclasses.fields(cls):
             decl = declaration(f)
@@ -148,7 +149,7 @@ def _destinations(root: type) -> List[Destination]:
     return sorted(seen.values(), key=lambda d: d.name == LLEM.name)
 
 
-def _classes(root: type) -> List[type]:
+def _classes(root: type) -> list[type]:
     found = [root]
     for f in dataclasses.fields(root):
         sub = section_class(f)
@@ -157,7 +158,7 @@ def _classes(root: type) -> List[type]:
     return found
 
 
-def _group_summary(groups: List[Group]) -> List[str]:
+def _group_summary(groups: list[Group]) -> list[str]:
     rows = ["## Groups", "", "| group | options | default |", "| --- | --- | --- |"]
     for g in groups:
         names = ", ".join(f"`{o.name}`" for o in g.options)
@@ -166,7 +167,7 @@ def _group_summary(groups: List[Group]) -> List[str]:
     return rows + [""]
 
 
-def _section(f: dataclasses.Field[Any], group: Optional[Group]) -> List[str]:
+def _section(f: dataclasses.Field[Any], group: Group | None) -> list[str]:
     decl = declaration(f)
     doc = decl.doc if isinstance(decl, Section) else ""
     out = [f"## `{f.name}`", "", doc, ""]
@@ -179,7 +180,7 @@ def _section(f: dataclasses.Field[Any], group: Optional[Group]) -> List[str]:
     return out + _fields_table(cls, f"{f.name}.")
 
 
-def _options_table(group: Group) -> List[str]:
+def _options_table(group: Group) -> list[str]:
     default = f", default `{group.default}`" if group.default else ""
     add = "" if group.default else "+"
     out = [
@@ -194,7 +195,7 @@ def _options_table(group: Group) -> List[str]:
     return out + [""]
 
 
-def _fields_table(cls: type, prefix: str) -> List[str]:
+def _fields_table(cls: type, prefix: str) -> list[str]:
     hints = typing.get_type_hints(cls)
     out = [
         "| key | type | default | allowed | goes to | what it does |",
@@ -221,9 +222,9 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def _strip_optional(tp: Any) -> Tuple[Any, bool]:
+def _strip_optional(tp: Any) -> tuple[Any, bool]:
     args = typing.get_args(tp)
-    if typing.get_origin(tp) is typing.Union and type(None) in args:
+    if typing.get_origin(tp) in (typing.Union, types.UnionType) and type(None) in args:
         rest = [a for a in args if a is not type(None)]
         return rest[0], True
     return tp, False
@@ -236,10 +237,10 @@ def _type_name(tp: Any) -> str:
         return "any"
     if isinstance(inner, type) and issubclass(inner, enum.Enum):
         name = "choice"
-    elif origin in (list, List):
+    elif origin is list:
         (item,) = typing.get_args(inner)
         name = f"list of {_type_name(item)}"
-    elif origin in (dict, Dict):
+    elif origin is dict:
         name = "map"
     else:
         name = getattr(inner, "__name__", str(inner))
@@ -259,7 +260,7 @@ def _allowed(tp: Any, decl: Knob) -> str:
     if isinstance(inner, type) and issubclass(inner, enum.Enum):
         return ", ".join(f"`{m.value}`" for m in inner)
     if decl.range:
-        each = "each " if typing.get_origin(inner) in (list, List) else ""
+        each = "each " if typing.get_origin(inner) in (list, list) else ""
         return each + decl.range.describe()
     return ""
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Dict, List, Optional, Union
+from typing import Any
 
 from omegaconf import MISSING
 
@@ -58,7 +58,7 @@ class DatasetSource(Enum):
 
 
 class ChatTemplate(Enum):
-    """``dataset.chat_template``. The field itself is ``Union[bool, str]`` because Hydra reads
+    """``dataset.chat_template``. The field itself is ``bool | str`` because Hydra reads
     ``true``/``false`` on the command line as booleans, which an Enum field rejects."""
 
     auto = "auto"  # use the tokenizer's chat template when it has one
@@ -88,16 +88,16 @@ class ModelConfig:
         goes_to=FROM_PRETRAINED,
         placeholder="<hub id or local directory>",
     )
-    gguf_file: Optional[str] = knob(
+    gguf_file: str | None = knob(
         None,
         doc="GGUF file inside the model directory; llem converts it once to a cached "
         "safetensors checkpoint and loads that.",
         goes_to=FROM_PRETRAINED,
     )
-    revision: Optional[str] = knob(
+    revision: str | None = knob(
         None, doc="Hub branch, tag or commit to load.", goes_to=FROM_PRETRAINED
     )
-    dtype: Optional[Dtype] = knob(
+    dtype: Dtype | None = knob(
         None, doc="Weight dtype; null keeps the checkpoint's own.", goes_to=FROM_PRETRAINED
     )
     trust_remote_code: bool = knob(
@@ -112,7 +112,7 @@ class PyTorchConfig:
     batch_size: int = knob(
         1, doc="Prompts per generate() call (left-padded to one length).", goes_to=LLEM, ge=1
     )
-    device_map: Optional[str] = knob(
+    device_map: str | None = knob(
         None,
         doc="Device placement (`auto`, `cuda`, ...); null puts the whole model on `device`.",
         goes_to=FROM_PRETRAINED,
@@ -122,7 +122,7 @@ class PyTorchConfig:
         doc="Memory cap per device, {GPU index or cpu or disk: size}, e.g. {0:20GiB,cpu:64GiB}.",
         goes_to=FROM_PRETRAINED,
     )
-    attn_implementation: Optional[AttnImplementation] = knob(
+    attn_implementation: AttnImplementation | None = knob(
         None, doc="Attention kernel.", goes_to=FROM_PRETRAINED
     )
     torch_compile: bool = knob(
@@ -130,37 +130,37 @@ class PyTorchConfig:
         doc="Wrap the model's forward in torch.compile (a failure warns and runs eagerly).",
         goes_to=LLEM,
     )
-    torch_compile_mode: Optional[str] = knob(
+    torch_compile_mode: str | None = knob(
         None,
         doc="torch.compile mode (`default`, `reduce-overhead`, `max-autotune`, ...); "
         "needs torch_compile=true.",
         goes_to=LLEM,
     )
-    torch_compile_backend: Optional[str] = knob(
+    torch_compile_backend: str | None = knob(
         None, doc="torch.compile backend (`inductor`, ...); needs torch_compile=true.", goes_to=LLEM
     )
-    use_cache: Optional[bool] = knob(None, doc="Reuse past keys and values.", goes_to=GENERATE)
-    cache_implementation: Optional[CacheImplementation] = knob(
+    use_cache: bool | None = knob(None, doc="Reuse past keys and values.", goes_to=GENERATE)
+    cache_implementation: CacheImplementation | None = knob(
         None, doc="KV cache class; needs use_cache true or unset.", goes_to=GENERATE
     )
-    num_beams: Optional[int] = knob(None, doc="Beam search width.", goes_to=GENERATE, ge=1)
-    early_stopping: Optional[bool] = knob(
+    num_beams: int | None = knob(None, doc="Beam search width.", goes_to=GENERATE, ge=1)
+    early_stopping: bool | None = knob(
         None, doc="Stop beam search once num_beams candidates are done.", goes_to=GENERATE
     )
-    length_penalty: Optional[float] = knob(
+    length_penalty: float | None = knob(
         None, doc="Beam score exponent on length (> 0 favours longer).", goes_to=GENERATE
     )
-    no_repeat_ngram_size: Optional[int] = knob(
+    no_repeat_ngram_size: int | None = knob(
         None, doc="Never repeat an n-gram of this size.", goes_to=GENERATE, ge=1
     )
-    prompt_lookup_num_tokens: Optional[int] = knob(
+    prompt_lookup_num_tokens: int | None = knob(
         None,
         doc="Prompt-lookup speculative decoding: tokens proposed per step; needs num_beams unset "
         "or 1.",
         goes_to=GENERATE,
         ge=1,
     )
-    num_threads: Optional[int] = knob(
+    num_threads: int | None = knob(
         None, doc="CPU threads for torch (torch.set_num_threads).", goes_to=LLEM, ge=1
     )
 
@@ -170,7 +170,7 @@ class DecoderConfig:
     max_new_tokens: int = knob(
         64, doc="Tokens generated per prompt, at most.", goes_to=GENERATE, ge=1
     )
-    min_new_tokens: Optional[int] = knob(
+    min_new_tokens: int | None = knob(
         None,
         doc="Tokens generated per prompt, at least (EOS held back until then); <= max_new_tokens.",
         goes_to=GENERATE,
@@ -181,30 +181,30 @@ class DecoderConfig:
         doc="Sample; false is greedy decoding, which drops temperature, top_k, top_p and min_p.",
         goes_to=GENERATE,
     )
-    temperature: Optional[float] = knob(
+    temperature: float | None = knob(
         None, doc="Softmax temperature (sampling only).", goes_to=GENERATE, gt=0
     )
-    top_k: Optional[int] = knob(
+    top_k: int | None = knob(
         None,
         doc="Sample from the k most likely tokens; 0 disables (sampling only).",
         goes_to=GENERATE,
         ge=0,
     )
-    top_p: Optional[float] = knob(
+    top_p: float | None = knob(
         None,
         doc="Nucleus sampling: smallest set with this total probability (sampling only).",
         goes_to=GENERATE,
         ge=0,
         le=1,
     )
-    min_p: Optional[float] = knob(
+    min_p: float | None = knob(
         None,
         doc="Drop tokens below min_p × the top token's probability (sampling only).",
         goes_to=GENERATE,
         ge=0,
         le=1,
     )
-    repetition_penalty: Optional[float] = knob(
+    repetition_penalty: float | None = knob(
         None, doc="Penalty on tokens already present (1 = none).", goes_to=GENERATE, gt=0
     )
 
@@ -219,13 +219,13 @@ class QuantizationConfig:
         doc="bitsandbytes LLM.int8() weights; exclusive with load_in_4bit.",
         goes_to=BITSANDBYTES,
     )
-    bnb_4bit_compute_dtype: Optional[Dtype] = knob(
+    bnb_4bit_compute_dtype: Dtype | None = knob(
         None, doc="Compute dtype of 4-bit layers; needs load_in_4bit.", goes_to=BITSANDBYTES
     )
-    bnb_4bit_quant_type: Optional[QuantType] = knob(
+    bnb_4bit_quant_type: QuantType | None = knob(
         None, doc="4-bit data type; needs load_in_4bit.", goes_to=BITSANDBYTES
     )
-    bnb_4bit_use_double_quant: Optional[bool] = knob(
+    bnb_4bit_use_double_quant: bool | None = knob(
         None,
         doc="Quantise the quantisation constants too; needs load_in_4bit.",
         goes_to=BITSANDBYTES,
@@ -239,21 +239,21 @@ class DatasetConfig:
         doc="Where prompts come from: shipped prompts, seeded random tokens, or a JSONL file.",
         goes_to=LLEM,
     )
-    path: Optional[str] = knob(
+    path: str | None = knob(
         None,
         doc="JSONL file, one object with a `prompt` field per line (source=jsonl).",
         goes_to=LLEM,
         placeholder="<file.jsonl> (one JSON object per line with a 'prompt' field)",
     )
     n_prompts: int = knob(16, doc="Prompts per pass over the dataset.", goes_to=LLEM, ge=1)
-    input_tokens: Optional[int] = knob(
+    input_tokens: int | None = knob(
         None,
         doc="Tokens per synthetic prompt (required for source=synthetic).",
         goes_to=LLEM,
         ge=1,
     )
     seed: int = knob(0, doc="Seed of the synthetic prompts.", goes_to=LLEM)
-    chat_template: Union[bool, str] = knob(
+    chat_template: bool | str = knob(
         "auto",
         doc="Send text prompts through the tokenizer's chat template: auto (when it has one), "
         "true (it must have one), false (raw text).",
@@ -289,7 +289,7 @@ class MeasurementConfig:
         goes_to=LLEM,
         ge=0,
     )
-    cooldown_temp_margin_c: Optional[float] = knob(
+    cooldown_temp_margin_c: float | None = knob(
         None,
         doc="Wait until every GPU is at most this many °C above its idle temperature.",
         goes_to=LLEM,
@@ -306,18 +306,18 @@ class MeasurementConfig:
         doc="Energy source: auto is NVML on CUDA when it works, else unavailable with a reason.",
         goes_to=LLEM,
     )
-    replay_trace: Optional[str] = knob(
+    replay_trace: str | None = knob(
         None,
         doc="CSV power trace (time_s,device,power_w) played for energy=replay.",
         goes_to=LLEM,
     )
-    gpu_indices: Optional[List[int]] = knob(
+    gpu_indices: list[int] | None = knob(
         None,
         doc="Torch device indices to measure; null measures the devices the model is on.",
         goes_to=LLEM,
         ge=0,
     )
-    idle_max_age_s: Optional[float] = knob(
+    idle_max_age_s: float | None = knob(
         None,
         doc="Re-measure the process's idle baseline when older than this (s), after the GPU "
         "cools to within idle_temp_margin_c of its idle temperature; null: never re-measured.",
@@ -387,7 +387,7 @@ class SweepConfig:
 @dataclass
 class ExperimentConfig:
     model: ModelConfig = section(ModelConfig, doc="Which checkpoint to load, and how.")
-    backend: Optional[str] = knob(
+    backend: str | None = knob(
         None,
         doc="Inference backend, set by `+backend=<name>`; null picks the default and records it.",
         goes_to=LLEM,
@@ -407,7 +407,7 @@ class ExperimentConfig:
         MeasurementConfig, doc="Energy, power and timing measurement."
     )
     sweep: SweepConfig = section(SweepConfig, doc="How a --multirun is ordered and run.")
-    passthrough_kwargs: Dict[str, Any] = knob(
+    passthrough_kwargs: dict[str, Any] = knob(
         factory=dict,
         doc="Extra keyword arguments, merged last (overriding llem's own).",
         goes_to=FROM_PRETRAINED,

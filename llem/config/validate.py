@@ -13,7 +13,7 @@ import dataclasses
 import hashlib
 import json
 from enum import Enum
-from typing import Any, Dict, List, Optional
+from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
@@ -66,7 +66,7 @@ _NEEDS_COMPILE = [
 ]
 
 
-def _unknown_keys(node: Any, schema: type, prefix: str) -> List[str]:
+def _unknown_keys(node: Any, schema: type, prefix: str) -> list[str]:
     """Keys present in the composed config that the dataclass schema does not declare."""
     if not isinstance(node, DictConfig):
         return []
@@ -86,7 +86,7 @@ def _unknown_keys(node: Any, schema: type, prefix: str) -> List[str]:
     return found
 
 
-def _placeholders() -> Dict[str, Optional[str]]:
+def _placeholders() -> dict[str, str | None]:
     return {
         k: d.placeholder
         for k, f, _ in knobs.walk_schema(ExperimentConfig)
@@ -124,7 +124,7 @@ def to_experiment(cfg: DictConfig | ExperimentConfig) -> ExperimentConfig:
     return exp
 
 
-def cross_field_problems(exp: ExperimentConfig) -> List[str]:
+def cross_field_problems(exp: ExperimentConfig) -> list[str]:
     """Every value out of its declared range and every violated rule between fields.
 
     Each problem names its keys, the bad values and what is allowed.

@@ -10,7 +10,7 @@ out-of-range values, each naming its keys and the vLLM equivalent.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Any, Dict, List, Optional
+from typing import TYPE_CHECKING, Any
 
 from llem.config.knobs import Destination, knob
 
@@ -28,13 +28,13 @@ ENGINE = Destination(
 
 @dataclass
 class VLLMConfig:
-    max_num_seqs: Optional[int] = knob(
+    max_num_seqs: int | None = knob(
         None, doc="Sequences decoded together: the batch knob of vLLM.", goes_to=ENGINE, ge=1
     )
-    max_model_len: Optional[int] = knob(
+    max_model_len: int | None = knob(
         None, doc="Longest prompt + output the engine plans for.", goes_to=ENGINE, ge=1
     )
-    gpu_memory_utilization: Optional[float] = knob(
+    gpu_memory_utilization: float | None = knob(
         None,
         doc="GPU: fraction of GPU memory for weights and KV cache. CPU: fraction of host memory "
         "(llem uses 0.2 on the CPU when unset).",
@@ -42,46 +42,46 @@ class VLLMConfig:
         gt=0,
         le=1,
     )
-    kv_cache_memory_bytes: Optional[int] = knob(
+    kv_cache_memory_bytes: int | None = knob(
         None, doc="An explicit KV cache size (wins over the fraction).", goes_to=ENGINE, ge=1
     )
-    tensor_parallel_size: Optional[int] = knob(
+    tensor_parallel_size: int | None = knob(
         None, doc="GPUs a layer is split across.", goes_to=ENGINE, ge=1
     )
-    pipeline_parallel_size: Optional[int] = knob(
+    pipeline_parallel_size: int | None = knob(
         None, doc="GPUs the layers are staged across.", goes_to=ENGINE, ge=1
     )
-    quantization: Optional[str] = knob(
+    quantization: str | None = knob(
         None, doc="vLLM's method: awq, gptq, fp8, bitsandbytes, gguf, ...", goes_to=ENGINE
     )
-    kv_cache_dtype: Optional[str] = knob(
+    kv_cache_dtype: str | None = knob(
         None, doc="KV cache element type: auto, fp8, fp8_e4m3, fp8_e5m2, ...", goes_to=ENGINE
     )
-    enforce_eager: Optional[bool] = knob(
+    enforce_eager: bool | None = knob(
         None, doc="Skip CUDA graphs and compilation (faster start, slower steps).", goes_to=ENGINE
     )
-    enable_prefix_caching: Optional[bool] = knob(
+    enable_prefix_caching: bool | None = knob(
         None, doc="Reuse KV blocks of shared prompt prefixes.", goes_to=ENGINE
     )
-    enable_chunked_prefill: Optional[bool] = knob(
+    enable_chunked_prefill: bool | None = knob(
         None, doc="Split long prefills into chunks scheduled with decodes.", goes_to=ENGINE
     )
-    max_num_batched_tokens: Optional[int] = knob(
+    max_num_batched_tokens: int | None = knob(
         None, doc="Tokens the scheduler batches into one step.", goes_to=ENGINE, ge=1
     )
-    block_size: Optional[int] = knob(
+    block_size: int | None = knob(
         None, doc="Tokens per paged KV-cache block.", goes_to=ENGINE, ge=1
     )
-    swap_space: Optional[float] = knob(
+    swap_space: float | None = knob(
         None,
         doc="CPU swap space in GiB (vLLM versions without it reject it at pre-flight).",
         goes_to=ENGINE,
         ge=0,
     )
-    seed: Optional[int] = knob(
+    seed: int | None = knob(
         None, doc="Engine seed; null uses llem's top-level seed.", goes_to=ENGINE, ge=0
     )
-    engine_kwargs: Dict[str, Any] = knob(
+    engine_kwargs: dict[str, Any] = knob(
         factory=dict, doc="Any other engine argument, merged last.", goes_to=ENGINE
     )
 
@@ -116,12 +116,12 @@ def _show(value: Any) -> str:
     return str(value)
 
 
-def vllm_problems(exp: ExperimentConfig) -> List[str]:
+def vllm_problems(exp: ExperimentConfig) -> list[str]:
     """Every rule about the vllm backend that ``exp`` breaks (empty when none)."""
     from llem.config.schema import PyTorchConfig
 
     v = exp.vllm
-    p: List[str] = []  # ranges are declared with the fields (llem.config.knobs)
+    p: list[str] = []  # ranges are declared with the fields (llem.config.knobs)
     set_vllm = [f.name for f in fields(VLLMConfig) if getattr(v, f.name) not in (None, {})]
     if exp.backend != BACKEND:
         for name in set_vllm:

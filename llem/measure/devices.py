@@ -20,8 +20,9 @@ with a warning, and a GPU used by several torch devices is measured once.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any
 
 from llem.measure.nvml import MB, as_str, error_text, is_not_supported
 
@@ -34,17 +35,17 @@ class DeviceMappingError(Exception):
 class DeviceInfo:
     """A measured GPU. Memory in MB (2**20 bytes, as torch figures); bandwidth in bytes/s."""
 
-    torch_index: Optional[int]
-    nvml_index: Optional[int]
+    torch_index: int | None
+    nvml_index: int | None
     uuid: str
     name: str
-    memory_total_mb: Optional[float] = None
-    memory_bandwidth_bytes_per_s: Optional[float] = None
-    mig_uuid: Optional[str] = None  # the MIG instance torch used, when it was one
+    memory_total_mb: float | None = None
+    memory_bandwidth_bytes_per_s: float | None = None
+    mig_uuid: str | None = None  # the MIG instance torch used, when it was one
     null_reasons: Mapping[str, str] = field(default_factory=dict)
-    power_limit_w: Optional[float] = None  # NVML's enforced power limit
+    power_limit_w: float | None = None  # NVML's enforced power limit
 
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "torch_index": self.torch_index,
             "nvml_index": self.nvml_index,
@@ -72,7 +73,7 @@ def normalise_uuid(uuid: str) -> str:
     return u
 
 
-def torch_device_uuids(indices: Optional[Sequence[int]]) -> Optional[Dict[int, str]]:
+def torch_device_uuids(indices: Sequence[int] | None) -> dict[int, str] | None:
     """``{torch index: UUID}`` from torch when it has CUDA, else None."""
     try:
         import torch
@@ -85,7 +86,7 @@ def torch_device_uuids(indices: Optional[Sequence[int]]) -> Optional[Dict[int, s
         return None
 
 
-def memory_bandwidth(pynvml: Any, handle: Any) -> Tuple[Optional[float], Optional[str]]:
+def memory_bandwidth(pynvml: Any, handle: Any) -> tuple[float | None, str | None]:
     """Peak memory bandwidth in bytes/s = bus width (bits) / 8 * max memory clock (Hz) * 2 (DDR)."""
     try:
         bus_bits = pynvml.nvmlDeviceGetMemoryBusWidth(handle)
@@ -102,16 +103,16 @@ def memory_bandwidth(pynvml: Any, handle: Any) -> Tuple[Optional[float], Optiona
 def describe(
     pynvml: Any,
     gpu_handle: Any,
-    nvml_index: Optional[int],
+    nvml_index: int | None,
     uuid: str,
-    torch_index: Optional[int],
-    mig_uuid: Optional[str] = None,
+    torch_index: int | None,
+    mig_uuid: str | None = None,
 ) -> DeviceInfo:
     """Name, total memory and bandwidth of one physical GPU."""
-    reasons: Dict[str, str] = {}
+    reasons: dict[str, str] = {}
     name = as_str(pynvml.nvmlDeviceGetName(gpu_handle))
     try:
-        total_mb: Optional[float] = pynvml.nvmlDeviceGetMemoryInfo(gpu_handle).total / MB
+        total_mb: float | None = pynvml.nvmlDeviceGetMemoryInfo(gpu_handle).total / MB
     except Exception as exc:
         if not is_not_supported(pynvml, exc):
             raise
@@ -120,7 +121,7 @@ def describe(
     bandwidth, why = memory_bandwidth(pynvml, gpu_handle)
     if why:
         reasons["memory_bandwidth_bytes_per_s"] = why
-    limit_w: Optional[float] = None
+    limit_w: float | None = None
     try:
         limit_w = pynvml.nvmlDeviceGetEnforcedPowerLimit(gpu_handle) / 1000.0
     except Exception as exc:
@@ -137,13 +138,13 @@ class Inventory:
 
     def __init__(self, pynvml: Any) -> None:
         self.nvml = pynvml
-        self.gpus: List[_Gpu] = []
+        self.gpus: list[_Gpu] = []
         for i in range(pynvml.nvmlDeviceGetCount()):
             h = pynvml.nvmlDeviceGetHandleByIndex(i)
             self.gpus.append(_Gpu(i, h, as_str(pynvml.nvmlDeviceGetUUID(h))))
-        self._migs: Optional[Dict[str, _Gpu]] = None  # MIG uuid -> parent GPU
+        self._migs: dict[str, _Gpu] | None = None  # MIG uuid -> parent GPU
 
-    def migs(self) -> Dict[str, _Gpu]:
+    def migs(self) -> dict[str, _Gpu]:
         if self._migs is None:
             self._migs = {}
             for gpu in self.gpus:
@@ -162,7 +163,7 @@ class Inventory:
                     self._migs[normalise_uuid(mig_uuid)] = gpu
         return self._migs
 
-    def by_uuid(self, uuid: str, prefix: bool = False) -> Tuple[Optional[_Gpu], Optional[str]]:
+    def by_uuid(self, uuid: str, prefix: bool = False) -> tuple[_Gpu | None, str | None]:
         """(parent GPU, MIG uuid or None) for a GPU or MIG UUID; unique prefixes when ``prefix``."""
         want = normalise_uuid(uuid)
         hits = [
@@ -188,18 +189,18 @@ class Inventory:
 _LEGACY_MIG = re.compile(r"^MIG-(GPU-[0-9a-fA-F-]+)/\d+/\d+$")
 
 
-def visible_from_env(inv: Inventory, cvd: Optional[str]) -> List[Tuple[_Gpu, Optional[str]]]:
+def visible_from_env(inv: Inventory, cvd: str | None) -> list[tuple[_Gpu, str | None]]:
     """The devices CUDA makes visible under ``CUDA_VISIBLE_DEVICES=cvd``, in CUDA's order."""
     if cvd is None:
         return [(g, None) for g in inv.gpus]
-    visible: List[Tuple[_Gpu, Optional[str]]] = []
-    seen: List[str] = []
+    visible: list[tuple[_Gpu, str | None]] = []
+    seen: list[str] = []
     for raw in cvd.split(","):
         entry = raw.strip()
         if entry in seen:
             return []  # CUDA: a repeated entry makes no device visible
         seen.append(entry)
-        found: Tuple[Optional[_Gpu], Optional[str]] = (None, None)
+        found: tuple[_Gpu | None, str | None] = (None, None)
         if re.fullmatch(r"\d+", entry):
             i = int(entry)
             found = (inv.gpus[i], None) if i < len(inv.gpus) else (None, None)
@@ -216,17 +217,17 @@ def visible_from_env(inv: Inventory, cvd: Optional[str]) -> List[Tuple[_Gpu, Opt
 
 def resolve_devices(
     pynvml: Any,
-    torch_indices: Optional[Sequence[int]],
+    torch_indices: Sequence[int] | None,
     env: Mapping[str, str],
-    torch_uuids: Optional[Mapping[int, str]] = None,
-) -> Tuple[List[Tuple[DeviceInfo, Any]], List[str]]:
+    torch_uuids: Mapping[int, str] | None = None,
+) -> tuple[list[tuple[DeviceInfo, Any]], list[str]]:
     """Map torch device indices to NVML GPUs. Returns ([(DeviceInfo, gpu handle)], warnings).
 
     ``torch_indices`` None means every visible device. Raises ``DeviceMappingError``.
     """
     inv = Inventory(pynvml)
-    warnings: List[str] = []
-    chosen: List[Tuple[int, _Gpu, Optional[str]]] = []
+    warnings: list[str] = []
+    chosen: list[tuple[int, _Gpu, str | None]] = []
     if torch_uuids:
         for ti, uuid in sorted(torch_uuids.items()):
             gpu, mig = inv.by_uuid(uuid)
@@ -258,8 +259,8 @@ def resolve_devices(
                 "them differently from NVML; set CUDA_DEVICE_ORDER=PCI_BUS_ID so that the "
                 "measured GPU is the one torch used"
             )
-    out: List[Tuple[DeviceInfo, Any]] = []
-    done: Dict[str, int] = {}
+    out: list[tuple[DeviceInfo, Any]] = []
+    done: dict[str, int] = {}
     for ti, gpu, mig in chosen:
         if mig:
             warnings.append(

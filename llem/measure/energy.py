@@ -24,8 +24,9 @@ from __future__ import annotations
 import bisect
 import logging
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Protocol, Sequence, Tuple
+from typing import Protocol
 
 from llem.measure import uncertainty
 from llem.measure.nvml import OtherProcess, SourceError
@@ -39,23 +40,23 @@ class PowerSource(Protocol):
     """What the meter needs from NVML or a replayed trace. Times are session-clock seconds."""
 
     kind: str  # "nvml", "replay:<path>": what the idle baseline is cached under
-    uuids: List[str]
+    uuids: list[str]
 
-    def method(self, uuid: str) -> Optional[str]: ...  # nvml_counter | nvml_power | replay | None
+    def method(self, uuid: str) -> str | None: ...  # nvml_counter | nvml_power | replay | None
 
-    def read_counters_j(self, clock: Clock) -> Tuple[float, Dict[str, float]]:
+    def read_counters_j(self, clock: Clock) -> tuple[float, dict[str, float]]:
         """(the instant they were read, cumulative J per device that has a counter)."""
         ...
 
-    def read_samples(self, now: float) -> List[Sample]: ...
+    def read_samples(self, now: float) -> list[Sample]: ...
 
-    def read_temperatures_c(self, now: float) -> Dict[str, Optional[float]]: ...
+    def read_temperatures_c(self, now: float) -> dict[str, float | None]: ...
 
-    def other_processes(self) -> Optional[List[OtherProcess]]:
+    def other_processes(self) -> list[OtherProcess] | None:
         """Other compute processes on the measured devices; None when the source cannot tell."""
         ...
 
-    def window_warnings(self, start: float, end: float) -> List[str]: ...
+    def window_warnings(self, start: float, end: float) -> list[str]: ...
 
     def close(self) -> None: ...
 
@@ -96,10 +97,10 @@ class DeviceEnergy:
     """One device's energy over a window: joules, or None with ``null_reason``."""
 
     uuid: str
-    method: Optional[str]
-    energy_j: Optional[float]
-    null_reason: Optional[str] = None
-    uncertainty_j: Optional[float] = None  # worst-case bound (see llem.measure.uncertainty)
+    method: str | None
+    energy_j: float | None
+    null_reason: str | None = None
+    uncertainty_j: float | None = None  # worst-case bound (see llem.measure.uncertainty)
 
 
 @dataclass(frozen=True)
@@ -109,34 +110,32 @@ class WindowResult:
     start_s: float
     end_s: float
     window_s: float
-    devices: Tuple[DeviceEnergy, ...]
-    ticks: Tuple[Tuple[float, Tuple[Sample, ...]], ...]
-    warnings: Tuple[str, ...]
-    failure: Optional[str]  # the source's error when it failed mid-window
-    cpu_package_j: Optional[float]
-    cpu_null_reason: Optional[str]
-    other_processes: Optional[Tuple[OtherProcess, ...]] = None  # None: the source cannot tell
+    devices: tuple[DeviceEnergy, ...]
+    ticks: tuple[tuple[float, tuple[Sample, ...]], ...]
+    warnings: tuple[str, ...]
+    failure: str | None  # the source's error when it failed mid-window
+    cpu_package_j: float | None
+    cpu_null_reason: str | None
+    other_processes: tuple[OtherProcess, ...] | None = None  # None: the source cannot tell
 
     @property
-    def samples(self) -> List[Sample]:
+    def samples(self) -> list[Sample]:
         return [s for _, group in self.ticks for s in group]
 
 
 class EnergyMeter:
     """begin() at the window start, tick(now) from the sampler thread, end() at the window end."""
 
-    def __init__(
-        self, source: Optional[PowerSource], rapl: Optional[RaplMeter], clock: Clock
-    ) -> None:
+    def __init__(self, source: PowerSource | None, rapl: RaplMeter | None, clock: Clock) -> None:
         self.source = source
         self.rapl = rapl
         self.clock = clock
         self._lock = threading.Lock()
-        self._ticks: List[Tuple[float, Tuple[Sample, ...]]] = []
-        self._failure: Optional[str] = None
-        self._start_counters: Dict[str, float] = {}
+        self._ticks: list[tuple[float, tuple[Sample, ...]]] = []
+        self._failure: str | None = None
+        self._start_counters: dict[str, float] = {}
         self._start = 0.0
-        self._procs: Optional[Dict[Tuple[str, int], OtherProcess]] = None
+        self._procs: dict[tuple[str, int], OtherProcess] | None = None
 
     def _fail(self, reason: str) -> None:
         with self._lock:
@@ -170,7 +169,7 @@ class EnergyMeter:
         for p in found:
             self._procs.setdefault((p.device, p.pid), p)
 
-    def _read_counters(self) -> Tuple[float, Dict[str, float]]:
+    def _read_counters(self) -> tuple[float, dict[str, float]]:
         """The counters and the instant they were read (now, when the source has none)."""
         if self.source is None:
             return self.clock.now(), {}
@@ -196,21 +195,21 @@ class EnergyMeter:
         if self.rapl is not None:
             self.rapl.poll()
 
-    def end(self, sampler_error: Optional[BaseException] = None) -> WindowResult:
+    def end(self, sampler_error: BaseException | None = None) -> WindowResult:
         """End edge, called once the sampler has stopped: the last sample, then the counters
         (their instant is the window end), then other processes."""
-        warnings: List[str] = []
+        warnings: list[str] = []
         if sampler_error is not None:
             self._fail(f"sampler thread stopped: {type(sampler_error).__name__}: {sampler_error}")
         if self.source is not None:
             self._sample(self.clock.now())
-        end_counters: Dict[str, float] = {}
+        end_counters: dict[str, float] = {}
         if self._failure is None:
             now, end_counters = self._read_counters()
         else:
             now = self.clock.now()
-        cpu_j: Optional[float] = None
-        cpu_reason: Optional[str] = "RAPL not used"
+        cpu_j: float | None = None
+        cpu_reason: str | None = "RAPL not used"
         if self.rapl is not None:
             cpu_j, cpu_reason = self.rapl.end()
         self._note_processes()
@@ -235,9 +234,9 @@ class EnergyMeter:
     def _device_energy(
         self,
         now: float,
-        end_counters: Dict[str, float],
-        ticks: Tuple[Tuple[float, Tuple[Sample, ...]], ...],
-    ) -> Tuple[DeviceEnergy, ...]:
+        end_counters: dict[str, float],
+        ticks: tuple[tuple[float, tuple[Sample, ...]], ...],
+    ) -> tuple[DeviceEnergy, ...]:
         if self.source is None:
             return ()
         out = []
@@ -282,7 +281,7 @@ class EnergyMeter:
 
 
 def _counter_bound(
-    method: str, joules: float, pts: List[Tuple[float, float]], window_s: float
+    method: str, joules: float, pts: list[tuple[float, float]], window_s: float
 ) -> float:
     """The bound of a counter delta: replay's rounding, or NVML's resolution and update period
     at the power of the edge samples (the window's mean power where there are none)."""

@@ -14,10 +14,10 @@ cool down in time the old baseline is kept, with a warning.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from enum import Enum
-from typing import Dict, Mapping, Optional, Tuple
 
 
 class IdleSource(Enum):
@@ -35,16 +35,16 @@ class IdleBaseline:
     for every session of a process); ``age_s`` is how old it was when this run's session started.
     """
 
-    power_w: Optional[float]
+    power_w: float | None
     temperature_c: Mapping[str, float] = field(default_factory=dict)
-    null_reason: Optional[str] = None
+    null_reason: str | None = None
     window_s: float = 0.0
     per_device_w: Mapping[str, float] = field(default_factory=dict)
-    power_uncertainty_w: Optional[float] = None
+    power_uncertainty_w: float | None = None
     source: IdleSource = IdleSource.not_measured
-    measured_at: Optional[str] = None  # UTC, ISO 8601
-    measured_clock_s: Optional[float] = None
-    age_s: Optional[float] = None
+    measured_at: str | None = None  # UTC, ISO 8601
+    measured_clock_s: float | None = None
+    age_s: float | None = None
 
     def reused(self, now_s: float) -> IdleBaseline:
         age = None if self.measured_clock_s is None else now_s - self.measured_clock_s
@@ -55,16 +55,16 @@ def utc_now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-CacheKey = Tuple[str, Tuple[str, ...]]
+CacheKey = tuple[str, tuple[str, ...]]
 
 
 class IdleCache:
     """Idle baselines of this process, by power source kind and measured devices."""
 
     def __init__(self) -> None:
-        self._baselines: Dict[CacheKey, IdleBaseline] = {}
+        self._baselines: dict[CacheKey, IdleBaseline] = {}
 
-    def get(self, key: CacheKey) -> Optional[IdleBaseline]:
+    def get(self, key: CacheKey) -> IdleBaseline | None:
         return self._baselines.get(key)
 
     def put(self, key: CacheKey, baseline: IdleBaseline) -> None:

@@ -16,8 +16,9 @@ from __future__ import annotations
 import functools
 import logging
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Set, Tuple
+from typing import Any
 
 from llem.measure.sampler import Clock, Sample
 
@@ -60,9 +61,9 @@ class OtherProcess:
 
     device: str
     pid: int
-    used_memory_mb: Optional[float]
+    used_memory_mb: float | None
 
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         return {"device": self.device, "pid": self.pid, "used_memory_mb": self.used_memory_mb}
 
 
@@ -74,23 +75,23 @@ def shutdown_nvml(pynvml: Any) -> None:
         log.debug("nvmlShutdown failed: %s", error_text(exc))
 
 
-def system_snapshot() -> Dict[str, Any]:
+def system_snapshot() -> dict[str, Any]:
     """Driver version and every GPU NVML sees, for ``environment.json``.
 
     Returns ``{"driver_version", "gpus": [{index, name, uuid, memory_total_mb}], "unavailable":
     {key: reason}}``; raises ``NvmlUnavailable`` when NVML cannot start.
     """
     pynvml = init_nvml()
-    unavailable: Dict[str, str] = {}
+    unavailable: dict[str, str] = {}
     try:
-        driver: Optional[str] = None
+        driver: str | None = None
         try:
             driver = as_str(pynvml.nvmlSystemGetDriverVersion())
         except Exception as exc:
             unavailable["driver_version"] = f"NVML: {type(exc).__name__}: {exc}"
         gpus = []
         for index in range(pynvml.nvmlDeviceGetCount()):
-            gpu: Dict[str, Any] = {"index": index, "name": None, "uuid": None}
+            gpu: dict[str, Any] = {"index": index, "name": None, "uuid": None}
             gpu["memory_total_mb"] = None
             try:
                 handle = pynvml.nvmlDeviceGetHandleByIndex(index)
@@ -105,7 +106,7 @@ def system_snapshot() -> Dict[str, Any]:
         shutdown_nvml(pynvml)
 
 
-def persistence_mode_off() -> List[int]:
+def persistence_mode_off() -> list[int]:
     """NVML indices of GPUs with persistence mode off; empty when NVML is missing or cannot say."""
     try:
         pynvml = init_nvml()
@@ -163,9 +164,9 @@ class NvmlDevice:
         self.nvml = pynvml
         self.handle = handle
         self.uuid = uuid
-        self._unsupported: Set[str] = set()
+        self._unsupported: set[str] = set()
         self.has_counter = self._probe(lambda: pynvml.nvmlDeviceGetTotalEnergyConsumption(handle))
-        self.power_api: Optional[str] = None
+        self.power_api: str | None = None
         if self._instant_power_works():
             self.power_api = "instant"
         elif self._probe(lambda: pynvml.nvmlDeviceGetPowerUsage(handle)):
@@ -192,7 +193,7 @@ class NvmlDevice:
                 return False
             raise
 
-    def _pick_throttle_fn(self) -> Optional[Callable[[Any], int]]:
+    def _pick_throttle_fn(self) -> Callable[[Any], int] | None:
         for name in (
             "nvmlDeviceGetCurrentClocksEventReasons",
             "nvmlDeviceGetCurrentClocksThrottleReasons",
@@ -202,7 +203,7 @@ class NvmlDevice:
                 return fn
         return None
 
-    def _pick_processes_fn(self) -> Optional[Callable[[Any], Any]]:
+    def _pick_processes_fn(self) -> Callable[[Any], Any] | None:
         fn = getattr(self.nvml, "nvmlDeviceGetComputeRunningProcesses", None)
         if fn is None:
             return None
@@ -231,7 +232,7 @@ class NvmlDevice:
         """Energy counter in joules (since driver load). Raises NVMLError."""
         return self.nvml.nvmlDeviceGetTotalEnergyConsumption(self.handle) / 1000.0
 
-    def read_power_w(self) -> Optional[float]:
+    def read_power_w(self) -> float | None:
         if self.power_api == "instant":
             return self._instant_power_w()
         if self.power_api == "average":
@@ -242,8 +243,8 @@ class NvmlDevice:
         self,
         key: str,
         fn: Callable[[], Any],
-        errors: List[Tuple[str, str]],
-        columns: Tuple[str, ...],
+        errors: list[tuple[str, str]],
+        columns: tuple[str, ...],
     ) -> Any:
         """A secondary reading: None when unsupported (from then on) or when NVML fails now."""
         if key in self._unsupported:
@@ -263,7 +264,7 @@ class NvmlDevice:
         """Everything the sampler records for this device. Raises NVMLError only when the
         primary reading fails (power on a device without an energy counter)."""
         n, h = self.nvml, self.handle
-        errors: List[Tuple[str, str]] = []
+        errors: list[tuple[str, str]] = []
         if self.power_is_primary:
             power = self.read_power_w()
         else:
@@ -317,10 +318,10 @@ class NvmlDevice:
             self.nvml.nvmlDeviceGetTemperature(self.handle, self.nvml.NVML_TEMPERATURE_GPU)
         )
 
-    def read_temperature_c(self) -> Optional[float]:
+    def read_temperature_c(self) -> float | None:
         return self._reading("temp", self._temperature, [], ("temperature_c",))
 
-    def other_processes(self, own_pid: int) -> Optional[List[OtherProcess]]:
+    def other_processes(self, own_pid: int) -> list[OtherProcess] | None:
         """Compute processes on this GPU other than ``own_pid``; None when NVML cannot list them."""
         if self._processes_fn is None:
             return None
@@ -347,20 +348,20 @@ class NvmlSource:
 
     kind = "nvml"
 
-    def __init__(self, pynvml: Any, devices: List[NvmlDevice]) -> None:
+    def __init__(self, pynvml: Any, devices: list[NvmlDevice]) -> None:
         self.nvml = pynvml
         self.nvml_devices = devices
         self.uuids = [d.uuid for d in devices]
         self._by_uuid = {d.uuid: d for d in devices}
 
-    def method(self, uuid: str) -> Optional[str]:
+    def method(self, uuid: str) -> str | None:
         """How this device's energy is measured: nvml_counter, nvml_power, or None (cannot)."""
         dev = self._by_uuid[uuid]
         if dev.has_counter:
             return "nvml_counter"
         return "nvml_power" if dev.power_api else None
 
-    def setup_warnings(self) -> List[str]:
+    def setup_warnings(self) -> list[str]:
         out = []
         for d in self.nvml_devices:
             if not d.has_counter and d.power_api == "average":
@@ -378,7 +379,7 @@ class NvmlSource:
                 raise SourceError(error_text(exc)) from exc
             raise
 
-    def read_counters_j(self, clock: Clock) -> Tuple[float, Dict[str, float]]:
+    def read_counters_j(self, clock: Clock) -> tuple[float, dict[str, float]]:
         """(instant, cumulative J per device with a counter). The instant is the midpoint of the
         reads: NVML does not say when within the call it sampled. Raises SourceError."""
         before = clock.now()
@@ -387,21 +388,21 @@ class NvmlSource:
         )
         return (before + clock.now()) / 2, values
 
-    def read_samples(self, now: float) -> List[Sample]:
+    def read_samples(self, now: float) -> list[Sample]:
         """One sample per device at ``now``. Raises SourceError when a primary reading fails."""
         return self._guard(lambda: [d.read_sample(now) for d in self.nvml_devices])
 
-    def read_temperatures_c(self, now: float) -> Dict[str, Optional[float]]:
+    def read_temperatures_c(self, now: float) -> dict[str, float | None]:
         return self._guard(lambda: {d.uuid: d.read_temperature_c() for d in self.nvml_devices})
 
-    def other_processes(self) -> Optional[List[OtherProcess]]:
+    def other_processes(self) -> list[OtherProcess] | None:
         """Other compute processes on the measured GPUs; None when no GPU can list them."""
         lists = [d.other_processes(os.getpid()) for d in self.nvml_devices]
         if all(x is None for x in lists):
             return None
         return [p for x in lists if x is not None for p in x]
 
-    def window_warnings(self, start: float, end: float) -> List[str]:
+    def window_warnings(self, start: float, end: float) -> list[str]:
         return []
 
     def close(self) -> None:

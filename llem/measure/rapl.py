@@ -13,7 +13,6 @@ from __future__ import annotations
 import re
 import threading
 from pathlib import Path
-from typing import List, Optional, Tuple, Union
 
 DEFAULT_POWERCAP_ROOT = "/sys/class/powercap"
 
@@ -33,13 +32,13 @@ class _Zone:
 class RaplMeter:
     """Package energy (J) over a window: ``probe()``, then ``begin()``, ``poll()``..., ``end()``."""
 
-    def __init__(self, root: Union[str, Path] = DEFAULT_POWERCAP_ROOT) -> None:
+    def __init__(self, root: str | Path = DEFAULT_POWERCAP_ROOT) -> None:
         self.root = Path(root)
-        self._zones: List[_Zone] = []
+        self._zones: list[_Zone] = []
         self._lock = threading.Lock()
-        self.unavailable_reason: Optional[str] = self.probe()
+        self.unavailable_reason: str | None = self.probe()
 
-    def probe(self) -> Optional[str]:
+    def probe(self) -> str | None:
         """None when package counters are readable, else the reason they are not."""
         self._zones = []
         paths = sorted(
@@ -97,7 +96,7 @@ class RaplMeter:
             except (OSError, ValueError):
                 pass  # end() reports the failure
 
-    def end(self) -> Tuple[Optional[float], Optional[str]]:
+    def end(self) -> tuple[float | None, str | None]:
         """(package joules, None) or (None, reason)."""
         if self.unavailable_reason is not None:
             return None, self.unavailable_reason

@@ -21,7 +21,6 @@ import csv
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
 
 from llem.measure.energy import integrate_linear
 from llem.measure.nvml import OtherProcess
@@ -39,10 +38,10 @@ class DeviceTrace:
     """One device's points (non-decreasing ``times_s``) and the integral from 0 to each point."""
 
     device: str
-    times_s: Tuple[float, ...]
-    power_w: Tuple[float, ...]
-    temperature_c: Optional[Tuple[float, ...]]
-    cumulative_j: Tuple[float, ...]
+    times_s: tuple[float, ...]
+    power_w: tuple[float, ...]
+    temperature_c: tuple[float, ...] | None
+    cumulative_j: tuple[float, ...]
 
     def power_at(self, t: float) -> float:
         return _interp(self.times_s, self.power_w, t)
@@ -56,7 +55,7 @@ class DeviceTrace:
         return self.cumulative_j[i] + integrate_linear(ts[i : i + 2], ps[i : i + 2], ts[i], t)
 
 
-def _interp(ts: Tuple[float, ...], vs: Tuple[float, ...], t: float) -> float:
+def _interp(ts: tuple[float, ...], vs: tuple[float, ...], t: float) -> float:
     if t <= ts[0]:
         return vs[0]
     if t >= ts[-1]:
@@ -66,7 +65,7 @@ def _interp(ts: Tuple[float, ...], vs: Tuple[float, ...], t: float) -> float:
     return vs[i] + (vs[i + 1] - vs[i]) * (t - t0) / (t1 - t0)
 
 
-def _number(row: Dict[str, str], key: str, line: int) -> float:
+def _number(row: dict[str, str], key: str, line: int) -> float:
     raw = (row.get(key) or "").strip()
     try:
         value = float(raw)
@@ -77,7 +76,7 @@ def _number(row: Dict[str, str], key: str, line: int) -> float:
     return value
 
 
-def load_trace(path: str) -> Dict[str, DeviceTrace]:
+def load_trace(path: str) -> dict[str, DeviceTrace]:
     """Parse and check a trace file. Raises ``TraceError``."""
     p = Path(path)
     if not p.is_file():
@@ -93,7 +92,7 @@ def load_trace(path: str) -> Dict[str, DeviceTrace]:
             )
         reader.fieldnames = columns
         has_temp = "temperature_c" in columns
-        points: Dict[str, List[Tuple[float, float, Optional[float]]]] = {}
+        points: dict[str, list[tuple[float, float, float | None]]] = {}
         for line, row in enumerate(reader, start=2):
             device = (row.get("device") or "").strip()
             if not device:
@@ -114,7 +113,7 @@ def load_trace(path: str) -> Dict[str, DeviceTrace]:
     return {d: _device_trace(d, pts) for d, pts in points.items()}
 
 
-def _device_trace(device: str, pts: List[Tuple[float, float, Optional[float]]]) -> DeviceTrace:
+def _device_trace(device: str, pts: list[tuple[float, float, float | None]]) -> DeviceTrace:
     times = tuple(p[0] for p in pts)
     power = tuple(p[1] for p in pts)
     temps = [p[2] for p in pts]
@@ -134,26 +133,26 @@ def _device_trace(device: str, pts: List[Tuple[float, float, Optional[float]]]) 
 class ReplaySource:
     """A power source that plays a trace; trace time = session clock - ``origin_s``."""
 
-    def __init__(self, traces: Dict[str, DeviceTrace], origin_s: float, path: str = "") -> None:
+    def __init__(self, traces: dict[str, DeviceTrace], origin_s: float, path: str = "") -> None:
         self.traces = traces
         self.origin_s = origin_s
         self.path = path
         self.uuids = list(traces)
         self.kind = f"replay:{path}"
 
-    def method(self, uuid: str) -> Optional[str]:
+    def method(self, uuid: str) -> str | None:
         return "replay"
 
-    def read_counters_j(self, clock: Clock) -> Tuple[float, Dict[str, float]]:
+    def read_counters_j(self, clock: Clock) -> tuple[float, dict[str, float]]:
         """The trace's exact energy up to now (its 'counter'), and now."""
         now = clock.now()
         t = now - self.origin_s
         return now, {d: tr.energy_until(t) for d, tr in self.traces.items()}
 
-    def other_processes(self) -> Optional[List[OtherProcess]]:
+    def other_processes(self) -> list[OtherProcess] | None:
         return None  # a trace knows nothing of processes
 
-    def read_samples(self, now: float) -> List[Sample]:
+    def read_samples(self, now: float) -> list[Sample]:
         t = now - self.origin_s
         out = []
         for d, tr in self.traces.items():
@@ -161,10 +160,10 @@ class ReplaySource:
             out.append(Sample(time_s=now, device=d, power_w=tr.power_at(t), temperature_c=temp))
         return out
 
-    def read_temperatures_c(self, now: float) -> Dict[str, Optional[float]]:
+    def read_temperatures_c(self, now: float) -> dict[str, float | None]:
         return {s.device: s.temperature_c for s in self.read_samples(now)}
 
-    def window_warnings(self, start: float, end: float) -> List[str]:
+    def window_warnings(self, start: float, end: float) -> list[str]:
         last = max(tr.times_s[-1] for tr in self.traces.values())
         t_end = end - self.origin_s
         if t_end > last:

@@ -14,8 +14,9 @@ source's own limits go. ``validity`` says whether the figure can be trusted at a
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any
 
 from llem.config.schema import MeasurementConfig
 from llem.measure import uncertainty
@@ -80,16 +81,16 @@ NOT_FIGURES = {
 class MeasurementReport:
     """Energy, thermal and device figures of one window (units in key names; see the README)."""
 
-    energy: Dict[str, Any]
-    thermal: Dict[str, Any]
-    peak_device_used_mb: Optional[float]
-    devices: List[Dict[str, Any]]
-    null_reasons: Dict[str, str]
+    energy: dict[str, Any]
+    thermal: dict[str, Any]
+    peak_device_used_mb: float | None
+    devices: list[dict[str, Any]]
+    null_reasons: dict[str, str]
     window_s: float
-    memory_bandwidth_bytes_per_s: Optional[float]  # summed over the measured devices
+    memory_bandwidth_bytes_per_s: float | None  # summed over the measured devices
     validity: Validity
 
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "energy": self.energy,
             "thermal": self.thermal,
@@ -101,8 +102,8 @@ class MeasurementReport:
 
 
 def _ratio(
-    num: Optional[float], den: float, what: str, why_num: Optional[str]
-) -> Tuple[Optional[float], Optional[str]]:
+    num: float | None, den: float, what: str, why_num: str | None
+) -> tuple[float | None, str | None]:
     if num is None:
         return None, why_num
     if den <= 0:
@@ -110,11 +111,11 @@ def _ratio(
     return num / den, None
 
 
-def reading_failures(window: WindowResult) -> List[str]:
+def reading_failures(window: WindowResult) -> list[str]:
     """One warning per device whose NVML readings (other than energy) failed in some samples."""
     per_device = Counter(s.device for s in window.samples)
-    failed: Dict[str, Counter[str]] = {}
-    first: Dict[str, str] = {}
+    failed: dict[str, Counter[str]] = {}
+    first: dict[str, str] = {}
     for s in window.samples:
         for column, error in s.errors:
             failed.setdefault(s.device, Counter())[column] += 1
@@ -128,7 +129,7 @@ def reading_failures(window: WindowResult) -> List[str]:
     ]
 
 
-def _wh_per_1k(j_per_request: Optional[float]) -> Optional[float]:
+def _wh_per_1k(j_per_request: float | None) -> float | None:
     """J per request → Wh per 1,000 requests (x 1000 / 3600)."""
     return None if j_per_request is None else j_per_request * 1000.0 / 3600.0
 
@@ -138,18 +139,18 @@ def build_report(
     *,
     cfg: MeasurementConfig,
     device_type: str,
-    unavailable_reason: Optional[str],
+    unavailable_reason: str | None,
     idle: IdleBaseline,
     devices: Sequence[DeviceInfo],
     setup_warnings: Sequence[str],
     output_tokens: int,
     input_tokens: int,
     requests: int,
-    cpu_disabled_reason: Optional[str] = None,
+    cpu_disabled_reason: str | None = None,
 ) -> MeasurementReport:
-    reasons: Dict[str, str] = {}
+    reasons: dict[str, str] = {}
     warnings = list(setup_warnings) + list(window.warnings) + reading_failures(window)
-    e: Dict[str, Any] = dict.fromkeys(ENERGY_KEYS)
+    e: dict[str, Any] = dict.fromkeys(ENERGY_KEYS)
     e["window_s"] = window.window_s
     e["per_device_j"] = {}
     e["per_device_j_uncertainty"] = {}
@@ -160,9 +161,9 @@ def build_report(
         unavailable_reason = "no device to measure"
     if unavailable_reason is None and all(d.method is None for d in window.devices):
         unavailable_reason = "no measured device has an energy counter or power readings"
-    total: Optional[float] = None
-    total_u: Optional[float] = None
-    why_total: Optional[str] = unavailable_reason
+    total: float | None = None
+    total_u: float | None = None
+    why_total: str | None = unavailable_reason
     if unavailable_reason is not None:
         e["source"] = "unavailable"
         e["unavailable_reason"] = unavailable_reason

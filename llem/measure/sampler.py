@@ -14,8 +14,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Optional, Protocol, Tuple
+from typing import Protocol
 
 log = logging.getLogger(__name__)
 
@@ -57,16 +58,16 @@ class Sample:
 
     time_s: float
     device: str  # NVML UUID (or the replay trace's device name)
-    power_w: Optional[float] = None
-    temperature_c: Optional[float] = None
-    sm_clock_mhz: Optional[float] = None
-    mem_clock_mhz: Optional[float] = None
-    throttle_mask: Optional[int] = None
-    memory_used_mb: Optional[float] = None  # MB = 2**20 bytes
-    gpu_util_pct: Optional[float] = None
-    mem_util_pct: Optional[float] = None
+    power_w: float | None = None
+    temperature_c: float | None = None
+    sm_clock_mhz: float | None = None
+    mem_clock_mhz: float | None = None
+    throttle_mask: int | None = None
+    memory_used_mb: float | None = None  # MB = 2**20 bytes
+    gpu_util_pct: float | None = None
+    mem_util_pct: float | None = None
     # (column, error text) for each reading that failed in this sample; its column is None
-    errors: Tuple[Tuple[str, str], ...] = ()
+    errors: tuple[tuple[str, str], ...] = ()
 
 
 class Sampler:
@@ -83,8 +84,8 @@ class Sampler:
         self._period_s = 1.0 / hz
         self._clock = clock
         self._stop = threading.Event()
-        self._thread: Optional[threading.Thread] = None
-        self.error: Optional[BaseException] = None
+        self._thread: threading.Thread | None = None
+        self.error: BaseException | None = None
         self.ticks = 0
 
     def start(self, start_time: float) -> None:

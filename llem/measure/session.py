@@ -22,9 +22,10 @@ from __future__ import annotations
 import csv
 import logging
 import os
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
+from typing import Any
 
 from llem.config.schema import MeasurementConfig
 from llem.measure.devices import DeviceInfo
@@ -60,8 +61,8 @@ class _Cooling:
     still too hot (uuid -> C) when the wait ran out."""
 
     waited_s: float
-    temperatures_c: Dict[str, Optional[float]]
-    still_hot: Dict[str, float]
+    temperatures_c: dict[str, float | None]
+    still_hot: dict[str, float]
 
 
 class MeasurementSession:
@@ -74,14 +75,14 @@ class MeasurementSession:
     def __init__(
         self,
         cfg: MeasurementConfig,
-        torch_device_indices: Optional[Sequence[int]] = None,
+        torch_device_indices: Sequence[int] | None = None,
         device_type: str = "cuda",
         *,
-        clock: Optional[Clock] = None,
-        powercap_root: Union[str, Path] = DEFAULT_POWERCAP_ROOT,
-        cuda_sync: Optional[Callable[[], None]] = None,
-        env: Optional[Mapping[str, str]] = None,
-        idle_cache: Optional[IdleCache] = None,
+        clock: Clock | None = None,
+        powercap_root: str | Path = DEFAULT_POWERCAP_ROOT,
+        cuda_sync: Callable[[], None] | None = None,
+        env: Mapping[str, str] | None = None,
+        idle_cache: IdleCache | None = None,
     ) -> None:
         self.cfg = cfg
         self.device_type = device_type
@@ -96,19 +97,19 @@ class MeasurementSession:
         self._cuda_sync = cuda_sync
         self._env = env
         self._idle_cache = idle_cache if idle_cache is not None else PROCESS_IDLE_CACHE
-        self.origin_s: Optional[float] = None
-        self.devices: List[DeviceInfo] = []
-        self.source: Optional[PowerSource] = None
-        self.unavailable_reason: Optional[str] = None
-        self.setup_warnings: List[str] = []
+        self.origin_s: float | None = None
+        self.devices: list[DeviceInfo] = []
+        self.source: PowerSource | None = None
+        self.unavailable_reason: str | None = None
+        self.setup_warnings: list[str] = []
         self.idle = IdleBaseline(None, null_reason="session not started")
-        self.last_window: Optional[WindowResult] = None
-        self._rapl: Optional[RaplMeter] = None
+        self.last_window: WindowResult | None = None
+        self._rapl: RaplMeter | None = None
         self._started = False
         self._closed = False
 
     # ------------------------------------------------------------------ lifecycle
-    def preflight(self) -> List[str]:
+    def preflight(self) -> list[str]:
         """Cheap checks before any model load; one sentence per problem naming the key and value.
 
         ``energy=auto`` without NVML is not a problem (energy is then unavailable, with a reason).
@@ -179,7 +180,7 @@ class MeasurementSession:
             self.clock.sleep(secs)
         res = w.result
         assert res is not None and self.source is not None
-        temps: Dict[str, float] = {}
+        temps: dict[str, float] = {}
         for uuid in self.source.uuids:
             vals = [
                 s.temperature_c
@@ -216,7 +217,7 @@ class MeasurementSession:
         )
 
     @property
-    def memory_bandwidth_bytes_per_s(self) -> Optional[float]:
+    def memory_bandwidth_bytes_per_s(self) -> float | None:
         """Peak memory bandwidth (bytes/s) summed over the measured GPUs, after ``start()``; None
         when a GPU's is unknown or nothing is measured (see ``devices`` for each GPU's figure)."""
         bws = [d.memory_bandwidth_bytes_per_s for d in self.devices]
@@ -224,7 +225,7 @@ class MeasurementSession:
         return sum(known) if known and len(known) == len(bws) else None
 
     # ------------------------------------------------------------------ run
-    def cooldown(self) -> Dict[str, Optional[float]]:
+    def cooldown(self) -> dict[str, float | None]:
         """Wait ``cooldown_s``; with ``cooldown_temp_margin_c`` set, wait until every device is at
         most that many degrees C above its idle temperature, ``cooldown_s`` at most (polled every
         0.5 s; a warning joins the report when the bound is hit). Without idle temperatures (no
@@ -267,7 +268,7 @@ class MeasurementSession:
                 return _Cooling(self.clock.now() - t0, temps, hot)
             self.clock.sleep(min(0.5, left))
 
-    def _temperatures(self) -> Dict[str, Optional[float]]:
+    def _temperatures(self) -> dict[str, float | None]:
         if self.source is None:
             return {}
         try:
@@ -284,7 +285,7 @@ class MeasurementSession:
             raise RuntimeError("MeasurementSession.window() before start()")
         return self._window(sync=self.cuda_sync if self.device_type == "cuda" else None, keep=True)
 
-    def _window(self, sync: Optional[Callable[[], None]], keep: bool) -> MeasurementWindow:
+    def _window(self, sync: Callable[[], None] | None, keep: bool) -> MeasurementWindow:
         return MeasurementWindow(
             EnergyMeter(self.source, self._rapl, self.clock),
             self.clock,
@@ -311,7 +312,7 @@ class MeasurementSession:
             ):
                 torch.cuda.synchronize(i)
 
-    def rapl(self) -> Optional[RaplMeter]:
+    def rapl(self) -> RaplMeter | None:
         return self._rapl
 
     # ------------------------------------------------------------------ results
@@ -334,7 +335,7 @@ class MeasurementSession:
             cpu_disabled_reason=DISABLED if energy_mode(self.cfg) == "none" else None,
         )
 
-    def write_timeseries(self, path: Union[str, Path]) -> int:
+    def write_timeseries(self, path: str | Path) -> int:
         """Write the last window's samples as CSV (one row per sample per device; ``time_s`` from
         the window start; empty cell = not readable). Returns the number of rows."""
         if self.last_window is None:
@@ -384,5 +385,5 @@ def _hot_text(hot: Mapping[str, float], idle_c: Mapping[str, float]) -> str:
     return ", ".join(f"{u} at {t:.0f} C (idle {idle_c[u]:.0f} C)" for u, t in hot.items())
 
 
-def _cell(value: Optional[float]) -> str:
+def _cell(value: float | None) -> str:
     return "" if value is None else f"{value:.6g}"

@@ -7,9 +7,9 @@ reason (not an error). ``nvml``: NVML or a pre-flight error. ``replay``: the tra
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import List, Mapping, Optional, Sequence
 
 from llem.config.schema import MeasurementConfig
 from llem.errors import PreflightError
@@ -38,10 +38,10 @@ def energy_mode(cfg: MeasurementConfig) -> str:
 class OpenedSource:
     """A power source (or None with ``unavailable_reason``), its devices and setup warnings."""
 
-    source: Optional[PowerSource] = None
-    devices: List[DeviceInfo] = field(default_factory=list)
-    unavailable_reason: Optional[str] = None
-    warnings: List[str] = field(default_factory=list)
+    source: PowerSource | None = None
+    devices: list[DeviceInfo] = field(default_factory=list)
+    unavailable_reason: str | None = None
+    warnings: list[str] = field(default_factory=list)
 
 
 def _no_nvml(exc: Exception) -> str:
@@ -55,9 +55,9 @@ def _not_cuda(device_type: str) -> str:
 def preflight_problems(
     cfg: MeasurementConfig,
     device_type: str,
-    torch_indices: Optional[Sequence[int]],
+    torch_indices: Sequence[int] | None,
     env: Mapping[str, str],
-) -> List[str]:
+) -> list[str]:
     """One sentence per problem, naming the key and its value; empty when all is well."""
     mode, problems = energy_mode(cfg), []
     if not cfg.sample_hz or cfg.sample_hz <= 0 or cfg.sample_hz > 1000:
@@ -111,9 +111,9 @@ def preflight_problems(
 def _nvml_problems(
     cfg: MeasurementConfig,
     mode: str,
-    torch_indices: Optional[Sequence[int]],
+    torch_indices: Sequence[int] | None,
     env: Mapping[str, str],
-) -> List[str]:
+) -> list[str]:
     try:
         pynvml = init_nvml()
     except NvmlUnavailable as exc:
@@ -142,7 +142,7 @@ def _nvml_problems(
 def open_source(
     cfg: MeasurementConfig,
     device_type: str,
-    torch_indices: Optional[Sequence[int]],
+    torch_indices: Sequence[int] | None,
     env: Mapping[str, str],
     origin_s: float,
 ) -> OpenedSource:
@@ -186,7 +186,7 @@ def _open_replay(path: str, origin_s: float) -> OpenedSource:
 
 
 def _open_nvml(
-    mode: str, torch_indices: Optional[Sequence[int]], env: Mapping[str, str]
+    mode: str, torch_indices: Sequence[int] | None, env: Mapping[str, str]
 ) -> OpenedSource:
     try:
         pynvml = init_nvml()

@@ -8,7 +8,7 @@ application clock setting are normal and do not count.
 
 from __future__ import annotations
 
-from typing import Iterable, List, Optional
+from collections.abc import Iterable
 
 # Bit values as in nvml.h (nvmlClocksEventReason*); the same under both API names.
 REASON_BITS = {
@@ -38,7 +38,7 @@ THROTTLING_REASONS = frozenset(
 _ORDER = {name: i for i, name in enumerate(REASON_BITS)}
 
 
-def decode_reasons(mask: Optional[int]) -> List[str]:
+def decode_reasons(mask: int | None) -> list[str]:
     """Names of the bits set in ``mask``, in bit order; unknown bits as ``unknown_0x...``."""
     if not mask:
         return []
@@ -56,7 +56,7 @@ def decode_reasons(mask: Optional[int]) -> List[str]:
     return names
 
 
-def sort_reasons(names: Iterable[str]) -> List[str]:
+def sort_reasons(names: Iterable[str]) -> list[str]:
     """Distinct reason names, known ones in bit order first, unknown ones after, sorted."""
     return sorted(set(names), key=lambda n: (_ORDER.get(n, len(_ORDER)), n))
 

@@ -20,7 +20,7 @@ the energy bound divided the same way; see ``ratio_bound`` and ``inverse_ratio_b
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 COUNTER_RESOLUTION_J = 0.001  # NVML reports the counter in mJ
 COUNTER_UPDATE_S = 0.1  # NVML refreshes the counter about every 100 ms
@@ -53,7 +53,7 @@ def replay_bound_j(energy_j: float) -> float:
     return abs(energy_j) * REPLAY_RELATIVE_BOUND
 
 
-def ratio_bound(bound: Optional[float], denominator: float) -> Optional[float]:
+def ratio_bound(bound: float | None, denominator: float) -> float | None:
     """Bound of ``E / denominator`` for an exact denominator."""
     if bound is None or denominator <= 0:
         return None
@@ -61,8 +61,8 @@ def ratio_bound(bound: Optional[float], denominator: float) -> Optional[float]:
 
 
 def inverse_ratio_bound(
-    numerator: float, energy_j: Optional[float], bound: Optional[float]
-) -> Optional[float]:
+    numerator: float, energy_j: float | None, bound: float | None
+) -> float | None:
     """Bound of ``numerator / E`` (e.g. tokens per J) when E is within ``+/- bound``: the larger
     of the two one-sided errors, which is on the side of ``E - bound``. None when E may be 0."""
     if energy_j is None or bound is None or energy_j <= 0 or bound >= energy_j:

@@ -26,9 +26,10 @@ the reason in ``null_reason``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any
 
 from llem.config.schema import MeasurementConfig
 from llem.measure.devices import DeviceInfo
@@ -55,12 +56,12 @@ class Check(Enum):
 
 @dataclass(frozen=True)
 class Validity:
-    energy_valid: Optional[bool]
-    problems: Tuple[str, ...] = ()
+    energy_valid: bool | None
+    problems: tuple[str, ...] = ()
     checks: Mapping[str, Check] = field(default_factory=dict)
-    null_reason: Optional[str] = None  # why energy_valid is None
+    null_reason: str | None = None  # why energy_valid is None
 
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "energy_valid": self.energy_valid,
             "problems": list(self.problems),
@@ -68,12 +69,12 @@ class Validity:
         }
 
 
-Outcome = Tuple[Check, List[str]]
+Outcome = tuple[Check, list[str]]
 _PASSED: Outcome = (Check.passed, [])
 _NOT_CHECKED: Outcome = (Check.not_checked, [])
 
 
-def _outcome(problems: List[str]) -> Outcome:
+def _outcome(problems: list[str]) -> Outcome:
     return (Check.failed, problems) if problems else _PASSED
 
 
@@ -107,7 +108,7 @@ def _sampler_coverage(window: WindowResult, cfg: MeasurementConfig) -> Outcome:
 
 
 def _throttling(window: WindowResult) -> Outcome:
-    by_device: Dict[str, List[str]] = {}
+    by_device: dict[str, list[str]] = {}
     seen = False
     for s in window.samples:
         if s.throttle_mask is None:
@@ -216,7 +217,7 @@ def assess(
     window: WindowResult,
     *,
     cfg: MeasurementConfig,
-    unavailable_reason: Optional[str],
+    unavailable_reason: str | None,
     idle: IdleBaseline,
     devices: Sequence[DeviceInfo],
 ) -> Validity:

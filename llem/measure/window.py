@@ -8,7 +8,8 @@ reverse.
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Literal, Optional
+from collections.abc import Callable
+from typing import Any, Literal
 
 from llem.measure.energy import EnergyMeter, WindowResult
 from llem.measure.sampler import Clock, Sampler
@@ -35,8 +36,8 @@ class MeasurementWindow:
         clock: Clock,
         sample_hz: float,
         origin_s: float,
-        sync: Optional[Callable[[], None]] = None,
-        on_end: Optional[Callable[[WindowResult], None]] = None,
+        sync: Callable[[], None] | None = None,
+        on_end: Callable[[WindowResult], None] | None = None,
     ) -> None:
         self._meter = meter
         self._clock = clock
@@ -44,10 +45,10 @@ class MeasurementWindow:
         self._origin_s = origin_s
         self._sync = sync
         self._on_end = on_end
-        self._t0: Optional[float] = None
-        self.result: Optional[WindowResult] = None
-        self.start_s: Optional[float] = None
-        self.end_s: Optional[float] = None
+        self._t0: float | None = None
+        self.result: WindowResult | None = None
+        self.start_s: float | None = None
+        self.end_s: float | None = None
 
     def __enter__(self) -> MeasurementWindow:
         if self._t0 is not None:
@@ -69,7 +70,7 @@ class MeasurementWindow:
         return self._clock.now() - self._t0
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> Literal[False]:
-        sync_error: Optional[BaseException] = None
+        sync_error: BaseException | None = None
         if self._sync is not None:
             try:
                 self._sync()

@@ -11,7 +11,7 @@ import argparse
 import logging
 import sys
 from pathlib import Path
-from typing import List, NoReturn, Optional
+from typing import NoReturn
 
 from llem.cli import guard
 from llem.errors import EXIT_OK, ConfigError
@@ -71,7 +71,7 @@ def _report(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def main(argv: Optional[List[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     parser.error = _usage_error  # type: ignore[method-assign]
     if not logging.getLogger().handlers:

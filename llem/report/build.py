@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import List, Optional, Sequence
 
 import pandas as pd
 
@@ -34,13 +34,13 @@ class Report:
     summary: pd.DataFrame
     out_dir: Path
     text: str  # heading, table, problems: what the CLI prints
-    files: List[Path] = field(default_factory=list)
-    skipped: List[str] = field(default_factory=list)  # plots not drawn, with the reason
+    files: list[Path] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # plots not drawn, with the reason
 
 
 def build_report(
     dirs: Sequence[Path | str],
-    out: Optional[Path | str] = None,
+    out: Path | str | None = None,
     plots: bool = True,
     width: int = DEFAULT_WIDTH,
     include_invalid: bool = False,
@@ -56,7 +56,7 @@ def build_report(
     out_dir.mkdir(parents=True, exist_ok=True)
     summary = summary_frame(runs, include_invalid=include_invalid)
 
-    files: List[Path] = []
+    files: list[Path] = []
     results_csv = out_dir / RESULTS_CSV
     atomic_write(results_csv, lambda p: runs.frame.to_csv(p, index=False))
     files.append(results_csv)
@@ -70,7 +70,7 @@ def build_report(
     atomic_write(summary_csv, lambda p: summary.to_csv(p, index=False))
     files.append(summary_csv)
 
-    skipped: List[str] = []
+    skipped: list[str] = []
     if plots:
         from llem.report.plots import draw_all
 

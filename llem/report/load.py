@@ -30,9 +30,10 @@ import json
 import logging
 import math
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Optional, Sequence
+from typing import Any
 
 import pandas as pd
 import yaml
@@ -61,9 +62,9 @@ class Runs:
     """Every run found, flattened: ``frame`` has one row per run (see the module docstring)."""
 
     frame: pd.DataFrame
-    override_keys: List[str]  # every override key seen, in first-seen order (repeat included)
-    knobs: List[str]  # override keys whose value differs between runs, without ``repeat``
-    roots: List[Path] = field(default_factory=list)
+    override_keys: list[str]  # every override key seen, in first-seen order (repeat included)
+    knobs: list[str]  # override keys whose value differs between runs, without ``repeat``
+    roots: list[Path] = field(default_factory=list)
 
     @property
     def n_runs(self) -> int:
@@ -80,12 +81,12 @@ def is_run_dir(path: Path) -> bool:
     return (path / ".hydra").is_dir() and not (path / "multirun.yaml").is_file()
 
 
-def find_run_dirs(root: Path) -> List[Path]:
+def find_run_dirs(root: Path) -> list[Path]:
     """Run directories at or below ``root``, in a stable, natural order (2 before 10)."""
     root = Path(root)
     if is_run_dir(root):
         return [root]
-    found: List[Path] = []
+    found: list[Path] = []
     try:
         children = sorted((p for p in root.iterdir() if p.is_dir()), key=_natural_key)
     except OSError:
@@ -104,7 +105,7 @@ def _natural_key(path: Path) -> tuple:
 # --------------------------------------------------------------------------- overrides
 
 
-def parse_overrides(overrides: Iterable[str]) -> Dict[str, Any]:
+def parse_overrides(overrides: Iterable[str]) -> dict[str, Any]:
     """``["+pytorch.batch_size=4", "decoder=greedy"]`` → ``{"pytorch.batch_size": 4, ...}``.
 
     Values are typed as Hydra types them; Hydra's own keys and deletions are left out.
@@ -133,10 +134,10 @@ def _lookup(tree: Any, dotted: str) -> Any:
 
 
 def flatten(
-    data: Dict[str, Any], prefix: str = "", skip: Sequence[str] = ("config",)
-) -> Dict[str, Any]:
+    data: dict[str, Any], prefix: str = "", skip: Sequence[str] = ("config",)
+) -> dict[str, Any]:
     """Nested dicts → dotted keys. Lists of scalars → one ``"; "``-joined string."""
-    flat: Dict[str, Any] = {}
+    flat: dict[str, Any] = {}
     for key, value in data.items():
         name = f"{prefix}{key}"
         if not prefix and key in skip:
@@ -156,15 +157,15 @@ def flatten(
 @dataclass
 class _Run:
     path: Path
-    result: Dict[str, Any]
-    overrides: Dict[str, Any]
-    override_list: List[str]
-    config: Dict[str, Any]
-    choices: Dict[str, Any]
+    result: dict[str, Any]
+    overrides: dict[str, Any]
+    override_list: list[str]
+    config: dict[str, Any]
+    choices: dict[str, Any]
 
 
 def _read_run(path: Path) -> _Run:
-    result: Dict[str, Any]
+    result: dict[str, Any]
     result_file = path / "result.json"
     if result_file.is_file():
         try:
@@ -209,7 +210,7 @@ def _read_run(path: Path) -> _Run:
     )
 
 
-def _lookup_dict(tree: Any, keys: Sequence[str]) -> Dict[str, Any]:
+def _lookup_dict(tree: Any, keys: Sequence[str]) -> dict[str, Any]:
     node = tree
     for key in keys:
         if not isinstance(node, dict):
@@ -218,11 +219,11 @@ def _lookup_dict(tree: Any, keys: Sequence[str]) -> Dict[str, Any]:
     return node if isinstance(node, dict) else {}
 
 
-def _missing(message: str) -> Dict[str, Any]:
+def _missing(message: str) -> dict[str, Any]:
     return {"status": "missing", "error": {"type": "Missing", "message": message, "hint": None}}
 
 
-def _status(result: Dict[str, Any]) -> str:
+def _status(result: dict[str, Any]) -> str:
     status = result.get("status")
     if isinstance(status, str) and status:
         return status
@@ -230,13 +231,13 @@ def _status(result: Dict[str, Any]) -> str:
     return "failed" if result.get("error") else "ok"
 
 
-def _energy_valid(result: Dict[str, Any]) -> Optional[bool]:
+def _energy_valid(result: dict[str, Any]) -> bool | None:
     validity = result.get("validity")
     verdict = validity.get("energy_valid") if isinstance(validity, dict) else None
     return verdict if isinstance(verdict, bool) else None
 
 
-def _fallback_hash(overrides: Dict[str, Any]) -> str:
+def _fallback_hash(overrides: dict[str, Any]) -> str:
     items = sorted((k, repr(v)) for k, v in overrides.items() if k != REPEAT_KEY)
     return "ovr-" + hashlib.sha1(repr(items).encode()).hexdigest()[:12]
 
@@ -258,7 +259,7 @@ def is_missing(value: Any) -> bool:
     return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
 
 
-def _sort_token(value: Any, first_seen: Optional[Dict[str, int]] = None) -> tuple:
+def _sort_token(value: Any, first_seen: dict[str, int] | None = None) -> tuple:
     """Numbers numerically, then text in the order the sweep ran it (job order), then gaps."""
     if is_missing(value):
         return (2, 0.0, "")
@@ -268,7 +269,7 @@ def _sort_token(value: Any, first_seen: Optional[Dict[str, int]] = None) -> tupl
     return (1, float((first_seen or {}).get(text, 0)), text)
 
 
-def typed_column(values: List[Any]) -> pd.Series:
+def typed_column(values: list[Any]) -> pd.Series:
     """A column whose dtype keeps ints as ints even with gaps (Int64), bools as ``boolean``.
 
     Columns mixing numbers and strings become strings, so that CSV and Parquet agree.
@@ -294,7 +295,7 @@ def load_runs(dirs: Sequence[Path | str]) -> Runs:
             raise ReportError(f"{root} does not exist")
         if not root.is_dir():
             raise ReportError(f"{root} is not a directory")
-    paths: List[Path] = []
+    paths: list[Path] = []
     seen = set()
     for root in roots:
         for p in find_run_dirs(root):
@@ -311,16 +312,16 @@ def load_runs(dirs: Sequence[Path | str]) -> Runs:
         )
     runs = [_read_run(p) for p in paths]
 
-    override_keys: List[str] = []
+    override_keys: list[str] = []
     for run in runs:
         for key in run.overrides:
             if key not in override_keys:
                 override_keys.append(key)
 
-    rows: List[Dict[str, Any]] = []
+    rows: list[dict[str, Any]] = []
     for run in runs:
         flat = flatten(run.result)
-        row: Dict[str, Any] = {"run_dir": str(run.path.resolve()), "status": _status(run.result)}
+        row: dict[str, Any] = {"run_dir": str(run.path.resolve()), "status": _status(run.result)}
         row["valid"] = _energy_valid(run.result) if row["status"] == "ok" else None
         for key in ("error.type", "error.message", "error.hint"):
             row[key] = flat.pop(key, None)
@@ -340,10 +341,10 @@ def load_runs(dirs: Sequence[Path | str]) -> Runs:
 
     # A run without a config_hash (no result.json, older schema) joins the configuration of the
     # runs with the same override values, when that is unambiguous; otherwise it gets its own.
-    def point(r: Dict[str, Any]) -> str:
+    def point(r: dict[str, Any]) -> str:
         return repr([(k, r.get(k)) for k in override_keys if k != REPEAT_KEY])
 
-    known: Dict[str, set] = {}
+    known: dict[str, set] = {}
     for r in rows:
         if r.get("config_hash"):
             known.setdefault(point(r), set()).add(r["config_hash"])
@@ -357,7 +358,7 @@ def load_runs(dirs: Sequence[Path | str]) -> Runs:
             )
 
     # rows are in run order here (natural order of the directories = Hydra's job order)
-    first_seen: Dict[str, Dict[str, int]] = {k: {} for k in override_keys}
+    first_seen: dict[str, dict[str, int]] = {k: {} for k in override_keys}
     for i, row in enumerate(rows):
         for k in override_keys:
             first_seen[k].setdefault(str(row.get(k)), i)
@@ -369,7 +370,7 @@ def load_runs(dirs: Sequence[Path | str]) -> Runs:
             order[id(r)],
         )
     )
-    columns: List[str] = list(LEADING_COLUMNS)
+    columns: list[str] = list(LEADING_COLUMNS)
     for key in [*override_keys, "config_hash", "overrides"]:
         if key not in columns:
             columns.append(key)

@@ -21,9 +21,10 @@ from __future__ import annotations
 import logging
 import math
 import re
+from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any
 
 import pandas as pd
 
@@ -53,10 +54,10 @@ DPI = 120
 MAX_LABEL = 34
 INVALID_LABEL = "invalid energy"
 #: per summary row: where to draw a hollow "invalid energy" marker (None: nowhere)
-Hollow = Sequence[Optional[float]]
+Hollow = Sequence[float | None]
 
 
-def _new_figure(figsize: Tuple[float, float] = FIGSIZE):
+def _new_figure(figsize: tuple[float, float] = FIGSIZE):
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -65,13 +66,13 @@ def _new_figure(figsize: Tuple[float, float] = FIGSIZE):
     return fig
 
 
-def _values(frame: pd.DataFrame, column: str) -> List[Any]:
+def _values(frame: pd.DataFrame, column: str) -> list[Any]:
     if column not in frame.columns:
         return [None] * len(frame)
     return frame[column].astype(object).tolist()
 
 
-def _floats(frame: pd.DataFrame, column: str) -> List[float]:
+def _floats(frame: pd.DataFrame, column: str) -> list[float]:
     return [float("nan") if is_missing(v) else float(v) for v in _values(frame, column)]
 
 
@@ -127,7 +128,7 @@ def knob_figure(
     knobs: Sequence[str],
     knob: str,
     metric: str,
-    hollow: Optional[Hollow] = None,
+    hollow: Hollow | None = None,
 ) -> Any:
     """``metric`` against ``knob``: one line per combination of the other knobs.
 
@@ -149,7 +150,7 @@ def knob_figure(
     numeric = _is_numeric(xs_raw)
 
     # x positions: numbers as numbers (log2 when they span a wide ratio), text as categories
-    order: List[Any] = []
+    order: list[Any] = []
     for v in xs_raw:
         if not is_missing(v) and v not in order:
             order.append(v)
@@ -162,7 +163,7 @@ def knob_figure(
         log_x = False
         position = {v: float(i) for i, v in enumerate(order)}
 
-    series: Dict[Tuple[str, ...], List[int]] = {}
+    series: dict[tuple[str, ...], list[int]] = {}
     for i in range(len(summary)):
         if is_missing(xs_raw[i]):
             continue
@@ -194,7 +195,7 @@ def knob_figure(
         errs = [0.0 if math.isnan(halves[i]) else halves[i] for i in idx]
         any_ci = any_ci or any(e > 0 for e in errs)
         if len(others) == 1:
-            label: Optional[str] = shorten(basenames([key[0]])[0], MAX_LABEL)  # title: the knob
+            label: str | None = shorten(basenames([key[0]])[0], MAX_LABEL)  # title: the knob
         else:
             label = ", ".join(f"{headers[k]}={v}" for k, v in zip(others, key, strict=True)) or None
         bars = ax.errorbar(
@@ -266,7 +267,7 @@ def knob_figure(
     return fig
 
 
-def _hollow(ax, points: Sequence[Tuple[float, float]], color: Any) -> None:
+def _hollow(ax, points: Sequence[tuple[float, float]], color: Any) -> None:
     """Hollow markers (white inside, ``color`` rim) over whatever is drawn at ``points``."""
     ax.plot(
         [x for x, _ in points],
@@ -299,7 +300,7 @@ def _invalid_label(summary: pd.DataFrame) -> str:
     return f"{INVALID_LABEL} ({'left out of the means' if left_out else 'in the means'})"
 
 
-def invalid_points(runs: Runs, summary: pd.DataFrame, metric: str) -> List[Optional[float]]:
+def invalid_points(runs: Runs, summary: pd.DataFrame, metric: str) -> list[float | None]:
     """Per summary row, where to draw a hollow marker for invalid energy, or None.
 
     With the invalid runs left out (the default), the mean of their own values; with them kept
@@ -313,7 +314,7 @@ def invalid_points(runs: Runs, summary: pd.DataFrame, metric: str) -> List[Optio
     means = _floats(summary, f"{metric}.mean")
     left_out = _values(summary, N_LEFT_OUT)
     invalid = _values(summary, N_INVALID)
-    out: List[Optional[float]] = []
+    out: list[float | None] = []
     for i, group in enumerate(groups):
         if is_missing(invalid[i]) or not invalid[i]:
             out.append(None)
@@ -330,7 +331,7 @@ def invalid_points(runs: Runs, summary: pd.DataFrame, metric: str) -> List[Optio
     return out
 
 
-def _min_step(xs: List[float]) -> float:
+def _min_step(xs: list[float]) -> float:
     xs = sorted(set(xs))
     steps = [b - a for a, b in zip(xs, xs[1:], strict=False) if b > a]
     return min(steps) if steps else 1.0
@@ -339,7 +340,7 @@ def _min_step(xs: List[float]) -> float:
 # --------------------------------------------------------------------------- Pareto
 
 
-def pareto_front(points: Sequence[Tuple[float, float]]) -> List[int]:
+def pareto_front(points: Sequence[tuple[float, float]]) -> list[int]:
     """Indices of points that no other point beats on both: more tokens/s and fewer J/token."""
     front = []
     for i, (t, j) in enumerate(points):
@@ -353,9 +354,7 @@ def pareto_front(points: Sequence[Tuple[float, float]]) -> List[int]:
     return front
 
 
-def pareto_figure(
-    summary: pd.DataFrame, knobs: Sequence[str], hollow: Optional[Hollow] = None
-) -> Any:
+def pareto_figure(summary: pd.DataFrame, knobs: Sequence[str], hollow: Hollow | None = None) -> Any:
     """Tokens/s against J/token per configuration; the frontier joined up and labelled.
 
     ``hollow`` (see :func:`invalid_points`) marks invalid energy with hollow markers; a
@@ -457,7 +456,7 @@ def pareto_figure(
     return fig
 
 
-def _place_labels(fig, ax, labels: Sequence[Tuple[float, float, str, bool]]) -> None:
+def _place_labels(fig, ax, labels: Sequence[tuple[float, float, str, bool]]) -> None:
     """Annotate points, trying offsets around each until the label overlaps no other label,
     no marker and stays inside the axes. The layout is frozen first so nothing moves after."""
     fig.canvas.draw()
@@ -532,7 +531,7 @@ def _place_labels(fig, ax, labels: Sequence[Tuple[float, float, str, bool]]) -> 
 # --------------------------------------------------------------------------- timeline
 
 
-def timeline_figure(run_dir: Path, row: Dict[str, Any]) -> Any:
+def timeline_figure(run_dir: Path, row: dict[str, Any]) -> Any:
     """Power and temperature against time for one run, one line per device."""
     ts_file = Path(run_dir) / "timeseries.csv"
     if not ts_file.is_file():
@@ -621,7 +620,7 @@ def energy_unavailable_reason(runs: Runs) -> str:
     return "no run has energy figures"
 
 
-def with_hardware(runs: Runs, summary: pd.DataFrame) -> Tuple[pd.DataFrame, List[str]]:
+def with_hardware(runs: Runs, summary: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     """The knobs that split lines, and the summary to plot: when the runs ran on different
     hardware, the GPU (short label) splits lines too, so no line joins two GPUs' figures."""
     series = list(runs.knobs)
@@ -632,12 +631,12 @@ def with_hardware(runs: Runs, summary: pd.DataFrame) -> Tuple[pd.DataFrame, List
     return summary, [*series, GPU]
 
 
-def draw_all(runs: Runs, summary: pd.DataFrame, plot_dir: Path) -> Tuple[List[Path], List[str]]:
+def draw_all(runs: Runs, summary: pd.DataFrame, plot_dir: Path) -> tuple[list[Path], list[str]]:
     """Draw every plot that applies; return (files written, reasons for plots skipped)."""
     plot_dir.mkdir(parents=True, exist_ok=True)
     clear_old_plots(plot_dir)
-    written: List[Path] = []
-    skipped: List[str] = []
+    written: list[Path] = []
+    skipped: list[str] = []
     hollow = invalid_points(runs, summary, JTOK)
     has_energy = any(not math.isnan(v) for v in _floats(summary, f"{JTOK}.mean")) or any(
         v is not None for v in hollow

@@ -21,8 +21,9 @@ agrees with ``scipy.stats.t.ppf`` to better than 1e-6 (tested against reference 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -125,17 +126,17 @@ class Summary:
     """
 
     n: int
-    mean: Optional[float]
-    std: Optional[float]
-    ci_half: Optional[float]
-    bound: Optional[float] = None
+    mean: float | None
+    std: float | None
+    ci_half: float | None
+    bound: float | None = None
 
     @property
-    def ci_low(self) -> Optional[float]:
+    def ci_low(self) -> float | None:
         return None if self.mean is None or self.ci_half is None else self.mean - self.ci_half
 
     @property
-    def ci_high(self) -> Optional[float]:
+    def ci_high(self) -> float | None:
         return None if self.mean is None or self.ci_half is None else self.mean + self.ci_half
 
 
@@ -152,7 +153,7 @@ def _is_number(v: object) -> bool:
 def summarise(
     values: Iterable[object],
     confidence: float = 0.95,
-    bounds: Optional[Iterable[object]] = None,
+    bounds: Iterable[object] | None = None,
 ) -> Summary:
     """Summarise the finite numbers in ``values``; None/NaN are ignored, never counted as 0.
 
@@ -239,7 +240,7 @@ def is_energy_metric(metric: str) -> bool:
 
 def status_label(statuses: Sequence[str]) -> str:
     """``["ok", "ok", "failed"]`` → ``"ok ×2, failed ×1"``; a single run → just its status."""
-    counts: Dict[str, int] = {}
+    counts: dict[str, int] = {}
     for s in statuses:
         counts[s] = counts.get(s, 0) + 1
     order = ["ok", "failed", "skipped", "missing"]
@@ -252,7 +253,7 @@ def status_label(statuses: Sequence[str]) -> str:
 # --------------------------------------------------------------------------- hardware
 
 #: (device, GPU model, GPU count) a run actually used; None where it is not known
-HardwareKey = Tuple[Optional[str], Optional[str], Optional[int]]
+HardwareKey = tuple[str | None, str | None, int | None]
 
 
 def device_column(frame: pd.DataFrame) -> str:
@@ -260,7 +261,7 @@ def device_column(frame: pd.DataFrame) -> str:
     return "result.device" if "result.device" in frame.columns else "device"
 
 
-def hardware_key(frame: pd.DataFrame, i: int) -> Optional[HardwareKey]:
+def hardware_key(frame: pd.DataFrame, i: int) -> HardwareKey | None:
     """What row ``i`` ran on, or None when it did not record it (only ok runs do)."""
     from llem.report.load import is_missing
 
@@ -283,7 +284,7 @@ def hardware_key(frame: pd.DataFrame, i: int) -> Optional[HardwareKey]:
     )
 
 
-def hardware_label(key: Optional[HardwareKey]) -> str:
+def hardware_label(key: HardwareKey | None) -> str:
     """``("cuda", "NVIDIA A100-SXM4-80GB", 2)`` → ``"NVIDIA A100-SXM4-80GB ×2"``; CPU: ``"cpu"``."""
     if key is None:
         return "unknown"
@@ -300,11 +301,11 @@ class Group:
     """One configuration on one kind of hardware: the rows of ``runs.frame`` it pools."""
 
     config_hash: str
-    hardware: Optional[HardwareKey]
-    rows: List[int]
+    hardware: HardwareKey | None
+    rows: list[int]
 
 
-def configuration_groups(runs: Runs) -> List[Group]:
+def configuration_groups(runs: Runs) -> list[Group]:
     """Runs pooled for statistics: same ``config_hash`` AND same device, GPU model and count.
 
     A run that recorded no hardware (failed, skipped, missing) joins its configuration's ok runs
@@ -314,11 +315,11 @@ def configuration_groups(runs: Runs) -> List[Group]:
     frame = runs.frame
     hashes = [str(h) for h in frame["config_hash"].astype(object).tolist()]
     keys = [hardware_key(frame, i) for i in range(len(frame))]
-    known: Dict[str, List[HardwareKey]] = {}
+    known: dict[str, list[HardwareKey]] = {}
     for h, k in zip(hashes, keys, strict=True):
         if k is not None and k not in known.setdefault(h, []):
             known[h].append(k)
-    groups: Dict[Tuple[str, Optional[HardwareKey]], List[int]] = {}
+    groups: dict[tuple[str, HardwareKey | None], list[int]] = {}
     for i, (h, k) in enumerate(zip(hashes, keys, strict=True)):
         if k is None and len(known.get(h, [])) == 1:
             k = known[h][0]
@@ -360,13 +361,13 @@ def summary_frame(runs: Runs, include_invalid: bool = False) -> pd.DataFrame:
     dev_col = device_column(frame)
     valid = frame[VALID].astype(object).tolist() if VALID in frame.columns else [None] * len(frame)
 
-    rows: List[Dict[str, Any]] = []
+    rows: list[dict[str, Any]] = []
     for group in groups:
         part = frame.iloc[group.rows]
         ok_rows = [i for i in group.rows if str(frame["status"].iloc[i]) == "ok"]
         invalid_rows = [i for i in ok_rows if judged_invalid(valid[i])]
         energy_rows = ok_rows if include_invalid else [i for i in ok_rows if i not in invalid_rows]
-        row: Dict[str, Any] = {"config_hash": group.config_hash}
+        row: dict[str, Any] = {"config_hash": group.config_hash}
         for k in keys:
             row[k] = _first(part[k].astype(object).tolist())
         if show_hardware:
@@ -408,7 +409,7 @@ def summary_frame(runs: Runs, include_invalid: bool = False) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def _first(values: List[Any]) -> Any:
+def _first(values: list[Any]) -> Any:
     from llem.report.load import is_missing
 
     for v in values:

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import math
 import textwrap
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any
 
 import pandas as pd
 
@@ -80,7 +81,7 @@ def format_with_ci(mean: Any, half: Any, sig: int = 3) -> str:
     return f"{text} ±{h:.{decimals}f}"
 
 
-def knob_headers(knobs: Sequence[str]) -> Dict[str, str]:
+def knob_headers(knobs: Sequence[str]) -> dict[str, str]:
     """Short, unambiguous headers: 'pytorch.batch_size' → 'batch_size'."""
     parts = {k: k.replace("/", ".").split(".") for k in knobs}
     depth = {k: 1 for k in knobs}
@@ -94,7 +95,7 @@ def knob_headers(knobs: Sequence[str]) -> Dict[str, str]:
             depth[k] += 1
 
 
-def basenames(values: Sequence[str]) -> List[str]:
+def basenames(values: Sequence[str]) -> list[str]:
     """Path-like values to their last component, when those stay distinct."""
     short = [v.rstrip("/").rsplit("/", 1)[-1] or v if "/" in v else v for v in values]
     return short if len(set(short)) == len(set(values)) else list(values)
@@ -112,7 +113,7 @@ def shorten(text: str, limit: int) -> str:
 @dataclass
 class _Column:
     header: str
-    cells: List[str]
+    cells: list[str]
     right: bool
 
     @property
@@ -120,7 +121,7 @@ class _Column:
         return max([len(self.header)] + [len(c) for c in self.cells])
 
 
-def _layout(columns: Sequence[_Column]) -> List[str]:
+def _layout(columns: Sequence[_Column]) -> list[str]:
     widths = [c.width for c in columns]
     lines = []
     header = GAP.join(
@@ -142,13 +143,13 @@ def _total_width(columns: Sequence[_Column]) -> int:
     return sum(c.width for c in columns) + len(GAP) * max(0, len(columns) - 1)
 
 
-def _col(summary: pd.DataFrame, name: str) -> List[Any]:
+def _col(summary: pd.DataFrame, name: str) -> list[Any]:
     return (
         summary[name].astype(object).tolist() if name in summary.columns else [None] * len(summary)
     )
 
 
-def memory_field(summary: pd.DataFrame) -> Optional[str]:
+def memory_field(summary: pd.DataFrame) -> str | None:
     """The memory figure shown as 'peak MB': the first of MEMORY_FIELDS that any row has."""
     for name in MEMORY_FIELDS:
         if any(not is_missing(v) for v in _col(summary, f"{name}.mean")):
@@ -193,8 +194,8 @@ def render_table(runs: Runs, summary: pd.DataFrame, width: int = DEFAULT_WIDTH) 
     left_out = [_count(v) for v in _col(summary, N_LEFT_OUT)]
     marks = [INVALID_MARK if n else " " for n in invalid] if any(invalid) else [""] * len(summary)
 
-    def metric_columns(with_ci: bool) -> List[_Column]:
-        def cells(metric: str, ci: bool) -> List[str]:
+    def metric_columns(with_ci: bool) -> list[_Column]:
+        def cells(metric: str, ci: bool) -> list[str]:
             means = _col(summary, f"{metric}.mean")
             halves = _col(summary, f"{metric}.ci95_half")
             if ci:
@@ -210,7 +211,7 @@ def render_table(runs: Runs, summary: pd.DataFrame, width: int = DEFAULT_WIDTH) 
             _Column("status", [str(s) for s in _col(summary, "status")], False),
         ]
 
-    def knob_columns(limit: Optional[int]) -> List[_Column]:
+    def knob_columns(limit: int | None) -> list[_Column]:
         cols = []
         for k in knobs:
             values = knob_values[k]
@@ -227,7 +228,7 @@ def render_table(runs: Runs, summary: pd.DataFrame, width: int = DEFAULT_WIDTH) 
         columns = knob_columns(limit) + metric_columns(with_ci)
         if _total_width(columns) <= width:
             break
-    legend: List[str] = []
+    legend: list[str] = []
     if _total_width(columns) > width:
         ids = [f"#{i + 1}" for i in range(len(summary))]
         columns = [_Column("config", ids, False)] + metric_columns(with_ci)
@@ -271,7 +272,7 @@ def render_invalid(runs: Runs, width: int = DEFAULT_WIDTH) -> str:
     frame = runs.frame
     if VALID not in frame.columns:
         return ""
-    lines: List[str] = []
+    lines: list[str] = []
     bad = [
         row for _, row in frame.iterrows() if row["status"] == "ok" and judged_invalid(row[VALID])
     ]
@@ -308,7 +309,7 @@ def _where(row: pd.Series) -> str:
 def render_problems(runs: Runs, width: int = DEFAULT_WIDTH) -> str:
     """One line (wrapped) per run that is not ok: where it was, what happened, the hint."""
     frame = runs.frame
-    lines: List[str] = []
+    lines: list[str] = []
     for _, row in frame.iterrows():
         status = str(row["status"])
         if status == "ok":
@@ -325,7 +326,7 @@ def render_problems(runs: Runs, width: int = DEFAULT_WIDTH) -> str:
 
 
 def render_heading(runs: Runs, summary: pd.DataFrame) -> str:
-    counts: Dict[str, int] = {}
+    counts: dict[str, int] = {}
     for s in runs.frame["status"].astype(str).tolist():
         counts[s] = counts.get(s, 0) + 1
     order = ["ok", "failed", "skipped", "missing"]

@@ -16,12 +16,13 @@ may treat either way; a Hydra without the override function) is composed from sc
 from __future__ import annotations
 
 import copy
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from collections.abc import Callable
+from typing import Any
 
 from omegaconf import DictConfig, open_dict
 
 
-def _hydra_apply() -> Optional[Callable[[List[Any], DictConfig], None]]:
+def _hydra_apply() -> Callable[[list[Any], DictConfig], None] | None:
     """Hydra's step two (``ConfigLoaderImpl._apply_overrides_to_config``), if this Hydra has it."""
     try:
         from hydra._internal.config_loader_impl import ConfigLoaderImpl
@@ -40,9 +41,9 @@ class PointComposer:
         self._master = master_config
         self._parser = OverridesParser.create(config_loader=config_loader)
         self._apply = _hydra_apply()
-        self._groups: Dict[str, List[str]] = {}
-        self._bases: Dict[Tuple[str, ...], DictConfig] = {}
-        self._parsed: Dict[str, Any] = {}  # override string -> Hydra's Override (points share many)
+        self._groups: dict[str, list[str]] = {}
+        self._bases: dict[tuple[str, ...], DictConfig] = {}
+        self._parsed: dict[str, Any] = {}  # override string -> Hydra's Override (points share many)
         self.full_compositions = 0  # how many points took Hydra's whole composition
 
     def _is_group(self, key: str) -> bool:
@@ -59,14 +60,14 @@ class PointComposer:
             self._parsed[override] = self._parser.parse_overrides([override])[0]
         return self._parsed[override]
 
-    def _full(self, overrides: List[str]) -> DictConfig:
+    def _full(self, overrides: list[str]) -> DictConfig:
         self.full_compositions += 1
         cfg = self._loader.load_sweep_config(self._master, list(overrides))
         with open_dict(cfg):
             del cfg["hydra"]
         return cfg
 
-    def compose(self, overrides: List[str]) -> DictConfig:
+    def compose(self, overrides: list[str]) -> DictConfig:
         """The job config of one point; raises whatever Hydra raises for bad overrides."""
         parsed = [self._parse(o) for o in overrides]
         if self._apply is None or any(isinstance(o.value(), dict) for o in parsed):

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import sys
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any
 
 from llem.sweep.progress import Progress, fmt_s
 from llem.sweep.state import STATE
@@ -40,7 +40,7 @@ class LiveDisplay:
     def __init__(self, progress: Progress) -> None:
         self.progress = progress
         self._live: Any = None
-        self._swapped: List[Tuple[logging.StreamHandler, Any]] = []
+        self._swapped: list[tuple[logging.StreamHandler, Any]] = []
 
     def __rich__(self) -> Any:
         from rich.console import Group
@@ -84,7 +84,7 @@ class LiveDisplay:
         real = {id(sys.stdout): "stdout", id(sys.stderr): "stderr"}
         self._live.start()
         self.progress.live = STATE.live_display = True
-        proxies: Dict[str, Any] = {"stdout": sys.stdout, "stderr": sys.stderr}
+        proxies: dict[str, Any] = {"stdout": sys.stdout, "stderr": sys.stderr}
         for handler in _stream_handlers():
             which = real.get(id(handler.stream))
             if which is not None:
@@ -104,17 +104,17 @@ class LiveDisplay:
             # Handlers created while the display ran (a job's logging) hold a proxy: point them
             # at the real stream again.
             for handler in _stream_handlers():
-                real: Optional[Any] = getattr(handler.stream, "rich_proxied_file", None)
+                real: Any | None = getattr(handler.stream, "rich_proxied_file", None)
                 if real is not None:
                     handler.setStream(real)
 
 
-def _stream_handlers() -> List[logging.StreamHandler]:
-    loggers: List[Any] = [logging.getLogger()]
+def _stream_handlers() -> list[logging.StreamHandler]:
+    loggers: list[Any] = [logging.getLogger()]
     loggers += [
         lg for lg in logging.Logger.manager.loggerDict.values() if isinstance(lg, logging.Logger)
     ]
-    seen: Dict[int, logging.StreamHandler] = {}
+    seen: dict[int, logging.StreamHandler] = {}
     for lg in loggers:
         for h in lg.handlers:
             if type(h) is logging.StreamHandler:  # not FileHandler (a StreamHandler subclass)

@@ -19,9 +19,10 @@ import logging
 import random
 import shutil
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any
 
 from llem.atomic import atomic_write_json
 from llem.config.schema import SweepOrder
@@ -37,29 +38,29 @@ SUPERSEDED_DIR = "superseded"
 @dataclass
 class Point:
     index: int
-    overrides: List[str]
+    overrides: list[str]
     status: str = "pending"  # pending | skipped | done
-    reason: Optional[str] = None
-    config_hash: Optional[str] = None
-    load_key: Optional[str] = None
+    reason: str | None = None
+    config_hash: str | None = None
+    load_key: str | None = None
     repeat: int = 0
-    preflight: List[str] = field(default_factory=list)
+    preflight: list[str] = field(default_factory=list)
     label: str = ""  # the swept overrides only (set by make_plan); all of them when nothing varies
-    found_at: Optional[int] = None  # done: the directory its finished result was found in
+    found_at: int | None = None  # done: the directory its finished result was found in
 
     def __post_init__(self) -> None:
         if not self.label:
             self.label = " ".join(self.overrides) or "(defaults)"
 
 
-def expand_grid(overrides: List[Any]) -> List[List[str]]:
+def expand_grid(overrides: list[Any]) -> list[list[str]]:
     """Hydra's parsed overrides → one override list per grid point, in Hydra's grid order.
 
     ``a=1,2 b=x,y`` gives (1,x), (1,y), (2,x), (2,y), exactly as Hydra's basic sweeper does.
     """
     from hydra.errors import HydraException
 
-    axes: OrderedDict[str, List[str]] = OrderedDict()
+    axes: OrderedDict[str, list[str]] = OrderedDict()
     for o in overrides:
         key = o.get_key_element()
         if o.is_sweep_override():
@@ -71,25 +72,25 @@ def expand_grid(overrides: List[Any]) -> List[List[str]]:
     return [list(job) for job in itertools.product(*axes.values())]
 
 
-def short_label(overrides: List[str], keys: List[str]) -> str:
+def short_label(overrides: list[str], keys: list[str]) -> str:
     shown = [o for o in overrides if key_of(o) in keys]
     return " ".join(shown) or " ".join(overrides) or "(defaults)"
 
 
 @dataclass
 class Plan:
-    points: List[Point]
+    points: list[Point]
     order: SweepOrder
     seed: int
-    run_order: List[int]  # indices of the points to run, in the order they will run
-    swept: List[str] = field(default_factory=list)  # override keys that vary between points
+    run_order: list[int]  # indices of the points to run, in the order they will run
+    swept: list[str] = field(default_factory=list)  # override keys that vary between points
 
     @property
-    def skipped(self) -> List[Point]:
+    def skipped(self) -> list[Point]:
         return [p for p in self.points if p.status == "skipped"]
 
     @property
-    def done(self) -> List[Point]:
+    def done(self) -> list[Point]:
         return [p for p in self.points if p.status == "done"]
 
     def model_loads(self, reuse: bool) -> int:
@@ -112,14 +113,14 @@ class Plan:
             f"{'' if reuse else ' (reuse off)'}"
         )
 
-    def position(self, index: int) -> Optional[int]:
+    def position(self, index: int) -> int | None:
         """1-based place of grid point ``index`` in the run order (None: it does not run)."""
         try:
             return self.run_order.index(index) + 1
         except ValueError:
             return None
 
-    def describe(self, reuse: bool) -> List[str]:
+    def describe(self, reuse: bool) -> list[str]:
         """The dry-run report: every point, skipped ones with their reason, pre-flight results."""
         lines = [self.short(reuse)]
         if self.swept:
@@ -145,8 +146,8 @@ class Plan:
         return lines
 
 
-def _point_dirs(sweep_dir: Path) -> Dict[int, Path]:
-    found: Dict[int, Path] = {}
+def _point_dirs(sweep_dir: Path) -> dict[int, Path]:
+    found: dict[int, Path] = {}
     if sweep_dir.is_dir():
         for d in sweep_dir.iterdir():
             if d.is_dir() and d.name.isdigit():
@@ -154,18 +155,18 @@ def _point_dirs(sweep_dir: Path) -> Dict[int, Path]:
     return found
 
 
-def _finished_key(result: RunResult) -> Optional[tuple]:
+def _finished_key(result: RunResult) -> tuple | None:
     if result.status != "ok" or not result.config_hash:
         return None
     return (result.config_hash, int((result.config or {}).get("repeat", 0) or 0))
 
 
-def mark_done(points: List[Point], sweep_dir: Path) -> None:
+def mark_done(points: list[Point], sweep_dir: Path) -> None:
     """A point is done when an ok result for its configuration and repeat is in the sweep.
 
     Its own directory is preferred; otherwise any point directory holding one (``found_at``).
     """
-    finished: Dict[tuple, List[int]] = {}
+    finished: dict[tuple, list[int]] = {}
     for index, d in sorted(_point_dirs(sweep_dir).items()):
         result = RunResult.read(d)
         key = _finished_key(result) if result is not None else None
@@ -185,7 +186,7 @@ def _key(p: Point) -> tuple:
     return (p.config_hash, p.repeat)
 
 
-def settle_directories(points: List[Point], sweep_dir: Path) -> List[str]:
+def settle_directories(points: list[Point], sweep_dir: Path) -> list[str]:
     """Put every finished result in its point's directory and move anything else aside.
 
     Results found at another index move to their point's directory; whatever else occupies a
@@ -195,7 +196,7 @@ def settle_directories(points: List[Point], sweep_dir: Path) -> List[str]:
     existing = _point_dirs(sweep_dir)
     moves = {p.found_at: p.index for p in points if p.status == "done" and p.found_at != p.index}
     keep = {p.index for p in points if p.status == "done" and p.found_at == p.index}
-    lines: List[str] = []
+    lines: list[str] = []
     staging = sweep_dir / ".relocating"
     for j in moves:
         assert j is not None
@@ -246,7 +247,7 @@ def write_plan(sweep_dir: Path, plan: Plan, reuse: bool, batch_size: int) -> Pat
     )
 
 
-def read_position(sweep_dir: Path, index: int) -> Optional[SweepPosition]:
+def read_position(sweep_dir: Path, index: int) -> SweepPosition | None:
     """Grid point ``index``'s place in the plan written to ``sweep_dir`` (None without a plan)."""
     try:
         data = json.loads((sweep_dir / PLAN_FILE).read_text(encoding="utf-8"))
@@ -263,7 +264,7 @@ def read_position(sweep_dir: Path, index: int) -> Optional[SweepPosition]:
         return None
 
 
-def order_points(points: List[Point], order: SweepOrder, seed: int) -> List[int]:
+def order_points(points: list[Point], order: SweepOrder, seed: int) -> list[int]:
     """Indices of the pending points in run order.
 
     grouped: points sharing a load key run back to back (groups in order of first appearance);
@@ -274,8 +275,8 @@ def order_points(points: List[Point], order: SweepOrder, seed: int) -> List[int]
     """
     pending = [p for p in points if p.status == "pending"]
 
-    def grouped(items: List[Point]) -> List[int]:
-        groups: OrderedDict[Optional[str], List[int]] = OrderedDict()
+    def grouped(items: list[Point]) -> list[int]:
+        groups: OrderedDict[str | None, list[int]] = OrderedDict()
         for p in items:
             groups.setdefault(p.load_key, []).append(p.index)
         return [i for members in groups.values() for i in members]
@@ -283,7 +284,7 @@ def order_points(points: List[Point], order: SweepOrder, seed: int) -> List[int]
     if order == SweepOrder.grouped:
         return grouped(pending)
     if order == SweepOrder.interleave:
-        rounds: Dict[int, List[Point]] = {}
+        rounds: dict[int, list[Point]] = {}
         for p in pending:
             rounds.setdefault(p.repeat, []).append(p)
         return [i for r in sorted(rounds) for i in grouped(rounds[r])]
@@ -293,8 +294,8 @@ def order_points(points: List[Point], order: SweepOrder, seed: int) -> List[int]
 
 
 def make_plan(
-    jobs: List[List[str]],
-    analyse: Callable[[int, List[str]], Point],
+    jobs: list[list[str]],
+    analyse: Callable[[int, list[str]], Point],
     sweep_dir: Path,
     order: SweepOrder,
     seed: int,

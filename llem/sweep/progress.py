@@ -13,8 +13,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any
 
 from llem.result import RunResult
 from llem.sweep.state import Outcome
@@ -45,7 +46,7 @@ class Progress:
         self.total = total
         self.finished = 0
         self.skipped, self.already_done = skipped, already_done
-        self.counts: Dict[str, int] = {}  # finished points by status
+        self.counts: dict[str, int] = {}  # finished points by status
         self.current = ""  # the point (or batch) running now, for the live display
         self.live = False  # a live display shows the progress: log only failures
         self._clock = clock
@@ -55,7 +56,7 @@ class Progress:
     def elapsed_s(self) -> float:
         return self._clock() - self._t0
 
-    def eta_s(self) -> Optional[float]:
+    def eta_s(self) -> float | None:
         """Mean time per finished point × points left (None before the first point finishes)."""
         if not self.finished:
             return None
@@ -74,7 +75,7 @@ class Progress:
             log.info(line)
         return line
 
-    def launching(self, first: int, last: int, labels: List[str]) -> str:
+    def launching(self, first: int, last: int, labels: list[str]) -> str:
         line = (
             f"points {first}-{last}/{self.total} launched together "
             f"({len(labels)} jobs) · {self._timing()}"
@@ -102,9 +103,9 @@ class ResultWatcher:
     def __init__(
         self,
         progress: Progress,
-        dirs: Dict[int, Path],
-        labels: Dict[int, str],
-        before: Dict[int, Any],
+        dirs: dict[int, Path],
+        labels: dict[int, str],
+        before: dict[int, Any],
         fingerprint: Callable[[Path], Any],
         interval_s: float = 2.0,
     ) -> None:
@@ -147,10 +148,10 @@ class ResultWatcher:
 
 
 def summary_lines(
-    outcomes: List[Outcome], seconds: float, not_run: int = 0, interrupted: bool = False
-) -> List[str]:
+    outcomes: list[Outcome], seconds: float, not_run: int = 0, interrupted: bool = False
+) -> list[str]:
     """The end-of-sweep screen: counts, then each failed point and why (the first MAX_LISTED)."""
-    counts: Dict[str, int] = {}
+    counts: dict[str, int] = {}
     for o in outcomes:
         counts[o.status] = counts.get(o.status, 0) + 1
     parts = [f"{counts.get(s, 0)} {s}" for s in ("ok", "failed", "skipped")]

@@ -8,18 +8,18 @@ and compile settings. Generation-only knobs (decoder, batch size, dataset) never
 from __future__ import annotations
 
 import logging
-from typing import Callable, Optional, Tuple
+from collections.abc import Callable
 
 from llem.backends.base import Backend, LoadedModel
 
 log = logging.getLogger(__name__)
 
-_held: Optional[Tuple[Backend, LoadedModel]] = None  # (backend, model)
+_held: tuple[Backend, LoadedModel] | None = None  # (backend, model)
 
 
 def acquire(
     backend: Backend, key: str, load: Callable[[], LoadedModel], reuse: bool
-) -> Tuple[LoadedModel, bool]:
+) -> tuple[LoadedModel, bool]:
     """The model for ``key``: the held one when it matches (and reuse is on), else a fresh load.
 
     A held model that does not match is freed before the new one loads, so two models never share
@@ -34,7 +34,7 @@ def acquire(
     return load(), False
 
 
-def release(backend: Backend, loaded: Optional[LoadedModel], keep: bool) -> None:
+def release(backend: Backend, loaded: LoadedModel | None, keep: bool) -> None:
     """After a run: keep the model for the next run, or free it now."""
     global _held
     if loaded is None:

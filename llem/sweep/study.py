@@ -24,9 +24,10 @@ import hashlib
 import json
 import logging
 import re
+from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any
 
 import yaml
 from omegaconf import DictConfig, OmegaConf, open_dict
@@ -64,21 +65,21 @@ def _display(path: Path) -> str:
         return str(path.resolve())
 
 
-def _package_file(name: str) -> Optional[Tuple[str, str]]:
+def _package_file(name: str) -> tuple[str, str] | None:
     node = resources.files(_PACKAGE_CONF).joinpath(GROUP, *f"{name}.yaml".split("/"))
     if not node.is_file():
         return None
     return f"llem/conf/{GROUP}/{name}.yaml (shipped with llem)", node.read_text(encoding="utf-8")
 
 
-def _dir_file(directory: str, name: str) -> Optional[Tuple[str, str]]:
+def _dir_file(directory: str, name: str) -> tuple[str, str] | None:
     path = Path(directory, GROUP, f"{name}.yaml")
     if not path.is_file():
         return None
     return _display(path), path.read_text(encoding="utf-8")
 
 
-def _source_file(source: Any, name: str) -> Optional[Tuple[str, str]]:
+def _source_file(source: Any, name: str) -> tuple[str, str] | None:
     """(where, text) of ``experiment/NAME.yaml`` in one Hydra config source, None if absent."""
     scheme = source.scheme()
     if scheme == "file":
@@ -88,7 +89,7 @@ def _source_file(source: Any, name: str) -> Optional[Tuple[str, str]]:
     return None
 
 
-def _chosen_name(config: DictConfig) -> Optional[str]:
+def _chosen_name(config: DictConfig) -> str | None:
     choices = OmegaConf.select(config, "hydra.runtime.choices", default=None)
     if choices is None:
         return None
@@ -96,7 +97,7 @@ def _chosen_name(config: DictConfig) -> Optional[str]:
     return str(name) if name else None
 
 
-def find_study(config: DictConfig, sources: Sequence[Any]) -> List[StudyFile]:
+def find_study(config: DictConfig, sources: Sequence[Any]) -> list[StudyFile]:
     """Every copy of the chosen study file along the search path, the one Hydra used first.
 
     Empty when the command line chose no experiment.
@@ -113,7 +114,7 @@ def find_study(config: DictConfig, sources: Sequence[Any]) -> List[StudyFile]:
 
 
 # --------------------------------------------------------------------------- checking the grid
-def _declared_params(text: str) -> Dict[str, str]:
+def _declared_params(text: str) -> dict[str, str]:
     """The ``hydra.sweeper.params`` entries the file itself writes, as override strings."""
     try:
         data = yaml.safe_load(text) or {}
@@ -135,7 +136,7 @@ def _as_override_value(value: Any) -> str:
     return str(value)
 
 
-def _group_options(sources: Sequence[Any], group: str) -> Optional[List[str]]:
+def _group_options(sources: Sequence[Any], group: str) -> list[str] | None:
     """The options of config group ``group`` (None when no source has such a group)."""
     from hydra.core.object_type import ObjectType
 
@@ -148,7 +149,7 @@ def _group_options(sources: Sequence[Any], group: str) -> Optional[List[str]]:
     return sorted(names)
 
 
-def schema_keys(parent: str) -> Optional[List[str]]:
+def schema_keys(parent: str) -> list[str] | None:
     """The keys the schema declares under ``parent`` ('' for the root; None if not a section)."""
     from llem.config.schema import ExperimentConfig
 
@@ -174,7 +175,7 @@ def no_such_key(key: str) -> str:
     return f"{key}: no such key{listed}"
 
 
-def _sweep_values(override: Any) -> List[Any]:
+def _sweep_values(override: Any) -> list[Any]:
     if override.is_sweep_override():
         try:
             return list(override.sweep_iterator())
@@ -183,7 +184,7 @@ def _sweep_values(override: Any) -> List[Any]:
     return [override.value()]
 
 
-def _check_value(job: DictConfig, key: str, value: Any) -> Optional[str]:
+def _check_value(job: DictConfig, key: str, value: Any) -> str | None:
     trial = job.copy()
     try:
         OmegaConf.update(trial, key, value, merge=True)
@@ -201,7 +202,7 @@ def _job_config(config: DictConfig) -> DictConfig:
 
 def grid_problems(
     study: StudyFile, config: DictConfig, sources: Sequence[Any]
-) -> Tuple[List[str], List[str]]:
+) -> tuple[list[str], list[str]]:
     """(problems, keys) of the grid entries the study file declares.
 
     ``problems`` is empty when every entry is valid; ``keys`` are the swept keys and groups.
@@ -211,8 +212,8 @@ def grid_problems(
     declared = _declared_params(study.text)
     job = _job_config(config)
     parser = OverridesParser.create()
-    problems: List[str] = []
-    keys: List[str] = []
+    problems: list[str] = []
+    keys: list[str] = []
     for key, value in declared.items():
         try:
             override = parser.parse_override(f"{key}={value}")
@@ -247,7 +248,7 @@ def grid_problems(
 _ABSENT = object()
 
 
-def check_study(config: DictConfig, config_loader: Any) -> Optional[StudyFile]:
+def check_study(config: DictConfig, config_loader: Any) -> StudyFile | None:
     """Check the chosen study before a sweep plans anything; return its file (None if none).
 
     Raises ``ConfigError`` (exit 2) naming the file and every bad grid key, or a required value
@@ -306,7 +307,7 @@ def _rerun_command(sweep_dir: Path, name: str, overrides: Sequence[str]) -> str:
     return " ".join(parts)
 
 
-def record_study(sweep_dir: Path, config: DictConfig, config_loader: Any) -> Optional[Path]:
+def record_study(sweep_dir: Path, config: DictConfig, config_loader: Any) -> Path | None:
     """Keep the study file and ``study.json`` in ``sweep_dir``; return study.json's path.
 
     Does nothing (None) when the sweep was not started with ``+experiment=NAME``.
@@ -342,7 +343,7 @@ _FULL_KEY = re.compile(r"full_key:\s*(\S+)")
 _NOT_IN = re.compile(r"Key '[^']+' not in '[^']+'")
 
 
-def _config_dir(argv: Sequence[str]) -> Optional[str]:
+def _config_dir(argv: Sequence[str]) -> str | None:
     for i, arg in enumerate(argv):
         if arg in ("--config-dir", "-cd") and i + 1 < len(argv):
             return argv[i + 1]
@@ -351,14 +352,14 @@ def _config_dir(argv: Sequence[str]) -> Optional[str]:
     return None
 
 
-def _options_in(directory: Path) -> List[str]:
+def _options_in(directory: Path) -> list[str]:
     base = directory / GROUP
     if not base.is_dir():
         return []
     return sorted(str(p.relative_to(base).with_suffix("")) for p in base.rglob("*.yaml"))
 
 
-def available_experiments(argv: Sequence[str] = ()) -> List[Tuple[str, List[str]]]:
+def available_experiments(argv: Sequence[str] = ()) -> list[tuple[str, list[str]]]:
     """(where, names) for llem's shipped studies, ``./conf``'s, and ``--config-dir``'s."""
     shipped_dir = resources.files(_PACKAGE_CONF).joinpath(GROUP)
     shipped = sorted(p.name[:-5] for p in shipped_dir.iterdir() if p.name.endswith(".yaml"))
@@ -387,7 +388,7 @@ def _condensed_tail(text: str) -> str:
     return re.sub(r"\w+ raised while composing config:;\s*", "", line)
 
 
-def explain_composition_error(exc: BaseException, argv: Sequence[str]) -> Optional[ConfigError]:
+def explain_composition_error(exc: BaseException, argv: Sequence[str]) -> ConfigError | None:
     """Hydra's error for an unknown study or a bad key in one as a one-line ``ConfigError``.
 
     None when the error is not about a study (the caller then reports it as it is).
@@ -398,7 +399,7 @@ def explain_composition_error(exc: BaseException, argv: Sequence[str]) -> Option
     return ConfigError(message) if message else None
 
 
-def explain_hydra_text(text: str, argv: Sequence[str]) -> Optional[str]:
+def explain_hydra_text(text: str, argv: Sequence[str]) -> str | None:
     """One line for Hydra's report on an unknown study or a bad key in one (None: not ours)."""
     missing = _NOT_FOUND.search(text)
     if missing:

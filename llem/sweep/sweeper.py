@@ -26,9 +26,10 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional, Sequence
+from typing import Any
 
 from hydra.plugins.sweeper import Sweeper
 from omegaconf import DictConfig, OmegaConf
@@ -72,8 +73,8 @@ class LlemSweeperConf:
     _target_: str = "hydra_plugins.llem_sweeper.llem_sweeper.LlemSweeper"
     # Points handed to the launcher at once (not for the in-process launcher, which always runs
     # one at a time). None: 1 for launchers that run on this machine, every point for the others.
-    max_batch_size: Optional[int] = None
-    params: Optional[Dict[str, str]] = None
+    max_batch_size: int | None = None
+    params: dict[str, str] | None = None
     # auto: a live progress display when the output is a terminal, plain log lines otherwise;
     # live | plain force one or the other.
     progress: str = "auto"
@@ -87,7 +88,7 @@ class _Settings:
     reuse_model: bool
 
 
-def _fingerprint(path: Path) -> Optional[tuple]:
+def _fingerprint(path: Path) -> tuple | None:
     """Identity of a file version (atomic writes replace the inode), None when absent."""
     try:
         st = path.stat()
@@ -110,21 +111,21 @@ class GridSweeper(Sweeper):
 
     def __init__(
         self,
-        max_batch_size: Optional[int] = None,
-        params: Optional[Dict[str, str]] = None,
+        max_batch_size: int | None = None,
+        params: dict[str, str] | None = None,
         progress: str = "auto",
     ) -> None:
         super().__init__()
         self.max_batch_size = max_batch_size
         self.progress = progress
-        self.params: Dict[str, str] = dict(params or {})
+        self.params: dict[str, str] = dict(params or {})
         self.hydra_context: Any = None
-        self.config: Optional[DictConfig] = None
+        self.config: DictConfig | None = None
         self.launcher: Any = None
-        self._swept: List[str] = []
+        self._swept: list[str] = []
         self._dry_run = False
         self._has_cuda = False
-        self._composer: Optional[PointComposer] = None
+        self._composer: PointComposer | None = None
 
     def setup(self, *, hydra_context: Any, task_function: Any, config: DictConfig) -> None:
         from hydra.core.plugins import Plugins
@@ -136,7 +137,7 @@ class GridSweeper(Sweeper):
         )
 
     # ------------------------------------------------------------------ planning
-    def _compose(self, index: int, overrides: List[str]) -> DictConfig:
+    def _compose(self, index: int, overrides: list[str]) -> DictConfig:
         """The job config of one grid point; a Hydra error becomes a one-line ConfigError."""
         assert self.hydra_context is not None and self.config is not None
         if self._composer is None:
@@ -150,7 +151,7 @@ class GridSweeper(Sweeper):
                 hint="fix the command line; nothing was run",
             ) from exc
 
-    def _settings(self, overrides: List[str]) -> _Settings:
+    def _settings(self, overrides: list[str]) -> _Settings:
         cfg = self._compose(0, overrides)
         order = cfg.sweep.order
         return _Settings(
@@ -160,7 +161,7 @@ class GridSweeper(Sweeper):
             reuse_model=bool(cfg.sweep.reuse_model),
         )
 
-    def _analyse(self, index: int, overrides: List[str]) -> Point:
+    def _analyse(self, index: int, overrides: list[str]) -> Point:
         from llem.backends import get_backend
         from llem.config.validate import config_hash
         from llem.lifecycle import prepare
@@ -186,7 +187,7 @@ class GridSweeper(Sweeper):
         return point
 
     # ------------------------------------------------------------------ the sweep
-    def _jobs(self, arguments: List[str]) -> List[List[str]]:
+    def _jobs(self, arguments: list[str]) -> list[list[str]]:
         """Every grid point's overrides (``hydra.sweeper.params`` first, then the command line)."""
         from hydra.core.override_parser.overrides_parser import OverridesParser
 
@@ -198,7 +199,7 @@ class GridSweeper(Sweeper):
         except Exception as exc:
             raise ConfigError(condense_hydra_error(hydra_error_text(exc))) from None
 
-    def sweep(self, arguments: List[str]) -> Any:
+    def sweep(self, arguments: list[str]) -> Any:
         from llem.preflight import cuda_available
         from llem.sweep.display import MODES
 
@@ -256,7 +257,7 @@ class GridSweeper(Sweeper):
         progress = Progress(
             len(plan.run_order), skipped=len(plan.skipped), already_done=len(plan.done)
         )
-        returns: List[Any] = []
+        returns: list[Any] = []
         interrupted = False
         try:
             with self._display(progress):
@@ -294,10 +295,10 @@ class GridSweeper(Sweeper):
         batch_size: int,
         sweep_dir: Path,
         progress: Progress,
-        outcomes: List[Outcome],
+        outcomes: list[Outcome],
         in_process: bool,
         force_no_reuse: bool,
-        returns: List[Any],
+        returns: list[Any],
     ) -> None:
         for start in range(0, len(plan.run_order), batch_size):
             chunk = plan.run_order[start : start + batch_size]
@@ -316,10 +317,10 @@ class GridSweeper(Sweeper):
     def _launch(
         self,
         plan: Plan,
-        chunk: List[int],
+        chunk: list[int],
         sweep_dir: Path,
         progress: Progress,
-        outcomes: List[Outcome],
+        outcomes: list[Outcome],
         in_process: bool,
         force_no_reuse: bool,
     ) -> Sequence[Any]:
@@ -354,7 +355,7 @@ class GridSweeper(Sweeper):
             lambda i: _fingerprint(dirs[i] / RESULT_FILE) != before[i],
         )
         results: Sequence[Any] = []
-        launch_error: Optional[BaseException] = None
+        launch_error: BaseException | None = None
         finished = False
         try:
             with self._quiet_basic_launcher(), watcher or contextlib.nullcontext():
@@ -395,10 +396,10 @@ class GridSweeper(Sweeper):
         self,
         point: Point,
         ret: Any,
-        launch_error: Optional[BaseException],
+        launch_error: BaseException | None,
         point_dir: Path,
-        before: Optional[tuple],
-        lost: Optional[Lost] = None,
+        before: tuple | None,
+        lost: Lost | None = None,
     ) -> tuple:
         """(status, error) of a launched point: its job's return, else its fresh result.json.
 
@@ -406,7 +407,7 @@ class GridSweeper(Sweeper):
         scheduler ended its job: ``lost``) gets a failed result.json saying so, so that every
         launched point has a result.
         """
-        job_error: Optional[BaseException] = None
+        job_error: BaseException | None = None
         value: Any = None
         if ret is not None:
             try:
@@ -466,7 +467,7 @@ class GridSweeper(Sweeper):
         return 1 if names & _LOCAL_LAUNCHERS else max(n_points, 1)
 
     @staticmethod
-    def _job_overrides(point: Point, force_no_reuse: bool) -> List[str]:
+    def _job_overrides(point: Point, force_no_reuse: bool) -> list[str]:
         job = list(point.overrides)
         if force_no_reuse:
             job = without_key(job, "sweep.reuse_model")
@@ -486,7 +487,7 @@ class GridSweeper(Sweeper):
 
     # ------------------------------------------------------------------ records
     @staticmethod
-    def _outcome(point: Point, status: str, error: Optional[str] = None) -> Outcome:
+    def _outcome(point: Point, status: str, error: str | None = None) -> Outcome:
         return Outcome(
             status=status,
             overrides=list(point.overrides),
@@ -501,8 +502,8 @@ class GridSweeper(Sweeper):
         point: Point,
         status: str,
         error: ErrorInfo,
-        slurm_job_id: Optional[str] = None,
-        node: Optional[str] = None,
+        slurm_job_id: str | None = None,
+        node: str | None = None,
     ) -> None:
         """A result.json written for the sweeper (skipped, or a job that left none)."""
         point_dir = sweep_dir / str(point.index)

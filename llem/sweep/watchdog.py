@@ -26,9 +26,10 @@ import logging
 import subprocess
 import threading
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
+from typing import Any
 
 log = logging.getLogger("llem.sweep")
 
@@ -62,8 +63,8 @@ class JobInfo:
     state: str
     reason: str
     node: str
-    elapsed_s: Optional[float]
-    limit_s: Optional[float]
+    elapsed_s: float | None
+    limit_s: float | None
 
 
 @dataclass
@@ -72,12 +73,12 @@ class Lost:
 
     job_id: str
     message: str
-    slurm_job_id: Optional[str] = None
-    node: Optional[str] = None
-    log_dir: Optional[Path] = None
+    slurm_job_id: str | None = None
+    node: str | None = None
+    log_dir: Path | None = None
 
 
-def slurm_seconds(text: str) -> Optional[float]:
+def slurm_seconds(text: str) -> float | None:
     """squeue's ``[days-]hours:minutes:seconds`` (or ``minutes:seconds``) → seconds."""
     text = text.strip()
     if not text or not text[0].isdigit():
@@ -99,8 +100,8 @@ def slurm_seconds(text: str) -> Optional[float]:
 SQUEUE_FORMAT = "%i|%A|%T|%r|%N|%M|%l"
 
 
-def parse_squeue(text: str) -> Dict[str, JobInfo]:
-    jobs: Dict[str, JobInfo] = {}
+def parse_squeue(text: str) -> dict[str, JobInfo]:
+    jobs: dict[str, JobInfo] = {}
     for line in text.splitlines():
         fields = line.strip().split("|")
         if len(fields) != 7:
@@ -118,7 +119,7 @@ def parse_squeue(text: str) -> Dict[str, JobInfo]:
     return jobs
 
 
-def squeue(array_ids: Sequence[str], timeout_s: float = 30.0) -> Optional[Dict[str, JobInfo]]:
+def squeue(array_ids: Sequence[str], timeout_s: float = 30.0) -> dict[str, JobInfo] | None:
     """Every task of the given jobs that the controller still knows; None when squeue failed.
 
     An id the controller has forgotten makes squeue exit 1 with "Invalid job id": that is an
@@ -150,7 +151,7 @@ def is_slurm_launcher(launcher: Any) -> bool:
     return SLURM_LAUNCHER in names
 
 
-def submitit_glob(launcher: Any) -> Optional[str]:
+def submitit_glob(launcher: Any) -> str | None:
     """The glob that matches every job folder of this launcher (its ``submitit_folder``)."""
     folder = getattr(launcher, "params", {}).get("submitit_folder")
     if not folder:
@@ -172,7 +173,7 @@ class SlurmWatchdog:
         grace_s: float = 15.0,
         poll_s: float = 5.0,
         overrun_s: float = 300.0,
-        query: Callable[[Sequence[str]], Optional[Dict[str, JobInfo]]] = squeue,
+        query: Callable[[Sequence[str]], dict[str, JobInfo] | None] = squeue,
         cancel: Callable[[str], None] = scancel,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -181,14 +182,14 @@ class SlurmWatchdog:
         self.settled_by_result = settled_by_result
         self.grace_s, self.poll_s, self.overrun_s = grace_s, poll_s, overrun_s
         self.query, self.cancel, self.clock = query, cancel, clock
-        self.known_before: Set[str] = self._submitted()
-        self.jobs: Dict[int, Tuple[str, Path]] = {}  # grid index -> (job id, its folder)
-        self.gone_since: Dict[int, float] = {}
-        self.info: Dict[int, JobInfo] = {}
-        self.lost: Dict[int, Lost] = {}
+        self.known_before: set[str] = self._submitted()
+        self.jobs: dict[int, tuple[str, Path]] = {}  # grid index -> (job id, its folder)
+        self.gone_since: dict[int, float] = {}
+        self.info: dict[int, JobInfo] = {}
+        self.lost: dict[int, Lost] = {}
 
     # ------------------------------------------------------------------ finding the jobs
-    def _submitted(self) -> Set[str]:
+    def _submitted(self) -> set[str]:
         return set(glob.glob(f"{self.folder_glob}/*{SUBMITTED_SUFFIX}"))
 
     def discover(self) -> None:
@@ -262,7 +263,7 @@ class SlurmWatchdog:
         index: int,
         job_id: str,
         folder: Path,
-        info: Optional[JobInfo],
+        info: JobInfo | None,
         overran: bool = False,
     ) -> None:
         if overran and info is not None:
@@ -291,12 +292,12 @@ class SlurmWatchdog:
         log.warning("#%d: %s", index, message)
 
     # ------------------------------------------------------------------ the launch
-    def run(self, launch: Callable[[], Sequence[Any]]) -> Tuple[Sequence[Any], Optional[Exception]]:
+    def run(self, launch: Callable[[], Sequence[Any]]) -> tuple[Sequence[Any], Exception | None]:
         """Run ``launch`` in a helper thread until it returns or every point is settled.
 
         Returns (the launcher's results, or [] when it did not return; the exception it raised).
         """
-        box: Dict[str, Any] = {}
+        box: dict[str, Any] = {}
 
         def target() -> None:
             try:
@@ -315,8 +316,8 @@ class SlurmWatchdog:
             submitit_log.removeFilter(quiet)
 
     def _wait(
-        self, thread: threading.Thread, box: Dict[str, Any]
-    ) -> Tuple[Sequence[Any], Optional[Exception]]:
+        self, thread: threading.Thread, box: dict[str, Any]
+    ) -> tuple[Sequence[Any], Exception | None]:
         while True:
             thread.join(timeout=self.poll_s)
             if not thread.is_alive() and "error" not in box:
@@ -355,8 +356,8 @@ class _NoSacctWarnings(logging.Filter):
 
 
 def watch(
-    launcher: Any, points: List[int], settled_by_result: Callable[[int], bool]
-) -> Optional[SlurmWatchdog]:
+    launcher: Any, points: list[int], settled_by_result: Callable[[int], bool]
+) -> SlurmWatchdog | None:
     """A watchdog for this launch when the launcher submits to SLURM, else None."""
     if not is_slurm_launcher(launcher):
         return None

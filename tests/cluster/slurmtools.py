@@ -5,23 +5,22 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Dict, List
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-def llem_env() -> Dict[str, str]:
+def llem_env() -> dict[str, str]:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
     env.pop("DISPLAY", None)
     return env
 
 
-def llem_cmd(*args: str) -> List[str]:
+def llem_cmd(*args: str) -> list[str]:
     return [sys.executable, "-m", "llem", "--multirun", *args]
 
 
-def slurm_args(partition: str) -> List[str]:
+def slurm_args(partition: str) -> list[str]:
     """A small CPU job per point: one core, 2 GB, a 10-minute limit."""
     return [
         "hydra/launcher=slurm_cpu",

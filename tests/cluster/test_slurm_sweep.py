@@ -6,7 +6,7 @@ import json
 import subprocess
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any
 
 import pytest
 from slurmtools import REPO, llem_cmd, llem_env, slurm_args
@@ -17,7 +17,7 @@ FAST = ["decoder.max_new_tokens=2", "dataset.n_prompts=2", "measurement.warmup=0
 
 
 @pytest.fixture()
-def readable_model(cluster_model: Path) -> List[str]:
+def readable_model(cluster_model: Path) -> list[str]:
     return ["model=hf", f"model.name_or_path={cluster_model}"]
 
 
@@ -26,7 +26,7 @@ def sweep(shared_dir: Path, request: pytest.FixtureRequest) -> Path:
     return shared_dir / request.node.name
 
 
-def result(sweep: Path, index: int) -> Dict[str, Any]:
+def result(sweep: Path, index: int) -> dict[str, Any]:
     return json.loads((sweep / str(index) / "result.json").read_text())
 
 
@@ -34,7 +34,7 @@ def output(proc: Any) -> str:
     return f"--- stdout\n{proc.stdout[-4000:]}\n--- stderr\n{proc.stderr[-4000:]}"
 
 
-def node_names(partition: str) -> List[str]:
+def node_names(partition: str) -> list[str]:
     out = subprocess.run(
         ["sinfo", "-h", "-N", "-p", partition, "-o", "%N"], capture_output=True, text=True
     )
@@ -42,7 +42,7 @@ def node_names(partition: str) -> List[str]:
 
 
 def test_a_sweep_runs_through_slurm_and_records_its_jobs(
-    slurm: str, readable_model: List[str], sweep: Path
+    slurm: str, readable_model: list[str], sweep: Path
 ) -> None:
     proc = subprocess.run(
         llem_cmd(
@@ -83,7 +83,7 @@ def _job_of_point(sweep: Path, task: int, deadline: float) -> str:
     raise AssertionError("the job was never submitted")
 
 
-def _state(job_id: str) -> Optional[str]:
+def _state(job_id: str) -> str | None:
     out = subprocess.run(
         ["squeue", "--array", "-t", "all", "-h", "-j", job_id.split("_")[0], "-o", "%i %T"],
         capture_output=True,
@@ -94,7 +94,7 @@ def _state(job_id: str) -> Optional[str]:
 
 
 def test_a_cancelled_job_fails_its_point_the_rest_finish_and_resume_reruns_only_it(
-    slurm: str, readable_model: List[str], sweep: Path
+    slurm: str, readable_model: list[str], sweep: Path
 ) -> None:
     # point #1 waits 30 s before measuring: time to cancel its job while it runs
     args = llem_cmd(

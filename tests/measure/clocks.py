@@ -10,15 +10,14 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Optional
 
 
 class SteppingClock:
     def __init__(self, start: float = 1000.0, real_timeout_s: float = 10.0) -> None:
         self._t = start
         self._cv = threading.Condition()
-        self._state: Optional[str] = None  # sampler: None (absent) | "busy" | "parked"
-        self._pending: Optional[float] = None
+        self._state: str | None = None  # sampler: None (absent) | "busy" | "parked"
+        self._pending: float | None = None
         self._timeout = real_timeout_s
 
     def now(self) -> float:

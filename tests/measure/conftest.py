@@ -1,8 +1,8 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, List
 
 import pytest
 
@@ -31,7 +31,7 @@ def _no_torch_uuids(monkeypatch: pytest.MonkeyPatch) -> None:
 def install_nvml(monkeypatch: pytest.MonkeyPatch, clock: SteppingClock) -> Callable[..., FakeNvml]:
     """``install_nvml([FakeGpu(...), ...], **kw)`` puts a fake pynvml in sys.modules."""
 
-    def install(gpus: List[FakeGpu], **kw) -> FakeNvml:
+    def install(gpus: list[FakeGpu], **kw) -> FakeNvml:
         fake = FakeNvml(gpus, kw.pop("clock", clock), **kw)
         monkeypatch.setitem(sys.modules, "pynvml", fake)
         return fake
@@ -65,7 +65,7 @@ def make_session(
 ) -> Callable[..., MeasurementSession]:
     """``make_session(cfg, indices=[0], device_type="cuda", env={})`` on the virtual clock; the
     sessions of one test share one idle cache, like the runs of one process."""
-    created: List[MeasurementSession] = []
+    created: list[MeasurementSession] = []
 
     def make(
         cfg: MeasurementConfig, indices=(0,), device_type: str = "cuda", env=None, **kw

@@ -13,8 +13,8 @@ import random
 import threading
 import time
 import types
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional, Tuple, Union
 
 import pynvml as _real
 
@@ -121,7 +121,7 @@ class Noisy(Waveform):
 
 
 # ---------------------------------------------------------------- devices
-Num = Union[float, Callable[[float], float]]
+Num = float | Callable[[float], float]
 
 
 @dataclass
@@ -130,29 +130,29 @@ class FakeGpu:
     name: str = "NVIDIA H100 80GB HBM3"
     architecture: int = _real.NVML_DEVICE_ARCH_HOPPER
     power: Waveform = field(default_factory=lambda: Constant(100.0))
-    counter_supported: Optional[bool] = None  # None: Volta and newer only, as NVML documents
+    counter_supported: bool | None = None  # None: Volta and newer only, as NVML documents
     counter_update_s: float = 0.0  # the counter only advances every this many seconds
     counter_offset_mj: int = 987_654_321  # energy since "driver load" before the test
     instant_power: bool = True  # NVML_FI_DEV_POWER_INSTANT supported
     temperature_c: Num = 40.0
-    throttle_mask: Union[int, Callable[[float], int]] = 0
+    throttle_mask: int | Callable[[float], int] = 0
     event_reasons_api: bool = True  # nvmlDeviceGetCurrentClocksEventReasons exists
     memory_total_bytes: int = 80 * 10**9
     memory_used_bytes: Num = 2 * 10**9
-    bus_width_bits: Optional[int] = 5120
+    bus_width_bits: int | None = 5120
     max_mem_clock_mhz: int = 2619
     utilization: tuple = (87, 41)
-    migs: List[str] = field(default_factory=list)
-    fail_after_calls: Optional[int] = None
+    migs: list[str] = field(default_factory=list)
+    fail_after_calls: int | None = None
     fail_code: int = _real.NVML_ERROR_GPU_IS_LOST
     calls: int = 0
-    power_limit_mw: Optional[int] = 700_000  # None: not supported
+    power_limit_mw: int | None = 700_000  # None: not supported
     # (pid, used bytes or None) of compute processes; None: listing them is not supported
-    processes: Optional[List[Tuple[int, Optional[int]]]] = field(default_factory=list)
+    processes: list[tuple[int, int | None]] | None = field(default_factory=list)
     # NVML function name -> the calls to it that raise NVMLError_Unknown (1-based call numbers;
     # an empty set: every call fails). Counted per function.
-    failing_calls: Dict[str, set] = field(default_factory=dict)
-    function_calls: Dict[str, int] = field(default_factory=dict)
+    failing_calls: dict[str, set] = field(default_factory=dict)
+    function_calls: dict[str, int] = field(default_factory=dict)
 
     @property
     def has_counter(self) -> bool:
@@ -181,9 +181,9 @@ class FakeNvml(types.ModuleType):
 
     def __init__(
         self,
-        gpus: List[FakeGpu],
+        gpus: list[FakeGpu],
         clock,
-        init_error: Optional[int] = None,
+        init_error: int | None = None,
         call_latency_s: float = 0.0,
         main_thread_call_s: float = 0.0,
     ) -> None:

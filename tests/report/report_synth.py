@@ -6,14 +6,15 @@ import copy
 import hashlib
 import itertools
 import json
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
+from typing import Any
 
 import yaml
 
 GROUPS = {"model", "decoder", "quantization", "dataset", "measurement", "backend"}
 
-BASE_CONFIG: Dict[str, Any] = {
+BASE_CONFIG: dict[str, Any] = {
     "model": {"name_or_path": "HuggingFaceTB/SmolLM2-135M", "dtype": None},
     "backend": "pytorch",
     "pytorch": {"batch_size": 1, "num_beams": None},
@@ -38,19 +39,19 @@ GPU_MODEL = "NVIDIA A100-SXM4-80GB"
 
 
 def ok_result(
-    tok_s: Optional[float] = 200.0,
-    j_tok: Optional[float] = 0.7,
-    ttft_p50: Optional[float] = 21.0,
-    peak_mb: Optional[float] = 900.0,
+    tok_s: float | None = 200.0,
+    j_tok: float | None = 0.7,
+    ttft_p50: float | None = 21.0,
+    peak_mb: float | None = 900.0,
     energy: bool = True,
     *,
-    valid: Optional[bool] = None,
+    valid: bool | None = None,
     problems: Sequence[str] = (),
-    j_tok_bound: Optional[float] = None,
-    gpu_model: Optional[str] = GPU_MODEL,
+    j_tok_bound: float | None = None,
+    gpu_model: str | None = GPU_MODEL,
     gpu_count: int = 1,
     hostname: str = "node-1",
-) -> Dict[str, Any]:
+) -> dict[str, Any]:
     """A schema-2 result.json body (without config/overrides) with the given headline figures.
 
     ``valid`` is the energy verdict (default: true with energy, null without); ``problems`` go
@@ -64,7 +65,7 @@ def ok_result(
     gen_s = out_tokens / tok_s if tok_s else None
     if valid is None and energy and j_tok is not None:
         valid = True
-    result: Dict[str, Any] = {
+    result: dict[str, Any] = {
         "schema_version": 2,
         "llem_version": "0.1.0",
         "status": "ok",
@@ -186,7 +187,7 @@ def ok_result(
 
 def failed_result(
     message: str = "CUDA out of memory. Tried to allocate 2.00 GiB",
-) -> Dict[str, Any]:
+) -> dict[str, Any]:
     return {
         "schema_version": 2,
         "llem_version": "0.1.0",
@@ -207,7 +208,7 @@ def failed_result(
     }
 
 
-def skipped_result(reason: str = "bnb-4bit needs a CUDA GPU") -> Dict[str, Any]:
+def skipped_result(reason: str = "bnb-4bit needs a CUDA GPU") -> dict[str, Any]:
     return {
         "schema_version": 2,
         "llem_version": "0.1.0",
@@ -218,7 +219,7 @@ def skipped_result(reason: str = "bnb-4bit needs a CUDA GPU") -> Dict[str, Any]:
     }
 
 
-def _set(tree: Dict[str, Any], dotted: str, value: Any) -> None:
+def _set(tree: dict[str, Any], dotted: str, value: Any) -> None:
     parts = dotted.split(".")
     node = tree
     for p in parts[:-1]:
@@ -252,8 +253,8 @@ def config_hash(config: Mapping[str, Any], choices: Mapping[str, Any]) -> str:
 def write_run(
     run_dir: Path,
     overrides: Sequence[str],
-    result: Optional[Dict[str, Any]],
-    timeseries: Optional[str] = None,
+    result: dict[str, Any] | None,
+    timeseries: str | None = None,
 ) -> Path:
     """One run directory: .hydra/{overrides,config,hydra}.yaml, result.json (None: no file)."""
     run_dir = Path(run_dir)
@@ -278,10 +279,10 @@ def write_run(
 def write_sweep(
     sweep_dir: Path,
     grid: Mapping[str, Sequence[Any]],
-    make_result: Callable[[Dict[str, Any]], Optional[Dict[str, Any]]],
+    make_result: Callable[[dict[str, Any]], dict[str, Any] | None],
     repeats: int = 1,
     start: int = 0,
-) -> List[Path]:
+) -> list[Path]:
     """A Hydra-style sweep: one numbered dir per point of ``grid`` × ``repeat``.
 
     ``make_result`` gets the point as a dict (values as typed, plus ``repeat``) and returns the
@@ -331,7 +332,7 @@ _J_TOK = {
 _NOISE = (-0.021, 0.004, 0.017)
 
 
-def realistic_result(point: Dict[str, Any]) -> Dict[str, Any]:
+def realistic_result(point: dict[str, Any]) -> dict[str, Any]:
     key = (point["pytorch.batch_size"], point["quantization"])
     jitter = 1.0 + _NOISE[point["repeat"] % 3]
     bs = point["pytorch.batch_size"]
@@ -346,7 +347,7 @@ def realistic_result(point: Dict[str, Any]) -> Dict[str, Any]:
     )
 
 
-def write_realistic_sweep(sweep_dir: Path) -> List[Path]:
+def write_realistic_sweep(sweep_dir: Path) -> list[Path]:
     """batch_size 1,4,16 × quantization none,bnb-4bit × 3 repeats, all with energy."""
     return write_sweep(
         sweep_dir,

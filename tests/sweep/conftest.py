@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any
 
 import pytest
 
@@ -18,14 +18,14 @@ FAST = ["decoder.max_new_tokens=2", "dataset.n_prompts=2", "measurement.warmup=0
 NO_REPORT = "~hydra.callbacks.report"  # the report has its own tests; skipping it saves a second
 
 
-def llem_env() -> Dict[str, str]:
+def llem_env() -> dict[str, str]:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
     env.pop("DISPLAY", None)
     return env
 
 
-def llem_cmd(*args: str) -> List[str]:
+def llem_cmd(*args: str) -> list[str]:
     return [sys.executable, "-m", "llem", "--multirun", *args]
 
 
@@ -40,11 +40,11 @@ def run_llem(*args: str, timeout: int = 240) -> subprocess.CompletedProcess:
     )
 
 
-def result(sweep: Path, index: int) -> Dict[str, Any]:
+def result(sweep: Path, index: int) -> dict[str, Any]:
     return json.loads((sweep / str(index) / "result.json").read_text())
 
 
-def plan(sweep: Path) -> Dict[str, Any]:
+def plan(sweep: Path) -> dict[str, Any]:
     return json.loads((sweep / "sweep_plan.json").read_text())
 
 
@@ -53,6 +53,6 @@ def output(proc: subprocess.CompletedProcess) -> str:
 
 
 @pytest.fixture()
-def tiny(tiny_model_dir: Path) -> List[str]:
+def tiny(tiny_model_dir: Path) -> list[str]:
     """Overrides selecting the tiny model."""
     return ["model=hf", f"model.name_or_path={tiny_model_dir}"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterator, List, Tuple
+from collections.abc import Iterator
 
 import pytest
 from hydra import initialize_config_module
@@ -15,7 +15,7 @@ from llem.sweep.compose import PointComposer
 
 
 @pytest.fixture()
-def loader_and_master() -> Iterator[Tuple[object, object]]:
+def loader_and_master() -> Iterator[tuple[object, object]]:
     register_configs()
     with initialize_config_module("llem.conf", version_base="1.3"):
         loader = GlobalHydra.instance().config_loader()
@@ -23,7 +23,7 @@ def loader_and_master() -> Iterator[Tuple[object, object]]:
         yield loader, master
 
 
-def hydra_itself(loader: object, master: object, overrides: List[str]) -> str:
+def hydra_itself(loader: object, master: object, overrides: list[str]) -> str:
     cfg = loader.load_sweep_config(master, overrides)  # type: ignore[attr-defined]
     with open_dict(cfg):
         del cfg["hydra"]
@@ -42,7 +42,7 @@ POINTS = [
 ]
 
 
-def outcome(compose, overrides: List[str]) -> str:
+def outcome(compose, overrides: list[str]) -> str:
     try:
         cfg = compose(overrides)
     except Exception as exc:

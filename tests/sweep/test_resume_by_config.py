@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import List
 
 import pytest
 from conftest import FAST, NO_REPORT, result
@@ -20,7 +19,7 @@ def _keep_argv(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sys, "argv", list(sys.argv))
 
 
-def sweep(tiny: List[str], sweep_dir: Path, *args: str) -> int:
+def sweep(tiny: list[str], sweep_dir: Path, *args: str) -> int:
     return main(["--multirun", *tiny, *FAST, NO_REPORT, f"hydra.sweep.dir={sweep_dir}", *args])
 
 
@@ -29,7 +28,7 @@ def batch_size(sweep_dir: Path, index: int) -> int:
 
 
 def test_adding_a_grid_value_keeps_finished_configurations_and_runs_only_the_new_one(
-    tiny: List[str], tmp_path: Path, capsys: pytest.CaptureFixture
+    tiny: list[str], tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
     d = tmp_path / "sweep"
     assert sweep(tiny, d, "pytorch.batch_size=1,2") == 0
@@ -50,7 +49,7 @@ def test_adding_a_grid_value_keeps_finished_configurations_and_runs_only_the_new
 
 
 def test_an_older_result_never_stands_for_a_point_that_failed_before_writing(
-    tiny: List[str], tmp_path: Path, capsys: pytest.CaptureFixture
+    tiny: list[str], tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
     d = tmp_path / "sweep"
     assert sweep(tiny, d, "pytorch.batch_size=1,2") == 0
@@ -71,7 +70,7 @@ def test_an_older_result_never_stands_for_a_point_that_failed_before_writing(
 
 
 def test_the_report_refuses_a_result_written_for_other_overrides(
-    tiny: List[str], tmp_path: Path
+    tiny: list[str], tmp_path: Path
 ) -> None:
     d = tmp_path / "sweep"
     assert sweep(tiny, d, "pytorch.batch_size=1,2") == 0
@@ -84,7 +83,7 @@ def test_the_report_refuses_a_result_written_for_other_overrides(
 
 
 def test_a_configuration_error_inside_a_running_point_fails_it(
-    tiny: List[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tiny: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Planning skips invalid combinations; an error raised once a point runs is a failure."""
     import llem.prompts

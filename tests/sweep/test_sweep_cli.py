@@ -9,7 +9,6 @@ import signal
 import subprocess
 import time
 from pathlib import Path
-from typing import List
 
 from conftest import FAST, NO_REPORT, REPO, llem_cmd, llem_env, output, plan, result, run_llem
 
@@ -21,7 +20,7 @@ def read_result(run_dir: Path) -> dict | None:
 
 
 def test_invalid_combinations_are_skipped_with_reasons_and_the_rest_run(
-    tiny: List[str], tmp_path: Path
+    tiny: list[str], tmp_path: Path
 ) -> None:
     sweep = tmp_path / "sweep"
     proc = run_llem(
@@ -48,7 +47,7 @@ def test_invalid_combinations_are_skipped_with_reasons_and_the_rest_run(
 
 
 def test_a_failing_point_does_not_stop_the_sweep_and_resume_reruns_only_it(
-    tiny: List[str], tmp_path: Path, tiny_model_dir: Path
+    tiny: list[str], tmp_path: Path, tiny_model_dir: Path
 ) -> None:
     sweep = tmp_path / "sweep"
     later = tmp_path / "model-copied-later"
@@ -84,7 +83,7 @@ def test_a_failing_point_does_not_stop_the_sweep_and_resume_reruns_only_it(
 
 
 def test_ctrl_c_keeps_finished_points_and_the_sweep_resumes(
-    tiny: List[str], tmp_path: Path
+    tiny: list[str], tmp_path: Path
 ) -> None:
     sweep = tmp_path / "sweep"
     args = [
@@ -143,7 +142,7 @@ def test_ctrl_c_keeps_finished_points_and_the_sweep_resumes(
     assert f"{n_ok} already done · {4 - n_ok} to run" in dry.stdout
 
 
-def test_submitit_local_runs_each_point_in_its_own_process(tiny: List[str], tmp_path: Path) -> None:
+def test_submitit_local_runs_each_point_in_its_own_process(tiny: list[str], tmp_path: Path) -> None:
     sweep = tmp_path / "sweep"
     proc = run_llem(
         *tiny,

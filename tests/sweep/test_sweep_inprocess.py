@@ -10,7 +10,7 @@ import json
 import shutil
 import sys
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any
 
 import pytest
 from conftest import FAST, NO_REPORT, plan, result
@@ -26,13 +26,13 @@ def _keep_argv(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture()
-def no_model_loads(monkeypatch: pytest.MonkeyPatch) -> List[str]:
+def no_model_loads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Any attempt to load a model fails the test (and is recorded)."""
     import transformers
 
     from llem.backends.pytorch import PyTorchBackend
 
-    attempts: List[str] = []
+    attempts: list[str] = []
 
     def forbidden(*args: Any, **kwargs: Any) -> Any:
         attempts.append(repr(args)[:80])
@@ -44,13 +44,13 @@ def no_model_loads(monkeypatch: pytest.MonkeyPatch) -> List[str]:
     return attempts
 
 
-def sweep(tiny: List[str], sweep_dir: Path, *args: str) -> int:
+def sweep(tiny: list[str], sweep_dir: Path, *args: str) -> int:
     return main(["--multirun", *tiny, *FAST, NO_REPORT, f"hydra.sweep.dir={sweep_dir}", *args])
 
 
 # --------------------------------------------------------------------------- dry run
 def test_dry_run_prints_the_plan_and_loads_nothing(
-    tiny: List[str], tmp_path: Path, capsys: pytest.CaptureFixture, no_model_loads: List[str]
+    tiny: list[str], tmp_path: Path, capsys: pytest.CaptureFixture, no_model_loads: list[str]
 ) -> None:
     sweep_dir = tmp_path / "sweep"
     code = sweep(
@@ -75,7 +75,7 @@ def test_dry_run_prints_the_plan_and_loads_nothing(
 
 
 def test_dry_run_with_a_point_that_fails_pre_flight_exits_3(
-    tiny: List[str], tmp_path: Path, capsys: pytest.CaptureFixture, no_model_loads: List[str]
+    tiny: list[str], tmp_path: Path, capsys: pytest.CaptureFixture, no_model_loads: list[str]
 ) -> None:
     missing = tmp_path / "no-such-model"
     code = sweep(
@@ -91,7 +91,7 @@ def test_dry_run_with_a_point_that_fails_pre_flight_exits_3(
 
 
 def test_dry_run_of_the_quantization_grid_skips_none_with_a_4bit_quant_type(
-    tiny: List[str], tmp_path: Path, capsys: pytest.CaptureFixture, no_model_loads: List[str]
+    tiny: list[str], tmp_path: Path, capsys: pytest.CaptureFixture, no_model_loads: list[str]
 ) -> None:
     code = sweep(
         tiny,
@@ -123,7 +123,7 @@ def test_dry_run_of_the_quantization_grid_skips_none_with_a_4bit_quant_type(
     ],
 )
 def test_a_bad_key_or_value_in_a_grid_stops_everything_with_exit_2(
-    tiny: List[str], tmp_path: Path, capsys: pytest.CaptureFixture, grid: str, words: List[str]
+    tiny: list[str], tmp_path: Path, capsys: pytest.CaptureFixture, grid: str, words: list[str]
 ) -> None:
     code = sweep(tiny, tmp_path / "sweep", grid)
     err = capsys.readouterr().err
@@ -136,7 +136,7 @@ def test_a_bad_key_or_value_in_a_grid_stops_everything_with_exit_2(
 
 
 # --------------------------------------------------------------------------- order, repeats
-def expected_order(order: SweepOrder, seed: int, keys: List[str], repeats: List[int]) -> List[int]:
+def expected_order(order: SweepOrder, seed: int, keys: list[str], repeats: list[int]) -> list[int]:
     pts = [
         Point(index=i, overrides=[], load_key=k, repeat=r)
         for i, (k, r) in enumerate(zip(keys, repeats, strict=True))
@@ -145,7 +145,7 @@ def expected_order(order: SweepOrder, seed: int, keys: List[str], repeats: List[
 
 
 @pytest.mark.parametrize("order", [o.value for o in SweepOrder])
-def test_each_order_is_followed_and_recorded(tiny: List[str], tmp_path: Path, order: str) -> None:
+def test_each_order_is_followed_and_recorded(tiny: list[str], tmp_path: Path, order: str) -> None:
     sweep_dir = tmp_path / "sweep"
     code = sweep(
         tiny,
@@ -180,12 +180,12 @@ def test_each_order_is_followed_and_recorded(tiny: List[str], tmp_path: Path, or
 
 
 # --------------------------------------------------------------------------- model reuse
-def lifecycle(sweep_dir: Path, n: int) -> Dict[int, Dict[str, Any]]:
+def lifecycle(sweep_dir: Path, n: int) -> dict[int, dict[str, Any]]:
     return {i: result(sweep_dir, i)["lifecycle"] for i in range(n)}
 
 
 def test_model_is_reused_across_decoder_settings_but_not_across_dtypes(
-    tiny: List[str], tmp_path: Path
+    tiny: list[str], tmp_path: Path
 ) -> None:
     sweep_dir = tmp_path / "sweep"
     grid = ["decoder=greedy,standard", "model.dtype=float32,bfloat16"]
@@ -200,7 +200,7 @@ def test_model_is_reused_across_decoder_settings_but_not_across_dtypes(
     assert result(sweep_dir, 1)["dtype"] == "bfloat16"
 
 
-def test_model_reuse_can_be_turned_off(tiny: List[str], tmp_path: Path) -> None:
+def test_model_reuse_can_be_turned_off(tiny: list[str], tmp_path: Path) -> None:
     sweep_dir = tmp_path / "sweep"
     assert sweep(tiny, sweep_dir, "decoder=greedy,standard", "sweep.reuse_model=false") == 0
     assert plan(sweep_dir)["reuse_model"] is False and plan(sweep_dir)["model_loads"] == 2
@@ -231,7 +231,7 @@ def test_slurm_gpu_preset_asks_for_one_gpu_per_point(capsys: pytest.CaptureFixtu
 
 @pytest.mark.skipif(shutil.which("srun") is not None, reason="a real SLURM cluster is here")
 def test_a_launcher_that_cannot_start_fails_every_point_with_its_reason(
-    tiny: List[str], tmp_path: Path
+    tiny: list[str], tmp_path: Path
 ) -> None:
     """Without SLURM, submitit refuses the batch: each point records why; exit 4."""
     sweep_dir = tmp_path / "sweep"

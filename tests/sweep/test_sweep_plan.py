@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import List, Optional
 
 import pytest
 from hydra.core.utils import JobReturn, JobStatus
@@ -17,7 +16,7 @@ from llem.sweep.state import Outcome
 from llem.sweep.sweeper import GridSweeper
 
 
-def points(keys: List[str], repeats: Optional[List[int]] = None) -> List[Point]:
+def points(keys: list[str], repeats: list[int] | None = None) -> list[Point]:
     repeats = repeats or [0] * len(keys)
     return [
         Point(index=i, overrides=[f"x={i}"], load_key=k, repeat=r, config_hash=f"h{k}")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
 
 from llem.sweep.watchdog import JobInfo, SlurmWatchdog, parse_squeue, slurm_seconds
 
@@ -34,10 +34,10 @@ class Scheduler:
     """A scripted squeue: ``states[job] = JobInfo`` (absent: not listed); None: squeue failed."""
 
     def __init__(self) -> None:
-        self.states: Optional[Dict[str, JobInfo]] = {}
-        self.cancelled: List[str] = []
+        self.states: dict[str, JobInfo] | None = {}
+        self.cancelled: list[str] = []
 
-    def query(self, arrays: Sequence[str]) -> Optional[Dict[str, JobInfo]]:
+    def query(self, arrays: Sequence[str]) -> dict[str, JobInfo] | None:
         return None if self.states is None else dict(self.states)
 
     def cancel(self, job_id: str) -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import importlib.util
 import sys
 from pathlib import Path
-from typing import List
 
 import pytest
 
@@ -19,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from vllm_helpers import build_tiny_model_head64  # noqa: E402
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: List[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if importlib.util.find_spec("vllm") is not None:
         return
     skip = pytest.mark.skip(

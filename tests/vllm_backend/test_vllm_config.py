@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import List
 
 import pytest
 from hydra import compose, initialize_config_module
@@ -34,7 +33,7 @@ def experiment(*overrides: str) -> ExperimentConfig:
     return to_experiment(cfg)
 
 
-def problems(*overrides: str) -> List[str]:
+def problems(*overrides: str) -> list[str]:
     with pytest.raises(ConfigError) as info:
         experiment(*overrides)
     return info.value.problems

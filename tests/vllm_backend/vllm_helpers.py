@@ -8,7 +8,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Dict
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -43,7 +43,7 @@ def build_tiny_model_head64(directory: Path) -> Path:
     return directory
 
 
-def llem_env() -> Dict[str, str]:
+def llem_env() -> dict[str, str]:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
     return env
@@ -60,7 +60,7 @@ def run_llem(*args: str, timeout: int = 600) -> subprocess.CompletedProcess:
     )
 
 
-def read_json(path: Path) -> Dict[str, Any]:
+def read_json(path: Path) -> dict[str, Any]:
     return json.loads(path.read_text())
 
 
