@@ -176,7 +176,9 @@ def _device() -> str:
 
 
 def _fmt(value: float | None, spec: str) -> str:
-    return "-" if value is None else format(value, spec)
+    """A figure in its column; an absent one (J/token on a CPU) as a right-aligned dash."""
+    width = int(spec.split(".")[0])
+    return "-".rjust(width) if value is None else format(value, spec)
 
 
 def main() -> None:
