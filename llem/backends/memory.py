@@ -39,3 +39,17 @@ def peak_memory(indices: Sequence[int]) -> dict[str, Any]:
         "peak_reserved_mb": round(sum(d["peak_reserved_mb"] for d in per_device.values()), 1),
         "per_device": per_device,
     }
+
+
+def free_memory() -> None:
+    """After a model or engine is dropped: collect garbage and give cached CUDA memory back."""
+    import gc
+
+    gc.collect()
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+    except Exception:  # pragma: no cover - best effort cleanup
+        pass

@@ -18,6 +18,7 @@ from typing import Any
 
 from llem.backends.base import BatchOutput, LoadedModel
 from llem.backends.batching import StepClock, count_output_tokens, left_pad
+from llem.backends.memory import free_memory
 from llem.backends.models import gguf_cache_dir, resolve_name_or_path
 from llem.config.schema import Dtype, ExperimentConfig
 from llem.errors import OutOfMemory, RunError, first_line
@@ -402,14 +403,7 @@ class PyTorchBackend:
         if loaded is not None:
             loaded.model = None
             loaded.tokenizer = None
-        gc.collect()
-        try:
-            import torch
-
-            if torch.cuda.is_available():
-                torch.cuda.empty_cache()
-        except Exception:  # pragma: no cover - best effort cleanup
-            pass
+        free_memory()
 
 
 def create_backend() -> PyTorchBackend:

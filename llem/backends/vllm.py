@@ -19,7 +19,6 @@ errors stay fast, and vLLM's spawned engine process can import llem safely.
 
 from __future__ import annotations
 
-import gc
 import importlib.util
 import json
 import logging
@@ -31,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from llem.backends.base import BatchOutput, LoadedModel
+from llem.backends.memory import free_memory
 from llem.backends.models import resolve_name_or_path
 from llem.compute import ModelShape
 from llem.config.schema import ExperimentConfig
@@ -420,14 +420,7 @@ class VLLMBackend:
             except Exception as exc:  # pragma: no cover - best effort cleanup
                 log.warning("vLLM engine shutdown: %s", first_line(exc))
             del llm
-        gc.collect()
-        try:
-            import torch
-
-            if torch.cuda.is_available():
-                torch.cuda.empty_cache()
-        except Exception:  # pragma: no cover - best effort cleanup
-            pass
+        free_memory()
 
 
 def create_backend() -> VLLMBackend:
