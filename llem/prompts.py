@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -288,3 +288,10 @@ def _parse_lines(lines: Iterable[str], name: str) -> list[str]:
             raise ConfigError(f'{where}: "prompt" is empty')
         texts.append(text)
     return texts
+
+
+def token_lists(tokenizer: Any, prompts: Sequence[Prompt]) -> list[list[int]]:
+    """Each prompt's token ids: its own (templated or synthetic), else the tokenizer's encoding."""
+    texts = [p.text for p in prompts if p.token_ids is None]
+    encoded = iter(tokenizer(texts)["input_ids"]) if texts else iter(())
+    return [list(p.token_ids) if p.token_ids is not None else next(encoded) for p in prompts]

@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import logging
 import os
 from pathlib import Path
+
+log = logging.getLogger(__name__)
 
 PKG_PREFIX = "pkg:"
 
@@ -101,3 +104,40 @@ def gguf_cache_dir(gguf_path: Path, transformers_version: str) -> Path:
     digest = hashlib.sha256(key.encode()).hexdigest()[:16]
     root = Path(os.environ.get("LLEM_CACHE_DIR", Path.home() / ".cache" / "llem"))
     return root / "gguf" / f"{gguf_path.stem}-{digest}"
+
+
+def convert_gguf(root: Path, gguf_file: str, trust_remote_code: bool) -> Path:
+    """Dequantise a GGUF checkpoint once and keep the result, so later loads are fast."""
+    import gc
+    import json
+    import shutil
+
+    import transformers
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    target = gguf_cache_dir(root / gguf_file, transformers.__version__)
+    if (target / "config.json").is_file() and (target / "tokenizer_config.json").is_file():
+        return target
+    log.info("converting %s once; the converted copy is kept in %s", gguf_file, target)
+    trust = trust_remote_code
+    model = AutoModelForCausalLM.from_pretrained(
+        str(root), gguf_file=gguf_file, trust_remote_code=trust
+    )
+    tok = AutoTokenizer.from_pretrained(str(root), gguf_file=gguf_file, trust_remote_code=trust)
+    # The GGUF weights are already dequantised into ordinary tensors; drop the GGUF quantizer
+    # marker so the model saves as a plain checkpoint.
+    model.hf_quantizer = None  # type: ignore[assignment]
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    tmp = target.with_name(target.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    model.save_pretrained(tmp)
+    tok.save_pretrained(tmp)
+    (tmp / "llem_source.json").write_text(
+        json.dumps({"gguf": str(root / gguf_file), "transformers": transformers.__version__})
+    )
+    del model
+    gc.collect()
+    shutil.rmtree(target, ignore_errors=True)
+    tmp.rename(target)
+    return target

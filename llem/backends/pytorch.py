@@ -7,10 +7,8 @@ not passed, and ``passthrough_kwargs`` are merged last (they win). Generation kw
 
 from __future__ import annotations
 
-import gc
 import json
 import logging
-import shutil
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,10 +17,10 @@ from typing import Any
 from llem.backends.base import BatchOutput, LoadedModel
 from llem.backends.batching import StepClock, count_output_tokens, left_pad
 from llem.backends.memory import free_memory
-from llem.backends.models import gguf_cache_dir, resolve_name_or_path
+from llem.backends.models import convert_gguf, resolve_name_or_path
 from llem.config.schema import Dtype, ExperimentConfig
 from llem.errors import OutOfMemory, RunError, first_line
-from llem.prompts import Prompt
+from llem.prompts import Prompt, token_lists
 
 log = logging.getLogger(__name__)
 
@@ -231,38 +229,6 @@ class PyTorchBackend:
         )
 
     # ------------------------------------------------------------------ loading
-    def _convert_gguf(self, root: Path, gguf_file: str, exp: ExperimentConfig) -> Path:
-        """Dequantise a GGUF checkpoint once and keep the result, so later loads are fast."""
-        import transformers
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-
-        target = gguf_cache_dir(root / gguf_file, transformers.__version__)
-        if (target / "config.json").is_file() and (target / "tokenizer_config.json").is_file():
-            return target
-        log.info("converting %s once; the converted copy is kept in %s", gguf_file, target)
-        trust = exp.model.trust_remote_code
-        model = AutoModelForCausalLM.from_pretrained(
-            str(root), gguf_file=gguf_file, trust_remote_code=trust
-        )
-        tok = AutoTokenizer.from_pretrained(str(root), gguf_file=gguf_file, trust_remote_code=trust)
-        # The GGUF weights are already dequantised into ordinary tensors; drop the GGUF quantizer
-        # marker so the model saves as a plain checkpoint.
-        model.hf_quantizer = None  # type: ignore[assignment]
-        if hasattr(model.config, "quantization_config"):
-            del model.config.quantization_config
-        tmp = target.with_name(target.name + ".tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
-        model.save_pretrained(tmp)
-        tok.save_pretrained(tmp)
-        (tmp / "llem_source.json").write_text(
-            json.dumps({"gguf": str(root / gguf_file), "transformers": transformers.__version__})
-        )
-        del model
-        gc.collect()
-        shutil.rmtree(target, ignore_errors=True)
-        tmp.rename(target)
-        return target
-
     def load(self, exp: ExperimentConfig, device: str) -> LoadedModel:
         import torch
         import transformers
@@ -277,7 +243,7 @@ class PyTorchBackend:
         t0 = time.perf_counter()
         gguf = kwargs.get("gguf_file")
         if gguf and exp.passthrough_kwargs.get("gguf_file") is None:
-            converted = self._convert_gguf(Path(path), gguf, exp)
+            converted = convert_gguf(Path(path), gguf, exp.model.trust_remote_code)
             kwargs.pop("gguf_file")
             source = str(converted)
         tok_kwargs = {
@@ -338,11 +304,6 @@ class PyTorchBackend:
         return {"torch_compile": loaded.notes.get("torch_compile")}
 
     # --------------------------------------------------------------- generating
-    def _token_lists(self, loaded: LoadedModel, prompts: Sequence[Prompt]) -> list[list[int]]:
-        texts = [p.text for p in prompts if p.token_ids is None]
-        encoded = iter(loaded.tokenizer(texts)["input_ids"]) if texts else iter(())
-        return [list(p.token_ids) if p.token_ids is not None else next(encoded) for p in prompts]
-
     def generate(
         self, loaded: LoadedModel, exp: ExperimentConfig, prompts: Sequence[Prompt]
     ) -> BatchOutput:
@@ -350,7 +311,7 @@ class PyTorchBackend:
         from transformers import LogitsProcessorList
 
         model, tok = loaded.model, loaded.tokenizer
-        tokens = self._token_lists(loaded, prompts)
+        tokens = token_lists(loaded.tokenizer, prompts)
         input_ids, mask = left_pad(tokens, tok.pad_token_id)
         target = model.device if hasattr(model, "device") else loaded.device
         input_ids, mask = input_ids.to(target), mask.to(target)

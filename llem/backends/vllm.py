@@ -31,11 +31,11 @@ from typing import Any
 
 from llem.backends.base import BatchOutput, LoadedModel
 from llem.backends.memory import free_memory
-from llem.backends.models import resolve_name_or_path
+from llem.backends.models import convert_gguf, resolve_name_or_path
 from llem.compute import ModelShape
 from llem.config.schema import ExperimentConfig
 from llem.errors import RunError, first_line
-from llem.prompts import Prompt
+from llem.prompts import Prompt, token_lists
 
 log = logging.getLogger(__name__)
 
@@ -171,9 +171,7 @@ def _checkpoint_source(exp: ExperimentConfig) -> str:
         return path
     # vLLM 0.32 loads GGUF only through a plugin; llem's own conversion (shared with the pytorch
     # backend and cached in ~/.cache/llem) gives it an ordinary checkpoint instead.
-    from llem.backends.pytorch import PyTorchBackend
-
-    return str(PyTorchBackend()._convert_gguf(Path(path), exp.model.gguf_file, exp))
+    return str(convert_gguf(Path(path), exp.model.gguf_file, exp.model.trust_remote_code))
 
 
 def _safetensors_shapes(directory: Path) -> list[tuple[str, str, list[int]]]:
@@ -347,11 +345,6 @@ class VLLMBackend:
         return {"torch_compile": None}
 
     # --------------------------------------------------------------- generating
-    def _token_lists(self, loaded: LoadedModel, prompts: Sequence[Prompt]) -> list[list[int]]:
-        texts = [p.text for p in prompts if p.token_ids is None]
-        encoded = iter(loaded.tokenizer(texts)["input_ids"]) if texts else iter(())
-        return [list(p.token_ids) if p.token_ids is not None else next(encoded) for p in prompts]
-
     def generate(
         self, loaded: LoadedModel, exp: ExperimentConfig, prompts: Sequence[Prompt]
     ) -> BatchOutput:
@@ -359,7 +352,7 @@ class VLLMBackend:
         from vllm.sampling_params import RequestOutputKind
 
         engine = loaded.model.llm_engine
-        tokens = self._token_lists(loaded, prompts)
+        tokens = token_lists(loaded.tokenizer, prompts)
         params = SamplingParams(**build_sampling_kwargs(exp), output_kind=RequestOutputKind.DELTA)
         try:
             inputs = engine.renderer.render_cmpl([{"prompt_token_ids": t} for t in tokens])
