@@ -36,8 +36,6 @@ from typing import Any
 
 from llem.testing import cli
 
-REPO = Path(__file__).resolve().parents[1]
-
 BARE = r"""
 import json, sys, time, importlib.resources
 

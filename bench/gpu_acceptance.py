@@ -34,8 +34,6 @@ from typing import Any
 
 from llem.testing import cli
 
-REPO = Path(__file__).resolve().parents[1]
-
 
 @dataclass
 class Row:

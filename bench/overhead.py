@@ -23,8 +23,6 @@ from pathlib import Path
 
 from llem.testing import cli
 
-REPO = Path(__file__).resolve().parents[1]
-
 PLAIN = r"""
 import json, sys, time, importlib.resources
 t0 = time.perf_counter()
