@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
+from llem.testing import cli
 
 BARE = r"""
 import json, sys, time, importlib.resources
@@ -69,10 +69,7 @@ def run_llem(backend: str, args: argparse.Namespace, out: Path) -> dict[str, Any
         if backend == "vllm"
         else f"pytorch.batch_size={args.batch}"
     )
-    cmd = [
-        sys.executable,
-        "-m",
-        "llem",
+    overrides = [
         f"+backend={backend}",
         f"hydra.run.dir={out}",
         f"dataset.n_prompts={args.prompts}",
@@ -85,7 +82,7 @@ def run_llem(backend: str, args: argparse.Namespace, out: Path) -> dict[str, Any
         *(args.vllm_arg if backend == "vllm" else []),
     ]
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO)
+    proc = cli.run_llem(*overrides, timeout=None, offline=False)
     if proc.returncode != 0:
         sys.exit(f"llem {backend} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
     r = json.loads((out / "result.json").read_text())

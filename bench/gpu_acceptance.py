@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -33,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
+from llem.testing import cli
 
 
 @dataclass
@@ -64,13 +63,9 @@ def no_gpu_reason() -> str | None:
 
 def run_llem(out: Path, *overrides: str, timeout_s: int = 900) -> dict[str, Any]:
     """One llem run into ``out``; its result.json (or a failed stand-in with the error)."""
-    cmd = [sys.executable, "-m", "llem", f"hydra.run.dir={out}", *overrides]
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
     print("  $ python -m llem " + " ".join(overrides), flush=True)
     try:
-        proc = subprocess.run(
-            cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout_s
-        )
+        proc = cli.run_llem(f"hydra.run.dir={out}", *overrides, timeout=timeout_s, offline=False)
     except subprocess.TimeoutExpired:
         return {"status": "failed", "error": {"message": f"timed out after {timeout_s} s"}}
     path = out / "result.json"

@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from llem.testing import cli
 
 PLAIN = r"""
 import json, sys, time, importlib.resources
@@ -53,10 +53,7 @@ print(json.dumps({"generate_s": g, "total_s": time.perf_counter() - t0}))
 
 
 def run_llem(args: argparse.Namespace, out: Path) -> dict:
-    cmd = [
-        sys.executable,
-        "-m",
-        "llem",
+    overrides = [
         f"hydra.run.dir={out}",
         f"dataset.n_prompts={args.prompts}",
         f"decoder.max_new_tokens={args.max_new_tokens}",
@@ -65,7 +62,7 @@ def run_llem(args: argparse.Namespace, out: Path) -> dict:
         *args.overrides,
     ]
     t0 = time.perf_counter()
-    subprocess.run(cmd, check=True, capture_output=True, text=True, cwd=out.parent)
+    cli.run_llem(*overrides, cwd=out.parent, timeout=None, offline=False).check_returncode()
     wall = time.perf_counter() - t0
     result = json.loads((out / "result.json").read_text())
     return {

@@ -40,7 +40,7 @@ def load_model(default_model: bool, tmp: Path):
         tok = AutoTokenizer.from_pretrained(path, gguf_file=gguf)
         model = AutoModelForCausalLM.from_pretrained(path, gguf_file=gguf)
         return model, tok, f"SmolLM2-135M-Instruct ({gguf}, dequantised)"
-    from tinymodel import build_tiny_model
+    from llem.testing.tinymodel import build_tiny_model
 
     path = build_tiny_model(tmp / "tiny")
     return (

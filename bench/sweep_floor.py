@@ -115,8 +115,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=3, help="repeat all conditions, interleaved")
     args = ap.parse_args()
-    sys.path.insert(0, str(ROOT / "tests"))
-    from tinymodel import build_tiny_model
+    from llem.testing.tinymodel import build_tiny_model
 
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     env.pop("DISPLAY", None)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-import torch
 
 from llem.backends.base import BatchOutput
 from llem.compute import (
@@ -16,25 +15,13 @@ from llem.compute import (
     model_shape,
 )
 from llem.config.schema import CacheImplementation, ExperimentConfig
+from llem.testing.tinymodel import tiny_llama
 
 LLAMA2_7B_PARAMS = 6_738_415_616
 
 
 def _llama(tied: bool, **overrides):
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=1000,
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        tie_word_embeddings=tied,
-        **overrides,
-    )
-    return LlamaForCausalLM(config)
+    return tiny_llama(vocab_size=1000, tie_word_embeddings=tied, **overrides)
 
 
 def _batch(inputs, outputs, steps, beams=1, step_s=0.01) -> BatchOutput:

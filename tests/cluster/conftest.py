@@ -1,7 +1,8 @@
 """A SLURM cluster to run sweeps on: the one ``sinfo`` answers for, or the tests skip.
 
-``.ci/run`` starts a single-node cluster (``../shared/tools/start-local-slurm.sh``, partition
-``debug``) before these tests and stops it after. ``LLEM_SLURM_PARTITION`` names another partition.
+``scripts/slurm/start-local.sh`` starts a single-node cluster on this machine (partition ``debug``;
+needs root) and ``scripts/slurm/stop-local.sh`` stops it; ``.ci/run`` runs these tests between the
+two. ``LLEM_SLURM_PARTITION`` names another partition (of a real cluster, for instance).
 Jobs must read the model and write the sweep, so both live under ``LLEM_CLUSTER_TMP`` (default:
 ``.cluster-tmp/`` in the checkout, which on a real cluster is usually on a file system the nodes
 share), not in the node-local /tmp.
@@ -18,13 +19,18 @@ from pathlib import Path
 
 import pytest
 
+from llem.testing.tinymodel import build_tiny_model
+
 REPO = Path(__file__).resolve().parents[2]
 PARTITION = os.environ.get("LLEM_SLURM_PARTITION", "debug")
 
 
 def _skip_reason() -> str | None:
     if shutil.which("sbatch") is None or shutil.which("squeue") is None:
-        return "no SLURM client here (sbatch/squeue not on PATH); .ci/run starts a local cluster"
+        return (
+            "no SLURM client here (sbatch/squeue not on PATH); "
+            "scripts/slurm/start-local.sh starts a local cluster"
+        )
     try:
         proc = subprocess.run(
             ["sinfo", "-h", "-p", PARTITION, "-o", "%T"],
@@ -63,7 +69,5 @@ def shared_dir() -> Iterator[Path]:
 
 @pytest.fixture(scope="session")
 def cluster_model(slurm: str, shared_dir: Path) -> Path:
-    """The tiny 2-layer Llama (tests/tinymodel.py), where the jobs can read it."""
-    from tinymodel import build_tiny_model
-
+    """The tiny 2-layer Llama (llem.testing.tinymodel), where the jobs can read it."""
     return build_tiny_model(shared_dir / "tiny-llama")

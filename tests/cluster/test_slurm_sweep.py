@@ -9,11 +9,27 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from slurmtools import REPO, llem_cmd, llem_env, slurm_args
+
+from llem.testing.cli import REPO, llem_command, llem_env, output
 
 pytestmark = pytest.mark.cluster
 
 FAST = ["decoder.max_new_tokens=2", "dataset.n_prompts=2", "measurement.warmup=0"]
+
+
+def slurm_args(partition: str) -> list[str]:
+    """A small CPU job per point: one core, 2 GB, a 10-minute limit."""
+    return [
+        "hydra/launcher=slurm_cpu",
+        f"hydra.launcher.partition={partition}",
+        "hydra.launcher.cpus_per_task=1",
+        "hydra.launcher.mem_gb=2",
+        "hydra.launcher.timeout_min=10",
+    ]
+
+
+def llem_cmd(*args: str) -> list[str]:
+    return llem_command(*args, multirun=True)
 
 
 @pytest.fixture()
@@ -28,10 +44,6 @@ def sweep(shared_dir: Path, request: pytest.FixtureRequest) -> Path:
 
 def result(sweep: Path, index: int) -> dict[str, Any]:
     return json.loads((sweep / str(index) / "result.json").read_text())
-
-
-def output(proc: Any) -> str:
-    return f"--- stdout\n{proc.stdout[-4000:]}\n--- stderr\n{proc.stderr[-4000:]}"
 
 
 def node_names(partition: str) -> list[str]:

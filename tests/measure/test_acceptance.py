@@ -5,27 +5,17 @@ bound is far under 5%; a CPU run has no verdict, with the reason."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from llem.testing import cli
+
 FAST = ["decoder.max_new_tokens=4", "dataset.n_prompts=3", "pytorch.batch_size=2"]
 
 
 def run_llem(cwd: Path, *args: str) -> dict:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO)}
-    proc = subprocess.run(
-        [sys.executable, "-m", "llem", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    proc = cli.run_llem(*args, cwd=cwd, timeout=300)
     assert proc.returncode == 0, proc.stderr + proc.stdout
     return json.loads(next((cwd / "outputs").rglob("result.json")).read_text())
 

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from llem.testing import cli
+from llem.testing.cli import llem_env as llem_env
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -18,26 +19,12 @@ FAST = ["decoder.max_new_tokens=2", "dataset.n_prompts=2", "measurement.warmup=0
 NO_REPORT = "~hydra.callbacks.report"  # the report has its own tests; skipping it saves a second
 
 
-def llem_env() -> dict[str, str]:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
-    env.pop("DISPLAY", None)
-    return env
-
-
 def llem_cmd(*args: str) -> list[str]:
-    return [sys.executable, "-m", "llem", "--multirun", *args]
+    return cli.llem_command(*args, multirun=True)
 
 
 def run_llem(*args: str, timeout: int = 240) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        llem_cmd(*args),
-        cwd=REPO,
-        env=llem_env(),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    return cli.run_llem(*args, multirun=True, timeout=timeout)
 
 
 def result(sweep: Path, index: int) -> dict[str, Any]:

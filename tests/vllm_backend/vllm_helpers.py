@@ -4,13 +4,12 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[2]
+from llem.testing.cli import run_llem as run_llem
+from llem.testing.tinymodel import HEAD64, build_tiny_model
 
 # Engine settings that keep a tiny engine cheap on a small CPU machine: no torch.compile, and a
 # 64 MiB KV cache (which also skips vLLM's memory-profiling warm-up).
@@ -20,44 +19,7 @@ SMALL_ENGINE = ["vllm.enforce_eager=true", f"vllm.kv_cache_memory_bytes={64 * 2*
 def build_tiny_model_head64(directory: Path) -> Path:
     """The tests' tiny tokenizer with a 2-layer random Llama of head size 64 (vLLM's CPU
     attention rejects the usual tiny model's head size of 8)."""
-    import torch
-    from tinymodel import build_tiny_model
-    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
-
-    build_tiny_model(directory)
-    tok = AutoTokenizer.from_pretrained(directory)
-    config = LlamaConfig(
-        vocab_size=len(tok),
-        hidden_size=128,
-        intermediate_size=256,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        max_position_embeddings=1024,
-        bos_token_id=tok.bos_token_id,
-        eos_token_id=tok.eos_token_id,
-        pad_token_id=tok.pad_token_id,
-    )
-    torch.manual_seed(0)
-    LlamaForCausalLM(config).save_pretrained(directory)
-    return directory
-
-
-def llem_env() -> dict[str, str]:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
-    return env
-
-
-def run_llem(*args: str, timeout: int = 600) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "llem", *args],
-        cwd=REPO,
-        env=llem_env(),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    return build_tiny_model(directory, **HEAD64)
 
 
 def read_json(path: Path) -> dict[str, Any]:
