@@ -15,19 +15,15 @@ from __future__ import annotations
 import argparse
 import csv
 import random
-import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
 
 Points = list[tuple[float, float]]
 
 
 def step_trace(total_s: float):
-    from measure.fake_pynvml import Step
+    from llem.testing.fake_pynvml import Step
 
     w = Step(100.0, 250.0, at_s=1.37)
     pts = [(0.0, 100.0), (1.37, 100.0), (1.37, 250.0), (total_s, 250.0)]
@@ -35,7 +31,7 @@ def step_trace(total_s: float):
 
 
 def square_trace(total_s: float):
-    from measure.fake_pynvml import Square
+    from llem.testing.fake_pynvml import Square
 
     w = Square(80.0, 300.0, period_s=0.46, phase_s=0.0)
     pts: Points = [(0.0, w.power(0.0))]
@@ -49,7 +45,7 @@ def square_trace(total_s: float):
 
 
 def ramp_trace(total_s: float):
-    from measure.fake_pynvml import Ramp
+    from llem.testing.fake_pynvml import Ramp
 
     w = Ramp(60.0, 360.0, t0=0.9, t1=2.4)
     pts = [(0.0, 60.0), (0.9, 60.0), (2.4, 360.0), (total_s, 360.0)]

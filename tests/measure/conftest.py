@@ -11,9 +11,8 @@ from llem.measure import MeasurementSession
 from llem.measure import devices as measure_devices
 from llem.measure.idle import IdleCache
 from llem.measure.report import NOT_FIGURES
-
-from .clocks import SteppingClock
-from .fake_pynvml import FakeGpu, FakeNvml
+from llem.testing.clocks import SteppingClock
+from llem.testing.fake_pynvml import FakeGpu, FakeNvml
 
 
 @pytest.fixture

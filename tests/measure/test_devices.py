@@ -7,9 +7,9 @@ import pytest
 from llem.errors import PreflightError
 from llem.measure import devices as measure_devices
 from llem.measure.devices import DeviceMappingError, resolve_devices
+from llem.testing.fake_pynvml import FakeGpu
 
 from .conftest import make_cfg
-from .fake_pynvml import FakeGpu
 
 UUIDS = [f"GPU-{c * 8}-1111-2222-3333-44445555666{i}" for i, c in enumerate("abcd")]
 MIGS = ["MIG-0e1e2e3e-aaaa-bbbb-cccc-000000000001", "MIG-0e1e2e3e-aaaa-bbbb-cccc-000000000002"]

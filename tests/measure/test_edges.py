@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import pytest
 
+from llem.testing.fake_pynvml import Constant, FakeGpu
+
 from .conftest import make_cfg
-from .fake_pynvml import Constant, FakeGpu
 
 
 def test_window_s_and_counter_delta_cover_the_same_interval(install_nvml, make_session, clock):

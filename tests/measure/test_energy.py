@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from llem.config.schema import EnergySource
+from llem.testing.fake_pynvml import Constant, FakeGpu, Ramp, Square, Step
 
 from .conftest import assert_nulls_explained, make_cfg
-from .fake_pynvml import Constant, FakeGpu, Ramp, Square, Step
 
 T0 = 1000.0  # the virtual clock's start
 PASCAL = 4

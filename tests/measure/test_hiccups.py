@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from llem.testing.fake_pynvml import Constant, FakeGpu
+
 from .conftest import assert_nulls_explained, make_cfg
-from .fake_pynvml import Constant, FakeGpu
 
 PASCAL = 4
 SECONDARY = [

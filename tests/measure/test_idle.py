@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from llem.measure.idle import IdleCache
+from llem.testing.fake_pynvml import FakeGpu, Step
 
 from .conftest import make_cfg
-from .fake_pynvml import FakeGpu, Step
 
 T0 = 1000.0
 

@@ -6,8 +6,9 @@ import os
 
 import pytest
 
+from llem.testing.fake_pynvml import FakeGpu
+
 from .conftest import assert_nulls_explained, make_cfg
-from .fake_pynvml import FakeGpu
 
 
 def report_with(install_nvml, make_session, clock, processes):

@@ -10,9 +10,9 @@ from llem.config.schema import EnergySource
 from llem.errors import PreflightError
 from llem.measure.energy import integrate_linear
 from llem.measure.sampler import RealClock
+from llem.testing.fake_pynvml import FakeGpu, Square
 
 from .conftest import assert_nulls_explained, make_cfg
-from .fake_pynvml import FakeGpu, Square
 
 TRACE = """time_s,device,power_w,temperature_c
 0,gpu-A,50,40

@@ -10,9 +10,9 @@ import pytest
 from llem.config.schema import EnergySource
 from llem.errors import PreflightError
 from llem.measure.report import ENERGY_KEYS, NOT_FIGURES
+from llem.testing.fake_pynvml import FakeGpu
 
 from .conftest import assert_nulls_explained, make_cfg
-from .fake_pynvml import FakeGpu
 
 NOT_FOUND = real_pynvml.NVML_ERROR_LIBRARY_NOT_FOUND
 

@@ -6,9 +6,9 @@ import pytest
 
 from llem.config.schema import EnergySource
 from llem.measure import uncertainty
+from llem.testing.fake_pynvml import Constant, FakeGpu, Square, Step
 
 from .conftest import make_cfg
-from .fake_pynvml import Constant, FakeGpu, Square, Step
 
 T0 = 1000.0
 PASCAL = 4

@@ -6,9 +6,9 @@ import pytest
 
 from llem.config.schema import EnergySource
 from llem.measure.validity import CHECKS, temperature_rise_c
+from llem.testing.fake_pynvml import Constant, FakeGpu, Step
 
 from .conftest import make_cfg
-from .fake_pynvml import Constant, FakeGpu, Step
 
 T0 = 1000.0
 

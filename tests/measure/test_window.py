@@ -11,9 +11,9 @@ import pytest
 from llem.config.schema import EnergySource
 from llem.measure import TIMESERIES_COLUMNS
 from llem.measure.sampler import RealClock
+from llem.testing.fake_pynvml import Constant, FakeGpu, Step
 
 from .conftest import assert_nulls_explained, make_cfg
-from .fake_pynvml import Constant, FakeGpu, Step
 
 
 def sampler_threads():
