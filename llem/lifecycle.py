@@ -136,7 +136,7 @@ def _measure(
     from llem.backends import get_backend
     from llem.backends.memory import peak_memory, reset_peak_memory
     from llem.environment import write_environment
-    from llem.generations import write_generations
+    from llem.result import write_generations
     from llem.measure import MeasurementSession
     from llem.prompts import prepare_prompts
     from llem.sweep import reuse
