@@ -119,16 +119,16 @@ def main() -> None:
             session.clock.sleep(0.2)
             with session.window() as w:
                 session.clock.sleep(args.window_s)
-            rep = session.report(output_tokens=1, requests=1)
+            rep = session.measurement(output_tokens=1, requests=1)
             session.close()
-            measured = rep.energy["total_j"]
+            measured = rep.energy.total_j
             exact = analytic(w.start_s, w.end_s)
             samples = session.last_window.samples
             times = [s.time_s - session.origin_s for s in samples]
             trap = integrate_linear(times, [s.power_w for s in samples], w.start_s, w.end_s)
             print(
-                f"{name:8} {rep.energy['window_s']:9.4f} {measured:12.4f} {exact:12.4f} "
-                f"{(measured - exact) / exact:10.2e} {rep.energy['idle_power_w']:8.2f} | "
+                f"{name:8} {rep.energy.window_s:9.4f} {measured:12.4f} {exact:12.4f} "
+                f"{(measured - exact) / exact:10.2e} {rep.energy.idle_power_w:8.2f} | "
                 f"{trap:17.4f} {(trap - exact) / exact:9.2%}"
             )
     print("\nmeasured = replay source (exact piecewise-linear integral over the window);")

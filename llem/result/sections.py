@@ -206,10 +206,6 @@ class SweepPosition:
     seed: int
 
 
-#: what each check of ``Validity.checks`` can say
-CHECK_PASSED, CHECK_FAILED, CHECK_NOT_CHECKED = "passed", "failed", "not checked"
-
-
 @dataclass(frozen=True)
 class Validity:
     """Whether the energy figure can be trusted: a verdict, its problems, and each check

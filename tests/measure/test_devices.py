@@ -109,8 +109,8 @@ def test_session_devices_and_bandwidth(nvml, make_session, monkeypatch):
     s.start()
     with s.window():
         s.clock.sleep(0.2)
-    rep = s.report(output_tokens=10, requests=1)
-    assert rep.devices[0] == {
+    rep = s.measurement(output_tokens=10, requests=1)
+    assert rep.devices[0].to_dict() == {
         "torch_index": 0,
         "nvml_index": 3,
         "uuid": UUIDS[3],
@@ -119,11 +119,11 @@ def test_session_devices_and_bandwidth(nvml, make_session, monkeypatch):
         "memory_bandwidth_bytes_per_s": 5120 / 8 * 2619e6 * 2,  # 3.35 TB/s, the H100 SXM figure
         "power_limit_w": 700.0,
     }
-    assert rep.devices[1]["nvml_index"] == 2
-    assert rep.devices[1]["memory_bandwidth_bytes_per_s"] is None
+    assert rep.devices[1].nvml_index == 2
+    assert rep.devices[1].memory_bandwidth_bytes_per_s is None
     assert "bus width" in rep.null_reasons["devices[1].memory_bandwidth_bytes_per_s"]
     assert rep.memory_bandwidth_bytes_per_s is None  # not all devices known
-    assert set(rep.energy["per_device_j"]) == {UUIDS[3], UUIDS[2]}
+    assert set(rep.energy.per_device_j) == {UUIDS[3], UUIDS[2]}
 
 
 def test_preflight_names_invisible_gpu_index(nvml, make_session):
