@@ -31,11 +31,10 @@ from typing import Any
 
 from llem.config.schema import MeasurementConfig
 from llem.measure.devices import DeviceInfo
-from llem.measure.energy import EnergyMeter, PowerSource, WindowResult
+from llem.measure.energy import EnergyMeter, PowerSource, SourceError, WindowResult
 from llem.measure.energy_section import Counts
 from llem.measure.idle import IdleBaseline, IdleCache, IdleSource
 from llem.measure.measurement import Measurement, build_measurement
-from llem.measure.nvml import SourceError
 from llem.measure.rapl import DEFAULT_POWERCAP_ROOT, RaplMeter
 from llem.measure.sampler import Clock, RealClock
 from llem.measure.sources import DISABLED, energy_mode, open_source, preflight_problems

@@ -7,6 +7,7 @@ import pytest
 from llem.errors import PreflightError
 from llem.measure import devices as measure_devices
 from llem.measure.devices import DeviceMappingError, resolve_devices
+from llem.measure.nvml import init_nvml
 from llem.testing.fake_pynvml import FakeGpu
 
 from .conftest import make_cfg
@@ -25,7 +26,7 @@ def nvml(install_nvml):
 def mapped(nvml, indices, cvd=None, torch_uuids=None, **env):
     if cvd is not None:
         env["CUDA_VISIBLE_DEVICES"] = cvd
-    out, warnings = resolve_devices(nvml, indices, env, torch_uuids)
+    out, warnings = resolve_devices(init_nvml(), indices, env, torch_uuids)
     return [(d.torch_index, d.nvml_index, d.uuid) for d, _ in out], warnings
 
 
