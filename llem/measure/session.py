@@ -1,6 +1,8 @@
 """``MeasurementSession``: the one object a run uses to measure energy, power, heat and memory.
 
-    session = MeasurementSession(cfg.measurement, torch_device_indices=[0], device_type="cuda")
+    session = MeasurementSession(
+        cfg.measurement, torch_device_indices=[0], device_type="cuda", idle_cache=cache
+    )                                     # cache: the caller's IdleCache, one per process
     problems = session.preflight()        # before loading anything
     session.start()                       # after CUDA is initialised, before the model loads
     session.cooldown()

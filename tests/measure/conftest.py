@@ -105,6 +105,13 @@ def assert_nulls_explained(m: Measurement) -> None:
                 assert reasons.get(f"{where}.{name}"), f"{where}.{name} is null without a reason"
             if spec.bound and getattr(section, spec.bound) is None:
                 assert reasons.get(f"{where}.{spec.bound}"), f"{where}.{spec.bound}: no reason"
+    sections = {"energy": m.energy, "thermal": m.thermal, "validity": m.validity}
+    for key in reasons:  # and no reason stands beside a value
+        where, _, name = key.partition(".")
+        if where in sections:
+            field, _, entry = name.partition(".")
+            value = getattr(sections[where], field)
+            assert (value.get(entry) if entry else value) is None, f"{key} has a value and a reason"
     assert m.peak_device_used_mb.value is not None or m.peak_device_used_mb.null_reason
     for i, dev in enumerate(m.devices):
         for key, value in dev.to_dict().items():

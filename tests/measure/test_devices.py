@@ -125,6 +125,16 @@ def test_session_devices_and_bandwidth(nvml, make_session, monkeypatch):
     assert "bus width" in rep.null_reasons["devices[1].memory_bandwidth_bytes_per_s"]
     assert rep.memory_bandwidth_bytes_per_s is None  # not all devices known
     assert set(rep.energy.per_device_j) == {UUIDS[3], UUIDS[2]}
+    assert rep.memory_bandwidth_by_torch_index() == {0: 5120 / 8 * 2619e6 * 2, 1: None}
+    hw = rep.hardware  # the result's hardware section, as lifecycle writes it
+    assert (hw.gpu_model, hw.gpu_count) == ("NVIDIA H100 80GB HBM3", 2) and hw.hostname
+    assert [g["uuid"] for g in hw.gpus] == [UUIDS[3], UUIDS[2]]
+    assert hw.gpus[0] == {
+        "uuid": UUIDS[3],
+        "name": "NVIDIA H100 80GB HBM3",
+        "memory_total_mb": 80e9 / 2**20,
+        "power_limit_w": 700.0,
+    }
 
 
 def test_preflight_names_invisible_gpu_index(nvml, make_session):
