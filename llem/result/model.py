@@ -78,7 +78,8 @@ class RunResult:
     # ------------------------------------------------------------------ json
     def to_json(self) -> dict[str, Any]:
         """The result as plain JSON data, in schema order."""
-        return _to_plain(self)
+        plain: dict[str, Any] = _to_plain(self)
+        return plain
 
     @classmethod
     def from_json(cls, data: dict[str, Any] | str | Path) -> RunResult:
@@ -91,7 +92,8 @@ class RunResult:
                 raise ResultFormatError(f"{path}: not valid JSON ({exc})") from None
         if not isinstance(data, dict):
             raise ResultFormatError(f"result.json holds a {type(data).__name__}, not an object")
-        return _build(cls, migrate(dict(data)), "")
+        result: RunResult = _build(cls, migrate(dict(data)), "")
+        return result
 
     def write(self, run_dir: Path | str) -> Path:
         """Write ``run_dir/result.json`` atomically: the only writer of result files."""
