@@ -15,19 +15,15 @@ from __future__ import annotations
 import argparse
 import csv
 import random
-import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
 
 Points = list[tuple[float, float]]
 
 
 def step_trace(total_s: float):
-    from measure.fake_pynvml import Step
+    from llem.testing.fake_pynvml import Step
 
     w = Step(100.0, 250.0, at_s=1.37)
     pts = [(0.0, 100.0), (1.37, 100.0), (1.37, 250.0), (total_s, 250.0)]
@@ -35,7 +31,7 @@ def step_trace(total_s: float):
 
 
 def square_trace(total_s: float):
-    from measure.fake_pynvml import Square
+    from llem.testing.fake_pynvml import Square
 
     w = Square(80.0, 300.0, period_s=0.46, phase_s=0.0)
     pts: Points = [(0.0, w.power(0.0))]
@@ -49,7 +45,7 @@ def square_trace(total_s: float):
 
 
 def ramp_trace(total_s: float):
-    from measure.fake_pynvml import Ramp
+    from llem.testing.fake_pynvml import Ramp
 
     w = Ramp(60.0, 360.0, t0=0.9, t1=2.4)
     pts = [(0.0, 60.0), (0.9, 60.0), (2.4, 360.0), (total_s, 360.0)]
@@ -123,16 +119,16 @@ def main() -> None:
             session.clock.sleep(0.2)
             with session.window() as w:
                 session.clock.sleep(args.window_s)
-            rep = session.report(output_tokens=1, requests=1)
+            rep = session.measurement(output_tokens=1, requests=1)
             session.close()
-            measured = rep.energy["total_j"]
+            measured = rep.energy.total_j
             exact = analytic(w.start_s, w.end_s)
             samples = session.last_window.samples
             times = [s.time_s - session.origin_s for s in samples]
             trap = integrate_linear(times, [s.power_w for s in samples], w.start_s, w.end_s)
             print(
-                f"{name:8} {rep.energy['window_s']:9.4f} {measured:12.4f} {exact:12.4f} "
-                f"{(measured - exact) / exact:10.2e} {rep.energy['idle_power_w']:8.2f} | "
+                f"{name:8} {rep.energy.window_s:9.4f} {measured:12.4f} {exact:12.4f} "
+                f"{(measured - exact) / exact:10.2e} {rep.energy.idle_power_w:8.2f} | "
                 f"{trap:17.4f} {(trap - exact) / exact:9.2%}"
             )
     print("\nmeasured = replay source (exact piecewise-linear integral over the window);")

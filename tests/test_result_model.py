@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from pathlib import Path
@@ -10,13 +11,16 @@ import pytest
 
 from llem.result import (
     SCHEMA_VERSION,
+    Energy,
     ErrorInfo,
+    Figure,
     Percentiles,
     ResultFormatError,
     RunResult,
     SweepPosition,
     write_record,
 )
+from llem.result.figure import figure_specs
 
 DATA = Path(__file__).parent / "data"
 
@@ -24,11 +28,13 @@ DATA = Path(__file__).parent / "data"
 def test_a_result_survives_a_round_trip_through_its_file(tmp_path: Path) -> None:
     r = RunResult(status="ok", config_hash="abc", overrides=["pytorch.batch_size=4"])
     r.latency.ttft_ms = Percentiles(12.0, 20.0, 31.5)
-    r.energy.per_device_j = {"GPU-1": 10.5}
+    r.set_figures("energy", {"per_device_j": {"GPU-1": Figure(10.5, 0.2)}})
+    r.set_figure("energy.total_j", Figure(10.5, bound=None, bound_null_reason="no bound here"))
     r.sweep = SweepPosition(grid_index=3, position=1, of=4, order="grouped", seed=0)
     r.write(tmp_path)
     back = RunResult.read(tmp_path)
     assert back == r
+    assert back.figure("energy.total_j") == Figure(10.5, None, None, "no bound here")
     assert json.loads((tmp_path / "result.json").read_text())["schema_version"] == SCHEMA_VERSION
 
 
@@ -75,3 +81,53 @@ def test_a_record_for_a_point_that_never_measured_has_every_section(tmp_path: Pa
     for section in ("workload", "latency", "energy", "memory", "thermal", "compute", "validity"):
         assert isinstance(written[section], dict)
     assert written["energy"]["total_j"] is None and written["sweep"] is None
+
+
+def test_a_figure_its_bound_and_its_null_reason_are_set_together() -> None:
+    r = RunResult(status="ok")
+    r.set_figure("energy.j_per_output_token", Figure.null("no output tokens"))
+    assert r.energy.j_per_output_token is None and r.energy.j_per_output_token_uncertainty is None
+    assert r.null_reasons["energy.j_per_output_token"] == "no output tokens"
+    assert r.null_reasons["energy.j_per_output_token_uncertainty"] == "no output tokens"
+    r.set_figure("energy.j_per_output_token", Figure(0.25, 0.01))
+    assert (r.energy.j_per_output_token, r.energy.j_per_output_token_uncertainty) == (0.25, 0.01)
+    assert not [k for k in r.null_reasons if k.startswith("energy.j_per_output_token")]
+    assert r.figure("energy.j_per_output_token") == Figure(0.25, 0.01)
+    r.set_figure("thermal.max_temp_c", Figure.null("no temperature readings"))
+    assert r.figure("thermal.max_temp_c").null_reason == "no temperature readings"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        r.energy.total_j = 3.0  # type: ignore[misc]
+    with pytest.raises(ValueError, match="not figures of Energy"):
+        r.set_figure("energy.source", Figure("nvml_counter"))
+
+
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda: Figure(None), "needs the reason"),
+        (lambda: Figure(None, 0.1, "gone"), "no bound"),
+        (lambda: Figure(1.0, null_reason="why"), "no null reason"),
+        (lambda: Figure(1.0, 0.1, bound_null_reason="why"), "has a bound"),
+        (lambda: Energy(total_j_uncertainty=0.5), "total_j is null"),
+        (lambda: Energy(per_device_j={"a": None}, per_device_j_uncertainty={"a": 1.0}), "null"),
+    ],
+)
+def test_a_figure_cannot_disagree_with_itself(make, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        make()
+
+
+def test_a_file_with_a_bound_for_a_null_figure_is_refused() -> None:
+    data = RunResult(status="ok").to_json()
+    data["energy"]["avg_power_w_uncertainty"] = 1.0
+    with pytest.raises(ResultFormatError, match="avg_power_w is null"):
+        RunResult.from_json(data)
+
+
+def test_every_bounded_energy_figure_has_its_bound_field_in_the_schema() -> None:
+    written = RunResult(status="ok").to_json()["energy"]
+    specs = figure_specs(Energy)
+    bounded = [s.name for s in specs.values() if s.bound]
+    assert "total_j" in bounded and "peak_power_w" not in bounded
+    assert all(f"{name}_uncertainty" in written for name in bounded)
+    assert list(written) == [f.name for f in dataclasses.fields(Energy)]

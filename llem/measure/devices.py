@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from llem.measure.nvml import MB, as_str, error_text, is_not_supported
+from llem.measure.nvml import Gpu, GpuFacts, Nvml
 
 
 class DeviceMappingError(Exception):
@@ -57,13 +57,6 @@ class DeviceInfo:
         }
 
 
-@dataclass(frozen=True)
-class _Gpu:
-    index: int
-    handle: Any
-    uuid: str
-
-
 def normalise_uuid(uuid: str) -> str:
     """Lower-case UUID without its ``GPU-``/``MIG-`` prefix (torch reports it bare)."""
     u = uuid.strip().lower()
@@ -86,84 +79,39 @@ def torch_device_uuids(indices: Sequence[int] | None) -> dict[int, str] | None:
         return None
 
 
-def memory_bandwidth(pynvml: Any, handle: Any) -> tuple[float | None, str | None]:
-    """Peak memory bandwidth in bytes/s = bus width (bits) / 8 * max memory clock (Hz) * 2 (DDR)."""
-    try:
-        bus_bits = pynvml.nvmlDeviceGetMemoryBusWidth(handle)
-        mem_mhz = pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_MEM)
-    except Exception as exc:
-        if is_not_supported(pynvml, exc) or isinstance(exc, pynvml.NVMLError):
-            return None, f"NVML cannot report memory bus width or clock ({error_text(exc)})"
-        raise
-    if not bus_bits or not mem_mhz:
-        return None, f"NVML reported bus width {bus_bits} bits and max memory clock {mem_mhz} MHz"
-    return bus_bits / 8 * mem_mhz * 1e6 * 2, None
-
-
 def describe(
-    pynvml: Any,
-    gpu_handle: Any,
-    nvml_index: int | None,
-    uuid: str,
-    torch_index: int | None,
-    mig_uuid: str | None = None,
+    facts: GpuFacts, gpu: Gpu, torch_index: int | None, mig_uuid: str | None = None
 ) -> DeviceInfo:
-    """Name, total memory and bandwidth of one physical GPU."""
-    reasons: dict[str, str] = {}
-    name = as_str(pynvml.nvmlDeviceGetName(gpu_handle))
-    try:
-        total_mb: float | None = pynvml.nvmlDeviceGetMemoryInfo(gpu_handle).total / MB
-    except Exception as exc:
-        if not is_not_supported(pynvml, exc):
-            raise
-        total_mb = None
-        reasons["memory_total_mb"] = f"NVML cannot report total memory ({error_text(exc)})"
-    bandwidth, why = memory_bandwidth(pynvml, gpu_handle)
-    if why:
-        reasons["memory_bandwidth_bytes_per_s"] = why
-    limit_w: float | None = None
-    try:
-        limit_w = pynvml.nvmlDeviceGetEnforcedPowerLimit(gpu_handle) / 1000.0
-    except Exception as exc:
-        if not (is_not_supported(pynvml, exc) or isinstance(exc, pynvml.NVMLError)):
-            raise
-        reasons["power_limit_w"] = f"NVML cannot report the power limit ({error_text(exc)})"
+    """The measured device ``gpu`` (as torch device ``torch_index``, through ``mig_uuid``)."""
     return DeviceInfo(
-        torch_index, nvml_index, uuid, name, total_mb, bandwidth, mig_uuid, reasons, limit_w
+        torch_index,
+        gpu.index,
+        gpu.uuid,
+        facts.name,
+        facts.memory_total_mb,
+        facts.memory_bandwidth_bytes_per_s,
+        mig_uuid,
+        dict(facts.null_reasons),
+        facts.power_limit_w,
     )
 
 
 class Inventory:
     """NVML's GPUs, plus their MIG instances when asked for."""
 
-    def __init__(self, pynvml: Any) -> None:
-        self.nvml = pynvml
-        self.gpus: list[_Gpu] = []
-        for i in range(pynvml.nvmlDeviceGetCount()):
-            h = pynvml.nvmlDeviceGetHandleByIndex(i)
-            self.gpus.append(_Gpu(i, h, as_str(pynvml.nvmlDeviceGetUUID(h))))
-        self._migs: dict[str, _Gpu] | None = None  # MIG uuid -> parent GPU
+    def __init__(self, nvml: Nvml) -> None:
+        self.nvml = nvml
+        self.gpus: list[Gpu] = nvml.gpus()
+        self._migs: dict[str, Gpu] | None = None  # MIG uuid -> parent GPU
 
-    def migs(self) -> dict[str, _Gpu]:
+    def migs(self) -> dict[str, Gpu]:
         if self._migs is None:
-            self._migs = {}
-            for gpu in self.gpus:
-                try:
-                    count = self.nvml.nvmlDeviceGetMaxMigDeviceCount(gpu.handle)
-                except Exception as exc:
-                    if is_not_supported(self.nvml, exc) or isinstance(exc, self.nvml.NVMLError):
-                        continue
-                    raise
-                for j in range(count):
-                    try:
-                        mh = self.nvml.nvmlDeviceGetMigDeviceHandleByIndex(gpu.handle, j)
-                        mig_uuid = as_str(self.nvml.nvmlDeviceGetUUID(mh))
-                    except self.nvml.NVMLError:
-                        continue  # empty slot
-                    self._migs[normalise_uuid(mig_uuid)] = gpu
+            self._migs = {
+                normalise_uuid(mig): gpu for gpu in self.gpus for mig in self.nvml.mig_uuids(gpu)
+            }
         return self._migs
 
-    def by_uuid(self, uuid: str, prefix: bool = False) -> tuple[_Gpu | None, str | None]:
+    def by_uuid(self, uuid: str, prefix: bool = False) -> tuple[Gpu | None, str | None]:
         """(parent GPU, MIG uuid or None) for a GPU or MIG UUID; unique prefixes when ``prefix``."""
         want = normalise_uuid(uuid)
         hits = [
@@ -189,18 +137,18 @@ class Inventory:
 _LEGACY_MIG = re.compile(r"^MIG-(GPU-[0-9a-fA-F-]+)/\d+/\d+$")
 
 
-def visible_from_env(inv: Inventory, cvd: str | None) -> list[tuple[_Gpu, str | None]]:
+def visible_from_env(inv: Inventory, cvd: str | None) -> list[tuple[Gpu, str | None]]:
     """The devices CUDA makes visible under ``CUDA_VISIBLE_DEVICES=cvd``, in CUDA's order."""
     if cvd is None:
         return [(g, None) for g in inv.gpus]
-    visible: list[tuple[_Gpu, str | None]] = []
+    visible: list[tuple[Gpu, str | None]] = []
     seen: list[str] = []
     for raw in cvd.split(","):
         entry = raw.strip()
         if entry in seen:
             return []  # CUDA: a repeated entry makes no device visible
         seen.append(entry)
-        found: tuple[_Gpu | None, str | None] = (None, None)
+        found: tuple[Gpu | None, str | None] = (None, None)
         if re.fullmatch(r"\d+", entry):
             i = int(entry)
             found = (inv.gpus[i], None) if i < len(inv.gpus) else (None, None)
@@ -215,51 +163,66 @@ def visible_from_env(inv: Inventory, cvd: str | None) -> list[tuple[_Gpu, str | 
     return visible
 
 
+def _by_torch_uuids(
+    inv: Inventory, torch_uuids: Mapping[int, str], warnings: list[str]
+) -> list[tuple[int, Gpu, str | None]]:
+    """torch's devices by the UUIDs torch reports; empty (with a warning) when NVML lacks one."""
+    chosen = []
+    for ti, uuid in sorted(torch_uuids.items()):
+        gpu, mig = inv.by_uuid(uuid)
+        if gpu is None:
+            warnings.append(
+                f"torch device cuda:{ti} has UUID {uuid}, which NVML does not "
+                "list; falling back to CUDA_VISIBLE_DEVICES"
+            )
+            return []
+        chosen.append((ti, gpu, mig))
+    return chosen
+
+
+def _by_env(
+    inv: Inventory, torch_indices: Sequence[int] | None, env: Mapping[str, str], warnings: list[str]
+) -> list[tuple[int, Gpu, str | None]]:
+    """torch's devices as ``CUDA_VISIBLE_DEVICES`` numbers them. Raises ``DeviceMappingError``."""
+    cvd = env.get("CUDA_VISIBLE_DEVICES")
+    visible = visible_from_env(inv, cvd)
+    wanted = list(torch_indices) if torch_indices is not None else list(range(len(visible)))
+    shown = "unset" if cvd is None else repr(cvd)
+    chosen = []
+    for ti in wanted:
+        if not 0 <= ti < len(visible):
+            raise DeviceMappingError(
+                f"torch device cuda:{ti} is not visible: CUDA_VISIBLE_DEVICES is {shown}, "
+                f"which leaves {len(visible)} of NVML's {len(inv.gpus)} GPUs visible"
+            )
+        chosen.append((ti, visible[ti][0], visible[ti][1]))
+    by_int = cvd is None or any(re.fullmatch(r"\s*\d+\s*", e) for e in cvd.split(","))
+    names = {inv.nvml.name(g) for g in inv.gpus}
+    if by_int and len(names) > 1 and env.get("CUDA_DEVICE_ORDER") != "PCI_BUS_ID":
+        warnings.append(
+            "GPUs of different models and CUDA_DEVICE_ORDER is not PCI_BUS_ID: CUDA may number "
+            "them differently from NVML; set CUDA_DEVICE_ORDER=PCI_BUS_ID so that the "
+            "measured GPU is the one torch used"
+        )
+    return chosen
+
+
 def resolve_devices(
-    pynvml: Any,
+    nvml: Nvml,
     torch_indices: Sequence[int] | None,
     env: Mapping[str, str],
     torch_uuids: Mapping[int, str] | None = None,
-) -> tuple[list[tuple[DeviceInfo, Any]], list[str]]:
-    """Map torch device indices to NVML GPUs. Returns ([(DeviceInfo, gpu handle)], warnings).
+) -> tuple[list[tuple[DeviceInfo, Gpu]], list[str]]:
+    """Map torch device indices to NVML GPUs. Returns ([(DeviceInfo, GPU)], warnings).
 
     ``torch_indices`` None means every visible device. Raises ``DeviceMappingError``.
     """
-    inv = Inventory(pynvml)
+    inv = Inventory(nvml)
     warnings: list[str] = []
-    chosen: list[tuple[int, _Gpu, str | None]] = []
-    if torch_uuids:
-        for ti, uuid in sorted(torch_uuids.items()):
-            gpu, mig = inv.by_uuid(uuid)
-            if gpu is None:
-                warnings.append(
-                    f"torch device cuda:{ti} has UUID {uuid}, which NVML does not "
-                    "list; falling back to CUDA_VISIBLE_DEVICES"
-                )
-                chosen = []
-                break
-            chosen.append((ti, gpu, mig))
+    chosen = _by_torch_uuids(inv, torch_uuids, warnings) if torch_uuids else []
     if not chosen:
-        cvd = env.get("CUDA_VISIBLE_DEVICES")
-        visible = visible_from_env(inv, cvd)
-        wanted = list(torch_indices) if torch_indices is not None else list(range(len(visible)))
-        shown = "unset" if cvd is None else repr(cvd)
-        for ti in wanted:
-            if not 0 <= ti < len(visible):
-                raise DeviceMappingError(
-                    f"torch device cuda:{ti} is not visible: CUDA_VISIBLE_DEVICES is {shown}, "
-                    f"which leaves {len(visible)} of NVML's {len(inv.gpus)} GPUs visible"
-                )
-            chosen.append((ti, visible[ti][0], visible[ti][1]))
-        by_int = cvd is None or any(re.fullmatch(r"\s*\d+\s*", e) for e in cvd.split(","))
-        names = {as_str(pynvml.nvmlDeviceGetName(g.handle)) for g in inv.gpus}
-        if by_int and len(names) > 1 and env.get("CUDA_DEVICE_ORDER") != "PCI_BUS_ID":
-            warnings.append(
-                "GPUs of different models and CUDA_DEVICE_ORDER is not PCI_BUS_ID: CUDA may number "
-                "them differently from NVML; set CUDA_DEVICE_ORDER=PCI_BUS_ID so that the "
-                "measured GPU is the one torch used"
-            )
-    out: list[tuple[DeviceInfo, Any]] = []
+        chosen = _by_env(inv, torch_indices, env, warnings)
+    out: list[tuple[DeviceInfo, Gpu]] = []
     done: dict[str, int] = {}
     for ti, gpu, mig in chosen:
         if mig:
@@ -274,5 +237,5 @@ def resolve_devices(
             )
             continue
         done[gpu.uuid] = ti
-        out.append((describe(pynvml, gpu.handle, gpu.index, gpu.uuid, ti, mig), gpu.handle))
+        out.append((describe(nvml.facts(gpu), gpu, ti, mig), gpu))
     return out, warnings

@@ -26,14 +26,29 @@ import logging
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from llem.measure import uncertainty
-from llem.measure.nvml import OtherProcess, SourceError
 from llem.measure.rapl import RaplMeter
 from llem.measure.sampler import Clock, Sample
 
 log = logging.getLogger(__name__)
+
+
+class SourceError(Exception):
+    """A power source failed while measuring; ``str(exc)`` is the reason."""
+
+
+@dataclass(frozen=True)
+class OtherProcess:
+    """A compute process other than this one on a measured GPU (memory in MB, None if hidden)."""
+
+    device: str
+    pid: int
+    used_memory_mb: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"device": self.device, "pid": self.pid, "used_memory_mb": self.used_memory_mb}
 
 
 class PowerSource(Protocol):

@@ -2,9 +2,10 @@
 
 A GPU is only really idle before this process has loaded a model on it and while it is at its
 idle temperature. So the baseline is measured once per process and set of devices, before the
-first model load (``MeasurementSession.start()``), and kept in an ``IdleCache``; later runs in the
-same process (the points of an in-process sweep, often with the model still loaded and the GPU
-still warm from the previous window) reuse it instead of measuring a hot device.
+first model load (``MeasurementSession.start()``), and kept in an ``IdleCache`` that the caller
+holds (one per process: the run layer's); later runs in the same process (the points of an
+in-process sweep, often with the model still loaded and the GPU still warm from the previous
+window) pass the same cache and reuse the baseline instead of measuring a hot device.
 
 With ``measurement.idle_max_age_s`` set, a baseline older than that is measured again, but only
 once every device has cooled back to within ``measurement.idle_temp_margin_c`` of the temperature
@@ -16,7 +17,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
 from enum import Enum
 
 
@@ -51,15 +51,12 @@ class IdleBaseline:
         return replace(self, source=IdleSource.reused_from_process, age_s=age)
 
 
-def utc_now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
 CacheKey = tuple[str, tuple[str, ...]]
 
 
 class IdleCache:
-    """Idle baselines of this process, by power source kind and measured devices."""
+    """Idle baselines by power source kind and measured devices. Whoever runs several sessions in
+    one process holds one and passes it to each (``MeasurementSession(idle_cache=...)``)."""
 
     def __init__(self) -> None:
         self._baselines: dict[CacheKey, IdleBaseline] = {}
@@ -72,6 +69,3 @@ class IdleCache:
 
     def clear(self) -> None:
         self._baselines.clear()
-
-
-PROCESS_IDLE_CACHE = IdleCache()

@@ -1,26 +1,25 @@
-"""NVML access: loading the library, error text, and reading one GPU.
+"""NVML: the only module that calls it (``pynvml``, imported inside functions only).
 
-This is the only module that imports ``pynvml`` (the nvidia-ml-py package) and calls ``nvmlInit``;
-the environment snapshot and pre-flight ask it (``system_snapshot``, ``persistence_mode_off``), and
-the measurement code gets the initialised module from ``init_nvml``. The import happens inside
-functions only, so importing llem never touches NVML. NVML units are converted here, once:
-milliwatts to watts, millijoules to joules, bytes to MB (2**20 bytes, the unit of torch's memory
-figures in result.json).
+``init_nvml()`` returns an ``Nvml``: the initialised library, asked through typed methods (GPUs,
+names, MIG instances, memory, bandwidth, power limit, ``NvmlDevice`` readers); other modules never
+see ``pynvml``. ``system_snapshot`` and ``persistence_mode_off`` serve the environment snapshot and
+pre-flight. NVML units are converted here, once: mW to W, mJ to J, bytes to MB (2**20 bytes, the
+unit of torch's memory figures in result.json).
 
-NVML enumerates *all* GPUs in PCI bus order and ignores ``CUDA_VISIBLE_DEVICES``; mapping torch's
-device indices onto NVML devices is the job of ``llem.measure.devices``.
+NVML numbers *all* GPUs in PCI bus order, ignoring ``CUDA_VISIBLE_DEVICES`` (see
+``llem.measure.devices`` for how torch's device indices map onto NVML's).
 """
 
 from __future__ import annotations
 
 import functools
 import logging
-import os
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
-from llem.measure.sampler import Clock, Sample
+from llem.measure.energy import OtherProcess
+from llem.measure.sampler import Sample
 
 log = logging.getLogger(__name__)
 
@@ -31,10 +30,6 @@ class NvmlUnavailable(Exception):
     """NVML cannot be used; ``str(exc)`` is the reason, e.g. ``NVMLError_LibraryNotFound: ...``."""
 
 
-class SourceError(Exception):
-    """A power source failed while measuring; ``str(exc)`` is the reason."""
-
-
 def error_text(exc: BaseException) -> str:
     """``NVMLError_GpuIsLost: GPU is lost`` style text for an exception."""
     text = str(exc)
@@ -42,8 +37,129 @@ def error_text(exc: BaseException) -> str:
     return f"{name}: {text}" if text and text != name else name
 
 
-def init_nvml() -> Any:
-    """Import ``pynvml`` and call ``nvmlInit()``. Returns the module; raises ``NvmlUnavailable``."""
+def as_str(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+@dataclass(frozen=True)
+class Gpu:
+    """A physical GPU as NVML numbers it (PCI bus order); ``handle`` is NVML's, opaque elsewhere."""
+
+    index: int
+    handle: Any
+    uuid: str
+
+
+@dataclass(frozen=True)
+class GpuFacts:
+    """What a GPU is: name, total memory (MB), peak memory bandwidth (bytes/s) and enforced power
+    limit (W); each None that NVML cannot report has its reason in ``null_reasons``."""
+
+    name: str
+    memory_total_mb: float | None
+    memory_bandwidth_bytes_per_s: float | None
+    power_limit_w: float | None
+    null_reasons: Mapping[str, str] = field(default_factory=dict)
+
+
+class Nvml:
+    """The initialised NVML library (see ``init_nvml``), asked through typed methods."""
+
+    def __init__(self, module: Any) -> None:
+        self.module = module  # pynvml, or a test double in its place
+
+    def shutdown(self) -> None:
+        """``nvmlShutdown()``, logging instead of raising (it is called from cleanup paths)."""
+        try:
+            self.module.nvmlShutdown()
+        except Exception as exc:
+            log.debug("nvmlShutdown failed: %s", error_text(exc))
+
+    def is_error(self, exc: BaseException) -> bool:
+        return isinstance(exc, self.module.NVMLError)
+
+    def is_not_supported(self, exc: BaseException) -> bool:
+        """True for NVML's 'this device/driver cannot do that' errors (not for real failures)."""
+        if isinstance(exc, AttributeError):  # an older nvidia-ml-py without the function
+            return True
+        n = self.module
+        codes = {n.NVML_ERROR_NOT_SUPPORTED, n.NVML_ERROR_FUNCTION_NOT_FOUND}
+        return self.is_error(exc) and getattr(exc, "value", None) in codes
+
+    def gpus(self) -> list[Gpu]:
+        """Every GPU NVML sees, in its order."""
+        n, out = self.module, []
+        for i in range(n.nvmlDeviceGetCount()):
+            h = n.nvmlDeviceGetHandleByIndex(i)
+            out.append(Gpu(i, h, as_str(n.nvmlDeviceGetUUID(h))))
+        return out
+
+    def name(self, gpu: Gpu) -> str:
+        return as_str(self.module.nvmlDeviceGetName(gpu.handle))
+
+    def mig_uuids(self, gpu: Gpu) -> list[str]:
+        """The UUIDs of ``gpu``'s MIG instances; empty when it has none or cannot say."""
+        n = self.module
+        try:
+            count = n.nvmlDeviceGetMaxMigDeviceCount(gpu.handle)
+        except Exception as exc:
+            if self.is_not_supported(exc) or self.is_error(exc):
+                return []
+            raise
+        uuids = []
+        for j in range(count):
+            try:
+                mig = n.nvmlDeviceGetMigDeviceHandleByIndex(gpu.handle, j)
+                uuids.append(as_str(n.nvmlDeviceGetUUID(mig)))
+            except n.NVMLError:
+                continue  # empty slot
+        return uuids
+
+    def memory_bandwidth(self, gpu: Gpu) -> tuple[float | None, str | None]:
+        """Peak memory bandwidth in bytes/s = bus width (bits) / 8 * max memory clock (Hz) * 2."""
+        n, h = self.module, gpu.handle
+        try:
+            bus_bits = n.nvmlDeviceGetMemoryBusWidth(h)
+            mem_mhz = n.nvmlDeviceGetMaxClockInfo(h, n.NVML_CLOCK_MEM)
+        except Exception as exc:
+            if self.is_not_supported(exc) or self.is_error(exc):
+                return None, f"NVML cannot report memory bus width or clock ({error_text(exc)})"
+            raise
+        if not bus_bits or not mem_mhz:
+            why = f"NVML reported bus width {bus_bits} bits and max memory clock {mem_mhz} MHz"
+            return None, why
+        return bus_bits / 8 * mem_mhz * 1e6 * 2, None
+
+    def facts(self, gpu: Gpu) -> GpuFacts:
+        """Name, total memory, memory bandwidth and power limit of one physical GPU."""
+        n, h, reasons = self.module, gpu.handle, {}
+        name = self.name(gpu)
+        total_mb: float | None = None
+        try:
+            total_mb = n.nvmlDeviceGetMemoryInfo(h).total / MB
+        except Exception as exc:
+            if not self.is_not_supported(exc):
+                raise
+            reasons["memory_total_mb"] = f"NVML cannot report total memory ({error_text(exc)})"
+        bandwidth, why = self.memory_bandwidth(gpu)
+        if why:
+            reasons["memory_bandwidth_bytes_per_s"] = why
+        limit_w: float | None = None
+        try:
+            limit_w = n.nvmlDeviceGetEnforcedPowerLimit(h) / 1000.0
+        except Exception as exc:
+            if not (self.is_not_supported(exc) or self.is_error(exc)):
+                raise
+            reasons["power_limit_w"] = f"NVML cannot report the power limit ({error_text(exc)})"
+        return GpuFacts(name, total_mb, bandwidth, limit_w, reasons)
+
+    def device(self, gpu: Gpu) -> NvmlDevice:
+        """A reader of ``gpu``'s energy, power and the rest of a sample."""
+        return NvmlDevice(self, gpu.handle, gpu.uuid)
+
+
+def init_nvml() -> Nvml:
+    """Import ``pynvml`` and call ``nvmlInit()``. Raises ``NvmlUnavailable``."""
     try:
         import pynvml
     except ImportError as exc:  # nvidia-ml-py missing
@@ -52,27 +168,7 @@ def init_nvml() -> Any:
         pynvml.nvmlInit()
     except Exception as exc:  # NVMLError_LibraryNotFound, DriverNotLoaded, ...
         raise NvmlUnavailable(error_text(exc)) from exc
-    return pynvml
-
-
-@dataclass(frozen=True)
-class OtherProcess:
-    """A compute process other than this one on a measured GPU (memory in MB, None if hidden)."""
-
-    device: str
-    pid: int
-    used_memory_mb: float | None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"device": self.device, "pid": self.pid, "used_memory_mb": self.used_memory_mb}
-
-
-def shutdown_nvml(pynvml: Any) -> None:
-    """``nvmlShutdown()``, logging instead of raising (it is called from cleanup paths)."""
-    try:
-        pynvml.nvmlShutdown()
-    except Exception as exc:
-        log.debug("nvmlShutdown failed: %s", error_text(exc))
+    return Nvml(pynvml)
 
 
 def system_snapshot() -> dict[str, Any]:
@@ -81,63 +177,44 @@ def system_snapshot() -> dict[str, Any]:
     Returns ``{"driver_version", "gpus": [{index, name, uuid, memory_total_mb}], "unavailable":
     {key: reason}}``; raises ``NvmlUnavailable`` when NVML cannot start.
     """
-    pynvml = init_nvml()
-    unavailable: dict[str, str] = {}
+    nvml = init_nvml()
+    n, unavailable = nvml.module, {}
     try:
         driver: str | None = None
         try:
-            driver = as_str(pynvml.nvmlSystemGetDriverVersion())
+            driver = as_str(n.nvmlSystemGetDriverVersion())
         except Exception as exc:
             unavailable["driver_version"] = f"NVML: {type(exc).__name__}: {exc}"
         gpus = []
-        for index in range(pynvml.nvmlDeviceGetCount()):
-            gpu: dict[str, Any] = {"index": index, "name": None, "uuid": None}
-            gpu["memory_total_mb"] = None
+        for index in range(n.nvmlDeviceGetCount()):
+            gpu: dict[str, Any] = dict(index=index, name=None, uuid=None, memory_total_mb=None)
             try:
-                handle = pynvml.nvmlDeviceGetHandleByIndex(index)
-                gpu["name"] = as_str(pynvml.nvmlDeviceGetName(handle))
-                gpu["uuid"] = as_str(pynvml.nvmlDeviceGetUUID(handle))
-                gpu["memory_total_mb"] = int(pynvml.nvmlDeviceGetMemoryInfo(handle).total) // 2**20
+                handle = n.nvmlDeviceGetHandleByIndex(index)
+                gpu["name"] = as_str(n.nvmlDeviceGetName(handle))
+                gpu["uuid"] = as_str(n.nvmlDeviceGetUUID(handle))
+                gpu["memory_total_mb"] = int(n.nvmlDeviceGetMemoryInfo(handle).total) // 2**20
             except Exception as exc:
                 unavailable[f"gpus.{index}"] = f"NVML: {type(exc).__name__}: {exc}"
             gpus.append(gpu)
         return {"driver_version": driver, "gpus": gpus, "unavailable": unavailable}
     finally:
-        shutdown_nvml(pynvml)
+        nvml.shutdown()
 
 
 def persistence_mode_off() -> list[int]:
     """NVML indices of GPUs with persistence mode off; empty when NVML is missing or cannot say."""
     try:
-        pynvml = init_nvml()
+        nvml = init_nvml()
     except NvmlUnavailable:
         return []
+    n = nvml.module
     try:
-        off = []
-        for i in range(pynvml.nvmlDeviceGetCount()):
-            if pynvml.nvmlDeviceGetPersistenceMode(pynvml.nvmlDeviceGetHandleByIndex(i)) == 0:
-                off.append(i)
-        return off
+        handles = [n.nvmlDeviceGetHandleByIndex(i) for i in range(n.nvmlDeviceGetCount())]
+        return [i for i, h in enumerate(handles) if n.nvmlDeviceGetPersistenceMode(h) == 0]
     except Exception:  # unsupported: nothing to warn about
         return []
     finally:
-        shutdown_nvml(pynvml)
-
-
-def is_nvml_error(pynvml: Any, exc: BaseException) -> bool:
-    return isinstance(exc, pynvml.NVMLError)
-
-
-def is_not_supported(pynvml: Any, exc: BaseException) -> bool:
-    """True for NVML's 'this device/driver cannot do that' errors (not for real failures)."""
-    if isinstance(exc, AttributeError):  # an older nvidia-ml-py without the function
-        return True
-    codes = {pynvml.NVML_ERROR_NOT_SUPPORTED, pynvml.NVML_ERROR_FUNCTION_NOT_FOUND}
-    return is_nvml_error(pynvml, exc) and getattr(exc, "value", None) in codes
-
-
-def as_str(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
+        nvml.shutdown()
 
 
 def _field_value(fv: Any) -> float:
@@ -155,15 +232,14 @@ class NvmlDevice:
     Any other query the device does not support reads as None from then on.
 
     Only the energy figure's own reading is primary: the counter, or power on a GPU without one.
-    Every other reading (temperature, clocks, throttle reasons, memory, utilisation, and power
-    when a counter exists) that fails with an NVML error reads as None in that sample, with the
-    error kept in ``Sample.errors``; it never voids the energy.
+    Any other reading (temperature, clocks, throttle reasons, memory, utilisation, power beside a
+    counter) failing with an NVML error reads as None in that sample, with the error kept in
+    ``Sample.errors``; it never voids the energy.
     """
 
-    def __init__(self, pynvml: Any, handle: Any, uuid: str) -> None:
-        self.nvml = pynvml
-        self.handle = handle
-        self.uuid = uuid
+    def __init__(self, nvml: Nvml, handle: Any, uuid: str) -> None:
+        self._lib, self.nvml, self.handle, self.uuid = nvml, nvml.module, handle, uuid
+        pynvml = self.nvml
         self._unsupported: set[str] = set()
         self.has_counter = self._probe(lambda: pynvml.nvmlDeviceGetTotalEnergyConsumption(handle))
         self.power_api: str | None = None
@@ -179,7 +255,7 @@ class NvmlDevice:
             fn()
             return True
         except Exception as exc:
-            if is_not_supported(self.nvml, exc):
+            if self._lib.is_not_supported(exc):
                 return False
             raise
 
@@ -189,16 +265,13 @@ class NvmlDevice:
             self._instant_power_w()
             return True
         except Exception as exc:
-            if is_nvml_error(self.nvml, exc) or isinstance(exc, AttributeError):
+            if self._lib.is_error(exc) or isinstance(exc, AttributeError):
                 return False
             raise
 
     def _pick_throttle_fn(self) -> Callable[[Any], int] | None:
-        for name in (
-            "nvmlDeviceGetCurrentClocksEventReasons",
-            "nvmlDeviceGetCurrentClocksThrottleReasons",
-        ):
-            fn = getattr(self.nvml, name, None)
+        for kind in ("Event", "Throttle"):  # the newer name first, then the older one
+            fn = getattr(self.nvml, f"nvmlDeviceGetCurrentClocks{kind}Reasons", None)
             if fn is not None and self._probe(functools.partial(fn, self.handle)):
                 return fn
         return None
@@ -211,22 +284,16 @@ class NvmlDevice:
             fn(self.handle)
             return fn
         except Exception as exc:
-            if is_nvml_error(self.nvml, exc):
+            if self._lib.is_error(exc):
                 return None  # not supported here (or not permitted): not checked
             raise
 
     def _instant_power_w(self) -> float:
-        fv = self.nvml.nvmlDeviceGetFieldValues(self.handle, [self.nvml.NVML_FI_DEV_POWER_INSTANT])[
-            0
-        ]
-        if int(fv.nvmlReturn) != self.nvml.NVML_SUCCESS:
-            raise self.nvml.NVMLError(int(fv.nvmlReturn))
+        n = self.nvml
+        fv = n.nvmlDeviceGetFieldValues(self.handle, [n.NVML_FI_DEV_POWER_INSTANT])[0]
+        if int(fv.nvmlReturn) != n.NVML_SUCCESS:
+            raise n.NVMLError(int(fv.nvmlReturn))
         return _field_value(fv) / 1000.0
-
-    @property
-    def power_is_primary(self) -> bool:
-        """True when energy is integrated from power (no counter): a power failure voids it."""
-        return not self.has_counter
 
     def read_counter_j(self) -> float:
         """Energy counter in joules (since driver load). Raises NVMLError."""
@@ -252,10 +319,10 @@ class NvmlDevice:
         try:
             return fn()
         except Exception as exc:
-            if is_not_supported(self.nvml, exc):
+            if self._lib.is_not_supported(exc):
                 self._unsupported.add(key)
                 return None
-            if not is_nvml_error(self.nvml, exc):
+            if not self._lib.is_error(exc):
                 raise
             errors.extend((c, error_text(exc)) for c in columns)
             return None
@@ -265,39 +332,28 @@ class NvmlDevice:
         primary reading fails (power on a device without an energy counter)."""
         n, h = self.nvml, self.handle
         errors: list[tuple[str, str]] = []
-        if self.power_is_primary:
+
+        def read(key: str, fn: Callable[[], Any], *columns: str) -> Any:
+            return self._reading(key, fn, errors, columns)
+
+        if not self.has_counter:  # energy is integrated from power: a power failure voids it
             power = self.read_power_w()
         else:
-            power = self._reading("power", self.read_power_w, errors, ("power_w",))
-        mem = self._reading(
-            "memory", lambda: n.nvmlDeviceGetMemoryInfo(h), errors, ("memory_used_mb",)
+            power = read("power", self.read_power_w, "power_w")
+        mem = read("memory", lambda: n.nvmlDeviceGetMemoryInfo(h), "memory_used_mb")
+        util = read(
+            "util", lambda: n.nvmlDeviceGetUtilizationRates(h), "gpu_util_pct", "mem_util_pct"
         )
-        util = self._reading(
-            "util",
-            lambda: n.nvmlDeviceGetUtilizationRates(h),
-            errors,
-            ("gpu_util_pct", "mem_util_pct"),
+        fn = self._throttle_fn
+        throttle = None if fn is None else read("throttle", lambda: int(fn(h)), "throttle_reasons")
+        temp = read("temp", self._temperature, "temperature_c")
+        sm = read(
+            "sm_clock", lambda: float(n.nvmlDeviceGetClockInfo(h, n.NVML_CLOCK_SM)), "sm_clock_mhz"
         )
-        throttle_fn = self._throttle_fn
-        throttle = (
-            None
-            if throttle_fn is None
-            else self._reading(
-                "throttle", lambda: int(throttle_fn(h)), errors, ("throttle_reasons",)
-            )
-        )
-        temp = self._reading("temp", self._temperature, errors, ("temperature_c",))
-        sm = self._reading(
-            "sm_clock",
-            lambda: float(n.nvmlDeviceGetClockInfo(h, n.NVML_CLOCK_SM)),
-            errors,
-            ("sm_clock_mhz",),
-        )
-        mem_clock = self._reading(
+        mem_clock = read(
             "mem_clock",
             lambda: float(n.nvmlDeviceGetClockInfo(h, n.NVML_CLOCK_MEM)),
-            errors,
-            ("mem_clock_mhz",),
+            "mem_clock_mhz",
         )
         return Sample(
             time_s=now,
@@ -314,9 +370,8 @@ class NvmlDevice:
         )
 
     def _temperature(self) -> float:
-        return float(
-            self.nvml.nvmlDeviceGetTemperature(self.handle, self.nvml.NVML_TEMPERATURE_GPU)
-        )
+        n = self.nvml
+        return float(n.nvmlDeviceGetTemperature(self.handle, n.NVML_TEMPERATURE_GPU))
 
     def read_temperature_c(self) -> float | None:
         return self._reading("temp", self._temperature, [], ("temperature_c",))
@@ -328,82 +383,16 @@ class NvmlDevice:
         try:
             procs = self._processes_fn(self.handle)
         except Exception as exc:
-            if is_nvml_error(self.nvml, exc):
+            if self._lib.is_error(exc):
                 log.warning("%s: cannot list compute processes: %s", self.uuid, error_text(exc))
                 return None
             raise
-        out = []
-        for p in procs:
-            if int(p.pid) == own_pid:
-                continue
-            used = getattr(p, "usedGpuMemory", None)
-            # NVML reports NVML_VALUE_NOT_AVAILABLE (a huge number) or None when it cannot see it
-            mb = None if used is None or used >= 2**63 else used / MB
-            out.append(OtherProcess(self.uuid, int(p.pid), mb))
-        return out
+        others = [p for p in procs if int(p.pid) != own_pid]
+        return [OtherProcess(self.uuid, int(p.pid), _used_mb(p)) for p in others]
 
 
-class NvmlSource:
-    """Power source over a set of NVML devices (see ``llem.measure.energy.PowerSource``)."""
-
-    kind = "nvml"
-
-    def __init__(self, pynvml: Any, devices: list[NvmlDevice]) -> None:
-        self.nvml = pynvml
-        self.nvml_devices = devices
-        self.uuids = [d.uuid for d in devices]
-        self._by_uuid = {d.uuid: d for d in devices}
-
-    def method(self, uuid: str) -> str | None:
-        """How this device's energy is measured: nvml_counter, nvml_power, or None (cannot)."""
-        dev = self._by_uuid[uuid]
-        if dev.has_counter:
-            return "nvml_counter"
-        return "nvml_power" if dev.power_api else None
-
-    def setup_warnings(self) -> list[str]:
-        out = []
-        for d in self.nvml_devices:
-            if not d.has_counter and d.power_api == "average":
-                out.append(
-                    f"{d.uuid}: no energy counter and no instantaneous power; energy is integrated "
-                    "from nvmlDeviceGetPowerUsage, a ~1 s moving average that lags the real draw"
-                )
-        return out
-
-    def _guard(self, fn: Callable[[], Any]) -> Any:
-        try:
-            return fn()
-        except Exception as exc:
-            if is_nvml_error(self.nvml, exc):
-                raise SourceError(error_text(exc)) from exc
-            raise
-
-    def read_counters_j(self, clock: Clock) -> tuple[float, dict[str, float]]:
-        """(instant, cumulative J per device with a counter). The instant is the midpoint of the
-        reads: NVML does not say when within the call it sampled. Raises SourceError."""
-        before = clock.now()
-        values = self._guard(
-            lambda: {d.uuid: d.read_counter_j() for d in self.nvml_devices if d.has_counter}
-        )
-        return (before + clock.now()) / 2, values
-
-    def read_samples(self, now: float) -> list[Sample]:
-        """One sample per device at ``now``. Raises SourceError when a primary reading fails."""
-        return self._guard(lambda: [d.read_sample(now) for d in self.nvml_devices])
-
-    def read_temperatures_c(self, now: float) -> dict[str, float | None]:
-        return self._guard(lambda: {d.uuid: d.read_temperature_c() for d in self.nvml_devices})
-
-    def other_processes(self) -> list[OtherProcess] | None:
-        """Other compute processes on the measured GPUs; None when no GPU can list them."""
-        lists = [d.other_processes(os.getpid()) for d in self.nvml_devices]
-        if all(x is None for x in lists):
-            return None
-        return [p for x in lists if x is not None for p in x]
-
-    def window_warnings(self, start: float, end: float) -> list[str]:
-        return []
-
-    def close(self) -> None:
-        shutdown_nvml(self.nvml)
+def _used_mb(process: Any) -> float | None:
+    """A process's GPU memory in MB; NVML reports NVML_VALUE_NOT_AVAILABLE (a huge number) or None
+    when it cannot see it."""
+    used = getattr(process, "usedGpuMemory", None)
+    return None if used is None or used >= 2**63 else used / MB

@@ -22,8 +22,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from llem.measure.energy import integrate_linear
-from llem.measure.nvml import OtherProcess
+from llem.measure.energy import OtherProcess, integrate_linear
 from llem.measure.sampler import Clock, Sample
 
 REQUIRED_COLUMNS = ("time_s", "device", "power_w")

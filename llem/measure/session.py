@@ -1,12 +1,14 @@
 """``MeasurementSession``: the one object a run uses to measure energy, power, heat and memory.
 
-    session = MeasurementSession(cfg.measurement, torch_device_indices=[0], device_type="cuda")
+    session = MeasurementSession(
+        cfg.measurement, torch_device_indices=[0], device_type="cuda", idle_cache=cache
+    )                                     # cache: the caller's IdleCache, one per process
     problems = session.preflight()        # before loading anything
     session.start()                       # after CUDA is initialised, before the model loads
     session.cooldown()
     with session.window() as w:           # the measured generation
         ...
-    report = session.report(output_tokens=n, requests=m, input_tokens=k)
+    m = session.measurement(output_tokens=n, requests=r, input_tokens=k)   # -> Measurement
     session.write_timeseries(run_dir / "timeseries.csv")
     session.close()
 
@@ -14,7 +16,9 @@ Devices: ``measurement.gpu_indices`` if set, else ``torch_device_indices``, else
 can see. They are torch indices, i.e. relative to ``CUDA_VISIBLE_DEVICES``; see
 ``llem.measure.devices`` for how they are matched to NVML devices (by UUID).
 
-The idle baseline is measured once per process and set of devices (see ``llem.measure.idle``).
+The idle baseline is measured once per set of devices and kept in the session's ``IdleCache``; a
+caller that runs several sessions in one process passes them the same cache, so the baseline is
+measured once per process (see ``llem.measure.idle``).
 """
 
 from __future__ import annotations
@@ -29,15 +33,16 @@ from typing import Any
 
 from llem.config.schema import MeasurementConfig
 from llem.measure.devices import DeviceInfo
-from llem.measure.energy import EnergyMeter, PowerSource, WindowResult
-from llem.measure.idle import PROCESS_IDLE_CACHE, IdleBaseline, IdleCache, IdleSource, utc_now
-from llem.measure.nvml import SourceError
+from llem.measure.energy import EnergyMeter, PowerSource, SourceError, WindowResult
+from llem.measure.energy_section import Counts
+from llem.measure.idle import IdleBaseline, IdleCache, IdleSource
+from llem.measure.measurement import Measurement, build_measurement
 from llem.measure.rapl import DEFAULT_POWERCAP_ROOT, RaplMeter
-from llem.measure.report import MeasurementReport, build_report
 from llem.measure.sampler import Clock, RealClock
 from llem.measure.sources import DISABLED, energy_mode, open_source, preflight_problems
 from llem.measure.throttle import decode_reasons
 from llem.measure.window import MeasurementWindow
+from llem.result import utc_now
 
 log = logging.getLogger(__name__)
 
@@ -68,8 +73,9 @@ class _Cooling:
 class MeasurementSession:
     """Measures one run's energy window. See the module docstring for the call order.
 
-    ``clock``, ``powercap_root``, ``cuda_sync``, ``env`` and ``idle_cache`` exist for tests and
-    benchmarks (``idle_cache`` defaults to the process-wide one).
+    ``idle_cache`` holds idle baselines across sessions: pass the same one to every session of a
+    process (None: a cache of this session's own, so its baseline is measured afresh).
+    ``clock``, ``powercap_root``, ``cuda_sync`` and ``env`` exist for tests and benchmarks.
     """
 
     def __init__(
@@ -96,7 +102,7 @@ class MeasurementSession:
         self._powercap_root = powercap_root
         self._cuda_sync = cuda_sync
         self._env = env
-        self._idle_cache = idle_cache if idle_cache is not None else PROCESS_IDLE_CACHE
+        self._idle_cache = idle_cache if idle_cache is not None else IdleCache()
         self.origin_s: float | None = None
         self.devices: list[DeviceInfo] = []
         self.source: PowerSource | None = None
@@ -316,12 +322,12 @@ class MeasurementSession:
         return self._rapl
 
     # ------------------------------------------------------------------ results
-    def report(self, output_tokens: int, requests: int, input_tokens: int = 0) -> MeasurementReport:
-        """Figures of the last window: energy with uncertainty bounds, thermal, devices and the
-        validity verdict; ``output_tokens``/``input_tokens``/``requests`` made in it."""
+    def measurement(self, output_tokens: int, requests: int, input_tokens: int = 0) -> Measurement:
+        """The last window as result sections: energy with uncertainty bounds, thermal, hardware
+        and the validity verdict; ``output_tokens``/``input_tokens``/``requests`` made in it."""
         if self.last_window is None:
-            raise RuntimeError("MeasurementSession.report() before a window() finished")
-        return build_report(
+            raise RuntimeError("MeasurementSession.measurement() before a window() finished")
+        return build_measurement(
             self.last_window,
             cfg=self.cfg,
             device_type=self.device_type,
@@ -329,9 +335,7 @@ class MeasurementSession:
             idle=self.idle,
             devices=self.devices,
             setup_warnings=self.setup_warnings,
-            output_tokens=output_tokens,
-            input_tokens=input_tokens,
-            requests=requests,
+            counts=Counts(output_tokens, input_tokens, requests),
             cpu_disabled_reason=DISABLED if energy_mode(self.cfg) == "none" else None,
         )
 

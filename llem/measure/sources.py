@@ -16,14 +16,8 @@ from llem.errors import PreflightError
 from llem.measure import devices as _devices
 from llem.measure.devices import DeviceInfo, DeviceMappingError
 from llem.measure.energy import PowerSource
-from llem.measure.nvml import (
-    NvmlDevice,
-    NvmlSource,
-    NvmlUnavailable,
-    error_text,
-    init_nvml,
-    shutdown_nvml,
-)
+from llem.measure.nvml import NvmlUnavailable, error_text, init_nvml
+from llem.measure.nvml_source import NvmlSource
 from llem.measure.replay import ReplaySource, TraceError, load_trace
 
 DISABLED = "disabled by measurement.energy=none"
@@ -115,13 +109,13 @@ def _nvml_problems(
     env: Mapping[str, str],
 ) -> list[str]:
     try:
-        pynvml = init_nvml()
+        nvml = init_nvml()
     except NvmlUnavailable as exc:
         return [_no_nvml(exc)] if mode == "nvml" else []
     cvd = env.get("CUDA_VISIBLE_DEVICES")
     shown = "unset" if cvd is None else repr(cvd)
     try:
-        visible = _devices.visible_from_env(_devices.Inventory(pynvml), cvd)
+        visible = _devices.visible_from_env(_devices.Inventory(nvml), cvd)
         bad = [i for i in (torch_indices or []) if not 0 <= i < len(visible)]
         if bad:
             key = "measurement.gpu_indices" if cfg.gpu_indices is not None else "torch devices"
@@ -135,7 +129,7 @@ def _nvml_problems(
         if mode == "nvml":
             return [f"measurement.energy=nvml but NVML device queries fail ({error_text(exc)})"]
     finally:
-        shutdown_nvml(pynvml)
+        nvml.shutdown()
     return []
 
 
@@ -189,17 +183,17 @@ def _open_nvml(
     mode: str, torch_indices: Sequence[int] | None, env: Mapping[str, str]
 ) -> OpenedSource:
     try:
-        pynvml = init_nvml()
+        nvml = init_nvml()
     except NvmlUnavailable as exc:
         if mode == "nvml":
             raise PreflightError([_no_nvml(exc)]) from exc
         return OpenedSource(unavailable_reason=f"NVML is not available ({exc})")
     try:
         uuids = _devices.torch_device_uuids(torch_indices)
-        resolved, warnings = _devices.resolve_devices(pynvml, torch_indices, env, uuids)
-        nvml_devices = [NvmlDevice(pynvml, handle, info.uuid) for info, handle in resolved]
+        resolved, warnings = _devices.resolve_devices(nvml, torch_indices, env, uuids)
+        nvml_devices = [nvml.device(gpu) for _, gpu in resolved]
     except Exception as exc:
-        shutdown_nvml(pynvml)
+        nvml.shutdown()
         if isinstance(exc, DeviceMappingError):
             raise PreflightError([f"measurement.gpu_indices / torch devices: {exc}"]) from exc
         if mode == "nvml":
@@ -207,7 +201,7 @@ def _open_nvml(
                 [f"measurement.energy=nvml but NVML device setup fails ({error_text(exc)})"]
             ) from exc
         return OpenedSource(unavailable_reason=f"NVML device setup failed ({error_text(exc)})")
-    source = NvmlSource(pynvml, nvml_devices)
+    source = NvmlSource(nvml, nvml_devices)
     return OpenedSource(
         source, [info for info, _ in resolved], None, warnings + source.setup_warnings()
     )

@@ -21,21 +21,21 @@
 
 ``energy_valid`` is False when any check failed, True when none did (checks that were not checked
 do not count against it), and None when no energy was measured (CPU runs, energy unavailable), with
-the reason in ``null_reason``.
+the reason under ``validity.energy_valid``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from enum import Enum
-from typing import Any
 
 from llem.config.schema import MeasurementConfig
 from llem.measure.devices import DeviceInfo
 from llem.measure.energy import WindowResult
 from llem.measure.idle import IdleBaseline
 from llem.measure.throttle import THROTTLING_REASONS, decode_reasons, sort_reasons
+from llem.result import Figure, Validity
+from llem.result.figure import with_figures
 
 CHECKS = (
     "window_length",
@@ -54,31 +54,17 @@ class Check(Enum):
     not_checked = "not checked"
 
 
-@dataclass(frozen=True)
-class Validity:
-    energy_valid: bool | None
-    problems: tuple[str, ...] = ()
-    checks: Mapping[str, Check] = field(default_factory=dict)
-    null_reason: str | None = None  # why energy_valid is None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "energy_valid": self.energy_valid,
-            "problems": list(self.problems),
-            "checks": {name: c.value for name, c in self.checks.items()},
-        }
+#: a check's status and its problems, one sentence each
+CheckOutcome = tuple[Check, list[str]]
+_PASSED: CheckOutcome = (Check.passed, [])
+_NOT_CHECKED: CheckOutcome = (Check.not_checked, [])
 
 
-Outcome = tuple[Check, list[str]]
-_PASSED: Outcome = (Check.passed, [])
-_NOT_CHECKED: Outcome = (Check.not_checked, [])
-
-
-def _outcome(problems: list[str]) -> Outcome:
+def _outcome(problems: list[str]) -> CheckOutcome:
     return (Check.failed, problems) if problems else _PASSED
 
 
-def _window_length(window: WindowResult, cfg: MeasurementConfig) -> Outcome:
+def _window_length(window: WindowResult, cfg: MeasurementConfig) -> CheckOutcome:
     if window.window_s >= cfg.min_valid_window_s:
         return _PASSED
     return _outcome(
@@ -91,7 +77,7 @@ def _window_length(window: WindowResult, cfg: MeasurementConfig) -> Outcome:
     )
 
 
-def _sampler_coverage(window: WindowResult, cfg: MeasurementConfig) -> Outcome:
+def _sampler_coverage(window: WindowResult, cfg: MeasurementConfig) -> CheckOutcome:
     expected = window.window_s * cfg.sample_hz + 1
     problems = []
     for d in window.devices:
@@ -107,7 +93,7 @@ def _sampler_coverage(window: WindowResult, cfg: MeasurementConfig) -> Outcome:
     return _outcome(problems)
 
 
-def _throttling(window: WindowResult) -> Outcome:
+def _throttling(window: WindowResult) -> CheckOutcome:
     by_device: dict[str, list[str]] = {}
     seen = False
     for s in window.samples:
@@ -128,7 +114,7 @@ def _throttling(window: WindowResult) -> Outcome:
     )
 
 
-def _other_processes(window: WindowResult) -> Outcome:
+def _other_processes(window: WindowResult) -> CheckOutcome:
     if window.other_processes is None:
         return _NOT_CHECKED
     if not window.other_processes:
@@ -157,7 +143,7 @@ def temperature_rise_c(times_s: Sequence[float], temps_c: Sequence[float], span_
     return slope * span_s
 
 
-def _temperature_steady(window: WindowResult, cfg: MeasurementConfig) -> Outcome:
+def _temperature_steady(window: WindowResult, cfg: MeasurementConfig) -> CheckOutcome:
     problems, checked = [], False
     for d in window.devices:
         pts = [
@@ -180,7 +166,7 @@ def _temperature_steady(window: WindowResult, cfg: MeasurementConfig) -> Outcome
 
 def _idle_power(
     idle: IdleBaseline, devices: Sequence[DeviceInfo], cfg: MeasurementConfig
-) -> Outcome:
+) -> CheckOutcome:
     if idle.power_w is None or not idle.per_device_w:
         return _NOT_CHECKED
     limits = {d.uuid: d.power_limit_w for d in devices}
@@ -202,7 +188,7 @@ def _idle_power(
     return _outcome(problems)
 
 
-def _energy_nonzero(window: WindowResult) -> Outcome:
+def _energy_nonzero(window: WindowResult) -> CheckOutcome:
     return _outcome(
         [
             f"The energy of {d.uuid} read {d.energy_j:.3f} J over {window.window_s:.2f} s (the "
@@ -217,17 +203,21 @@ def assess(
     window: WindowResult,
     *,
     cfg: MeasurementConfig,
+    device_type: str,
     unavailable_reason: str | None,
     idle: IdleBaseline,
     devices: Sequence[DeviceInfo],
-) -> Validity:
-    """The verdict on ``window``'s energy; ``unavailable_reason`` set means none was measured."""
+) -> tuple[Validity, dict[str, str]]:
+    """The verdict on ``window``'s energy, and the reason when there is none (``unavailable_reason``
+    set means no energy was measured); the run is on ``device_type``."""
     if unavailable_reason is not None:
-        return Validity(
-            None,
-            checks=dict.fromkeys(CHECKS, Check.not_checked),
-            null_reason=f"no energy was measured: {unavailable_reason}",
+        why = (
+            f"the run is on device={device_type}: no GPU energy to judge"
+            if device_type != "cuda"
+            else f"no energy was measured: {unavailable_reason}"
         )
+        checks = dict.fromkeys(CHECKS, Check.not_checked.value)
+        return with_figures(Validity(checks=checks), "validity", {"energy_valid": Figure.null(why)})
     outcomes = {
         "window_length": _window_length(window, cfg),
         "sampler_coverage": _sampler_coverage(window, cfg),
@@ -237,6 +227,8 @@ def assess(
         "idle_power_plausible": _idle_power(idle, devices, cfg),
         "energy_nonzero": _energy_nonzero(window),
     }
-    problems = tuple(p for _, (_, ps) in outcomes.items() for p in ps)
-    checks = {name: status for name, (status, _) in outcomes.items()}
-    return Validity(not any(c == Check.failed for c in checks.values()), problems, checks)
+    problems = [p for _, (_, ps) in outcomes.items() for p in ps]
+    checks = {name: status.value for name, (status, _) in outcomes.items()}
+    verdict = Figure(not any(c == Check.failed.value for c in checks.values()))
+    section = Validity(problems=problems, checks=checks)
+    return with_figures(section, "validity", {"energy_valid": verdict})

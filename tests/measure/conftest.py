@@ -10,10 +10,10 @@ from llem.config.schema import EnergySource, MeasurementConfig
 from llem.measure import MeasurementSession
 from llem.measure import devices as measure_devices
 from llem.measure.idle import IdleCache
-from llem.measure.report import NOT_FIGURES
-
-from .clocks import SteppingClock
-from .fake_pynvml import FakeGpu, FakeNvml
+from llem.measure.measurement import Measurement
+from llem.result.figure import figure_specs
+from llem.testing.clocks import SteppingClock
+from llem.testing.fake_pynvml import FakeGpu, FakeNvml
 
 
 @pytest.fixture
@@ -89,22 +89,32 @@ def make_session(
         s.close()
 
 
-def assert_nulls_explained(rep) -> None:
-    """Every null figure in a report has a reason (null with a reason, never 0)."""
-    reasons = rep.null_reasons
-    for key, value in rep.energy.items():
-        if value is None and (key not in NOT_FIGURES or key == "other_processes"):
-            assert reasons.get(f"energy.{key}"), f"energy.{key} is null without a reason"
-    for uuid, value in rep.energy["per_device_j"].items():
-        if value is None:
-            assert reasons.get(f"energy.per_device_j.{uuid}")
-    for key in ("max_temp_c", "throttled"):
-        if rep.thermal[key] is None:
-            assert reasons.get(f"thermal.{key}"), f"thermal.{key} is null without a reason"
-    if rep.peak_device_used_mb is None:
-        assert reasons.get("memory.peak_device_used_mb")
-    for i, dev in enumerate(rep.devices):
-        for key, value in dev.items():
+def assert_nulls_explained(m: Measurement) -> None:
+    """Every null figure of a measurement has a reason (null with a reason, never 0); so does
+    every missing bound of a bounded figure."""
+    reasons = m.null_reasons
+    for where, section in (("energy", m.energy), ("thermal", m.thermal), ("validity", m.validity)):
+        for name, spec in figure_specs(type(section)).items():
+            value = getattr(section, name)
+            if spec.is_map:
+                for key, v in value.items():
+                    if v is None:
+                        assert reasons.get(f"{where}.{name}.{key}"), f"{where}.{name}.{key}"
+                continue
+            if value is None:
+                assert reasons.get(f"{where}.{name}"), f"{where}.{name} is null without a reason"
+            if spec.bound and getattr(section, spec.bound) is None:
+                assert reasons.get(f"{where}.{spec.bound}"), f"{where}.{spec.bound}: no reason"
+    sections = {"energy": m.energy, "thermal": m.thermal, "validity": m.validity}
+    for key in reasons:  # and no reason stands beside a value
+        where, _, name = key.partition(".")
+        if where in sections:
+            field, _, entry = name.partition(".")
+            value = getattr(sections[where], field)
+            assert (value.get(entry) if entry else value) is None, f"{key} has a value and a reason"
+    assert m.peak_device_used_mb.value is not None or m.peak_device_used_mb.null_reason
+    for i, dev in enumerate(m.devices):
+        for key, value in dev.to_dict().items():
             if value is None:
                 assert reasons.get(f"devices[{i}].{key}")
-    assert rep.energy["unavailable_reason"] or rep.energy["source"] != "unavailable"
+    assert m.energy.unavailable_reason or m.energy.source != "unavailable"

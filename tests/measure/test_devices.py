@@ -7,9 +7,10 @@ import pytest
 from llem.errors import PreflightError
 from llem.measure import devices as measure_devices
 from llem.measure.devices import DeviceMappingError, resolve_devices
+from llem.measure.nvml import init_nvml
+from llem.testing.fake_pynvml import FakeGpu
 
 from .conftest import make_cfg
-from .fake_pynvml import FakeGpu
 
 UUIDS = [f"GPU-{c * 8}-1111-2222-3333-44445555666{i}" for i, c in enumerate("abcd")]
 MIGS = ["MIG-0e1e2e3e-aaaa-bbbb-cccc-000000000001", "MIG-0e1e2e3e-aaaa-bbbb-cccc-000000000002"]
@@ -25,7 +26,7 @@ def nvml(install_nvml):
 def mapped(nvml, indices, cvd=None, torch_uuids=None, **env):
     if cvd is not None:
         env["CUDA_VISIBLE_DEVICES"] = cvd
-    out, warnings = resolve_devices(nvml, indices, env, torch_uuids)
+    out, warnings = resolve_devices(init_nvml(), indices, env, torch_uuids)
     return [(d.torch_index, d.nvml_index, d.uuid) for d, _ in out], warnings
 
 
@@ -109,8 +110,8 @@ def test_session_devices_and_bandwidth(nvml, make_session, monkeypatch):
     s.start()
     with s.window():
         s.clock.sleep(0.2)
-    rep = s.report(output_tokens=10, requests=1)
-    assert rep.devices[0] == {
+    rep = s.measurement(output_tokens=10, requests=1)
+    assert rep.devices[0].to_dict() == {
         "torch_index": 0,
         "nvml_index": 3,
         "uuid": UUIDS[3],
@@ -119,11 +120,21 @@ def test_session_devices_and_bandwidth(nvml, make_session, monkeypatch):
         "memory_bandwidth_bytes_per_s": 5120 / 8 * 2619e6 * 2,  # 3.35 TB/s, the H100 SXM figure
         "power_limit_w": 700.0,
     }
-    assert rep.devices[1]["nvml_index"] == 2
-    assert rep.devices[1]["memory_bandwidth_bytes_per_s"] is None
+    assert rep.devices[1].nvml_index == 2
+    assert rep.devices[1].memory_bandwidth_bytes_per_s is None
     assert "bus width" in rep.null_reasons["devices[1].memory_bandwidth_bytes_per_s"]
     assert rep.memory_bandwidth_bytes_per_s is None  # not all devices known
-    assert set(rep.energy["per_device_j"]) == {UUIDS[3], UUIDS[2]}
+    assert set(rep.energy.per_device_j) == {UUIDS[3], UUIDS[2]}
+    assert rep.memory_bandwidth_by_torch_index() == {0: 5120 / 8 * 2619e6 * 2, 1: None}
+    hw = rep.hardware  # the result's hardware section, as lifecycle writes it
+    assert (hw.gpu_model, hw.gpu_count) == ("NVIDIA H100 80GB HBM3", 2) and hw.hostname
+    assert [g["uuid"] for g in hw.gpus] == [UUIDS[3], UUIDS[2]]
+    assert hw.gpus[0] == {
+        "uuid": UUIDS[3],
+        "name": "NVIDIA H100 80GB HBM3",
+        "memory_total_mb": 80e9 / 2**20,
+        "power_limit_w": 700.0,
+    }
 
 
 def test_preflight_names_invisible_gpu_index(nvml, make_session):

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import pytest
 
+from llem.testing.fake_pynvml import Constant, FakeGpu
+
 from .conftest import make_cfg
-from .fake_pynvml import Constant, FakeGpu
 
 
 def test_window_s_and_counter_delta_cover_the_same_interval(install_nvml, make_session, clock):
@@ -18,12 +19,12 @@ def test_window_s_and_counter_delta_cover_the_same_interval(install_nvml, make_s
     s.start()
     with s.window():
         clock.sleep(3.0)
-    rep = s.report(output_tokens=10, requests=1)
+    rep = s.measurement(output_tokens=10, requests=1)
     e = rep.energy
     # Constant power: joules / seconds is exactly the power when both cover the same interval.
     # Taking the end instant before the end sample and counter reads gives about 307 W.
-    assert e["avg_power_w"] == pytest.approx(300.0, abs=0.01)
-    assert e["total_j"] == pytest.approx(300.0 * e["window_s"], abs=0.003)
+    assert e.avg_power_w == pytest.approx(300.0, abs=0.01)
+    assert e.total_j == pytest.approx(300.0 * e.window_s, abs=0.003)
 
 
 def test_counters_bracket_the_samples(install_nvml, make_session, clock):

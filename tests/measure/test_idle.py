@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from llem.measure.idle import IdleCache
+from llem.testing.fake_pynvml import FakeGpu, Step
 
 from .conftest import make_cfg
-from .fake_pynvml import FakeGpu, Step
 
 T0 = 1000.0
 
@@ -24,7 +24,7 @@ def run_point(make_session, clock, cfg, window_s=2.0):
     clock.sleep(0.5)
     with s.window():
         clock.sleep(window_s)
-    return s.report(output_tokens=100, requests=4, input_tokens=50)
+    return s.measurement(output_tokens=100, requests=4, input_tokens=50)
 
 
 def test_second_point_of_a_sweep_reuses_the_cold_baseline(install_nvml, make_session, clock):
@@ -35,16 +35,16 @@ def test_second_point_of_a_sweep_reuses_the_cold_baseline(install_nvml, make_ses
     )
     cfg = make_cfg(idle_baseline_s=2.0)
     first = run_point(make_session, clock, cfg).energy
-    assert first["idle_power_w"] == pytest.approx(60.0, abs=1e-2)
-    assert first["idle_source"] == "measured_this_run"
-    assert first["idle_age_s"] == 0.0 and first["idle_measured_at"].endswith("+00:00")
+    assert first.idle_power_w == pytest.approx(60.0, abs=1e-2)
+    assert first.idle_source == "measured_this_run"
+    assert first.idle_age_s == 0.0 and first.idle_measured_at.endswith("+00:00")
 
     second = run_point(make_session, clock, cfg).energy  # today: re-measured hot, 250 W
-    assert second["idle_power_w"] == pytest.approx(60.0, abs=1e-2)
-    assert second["idle_source"] == "reused_from_process"
-    assert second["idle_measured_at"] == first["idle_measured_at"]
-    assert second["idle_age_s"] == pytest.approx(2.0 + 0.5 + 2.0)  # since the first start
-    assert second["idle_adjusted_j"] == pytest.approx(second["total_j"] - 60.0 * 2.0, rel=1e-3)
+    assert second.idle_power_w == pytest.approx(60.0, abs=1e-2)
+    assert second.idle_source == "reused_from_process"
+    assert second.idle_measured_at == first.idle_measured_at
+    assert second.idle_age_s == pytest.approx(2.0 + 0.5 + 2.0)  # since the first start
+    assert second.idle_adjusted_j == pytest.approx(second.total_j - 60.0 * 2.0, rel=1e-3)
 
 
 def test_other_devices_get_their_own_baseline(install_nvml, make_session, clock):
@@ -89,9 +89,9 @@ def test_old_baseline_is_kept_when_the_device_stays_hot(install_nvml, make_sessi
     cfg = make_cfg(idle_baseline_s=2.0, idle_max_age_s=3.0, cooldown_s=1.0)
     run_point(make_session, clock, cfg)
     rep = run_point(make_session, clock, cfg)
-    assert rep.energy["idle_source"] == "reused_from_process"
-    assert rep.energy["idle_power_w"] == pytest.approx(60.0, abs=1e-2)
-    [warning] = [w for w in rep.energy["warnings"] if "idle baseline" in w]
+    assert rep.energy.idle_source == "reused_from_process"
+    assert rep.energy.idle_power_w == pytest.approx(60.0, abs=1e-2)
+    [warning] = [w for w in rep.energy.warnings if "idle baseline" in w]
     assert "GPU-a at 75 C (idle 35 C)" in warning and "measurement.idle_max_age_s=3.0" in warning
 
 
@@ -108,6 +108,20 @@ def test_failed_baseline_is_not_reused(install_nvml, make_session, clock, idle_c
 def test_no_baseline_is_recorded_as_such(install_nvml, make_session, clock):
     install_nvml([FakeGpu("GPU-a")])
     rep = run_point(make_session, clock, make_cfg(idle_baseline_s=0.0))
-    assert rep.energy["idle_source"] == "not_measured"
-    assert rep.energy["idle_measured_at"] is None
+    assert rep.energy.idle_source == "not_measured"
+    assert rep.energy.idle_measured_at is None
     assert "idle_baseline_s=0" in rep.null_reasons["energy.idle_measured_at"]
+
+
+def test_only_sessions_given_the_same_cache_share_a_baseline(install_nvml, make_session, clock):
+    """The cache is the caller's (one per process in the run layer), never a module global."""
+    install_nvml([FakeGpu("GPU-a")])
+    cfg = make_cfg(idle_baseline_s=1.0)
+    shared = IdleCache()
+    sources = []
+    for cache in (None, None, shared, shared, IdleCache()):
+        s = make_session(cfg, idle_cache=cache)
+        s.start()
+        sources.append(s.idle.source.value)
+    measured, reused = "measured_this_run", "reused_from_process"
+    assert sources == [measured, measured, measured, reused, measured]

@@ -83,6 +83,6 @@ def test_session_reports_cpu_energy(powercap, make_session, clock):
         f["pkg0"].write_text("2000000\n")  # +1 J
         f["pkg1"].write_text("13000000\n")  # +3 J
         clock.sleep(0.5)
-    e = s.report(output_tokens=1, requests=1).energy
-    assert (e["cpu_source"], e["cpu_unavailable_reason"]) == ("rapl", None)
-    assert e["cpu_package_j"] == pytest.approx(10.0)
+    e = s.measurement(output_tokens=1, requests=1).energy
+    assert (e.cpu_source, e.cpu_unavailable_reason) == ("rapl", None)
+    assert e.cpu_package_j == pytest.approx(10.0)

@@ -10,9 +10,9 @@ from llem.config.schema import EnergySource
 from llem.errors import PreflightError
 from llem.measure.energy import integrate_linear
 from llem.measure.sampler import RealClock
+from llem.testing.fake_pynvml import FakeGpu, Square
 
 from .conftest import assert_nulls_explained, make_cfg
-from .fake_pynvml import FakeGpu, Square
 
 TRACE = """time_s,device,power_w,temperature_c
 0,gpu-A,50,40
@@ -45,16 +45,16 @@ def test_known_trace(tmp_path, make_session, clock):
     with s.window() as w:  # trace time [0.8, 3.5]
         clock.sleep(2.7)
     assert (w.start_s, w.end_s) == pytest.approx((0.8, 3.5))
-    rep = s.report(output_tokens=100, requests=4)
+    rep = s.measurement(output_tokens=100, requests=4)
     e = rep.energy
-    assert e["source"] == "replay"
+    assert e.source == "replay"
     a_j = 50 * 0.2 + 200 * 2.0 + (200 + 150) / 2 * 0.5
-    assert e["per_device_j"] == pytest.approx({"gpu-A": a_j, "gpu-B": 30 * 2.7}, rel=1e-9)
-    assert e["idle_power_w"] == pytest.approx(80.0)
-    assert e["idle_adjusted_j"] == pytest.approx(a_j + 81.0 - 80.0 * 2.7)
-    assert e["peak_power_w"] == pytest.approx(230.0)
-    assert rep.thermal["max_temp_c"] == pytest.approx(60.0)
-    assert rep.devices[0]["uuid"] == "gpu-A" and rep.devices[0]["name"] == "replay:trace.csv"
+    assert e.per_device_j == pytest.approx({"gpu-A": a_j, "gpu-B": 30 * 2.7}, rel=1e-9)
+    assert e.idle_power_w == pytest.approx(80.0)
+    assert e.idle_adjusted_j == pytest.approx(a_j + 81.0 - 80.0 * 2.7)
+    assert e.peak_power_w == pytest.approx(230.0)
+    assert rep.thermal.max_temp_c == pytest.approx(60.0)
+    assert rep.devices[0].uuid == "gpu-A" and rep.devices[0].name == "replay:trace.csv"
     assert_nulls_explained(rep)
     path = tmp_path / "ts.csv"
     s.write_timeseries(path)
@@ -70,9 +70,9 @@ def test_window_past_the_end_of_the_trace_warns(tmp_path, make_session, clock):
     s.start()
     with s.window():
         clock.sleep(3.0)
-    e = s.report(output_tokens=1, requests=1).energy
-    assert e["total_j"] == pytest.approx(300.0)
-    assert any("ends at 2.000 s" in w for w in e["warnings"])
+    e = s.measurement(output_tokens=1, requests=1).energy
+    assert e.total_j == pytest.approx(300.0)
+    assert any("ends at 2.000 s" in w for w in e.warnings)
 
 
 @pytest.mark.parametrize(
@@ -113,7 +113,7 @@ def test_replay_works_on_a_cpu_run(tmp_path, make_session, clock):
     clock.sleep(1.0)
     with s.window():
         clock.sleep(2.0)
-    assert s.report(output_tokens=1, requests=1).energy["total_j"] == pytest.approx(
+    assert s.measurement(output_tokens=1, requests=1).energy.total_j == pytest.approx(
         (120 + 160) / 2 * 2.0
     )
 
@@ -125,7 +125,7 @@ def test_an_llem_timeseries_replays_to_the_same_energy(install_nvml, make_sessio
     s.start()
     with s.window():
         clock.sleep(2.5)
-    recorded = s.report(output_tokens=1, requests=1).energy["total_j"]
+    recorded = s.measurement(output_tokens=1, requests=1).energy.total_j
     s.write_timeseries(tmp_path / "timeseries.csv")
     r = make_session(
         make_cfg(energy=EnergySource.replay, replay_trace=str(tmp_path / "timeseries.csv"))
@@ -133,7 +133,7 @@ def test_an_llem_timeseries_replays_to_the_same_energy(install_nvml, make_sessio
     r.start()
     with r.window():
         clock.sleep(2.5)
-    assert r.report(output_tokens=1, requests=1).energy["total_j"] == pytest.approx(recorded)
+    assert r.measurement(output_tokens=1, requests=1).energy.total_j == pytest.approx(recorded)
 
 
 def test_real_clock_replay_is_the_exact_integral(tmp_path, make_session):
@@ -147,7 +147,8 @@ def test_real_clock_replay_is_the_exact_integral(tmp_path, make_session):
     with s.window() as w:
         s.clock.sleep(0.3)
     exact = integrate_linear([0, 0.2, 0.2, 1], [100, 100, 400, 0], w.start_s, w.end_s)
-    assert s.report(output_tokens=1, requests=1).energy["total_j"] == pytest.approx(exact, rel=1e-9)
+    measured = s.measurement(output_tokens=1, requests=1).energy.total_j
+    assert measured == pytest.approx(exact, rel=1e-9)
 
 
 def test_integrate_linear_edges():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pynvml as real_pynvml
@@ -9,16 +10,18 @@ import pytest
 
 from llem.config.schema import EnergySource
 from llem.errors import PreflightError
-from llem.measure.report import ENERGY_KEYS, NOT_FIGURES
+from llem.result import Energy, Thermal
+from llem.result.figure import figure_specs
+from llem.testing.fake_pynvml import FakeGpu
 
 from .conftest import assert_nulls_explained, make_cfg
-from .fake_pynvml import FakeGpu
 
 NOT_FOUND = real_pynvml.NVML_ERROR_LIBRARY_NOT_FOUND
 
 
 def test_energy_keys_are_the_design_contract():
-    assert ENERGY_KEYS[:12] == (
+    keys = tuple(f.name for f in dataclasses.fields(Energy))
+    assert keys[:12] == (
         "source",
         "unavailable_reason",
         "window_s",
@@ -32,13 +35,19 @@ def test_energy_keys_are_the_design_contract():
         "peak_power_w",
         "warnings",
     )
-    assert set(ENERGY_KEYS[12:15]) == {"cpu_source", "cpu_package_j", "cpu_unavailable_reason"}
-    assert {"j_per_total_token", "output_tokens_per_j", "total_j_uncertainty"} < set(ENERGY_KEYS)
-    figures = [k for k in ENERGY_KEYS if not k.endswith("_uncertainty") and k not in NOT_FIGURES]
-    for key in figures:  # every energy figure has its uncertainty bound beside it
-        assert key in ("cpu_package_j", "peak_power_w", "window_s") or (
-            f"{key}_uncertainty" in ENERGY_KEYS
-        ), key
+    assert set(keys[12:15]) == {"cpu_source", "cpu_package_j", "cpu_unavailable_reason"}
+    assert {"j_per_total_token", "output_tokens_per_j", "total_j_uncertainty"} < set(keys)
+    specs = figure_specs(Energy)
+    # every energy figure has its uncertainty bound beside it, but for these
+    unbounded = {name for name, spec in specs.items() if spec.bound is None}
+    assert unbounded == {
+        "window_s",
+        "peak_power_w",
+        "cpu_package_j",
+        "idle_measured_at",
+        "other_processes",
+    }
+    assert all(spec.bound in keys for spec in specs.values() if spec.bound)
 
 
 def test_nvml_requested_but_missing(install_nvml, make_session):
@@ -61,14 +70,16 @@ def test_auto_without_nvml_is_unavailable_not_a_problem(install_nvml, make_sessi
     assert clock.now() == 1000.0  # no idle wait when there is nothing to measure
     with s.window():
         clock.sleep(2.0)
-    rep = s.report(output_tokens=10, requests=2)
-    assert rep.energy["source"] == "unavailable"
-    assert rep.energy["unavailable_reason"] == (
+    rep = s.measurement(output_tokens=10, requests=2)
+    assert rep.energy.source == "unavailable"
+    assert rep.energy.unavailable_reason == (
         "NVML is not available (NVMLError_LibraryNotFound: NVML Shared Library Not Found)"
     )
-    assert rep.energy["window_s"] == 2.0
-    assert all(rep.energy[k] is None for k in ("total_j", "j_per_output_token", "peak_power_w"))
-    assert rep.thermal == {"max_temp_c": None, "throttled": None, "throttle_reasons": []}
+    assert rep.energy.window_s == 2.0
+    assert all(
+        getattr(rep.energy, k) is None for k in ("total_j", "j_per_output_token", "peak_power_w")
+    )
+    assert rep.thermal == Thermal(max_temp_c=None, throttled=None, throttle_reasons=[])
     assert "NVMLError_LibraryNotFound" in rep.null_reasons["thermal.max_temp_c"]
     assert_nulls_explained(rep)
 
@@ -102,12 +113,12 @@ def test_cpu_run(install_nvml, make_session):
     s.start()
     with s.window():
         pass
-    rep = s.report(output_tokens=1, requests=1)
-    assert rep.energy["source"] == "unavailable"
-    assert "device=cpu" in rep.energy["unavailable_reason"]
-    assert rep.energy["warnings"] == []  # nothing measured, so a short window is no concern
+    rep = s.measurement(output_tokens=1, requests=1)
+    assert rep.energy.source == "unavailable"
+    assert "device=cpu" in rep.energy.unavailable_reason
+    assert rep.energy.warnings == []  # nothing measured, so a short window is no concern
     assert fake.init_calls == 0
-    assert rep.devices == []
+    assert rep.devices == ()
 
 
 @pytest.mark.parametrize(
@@ -169,7 +180,7 @@ def test_cooldown_is_bounded_by_cooldown_s(install_nvml, make_session, clock):
     assert info["start_temp_c"] == 49.0
     with s.window():
         clock.sleep(1.0)
-    warnings = s.report(output_tokens=1, requests=1).energy["warnings"]
+    warnings = s.measurement(output_tokens=1, requests=1).energy.warnings
     assert any("cooldown stopped at measurement.cooldown_s=1.0" in w for w in warnings)
 
 

@@ -6,9 +6,9 @@ import pytest
 
 from llem.config.schema import EnergySource
 from llem.measure import uncertainty
+from llem.testing.fake_pynvml import Constant, FakeGpu, Square, Step
 
 from .conftest import make_cfg
-from .fake_pynvml import Constant, FakeGpu, Square, Step
 
 T0 = 1000.0
 PASCAL = 4
@@ -20,7 +20,7 @@ def measure(install_nvml, make_session, clock, gpus, window_s=5.0, **cfg):
     s.start()
     with s.window():
         clock.sleep(window_s)
-    return s.report(output_tokens=400, requests=8, input_tokens=600).energy
+    return s.measurement(output_tokens=400, requests=8, input_tokens=600).energy
 
 
 def test_counter_bound_is_resolution_and_update_period_at_both_edges(
@@ -33,9 +33,9 @@ def test_counter_bound_is_resolution_and_update_period_at_both_edges(
         [FakeGpu("GPU-a", power=Step(100.0, 300.0, T0 + 2.5)), FakeGpu("GPU-b")],
     )
     # GPU-a: 100 W at the start edge, 300 W at the end: 2 mJ + 0.1 s x 400 W; GPU-b: 2 mJ + 20 J
-    assert e["per_device_j_uncertainty"] == pytest.approx({"GPU-a": 40.002, "GPU-b": 20.002})
-    assert e["total_j_uncertainty"] == pytest.approx(60.004)
-    assert e["uncertainty_method"].startswith("energy counter: 2 x 1 mJ resolution")
+    assert e.per_device_j_uncertainty == pytest.approx({"GPU-a": 40.002, "GPU-b": 20.002})
+    assert e.total_j_uncertainty == pytest.approx(60.004)
+    assert e.uncertainty_method.startswith("energy counter: 2 x 1 mJ resolution")
 
 
 def test_the_counter_bound_holds_for_a_lagging_counter(install_nvml, make_session, clock):
@@ -50,8 +50,8 @@ def test_the_counter_bound_holds_for_a_lagging_counter(install_nvml, make_sessio
         a = clock.now()
         with s.window():
             clock.sleep(3.0)
-        e = s.report(output_tokens=1, requests=1).energy
-        assert abs(e["total_j"] - wave.energy(a, clock.now())) <= e["total_j_uncertainty"]
+        e = s.measurement(output_tokens=1, requests=1).energy
+        assert abs(e.total_j - wave.energy(a, clock.now())) <= e.total_j_uncertainty
 
 
 def test_trapezoid_bound_covers_its_error(install_nvml, make_session, clock):
@@ -62,12 +62,12 @@ def test_trapezoid_bound_covers_its_error(install_nvml, make_session, clock):
     a = clock.now()
     with s.window():
         clock.sleep(3.0)
-    e = s.report(output_tokens=1, requests=1).energy
-    error = abs(e["total_j"] - wave.energy(a, clock.now()))
-    assert 0 < error <= e["total_j_uncertainty"]
+    e = s.measurement(output_tokens=1, requests=1).energy
+    error = abs(e.total_j - wave.energy(a, clock.now()))
+    assert 0 < error <= e.total_j_uncertainty
     # each of the 8 step changes of 200 W falls inside one 0.1 s sample interval: 8 x 200 / 20
-    assert e["total_j_uncertainty"] == pytest.approx(8 * 200.0 / (2 * 10.0))
-    assert e["uncertainty_method"].startswith("trapezoid integral")
+    assert e.total_j_uncertainty == pytest.approx(8 * 200.0 / (2 * 10.0))
+    assert e.uncertainty_method.startswith("trapezoid integral")
 
 
 def test_constant_power_has_no_trapezoid_error(install_nvml, make_session, clock):
@@ -77,7 +77,7 @@ def test_constant_power_has_no_trapezoid_error(install_nvml, make_session, clock
         clock,
         [FakeGpu("GPU-p", architecture=PASCAL, power=Constant(90.0))],
     )
-    assert e["total_j_uncertainty"] == 0.0
+    assert e.total_j_uncertainty == 0.0
 
 
 def test_propagation_and_new_figures(install_nvml, make_session, clock):
@@ -88,19 +88,19 @@ def test_propagation_and_new_figures(install_nvml, make_session, clock):
         [FakeGpu("GPU-a", power=Constant(200.0))],
         idle_baseline_s=2.0,
     )
-    total, u = e["total_j"], e["total_j_uncertainty"]
+    total, u = e.total_j, e.total_j_uncertainty
     assert total == pytest.approx(1000.0) and u == pytest.approx(40.002)
-    assert e["j_per_output_token"] == pytest.approx(total / 400)
-    assert e["j_per_output_token_uncertainty"] == pytest.approx(u / 400)
-    assert e["j_per_total_token"] == pytest.approx(total / 1000)  # 600 input + 400 output tokens
-    assert e["j_per_total_token_uncertainty"] == pytest.approx(u / 1000)
-    assert e["j_per_request_uncertainty"] == pytest.approx(u / 8)
-    assert e["avg_power_w_uncertainty"] == pytest.approx(u / 5.0)
-    assert e["output_tokens_per_j"] == pytest.approx(400 / total)
-    assert e["output_tokens_per_j_uncertainty"] == pytest.approx(400 / (total - u) - 400 / total)
+    assert e.j_per_output_token == pytest.approx(total / 400)
+    assert e.j_per_output_token_uncertainty == pytest.approx(u / 400)
+    assert e.j_per_total_token == pytest.approx(total / 1000)  # 600 input + 400 output tokens
+    assert e.j_per_total_token_uncertainty == pytest.approx(u / 1000)
+    assert e.j_per_request_uncertainty == pytest.approx(u / 8)
+    assert e.avg_power_w_uncertainty == pytest.approx(u / 5.0)
+    assert e.output_tokens_per_j == pytest.approx(400 / total)
+    assert e.output_tokens_per_j_uncertainty == pytest.approx(400 / (total - u) - 400 / total)
     # idle: 2 s at 200 W, bound 40.002 J over 2 s
-    assert e["idle_power_w_uncertainty"] == pytest.approx(40.002 / 2.0)
-    assert e["idle_adjusted_j_uncertainty"] == pytest.approx(u + 40.002 / 2.0 * 5.0)
+    assert e.idle_power_w_uncertainty == pytest.approx(40.002 / 2.0)
+    assert e.idle_adjusted_j_uncertainty == pytest.approx(u + 40.002 / 2.0 * 5.0)
 
 
 def test_replay_bound_is_rounding_only(make_session, clock, tmp_path):
@@ -114,11 +114,9 @@ def test_replay_bound_is_rounding_only(make_session, clock, tmp_path):
     s.start()
     with s.window():
         clock.sleep(5.0)
-    e = s.report(output_tokens=100, requests=1).energy
-    assert e["total_j_uncertainty"] == pytest.approx(
-        e["total_j"] * uncertainty.REPLAY_RELATIVE_BOUND
-    )
-    assert e["uncertainty_method"].startswith("exact integral of the trace")
+    e = s.measurement(output_tokens=100, requests=1).energy
+    assert e.total_j_uncertainty == pytest.approx(e.total_j * uncertainty.REPLAY_RELATIVE_BOUND)
+    assert e.uncertainty_method.startswith("exact integral of the trace")
 
 
 def test_unavailable_energy_has_no_bound_and_says_why(install_nvml, make_session, clock):
@@ -127,8 +125,8 @@ def test_unavailable_energy_has_no_bound_and_says_why(install_nvml, make_session
     s.start()
     with s.window():
         clock.sleep(1.0)
-    rep = s.report(output_tokens=1, requests=1)
-    assert rep.energy["total_j_uncertainty"] is None
+    rep = s.measurement(output_tokens=1, requests=1)
+    assert rep.energy.total_j_uncertainty is None
     assert rep.null_reasons["energy.total_j_uncertainty"] == "disabled by measurement.energy=none"
     assert rep.null_reasons["energy.output_tokens_per_j"] == "disabled by measurement.energy=none"
 

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from llem.config.schema import EnergySource
 from llem.measure.validity import CHECKS, temperature_rise_c
+from llem.testing.fake_pynvml import Constant, FakeGpu, Step
 
 from .conftest import make_cfg
-from .fake_pynvml import Constant, FakeGpu, Step
 
 T0 = 1000.0
 
@@ -19,16 +21,16 @@ def verdict(install_nvml, make_session, clock, gpu=None, window_s=2.0, **cfg):
     s.start()
     with s.window():
         clock.sleep(window_s)
-    return s.report(output_tokens=10, requests=1)
+    return s.measurement(output_tokens=10, requests=1)
 
 
 def statuses(rep):
-    return {k: v.value for k, v in rep.validity.checks.items()}
+    return dict(rep.validity.checks)
 
 
 def test_a_clean_window_is_valid(install_nvml, make_session, clock):
     rep = verdict(install_nvml, make_session, clock, idle_baseline_s=1.0)
-    assert rep.validity.to_dict() == {
+    assert dataclasses.asdict(rep.validity) == {
         "energy_valid": True,
         "problems": [],
         "checks": dict.fromkeys(CHECKS, "passed"),
@@ -77,7 +79,7 @@ def test_sampler_coverage(install_nvml, make_session, clock):
     # power readings fail in 6 of the ~21 samples: 71% coverage (energy comes from the counter)
     gpu = FakeGpu("GPU-a", failing_calls={"nvmlDeviceGetFieldValues": set(range(5, 11))})
     rep = verdict(install_nvml, make_session, clock, gpu)
-    assert rep.energy["total_j"] == pytest.approx(200.0, abs=0.01)
+    assert rep.energy.total_j == pytest.approx(200.0, abs=0.01)
     assert statuses(rep)["sampler_coverage"] == "failed"
     assert (
         "in 15 of the 21 expected samples (71%, below measurement.min_sample_coverage=90%"
@@ -124,8 +126,8 @@ def test_cpu_run_has_no_verdict(install_nvml, make_session, clock):
     s.start()
     with s.window():
         clock.sleep(1.0)
-    rep = s.report(output_tokens=1, requests=1)
-    assert rep.validity.to_dict() == {
+    rep = s.measurement(output_tokens=1, requests=1)
+    assert dataclasses.asdict(rep.validity) == {
         "energy_valid": None,
         "problems": [],
         "checks": dict.fromkeys(CHECKS, "not checked"),
@@ -144,7 +146,7 @@ def test_replay_cannot_check_throttling_or_processes(make_session, clock, tmp_pa
     s.start()
     with s.window():
         clock.sleep(2.0)
-    rep = s.report(output_tokens=100, requests=1)
+    rep = s.measurement(output_tokens=100, requests=1)
     st = statuses(rep)
     assert st["throttling"] == st["other_processes"] == st["temperature_steady"] == "not checked"
     assert st["window_length"] == st["sampler_coverage"] == st["idle_power_plausible"] == "passed"
@@ -155,4 +157,4 @@ def test_power_only_device_is_judged_too(install_nvml, make_session, clock):
     rep = verdict(
         install_nvml, make_session, clock, FakeGpu("GPU-p", architecture=4, power=Constant(80.0))
     )
-    assert rep.energy["source"] == "nvml_power" and rep.validity.energy_valid is True
+    assert rep.energy.source == "nvml_power" and rep.validity.energy_valid is True

@@ -11,9 +11,10 @@ import pytest
 from llem.config.schema import EnergySource
 from llem.measure import TIMESERIES_COLUMNS
 from llem.measure.sampler import RealClock
+from llem.result import Thermal
+from llem.testing.fake_pynvml import Constant, FakeGpu, Step
 
 from .conftest import assert_nulls_explained, make_cfg
-from .fake_pynvml import Constant, FakeGpu, Step
 
 
 def sampler_threads():
@@ -31,8 +32,8 @@ def test_sampler_thread_is_gone_after_an_exception(install_nvml, make_session, c
         s.clock.sleep(0.1)
         1 / 0  # noqa: B018
     assert sampler_threads() == []
-    rep = s.report(output_tokens=1, requests=1)  # what was measured is still there
-    assert rep.energy["total_j"] > 0
+    rep = s.measurement(output_tokens=1, requests=1)  # what was measured is still there
+    assert rep.energy.total_j > 0
 
 
 def test_cuda_is_synchronised_at_both_edges(install_nvml, make_session, clock):
@@ -97,17 +98,17 @@ def test_nvml_failing_mid_window_does_not_raise(
     with caplog.at_level(logging.WARNING), s.window():
         clock.sleep(2.0)
     assert sampler_threads() == []
-    rep = s.report(output_tokens=100, requests=1)
+    rep = s.measurement(output_tokens=100, requests=1)
     e = rep.energy
-    assert e["source"] == "unavailable"
-    assert "NVMLError_GpuIsLost" in e["unavailable_reason"]
-    assert e["total_j"] is None and e["j_per_output_token"] is None
-    assert e["window_s"] == pytest.approx(2.0)
-    assert any("NVMLError_GpuIsLost" in w for w in e["warnings"])
+    assert e.source == "unavailable"
+    assert "NVMLError_GpuIsLost" in e.unavailable_reason
+    assert e.total_j is None and e.j_per_output_token is None
+    assert e.window_s == pytest.approx(2.0)
+    assert any("NVMLError_GpuIsLost" in w for w in e.warnings)
     assert "GpuIsLost" in caplog.text
     assert_nulls_explained(rep)
     # readings other than the counter fail into empty cells; the counter's failure voids energy
-    assert any("NVML failed to read" in w and "temperature_c" in w for w in e["warnings"])
+    assert any("NVML failed to read" in w and "temperature_c" in w for w in e.warnings)
     assert s.write_timeseries(tmp_path / "ts.csv") >= 1
 
 
@@ -143,14 +144,14 @@ def test_timeseries_csv(install_nvml, make_session, clock, tmp_path):
     b = [r for r in rows if r["device"] == "GPU-b"]
     assert float(b[0]["memory_used_mb"]) == 5500.0 and b[0]["throttle_reasons"] == ""
     assert float(b[0]["temperature_c"]) == 40.0 and float(b[0]["gpu_util_pct"]) == 87.0
-    rep = s.report(output_tokens=1, requests=1)
-    assert rep.peak_device_used_mb == 5500.0
-    assert rep.thermal == {
-        "max_temp_c": 40.0,
-        "throttled": True,
-        "throttle_reasons": ["sw_power_cap", "sw_thermal_slowdown"],
-    }
-    assert rep.energy["peak_power_w"] == pytest.approx(400.0)
+    rep = s.measurement(output_tokens=1, requests=1)
+    assert rep.peak_device_used_mb.value == 5500.0
+    assert rep.thermal == Thermal(
+        max_temp_c=40.0,
+        throttled=True,
+        throttle_reasons=["sw_power_cap", "sw_thermal_slowdown"],
+    )
+    assert rep.energy.peak_power_w == pytest.approx(400.0)
 
 
 def test_real_clock_window_samples_at_the_configured_rate(install_nvml, make_session):
@@ -160,9 +161,9 @@ def test_real_clock_window_samples_at_the_configured_rate(install_nvml, make_ses
     s.start()
     with s.window():
         real.sleep(0.5)
-    rep = s.report(output_tokens=10, requests=1)
+    rep = s.measurement(output_tokens=10, requests=1)
     assert 5 <= len(s.last_window.ticks) <= 12  # both edges + up to 10 ticks (loaded CI: fewer)
-    assert rep.energy["total_j"] == pytest.approx(150.0 * rep.energy["window_s"], rel=1e-2)
+    assert rep.energy.total_j == pytest.approx(150.0 * rep.energy.window_s, rel=1e-2)
 
 
 def test_misuse_is_reported(install_nvml, make_session):
@@ -172,6 +173,6 @@ def test_misuse_is_reported(install_nvml, make_session):
         s.window()
     s.start()
     with pytest.raises(RuntimeError, match="before a window"):
-        s.report(output_tokens=1, requests=1)
+        s.measurement(output_tokens=1, requests=1)
     with pytest.raises(RuntimeError, match="twice"):
         s.start()

@@ -11,14 +11,24 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Protocol
 
 from llem.atomic import atomic_write_text
-from llem.backends.base import BatchOutput
 
 GENERATIONS_FILE = "generations.jsonl"
 
 
-def write_generations(run_dir: Path, batches: Sequence[BatchOutput], n_prompts: int) -> Path:
+class Generated(Protocol):
+    """What a batch of the window generated (``llem``'s ``BatchOutput`` is one)."""
+
+    @property
+    def output_tokens(self) -> Sequence[int]: ...
+
+    @property
+    def texts(self) -> Sequence[str | None] | None: ...
+
+
+def write_generations(run_dir: Path, batches: Sequence[Generated], n_prompts: int) -> Path:
     """Write every request of ``batches`` (in the order they ran) to ``run_dir``."""
     lines = []
     k = 0

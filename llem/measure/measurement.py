@@ -1,0 +1,187 @@
+"""``Measurement``: what one measured window gave, as frozen result sections.
+
+Every figure is a value or None; each None has a one-line reason in ``null_reasons`` keyed by its
+dotted result.json path (``energy.total_j``, ``thermal.max_temp_c``, ``validity.energy_valid``,
+``devices[0].memory_bandwidth_bytes_per_s``). The sections are set through
+``llem.result.figure.with_figures``, so a figure, its bound and its reason cannot disagree. Energy
+figures are derived in ``llem.measure.energy_section``; the verdict on them in
+``llem.measure.validity``.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from llem.config.schema import MeasurementConfig
+from llem.measure.devices import DeviceInfo
+from llem.measure.energy import WindowResult
+from llem.measure.energy_section import Counts, energy_section
+from llem.measure.idle import IdleBaseline
+from llem.measure.throttle import decode_reasons, is_throttling, sort_reasons
+from llem.measure.validity import assess
+from llem.result import Energy, Figure, Hardware, Thermal, Validity
+from llem.result.figure import with_figures
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One window's sections for result.json (units in field names; see the README).
+
+    ``energy``, ``thermal`` and ``validity`` are the result's sections as they are written;
+    ``peak_device_used_mb`` is the figure ``memory.peak_device_used_mb``; ``hardware`` describes the
+    measured GPUs (``devices``, in measurement order). ``null_reasons`` explains every null figure
+    of the sections and of ``devices`` (``devices[i].<field>``) except ``peak_device_used_mb``,
+    which carries its own.
+    """
+
+    energy: Energy
+    thermal: Thermal
+    validity: Validity
+    peak_device_used_mb: Figure
+    hardware: Hardware
+    devices: tuple[DeviceInfo, ...]
+    null_reasons: Mapping[str, str]
+    window_s: float
+    memory_bandwidth_bytes_per_s: float | None  # summed over the measured devices
+
+    def memory_bandwidth_by_torch_index(self) -> dict[int, float | None]:
+        """Each measured CUDA device's peak memory bandwidth (bytes/s) by its torch index."""
+        return {
+            d.torch_index: d.memory_bandwidth_bytes_per_s
+            for d in self.devices
+            if d.torch_index is not None
+        }
+
+
+def reading_failures(window: WindowResult) -> list[str]:
+    """One warning per device whose NVML readings (other than energy) failed in some samples."""
+    per_device = Counter(s.device for s in window.samples)
+    failed: dict[str, Counter[str]] = {}
+    first: dict[str, str] = {}
+    for s in window.samples:
+        for column, error in s.errors:
+            failed.setdefault(s.device, Counter())[column] += 1
+            first.setdefault(s.device, error)
+    return [
+        f"{device}: NVML failed to read "
+        + ", ".join(f"{column} in {n}" for column, n in columns.items())
+        + f" of {per_device[device]} samples ({first[device]}); those cells are empty, "
+        "energy is unaffected"
+        for device, columns in failed.items()
+    ]
+
+
+def _unavailable(window: WindowResult, reason: str | None, warnings: list[str]) -> str | None:
+    """Why the window has no energy at all, or None when it has some."""
+    if reason is None and window.failure is not None:
+        reason = f"NVML failed during the measured window ({window.failure})"
+        warnings.append(f"energy unavailable: {reason}")
+    if reason is None and not window.devices:
+        reason = "no device to measure"
+    if reason is None and all(d.method is None for d in window.devices):
+        reason = "no measured device has an energy counter or power readings"
+    return reason
+
+
+def _thermal(window: WindowResult, no_samples: str | None) -> tuple[Thermal, dict[str, str]]:
+    samples = window.samples
+    temps = [s.temperature_c for s in samples if s.temperature_c is not None]
+    masks = [s.throttle_mask for s in samples if s.throttle_mask is not None]
+    names = sort_reasons(n for m in masks for n in decode_reasons(m))
+    figures = {
+        "max_temp_c": Figure.of(
+            max(temps) if temps else None, no_samples or "no temperature readings"
+        ),
+        "throttled": Figure.of(
+            is_throttling(names) if masks else None, no_samples or "no clock throttle readings"
+        ),
+    }
+    return with_figures(Thermal(throttle_reasons=names), "thermal", figures)
+
+
+def _peak_used(window: WindowResult, no_samples: str | None) -> Figure:
+    used = [s.memory_used_mb for s in window.samples if s.memory_used_mb is not None]
+    return Figure.of(max(used) if used else None, no_samples or "no device memory readings")
+
+
+def _device_reasons(devices: Sequence[DeviceInfo]) -> dict[str, str]:
+    return {
+        f"devices[{i}].{k}": dev.null_reasons.get(k, "not known")
+        for i, dev in enumerate(devices)
+        for k, v in dev.to_dict().items()
+        if v is None
+    }
+
+
+def hardware(devices: Sequence[DeviceInfo]) -> Hardware:
+    """The ``hardware`` section: this host and the measured GPUs."""
+    names = sorted({d.name for d in devices})
+    return Hardware(
+        hostname=socket.gethostname(),
+        gpu_model=" + ".join(names) if names else None,
+        gpu_count=len(devices),
+        gpus=[
+            {
+                "uuid": d.uuid,
+                "name": d.name,
+                "memory_total_mb": d.memory_total_mb,
+                "power_limit_w": d.power_limit_w,
+            }
+            for d in devices
+        ],
+    )
+
+
+def _bandwidth(devices: Sequence[DeviceInfo]) -> float | None:
+    bws = [d.memory_bandwidth_bytes_per_s for d in devices]
+    known = [b for b in bws if b is not None]
+    return sum(known) if bws and len(known) == len(bws) else None
+
+
+def build_measurement(
+    window: WindowResult,
+    *,
+    cfg: MeasurementConfig,
+    device_type: str,
+    unavailable_reason: str | None,
+    idle: IdleBaseline,
+    devices: Sequence[DeviceInfo],
+    setup_warnings: Sequence[str],
+    counts: Counts,
+    cpu_disabled_reason: str | None = None,
+) -> Measurement:
+    """The ``Measurement`` of a finished window; ``counts`` is what was generated in it."""
+    warnings = list(setup_warnings) + list(window.warnings) + reading_failures(window)
+    unavailable_reason = _unavailable(window, unavailable_reason, warnings)
+    energy, reasons = energy_section(
+        window,
+        unavailable_reason=unavailable_reason,
+        idle=idle,
+        counts=counts,
+        warnings=warnings,
+        cpu_disabled_reason=cpu_disabled_reason,
+    )
+    no_samples = unavailable_reason if not window.samples else None
+    thermal, thermal_reasons = _thermal(window, no_samples)
+    validity, validity_reasons = assess(
+        window,
+        cfg=cfg,
+        device_type=device_type,
+        unavailable_reason=unavailable_reason,
+        idle=idle,
+        devices=devices,
+    )
+    return Measurement(
+        energy=energy,
+        thermal=thermal,
+        validity=validity,
+        peak_device_used_mb=_peak_used(window, no_samples),
+        hardware=hardware(devices),
+        devices=tuple(devices),
+        null_reasons={**reasons, **thermal_reasons, **_device_reasons(devices), **validity_reasons},
+        window_s=window.window_s,
+        memory_bandwidth_bytes_per_s=_bandwidth(devices),
+    )

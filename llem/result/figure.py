@@ -1,0 +1,193 @@
+"""A figure with its bound and the reason it is null: one value that cannot disagree with itself.
+
+In result.json a figure ``X`` of a section lives in up to three places: ``section.X``, its
+worst-case bound ``section.X_uncertainty`` (for bounded figures) and ``null_reasons["section.X"]``
+when it is null. A ``Figure`` carries the three together, and ``with_figures`` is the one way to
+put figures on a (frozen) section: it sets the value and the bound, and returns the null reasons of
+both (``RunResult.set_figures`` stores them).
+
+Which fields of a section are figures is declared once, on the section dataclass itself, with
+``figure()`` (``figure(bounded=True)`` adds the ``X_uncertainty`` field, declared with ``bound()``
+right where the schema wants it) or ``figure_map()`` (one figure per device, as
+``energy.per_device_j``); ``figure_specs(cls)`` reads the declarations back.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+BOUND_SUFFIX = "_uncertainty"
+_KIND = "llem.figure"  # field metadata key: "plain" | "bounded" | "map" | "bound"
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A value (a number, or a verdict or timestamp that may be missing) with its worst-case bound
+    in the same unit, or None with the reason.
+
+    Invariants: a null value has a reason and no bound; a value has no null reason; a value whose
+    bound is unknown may say why in ``bound_null_reason``.
+    """
+
+    value: Any
+    bound: float | None = None
+    null_reason: str | None = None
+    bound_null_reason: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.value is None:
+            if not self.null_reason:
+                raise ValueError("a null figure needs the reason it is null")
+            if self.bound is not None or self.bound_null_reason is not None:
+                raise ValueError("a null figure has no bound")
+            return
+        if self.null_reason is not None:
+            raise ValueError(f"figure {self.value!r} has a value, so no null reason")
+        if self.bound is not None and self.bound_null_reason is not None:
+            raise ValueError(f"figure {self.value!r} has a bound, so no reason for a null one")
+
+    @classmethod
+    def null(cls, reason: str) -> Figure:
+        return cls(None, null_reason=reason)
+
+    @classmethod
+    def of(
+        cls,
+        value: Any,
+        null_reason: str | None,
+        bound: float | None = None,
+        bound_null_reason: str | None = None,
+    ) -> Figure:
+        """``value`` with its bound, or, when ``value`` is None, null with ``null_reason`` (``"not
+        measured"`` when that is None too)."""
+        if value is None:
+            return cls.null(null_reason or "not measured")
+        return cls(value, bound, None, None if bound is not None else bound_null_reason)
+
+
+# ------------------------------------------------------------------ declaring figures on sections
+
+
+def figure(*, bounded: bool = False) -> Any:
+    """A figure field (default None); ``bounded``: it has an ``X_uncertainty`` field (bound())."""
+    return field(default=None, metadata={_KIND: "bounded" if bounded else "plain"})
+
+
+def figure_map() -> Any:
+    """A bounded figure per key (``{uuid: J}``); its bound field maps the same keys."""
+    return field(default_factory=dict, metadata={_KIND: "map"})
+
+
+def bound() -> Any:
+    """The worst-case bound field ``X_uncertainty`` of the bounded figure ``X``."""
+    return field(default=None, metadata={_KIND: "bound"})
+
+
+@dataclass(frozen=True)
+class FigureSpec:
+    name: str
+    bound: str | None  # the bound field's name; None for an unbounded figure
+    is_map: bool = False
+
+
+_SPECS: dict[type, dict[str, FigureSpec]] = {}
+
+
+def figure_specs(cls: type) -> dict[str, FigureSpec]:
+    """The figures ``cls`` declares, in field order. Raises TypeError when a bounded figure has no
+    bound field or a bound field has no figure."""
+    if cls not in _SPECS:
+        _SPECS[cls] = _read_specs(cls)
+    return _SPECS[cls]
+
+
+def _read_specs(cls: type) -> dict[str, FigureSpec]:
+    fields = {f.name: f.metadata.get(_KIND) for f in dataclasses.fields(cls)}
+    specs: dict[str, FigureSpec] = {}
+    for name, kind in fields.items():
+        if kind in ("plain", "bounded", "map"):
+            bound_name = None if kind == "plain" else name + BOUND_SUFFIX
+            specs[name] = FigureSpec(name, bound_name, kind == "map")
+    bounds = {s.bound for s in specs.values() if s.bound}
+    declared = {name for name, kind in fields.items() if kind == "bound"}
+    if bounds != declared:
+        raise TypeError(
+            f"{cls.__name__}: bounded figures and bound() fields disagree: "
+            f"{sorted(bounds ^ declared)}"
+        )
+    return specs
+
+
+def check_bounds(section: Any) -> None:
+    """Raise ValueError when a section holds a bound for a figure that is null."""
+    for spec in figure_specs(type(section)).values():
+        if spec.bound is None:
+            continue
+        value, bnd = getattr(section, spec.name), getattr(section, spec.bound)
+        if spec.is_map:
+            orphans = [k for k, b in (bnd or {}).items() if b is not None and value.get(k) is None]
+            if orphans:
+                raise ValueError(f"{spec.bound} has bounds for null figures: {orphans}")
+        elif value is None and bnd is not None:
+            raise ValueError(f"{spec.bound} is {bnd!r} but {spec.name} is null")
+
+
+S = TypeVar("S")
+
+
+def with_figures(
+    section: S, where: str, figures: Mapping[str, Figure | Mapping[str, Figure]]
+) -> tuple[S, dict[str, str]]:
+    """``section`` with each figure's value and bound set, and the null reasons of those figures
+    (and of their bounds) keyed by their result.json path ``where.X``, in field order.
+
+    A map figure takes ``{key: Figure}``; its null entries are keyed ``where.X.key``.
+    """
+    specs = figure_specs(type(section))
+    unknown = sorted(set(figures) - set(specs))
+    if unknown:
+        raise ValueError(f"not figures of {type(section).__name__}: {unknown}")
+    changes: dict[str, Any] = {}
+    reasons: dict[str, str] = {}
+    for name, spec in specs.items():
+        if name not in figures:
+            continue
+        given = figures[name]
+        if spec.is_map:
+            assert spec.bound is not None and isinstance(given, Mapping)
+            changes[name] = {k: f.value for k, f in given.items()}
+            changes[spec.bound] = {k: f.bound for k, f in given.items()}
+            for k, f in given.items():
+                if f.null_reason is not None:
+                    reasons[f"{where}.{name}.{k}"] = f.null_reason
+            continue
+        assert isinstance(given, Figure)
+        changes[name] = given.value
+        if given.null_reason is not None:
+            reasons[f"{where}.{name}"] = given.null_reason
+        if spec.bound is not None:
+            changes[spec.bound] = given.bound
+            if given.bound is None:
+                why = given.null_reason or given.bound_null_reason or "not measured"
+                reasons[f"{where}.{spec.bound}"] = why
+        elif given.bound is not None:
+            raise ValueError(f"{type(section).__name__}.{name} has no bound field")
+    return dataclasses.replace(section, **changes), reasons  # type: ignore[type-var]
+
+
+def read_figure(section: Any, where: str, name: str, null_reasons: Mapping[str, str]) -> Figure:
+    """The figure ``name`` of ``section`` as written: value, bound and reasons back together."""
+    spec = figure_specs(type(section))[name]
+    if spec.is_map:
+        raise ValueError(f"{where}.{name} is a figure per key: read its entries")
+    value = getattr(section, name)
+    bnd = None if spec.bound is None else getattr(section, spec.bound)
+    if value is None:
+        return Figure.null(null_reasons.get(f"{where}.{name}") or "not measured")
+    why_no_bound = None
+    if spec.bound is not None and bnd is None:
+        why_no_bound = null_reasons.get(f"{where}.{spec.bound}")
+    return Figure(value, bnd, None, why_no_bound)

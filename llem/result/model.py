@@ -1,0 +1,215 @@
+"""result.json: the typed, versioned result of one run, and the only code that reads or writes it.
+
+A ``RunResult`` is a tree of dataclasses, one per section (workload, latency, throughput, energy,
+memory, thermal, compute, lifecycle, sweep position, validity; see ``llem.result.sections``). Every
+figure that was not measured is ``None`` and its dotted key is in ``null_reasons`` with the reason;
+no figure is a stand-in 0. ``set_figure`` sets a figure, its bound and its null reason together.
+
+``RunResult.write(run_dir)`` writes ``run_dir/result.json`` atomically; ``RunResult.read(run_dir)``
+and ``RunResult.from_json(path)`` read one back, migrating older schema versions (see
+``llem.result.migrate``). Reading rejects keys this schema does not know, so a reader never guesses.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from llem.atomic import atomic_write_text
+from llem.result.figure import Figure, read_figure, with_figures
+from llem.result.migrate import SCHEMA_VERSION, ResultFormatError, migrate
+from llem.result.sections import (
+    Compute,
+    Energy,
+    ErrorInfo,
+    Hardware,
+    Latency,
+    Lifecycle,
+    Memory,
+    SweepPosition,
+    Thermal,
+    Throughput,
+    Validity,
+    Workload,
+    utc_now,
+)
+from llem.version import __version__
+
+RESULT_FILE = "result.json"
+STATUSES = ("ok", "failed", "skipped")
+
+
+@dataclass
+class RunResult:
+    """One run's result.json (see the README's schema section for every field)."""
+
+    status: str  # ok | failed | skipped
+    schema_version: int = SCHEMA_VERSION
+    llem_version: str = __version__
+    error: ErrorInfo | None = None
+    config_hash: str | None = None
+    overrides: list[str] = field(default_factory=list)
+    started_at: str = field(default_factory=utc_now)
+    duration_s: float | None = None
+    model: str | None = None
+    backend: str | None = None
+    device: str | None = None
+    dtype: str | None = None
+    quantization: str | None = None
+    workload: Workload = field(default_factory=Workload)
+    latency: Latency = field(default_factory=Latency)
+    throughput: Throughput = field(default_factory=Throughput)
+    energy: Energy = field(default_factory=Energy)
+    memory: Memory = field(default_factory=Memory)
+    thermal: Thermal = field(default_factory=Thermal)
+    compute: Compute = field(default_factory=Compute)
+    validity: Validity = field(default_factory=Validity)
+    hardware: Hardware = field(default_factory=Hardware)
+    lifecycle: Lifecycle = field(default_factory=Lifecycle)
+    sweep: SweepPosition | None = None
+    null_reasons: dict[str, str] = field(default_factory=dict)
+    config: dict[str, Any] | None = None
+
+    # ------------------------------------------------------------------ json
+    def to_json(self) -> dict[str, Any]:
+        """The result as plain JSON data, in schema order."""
+        plain: dict[str, Any] = _to_plain(self)
+        return plain
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any] | str | Path) -> RunResult:
+        """Build from parsed JSON data, or from a path to a result.json (older schemas migrate)."""
+        if isinstance(data, (str, Path)):
+            path = Path(data)
+            try:
+                data = json.loads(path.read_text(encoding="utf-8"))
+            except ValueError as exc:
+                raise ResultFormatError(f"{path}: not valid JSON ({exc})") from None
+        if not isinstance(data, dict):
+            raise ResultFormatError(f"result.json holds a {type(data).__name__}, not an object")
+        result: RunResult = _build(cls, migrate(dict(data)), "")
+        return result
+
+    def write(self, run_dir: Path | str) -> Path:
+        """Write ``run_dir/result.json`` atomically: the only writer of result files."""
+        text = json.dumps(self.to_json(), indent=2, default=str) + "\n"
+        return atomic_write_text(Path(run_dir) / RESULT_FILE, text)
+
+    @classmethod
+    def read(cls, run_dir: Path | str) -> RunResult | None:
+        """``run_dir/result.json``, or None when it is absent or unreadable."""
+        path = Path(run_dir) / RESULT_FILE
+        try:
+            return cls.from_json(path)
+        except (OSError, ResultFormatError):
+            return None
+
+    def fail(self, error: ErrorInfo) -> None:
+        self.status, self.error = "failed", error
+
+    # ------------------------------------------------------------------ figures
+    def set_figures(self, section: str, figures: dict[str, Figure | dict[str, Figure]]) -> None:
+        """Set figures of one section (``"energy"``) with their bounds and null reasons together;
+        earlier reasons of those figures go."""
+        current = getattr(self, section)
+        updated, reasons = with_figures(current, section, figures)
+        for name in figures:
+            for key in list(self.null_reasons):
+                if key == f"{section}.{name}" or key.startswith(
+                    (f"{section}.{name}.", f"{section}.{name}_uncertainty")
+                ):
+                    del self.null_reasons[key]
+        setattr(self, section, updated)
+        self.null_reasons.update(reasons)
+
+    def set_figure(self, key: str, value: Figure) -> None:
+        """``set_figure("memory.peak_device_used_mb", Figure(...))``: see ``set_figures``."""
+        section, name = key.split(".", 1)
+        self.set_figures(section, {name: value})
+
+    def figure(self, key: str) -> Figure:
+        """The figure at ``key`` (``"energy.total_j"``) with its bound and null reason."""
+        section, name = key.split(".", 1)
+        return read_figure(getattr(self, section), section, name, self.null_reasons)
+
+
+def write_record(
+    run_dir: Path | str,
+    *,
+    status: str,
+    error: ErrorInfo,
+    config_hash: str | None,
+    overrides: list[str],
+    sweep: SweepPosition | None = None,
+) -> Path:
+    """A result for a run that never measured anything (skipped, failed before or outside it)."""
+    record = RunResult(
+        status=status, error=error, config_hash=config_hash, overrides=list(overrides), sweep=sweep
+    )
+    return record.write(run_dir)
+
+
+# --------------------------------------------------------------------------- (de)serialisation
+
+
+def _to_plain(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _to_plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, dict):
+        return {str(k): _to_plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_to_plain(v) for v in value]
+    return value
+
+
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    if cls not in _HINTS:
+        _HINTS[cls] = typing.get_type_hints(cls)
+    return _HINTS[cls]
+
+
+def _build(cls: type, data: Any, where: str) -> Any:
+    if not isinstance(data, dict):
+        raise ResultFormatError(f"{where or 'result'}: expected an object, got {data!r}")
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - names)
+    if unknown:
+        raise ResultFormatError(
+            f"unknown key(s) in result.json: {', '.join(where + k for k in unknown)}"
+        )
+    hints = _hints(cls)
+    kwargs = {k: _convert(hints[k], v, f"{where}{k}") for k, v in data.items()}
+    try:
+        return cls(**kwargs)
+    except (TypeError, ValueError) as exc:  # a required field is missing, a bound without value
+        raise ResultFormatError(f"{where or 'result'}: {exc}") from None
+
+
+def _convert(tp: Any, value: Any, where: str) -> Any:
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        if value is None:
+            return None
+        return _convert(args[0], value, where) if len(args) == 1 else value
+    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
+        return _build(tp, value, f"{where}.")
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise ResultFormatError(f"{where}: expected an object, got {value!r}")
+        return dict(value)
+    if origin is list:
+        if not isinstance(value, list):
+            raise ResultFormatError(f"{where}: expected a list, got {value!r}")
+        return list(value)
+    if tp is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    return value

@@ -1,0 +1,221 @@
+"""The sections of result.json, one dataclass each, in schema order.
+
+Figures that measurement hands over (``Energy``, ``Thermal``, ``Validity``) are frozen: they are set
+with their bounds and null reasons in one step (``llem.result.figure.with_figures``). Which fields
+are figures, and which carry an ``X_uncertainty`` bound, is declared here with ``figure()``,
+``figure_map()`` and ``bound()`` and nowhere else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from llem.errors import LlemError, first_line
+from llem.result.figure import bound, check_bounds, figure, figure_map, figure_specs
+
+
+def utc_now() -> str:
+    """Now, in UTC, ISO 8601 to the second (``2026-11-21T10:00:00+00:00``)."""
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def quantization_label(load_in_4bit: bool, load_in_8bit: bool, quant_type: str | None) -> str:
+    if load_in_4bit:
+        return f"bnb-4bit-{quant_type}" if quant_type else "bnb-4bit"
+    if load_in_8bit:
+        return "bnb-8bit"
+    return "none"
+
+
+@dataclass
+class Percentiles:
+    p50: float | None = None
+    p90: float | None = None
+    p99: float | None = None
+
+
+@dataclass
+class ErrorInfo:
+    type: str
+    message: str
+    hint: str | None = None
+
+    @classmethod
+    def from_exception(cls, exc: BaseException) -> ErrorInfo:
+        """A known llem error as it was raised; anything else by its type and first line."""
+        if isinstance(exc, LlemError):
+            return cls(type(exc).__name__, exc.message, exc.hint)
+        if isinstance(exc, KeyboardInterrupt):
+            return cls("KeyboardInterrupt", "interrupted")
+        return cls(
+            type(exc).__name__,
+            first_line(exc),
+            "see llem.log in the run directory for the traceback",
+        )
+
+
+@dataclass
+class Workload:
+    n_prompts: int | None = None
+    batch_size: int | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    passes: int | None = None
+    requests: int | None = None
+    chat_template_applied: bool | None = None
+    output_tokens_definition: str = "generated tokens up to and including the first EOS, no padding"
+
+
+@dataclass
+class Latency:
+    generate_s: float | None = None
+    ttft_ms: Percentiles = field(default_factory=Percentiles)
+    itl_ms: Percentiles = field(default_factory=Percentiles)
+    request_latency_s: Percentiles = field(default_factory=Percentiles)
+
+
+@dataclass
+class Throughput:
+    output_tokens_per_s: float | None = None  # over the measured window, as J per token is
+    requests_per_s: float | None = None
+    generate_output_tokens_per_s: float | None = None  # over the time inside generate() only
+    definition: str = (
+        "output tokens / measured window seconds (the window energy is measured over, so "
+        "avg_power_w / output_tokens_per_s = j_per_output_token); generate_output_tokens_per_s "
+        "divides by the seconds inside generate() only"
+    )
+
+
+@dataclass(frozen=True)
+class Energy:
+    """The window's energy. Bounds (``X_uncertainty``) are worst-case, in the figure's unit."""
+
+    source: str = "unavailable"  # nvml_counter | nvml_power | replay | unavailable
+    unavailable_reason: str | None = None
+    window_s: float | None = figure()
+    total_j: float | None = figure(bounded=True)
+    per_device_j: dict[str, float | None] = figure_map()
+    idle_power_w: float | None = figure(bounded=True)
+    idle_adjusted_j: float | None = figure(bounded=True)
+    j_per_output_token: float | None = figure(bounded=True)
+    j_per_request: float | None = figure(bounded=True)
+    avg_power_w: float | None = figure(bounded=True)
+    peak_power_w: float | None = figure()
+    warnings: list[str] = field(default_factory=list)
+    cpu_source: str | None = None
+    cpu_package_j: float | None = figure()
+    cpu_unavailable_reason: str | None = None
+    j_per_total_token: float | None = figure(bounded=True)  # input + output tokens
+    output_tokens_per_j: float | None = figure(bounded=True)
+    wh_per_1k_requests: float | None = figure(bounded=True)  # AI Energy Score's unit
+    total_j_uncertainty: float | None = bound()
+    per_device_j_uncertainty: dict[str, float | None] | None = bound()
+    idle_power_w_uncertainty: float | None = bound()
+    idle_adjusted_j_uncertainty: float | None = bound()
+    j_per_output_token_uncertainty: float | None = bound()
+    j_per_total_token_uncertainty: float | None = bound()
+    j_per_request_uncertainty: float | None = bound()
+    wh_per_1k_requests_uncertainty: float | None = bound()
+    avg_power_w_uncertainty: float | None = bound()
+    output_tokens_per_j_uncertainty: float | None = bound()
+    uncertainty_method: str | None = None
+    idle_source: str | None = None  # measured_this_run | reused_from_process | not_measured
+    idle_measured_at: str | None = figure()  # UTC ISO 8601
+    idle_age_s: float | None = None  # age of the baseline when this run's session started
+    # [{device, pid, used_memory_mb}]; null (with the reason) when the source cannot tell
+    other_processes: list[dict[str, Any]] | None = figure()
+    definition: str | None = None
+
+    def __post_init__(self) -> None:
+        check_bounds(self)
+
+
+@dataclass
+class Memory:
+    """MB here is 2^20 bytes."""
+
+    peak_allocated_mb: float | None = None
+    peak_reserved_mb: float | None = None
+    peak_device_used_mb: float | None = figure()
+    peak_host_rss_mb: float | None = None
+    per_device: dict[str, dict[str, float]] = field(default_factory=dict)  # cuda:i -> peaks
+
+
+@dataclass(frozen=True)
+class Thermal:
+    max_temp_c: float | None = figure()
+    throttled: bool | None = figure()
+    throttle_reasons: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Compute:
+    flops_estimate: float | None = None
+    flops_formula: str = (
+        "2 x (parameters - input embedding + tied LM head) x num_beams x (input + output tokens)"
+    )
+    parameters: int | None = None  # real count (quantization packing undone)
+    matmul_parameters: int | None = None
+    decode_bandwidth_utilisation: float | None = None
+    decode_bytes_per_s: float | None = None
+    decode_weight_bytes: int | None = None  # summed over the timed decode steps
+    decode_kv_bytes: int | None = None  # KV-cache reads, summed over the timed decode steps
+    memory_bandwidth_bytes_per_s: float | None = None  # the one GPU a decode step runs on
+    non_embedding_parameters: int | None = None  # schema 1 only
+
+
+@dataclass
+class Hardware:
+    """What the numbers were measured on (the report never pools runs across different hardware)."""
+
+    hostname: str | None = None
+    gpu_model: str | None = None  # the measured GPUs' name ("A + B" when they differ); None: CPU
+    gpu_count: int = 0
+    gpus: list[dict[str, Any]] = field(default_factory=list)  # uuid, name, memory, power limit
+
+
+@dataclass
+class Lifecycle:
+    backend_chosen_by: str | None = None  # config | detected
+    preflight_warnings: list[str] = field(default_factory=list)
+    load_s: float | None = None
+    model_reused: bool | None = None
+    model_source: str | None = None
+    load_kwargs: dict[str, Any] = field(default_factory=dict)
+    torch_compile: str | None = None  # what ran in the window: active | failed: ... | None (off)
+    seed: int | None = None  # torch seed of this run (seed + repeat for a sampling decoder)
+    warmup_s: float | None = None
+    cooldown_waited_s: float | None = None
+    start_temp_c: float | None = None
+    # The scheduler's job that ran this point (SLURM_JOB_ID) and its node (SLURMD_NODENAME);
+    # null outside a SLURM job.
+    slurm_job_id: str | None = None
+    node: str | None = None
+
+
+@dataclass
+class SweepPosition:
+    """A sweep point's grid index (= its directory name) and its place in the run order."""
+
+    grid_index: int
+    position: int | None
+    of: int
+    order: str
+    seed: int
+
+
+@dataclass(frozen=True)
+class Validity:
+    """Whether the energy figure can be trusted: a verdict, its problems, and each check
+    (``passed``, ``failed`` or ``not checked``). ``energy_valid`` is null when no energy was
+    measured."""
+
+    energy_valid: bool | None = figure()
+    problems: list[str] = field(default_factory=list)
+    checks: dict[str, str] = field(default_factory=dict)
+
+
+for _section in (Energy, Memory, Thermal, Validity):
+    figure_specs(_section)  # a bounded figure without its bound field fails here, at import
