@@ -25,13 +25,13 @@ def test_nvml_counter_measures_a_busy_window():
     with session.window() as w:
         while w.elapsed_s() < 3.0:
             a = (a @ a).clamp_(-1, 1)
-    report = session.report(output_tokens=1000, requests=10)
+    report = session.measurement(output_tokens=1000, requests=10)
     session.close()
     e = report.energy
-    assert e["source"] in ("nvml_counter", "nvml_power")
-    assert e["total_j"] > 0 and e["avg_power_w"] > e["idle_power_w"] > 0
-    assert e["j_per_output_token"] == pytest.approx(e["total_j"] / 1000)
-    assert report.devices[0]["uuid"].startswith("GPU-")
+    assert e.source in ("nvml_counter", "nvml_power")
+    assert e.total_j > 0 and e.avg_power_w > e.idle_power_w > 0
+    assert e.j_per_output_token == pytest.approx(e.total_j / 1000)
+    assert report.devices[0].uuid.startswith("GPU-")
 
 
 def test_cuda_run_end_to_end(tmp_path, tiny_model_dir):
