@@ -25,6 +25,7 @@ from typing import Any
 
 import pandas as pd
 
+from llem.report.labels import gpu_short
 from llem.report.load import Runs, is_missing
 from llem.report.plots.common import (
     JTOK,
@@ -53,7 +54,6 @@ from llem.report.plots.timeline import (
     timeline_figure,
 )
 from llem.report.stats import GPU
-from llem.report.table import gpu_short
 
 __all__ = [
     "JTOK",

@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 
+from llem.report.labels import format_number
 from llem.report.load import Runs, is_missing
 from llem.report.stats import (
     N_INVALID,
@@ -19,7 +20,6 @@ from llem.report.stats import (
     judged_invalid,
     summarise,
 )
-from llem.report.table import format_number
 
 TOKS = "throughput.output_tokens_per_s"
 JTOK = "energy.j_per_output_token"

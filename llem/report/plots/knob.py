@@ -18,6 +18,7 @@ from typing import Any
 
 import pandas as pd
 
+from llem.report.labels import basenames, knob_headers, shorten
 from llem.report.load import is_missing
 from llem.report.plots.common import (
     MAX_LABEL,
@@ -40,7 +41,6 @@ from llem.report.plots.style import (
     style_axes,
     titles,
 )
-from llem.report.table import basenames, knob_headers, shorten
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from typing import Any
 
 import pandas as pd
 
+from llem.report.labels import knob_headers
 from llem.report.plots.common import (
     JTOK,
     METRIC_LABELS,
@@ -40,7 +41,6 @@ from llem.report.plots.style import (
     style_axes,
     titles,
 )
-from llem.report.table import knob_headers
 
 TITLE = "Pareto front: throughput vs energy per token"
 FIGSIZE = (7.5, 5.2)

@@ -13,11 +13,11 @@ from typing import Any
 
 import pandas as pd
 
+from llem.report.labels import format_number
 from llem.report.load import is_missing
 from llem.report.plots.common import PlotSkipped
 from llem.report.plots.style import new_figure, save, style_axes, titles
 from llem.report.stats import VALID, judged_invalid
-from llem.report.table import format_number
 
 TIMESERIES = "timeseries.csv"
 PANELS = (("power_w", "power (W)"), ("temperature_c", "temperature (°C)"))
