@@ -6,7 +6,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from llem.report.load import is_missing
+from llem.report.cells import is_missing
 
 
 def format_number(value: Any, sig: int = 3) -> str:

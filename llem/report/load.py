@@ -28,7 +28,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -40,6 +39,7 @@ import yaml
 
 from llem.errors import EXIT_CONFIG, LlemError
 from llem.overrides import knob_values
+from llem.report.cells import is_missing, typed_column
 from llem.result import ResultFormatError, RunResult
 from llem.sweep.plan import SUPERSEDED_DIR
 
@@ -257,11 +257,6 @@ def _run_value(run: _Run, key: str) -> Any:
 # --------------------------------------------------------------------------- the table
 
 
-def is_missing(value: Any) -> bool:
-    """None, NaN and pandas' NA: a figure that is absent (never to be read as 0)."""
-    return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
-
-
 def _sort_token(value: Any, first_seen: dict[str, int] | None = None) -> tuple:
     """Numbers numerically, then text in the order the sweep ran it (job order), then gaps."""
     if is_missing(value):
@@ -270,24 +265,6 @@ def _sort_token(value: Any, first_seen: dict[str, int] | None = None) -> tuple:
         return (0, float(value), "")
     text = str(value)
     return (1, float((first_seen or {}).get(text, 0)), text)
-
-
-def typed_column(values: list[Any]) -> pd.Series:
-    """A column whose dtype keeps ints as ints even with gaps (Int64), bools as ``boolean``.
-
-    Columns mixing numbers and strings become strings, so that CSV and Parquet agree.
-    """
-    clean = [None if is_missing(v) else v for v in values]
-    present = [v for v in clean if v is not None]
-    if not present:
-        return pd.Series(clean, dtype="object")
-    if all(isinstance(v, bool) for v in present):
-        return pd.Series(clean, dtype="boolean")
-    if all(isinstance(v, int) and not isinstance(v, bool) for v in present):
-        return pd.Series(clean, dtype="Int64")
-    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in present):
-        return pd.Series([float("nan") if v is None else float(v) for v in clean], dtype="float64")
-    return pd.Series([None if v is None else str(v) for v in clean], dtype="string")
 
 
 def _run_dirs(roots: Sequence[Path]) -> list[Path]:

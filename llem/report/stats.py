@@ -26,7 +26,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from llem.report.load import REPEAT_KEY, Runs, is_missing, typed_column
+from llem.report.cells import is_missing, typed_column
+from llem.report.load import REPEAT_KEY, Runs
 from llem.report.student_t import t_cdf, t_quantile
 
 __all__ = [

@@ -26,6 +26,7 @@ from typing import Any
 
 import pandas as pd
 
+from llem.report.cells import is_missing
 from llem.report.labels import (
     basenames,
     format_number,
@@ -34,7 +35,7 @@ from llem.report.labels import (
     knob_headers,
     shorten,
 )
-from llem.report.load import Runs, is_missing
+from llem.report.load import Runs
 from llem.report.stats import BOUND_SUFFIX, GPU, N_INVALID, N_LEFT_OUT, VALID, judged_invalid
 
 __all__ = [

@@ -3,7 +3,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import report_synth as synth
+from report import report_synth as synth
 
 from llem.report.load import load_runs
 from llem.report.stats import summary_frame

@@ -25,8 +25,9 @@ from typing import Any
 
 import pandas as pd
 
+from llem.report.cells import is_missing
 from llem.report.labels import gpu_short
-from llem.report.load import Runs, is_missing
+from llem.report.load import Runs
 from llem.report.plots.common import (
     JTOK,
     METRIC_LABELS,

@@ -10,8 +10,9 @@ from typing import Any
 
 import pandas as pd
 
+from llem.report.cells import is_missing
 from llem.report.labels import format_number
-from llem.report.load import Runs, is_missing
+from llem.report.load import Runs
 from llem.report.stats import (
     N_INVALID,
     N_LEFT_OUT,

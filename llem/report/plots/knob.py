@@ -18,8 +18,8 @@ from typing import Any
 
 import pandas as pd
 
+from llem.report.cells import is_missing
 from llem.report.labels import basenames, knob_headers, shorten
-from llem.report.load import is_missing
 from llem.report.plots.common import (
     MAX_LABEL,
     METRIC_LABELS,

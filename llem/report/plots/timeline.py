@@ -13,8 +13,8 @@ from typing import Any
 
 import pandas as pd
 
+from llem.report.cells import is_missing
 from llem.report.labels import format_number
-from llem.report.load import is_missing
 from llem.report.plots.common import PlotSkipped
 from llem.report.plots.style import new_figure, save, style_axes, titles
 from llem.report.stats import VALID, judged_invalid
