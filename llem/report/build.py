@@ -11,6 +11,7 @@ import pandas as pd
 
 from llem.atomic import atomic_write
 from llem.report.load import Runs, load_runs
+from llem.report.plots import draw_all
 from llem.report.stats import summary_frame
 from llem.report.table import (
     DEFAULT_WIDTH,
@@ -72,8 +73,6 @@ def build_report(
 
     skipped: list[str] = []
     if plots:
-        from llem.report.plots import draw_all
-
         written, skipped = draw_all(runs, summary, out_dir / PLOTS_DIR)
         files.extend(written)
         for reason in skipped:

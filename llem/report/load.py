@@ -28,7 +28,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -40,6 +39,7 @@ import yaml
 
 from llem.errors import EXIT_CONFIG, LlemError
 from llem.overrides import knob_values
+from llem.report.cells import is_missing, typed_column
 from llem.result import ResultFormatError, RunResult
 from llem.sweep.plan import SUPERSEDED_DIR
 
@@ -116,10 +116,14 @@ def parse_overrides(overrides: Iterable[str]) -> dict[str, Any]:
 # --------------------------------------------------------------------------- one run
 
 
+#: libyaml's loader where PyYAML was built with it (a run's hydra.yaml parses 10x faster)
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def _read_yaml(path: Path) -> Any:
     try:
         with open(path, encoding="utf-8") as f:
-            return yaml.safe_load(f)
+            return yaml.load(f, Loader=_YAML_LOADER)  # noqa: S506 (a safe loader)
     except (OSError, yaml.YAMLError):
         return None
 
@@ -133,24 +137,22 @@ def _lookup(tree: Any, dotted: str) -> Any:
     return None if isinstance(node, (dict, list)) else node
 
 
-def flatten(
-    data: dict[str, Any], prefix: str = "", skip: Sequence[str] = ("config",)
-) -> dict[str, Any]:
-    """Nested dicts → dotted keys. Lists of scalars → one ``"; "``-joined string."""
-    flat: dict[str, Any] = {}
-    for key, value in data.items():
-        name = f"{prefix}{key}"
-        if not prefix and key in skip:
-            continue
-        if isinstance(value, dict):
-            if value:
-                flat.update(flatten(value, prefix=f"{name}.", skip=()))
-        elif isinstance(value, (list, tuple)):
-            flat[name] = "; ".join(
+def flatten(data: dict[str, Any], skip: Sequence[str] = ("config",)) -> dict[str, Any]:
+    """Nested dicts → dotted keys (``pandas.json_normalize``); empty dicts vanish; lists →
+    one ``"; "``-joined string. Top-level keys in ``skip`` are left out."""
+    kept = {k: v for k, v in data.items() if k not in skip}
+    if not kept:
+        return {}
+    table = pd.json_normalize(kept, sep=".")  # one row; object cells keep Python's int/bool
+    normalized = zip(table.columns, table.to_numpy(dtype=object)[0].tolist(), strict=True)
+    # json_normalize puts the top level's plain values first: keep the result's own order
+    position = {k: i for i, k in enumerate(kept)}
+    flat = dict(sorted(normalized, key=lambda kv: position.get(kv[0].split(".", 1)[0], len(kept))))
+    for key, value in flat.items():
+        if isinstance(value, (list, tuple)):
+            flat[key] = "; ".join(
                 json.dumps(v) if isinstance(v, (dict, list)) else str(v) for v in value
             )
-        else:
-            flat[name] = value
     return flat
 
 
@@ -164,49 +166,50 @@ class _Run:
     choices: dict[str, Any]
 
 
-def _read_run(path: Path) -> _Run:
-    result: dict[str, Any]
+def _read_result(path: Path) -> dict[str, Any]:
+    """``path/result.json`` through the result model (older schemas migrate), as JSON data; a
+    ``missing`` record when it is absent or unreadable."""
     result_file = path / "result.json"
-    if result_file.is_file():
-        try:
-            raw = json.loads(result_file.read_text(encoding="utf-8"))
-            result = RunResult.from_json(raw).to_json()
-            if "overrides" not in raw:  # a partial file: nothing to check its overrides against
-                result.pop("overrides")
-        except (OSError, ValueError, ResultFormatError) as exc:
-            result = _missing(f"result.json is unreadable: {exc}")
-    else:
-        result = _missing("no result.json in the run directory (the run did not finish)")
+    if not result_file.is_file():
+        return _missing("no result.json in the run directory (the run did not finish)")
+    try:
+        return RunResult.from_json(result_file).to_json()
+    except (OSError, ValueError, ResultFormatError) as exc:
+        return _missing(f"result.json is unreadable: {exc}")
 
-    recorded = result.get("overrides")
+
+def _own_overrides(path: Path, result: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The run's overrides (Hydra's record, else the result's); and the result, or a missing
+    record when it was written for other overrides than Hydra recorded here."""
+    recorded = [str(o) for o in result.get("overrides") or []]
     override_list = _read_yaml(path / ".hydra" / "overrides.yaml")
     if not isinstance(override_list, list):
-        override_list = recorded if isinstance(recorded, list) else []
+        override_list = recorded
     override_list = [str(o) for o in override_list]
-    if (
-        isinstance(recorded, list)
-        and result.get("status") != "missing"
-        and [str(o) for o in recorded] != override_list
-    ):
+    # an empty list is what the model reads for a file without overrides: nothing to check
+    if recorded and result.get("status") != "missing" and recorded != override_list:
         # The job that ran here (its .hydra record) is not the one that wrote result.json: an
         # older result under a newer point's labels. Never show it as that point's.
         result = _missing(
             "result.json was written for other overrides "
-            f"({' '.join(map(str, recorded))}) than this directory's .hydra/overrides.yaml"
+            f"({' '.join(recorded)}) than this directory's .hydra/overrides.yaml"
         )
+    return result, override_list
 
+
+def _read_run(path: Path) -> _Run:
+    result, override_list = _own_overrides(path, _read_result(path))
     config = result.get("config")
     if not isinstance(config, dict):
         config = _read_yaml(path / ".hydra" / "config.yaml")
     hydra_cfg = _read_yaml(path / ".hydra" / "hydra.yaml")
-    choices = _lookup_dict(hydra_cfg, ("hydra", "runtime", "choices"))
     return _Run(
         path=path,
         result=result,
         overrides=parse_overrides(override_list),
         override_list=override_list,
         config=config if isinstance(config, dict) else {},
-        choices=choices,
+        choices=_lookup_dict(hydra_cfg, ("hydra", "runtime", "choices")),
     )
 
 
@@ -254,11 +257,6 @@ def _run_value(run: _Run, key: str) -> Any:
 # --------------------------------------------------------------------------- the table
 
 
-def is_missing(value: Any) -> bool:
-    """None, NaN and pandas' NA: a figure that is absent (never to be read as 0)."""
-    return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
-
-
 def _sort_token(value: Any, first_seen: dict[str, int] | None = None) -> tuple:
     """Numbers numerically, then text in the order the sweep ran it (job order), then gaps."""
     if is_missing(value):
@@ -269,27 +267,8 @@ def _sort_token(value: Any, first_seen: dict[str, int] | None = None) -> tuple:
     return (1, float((first_seen or {}).get(text, 0)), text)
 
 
-def typed_column(values: list[Any]) -> pd.Series:
-    """A column whose dtype keeps ints as ints even with gaps (Int64), bools as ``boolean``.
-
-    Columns mixing numbers and strings become strings, so that CSV and Parquet agree.
-    """
-    clean = [None if is_missing(v) else v for v in values]
-    present = [v for v in clean if v is not None]
-    if not present:
-        return pd.Series(clean, dtype="object")
-    if all(isinstance(v, bool) for v in present):
-        return pd.Series(clean, dtype="boolean")
-    if all(isinstance(v, int) and not isinstance(v, bool) for v in present):
-        return pd.Series(clean, dtype="Int64")
-    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in present):
-        return pd.Series([float("nan") if v is None else float(v) for v in clean], dtype="float64")
-    return pd.Series([None if v is None else str(v) for v in clean], dtype="string")
-
-
-def load_runs(dirs: Sequence[Path | str]) -> Runs:
-    """Find and flatten every run under ``dirs``; raise ReportError when there is none."""
-    roots = [Path(d) for d in dirs]
+def _run_dirs(roots: Sequence[Path]) -> list[Path]:
+    """Every run directory under ``roots``, each once; ReportError when there is none."""
     for root in roots:
         if not root.exists():
             raise ReportError(f"{root} does not exist")
@@ -310,37 +289,35 @@ def load_runs(dirs: Sequence[Path | str]) -> Runs:
             hint="pass a sweep directory (outputs/multirun/DATE/TIME) or a run directory "
             "(outputs/DATE/TIME) that holds result.json",
         )
-    runs = [_read_run(p) for p in paths]
+    return paths
 
-    override_keys: list[str] = []
-    for run in runs:
-        for key in run.overrides:
-            if key not in override_keys:
-                override_keys.append(key)
 
-    rows: list[dict[str, Any]] = []
-    for run in runs:
-        flat = flatten(run.result)
-        row: dict[str, Any] = {"run_dir": str(run.path.resolve()), "status": _status(run.result)}
-        row["valid"] = _energy_valid(run.result) if row["status"] == "ok" else None
-        for key in ("error.type", "error.message", "error.hint"):
-            row[key] = flat.pop(key, None)
-        flat.pop("status", None)
-        flat.pop("error", None)  # a non-dict error (older schema)
-        if isinstance(run.result.get("error"), str):
-            row["error.message"] = run.result["error"]
-        for key in override_keys:
-            row[key] = _run_value(run, key)
-        if not flat.get("config_hash"):
-            flat["config_hash"] = None  # filled in below, from a sibling with the same knobs
-        if "overrides" in flat or run.override_list:
-            flat["overrides"] = " ".join(run.override_list)
-        for key, value in flat.items():
-            row[f"result.{key}" if key in row else key] = value
-        rows.append(row)
+def _row(run: _Run, override_keys: Sequence[str]) -> dict[str, Any]:
+    """One results.csv row (see the module docstring for the columns)."""
+    flat = flatten(run.result)
+    row: dict[str, Any] = {"run_dir": str(run.path.resolve()), "status": _status(run.result)}
+    row["valid"] = _energy_valid(run.result) if row["status"] == "ok" else None
+    for key in ("error.type", "error.message", "error.hint"):
+        row[key] = flat.pop(key, None)
+    flat.pop("status", None)
+    flat.pop("error", None)  # a non-dict error (older schema)
+    if isinstance(run.result.get("error"), str):
+        row["error.message"] = run.result["error"]
+    for key in override_keys:
+        row[key] = _run_value(run, key)
+    if not flat.get("config_hash"):
+        flat["config_hash"] = None  # filled in later, from a sibling with the same knobs
+    if "overrides" in flat or run.override_list:
+        flat["overrides"] = " ".join(run.override_list)
+    for key, value in flat.items():
+        row[f"result.{key}" if key in row else key] = value
+    return row
 
-    # A run without a config_hash (no result.json, older schema) joins the configuration of the
-    # runs with the same override values, when that is unambiguous; otherwise it gets its own.
+
+def _fill_config_hashes(rows: list[dict[str, Any]], override_keys: Sequence[str]) -> None:
+    """A run without a config_hash (no result.json, older schema) joins the configuration of the
+    runs with the same override values, when that is unambiguous; otherwise it gets its own."""
+
     def point(r: dict[str, Any]) -> str:
         return repr([(k, r.get(k)) for k in override_keys if k != REPEAT_KEY])
 
@@ -357,7 +334,10 @@ def load_runs(dirs: Sequence[Path | str]) -> Runs:
                 else _fallback_hash({k: r.get(k) for k in override_keys})
             )
 
-    # rows are in run order here (natural order of the directories = Hydra's job order)
+
+def _sort_rows(rows: list[dict[str, Any]], override_keys: Sequence[str]) -> None:
+    """By knob values (numbers numerically, text in the order the sweep ran it), then repeat,
+    then run order. ``rows`` come in run order (natural order of the directories = job order)."""
     first_seen: dict[str, dict[str, int]] = {k: {} for k in override_keys}
     for i, row in enumerate(rows):
         for k in override_keys:
@@ -370,6 +350,9 @@ def load_runs(dirs: Sequence[Path | str]) -> Runs:
             order[id(r)],
         )
     )
+
+
+def _frame(rows: list[dict[str, Any]], override_keys: Sequence[str]) -> pd.DataFrame:
     columns: list[str] = list(LEADING_COLUMNS)
     for key in [*override_keys, "config_hash", "overrides"]:
         if key not in columns:
@@ -378,8 +361,20 @@ def load_runs(dirs: Sequence[Path | str]) -> Runs:
         for key in row:
             if key not in columns:
                 columns.append(key)
-    frame = pd.DataFrame({c: typed_column([r.get(c) for r in rows]) for c in columns})
+    return pd.DataFrame({c: typed_column([r.get(c) for r in rows]) for c in columns})
 
+
+def load_runs(dirs: Sequence[Path | str]) -> Runs:
+    """Find and flatten every run under ``dirs``; raise ReportError when there is none."""
+    roots = [Path(d) for d in dirs]
+    runs = [_read_run(p) for p in _run_dirs(roots)]
+    override_keys: list[str] = []
+    for run in runs:
+        override_keys += [k for k in run.overrides if k not in override_keys]
+    rows = [_row(run, override_keys) for run in runs]
+    _fill_config_hashes(rows, override_keys)
+    _sort_rows(rows, override_keys)
+    frame = _frame(rows, override_keys)
     knobs = [
         k
         for k in override_keys

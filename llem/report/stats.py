@@ -13,9 +13,7 @@ mean whenever the t interval holds the mean of the runs' true values. It is cons
 repeat spread already carries part of the same error). With one run the interval is the run's own
 bound (the standard deviation stays empty); a figure without a bound gets no interval from one run.
 
-scipy is not a dependency, so the t quantile is computed here from the regularised incomplete
-beta function (continued fraction, as in Numerical Recipes §6.4) and inverted by bisection. It
-agrees with ``scipy.stats.t.ppf`` to better than 1e-6 (tested against reference values).
+The t quantile comes from :mod:`llem.report.student_t` (no scipy).
 """
 
 from __future__ import annotations
@@ -23,13 +21,14 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-if TYPE_CHECKING:
-    from llem.report.load import Runs
+from llem.report.cells import is_missing, typed_column
+from llem.report.load import REPEAT_KEY, Runs
+from llem.report.student_t import t_cdf, t_quantile
 
 __all__ = [
     "METRICS",
@@ -42,78 +41,6 @@ __all__ = [
     "t_cdf",
     "t_quantile",
 ]
-
-
-def _betacf(a: float, b: float, x: float) -> float:
-    """Continued fraction for the incomplete beta function (modified Lentz)."""
-    tiny = 1e-300
-    qab, qap, qam = a + b, a + 1.0, a - 1.0
-    c, d = 1.0, 1.0 - qab * x / qap
-    d = 1.0 / (d if abs(d) > tiny else tiny)
-    h = d
-    for m in range(1, 1000):
-        m2 = 2 * m
-        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
-        d = 1.0 + aa * d
-        d = 1.0 / (d if abs(d) > tiny else tiny)
-        c = 1.0 + aa / c
-        c = c if abs(c) > tiny else tiny
-        h *= d * c
-        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
-        d = 1.0 + aa * d
-        d = 1.0 / (d if abs(d) > tiny else tiny)
-        c = 1.0 + aa / c
-        c = c if abs(c) > tiny else tiny
-        delta = d * c
-        h *= delta
-        if abs(delta - 1.0) < 1e-15:
-            break
-    return h
-
-
-def _betai(a: float, b: float, x: float) -> float:
-    """Regularised incomplete beta function I_x(a, b)."""
-    if x <= 0.0:
-        return 0.0
-    if x >= 1.0:
-        return 1.0
-    log_front = (
-        math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
-    )
-    front = math.exp(log_front)
-    if x < (a + 1.0) / (a + b + 2.0):
-        return front * _betacf(a, b, x) / a
-    return 1.0 - front * _betacf(b, a, 1.0 - x) / b
-
-
-def t_cdf(t: float, df: float) -> float:
-    """P(T <= t) for Student's t distribution with ``df`` degrees of freedom."""
-    if df <= 0:
-        raise ValueError(f"degrees of freedom must be positive, got {df}")
-    tail = 0.5 * _betai(df / 2.0, 0.5, df / (df + t * t))
-    return 1.0 - tail if t >= 0 else tail
-
-
-def t_quantile(p: float, df: float) -> float:
-    """The ``p`` quantile of Student's t with ``df`` degrees of freedom (0.975, 2 → 4.302653)."""
-    if not 0.0 < p < 1.0:
-        raise ValueError(f"p must lie strictly between 0 and 1, got {p}")
-    if p == 0.5:
-        return 0.0
-    if p < 0.5:
-        return -t_quantile(1.0 - p, df)
-    lo, hi = 0.0, 1.0
-    while t_cdf(hi, df) < p:
-        lo, hi = hi, hi * 2.0
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if t_cdf(mid, df) < p:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo <= 1e-13 * max(1.0, hi):
-            break
-    return 0.5 * (lo + hi)
 
 
 @dataclass(frozen=True)
@@ -263,8 +190,6 @@ def device_column(frame: pd.DataFrame) -> str:
 
 def hardware_key(frame: pd.DataFrame, i: int) -> HardwareKey | None:
     """What row ``i`` ran on, or None when it did not record it (only ok runs do)."""
-    from llem.report.load import is_missing
-
     if str(frame["status"].iloc[i]) != "ok":
         return None
 
@@ -350,59 +275,104 @@ def summary_frame(runs: Runs, include_invalid: bool = False) -> pd.DataFrame:
     only runs whose energy was not judged invalid (``valid`` false); empty cells where there is
     nothing to compute.
     """
-    from llem.report.load import REPEAT_KEY, typed_column
-
-    frame = runs.frame
-    keys = [k for k in runs.override_keys if k != REPEAT_KEY]
-    metrics = [m for m in METRICS if m in frame.columns]
-    bounded = {m for m in metrics if f"{m}{UNCERTAINTY_SUFFIX}" in frame.columns}
+    columns = _Columns(runs.frame)
     groups = configuration_groups(runs)
     show_hardware = hardware_varies(groups)
-    dev_col = device_column(frame)
-    valid = frame[VALID].astype(object).tolist() if VALID in frame.columns else [None] * len(frame)
-
-    rows: list[dict[str, Any]] = []
+    keys = [k for k in runs.override_keys if k != REPEAT_KEY]
+    rows = []
     for group in groups:
-        part = frame.iloc[group.rows]
-        ok_rows = [i for i in group.rows if str(frame["status"].iloc[i]) == "ok"]
-        invalid_rows = [i for i in ok_rows if judged_invalid(valid[i])]
-        energy_rows = ok_rows if include_invalid else [i for i in ok_rows if i not in invalid_rows]
-        row: dict[str, Any] = {"config_hash": group.config_hash}
-        for k in keys:
-            row[k] = _first(part[k].astype(object).tolist())
+        row, ok, energy = _group_row(columns, group, keys, include_invalid)
         if show_hardware:
-            device, model, count = group.hardware or (None, None, None)
-            row[dev_col] = device
-            row["hardware.gpu_model"] = model
-            row["hardware.gpu_count"] = count
-            row[GPU] = hardware_label(group.hardware)
-        row["n"] = len(ok_rows)
-        row["n_runs"] = len(part)
-        row["status"] = status_label([str(s) for s in part["status"].tolist()])
-        row[N_INVALID] = len(invalid_rows)
-        row[N_LEFT_OUT] = 0 if include_invalid else len(invalid_rows)
-        row["run_dirs"] = "; ".join(part["run_dir"].astype(str).tolist())
-        for m in metrics:
-            used = frame.iloc[energy_rows if is_energy_metric(m) else ok_rows]
-            bounds = (
-                used[f"{m}{UNCERTAINTY_SUFFIX}"].astype(object).tolist() if m in bounded else None
-            )
-            s = summarise(used[m].astype(object).tolist(), bounds=bounds)
-            row[f"{m}.n"] = s.n
-            row[f"{m}.mean"] = s.mean
-            row[f"{m}.std"] = s.std
-            row[f"{m}.ci95_half"] = s.ci_half
-            row[f"{m}.ci95_low"] = s.ci_low
-            row[f"{m}.ci95_high"] = s.ci_high
-            if m in bounded:
-                row[f"{m}.{BOUND_SUFFIX}"] = s.bound
+            row = _with_hardware(row, group, device_column(runs.frame))
+        for m in columns.metrics:
+            row.update(_metric_stats(columns, m, energy if is_energy_metric(m) else ok))
         rows.append(row)
-    # runs.frame is already sorted by knob values, so groups keep that order (first run decides)
-    columns = list(rows[0].keys()) if rows else ["config_hash"]
-    out = {c: typed_column([r.get(c) for r in rows]) for c in columns}
-    for m in metrics:  # statistics are floats even when every value happens to be whole
-        suffixes = [*STAT_SUFFIXES[1:], *([BOUND_SUFFIX] if m in bounded else [])]
-        for suffix in suffixes:
+    return _typed(rows, columns, show_hardware)
+
+
+class _Columns:
+    """The results.csv columns a summary reads, each taken out of the frame once as a list."""
+
+    def __init__(self, frame: pd.DataFrame) -> None:
+        self.frame = frame
+        self.metrics = [m for m in METRICS if m in frame.columns]
+        #: metrics with per-run bounds in ``<metric>_uncertainty``
+        self.bounded = {m for m in self.metrics if f"{m}{UNCERTAINTY_SUFFIX}" in frame.columns}
+        self._lists: dict[str, list[Any]] = {}
+
+    def column(self, name: str) -> list[Any]:
+        if name not in self._lists:
+            self._lists[name] = _list(self.frame, name)
+        return self._lists[name]
+
+    def values(self, name: str, rows: Sequence[int]) -> list[Any]:
+        cells = self.column(name)
+        return [cells[i] for i in rows]
+
+
+def _list(frame: pd.DataFrame, column: str) -> list[Any]:
+    if column not in frame.columns:
+        return [None] * len(frame)
+    return frame[column].astype(object).tolist()
+
+
+def _group_row(
+    columns: _Columns, group: Group, keys: Sequence[str], include_invalid: bool
+) -> tuple[dict[str, Any], list[int], list[int]]:
+    """A group's identity and counts; and the rows its statistics use: (row, ok, energy)."""
+    status = [str(s) for s in columns.values("status", group.rows)]
+    ok = [i for i, s in zip(group.rows, status, strict=True) if s == "ok"]
+    invalid = [i for i in ok if judged_invalid(columns.column(VALID)[i])]
+    row: dict[str, Any] = {"config_hash": group.config_hash}
+    for k in keys:
+        row[k] = _first(columns.values(k, group.rows))
+    row["n"] = len(ok)
+    row["n_runs"] = len(group.rows)
+    row["status"] = status_label(status)
+    row[N_INVALID] = len(invalid)
+    row[N_LEFT_OUT] = 0 if include_invalid else len(invalid)
+    row["run_dirs"] = "; ".join(str(v) for v in columns.values("run_dir", group.rows))
+    return row, ok, ok if include_invalid else [i for i in ok if i not in invalid]
+
+
+def _with_hardware(row: dict[str, Any], group: Group, dev_col: str) -> dict[str, Any]:
+    """The row with the hardware columns after the knobs (before ``n``)."""
+    device, model, count = group.hardware or (None, None, None)
+    hardware = {
+        dev_col: device,
+        "hardware.gpu_model": model,
+        "hardware.gpu_count": count,
+        GPU: hardware_label(group.hardware),
+    }
+    at = list(row).index("n")
+    items = list(row.items())
+    return dict(items[:at]) | hardware | dict(items[at:])
+
+
+def _metric_stats(columns: _Columns, metric: str, used: list[int]) -> dict[str, Any]:
+    """The statistics of ``metric`` over the runs in rows ``used``."""
+    bounded = metric in columns.bounded
+    bounds = columns.values(f"{metric}{UNCERTAINTY_SUFFIX}", used) if bounded else None
+    s = summarise(columns.values(metric, used), bounds=bounds)
+    out = {
+        f"{metric}.n": s.n,
+        f"{metric}.mean": s.mean,
+        f"{metric}.std": s.std,
+        f"{metric}.ci95_half": s.ci_half,
+        f"{metric}.ci95_low": s.ci_low,
+        f"{metric}.ci95_high": s.ci_high,
+    }
+    if bounded:
+        out[f"{metric}.{BOUND_SUFFIX}"] = s.bound
+    return out
+
+
+def _typed(rows: list[dict[str, Any]], columns: _Columns, show_hardware: bool) -> pd.DataFrame:
+    names = list(rows[0].keys()) if rows else ["config_hash"]
+    out = {c: typed_column([r.get(c) for r in rows]) for c in names}
+    for m in columns.metrics:  # statistics are floats even when every value happens to be whole
+        bound = [BOUND_SUFFIX] if m in columns.bounded else []
+        for suffix in [*STAT_SUFFIXES[1:], *bound]:
             out[f"{m}.{suffix}"] = out[f"{m}.{suffix}"].astype("float64")
     if show_hardware:
         out["hardware.gpu_count"] = out["hardware.gpu_count"].astype("Int64")
@@ -410,8 +380,6 @@ def summary_frame(runs: Runs, include_invalid: bool = False) -> pd.DataFrame:
 
 
 def _first(values: list[Any]) -> Any:
-    from llem.report.load import is_missing
-
     for v in values:
         if not is_missing(v):
             return v

@@ -1,4 +1,4 @@
-"""The printed table: one row per configuration, sized for a 100-column terminal.
+"""The printed table: one row per configuration, laid out by rich for a 100-column terminal.
 
 Columns: the knobs that vary in the loaded runs (header = last dotted component, or the last two
 when that is ambiguous), ``GPU`` (model ×count) when the runs ran on different hardware, then
@@ -13,12 +13,12 @@ on CPU, failed runs, every run invalid); they are never shown as 0.
 When the table would be wider than the terminal, long knob values are shortened first (paths to
 their last component, then a middle ellipsis), then the ``±`` parts go, and as a last resort the
 knobs move into a numbered legend under the table. Full values are always in results.csv and
-summary.csv.
+summary.csv. The text is plain (no colour, no markup), whether or not it goes to a terminal.
 """
 
 from __future__ import annotations
 
-import math
+import io
 import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -26,11 +26,34 @@ from typing import Any
 
 import pandas as pd
 
-from llem.report.load import Runs, is_missing
+from llem.report.cells import is_missing
+from llem.report.labels import (
+    basenames,
+    format_number,
+    format_with_ci,
+    gpu_short,
+    knob_headers,
+    shorten,
+)
+from llem.report.load import Runs
 from llem.report.stats import BOUND_SUFFIX, GPU, N_INVALID, N_LEFT_OUT, VALID, judged_invalid
 
+__all__ = [
+    "DEFAULT_WIDTH",
+    "basenames",
+    "format_number",
+    "format_with_ci",
+    "gpu_short",
+    "knob_headers",
+    "memory_field",
+    "render_heading",
+    "render_invalid",
+    "render_problems",
+    "render_table",
+    "shorten",
+]
+
 DEFAULT_WIDTH = 100
-GAP = "  "
 INVALID_MARK = "!"
 #: at most this many invalid runs are listed under the table (all are in results.csv)
 MAX_INVALID_LINES = 10
@@ -44,109 +67,25 @@ MEMORY_FIELDS = (
     "memory.peak_reserved_mb",
     "memory.peak_host_rss_mb",
 )
+#: (knob value limit, with ±): tried in turn until the table fits; 0 = last path component only
+FITS = ((None, True), (0, True), (32, True), (24, True), (24, False), (16, False), (12, False))
 
 
-def format_number(value: Any, sig: int = 3) -> str:
-    """Compact, fixed-point: 386.0 → '386', 22.51 → '22.5', 0.2051 → '0.205', None → ''."""
-    if is_missing(value):
-        return ""
-    if isinstance(value, bool):
-        return str(value).lower()
-    if isinstance(value, int):
-        return str(value)
-    x = float(value)
-    if not math.isfinite(x):
-        return ""
-    if x == 0:
-        return "0"
-    ax = abs(x)
-    if ax >= 1e7 or ax < 1e-3:
-        return f"{x:.{sig - 1}e}"
-    return f"{x:.{_decimals(ax, sig)}f}"
-
-
-def _decimals(ax: float, sig: int) -> int:
-    return max(0, sig - 1 - math.floor(math.log10(ax)))
-
-
-def format_with_ci(mean: Any, half: Any, sig: int = 3) -> str:
-    """'386 ±19': the half-width to the mean's precision (one significant digit if that gives 0)."""
-    text = format_number(mean, sig)
-    if not text or is_missing(half) or "e" in text:
-        return text
-    h = abs(float(half))
-    decimals = _decimals(abs(float(mean)), sig) if float(mean) != 0 else sig
-    if h > 0 and round(h, decimals) == 0:
-        decimals = _decimals(h, 1)  # one significant digit rather than '±0'
-    return f"{text} ±{h:.{decimals}f}"
-
-
-def knob_headers(knobs: Sequence[str]) -> dict[str, str]:
-    """Short, unambiguous headers: 'pytorch.batch_size' → 'batch_size'."""
-    parts = {k: k.replace("/", ".").split(".") for k in knobs}
-    depth = {k: 1 for k in knobs}
-    while True:
-        short = {k: ".".join(parts[k][-depth[k] :]) for k in knobs}
-        clashes = [k for k in knobs if list(short.values()).count(short[k]) > 1]
-        grow = [k for k in clashes if depth[k] < len(parts[k])]
-        if not grow:
-            return short
-        for k in grow:
-            depth[k] += 1
-
-
-def basenames(values: Sequence[str]) -> list[str]:
-    """Path-like values to their last component, when those stay distinct."""
-    short = [v.rstrip("/").rsplit("/", 1)[-1] or v if "/" in v else v for v in values]
-    return short if len(set(short)) == len(set(values)) else list(values)
-
-
-def shorten(text: str, limit: int) -> str:
-    """A middle ellipsis that keeps both ends ('Qwen2.5…tuned-0'); 0 means no limit."""
-    if limit <= 0 or len(text) <= limit:
-        return text
-    head = (limit - 1 + 1) // 2
-    tail = limit - 1 - head
-    return text[:head] + "…" + (text[-tail:] if tail else "")
-
-
-@dataclass
+@dataclass(frozen=True)
 class _Column:
     header: str
     cells: list[str]
-    right: bool
-
-    @property
-    def width(self) -> int:
-        return max([len(self.header)] + [len(c) for c in self.cells])
-
-
-def _layout(columns: Sequence[_Column]) -> list[str]:
-    widths = [c.width for c in columns]
-    lines = []
-    header = GAP.join(
-        c.header.rjust(w) if c.right else c.header.ljust(w)
-        for c, w in zip(columns, widths, strict=True)
-    )
-    lines.append(header.rstrip())
-    lines.append(GAP.join("-" * w for w in widths))
-    for i in range(len(columns[0].cells) if columns else 0):
-        row = GAP.join(
-            c.cells[i].rjust(w) if c.right else c.cells[i].ljust(w)
-            for c, w in zip(columns, widths, strict=True)
-        )
-        lines.append(row.rstrip())
-    return lines
-
-
-def _total_width(columns: Sequence[_Column]) -> int:
-    return sum(c.width for c in columns) + len(GAP) * max(0, len(columns) - 1)
+    right: bool  # right-aligned (numbers)
 
 
 def _col(summary: pd.DataFrame, name: str) -> list[Any]:
     return (
         summary[name].astype(object).tolist() if name in summary.columns else [None] * len(summary)
     )
+
+
+def _count(value: Any) -> int:
+    return 0 if is_missing(value) else int(value)
 
 
 def memory_field(summary: pd.DataFrame) -> str | None:
@@ -157,114 +96,209 @@ def memory_field(summary: pd.DataFrame) -> str | None:
     return None
 
 
-def gpu_short(label: str) -> str:
-    """'NVIDIA A100-SXM4-80GB ×2' → 'A100-SXM4-80GB ×2' (summary.csv keeps the full name)."""
-    return " + ".join(part.removeprefix("NVIDIA ") for part in label.split(" + "))
+# --------------------------------------------------------------------------- rich
 
 
-def _count(value: Any) -> int:
-    return 0 if is_missing(value) else int(value)
+def _rich_table(columns: Sequence[_Column]) -> Any:
+    """A rich Table: two spaces between columns, a dashed rule under the header, no edges."""
+    from rich.box import Box
+    from rich.table import Table
+    from rich.text import Text
+
+    rule = Box("    \n    \n -- \n    \n    \n    \n    \n    \n", ascii=True)
+    table = Table(box=rule, show_edge=False, pad_edge=False, padding=(0, 1, 0, 0), header_style="")
+    for c in columns:  # Text, not str: knob values are never read as rich markup
+        table.add_column(Text(c.header), justify="right" if c.right else "left", no_wrap=True)
+    for row in zip(*(c.cells for c in columns), strict=True):
+        table.add_row(*(Text(cell) for cell in row))
+    return table
 
 
-def render_table(runs: Runs, summary: pd.DataFrame, width: int = DEFAULT_WIDTH) -> str:
-    """The table, a legend when needed, and a footnote; at most ``width`` columns wide."""
-    knobs = list(runs.knobs)
-    headers = knob_headers(knobs)
-    knob_values = {
+def _console(width: int) -> Any:
+    from rich.console import Console
+
+    return Console(
+        file=io.StringIO(),
+        width=width,
+        color_system=None,
+        force_terminal=False,
+        no_color=True,
+        highlight=False,
+        emoji=False,
+        legacy_windows=False,
+    )
+
+
+def _table_width(columns: Sequence[_Column]) -> int:
+    return _console(10_000).measure(_rich_table(columns)).maximum
+
+
+def _table_lines(columns: Sequence[_Column], width: int) -> list[str]:
+    console = _console(width)
+    console.print(_rich_table(columns))
+    return [line.rstrip() for line in console.file.getvalue().splitlines()]
+
+
+# --------------------------------------------------------------------------- columns
+
+
+@dataclass(frozen=True)
+class _Knobs:
+    """The knob columns' headers and cells, before shortening."""
+
+    keys: list[str]
+    headers: dict[str, str]
+    cells: dict[str, list[str]]
+    numeric: dict[str, bool]
+
+    def columns(self, limit: int | None) -> list[_Column]:
+        cols = []
+        for k in self.keys:
+            cells = self.cells[k]
+            if limit is not None and not self.numeric[k]:
+                cells = [shorten(v, limit) for v in basenames(cells)]
+            cols.append(_Column(self.headers[k], cells, self.numeric[k]))
+        return cols
+
+    def describe(self, i: int) -> str:
+        return " ".join(f"{self.headers[k]}={self.cells[k][i]}" for k in self.keys)
+
+
+def _knobs(runs: Runs, summary: pd.DataFrame) -> _Knobs:
+    keys = list(runs.knobs)
+    headers = knob_headers(keys)
+    cells = {
         k: [format_number(v) if not isinstance(v, str) else v for v in _col(summary, k)]
-        for k in knobs
+        for k in keys
     }
-    numeric_knob = {
+    numeric = {
         k: all(
             is_missing(v) or (isinstance(v, (int, float)) and not isinstance(v, bool))
             for v in _col(summary, k)
         )
-        for k in knobs
+        for k in keys
     }
     if GPU in summary.columns:  # the runs ran on different hardware: say which row is which
-        knobs.append(GPU)
+        keys.append(GPU)
         headers[GPU] = "GPU"
-        knob_values[GPU] = [gpu_short(str(v)) for v in _col(summary, GPU)]
-        numeric_knob[GPU] = False
-    mem = memory_field(summary)
-    repeated = any((n or 0) >= 2 for n in _col(summary, "n"))
-    has_ci = any(not is_missing(h) for m in (TOKS, JTOK) for h in _col(summary, f"{m}.ci95_half"))
-    bounded = any(not is_missing(b) for b in _col(summary, f"{JTOK}.{BOUND_SUFFIX}"))
-    invalid = [_count(v) for v in _col(summary, N_INVALID)]
-    left_out = [_count(v) for v in _col(summary, N_LEFT_OUT)]
-    marks = [INVALID_MARK if n else " " for n in invalid] if any(invalid) else [""] * len(summary)
+        cells[GPU] = [gpu_short(str(v)) for v in _col(summary, GPU)]
+        numeric[GPU] = False
+    return _Knobs(keys, headers, cells, numeric)
 
-    def metric_columns(with_ci: bool) -> list[_Column]:
-        def cells(metric: str, ci: bool) -> list[str]:
-            means = _col(summary, f"{metric}.mean")
-            halves = _col(summary, f"{metric}.ci95_half")
-            if ci:
-                return [format_with_ci(m, h) for m, h in zip(means, halves, strict=True)]
+
+def _marked(header: str, cells: list[str], marks: list[str]) -> _Column:
+    """A right-aligned column with a mark glued after each figure (the figures stay aligned):
+    padded here, since rich would strip a trailing blank."""
+    width = max([len(c) for c in cells] + [len(header) - 1])
+    return _Column(
+        header.rjust(width + 1),
+        [c.rjust(width) + m for c, m in zip(cells, marks, strict=True)],
+        False,
+    )
+
+
+def _metric_columns(summary: pd.DataFrame, with_ci: bool, mem: str | None) -> list[_Column]:
+    def cells(metric: str, ci: bool) -> list[str]:
+        means = _col(summary, f"{metric}.mean")
+        if not ci:
             return [format_number(m) for m in means]
+        halves = _col(summary, f"{metric}.ci95_half")
+        return [format_with_ci(m, h) for m, h in zip(means, halves, strict=True)]
 
-        jtok = [c + mark for c, mark in zip(cells(JTOK, with_ci), marks, strict=True)]
-        return [
-            _Column("tok/s", cells(TOKS, with_ci), True),
-            _Column("J/tok", jtok, True),
-            _Column("TTFT p50 ms", cells("latency.ttft_ms.p50", False), True),
-            _Column("peak MB", cells(mem, False) if mem else [""] * len(summary), True),
-            _Column("status", [str(s) for s in _col(summary, "status")], False),
-        ]
+    invalid = [_count(v) for v in _col(summary, N_INVALID)]
+    jtok = _Column("J/tok", cells(JTOK, with_ci), True)
+    if any(invalid):
+        jtok = _marked("J/tok", jtok.cells, [INVALID_MARK if n else " " for n in invalid])
+    return [
+        _Column("tok/s", cells(TOKS, with_ci), True),
+        jtok,
+        _Column("TTFT p50 ms", cells("latency.ttft_ms.p50", False), True),
+        _Column("peak MB", cells(mem, False) if mem else [""] * len(summary), True),
+        _Column("status", [str(s) for s in _col(summary, "status")], False),
+    ]
 
-    def knob_columns(limit: int | None) -> list[_Column]:
-        cols = []
-        for k in knobs:
-            values = knob_values[k]
-            if limit is not None and not numeric_knob[k]:
-                values = [shorten(v, limit) for v in basenames(values)]
-            cols.append(_Column(headers[k], values, numeric_knob[k]))
-        return cols
 
-    # wider than the terminal? paths to their last component, then shorten long knob values,
-    # then drop the ±, then shorten harder (0: last path component only)
-    attempts = [(None, True), (0, True), (32, True), (24, True), (24, False), (16, False)]
-    for limit, with_ci in attempts + [(12, False)]:
-        with_ci = with_ci and has_ci
-        columns = knob_columns(limit) + metric_columns(with_ci)
-        if _total_width(columns) <= width:
-            break
+def _fit(
+    summary: pd.DataFrame, knobs: _Knobs, width: int, has_ci: bool, mem: str | None
+) -> tuple[list[_Column], list[str], bool]:
+    """The columns that fit in ``width``, the legend under them (knobs that did not fit), and
+    whether the ± parts stayed."""
+    for limit, ci in FITS:
+        with_ci = ci and has_ci
+        columns = knobs.columns(limit) + _metric_columns(summary, with_ci, mem)
+        if _table_width(columns) <= width:
+            return columns, [], with_ci
+    ids = [f"#{i + 1}" for i in range(len(summary))]
     legend: list[str] = []
-    if _total_width(columns) > width:
-        ids = [f"#{i + 1}" for i in range(len(summary))]
-        columns = [_Column("config", ids, False)] + metric_columns(with_ci)
-        for i, tag in enumerate(ids):
-            desc = " ".join(f"{headers[k]}={knob_values[k][i]}" for k in knobs)
-            legend.extend(
-                textwrap.wrap(f"{tag}  {desc}", width=width, subsequent_indent=" " * (len(tag) + 2))
-            )
+    for i, tag in enumerate(ids):
+        legend += textwrap.wrap(
+            f"{tag}  {knobs.describe(i)}", width=width, subsequent_indent=" " * (len(tag) + 2)
+        )
+    return [_Column("config", ids, False), *_metric_columns(summary, with_ci, mem)], legend, with_ci
 
-    lines = _layout(columns)
-    if legend:
-        lines += [""] + legend
+
+# --------------------------------------------------------------------------- the table
+
+
+def _notes(summary: pd.DataFrame, with_ci: bool, has_ci: bool, mem: str | None) -> list[str]:
+    """What the figures are: means ± what, and which memory figure."""
     notes = []
     if with_ci:
+        bounded = any(not is_missing(b) for b in _col(summary, f"{JTOK}.{BOUND_SUFFIX}"))
         how = "Student t" + (
             "; J/tok adds the runs' mean worst-case uncertainty bound" if bounded else ""
         )
         notes.append(f"mean of ok repeats ± 95% CI half-width ({how})")
-    elif repeated or has_ci:
+    elif has_ci or any((n or 0) >= 2 for n in _col(summary, "n")):
         notes.append("mean of ok repeats (95% CIs in summary.csv)")
     if mem:
         notes.append(f"peak MB = {mem}")
-    if notes:
-        lines += textwrap.wrap("; ".join(notes), width=width)
-    if any(invalid):
-        n_inv, n_out = sum(invalid), sum(left_out)
-        runs_text = f"{n_inv} run{'s' if n_inv != 1 else ''}"
-        if n_out:
-            what = (
-                f"{runs_text} whose energy was judged invalid: {n_out} left out of J/tok and the "
-                "other energy statistics (--include-invalid keeps them)"
-            )
-        else:
-            what = f"{runs_text} whose energy was judged invalid, kept in (--include-invalid)"
-        lines += textwrap.wrap(f"{INVALID_MARK} {what}", width=width, subsequent_indent="  ")
+    return ["; ".join(notes)] if notes else []
+
+
+def _invalid_note(summary: pd.DataFrame) -> str | None:
+    """What the ``!`` marks mean: how many runs, left out or kept in."""
+    n_inv = sum(_count(v) for v in _col(summary, N_INVALID))
+    if not n_inv:
+        return None
+    n_out = sum(_count(v) for v in _col(summary, N_LEFT_OUT))
+    runs_text = f"{n_inv} run{'s' if n_inv != 1 else ''}"
+    if n_out:
+        return (
+            f"{INVALID_MARK} {runs_text} whose energy was judged invalid: {n_out} left out of "
+            "J/tok and the other energy statistics (--include-invalid keeps them)"
+        )
+    return (
+        f"{INVALID_MARK} {runs_text} whose energy was judged invalid, kept in (--include-invalid)"
+    )
+
+
+def render_table(runs: Runs, summary: pd.DataFrame, width: int = DEFAULT_WIDTH) -> str:
+    """The table, a legend when needed, and a footnote; at most ``width`` columns wide."""
+    mem = memory_field(summary)
+    has_ci = any(not is_missing(h) for m in (TOKS, JTOK) for h in _col(summary, f"{m}.ci95_half"))
+    columns, legend, with_ci = _fit(summary, _knobs(runs, summary), width, has_ci, mem)
+    lines = _table_lines(columns, width)
+    if legend:
+        lines += ["", *legend]
+    for note in _notes(summary, with_ci, has_ci, mem):
+        lines += textwrap.wrap(note, width=width)
+    invalid = _invalid_note(summary)
+    if invalid:
+        lines += textwrap.wrap(invalid, width=width, subsequent_indent="  ")
     return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- under the table
+
+
+def _where(row: pd.Series) -> str:
+    overrides = row.get("overrides")
+    return overrides if isinstance(overrides, str) and overrides else str(row["run_dir"])
+
+
+def _wrapped(text: str, width: int) -> list[str]:
+    return textwrap.wrap(text, width=width, subsequent_indent="    ")
 
 
 def render_invalid(runs: Runs, width: int = DEFAULT_WIDTH) -> str:
@@ -283,34 +317,21 @@ def render_invalid(runs: Runs, width: int = DEFAULT_WIDTH) -> str:
             if not is_missing(problems) and str(problems)
             else "energy judged invalid (no problem recorded)"
         )
-        lines.extend(
-            textwrap.wrap(
-                f"{INVALID_MARK} {_where(row)}: {text}", width=width, subsequent_indent="    "
-            )
-        )
+        lines += _wrapped(f"{INVALID_MARK} {_where(row)}: {text}", width)
     if len(bad) > MAX_INVALID_LINES:
         rest = len(bad) - MAX_INVALID_LINES
-        lines.extend(
-            textwrap.wrap(
-                f"{INVALID_MARK} and {rest} more run{'s' if rest != 1 else ''} with invalid "
-                "energy: see the valid and validity.problems columns of results.csv",
-                width=width,
-                subsequent_indent="    ",
-            )
+        lines += _wrapped(
+            f"{INVALID_MARK} and {rest} more run{'s' if rest != 1 else ''} with invalid "
+            "energy: see the valid and validity.problems columns of results.csv",
+            width,
         )
     return "\n".join(lines)
 
 
-def _where(row: pd.Series) -> str:
-    overrides = row.get("overrides")
-    return overrides if isinstance(overrides, str) and overrides else str(row["run_dir"])
-
-
 def render_problems(runs: Runs, width: int = DEFAULT_WIDTH) -> str:
     """One line (wrapped) per run that is not ok: where it was, what happened, the hint."""
-    frame = runs.frame
     lines: list[str] = []
-    for _, row in frame.iterrows():
+    for _, row in runs.frame.iterrows():
         status = str(row["status"])
         if status == "ok":
             continue
@@ -321,7 +342,7 @@ def render_problems(runs: Runs, width: int = DEFAULT_WIDTH) -> str:
             parts.append(f"— {reason}")
         if not is_missing(hint) and str(hint):
             parts.append(f"(hint: {hint})")
-        lines.extend(textwrap.wrap(" ".join(parts), width=width, subsequent_indent="    "))
+        lines += _wrapped(" ".join(parts), width)
     return "\n".join(lines)
 
 

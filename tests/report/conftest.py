@@ -1,13 +1,9 @@
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import report_synth as synth  # noqa: E402
+from report import report_synth as synth
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-import report_synth as synth
+from report import report_synth as synth
 
 from llem.report.__main__ import main
 

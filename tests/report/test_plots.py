@@ -4,7 +4,7 @@ import math
 from pathlib import Path
 
 import pytest
-import report_synth as synth
+from report import report_synth as synth
 
 from llem.report.load import load_runs
 from llem.report.plots import (

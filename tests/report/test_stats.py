@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-import report_synth as synth
+from report import report_synth as synth
 
 from llem.report.load import load_runs
 from llem.report.stats import summarise, summary_frame, t_cdf, t_quantile

@@ -1,0 +1,193 @@
+"""The report's plots: each kind is prepared (a pure step from the results to the numbers and
+labels drawn, a frozen dataclass) and then drawn on matplotlib's Agg canvas (no pyplot, no display).
+
+* :mod:`.knob`: ``tokens_per_s_vs_<knob>.png`` and ``j_per_token_vs_<knob>.png`` for every knob
+  that varies.
+* :mod:`.pareto`: ``pareto.png``, tokens/s against J/token with the front labelled.
+* :mod:`.timeline`: ``timeline.png`` for a report over a single run.
+
+Invalid energy (runs whose ``valid`` is false) is drawn hollow, with a legend entry "invalid
+energy": by default those runs are left out of the means, and their own mean is a hollow marker
+beside the line (the only marker where every run was invalid); with ``--include-invalid`` the mean
+that includes them is hollow. When the runs ran on different hardware, each GPU gets its own line.
+
+Plots that cannot be drawn (energy unavailable everywhere, one configuration only, no timeseries)
+are skipped and the reason is returned for the caller to log. matplotlib is imported only when a
+plot is drawn.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from llem.report.cells import is_missing
+from llem.report.labels import gpu_short
+from llem.report.load import Runs
+from llem.report.plots.common import (
+    JTOK,
+    METRIC_LABELS,
+    TOKS,
+    PlotSkipped,
+    floats,
+    invalid_points,
+    safe_name,
+    values,
+)
+from llem.report.plots.knob import KnobPlot, draw_knob, knob_figure, prepare_knob
+from llem.report.plots.pareto import (
+    ParetoPlot,
+    draw_pareto,
+    pareto_figure,
+    pareto_front,
+    prepare_pareto,
+)
+from llem.report.plots.timeline import (
+    TIMESERIES,
+    TimelinePlot,
+    draw_timeline,
+    prepare_timeline,
+    read_timeseries,
+    timeline_figure,
+)
+from llem.report.stats import GPU
+
+__all__ = [
+    "JTOK",
+    "TOKS",
+    "KnobPlot",
+    "ParetoPlot",
+    "PlotSet",
+    "PlotSkipped",
+    "TimelinePlot",
+    "draw",
+    "draw_all",
+    "invalid_points",
+    "knob_figure",
+    "pareto_figure",
+    "pareto_front",
+    "prepare_all",
+    "timeline_figure",
+    "with_hardware",
+]
+
+OWN_PATTERNS = ("tokens_per_s_vs_*.png", "j_per_token_vs_*.png", "pareto.png", "timeline.png")
+
+Plot = KnobPlot | ParetoPlot | TimelinePlot
+
+
+@dataclass(frozen=True)
+class PlotSet:
+    """Every plot that applies, prepared: (file name, plot); and the plots skipped, with why."""
+
+    plots: tuple[tuple[str, Plot], ...]
+    skipped: tuple[str, ...]
+
+
+def clear_old_plots(plot_dir: Path) -> None:
+    """Remove plots an earlier report wrote here, so none is left over from other knobs."""
+    if not plot_dir.is_dir():
+        return
+    for pattern in OWN_PATTERNS:
+        for old in plot_dir.glob(pattern):
+            old.unlink()
+
+
+def energy_unavailable_reason(runs: Runs) -> str:
+    reasons = [
+        str(v) for v in values(runs.frame, "energy.unavailable_reason") if not is_missing(v) and v
+    ]
+    if reasons:
+        return max(set(reasons), key=reasons.count)
+    return "no run has energy figures"
+
+
+def with_hardware(runs: Runs, summary: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """The knobs that split lines, and the summary to plot: when the runs ran on different
+    hardware, the GPU (short label) splits lines too, so no line joins two GPUs' figures."""
+    series = list(runs.knobs)
+    if GPU not in summary.columns:
+        return summary, series
+    summary = summary.copy()
+    summary[GPU] = [gpu_short(str(v)) for v in values(summary, GPU)]
+    return summary, [*series, GPU]
+
+
+class _Collector:
+    """Gathers prepared plots, turning PlotSkipped into a skipped line."""
+
+    def __init__(self) -> None:
+        self.plots: list[tuple[str, Plot]] = []
+        self.skipped: list[str] = []
+
+    def add(self, name: str, prepare: Any, *args: Any) -> None:
+        try:
+            self.plots.append((name, prepare(*args)))
+        except PlotSkipped as exc:
+            self.skipped.append(f"{name} skipped: {exc}")
+
+
+def _single_run(runs: Runs, out: _Collector) -> None:
+    frame = runs.frame
+    row = dict(zip(frame.columns, frame.astype(object).iloc[0].tolist(), strict=True))
+    run_dir = Path(row["run_dir"])
+
+    def prepare() -> TimelinePlot:
+        return prepare_timeline(read_timeseries(run_dir), row, run_dir / TIMESERIES)
+
+    out.add("timeline.png", prepare)
+
+
+def prepare_all(runs: Runs, summary: pd.DataFrame) -> PlotSet:
+    """Every plot that applies to ``runs`` (with ``summary`` from ``summary_frame``), prepared.
+
+    Reads nothing but a single run's timeseries.csv; draws nothing.
+    """
+    out = _Collector()
+    hollow = invalid_points(runs, summary, JTOK)
+    has_energy = any(not math.isnan(v) for v in floats(summary, f"{JTOK}.mean")) or any(
+        v is not None for v in hollow
+    )
+    no_energy = f"energy is unavailable in every run ({energy_unavailable_reason(runs)})"
+    summary, series = with_hardware(runs, summary)
+    for knob in runs.knobs:
+        for metric in (TOKS, JTOK) if has_energy else (TOKS,):
+            name = f"{METRIC_LABELS[metric][1]}_vs_{safe_name(knob)}.png"
+            marks = hollow if metric == JTOK else None
+            out.add(name, prepare_knob, summary, series, knob, metric, marks)
+    if runs.knobs and not has_energy:
+        out.skipped.append(f"J/token plots skipped: {no_energy}")
+    if len(summary) < 2:
+        pass  # a Pareto front compares configurations; with one there is nothing to say
+    elif not has_energy:
+        out.skipped.append(f"pareto.png skipped: it needs J/token and {no_energy}")
+    else:
+        out.add("pareto.png", prepare_pareto, summary, series, hollow)
+    if runs.n_runs == 1:
+        _single_run(runs, out)
+    return PlotSet(tuple(out.plots), tuple(out.skipped))
+
+
+def draw(plot: Plot, path: Path | None = None) -> Any:
+    """Draw a prepared plot of any kind (to ``path`` as a PNG, when given); return the figure."""
+    if isinstance(plot, KnobPlot):
+        return draw_knob(plot, path)
+    if isinstance(plot, ParetoPlot):
+        return draw_pareto(plot, path)
+    return draw_timeline(plot, path)
+
+
+def draw_all(runs: Runs, summary: pd.DataFrame, plot_dir: Path) -> tuple[list[Path], list[str]]:
+    """Draw every plot that applies; return (files written, reasons for plots skipped)."""
+    plot_dir.mkdir(parents=True, exist_ok=True)
+    clear_old_plots(plot_dir)
+    prepared = prepare_all(runs, summary)
+    written = []
+    for name, plot in prepared.plots:
+        draw(plot, plot_dir / name)
+        written.append(plot_dir / name)
+    return written, list(prepared.skipped)

@@ -1,0 +1,109 @@
+"""What every kind of plot shares before drawing: the metrics, reading summary columns, labels,
+and where invalid energy is marked. Pure: no matplotlib here."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+
+from llem.report.cells import is_missing
+from llem.report.labels import format_number
+from llem.report.load import Runs
+from llem.report.stats import (
+    N_INVALID,
+    N_LEFT_OUT,
+    VALID,
+    configuration_groups,
+    judged_invalid,
+    summarise,
+)
+
+TOKS = "throughput.output_tokens_per_s"
+JTOK = "energy.j_per_output_token"
+#: metric -> (axis label, file name stem, title)
+METRIC_LABELS = {
+    TOKS: ("throughput (output tokens/s)", "tokens_per_s", "Throughput"),
+    JTOK: ("energy per output token (J/token)", "j_per_token", "Energy per output token"),
+}
+MAX_LABEL = 34
+INVALID_LABEL = "invalid energy"
+#: per summary row: where to draw a hollow "invalid energy" marker (None: nowhere)
+Hollow = Sequence[float | None]
+
+
+class PlotSkipped(Exception):
+    """A plot that cannot be drawn; the message says why."""
+
+
+def values(frame: pd.DataFrame, column: str) -> list[Any]:
+    """A column as plain Python values; a column that is absent reads as all None."""
+    if column not in frame.columns:
+        return [None] * len(frame)
+    return frame[column].astype(object).tolist()
+
+
+def floats(frame: pd.DataFrame, column: str) -> list[float]:
+    """A column as floats, NaN where a figure is missing."""
+    return [float("nan") if is_missing(v) else float(v) for v in values(frame, column)]
+
+
+def is_numeric(items: Sequence[Any]) -> bool:
+    present = [v for v in items if not is_missing(v)]
+    return bool(present) and all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) for v in present
+    )
+
+
+def safe_name(knob: str) -> str:
+    """A knob as part of a file name."""
+    return re.sub(r"[^A-Za-z0-9_.+-]", "_", knob)
+
+
+def label_value(v: Any) -> str:
+    return "—" if is_missing(v) else (v if isinstance(v, str) else format_number(v))
+
+
+def clip(text: str, limit: int = MAX_LABEL) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def nan_to_zero(items: Sequence[float]) -> tuple[float, ...]:
+    return tuple(0.0 if math.isnan(v) else v for v in items)
+
+
+def invalid_label(summary: pd.DataFrame) -> str:
+    """The legend entry for hollow markers: whether the invalid runs are in the means."""
+    left_out = sum(0 if is_missing(v) else int(v) for v in values(summary, N_LEFT_OUT))
+    return f"{INVALID_LABEL} ({'left out of the means' if left_out else 'in the means'})"
+
+
+def invalid_points(runs: Runs, summary: pd.DataFrame, metric: str) -> list[float | None]:
+    """Per summary row, where to draw a hollow marker for invalid energy, or None.
+
+    With the invalid runs left out (the default), the mean of their own values; with them kept
+    in (``n_energy_left_out`` 0), the row's mean, which includes them.
+    """
+    groups = configuration_groups(runs)
+    if len(groups) != len(summary) or VALID not in runs.frame.columns:
+        return [None] * len(summary)
+    frame = runs.frame
+    valid = frame[VALID].astype(object).tolist()
+    status = frame["status"].astype(str).tolist()
+    figures = frame[metric].astype(object).tolist() if metric in frame else None
+    means = floats(summary, f"{metric}.mean")
+    left_out = values(summary, N_LEFT_OUT)
+    invalid = values(summary, N_INVALID)
+    out: list[float | None] = []
+    for i, group in enumerate(groups):
+        if is_missing(invalid[i]) or not invalid[i]:
+            out.append(None)
+        elif is_missing(left_out[i]) or not left_out[i]:
+            out.append(None if math.isnan(means[i]) else means[i])
+        else:
+            rows = [r for r in group.rows if status[r] == "ok" and judged_invalid(valid[r])]
+            out.append(summarise([figures[r] for r in rows] if figures else []).mean)
+    return out

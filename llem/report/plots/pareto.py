@@ -1,0 +1,333 @@
+"""``pareto.png``: every configuration's tokens/s against J/token.
+
+The frontier (no other configuration is both faster and cheaper) is joined up and labelled with
+its knob values; with few points the others are labelled quietly too. Invalid energy is drawn
+hollow, and a configuration whose only J/token is invalid takes no part in the front.
+
+:func:`prepare_pareto` turns the summary into a :class:`ParetoPlot`; :func:`draw_pareto` draws it,
+placing each label where it overlaps no other label and no marker.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from llem.report.labels import knob_headers
+from llem.report.plots.common import (
+    JTOK,
+    METRIC_LABELS,
+    TOKS,
+    Hollow,
+    PlotSkipped,
+    clip,
+    floats,
+    invalid_label,
+    label_value,
+    nan_to_zero,
+    values,
+)
+from llem.report.plots.style import (
+    draw_hollow,
+    hollow_handle,
+    new_figure,
+    plain_log_ticks,
+    save,
+    style_axes,
+    titles,
+)
+
+TITLE = "Pareto front: throughput vs energy per token"
+FIGSIZE = (7.5, 5.2)
+#: with at most this many points, the dominated and invalid ones are labelled too
+LABEL_ALL_UP_TO = 10
+#: hollow marker rim colour by the point's role
+HOLLOW_COLORS = {"front": "tab:blue", "dominated": "0.6", "invalid": "0.45"}
+
+
+@dataclass(frozen=True)
+class ParetoPoint:
+    """A configuration's means with their 95% CI half-widths (0 where there is none)."""
+
+    x: float  # tokens/s
+    y: float  # J/token
+    xerr: float
+    yerr: float
+
+
+@dataclass(frozen=True)
+class ParetoLabel:
+    x: float
+    y: float
+    text: str
+    strong: bool  # a front point (black, boxed); else a quiet grey one, left out if it has no room
+
+
+@dataclass(frozen=True)
+class ParetoPlot:
+    front: tuple[ParetoPoint, ...]  # by tokens/s: the line joins them in this order
+    dominated: tuple[ParetoPoint, ...]
+    #: hollow "invalid energy" markers: (x, y, role), role one of HOLLOW_COLORS
+    hollow: tuple[tuple[float, float, str], ...]
+    labels: tuple[ParetoLabel, ...]  # placed in this order: the front first
+    log_x: bool
+    log_y: bool
+    invalid_label: str | None  # legend entry for the hollow markers; None when there are none
+    title: str = TITLE
+    xlabel: str = METRIC_LABELS[TOKS][0] + "  →  faster"
+    ylabel: str = METRIC_LABELS[JTOK][0] + "  ↓  cheaper"
+
+    @property
+    def note(self) -> str:
+        hollow = "; hollow: invalid energy" if self.hollow else ""
+        return f"mean of ok repeats; better is bottom right; front points labelled{hollow}"
+
+
+def pareto_front(points: Sequence[tuple[float, float]]) -> list[int]:
+    """Indices of points that no other point beats on both: more tokens/s and fewer J/token."""
+    front = []
+    for i, (t, j) in enumerate(points):
+        dominated = any(
+            (t2 >= t and j2 <= j) and (t2 > t or j2 < j)
+            for k, (t2, j2) in enumerate(points)
+            if k != i
+        )
+        if not dominated:
+            front.append(i)
+    return front
+
+
+def _usable(toks: list[float], jtok: list[float], hollow: Hollow | None) -> list[int]:
+    """Rows with both means; raises PlotSkipped when fewer than two."""
+    usable = [i for i in range(len(toks)) if not (math.isnan(toks[i]) or math.isnan(jtok[i]))]
+    if not usable:
+        valid = " a valid" if any(v is not None for v in hollow or []) else ""
+        raise PlotSkipped(f"no configuration has both tokens/s and{valid} J/token")
+    if len(usable) < 2:
+        raise PlotSkipped("it needs at least two configurations with tokens/s and J/token")
+    return usable
+
+
+def _labels(
+    summary: pd.DataFrame, knobs: Sequence[str], ys: dict[int, float], front: list[int]
+) -> tuple[ParetoLabel, ...]:
+    """The front's labels by tokens/s, then (few points only) the others', quietly."""
+    toks = floats(summary, f"{TOKS}.mean")
+    headers = knob_headers(knobs)
+    columns = {k: values(summary, k) for k in knobs}
+
+    def describe(i: int, sep: str) -> str:
+        parts = [f"{headers[k]}={label_value(columns[k][i])}" for k in knobs]
+        return sep.join(clip(p) for p in parts) if parts else "this run"
+
+    labels = [
+        ParetoLabel(toks[i], ys[i], describe(i, "\n"), True)
+        for i in sorted(front, key=lambda i: toks[i])
+    ]
+    if len(ys) <= LABEL_ALL_UP_TO:
+        labels += [
+            ParetoLabel(toks[i], y, describe(i, ", "), False)
+            for i, y in ys.items()
+            if i not in front
+        ]
+    return tuple(labels)
+
+
+def _spans_tenfold(items: Sequence[float]) -> bool:
+    return max(items) / max(min(items), 1e-12) >= 10
+
+
+def prepare_pareto(
+    summary: pd.DataFrame, knobs: Sequence[str], hollow: Hollow | None = None
+) -> ParetoPlot:
+    """Tokens/s against J/token per configuration, the front found and labelled.
+
+    ``hollow`` (one entry per summary row, see ``invalid_points``) marks invalid energy. Raises
+    :class:`PlotSkipped` when fewer than two configurations have both figures.
+    """
+    toks = floats(summary, f"{TOKS}.mean")
+    jtok = floats(summary, f"{JTOK}.mean")
+    usable = _usable(toks, jtok, hollow)
+    front = [usable[k] for k in pareto_front([(toks[i], jtok[i]) for i in usable])]
+    t_half = nan_to_zero(floats(summary, f"{TOKS}.ci95_half"))
+    j_half = nan_to_zero(floats(summary, f"{JTOK}.ci95_half"))
+
+    def point(i: int) -> ParetoPoint:
+        return ParetoPoint(toks[i], jtok[i], t_half[i], j_half[i])
+
+    marks = {
+        i: float(v) for i, v in enumerate(hollow or []) if v is not None and not math.isnan(toks[i])
+    }
+    roles = {i: "front" if i in front else "dominated" if i in usable else "invalid" for i in marks}
+    # drawn points: usable ones at their mean, invalid-only ones at their hollow marker
+    ys = {i: jtok[i] for i in usable} | {i: y for i, y in marks.items() if i not in usable}
+    return ParetoPlot(
+        front=tuple(point(i) for i in sorted(front, key=lambda i: toks[i])),
+        dominated=tuple(point(i) for i in usable if i not in front),
+        hollow=tuple((toks[i], y, roles[i]) for i, y in marks.items()),
+        labels=_labels(summary, knobs, ys, front),
+        log_x=_spans_tenfold([toks[i] for i in ys]),
+        log_y=_spans_tenfold(list(ys.values())),
+        invalid_label=invalid_label(summary) if marks else None,
+    )
+
+
+# --------------------------------------------------------------------------- drawing
+
+
+def _draw_points(ax: Any, points: Sequence[ParetoPoint], color: str, size: int, z: int) -> None:
+    label = "Pareto front" if color == HOLLOW_COLORS["front"] else "dominated"
+    xs, ys = [p.x for p in points], [p.y for p in points]
+    ax.errorbar(
+        xs,
+        ys,
+        xerr=[p.xerr for p in points],
+        yerr=[p.yerr for p in points],
+        fmt="none",
+        ecolor=color,
+        elinewidth=0.8,
+        alpha=0.45,
+        zorder=z - 1,
+    )
+    ax.scatter(xs, ys, s=size, color=color, zorder=z, label=label)
+
+
+def _draw_axes(fig: Any, ax: Any, plot: ParetoPlot) -> None:
+    if plot.log_x:
+        ax.set_xscale("log")
+        plain_log_ticks(ax.xaxis)
+    if plot.log_y:
+        ax.set_yscale("log")
+        plain_log_ticks(ax.yaxis)
+    ax.margins(x=0.12, y=0.12)
+    ax.set_xlabel(plot.xlabel)
+    ax.set_ylabel(plot.ylabel)
+    titles(fig, ax, plot.title, plot.note)
+    handles, texts = ax.get_legend_handles_labels()
+    if plot.invalid_label is not None:
+        handles.append(hollow_handle())
+        texts.append(plot.invalid_label)
+    ax.legend(handles, texts, fontsize=8, frameon=False, loc="upper right")
+    style_axes(ax)
+
+
+def draw_pareto(plot: ParetoPlot, path: Path | None = None) -> Any:
+    """Draw ``plot`` on a new Agg figure, write it to ``path`` as a PNG; return the figure."""
+    fig = new_figure(FIGSIZE)
+    ax = fig.add_subplot()
+    if plot.dominated:
+        _draw_points(ax, plot.dominated, HOLLOW_COLORS["dominated"], 30, 2)
+    _draw_points(ax, plot.front, HOLLOW_COLORS["front"], 45, 3)
+    ax.plot(
+        [p.x for p in plot.front],
+        [p.y for p in plot.front],
+        color=HOLLOW_COLORS["front"],
+        linewidth=1.2,
+        alpha=0.8,
+        zorder=2,
+    )
+    for x, y, role in plot.hollow:
+        draw_hollow(ax, [(x, y)], HOLLOW_COLORS[role])
+    _draw_axes(fig, ax, plot)
+    place_labels(fig, ax, plot.labels)
+    return save(fig, path)
+
+
+def pareto_figure(summary: pd.DataFrame, knobs: Sequence[str], hollow: Hollow | None = None) -> Any:
+    """The figure of :func:`prepare_pareto` (not written anywhere)."""
+    return draw_pareto(prepare_pareto(summary, knobs, hollow))
+
+
+# --------------------------------------------------------------------------- label placement
+
+#: offsets (points) tried around a marker, nearest first
+OFFSETS = (
+    (8, 6),
+    (8, -6),
+    (-8, 6),
+    (-8, -6),
+    (8, 22),
+    (8, -22),
+    (-8, 22),
+    (-8, -22),
+    (20, 36),
+    (20, -36),
+    (-20, 36),
+    (-20, -36),
+)
+
+
+def _annotate(ax: Any, label: ParetoLabel, dx: int, dy: int) -> Any:
+    return ax.annotate(
+        label.text,
+        (label.x, label.y),
+        xytext=(dx, dy),
+        textcoords="offset points",
+        fontsize=8 if label.strong else 7,
+        color="black" if label.strong else "0.45",
+        ha="left" if dx > 0 else "right",
+        va="bottom" if dy > 0 else "top",
+        bbox={
+            "boxstyle": "round,pad=0.2",
+            "fc": "white",
+            "ec": "0.75" if label.strong else "none",
+            "alpha": 0.85,
+        },
+        arrowprops=None if abs(dy) < 20 else {"arrowstyle": "-", "color": "0.6", "lw": 0.6},
+        zorder=5 if label.strong else 4,
+    )
+
+
+def _fits(box: Any, axes_box: Any, taken: Sequence[Any], markers: Sequence[Any]) -> bool:
+    """Inside the axes, over no label placed before and no marker."""
+    inside = (
+        box.x0 >= axes_box.x0
+        and box.x1 <= axes_box.x1
+        and box.y0 >= axes_box.y0
+        and box.y1 <= axes_box.y1
+    )
+    return (
+        inside
+        and not any(box.overlaps(t) for t in taken)
+        and not any(box.contains(mx, my) for mx, my in markers)
+    )
+
+
+def _place_one(ax: Any, label: ParetoLabel, fits: Any, renderer: Any) -> Any:
+    """The first offset where the label fits; else, for a front label, the first offset tried;
+    an optional label with no room is left out (None) rather than overlap."""
+    first = None
+    for dx, dy in OFFSETS:
+        ann = _annotate(ax, label, dx, dy)
+        if fits(ann.get_window_extent(renderer).padded(2)):
+            if first is not None:
+                first.remove()
+            return ann
+        if first is None:
+            first = ann  # kept if no offset fits
+        else:
+            ann.remove()
+    if first is not None and not label.strong:
+        first.remove()
+        return None
+    return first
+
+
+def place_labels(fig: Any, ax: Any, labels: Sequence[ParetoLabel]) -> None:
+    """Annotate points, trying offsets around each until the label overlaps no other label,
+    no marker and stays inside the axes. The layout is frozen first so nothing moves after."""
+    fig.draw_without_rendering()  # lays the figure out; rasterising it here would be wasted
+    fig.set_layout_engine("none")
+    renderer = fig.canvas.get_renderer()
+    axes_box = ax.get_window_extent(renderer)
+    markers = [ax.transData.transform((label.x, label.y)) for label in labels]
+    taken: list[Any] = []
+    for label in labels:
+        chosen = _place_one(ax, label, lambda box: _fits(box, axes_box, taken, markers), renderer)
+        if chosen is not None:
+            taken.append(chosen.get_window_extent(renderer))

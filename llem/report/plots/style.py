@@ -1,0 +1,85 @@
+"""The look every plot shares, drawn on matplotlib's Agg canvas (never pyplot).
+
+matplotlib is imported inside the functions, so importing the plots costs nothing until one is
+drawn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+FIGSIZE = (7.5, 4.6)
+DPI = 120
+#: hollow (invalid energy) markers, in points
+HOLLOW_SIZE = 7
+
+
+def new_figure(figsize: tuple[float, float] = FIGSIZE) -> Any:
+    """A Figure on its own Agg canvas, with constrained layout."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=figsize, dpi=DPI, layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def save(fig: Any, path: Path | None) -> Any:
+    """Write ``fig`` as a PNG to ``path`` (nothing when None); returns the figure."""
+    if path is not None:
+        fig.savefig(path)
+    return fig
+
+
+def titles(fig: Any, ax: Any, title: str, note: str) -> None:
+    """A bold-ish title with a small grey note under it, both left-aligned."""
+    fig.suptitle(title, x=0.01, ha="left", fontsize=12)
+    ax.set_title(note, loc="left", fontsize=8, color="0.4")
+
+
+def plain_log_ticks(axis: Any) -> None:
+    """Log axis ticks at 1-2-5 steps labelled 20, 50, 100 (not 2×10¹)."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    axis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
+    axis.set_minor_formatter(NullFormatter())
+
+
+def style_axes(ax: Any) -> None:
+    ax.grid(True, alpha=0.3, linewidth=0.6)
+    ax.spines["top"].set_visible(False)
+    ax.spines["right"].set_visible(False)
+
+
+def draw_hollow(ax: Any, points: Sequence[tuple[float, float]], color: Any) -> None:
+    """Hollow markers (white inside, ``color`` rim) over whatever is drawn at ``points``."""
+    ax.plot(
+        [x for x, _ in points],
+        [y for _, y in points],
+        linestyle="none",
+        marker="o",
+        markersize=HOLLOW_SIZE,
+        markerfacecolor="white",
+        markeredgecolor=color,
+        markeredgewidth=1.6,
+        zorder=6,
+    )
+
+
+def hollow_handle() -> Any:
+    """The legend entry for hollow markers."""
+    from matplotlib.lines import Line2D
+
+    return Line2D(
+        [],
+        [],
+        linestyle="none",
+        marker="o",
+        markersize=HOLLOW_SIZE,
+        markerfacecolor="white",
+        markeredgecolor="0.3",
+        markeredgewidth=1.6,
+    )
