@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from llem.atomic import atomic_write_text
-from llem.backends.base import BatchOutput
+from llem.backends.types import BatchOutput
 
 GENERATIONS_FILE = "generations.jsonl"
 
