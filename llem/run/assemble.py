@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import socket
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from llem.backends.types import BatchOutput, LoadedModel, ModelShape
@@ -73,21 +74,38 @@ def new_result(
     return result
 
 
+@dataclass(frozen=True)
+class Counts:
+    """Real tokens and requests over the measured batches (no padding, nothing past EOS)."""
+
+    input_tokens: int
+    output_tokens: int
+    requests: int
+
+    @classmethod
+    def of(cls, outputs: Sequence[BatchOutput]) -> Counts:
+        return cls(
+            input_tokens=sum(sum(b.input_tokens) for b in outputs),
+            output_tokens=sum(sum(b.output_tokens) for b in outputs),
+            requests=sum(len(b.output_tokens) for b in outputs),
+        )
+
+
 def fill_workload(
     result: RunResult,
     outputs: Sequence[BatchOutput],
     passes: int,
     n_prompts: int,
     batch_size: int,
-) -> None:
-    """Workload counts, latency percentiles and the generate-only rate."""
-    out_tokens = sum(sum(b.output_tokens) for b in outputs)
+) -> Counts:
+    """Workload counts, latency percentiles and the generate-only rate; returns the counts."""
+    counts = Counts.of(outputs)
+    out_tokens = counts.output_tokens
     generate_s = sum(b.end_s - b.start_s for b in outputs)
     w = result.workload
     w.n_prompts, w.batch_size, w.passes = n_prompts, batch_size, passes
-    w.input_tokens = sum(sum(b.input_tokens) for b in outputs)
-    w.output_tokens = out_tokens
-    w.requests = sum(len(b.output_tokens) for b in outputs)
+    w.input_tokens, w.output_tokens = counts.input_tokens, out_tokens
+    w.requests = counts.requests
     samples = LatencySamples()
     for b in outputs:
         samples.add_batch(b)
@@ -109,19 +127,21 @@ def fill_workload(
             setattr(lat, key, Percentiles(**{k: round(v, 4) for k, v in pct.items()}))
     if generate_s > 0:
         result.throughput.generate_output_tokens_per_s = round(out_tokens / generate_s, 3)
+    return counts
 
 
-def fill_measurement(result: RunResult, report: MeasurementReport) -> dict[int, float | None]:
+def fill_measurement(
+    result: RunResult, report: MeasurementReport, counts: Counts
+) -> dict[int, float | None]:
     """Energy, validity, window rates, hardware, thermal and device memory from the measurement
-    session's report (after ``fill_workload``); returns each measured torch CUDA device's memory
-    bandwidth (bytes/s), for the compute estimates."""
+    session's report; returns each measured torch CUDA device's memory bandwidth (bytes/s), for
+    the compute estimates."""
     result.energy = Energy(**report.energy)
     result.validity = Validity(**report.validity.to_dict())
     result.energy.definition = ENERGY_DEFINITION
-    w = result.workload
     if report.window_s > 0:  # the window energy is measured over: tokens/s and J/token agree
-        result.throughput.output_tokens_per_s = round(w.output_tokens / report.window_s, 3)
-        result.throughput.requests_per_s = round(w.requests / report.window_s, 4)
+        result.throughput.output_tokens_per_s = round(counts.output_tokens / report.window_s, 3)
+        result.throughput.requests_per_s = round(counts.requests / report.window_s, 4)
     _fill_hardware(result.hardware, report.devices)
     result.thermal = Thermal(**report.thermal)
     result.null_reasons.update(report.null_reasons)

@@ -20,7 +20,7 @@ from llem.backends.types import Backend, BatchOutput, LoadedModel
 from llem.config.schema import ExperimentConfig
 from llem.config.validate import config_hash
 from llem.generations import write_generations
-from llem.measure import MeasurementReport, MeasurementSession
+from llem.measure import MeasurementSession
 from llem.measure.idle import IdleCache
 from llem.result import ErrorInfo, RunResult, SweepPosition, utc_now
 from llem.run.assemble import fill_compute, fill_measurement, fill_memory, fill_workload, new_result
@@ -116,8 +116,15 @@ class Runner:
             loaded = self._acquire(backend, device, reuse, result)
             measured, peaks = self._generate(exp, backend, loaded, session, result)
             batch_size = backend.batch_size(loaded)
-            fill_workload(result, measured.outputs, measured.passes, measured.n_prompts, batch_size)
-            bandwidths = fill_measurement(result, _session_report(session, result))
+            counts = fill_workload(
+                result, measured.outputs, measured.passes, measured.n_prompts, batch_size
+            )
+            report = session.report(
+                output_tokens=counts.output_tokens,
+                requests=counts.requests,
+                input_tokens=counts.input_tokens,
+            )
+            bandwidths = fill_measurement(result, report, counts)
             fill_memory(result, loaded, device, peaks)
             fill_compute(result, loaded.shape, measured.outputs, exp, device, bandwidths)
             if exp.measurement.save_outputs:
@@ -203,14 +210,6 @@ class Runner:
         if self._kept is not None and self._kept[1] is loaded:
             self._kept = None
         backend.unload(loaded)
-
-
-def _session_report(session: MeasurementSession, result: RunResult) -> MeasurementReport:
-    """The session's report over the window, for the workload already counted."""
-    w = result.workload
-    return session.report(
-        output_tokens=w.output_tokens, requests=w.requests, input_tokens=w.input_tokens
-    )
 
 
 def _init_cuda() -> None:
