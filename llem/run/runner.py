@@ -46,10 +46,12 @@ class Runner:
     """What outlives one run inside a process: the loaded model kept for reuse (and the idle
     baseline)."""
 
+    live_display: bool  # a sweep's live display owns the terminal: batch progress goes to the log
+    idle_cache: IdleCache  # idle-power baselines this runner's runs measured, for later runs
+
     def __init__(self, live_display: bool = False) -> None:
-        # A sweep's live display owns the terminal: per-batch progress goes to the log only.
         self.live_display = live_display
-        self.idle_cache = IdleCache()  # idle baselines measured in this process, reused
+        self.idle_cache = IdleCache()
         self._kept: tuple[Backend[Any], LoadedModel] | None = None
 
     def run(

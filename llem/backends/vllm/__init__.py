@@ -8,6 +8,7 @@ errors stay fast, and vLLM's spawned engine process can import llem safely.
 
 from __future__ import annotations
 
+from llem.backends.types import Backend
 from llem.backends.vllm.engine import ENGINE_PROCESS_NOTE, EngineModel, VLLMBackend
 from llem.backends.vllm.kwargs import (
     CPU_MEMORY_UTILIZATION,
@@ -16,6 +17,7 @@ from llem.backends.vllm.kwargs import (
     build_sampling_kwargs,
 )
 from llem.backends.vllm.preflight import preflight_problems
+from llem.config.vllm import VLLMConfig
 
 __all__ = [
     "CPU_MEMORY_UTILIZATION",
@@ -29,5 +31,5 @@ __all__ = [
 ]
 
 
-def create_backend(sections: Sections) -> VLLMBackend:
+def create_backend(sections: Sections) -> Backend[VLLMConfig]:
     return VLLMBackend(sections)
