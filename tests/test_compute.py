@@ -1,4 +1,4 @@
-"""FLOPs and decode bandwidth utilisation (llem.figures.compute; a model's shape from llem.backends.shape): the formulas on known shapes."""
+"""FLOPs and decode bandwidth utilisation (llem.figures.compute; shapes: llem.backends.shape)."""
 
 from __future__ import annotations
 

@@ -162,9 +162,9 @@ class GridSweeper(Sweeper):
         )
 
     def _analyse(self, index: int, overrides: list[str]) -> Point:
-        from llem.run.once import get_backend
         from llem.config.validate import config_hash
         from llem.run import prepare
+        from llem.run.once import get_backend
         from llem.run.preflight import resolve_device
 
         point = Point(index=index, overrides=list(overrides))
