@@ -124,10 +124,12 @@ def harness_ab(args: argparse.Namespace) -> tuple[float, float]:
     from hydra import compose, initialize_config_module
     from vllm import SamplingParams
 
-    from llem.backends.vllm import VLLMBackend, build_sampling_kwargs
+    from llem.backends import create_backend, sections
+    from llem.backends.tokens import token_lists
+    from llem.backends.vllm import build_sampling_kwargs
     from llem.config.store import register_configs
     from llem.config.validate import to_experiment
-    from llem.prompts import load_prompts
+    from llem.runner.prompts import load_prompts
 
     register_configs()
     with initialize_config_module(version_base="1.3", config_module="llem.conf"):
@@ -145,18 +147,18 @@ def harness_ab(args: argparse.Namespace) -> tuple[float, float]:
             ],
         )
     exp = to_experiment(cfg)
-    backend = VLLMBackend()
-    loaded = backend.load(exp, "cpu" if exp.device.value == "cpu" else _device())
+    backend = create_backend(exp)
+    loaded = backend.load("cpu" if exp.device.value == "cpu" else _device())
     try:
         prompts = load_prompts(exp.dataset, loaded.tokenizer)
-        token_ids = backend._token_lists(loaded, prompts)
+        token_ids = token_lists(loaded.tokenizer, prompts)
         bare_prompts = [{"prompt_token_ids": t} for t in token_ids]
-        params = SamplingParams(**build_sampling_kwargs(exp))
-        backend.generate(loaded, exp, prompts)  # warm-up
+        params = SamplingParams(**build_sampling_kwargs(sections(exp)))
+        backend.generate(loaded, prompts)  # warm-up
         ours, bare = [], []
         for _ in range(args.ab):
             t0 = time.perf_counter()
-            backend.generate(loaded, exp, prompts)
+            backend.generate(loaded, prompts)
             ours.append(time.perf_counter() - t0)
             t0 = time.perf_counter()
             loaded.model.generate(bare_prompts, params, use_tqdm=False)

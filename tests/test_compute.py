@@ -1,20 +1,13 @@
-"""FLOPs and decode bandwidth utilisation (llem.compute): the formulas on known shapes."""
+"""FLOPs and decode bandwidth utilisation (llem.figures.compute; shapes: llem.backends.shape)."""
 
 from __future__ import annotations
 
 import pytest
 
-from llem.backends.base import BatchOutput
-from llem.compute import (
-    KvLayout,
-    ModelShape,
-    compute_figures,
-    decode_bytes,
-    is_moe,
-    kv_layout,
-    model_shape,
-)
-from llem.config.schema import CacheImplementation, ExperimentConfig
+from llem.backends.shape import is_moe, kv_layout, model_shape
+from llem.backends.types import BatchOutput, KvLayout, ModelShape
+from llem.config.schema import CacheImplementation
+from llem.figures.compute import compute_figures, decode_bytes
 from llem.testing.tinymodel import tiny_llama
 
 LLAMA2_7B_PARAMS = 6_738_415_616
@@ -51,12 +44,6 @@ def _shape(**kw) -> ModelShape:
     return ModelShape(**base)  # type: ignore[arg-type]
 
 
-def _exp() -> ExperimentConfig:
-    exp = ExperimentConfig()
-    exp.model.name_or_path = "unused"
-    return exp
-
-
 # --- FLOPs ---------------------------------------------------------------------------------------
 
 
@@ -66,7 +53,7 @@ def test_a_tied_lm_head_still_counts_so_flops_are_two_x_parameters_x_tokens():
     n_params = sum(p.numel() for p in model.parameters())  # the tied matrix counted once
     assert shape.tied_lm_head and shape.n_parameters == n_params
     assert shape.matmul_parameters == n_params
-    figures = compute_figures(shape, [_batch([5, 7], [3, 4], 4)], _exp(), "cpu", {})
+    figures = compute_figures(shape, [_batch([5, 7], [3, 4], 4)], "cpu", {})
     assert figures.flops_estimate == 2 * n_params * (5 + 7 + 3 + 4)
 
 
@@ -80,8 +67,8 @@ def test_an_untied_model_leaves_out_only_the_input_embedding_lookup():
 
 def test_every_beam_counts():
     shape = _shape()
-    one = compute_figures(shape, [_batch([5], [3], 3, beams=1)], _exp(), "cpu", {})
-    four = compute_figures(shape, [_batch([5], [3], 3, beams=4)], _exp(), "cpu", {})
+    one = compute_figures(shape, [_batch([5], [3], 3, beams=1)], "cpu", {})
+    four = compute_figures(shape, [_batch([5], [3], 3, beams=4)], "cpu", {})
     assert four.flops_estimate == 4 * one.flops_estimate
 
 
@@ -105,7 +92,7 @@ def test_mixture_of_experts_gives_null_flops_with_a_reason():
     from transformers import MixtralConfig
 
     assert is_moe(MixtralConfig()) and not is_moe(_llama(tied=True).config)
-    figures = compute_figures(_shape(moe=True), [_batch([5], [3], 3)], _exp(), "cuda", {0: 1e12})
+    figures = compute_figures(_shape(moe=True), [_batch([5], [3], 3)], "cuda", {0: 1e12})
     assert figures.flops_estimate is None
     assert "mixture-of-experts" in figures.null_reasons["compute.flops_estimate"]
     assert figures.decode_bandwidth_utilisation is None
@@ -158,11 +145,10 @@ def test_sliding_window_layers_read_at_most_their_window():
 
 def test_a_static_cache_is_read_at_its_full_length():
     shape = _shape(weight_bytes=0, kv=KvLayout(1, (None,)))
-    exp = _exp()
-    exp.pytorch.cache_implementation = CacheImplementation.static
-    exp.decoder.max_new_tokens = 64
     batch = _batch([5], [4], 4)
-    figures = compute_figures(shape, [batch], exp, "cuda", {0: 1.0})
+    figures = compute_figures(
+        shape, [batch], "cuda", {0: 1.0}, cache=CacheImplementation.static, max_new_tokens=64
+    )
     assert figures.decode_kv_bytes == 3 * (5 + 64)
 
 
@@ -179,7 +165,7 @@ def test_utilisation_divides_by_one_gpus_bandwidth_when_layers_span_two():
     memory at a time; summing both GPUs' bandwidths would halve the figure."""
     shape = _shape(cuda_devices=(0, 1), weight_bytes=1_000_000, kv=KvLayout(1000, (None, None)))
     batch = _batch([10], [5], 5, step_s=0.001)
-    figures = compute_figures(shape, [batch], _exp(), "cuda", {0: 2e9, 1: 2e9})
+    figures = compute_figures(shape, [batch], "cuda", {0: 2e9, 1: 2e9})
     w, kv = decode_bytes(shape, batch, None)
     assert kv == 1000 * 2 * (11 + 12 + 13 + 14)
     expected = (w + kv) / 0.004 / 2e9
@@ -201,15 +187,14 @@ def test_utilisation_divides_by_one_gpus_bandwidth_when_layers_span_two():
 def test_utilisation_is_null_with_a_reason_where_the_formula_does_not_hold(
     shape_kw, device, bandwidths, cache, reason
 ):
-    exp = _exp()
-    exp.pytorch.cache_implementation = cache
-    figures = compute_figures(_shape(**shape_kw), [_batch([5], [3], 3)], exp, device, bandwidths)
+    batches = [_batch([5], [3], 3)]
+    figures = compute_figures(_shape(**shape_kw), batches, device, bandwidths, cache=cache)
     assert figures.decode_bandwidth_utilisation is None
     assert reason in figures.null_reasons["compute.decode_bandwidth_utilisation"]
     assert figures.flops_estimate is not None
 
 
 def test_no_decode_steps_gives_null_not_zero():
-    figures = compute_figures(_shape(), [_batch([5], [1], 1)], _exp(), "cuda", {0: 1e12})
+    figures = compute_figures(_shape(), [_batch([5], [1], 1)], "cuda", {0: 1e12})
     assert figures.decode_bandwidth_utilisation is None
     assert "no decode steps" in figures.null_reasons["compute.decode_bandwidth_utilisation"]

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 import llem
-from llem import environment
-from llem.environment import PACKAGES, capture_environment, write_environment
+from llem.runner import environment
+from llem.runner.environment import PACKAGES, capture_environment, write_environment
 
 
 class FakeNVMLError(Exception):

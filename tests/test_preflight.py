@@ -10,7 +10,12 @@ import pytest
 
 from llem.config.schema import Device, ExperimentConfig
 from llem.errors import PreflightError
-from llem.preflight import _persistence_mode_warning, collect_problems, preflight, resolve_device
+from llem.runner.preflight import (
+    _persistence_mode_warning,
+    collect_problems,
+    preflight,
+    resolve_device,
+)
 
 
 def _exp(path: str) -> ExperimentConfig:

@@ -7,7 +7,7 @@ import pytest
 
 from llem.config.schema import ChatTemplate, DatasetConfig, DatasetSource
 from llem.errors import ConfigError
-from llem.prompts import (
+from llem.runner.prompts import (
     Prompt,
     builtin_texts,
     chat_template_mode,

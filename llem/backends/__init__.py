@@ -1,44 +1,52 @@
-"""Backends: the registry, default detection, and the protocol every backend follows."""
+"""Backends: which module drives each engine, default detection, and building one for a run.
+
+Engine names and the package each needs are configuration (``llem.config.engines``); the shared
+types (``Prompt``, ``BatchOutput``, ``LoadedModel``, the ``Backend`` protocol) are in
+``llem.backends.types``.
+"""
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
-from typing import TYPE_CHECKING
+from typing import Any
 
-if TYPE_CHECKING:
-    from llem.backends.base import Backend
+from llem.backends.types import Backend, BackendSections
+from llem.config.engines import ENGINE_PACKAGES, PYTORCH
+from llem.config.schema import ExperimentConfig
 
-# name -> (module, the package that must be importable for it to work)
-_REGISTRY: dict[str, tuple[str, str]] = {
-    "pytorch": ("llem.backends.pytorch", "transformers"),
-    "vllm": ("llem.backends.vllm", "vllm"),
+# engine name -> the module that drives it (each has ``create_backend(sections)``)
+_DRIVERS: dict[str, str] = {
+    "pytorch": "llem.backends.pytorch",
+    "vllm": "llem.backends.vllm",
 }
-
-# package -> how to install it, for pre-flight messages
-INSTALL_HINTS: dict[str, str] = {
-    "vllm": "pip install 'llem[vllm]' on a GPU machine, or "
-    "LLEM_VENV=.venv-vllm bash scripts/setup.sh --vllm on any machine",
-}
-
-
-def known_backends() -> list[str]:
-    return sorted(_REGISTRY)
-
-
-def backend_package(name: str) -> str:
-    return _REGISTRY[name][1]
 
 
 def detect_default_backend() -> str | None:
     """The backend used when none is named: the first whose package is importable."""
-    for name, (_, package) in _REGISTRY.items():
+    for name, package in ENGINE_PACKAGES.items():
         if importlib.util.find_spec(package) is not None:
             return name
     return None
 
 
-def get_backend(name: str) -> Backend:
-    module_name, _ = _REGISTRY[name]
-    module = importlib.import_module(module_name)
-    backend: Backend = module.create_backend()
+def sections(exp: ExperimentConfig, name: str | None = None) -> BackendSections[Any]:
+    """The sections the ``name`` backend (default: ``exp.backend``) is built with."""
+    engine = name or exp.backend or PYTORCH
+    return BackendSections(
+        engine=getattr(exp, engine),
+        model=exp.model,
+        decoder=exp.decoder,
+        quantization=exp.quantization,
+        passthrough_kwargs=dict(exp.passthrough_kwargs),
+        seed=exp.seed,
+        save_outputs=exp.measurement.save_outputs,
+    )
+
+
+def create_backend(exp: ExperimentConfig) -> Backend[Any]:
+    """The backend ``exp`` names (pytorch when none is named), built with its sections."""
+    name = exp.backend or PYTORCH
+    module = importlib.import_module(_DRIVERS[name])
+    backend: Backend[Any] = module.create_backend(sections(exp, name))
     return backend

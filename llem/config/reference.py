@@ -2,7 +2,8 @@
 
 It prints markdown: every group with its options (``llem/conf/<group>/*.yaml``) and what each sets,
 and every field of the tree with its type, default, allowed values or range, what it does and where
-it goes, all read from the ``knob()`` / ``section()`` declarations in ``llem/config/schema.py``.
+it goes, all read from the ``knob()`` / ``section()`` declarations in ``llem/config/`` (one module
+per group, the root in ``schema.py``).
 ``docs/configuration.md`` is this output; ``tests/test_reference.py`` fails when it is stale.
 """
 
@@ -122,11 +123,12 @@ def _intro(root: type) -> str:
     legend = "\n".join(f"- `{d.name}`: {d.doc}" for d in destinations)
     return f"""# Configuration reference
 
-<!-- Generated from llem/config/schema.py and llem/conf/ by `{COMMAND}`. Do not edit. -->
+<!-- Generated from llem/config/ and llem/conf/ by `{COMMAND}`. Do not edit. -->
 
-llem's configuration is a tree of dataclasses (`llem/config/schema.py`) filled from option files
-(`llem/conf/<group>/<option>.yaml`). Choose a group's option with `group=option` and set any field
-with `key=value`; Hydra rejects unknown keys, wrong types and unknown choices before anything loads:
+llem's configuration is a tree of dataclasses (`llem/config/<group>.py`, the root in
+`llem/config/schema.py`) filled from option files (`llem/conf/<group>/<option>.yaml`). Choose a
+group's option with `group=option` and set any field with `key=value`; Hydra rejects unknown keys,
+wrong types and unknown choices before anything loads:
 
     python -m llem decoder=creative pytorch.batch_size=4 measurement.energy=nvml
 

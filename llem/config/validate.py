@@ -19,6 +19,8 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
 
 from llem.config import knobs
+from llem.config.dataset import chat_template_problems
+from llem.config.engines import engine_problems
 from llem.config.knobs import Knob, range_problems, section_class, show
 from llem.config.schema import (
     DatasetSource,
@@ -28,7 +30,6 @@ from llem.config.schema import (
     QuantizationConfig,
 )
 from llem.errors import ConfigError
-from llem.prompts import chat_template_problems
 
 # Fields whose value does not change what is measured: left out of the config hash so that repeats
 # (and re-runs of the same point) group together.
@@ -55,7 +56,6 @@ DATASET_PATH = _key("dataset.path")
 INPUT_TOKENS = _key("dataset.input_tokens")
 ENERGY = _key("measurement.energy")
 REPLAY_TRACE = _key("measurement.replay_trace")
-BACKEND = _key("backend")
 
 # Knobs that only mean something when a switch is on: every bnb_4bit_* field, every torch_compile_*.
 _NEEDS_4BIT = [
@@ -176,15 +176,7 @@ def cross_field_problems(exp: ExperimentConfig) -> list[str]:
             "(allowed: {GPU index or cpu or disk: size}, e.g. {0:20GiB,cpu:64GiB})"
         )
 
-    from llem.backends import known_backends
-    from llem.config.vllm import vllm_problems
-
-    p.extend(vllm_problems(exp))
-
-    if exp.backend is not None and exp.backend not in known_backends():
-        p.append(
-            f"{BACKEND}={exp.backend}: unknown backend (allowed: {', '.join(known_backends())})"
-        )
+    p.extend(engine_problems(exp))
     return p
 
 

@@ -162,10 +162,10 @@ class GridSweeper(Sweeper):
         )
 
     def _analyse(self, index: int, overrides: list[str]) -> Point:
-        from llem.backends import get_backend
         from llem.config.validate import config_hash
-        from llem.lifecycle import prepare
-        from llem.preflight import resolve_device
+        from llem.runner import prepare
+        from llem.runner.once import get_backend
+        from llem.runner.preflight import resolve_device
 
         point = Point(index=index, overrides=list(overrides))
         cfg = self._compose(index, overrides)  # composition errors stop the whole sweep
@@ -181,7 +181,7 @@ class GridSweeper(Sweeper):
         device = resolve_device(exp.device, self._has_cuda)
         point.load_key = get_backend(exp.backend or "pytorch").load_key(exp, device)
         if self._dry_run:
-            from llem.preflight import collect_problems
+            from llem.runner.preflight import collect_problems
 
             point.preflight = collect_problems(exp, self._has_cuda)
         return point
@@ -200,7 +200,7 @@ class GridSweeper(Sweeper):
             raise ConfigError(condense_hydra_error(hydra_error_text(exc))) from None
 
     def sweep(self, arguments: list[str]) -> Any:
-        from llem.preflight import cuda_available
+        from llem.runner.preflight import cuda_available
         from llem.sweep.display import MODES
 
         assert self.config is not None and self.launcher is not None
@@ -276,7 +276,7 @@ class GridSweeper(Sweeper):
             raise
         finally:
             if in_process:
-                from llem.sweep import reuse as reuse_mod
+                from llem.runner import once as reuse_mod
 
                 reuse_mod.release_all()  # the last point's model, kept for a next point
             if interrupted:  # the interrupted job left its own logging in place

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from hydra import compose, initialize_config_module
 
-from llem.backends.base import BatchOutput
+from llem.backends import create_backend, sections
+from llem.backends.types import BatchOutput, Prompt
 from llem.backends.vllm import (
     CPU_MEMORY_UTILIZATION,
     VLLMBackend,
@@ -22,8 +23,7 @@ from llem.config.schema import ExperimentConfig
 from llem.config.store import register_configs
 from llem.config.validate import to_experiment
 from llem.errors import ConfigError
-from llem.latency import LatencySamples
-from llem.prompts import Prompt
+from llem.figures.latency import LatencySamples
 
 
 def experiment(*overrides: str) -> ExperimentConfig:
@@ -31,6 +31,11 @@ def experiment(*overrides: str) -> ExperimentConfig:
     with initialize_config_module(version_base="1.3", config_module="llem.conf"):
         cfg = compose(config_name="config", overrides=list(overrides))
     return to_experiment(cfg)
+
+
+def vllm_sections(*overrides: str):  # type: ignore[no-untyped-def]
+    """The sections a vllm backend is built with, from a composed configuration."""
+    return sections(experiment("+backend=vllm", *overrides))
 
 
 def problems(*overrides: str) -> list[str]:
@@ -98,7 +103,7 @@ def test_engine_kwargs_pass_set_knobs_only_and_engine_kwargs_win() -> None:
         "+vllm.engine_kwargs.max_num_seqs=16",
         "+vllm.engine_kwargs.disable_log_stats=true",
     )
-    kwargs = build_engine_kwargs(exp, "cuda", "/models/m")
+    kwargs = build_engine_kwargs(sections(exp), "cuda", "/models/m")
     assert kwargs["model"] == "/models/m" and kwargs["dtype"] == "bfloat16"
     assert kwargs["max_num_seqs"] == 16  # engine_kwargs are merged last
     assert kwargs["enforce_eager"] is True and kwargs["disable_log_stats"] is True
@@ -110,37 +115,44 @@ def test_cpu_gets_a_host_memory_fraction_unless_memory_is_set(
 ) -> None:
     monkeypatch.delenv("VLLM_CPU_KVCACHE_SPACE", raising=False)
     exp = experiment("+backend=vllm")
-    assert build_engine_kwargs(exp, "cpu", "m")["gpu_memory_utilization"] == CPU_MEMORY_UTILIZATION
+    assert (
+        build_engine_kwargs(sections(exp), "cpu", "m")["gpu_memory_utilization"]
+        == CPU_MEMORY_UTILIZATION
+    )
     sized = experiment("+backend=vllm", "vllm.kv_cache_memory_bytes=1000000")
-    assert "gpu_memory_utilization" not in build_engine_kwargs(sized, "cpu", "m")
+    assert "gpu_memory_utilization" not in build_engine_kwargs(sections(sized), "cpu", "m")
     monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "2")
-    assert "gpu_memory_utilization" not in build_engine_kwargs(exp, "cpu", "m")
+    assert "gpu_memory_utilization" not in build_engine_kwargs(sections(exp), "cpu", "m")
 
 
 def test_cpu_without_native_bf16_gets_float32_unless_dtype_is_set(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import llem.backends.vllm as backend
+    import llem.backends.vllm.kwargs as backend
 
     monkeypatch.setattr(backend, "cpu_lacks_bf16", lambda: True)
-    assert build_engine_kwargs(experiment("+backend=vllm"), "cpu", "m")["dtype"] == "float32"
+    assert build_engine_kwargs(vllm_sections(), "cpu", "m")["dtype"] == "float32"
     chosen = experiment("+backend=vllm", "model.dtype=bfloat16")
-    assert build_engine_kwargs(chosen, "cpu", "m")["dtype"] == "bfloat16"
-    assert "dtype" not in build_engine_kwargs(experiment("+backend=vllm"), "cuda", "m")
+    assert build_engine_kwargs(sections(chosen), "cpu", "m")["dtype"] == "bfloat16"
+    assert "dtype" not in build_engine_kwargs(vllm_sections(), "cuda", "m")
     monkeypatch.setattr(backend, "cpu_lacks_bf16", lambda: False)
-    assert "dtype" not in build_engine_kwargs(experiment("+backend=vllm"), "cpu", "m")
+    assert "dtype" not in build_engine_kwargs(vllm_sections(), "cpu", "m")
 
 
 def test_greedy_is_temperature_zero_without_sampling_knobs() -> None:
     exp = experiment(
         "+backend=vllm", "decoder.top_p=0.5", "decoder.min_new_tokens=3", "decoder.max_new_tokens=7"
     )
-    assert build_sampling_kwargs(exp) == {"max_tokens": 7, "min_tokens": 3, "temperature": 0.0}
+    assert build_sampling_kwargs(sections(exp)) == {
+        "max_tokens": 7,
+        "min_tokens": 3,
+        "temperature": 0.0,
+    }
 
 
 def test_sampling_decoder_maps_onto_sampling_params() -> None:
     exp = experiment("+backend=vllm", "decoder=creative")
-    assert build_sampling_kwargs(exp) == {
+    assert build_sampling_kwargs(sections(exp)) == {
         "max_tokens": 64,
         "repetition_penalty": 1.1,
         "temperature": 1.0,
@@ -150,18 +162,19 @@ def test_sampling_decoder_maps_onto_sampling_params() -> None:
 
 
 def test_decoder_changes_keep_the_engine_and_engine_knobs_rebuild_it() -> None:
-    backend = VLLMBackend()
-    base = backend.load_key(experiment("+backend=vllm"), "cpu")
-    assert backend.load_key(experiment("+backend=vllm", "decoder=creative"), "cpu") == base
-    assert backend.load_key(experiment("+backend=vllm", "vllm.max_num_seqs=4"), "cpu") != base
+    def key(*overrides: str) -> str:
+        return create_backend(experiment("+backend=vllm", *overrides)).load_key("cpu")
+
+    base = key()
+    assert key("decoder=creative") == base
+    assert key("vllm.max_num_seqs=4") != base
 
 
 def test_vllm_gets_every_prompt_in_one_batch_and_pytorch_keeps_its_batches() -> None:
     prompts = [Prompt(text=str(i)) for i in range(5)]
-    assert VLLMBackend().batches(experiment("+backend=vllm"), prompts) == [prompts]
-    from llem.backends.pytorch import PyTorchBackend
-
-    batches = PyTorchBackend().batches(experiment("pytorch.batch_size=2"), prompts)
+    vllm = create_backend(experiment("+backend=vllm"))
+    assert isinstance(vllm, VLLMBackend) and vllm.batches(prompts) == [prompts]
+    batches = create_backend(experiment("pytorch.batch_size=2")).batches(prompts)
     assert [len(b) for b in batches] == [2, 2, 1]
 
 
@@ -192,7 +205,7 @@ def test_checkpoint_sizes_match_the_loaded_model(
     with the model transformers loads (a tied head reads the embedding matrix each step)."""
     from transformers import AutoConfig, AutoModelForCausalLM
 
-    from llem.backends.vllm import checkpoint_sizes
+    from llem.backends.vllm.shape import checkpoint_sizes
 
     config = AutoConfig.from_pretrained(tiny_model_dir)
     config.tie_word_embeddings = tied
@@ -210,7 +223,7 @@ def test_preflight_names_wheels_that_do_not_load_against_this_torch(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """What pip's torchvision wheel does on the CPU torch: it fails at import."""
-    from llem.backends.vllm import _conflicting_imports
+    from llem.backends.vllm.preflight import _conflicting_imports
 
     broken = tmp_path / "torchvision"
     broken.mkdir()

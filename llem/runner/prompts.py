@@ -24,33 +24,35 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from llem.config.schema import ChatTemplate, DatasetConfig, DatasetSource
+from llem.backends.types import Prompt
+from llem.config.dataset import (
+    ChatTemplate,
+    DatasetConfig,
+    DatasetSource,
+    chat_template_mode,
+    chat_template_problems,
+)
 from llem.errors import ConfigError
 
 BUILTIN_RESOURCE = "prompts.jsonl"  # in llem/data/
 
-
-@dataclass(frozen=True)
-class Prompt:
-    """One prompt: natural-language ``text`` or exact ``token_ids`` (exactly one is set).
-
-    ``token_ids`` (synthetic or chat-templated prompts) are fed to the model as they are: the
-    backend adds no special tokens to them.
-    """
-
-    text: str | None = None
-    token_ids: tuple[int, ...] | None = None
-
-    def __post_init__(self) -> None:
-        if (self.text is None) == (self.token_ids is None):
-            raise ValueError("a Prompt has either text or token_ids, not both or neither")
+__all__ = [
+    "Prompt",
+    "PromptSet",
+    "builtin_texts",
+    "chat_template_mode",
+    "chat_template_problems",
+    "check_dataset",
+    "load_prompts",
+    "prepare_prompts",
+]
 
 
 @dataclass(frozen=True)
@@ -77,32 +79,6 @@ def prepare_prompts(cfg: DatasetConfig, tokenizer: Any) -> PromptSet:
             )
         return PromptSet(prompts, False)
     return PromptSet([_templated(p, tokenizer) for p in prompts], True)
-
-
-def chat_template_mode(value: Any) -> ChatTemplate:
-    """``dataset.chat_template`` as a ``ChatTemplate`` (true/false may arrive as booleans)."""
-    if isinstance(value, ChatTemplate):
-        return value
-    text = ("true" if value else "false") if isinstance(value, bool) else str(value).lower()
-    try:
-        return ChatTemplate(text)
-    except ValueError:
-        allowed = ", ".join(m.value for m in ChatTemplate)
-        raise ConfigError(f"dataset.chat_template={value} is not one of: {allowed}") from None
-
-
-def chat_template_problems(cfg: DatasetConfig) -> list[str]:
-    """Config-time problems with ``dataset.chat_template`` (its value; synthetic with true)."""
-    try:
-        mode = chat_template_mode(cfg.chat_template)
-    except ConfigError as exc:
-        return exc.problems
-    if mode is ChatTemplate.true and cfg.source in (DatasetSource.synthetic, "synthetic"):
-        return [
-            "dataset.chat_template=true does not apply to dataset.source=synthetic (its prompts "
-            "are token ids; allowed: auto or false)"
-        ]
-    return []
 
 
 def _templated(prompt: Prompt, tokenizer: Any) -> Prompt:
@@ -288,10 +264,3 @@ def _parse_lines(lines: Iterable[str], name: str) -> list[str]:
             raise ConfigError(f'{where}: "prompt" is empty')
         texts.append(text)
     return texts
-
-
-def token_lists(tokenizer: Any, prompts: Sequence[Prompt]) -> list[list[int]]:
-    """Each prompt's token ids: its own (templated or synthetic), else the tokenizer's encoding."""
-    texts = [p.text for p in prompts if p.token_ids is None]
-    encoded = iter(tokenizer(texts)["input_ids"]) if texts else iter(())
-    return [list(p.token_ids) if p.token_ids is not None else next(encoded) for p in prompts]

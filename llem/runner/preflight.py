@@ -12,10 +12,15 @@ import importlib.util
 import logging
 from dataclasses import dataclass, field
 
-from llem.backends import INSTALL_HINTS, backend_package
+from llem.backends import sections
 from llem.backends.models import model_access_problem
+from llem.backends.vllm import preflight_problems as vllm_preflight_problems
+from llem.config.engines import INSTALL_HINTS, VLLM, backend_package
 from llem.config.schema import AttnImplementation, Device, ExperimentConfig
 from llem.errors import PreflightError
+from llem.measure import MeasurementSession
+from llem.measure.nvml import persistence_mode_off
+from llem.runner.prompts import check_dataset
 
 log = logging.getLogger(__name__)
 
@@ -35,8 +40,6 @@ def cuda_available() -> bool:
 
 
 def _persistence_mode_warning() -> list[str]:
-    from llem.measure.nvml import persistence_mode_off
-
     off = persistence_mode_off()
     if not off:
         return []
@@ -56,9 +59,6 @@ def resolve_device(requested: Device, has_cuda: bool) -> str:
 
 def collect_problems(exp: ExperimentConfig, has_cuda: bool) -> list[str]:
     """Every pre-flight failure for this configuration (empty when all is well)."""
-    from llem.measure import MeasurementSession
-    from llem.prompts import check_dataset
-
     problems: list[str] = []
     if exp.device == Device.cuda and not has_cuda:
         problems.append(
@@ -73,10 +73,8 @@ def collect_problems(exp: ExperimentConfig, has_cuda: bool) -> list[str]:
             problems.append(
                 f"backend={backend} needs the Python package '{package}' (not installed{hint})"
             )
-    if backend == "vllm":
-        from llem.backends.vllm import preflight_problems
-
-        problems.extend(preflight_problems(exp, device, has_cuda))
+    if backend == VLLM:
+        problems.extend(vllm_preflight_problems(sections(exp, VLLM), device, has_cuda))
     access = model_access_problem(exp.model.name_or_path, exp.model.gguf_file, exp.model.revision)
     if access:
         problems.append(access)

@@ -21,7 +21,7 @@ import itertools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from llem.backends.base import BatchOutput
+from llem.backends.types import BatchOutput
 
 PERCENTILES = (50, 90, 99)
 

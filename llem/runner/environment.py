@@ -29,8 +29,9 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Union
 
-import llem
 from llem.atomic import atomic_write_text
+from llem.measure.nvml import NvmlUnavailable, system_snapshot
+from llem.version import __version__
 
 # Distribution names (as pip knows them) whose versions are recorded under "packages".
 PACKAGES = (
@@ -76,7 +77,7 @@ def capture_environment(cuda_home: PathLike | None = None) -> dict:
 
     env: dict[str, Any] = {
         "captured_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "llem": {"version": llem.__version__, "location": str(Path(llem.__file__).parent)},
+        "llem": {"version": __version__, "location": str(Path(__file__).parent.parent)},
     }
     env["python"] = probe("python", _python)
     env["packages"] = probe("packages", lambda: dict(_installed()[0]))
@@ -251,8 +252,6 @@ def _nvcc_version(nvcc: str) -> str | None:
 
 def _nvml() -> dict:
     """Driver version and every GPU NVML sees; raises _Unavailable when NVML cannot start."""
-    from llem.measure.nvml import NvmlUnavailable, system_snapshot
-
     try:
         return system_snapshot()
     except NvmlUnavailable as exc:

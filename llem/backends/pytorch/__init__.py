@@ -1,0 +1,28 @@
+"""The PyTorch backend: transformers ``from_pretrained`` + ``generate``, configured by the
+``pytorch:`` section (``llem.config.pytorch``).
+
+``kwargs`` builds what transformers receives, ``compile`` handles torch.compile, ``backend`` is
+the driver.
+"""
+
+from __future__ import annotations
+
+from llem.backends.batching import StepClock, count_output_tokens, left_pad
+from llem.backends.pytorch.backend import PyTorchBackend
+from llem.backends.pytorch.kwargs import Sections, build_generate_kwargs, build_load_kwargs
+from llem.backends.types import Backend
+from llem.config.pytorch import PyTorchConfig
+
+__all__ = [
+    "PyTorchBackend",
+    "StepClock",
+    "build_generate_kwargs",
+    "build_load_kwargs",
+    "count_output_tokens",
+    "create_backend",
+    "left_pad",
+]
+
+
+def create_backend(sections: Sections) -> Backend[PyTorchConfig]:
+    return PyTorchBackend(sections)

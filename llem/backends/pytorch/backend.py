@@ -1,0 +1,241 @@
+"""The PyTorch backend's driver: transformers ``from_pretrained`` + ``generate``."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from llem.backends.batching import StepClock, count_output_tokens, left_pad
+from llem.backends.memory import free_memory
+from llem.backends.models import convert_gguf, resolve_name_or_path
+from llem.backends.pytorch.compile import (
+    COMPILE_ACTIVE,
+    COMPILE_PENDING,
+    TorchModel,
+    compiled,
+    fall_back_to_eager,
+    is_compile_error,
+    wrap_compiled,
+)
+from llem.backends.pytorch.kwargs import (
+    Sections,
+    build_generate_kwargs,
+    build_load_kwargs,
+    is_oom,
+    oom_error,
+    shown,
+)
+from llem.backends.shape import model_shape
+from llem.backends.tokens import token_lists
+from llem.backends.types import BatchOutput, LoadedModel, Prompt
+from llem.config.pytorch import PyTorchConfig
+from llem.errors import RunError, first_line
+
+log = logging.getLogger(__name__)
+
+
+class PyTorchBackend:
+    """``pytorch.batch_size`` prompts per ``generate()`` call, left-padded to one length."""
+
+    name = "pytorch"
+
+    def __init__(self, sections: Sections) -> None:
+        self.sections = sections
+
+    @property
+    def config(self) -> PyTorchConfig:
+        return self.sections.engine
+
+    def batches(self, prompts: Sequence[Prompt]) -> list[list[Prompt]]:
+        """``pytorch.batch_size`` prompts per generate() call."""
+        size = self.config.batch_size
+        return [list(prompts[i : i + size]) for i in range(0, len(prompts), size)]
+
+    def batch_size(self, loaded: LoadedModel) -> int:
+        return self.config.batch_size
+
+    def torch_device_indices(self) -> list[int]:
+        """device_map "cuda" (llem's default): the current device; any other map (e.g. "auto")
+        may spread the model over every visible GPU."""
+        import torch
+
+        if self.config.device_map in (None, "cuda"):
+            return [torch.cuda.current_device()]
+        return list(range(torch.cuda.device_count()))
+
+    def load_key(self, device: str) -> str:
+        """Equal keys load equal models: weights, from_pretrained kwargs, device, compile."""
+        pt = self.config
+        return json.dumps(
+            {
+                "model": self.sections.model.name_or_path,
+                "kwargs": shown(build_load_kwargs(self.sections, device)),
+                "device": device,
+                "compile": [pt.torch_compile, pt.torch_compile_mode, pt.torch_compile_backend],
+                "num_threads": pt.num_threads,
+            },
+            sort_keys=True,
+            default=str,
+        )
+
+    # ------------------------------------------------------------------ loading
+    def load(self, device: str) -> TorchModel:
+        import torch
+        import transformers
+
+        transformers.utils.logging.disable_progress_bar()
+        if self.config.num_threads:
+            torch.set_num_threads(self.config.num_threads)
+        kwargs = build_load_kwargs(self.sections, device)
+        t0 = time.perf_counter()
+        source = self._source(kwargs)
+        model, tokenizer = self._from_pretrained(source, kwargs)
+        if device == "cpu" and "device_map" not in kwargs:
+            model.to("cpu")
+        model.eval()
+        tokenizer.padding_side = "left"
+        if tokenizer.pad_token_id is None:
+            tokenizer.pad_token = tokenizer.eos_token
+        loaded = TorchModel(
+            model=model,
+            tokenizer=tokenizer,
+            device=device,
+            dtype=str(model.dtype).replace("torch.", ""),
+            load_kwargs={"pretrained_model_name_or_path": source, **shown(kwargs)},
+            load_key=self.load_key(device),
+            load_s=0.0,
+            source=source,
+            shape=None,
+        )
+        if self.config.torch_compile:
+            wrap_compiled(loaded, self.config)
+        loaded.load_s = time.perf_counter() - t0
+        loaded.shape = model_shape(model)
+        return loaded
+
+    def _source(self, kwargs: dict[str, Any]) -> str:
+        """Where the weights load from; a GGUF file is converted once (and ``gguf_file`` is
+        dropped from ``kwargs``) unless passthrough_kwargs name it themselves."""
+        m = self.sections.model
+        path, _ = resolve_name_or_path(m.name_or_path)
+        gguf = kwargs.get("gguf_file")
+        if gguf and self.sections.passthrough_kwargs.get("gguf_file") is None:
+            kwargs.pop("gguf_file")
+            return str(convert_gguf(Path(path), gguf, m.trust_remote_code))
+        return path
+
+    def _from_pretrained(self, source: str, kwargs: dict[str, Any]) -> tuple[Any, Any]:
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        tok_kwargs = {
+            k: kwargs[k] for k in ("revision", "trust_remote_code", "gguf_file") if k in kwargs
+        }
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(source, **tok_kwargs)
+            model = AutoModelForCausalLM.from_pretrained(source, **kwargs)
+        except Exception as exc:
+            if is_oom(exc):
+                raise oom_error(self.sections, "model load", exc) from exc
+            raise RunError(
+                f"could not load model.name_or_path={self.sections.model.name_or_path}: "
+                f"{type(exc).__name__}: {first_line(exc)}"
+            ) from exc
+        return model, tokenizer
+
+    def warm_up(
+        self, loaded: LoadedModel, batches: Sequence[Sequence[Prompt]], n_batches: int
+    ) -> None:
+        """Run the warm-up batches; compile (or fall back to eager) here, never in the window.
+
+        With no warm-up batches and torch.compile not yet run, one batch still runs here so that
+        compilation happens outside the measured window. Afterwards ``loaded.torch_compile`` says
+        what will actually run in the window ("active", "failed: <error>"; None when off).
+        """
+        model = _torch_model(loaded)
+        model.compile_settled = False
+        for i in range(n_batches):
+            self.generate(model, batches[i % len(batches)])
+        if model.torch_compile == COMPILE_PENDING and batches:
+            log.info("measurement.warmup=0: one batch runs outside the window to compile")
+            self.generate(model, batches[0])
+        model.compile_settled = True
+
+    # --------------------------------------------------------------- generating
+    def generate(self, loaded: LoadedModel, prompts: Sequence[Prompt]) -> BatchOutput:
+        import torch
+
+        model, tok = loaded.model, loaded.tokenizer
+        tokens = token_lists(tok, prompts)
+        input_ids, mask = left_pad(tokens, tok.pad_token_id)
+        target = model.device if hasattr(model, "device") else loaded.device
+        input_ids, mask = input_ids.to(target), mask.to(target)
+        gen, clock, beams = self._generate_kwargs(loaded)
+        eos = model.generation_config.eos_token_id
+        eos_ids = [] if eos is None else ([eos] if isinstance(eos, int) else list(eos))
+        start = time.perf_counter()
+        try:
+            with torch.inference_mode():
+                out = model.generate(
+                    input_ids=input_ids, attention_mask=mask, pad_token_id=tok.pad_token_id, **gen
+                )
+        except Exception as exc:
+            if is_oom(exc):
+                raise oom_error(self.sections, "generate", exc) from exc
+            torch_model = _torch_model(loaded)
+            if compiled(torch_model) and is_compile_error(exc):
+                fall_back_to_eager(torch_model, exc)
+                return self.generate(loaded, prompts)
+            raise
+        end = time.perf_counter()
+        if loaded.torch_compile == COMPILE_PENDING:
+            loaded.torch_compile = COMPILE_ACTIVE
+        sequences = out.sequences if hasattr(out, "sequences") else out
+        new = sequences[:, input_ids.shape[1] :]
+        counts = count_output_tokens(new, eos_ids)
+        texts = None
+        if self.sections.save_outputs:
+            texts = [
+                tok.decode(row[:n].tolist(), skip_special_tokens=True)
+                for row, n in zip(new, counts, strict=True)
+            ]
+        return BatchOutput(
+            start_s=start,
+            end_s=end,
+            input_tokens=[len(t) for t in tokens],
+            output_tokens=counts,
+            step_times_s=clock.times,
+            step_tokens=clock.tokens,
+            texts=texts,
+            num_beams=beams,
+        )
+
+    def _generate_kwargs(self, loaded: LoadedModel) -> tuple[dict[str, Any], StepClock, int]:
+        """generate() kwargs with a step clock attached (a logits processor under beam search,
+        where streamers are not allowed), and the beams per request."""
+        from transformers import LogitsProcessorList
+
+        gen = build_generate_kwargs(self.sections)
+        clock = StepClock(cuda=loaded.device == "cuda")
+        config_beams = getattr(loaded.model.generation_config, "num_beams", 1)
+        beams = int(gen.get("num_beams") or config_beams or 1)
+        if beams > 1:
+            gen["logits_processor"] = LogitsProcessorList([clock])
+        else:
+            gen["streamer"] = clock
+        return gen, clock, beams
+
+    def unload(self, loaded: LoadedModel | None) -> None:
+        if loaded is not None:
+            loaded.model = None
+            loaded.tokenizer = None
+        free_memory()
+
+
+def _torch_model(loaded: LoadedModel) -> TorchModel:
+    if not isinstance(loaded, TorchModel):
+        raise TypeError(f"the pytorch backend was handed a {type(loaded).__name__}")
+    return loaded

@@ -1,0 +1,176 @@
+"""The vocabulary that engines, figures and the run share: prompts, batch outputs, model shape,
+the loaded model and the ``Backend`` protocol.
+
+A leaf module: it imports nothing of llem's but the configuration, so every layer above can name
+these types without pulling in the modules that do the work.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Generic, Protocol, TypeVar
+
+from llem.config.decoder import DecoderConfig
+from llem.config.model import ModelConfig
+from llem.config.quantization import QuantizationConfig
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """One prompt: natural-language ``text`` or exact ``token_ids`` (exactly one is set).
+
+    ``token_ids`` (synthetic or chat-templated prompts) are fed to the model as they are: the
+    backend adds no special tokens to them.
+    """
+
+    text: str | None = None
+    token_ids: tuple[int, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if (self.text is None) == (self.token_ids is None):
+            raise ValueError("a Prompt has either text or token_ids, not both or neither")
+
+
+@dataclass
+class BatchOutput:
+    """One generate() call: exact token counts and per-step timestamps (perf_counter seconds)."""
+
+    start_s: float
+    end_s: float
+    input_tokens: list[int]  # real prompt tokens per request (no padding)
+    output_tokens: list[int]  # generated tokens per request, up to and including the first EOS
+    step_times_s: list[float]  # when each decoding step's tokens reached the host
+    step_tokens: list[int]  # tokens added per request by each step (1, or more with prompt lookup)
+    texts: list[str] | None = None  # decoded outputs (measurement.save_outputs=true only)
+    num_beams: int = 1  # beams per request (every beam runs prefill and decode)
+    # Engines that schedule each request on its own (continuous batching) report each request's
+    # own timeline instead: when its tokens reached the host, and how many arrived each time.
+    # When set, latency figures are computed from these, per request.
+    request_step_times_s: list[list[float]] | None = None
+    request_step_tokens: list[list[int]] | None = None
+
+
+@dataclass(frozen=True)
+class KvLayout:
+    """How large the KV cache is per position: per layer, and each layer's sliding window."""
+
+    bytes_per_position_per_layer: int
+    layer_windows: tuple[int | None, ...]  # one per layer; None = full attention
+
+    def bytes_read(self, context: int) -> int:
+        """Bytes of K and V one sequence reads at a step whose attention spans ``context``."""
+        positions = sum(context if w is None else min(context, w) for w in self.layer_windows)
+        return self.bytes_per_position_per_layer * positions
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """What the compute estimates (``llem.figures.compute``) need to know about a loaded model."""
+
+    n_parameters: int  # real count: quantization packing undone; shared weights counted once
+    n_input_embedding: int
+    n_lm_head: int
+    tied_lm_head: bool  # the LM head shares its weight with the input embedding
+    weight_bytes: int  # stored bytes read per decode step (input embedding excluded)
+    kv: KvLayout | None  # None: KV-cache layout unknown for this architecture
+    moe: bool
+    offloaded_to: tuple[str, ...] = ()  # "cpu"/"disk" when device_map put weights there
+    cuda_devices: tuple[int, ...] = ()  # torch indices of the GPUs holding weights
+
+    @property
+    def matmul_parameters(self) -> int:
+        """Parameters that take part in a matmul per token (parameters - input embedding + a
+        tied LM head)."""
+        return (
+            self.n_parameters
+            - self.n_input_embedding
+            + (self.n_lm_head if self.tied_lm_head else 0)
+        )
+
+
+@dataclass
+class LoadedModel:
+    """A model ready to generate, plus what the run needs to describe it."""
+
+    model: Any
+    tokenizer: Any
+    device: str  # "cuda" or "cpu"
+    dtype: str
+    load_kwargs: dict[str, Any]  # exactly what from_pretrained received (reprs for objects)
+    load_key: str  # identical keys load identical models (used for reuse across a sweep)
+    load_s: float
+    source: str  # where the weights came from (path, or the GGUF conversion cache)
+    shape: ModelShape | None  # parameters, weight bytes, KV layout, devices (None: unknown)
+    # The engine runs in processes of its own (vllm): why this process's allocator and RSS do
+    # not see its memory. None when the model lives in this process.
+    engine_process: str | None = None
+    # What torch.compile does in the measured window: "pending" (wrapped, not yet run), "active",
+    # "failed: <error>", or None when it is off (read after ``Backend.warm_up``).
+    torch_compile: str | None = None
+
+
+ConfigT = TypeVar("ConfigT")
+ConfigT_co = TypeVar("ConfigT_co", covariant=True)
+
+
+@dataclass(frozen=True)
+class BackendSections(Generic[ConfigT]):
+    """What a backend is built with: its own engine section and the shared sections it reads.
+
+    ``engine`` is the backend's own group (``pytorch:``, ``vllm:``); the rest are the model,
+    decoding and quantization groups, the ``from_pretrained`` passthrough, the top-level seed and
+    whether generated texts are kept (``measurement.save_outputs``).
+    """
+
+    engine: ConfigT
+    model: ModelConfig
+    decoder: DecoderConfig
+    quantization: QuantizationConfig = field(default_factory=QuantizationConfig)
+    passthrough_kwargs: dict[str, Any] = field(default_factory=dict)
+    seed: int = 0
+    save_outputs: bool = False
+
+
+class Backend(Protocol[ConfigT_co]):
+    """Everything a run asks of an engine (the run layer, ``llem.runner``, calls only these).
+
+    A backend is built for one run with that run's sections (``llem.backends.create_backend``);
+    a ``LoadedModel`` may outlive it, reused by the next run's backend when the load keys match.
+    """
+
+    name: str
+
+    @property
+    def config(self) -> ConfigT_co:
+        """The backend's own config section (``pytorch:`` or ``vllm:``)."""
+        ...
+
+    def load_key(self, device: str) -> str:
+        """Equal keys load equal models: the run reuses a loaded model across equal keys."""
+        ...
+
+    def torch_device_indices(self) -> list[int]:
+        """The torch CUDA indices the model will be placed on (what a CUDA run measures)."""
+        ...
+
+    def batches(self, prompts: Sequence[Prompt]) -> list[list[Prompt]]:
+        """The prompt set cut the way this backend hands it to ``generate``."""
+        ...
+
+    def batch_size(self, loaded: LoadedModel) -> int:
+        """Requests the engine works on together, at most (the result's ``workload.batch_size``)."""
+        ...
+
+    def load(self, device: str) -> LoadedModel: ...
+
+    def warm_up(
+        self, loaded: LoadedModel, batches: Sequence[Sequence[Prompt]], n_batches: int
+    ) -> None:
+        """Run ``n_batches`` warm-up batches (and whatever first-use work, such as compilation,
+        must stay out of the measured window); ``loaded.torch_compile`` then says what runs."""
+        ...
+
+    def generate(self, loaded: LoadedModel, prompts: Sequence[Prompt]) -> BatchOutput: ...
+
+    def unload(self, loaded: LoadedModel | None) -> None: ...

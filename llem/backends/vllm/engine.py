@@ -1,0 +1,220 @@
+"""The vLLM backend's driver: one ``vllm.LLM`` engine, every prompt handed to it at once.
+
+The engine schedules the requests itself (continuous batching, up to ``vllm.max_num_seqs`` at a
+time), as it does when deployed. llem steps the engine (``LLMEngine.step``) with
+``RequestOutputKind.DELTA`` outputs and timestamps each request's tokens as they reach this
+process, so TTFT, ITL and request latency are per request (vLLM 0.32 fills
+``RequestOutput.metrics`` only with stats logging on, which llem leaves off).
+
+Prompts are tokenized by llem with the model's own tokenizer, exactly as the pytorch backend does,
+and handed over as token ids, so both backends see the same input tokens.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from llem.backends.memory import free_memory
+from llem.backends.tokens import token_lists
+from llem.backends.types import BatchOutput, LoadedModel, Prompt
+from llem.backends.vllm.kwargs import (
+    Sections,
+    build_engine_kwargs,
+    build_sampling_kwargs,
+    checkpoint_source,
+    model_label,
+    quiet_vllm_logs,
+)
+from llem.backends.vllm.shape import engine_shape
+from llem.config.vllm import VLLMConfig
+from llem.errors import RunError, first_line
+
+log = logging.getLogger(__name__)
+
+ENGINE_PROCESS_NOTE = (
+    "the vLLM engine runs in its own processes; this process's allocator and RSS do not see it "
+    "(memory.peak_device_used_mb is the device-wide reading on a GPU)"
+)
+
+
+@dataclass
+class EngineModel(LoadedModel):
+    """A running vLLM engine, with the limits it settled on."""
+
+    max_num_seqs: int | None = None
+    max_model_len: int | None = None
+
+
+class VLLMBackend:
+    """All prompts at once; the engine schedules up to ``vllm.max_num_seqs`` at a time."""
+
+    name = "vllm"
+
+    def __init__(self, sections: Sections) -> None:
+        self.sections = sections
+        self._calls = 0
+
+    @property
+    def config(self) -> VLLMConfig:
+        return self.sections.engine
+
+    def load_key(self, device: str) -> str:
+        """Equal keys build equal engines: model and every engine argument (decoder and dataset
+        changes keep the engine)."""
+        kwargs = build_engine_kwargs(self.sections, device, model_label(self.sections))
+        return json.dumps({"engine": kwargs, "device": device}, sort_keys=True, default=str)
+
+    def batches(self, prompts: Sequence[Prompt]) -> list[list[Prompt]]:
+        """All prompts at once: the engine schedules up to vllm.max_num_seqs at a time."""
+        return [list(prompts)]
+
+    def batch_size(self, loaded: LoadedModel) -> int:
+        """The engine's own limit on sequences in flight (``max_num_seqs`` as it settled it)."""
+        limit = loaded.max_num_seqs if isinstance(loaded, EngineModel) else None
+        return int(limit or self.config.max_num_seqs or 1)
+
+    def torch_device_indices(self) -> list[int]:
+        """The GPUs vLLM uses: the first tensor x pipeline parallel visible devices."""
+        v = self.config
+        return list(range((v.tensor_parallel_size or 1) * (v.pipeline_parallel_size or 1)))
+
+    # ------------------------------------------------------------------ loading
+    def load(self, device: str) -> EngineModel:
+        quiet_vllm_logs()
+        t0 = time.perf_counter()
+        source = checkpoint_source(self.sections)
+        kwargs = build_engine_kwargs(self.sections, device, source)
+        llm, tokenizer = self._start(source, kwargs)
+        load_s = time.perf_counter() - t0
+        config = llm.llm_engine.vllm_config
+        return EngineModel(
+            model=llm,
+            tokenizer=tokenizer,
+            device=device,
+            dtype=str(config.model_config.dtype).replace("torch.", ""),
+            load_kwargs={
+                k: v if isinstance(v, (str, int, float, bool, dict, list)) or v is None else repr(v)
+                for k, v in kwargs.items()
+            },
+            load_key=self.load_key(device),
+            load_s=load_s,
+            source=source,
+            shape=engine_shape(source, config.model_config),
+            engine_process=ENGINE_PROCESS_NOTE,
+            max_num_seqs=config.scheduler_config.max_num_seqs,
+            max_model_len=config.model_config.max_model_len,
+        )
+
+    def _start(self, source: str, kwargs: dict[str, Any]) -> tuple[Any, Any]:
+        """The tokenizer and a started engine (a failure names the engine arguments)."""
+        from transformers import AutoTokenizer
+        from vllm import LLM
+
+        revision = {"revision": kwargs["revision"]} if "revision" in kwargs else {}
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(
+                source, trust_remote_code=self.sections.model.trust_remote_code, **revision
+            )
+            return LLM(**kwargs), tokenizer
+        except Exception as exc:
+            shown = ", ".join(
+                f"{k}={v}" for k, v in kwargs.items() if k not in ("model", "tokenizer")
+            )
+            raise RunError(
+                f"could not start the vLLM engine for model.name_or_path="
+                f"{self.sections.model.name_or_path}: {type(exc).__name__}: {first_line(exc)}",
+                hint="see llem.log for vLLM's own messages; engine arguments: " + shown,
+            ) from exc
+
+    def warm_up(
+        self, loaded: LoadedModel, batches: Sequence[Sequence[Prompt]], n_batches: int
+    ) -> None:
+        """``n_batches`` batches, outside the window (vLLM compiles while it loads)."""
+        for i in range(n_batches):
+            if batches:
+                self.generate(loaded, batches[i % len(batches)])
+
+    # --------------------------------------------------------------- generating
+    def generate(self, loaded: LoadedModel, prompts: Sequence[Prompt]) -> BatchOutput:
+        from vllm import SamplingParams
+        from vllm.sampling_params import RequestOutputKind
+
+        engine = loaded.model.llm_engine
+        tokens = token_lists(loaded.tokenizer, prompts)
+        kwargs = build_sampling_kwargs(self.sections)
+        params = SamplingParams(**kwargs, output_kind=RequestOutputKind.DELTA)
+        try:
+            inputs = engine.renderer.render_cmpl([{"prompt_token_ids": t} for t in tokens])
+        except Exception as exc:  # e.g. a prompt longer than the engine's max_model_len
+            limit = loaded.max_model_len if isinstance(loaded, EngineModel) else None
+            raise RunError(
+                f"vLLM rejected the prompts: {first_line(exc)}",
+                hint=f"the engine's max_model_len is {limit}; raise "
+                "vllm.max_model_len or use shorter prompts (dataset.*)",
+            ) from exc
+        self._calls += 1
+        ids = [f"llem-{self._calls}-{i}" for i in range(len(tokens))]
+        start = time.perf_counter()
+        try:
+            for rid, engine_input in zip(ids, inputs, strict=True):
+                engine.add_request(rid, engine_input, params)
+            times, counts, steps = _step_until_done(engine, ids)
+        except Exception as exc:
+            engine.abort_request(ids)
+            raise RunError(
+                f"vLLM generation failed: {type(exc).__name__}: {first_line(exc)}"
+            ) from exc
+        end = time.perf_counter()
+        return BatchOutput(
+            start_s=start,
+            end_s=end,
+            input_tokens=[len(t) for t in tokens],
+            output_tokens=[sum(c) for c in counts],
+            step_times_s=steps,
+            step_tokens=[1] * len(steps),
+            request_step_times_s=times,
+            request_step_tokens=counts,
+        )
+
+    def unload(self, loaded: LoadedModel | None) -> None:
+        """Shut the engine's processes down and free its memory before another engine starts."""
+        if loaded is not None and loaded.model is not None:
+            llm = loaded.model
+            loaded.model = None
+            loaded.tokenizer = None
+            try:
+                llm.llm_engine.engine_core.shutdown()
+            except Exception as exc:  # pragma: no cover - best effort cleanup
+                log.warning("vLLM engine shutdown: %s", first_line(exc))
+            del llm
+        free_memory()
+
+
+def _step_until_done(
+    engine: Any, ids: list[str]
+) -> tuple[list[list[float]], list[list[int]], list[float]]:
+    """Step the engine until every request is done: each request's token arrival times and
+    counts, and the times of the steps that produced any token."""
+    index = {rid: i for i, rid in enumerate(ids)}
+    times: list[list[float]] = [[] for _ in ids]
+    counts: list[list[int]] = [[] for _ in ids]
+    steps: list[float] = []
+    while engine.has_unfinished_requests():
+        outputs = engine.step()
+        now = time.perf_counter()
+        produced = False
+        for out in outputs:
+            n = sum(len(c.token_ids) for c in out.outputs)
+            if n:
+                i = index[out.request_id]
+                times[i].append(now)
+                counts[i].append(n)
+                produced = True
+        if produced:
+            steps.append(now)
+    return times, counts, steps

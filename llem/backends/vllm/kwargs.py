@@ -1,0 +1,134 @@
+"""What the vLLM backend hands to vLLM: engine arguments and ``SamplingParams`` keyword arguments.
+
+``model.dtype`` and the ``vllm:`` knobs become engine arguments (``None`` knobs are not passed;
+``vllm.engine_kwargs`` are merged last); the decoder group becomes ``SamplingParams`` (greedy:
+temperature 0). Two CPU-aware defaults, used only when the user set nothing: a host-memory
+fraction (``CPU_MEMORY_UTILIZATION``) and, on an x86 CPU without native bfloat16,
+``dtype=float32`` instead of vLLM's ``auto``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from llem.backends.models import convert_gguf, resolve_name_or_path
+from llem.backends.types import BackendSections
+from llem.config.vllm import VLLMConfig
+
+Sections = BackendSections[VLLMConfig]
+
+#: On the CPU, ``gpu_memory_utilization`` is the fraction of *host* memory vLLM reserves for
+#: weights and KV cache. vLLM's default (0.92) fails on any machine where other processes hold more
+#: than 8% of memory; llem passes this instead when neither vllm.gpu_memory_utilization nor
+#: vllm.kv_cache_memory_bytes nor VLLM_CPU_KVCACHE_SPACE is set.
+CPU_MEMORY_UTILIZATION = 0.2
+
+ENGINE_KNOBS = (
+    "max_num_seqs",
+    "max_model_len",
+    "gpu_memory_utilization",
+    "kv_cache_memory_bytes",
+    "tensor_parallel_size",
+    "pipeline_parallel_size",
+    "quantization",
+    "kv_cache_dtype",
+    "enforce_eager",
+    "enable_prefix_caching",
+    "enable_chunked_prefill",
+    "max_num_batched_tokens",
+    "block_size",
+    "swap_space",
+)
+
+
+def quiet_vllm_logs() -> None:
+    """vLLM logs every engine start at INFO from each of its processes; keep warnings only,
+    unless the user chose a level (the spawned engine processes inherit the environment)."""
+    os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
+
+
+def _memory_set(v: VLLMConfig) -> bool:
+    return (
+        v.gpu_memory_utilization is not None
+        or v.kv_cache_memory_bytes is not None
+        or "gpu_memory_utilization" in v.engine_kwargs
+        or "kv_cache_memory_bytes" in v.engine_kwargs
+        or bool(os.environ.get("VLLM_CPU_KVCACHE_SPACE"))
+    )
+
+
+def cpu_lacks_bf16() -> bool:
+    """True on an x86 CPU without native bfloat16 (no AVX512-BF16 or AMX), where vLLM's ``auto``
+    dtype (bfloat16 for a float32 checkpoint) runs through slow fallback kernels."""
+    import platform
+
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return False
+    try:
+        flags = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+    return "avx512_bf16" not in flags and "amx_bf16" not in flags
+
+
+def build_engine_kwargs(s: Sections, device: str, source: str) -> dict[str, Any]:
+    """Keyword arguments for ``vllm.LLM`` (``source``: the checkpoint directory or hub id)."""
+    v, m = s.engine, s.model
+    kwargs: dict[str, Any] = {
+        "model": source,
+        "tokenizer": source,
+        "trust_remote_code": m.trust_remote_code,
+        "seed": v.seed if v.seed is not None else s.seed,
+    }
+    if m.dtype is not None:
+        kwargs["dtype"] = m.dtype.value
+    elif device == "cpu" and cpu_lacks_bf16():
+        kwargs["dtype"] = "float32"
+    if m.revision and not m.gguf_file:
+        kwargs["revision"] = m.revision
+    for name in ENGINE_KNOBS:
+        value = getattr(v, name)
+        if value is not None:
+            kwargs[name] = value
+    if device == "cpu" and not _memory_set(v):
+        kwargs["gpu_memory_utilization"] = CPU_MEMORY_UTILIZATION
+    kwargs.update(v.engine_kwargs)
+    return kwargs
+
+
+def build_sampling_kwargs(s: Sections) -> dict[str, Any]:
+    """Keyword arguments for ``vllm.SamplingParams``: greedy is temperature 0, and greedy decoding
+    drops the sampling knobs (as the pytorch backend does)."""
+    d = s.decoder
+    kwargs: dict[str, Any] = {"max_tokens": d.max_new_tokens}
+    if d.min_new_tokens is not None:
+        kwargs["min_tokens"] = d.min_new_tokens
+    if d.repetition_penalty is not None:
+        kwargs["repetition_penalty"] = d.repetition_penalty
+    if not d.do_sample:
+        kwargs["temperature"] = 0.0
+        return kwargs
+    kwargs["temperature"] = 1.0 if d.temperature is None else d.temperature
+    for name in ("top_p", "top_k", "min_p"):
+        value = getattr(d, name)
+        if value is not None:
+            kwargs[name] = value
+    return kwargs
+
+
+def model_label(s: Sections) -> str:
+    m = s.model
+    return f"{m.name_or_path}|{m.gguf_file}" if m.gguf_file else m.name_or_path
+
+
+def checkpoint_source(s: Sections) -> str:
+    """What vLLM loads: a local directory, a hub id, or llem's converted copy of a GGUF file."""
+    m = s.model
+    path, _ = resolve_name_or_path(m.name_or_path)
+    if not m.gguf_file:
+        return path
+    # vLLM 0.32 loads GGUF only through a plugin; llem's own conversion (shared with the pytorch
+    # backend and cached in ~/.cache/llem) gives it an ordinary checkpoint instead.
+    return str(convert_gguf(Path(path), m.gguf_file, m.trust_remote_code))

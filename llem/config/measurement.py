@@ -1,0 +1,123 @@
+"""The ``measurement:`` group: energy, power and timing measurement."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from llem.config.knobs import LLEM, knob
+
+
+class EnergySource(Enum):
+    auto = "auto"
+    nvml = "nvml"
+    replay = "replay"
+    none = "none"
+
+
+@dataclass
+class MeasurementConfig:
+    warmup: int = knob(
+        1,
+        doc="Warm-up batches run before the measured window (not measured).",
+        goes_to=LLEM,
+        ge=0,
+    )
+    idle_baseline_s: float = knob(
+        5.0,
+        doc="Seconds of idle power measured before the model loads (GPU only); 0 skips it.",
+        goes_to=LLEM,
+        ge=0,
+    )
+    sample_hz: float = knob(
+        10.0,
+        doc="Rate of the power, temperature and memory sampler.",
+        goes_to=LLEM,
+        gt=0,
+        le=1000,
+    )
+    cooldown_s: float = knob(
+        0.0,
+        doc="Seconds to wait before the measured window (the upper bound when waiting on "
+        "temperature).",
+        goes_to=LLEM,
+        ge=0,
+    )
+    cooldown_temp_margin_c: float | None = knob(
+        None,
+        doc="Wait until every GPU is at most this many °C above its idle temperature.",
+        goes_to=LLEM,
+        ge=0,
+    )
+    min_window_s: float = knob(
+        5.0,
+        doc="Repeat whole passes over the prompts until the measured window is this long.",
+        goes_to=LLEM,
+        ge=0,
+    )
+    energy: EnergySource = knob(
+        EnergySource.auto,
+        doc="Energy source: auto is NVML on CUDA when it works, else unavailable with a reason.",
+        goes_to=LLEM,
+    )
+    replay_trace: str | None = knob(
+        None,
+        doc="CSV power trace (time_s,device,power_w) played for energy=replay.",
+        goes_to=LLEM,
+    )
+    gpu_indices: list[int] | None = knob(
+        None,
+        doc="Torch device indices to measure; null measures the devices the model is on.",
+        goes_to=LLEM,
+        ge=0,
+    )
+    idle_max_age_s: float | None = knob(
+        None,
+        doc="Re-measure the process's idle baseline when older than this (s), after the GPU "
+        "cools to within idle_temp_margin_c of its idle temperature; null: never re-measured.",
+        goes_to=LLEM,
+        gt=0,
+    )
+    idle_temp_margin_c: float = knob(
+        3.0,
+        doc="How close (°C) to its idle temperature a GPU must be before idle is re-measured.",
+        goes_to=LLEM,
+        ge=0,
+    )
+    min_valid_window_s: float = knob(
+        5.0,
+        doc="Validity: a measured window shorter than this (s) fails the window_length check.",
+        goes_to=LLEM,
+        ge=0,
+    )
+    min_sample_coverage: float = knob(
+        0.9,
+        doc="Validity: the fraction of the expected power samples that must exist.",
+        goes_to=LLEM,
+        ge=0,
+        le=1,
+    )
+    max_temp_rise_c: float = knob(
+        3.0,
+        doc="Validity: a larger fitted temperature rise (°C) over the window is not steady.",
+        goes_to=LLEM,
+        ge=0,
+    )
+    idle_power_min_w: float = knob(
+        2.0,
+        doc="Validity: idle power per GPU below this (W) is implausible.",
+        goes_to=LLEM,
+        ge=0,
+    )
+    idle_power_max_fraction: float = knob(
+        0.5,
+        doc="Validity: idle power above this share of the GPU's power limit is implausible.",
+        goes_to=LLEM,
+        gt=0,
+        le=1,
+    )
+    save_outputs: bool = knob(
+        False,
+        doc="Write generations.jsonl in the run directory (request, output tokens, text).",
+        goes_to=LLEM,
+    )

@@ -1,0 +1,80 @@
+"""The ``pytorch:`` group: the PyTorch (transformers) backend's own section."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from llem.config.knobs import FROM_PRETRAINED, GENERATE, LLEM, knob
+
+
+class AttnImplementation(Enum):
+    sdpa = "sdpa"
+    flash_attention_2 = "flash_attention_2"
+    flash_attention_3 = "flash_attention_3"
+    eager = "eager"
+
+
+class CacheImplementation(Enum):
+    static = "static"
+    offloaded_static = "offloaded_static"
+    sliding_window = "sliding_window"
+
+
+@dataclass
+class PyTorchConfig:
+    batch_size: int = knob(
+        1, doc="Prompts per generate() call (left-padded to one length).", goes_to=LLEM, ge=1
+    )
+    device_map: str | None = knob(
+        None,
+        doc="Device placement (`auto`, `cuda`, ...); null puts the whole model on `device`.",
+        goes_to=FROM_PRETRAINED,
+    )
+    max_memory: Any = knob(
+        None,
+        doc="Memory cap per device, {GPU index or cpu or disk: size}, e.g. {0:20GiB,cpu:64GiB}.",
+        goes_to=FROM_PRETRAINED,
+    )
+    attn_implementation: AttnImplementation | None = knob(
+        None, doc="Attention kernel.", goes_to=FROM_PRETRAINED
+    )
+    torch_compile: bool = knob(
+        False,
+        doc="Wrap the model's forward in torch.compile (a failure warns and runs eagerly).",
+        goes_to=LLEM,
+    )
+    torch_compile_mode: str | None = knob(
+        None,
+        doc="torch.compile mode (`default`, `reduce-overhead`, `max-autotune`, ...); "
+        "needs torch_compile=true.",
+        goes_to=LLEM,
+    )
+    torch_compile_backend: str | None = knob(
+        None, doc="torch.compile backend (`inductor`, ...); needs torch_compile=true.", goes_to=LLEM
+    )
+    use_cache: bool | None = knob(None, doc="Reuse past keys and values.", goes_to=GENERATE)
+    cache_implementation: CacheImplementation | None = knob(
+        None, doc="KV cache class; needs use_cache true or unset.", goes_to=GENERATE
+    )
+    num_beams: int | None = knob(None, doc="Beam search width.", goes_to=GENERATE, ge=1)
+    early_stopping: bool | None = knob(
+        None, doc="Stop beam search once num_beams candidates are done.", goes_to=GENERATE
+    )
+    length_penalty: float | None = knob(
+        None, doc="Beam score exponent on length (> 0 favours longer).", goes_to=GENERATE
+    )
+    no_repeat_ngram_size: int | None = knob(
+        None, doc="Never repeat an n-gram of this size.", goes_to=GENERATE, ge=1
+    )
+    prompt_lookup_num_tokens: int | None = knob(
+        None,
+        doc="Prompt-lookup speculative decoding: tokens proposed per step; needs num_beams unset "
+        "or 1.",
+        goes_to=GENERATE,
+        ge=1,
+    )
+    num_threads: int | None = knob(
+        None, doc="CPU threads for torch (torch.set_num_threads).", goes_to=LLEM, ge=1
+    )

@@ -1,0 +1,1 @@
+"""Pure figure computations from what a run measured: latency percentiles, compute estimates."""

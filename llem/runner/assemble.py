@@ -1,0 +1,184 @@
+"""Assembling a run's result: the opening record, then the figures from the measured batches, the
+measurement session's report, memory and compute.
+
+``fill_measurement`` is the one place that reads the measurement session's ``Measurement``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from llem.backends.types import BatchOutput, LoadedModel, ModelShape
+from llem.config.pytorch import CacheImplementation
+from llem.config.schema import ExperimentConfig
+from llem.config.validate import config_hash, plain
+from llem.figures.compute import compute_figures
+from llem.figures.latency import LatencySamples, percentiles
+from llem.measure import Measurement
+from llem.result import (
+    Compute,
+    Percentiles,
+    RunResult,
+    SweepPosition,
+    quantization_label,
+)
+from llem.runner.prepare import Prepared
+
+
+def new_result(
+    prepared: Prepared,
+    device: str,
+    started_at: str,
+    overrides: list[str] | None,
+    sweep: SweepPosition | None,
+    preflight_warnings: list[str],
+) -> RunResult:
+    """The result as it stands when the run starts (status failed until it ends well)."""
+    exp = prepared.exp
+    q = exp.quantization
+    result = RunResult(
+        status="failed",
+        config_hash=config_hash(exp),
+        overrides=list(overrides or []),
+        started_at=started_at,
+        config=plain(exp),
+        model=exp.model.name_or_path,
+        backend=exp.backend,
+        device=device,
+        quantization=quantization_label(
+            q.load_in_4bit,
+            q.load_in_8bit,
+            q.bnb_4bit_quant_type.value if q.bnb_4bit_quant_type else None,
+        ),
+        sweep=sweep,
+    )
+    life = result.lifecycle
+    life.backend_chosen_by = prepared.backend_chosen_by
+    # Under SLURM: the job and node that produced this result (null elsewhere).
+    life.slurm_job_id = os.environ.get("SLURM_JOB_ID") or None
+    life.node = os.environ.get("SLURMD_NODENAME") or None
+    life.preflight_warnings = list(preflight_warnings)
+    return result
+
+
+@dataclass(frozen=True)
+class Counts:
+    """Real tokens and requests over the measured batches (no padding, nothing past EOS)."""
+
+    input_tokens: int
+    output_tokens: int
+    requests: int
+
+    @classmethod
+    def of(cls, outputs: Sequence[BatchOutput]) -> Counts:
+        return cls(
+            input_tokens=sum(sum(b.input_tokens) for b in outputs),
+            output_tokens=sum(sum(b.output_tokens) for b in outputs),
+            requests=sum(len(b.output_tokens) for b in outputs),
+        )
+
+
+def fill_workload(
+    result: RunResult,
+    outputs: Sequence[BatchOutput],
+    passes: int,
+    n_prompts: int,
+    batch_size: int,
+) -> Counts:
+    """Workload counts, latency percentiles and the generate-only rate; returns the counts."""
+    counts = Counts.of(outputs)
+    out_tokens = counts.output_tokens
+    generate_s = sum(b.end_s - b.start_s for b in outputs)
+    w = result.workload
+    w.n_prompts, w.batch_size, w.passes = n_prompts, batch_size, passes
+    w.input_tokens, w.output_tokens = counts.input_tokens, out_tokens
+    w.requests = counts.requests
+    samples = LatencySamples()
+    for b in outputs:
+        samples.add_batch(b)
+    lat = result.latency
+    lat.generate_s = round(generate_s, 6)
+    for key, values, scale in (
+        ("ttft_ms", samples.ttft_s, 1000.0),
+        ("itl_ms", samples.itl_s, 1000.0),
+        ("request_latency_s", samples.request_s, 1.0),
+    ):
+        pct = percentiles(values, scale)
+        if pct is None:
+            result.null_reasons[f"latency.{key}"] = (
+                "no request produced more than one token"
+                if key == "itl_ms"
+                else "no tokens were generated"
+            )
+        else:
+            setattr(lat, key, Percentiles(**{k: round(v, 4) for k, v in pct.items()}))
+    if generate_s > 0:
+        result.throughput.generate_output_tokens_per_s = round(out_tokens / generate_s, 3)
+    return counts
+
+
+def fill_measurement(
+    result: RunResult, measurement: Measurement, counts: Counts
+) -> dict[int, float | None]:
+    """Energy, validity, window rates, hardware, thermal and device memory from the measurement
+    session's typed sections; returns each measured torch CUDA device's memory bandwidth
+    (bytes/s), for the compute estimates."""
+    m = measurement
+    result.energy, result.thermal, result.validity = m.energy, m.thermal, m.validity
+    result.hardware = m.hardware
+    if m.window_s > 0:  # the window energy is measured over: tokens/s and J/token agree
+        result.throughput.output_tokens_per_s = round(counts.output_tokens / m.window_s, 3)
+        result.throughput.requests_per_s = round(counts.requests / m.window_s, 4)
+    result.null_reasons.update(m.null_reasons)
+    result.set_figure("memory.peak_device_used_mb", m.peak_device_used_mb)
+    return m.memory_bandwidth_by_torch_index()
+
+
+def fill_memory(
+    result: RunResult, loaded: LoadedModel, device: str, peaks: dict[str, Any] | None
+) -> None:
+    """Allocator peaks (``peaks``: from ``llem.backends.memory.peak_memory``, CUDA only), the
+    host's peak RSS, and why a figure is absent."""
+    mem, reasons = result.memory, result.null_reasons
+    if peaks is not None:
+        mem.peak_allocated_mb = peaks["peak_allocated_mb"]
+        mem.peak_reserved_mb = peaks["peak_reserved_mb"]
+        mem.per_device = peaks["per_device"]
+    mem.peak_host_rss_mb = _peak_rss_mb()
+    if loaded.engine_process:  # the model lives in other processes (vllm)
+        mem.peak_host_rss_mb = None
+        for k in ("peak_allocated_mb", "peak_reserved_mb", "peak_host_rss_mb"):
+            reasons[f"memory.{k}"] = loaded.engine_process
+    elif device != "cuda":
+        for k in ("peak_allocated_mb", "peak_reserved_mb"):
+            reasons[f"memory.{k}"] = "torch allocator statistics exist for CUDA devices only"
+    if mem.peak_device_used_mb is None:
+        reasons.setdefault("memory.peak_device_used_mb", "NVML memory readings unavailable")
+
+
+def _peak_rss_mb() -> float | None:
+    try:
+        import resource
+
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # KiB on Linux
+    except Exception:  # pragma: no cover - non-POSIX
+        return None
+
+
+def fill_compute(
+    result: RunResult,
+    shape: ModelShape | None,
+    outputs: Sequence[BatchOutput],
+    exp: ExperimentConfig,
+    device: str,
+    bandwidths: dict[int, float | None],
+) -> None:
+    cache: CacheImplementation | None = exp.pytorch.cache_implementation
+    figures = compute_figures(
+        shape, outputs, device, bandwidths, cache=cache, max_new_tokens=exp.decoder.max_new_tokens
+    )
+    result.compute = Compute(**figures.as_dict())
+    result.null_reasons.update(figures.null_reasons)

@@ -1,0 +1,257 @@
+"""One run: validate, pre-flight, snapshot, load (or reuse), warm up, measure, write, clean up.
+
+A ``Runner`` holds what outlives one run inside a process: the loaded model kept for the next run
+(``reuse_model``) and the idle-power baseline. The Hydra entrypoint holds one, and so do tests.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig
+
+from llem.backends import create_backend
+from llem.backends.memory import peak_memory, reset_peak_memory
+from llem.backends.types import Backend, BatchOutput, LoadedModel
+from llem.config.schema import ExperimentConfig
+from llem.config.validate import config_hash
+from llem.generations import write_generations
+from llem.measure import MeasurementSession
+from llem.measure.idle import IdleCache
+from llem.result import ErrorInfo, RunResult, SweepPosition, utc_now
+from llem.runner.assemble import (
+    fill_compute,
+    fill_measurement,
+    fill_memory,
+    fill_workload,
+    new_result,
+)
+from llem.runner.environment import write_environment
+from llem.runner.preflight import preflight
+from llem.runner.prepare import prepare
+from llem.runner.progress import BatchProgress
+from llem.runner.prompts import prepare_prompts
+
+log = logging.getLogger("llem.run")
+
+MAX_PASSES = 10_000
+
+
+@dataclass
+class _Measured:
+    outputs: list[BatchOutput]
+    passes: int
+    n_prompts: int
+
+
+class Runner:
+    """What outlives one run inside a process: the loaded model kept for reuse (and the idle
+    baseline)."""
+
+    live_display: bool  # a sweep's live display owns the terminal: batch progress goes to the log
+    idle_cache: IdleCache  # idle-power baselines this runner's runs measured, for later runs
+
+    def __init__(self, live_display: bool = False) -> None:
+        self.live_display = live_display
+        self.idle_cache = IdleCache()
+        self._kept: tuple[Backend[Any], LoadedModel] | None = None
+
+    def run(
+        self,
+        cfg: DictConfig | ExperimentConfig,
+        run_dir: Path,
+        overrides: list[str] | None = None,
+        reuse_model: bool = False,
+        sweep: SweepPosition | None = None,
+    ) -> RunResult:
+        """Run one configuration and write ``run_dir/result.json``; return the result.
+
+        Configuration errors raise ``ConfigError`` and pre-flight failures ``PreflightError``
+        before anything is written. Once the run has started, any failure is recorded in
+        result.json (``status: failed``) and re-raised. A dry run writes nothing and returns a
+        result whose status is ``dry_run``. With ``reuse_model`` the model stays loaded for the
+        next run whose load key matches (``close`` frees it).
+        """
+        started_at, t_start = utc_now(), time.perf_counter()
+        prepared = prepare(cfg)
+        exp = prepared.exp
+        checks = preflight(exp)
+        if exp.dry_run:
+            return RunResult(status="dry_run", config_hash=config_hash(exp), device=checks.device)
+        run_dir = Path(run_dir)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        result = new_result(prepared, checks.device, started_at, overrides, sweep, checks.warnings)
+        try:
+            self._measure(exp, checks.device, run_dir, result, reuse_model)
+            result.status = "ok"
+        except BaseException as exc:
+            result.fail(ErrorInfo.from_exception(exc))
+            raise
+        finally:
+            result.duration_s = round(time.perf_counter() - t_start, 3)
+            result.write(run_dir)
+        return result
+
+    def close(self) -> None:
+        """Free a model kept for reuse."""
+        if self._kept is not None:
+            backend, loaded = self._kept
+            self._kept = None
+            backend.unload(loaded)
+
+    # ------------------------------------------------------------------ one run
+    def _measure(
+        self, exp: ExperimentConfig, device: str, run_dir: Path, result: RunResult, reuse: bool
+    ) -> None:
+        write_environment(run_dir / "environment.json")
+        backend = create_backend(exp)
+        session = MeasurementSession(
+            exp.measurement,
+            torch_device_indices=_torch_indices(exp, device, backend),
+            device_type=device,
+            idle_cache=self.idle_cache,  # the Runner's idle baselines (llem.measure.idle)
+        )
+        loaded = None
+        keep = False
+        try:
+            if device == "cuda":
+                _init_cuda()
+            session.start()  # idle baseline: after CUDA init, before the model loads
+            loaded = self._acquire(backend, device, reuse, result)
+            measured, peaks = self._generate(exp, backend, loaded, session, result)
+            batch_size = backend.batch_size(loaded)
+            counts = fill_workload(
+                result, measured.outputs, measured.passes, measured.n_prompts, batch_size
+            )
+            report = session.measurement(
+                output_tokens=counts.output_tokens,
+                requests=counts.requests,
+                input_tokens=counts.input_tokens,
+            )
+            bandwidths = fill_measurement(result, report, counts)
+            fill_memory(result, loaded, device, peaks)
+            fill_compute(result, loaded.shape, measured.outputs, exp, device, bandwidths)
+            if exp.measurement.save_outputs:
+                write_generations(run_dir, measured.outputs, measured.n_prompts)
+            session.write_timeseries(run_dir / "timeseries.csv")
+            keep = reuse
+        finally:
+            session.close()
+            self._release(backend, loaded, keep)
+
+    def _generate(
+        self,
+        exp: ExperimentConfig,
+        backend: Backend[Any],
+        loaded: LoadedModel,
+        session: MeasurementSession,
+        result: RunResult,
+    ) -> tuple[_Measured, dict[str, Any] | None]:
+        """Prompts, warm-up and cool-down, then whole passes over the prompts inside the measured
+        window; returns the batches and the allocator peaks over the window (CUDA only)."""
+        prompt_set = prepare_prompts(exp.dataset, loaded.tokenizer)
+        result.workload.chat_template_applied = prompt_set.chat_template_applied
+        batches = backend.batches(prompt_set.prompts)
+        life = result.lifecycle
+        life.seed = _seed(exp)
+        t0 = time.perf_counter()
+        # Warm-up (and any torch.compile, or its fallback to eager) stays out of the window;
+        # lifecycle.torch_compile records what actually runs in it.
+        backend.warm_up(loaded, batches, exp.measurement.warmup)
+        life.torch_compile = loaded.torch_compile
+        life.warmup_s = round(time.perf_counter() - t0, 3)
+        cooled = session.cooldown()
+        life.cooldown_waited_s = cooled.get("cooldown_waited_s")
+        life.start_temp_c = cooled.get("start_temp_c")
+        cuda_devices = _model_cuda_devices(loaded)
+        if cuda_devices:
+            reset_peak_memory(cuda_devices)
+        outputs: list[BatchOutput] = []
+        passes = 0
+        progress = BatchProgress(len(batches), self.live_display)
+        with session.window() as window:
+            while passes < MAX_PASSES:
+                for k, batch in enumerate(batches, 1):
+                    outputs.append(backend.generate(loaded, batch))
+                    progress.batch(passes + 1, k)
+                passes += 1
+                # Only a window that measures energy is stretched to min_window_s.
+                if session.source is None or window.elapsed_s() >= exp.measurement.min_window_s:
+                    break
+        progress.done()
+        peaks = peak_memory(cuda_devices) if cuda_devices else None
+        return _Measured(outputs, passes, len(prompt_set.prompts)), peaks
+
+    # ------------------------------------------------------------- model reuse
+    def _acquire(
+        self, backend: Backend[Any], device: str, reuse: bool, result: RunResult
+    ) -> LoadedModel:
+        """The model for this run: the kept one when its load key matches (and reuse is on),
+        else a fresh load. A kept model that does not match is freed first, so two models never
+        share the device."""
+        key = backend.load_key(device)
+        reused = False
+        if self._kept is not None and reuse and self._kept[1].load_key == key:
+            loaded, reused = self._kept[1], True
+        else:
+            self.close()
+            loaded = backend.load(device)
+        life = result.lifecycle
+        result.dtype = loaded.dtype
+        life.load_s = 0.0 if reused else round(loaded.load_s, 3)
+        life.model_reused = reused
+        life.model_source = loaded.source
+        life.load_kwargs = loaded.load_kwargs
+        return loaded
+
+    def _release(self, backend: Backend[Any], loaded: LoadedModel | None, keep: bool) -> None:
+        """After a run: keep the model for the next run, or free it now."""
+        if loaded is None:
+            return
+        if keep and loaded.model is not None:
+            self._kept = (backend, loaded)
+            return
+        if self._kept is not None and self._kept[1] is loaded:
+            self._kept = None
+        backend.unload(loaded)
+
+
+def _init_cuda() -> None:
+    """Create the CUDA context now, so the idle baseline sees the GPU as the run will."""
+    import torch
+
+    torch.zeros(1, device="cuda")
+    torch.cuda.synchronize()
+
+
+def _seed(exp: ExperimentConfig) -> int:
+    """Seed torch; a sampling decoder gets ``seed + repeat`` so repeats sample differently."""
+    import torch
+
+    seed = exp.seed + exp.repeat if exp.decoder.do_sample else exp.seed
+    torch.manual_seed(seed)
+    return seed
+
+
+def _model_cuda_devices(loaded: LoadedModel) -> list[int]:
+    """The torch CUDA indices holding the model (the current device when none is known)."""
+    if loaded.device != "cuda":
+        return []
+    if loaded.shape is not None and loaded.shape.cuda_devices:
+        return list(loaded.shape.cuda_devices)
+    import torch
+
+    return [torch.cuda.current_device()]
+
+
+def _torch_indices(exp: ExperimentConfig, device: str, backend: Backend[Any]) -> list[int] | None:
+    """The torch CUDA indices to measure: measurement.gpu_indices, else where the model goes."""
+    if device != "cuda":
+        return None
+    if exp.measurement.gpu_indices is not None:
+        return list(exp.measurement.gpu_indices)
+    return backend.torch_device_indices()
