@@ -19,10 +19,9 @@ from llem.backends.memory import peak_memory, reset_peak_memory
 from llem.backends.types import Backend, BatchOutput, LoadedModel
 from llem.config.schema import ExperimentConfig
 from llem.config.validate import config_hash
-from llem.generations import write_generations
 from llem.measure import MeasurementSession
 from llem.measure.idle import IdleCache
-from llem.result import ErrorInfo, RunResult, SweepPosition, utc_now
+from llem.result import ErrorInfo, RunResult, SweepPosition, utc_now, write_generations
 from llem.runner.assemble import (
     fill_compute,
     fill_measurement,
