@@ -138,7 +138,16 @@ def main() -> int:
     out_root.mkdir(parents=True, exist_ok=True)
     print(f"run directories under {out_root}")
 
-    # 1. counter vs integrated power over one steady window
+    rows.append(counter_vs_power(out_root, base, steady_s))
+    rows.append(repeatability(out_root, base, window_s))
+    by_batch = batch_scaling(out_root, base, window_s, batches, rows)
+    rows.extend(labels(out_root, base, window_s, by_batch.get(8) or by_batch[batches[0]]))
+    print_table(rows)
+    return 1 if any(row.ok is False for row in rows) else 0
+
+
+def counter_vs_power(out_root: Path, base: list[str], steady_s: int) -> Row:
+    """1. The counter against integrated power over one steady window."""
     r = run_llem(
         out_root / "steady",
         *base,
@@ -150,21 +159,20 @@ def main() -> int:
         counter = r["energy"]["total_j"]
         integ = integrated_power_j(Path(r["_dir"]))
         diff = None if not integ else (integ - counter) / counter
-        rows.append(
-            Row(
-                "counter vs power",
-                f"counter {counter:.1f} J, integrated {integ or float('nan'):.1f} J, "
-                f"diff {diff if diff is not None else float('nan'):+.2%} over "
-                f"{r['energy']['window_s']:.1f} s ({r['energy']['source']})",
-                "|diff| <= 2%",
-                None if diff is None else abs(diff) <= 0.02,
-                verdict(r),
-            )
+        return Row(
+            "counter vs power",
+            f"counter {counter:.1f} J, integrated {integ or float('nan'):.1f} J, "
+            f"diff {diff if diff is not None else float('nan'):+.2%} over "
+            f"{r['energy']['window_s']:.1f} s ({r['energy']['source']})",
+            "|diff| <= 2%",
+            None if diff is None else abs(diff) <= 0.02,
+            verdict(r),
         )
-    else:
-        rows.append(Row("counter vs power", "no energy", "|diff| <= 2%", False, verdict(r)))
+    return Row("counter vs power", "no energy", "|diff| <= 2%", False, verdict(r))
 
-    # 2. repeatability
+
+def repeatability(out_root: Path, base: list[str], window_s: int) -> Row:
+    """2. Repeatability: the spread of J/token over five runs."""
     reps = [
         run_llem(
             out_root / f"repeat{i}", *base, f"measurement.min_window_s={window_s}", f"repeat={i}"
@@ -173,18 +181,20 @@ def main() -> int:
     ]
     vals = [v for v in (jpt(x) for x in reps) if v is not None]
     cv = statistics.stdev(vals) / statistics.mean(vals) if len(vals) >= 2 else None
-    rows.append(
-        Row(
-            "repeatability (5 runs)",
-            "CV of J/token "
-            + ("n/a" if cv is None else f"{cv:.2%} (mean {statistics.mean(vals):.5f} J/token)"),
-            "CV < 3%",
-            None if cv is None else cv < 0.03,
-            "; ".join(sorted({verdict(x) for x in reps})),
-        )
+    return Row(
+        "repeatability (5 runs)",
+        "CV of J/token "
+        + ("n/a" if cv is None else f"{cv:.2%} (mean {statistics.mean(vals):.5f} J/token)"),
+        "CV < 3%",
+        None if cv is None else cv < 0.03,
+        "; ".join(sorted({verdict(x) for x in reps})),
     )
 
-    # 3. batch scaling
+
+def batch_scaling(
+    out_root: Path, base: list[str], window_s: int, batches: list[int], rows: list[Row]
+) -> dict[int, dict[str, Any]]:
+    """3. J/token against the batch size (appends its row; returns the runs)."""
     by_batch: dict[int, dict[str, Any]] = {}
     for b in batches:
         by_batch[b] = run_llem(
@@ -206,9 +216,12 @@ def main() -> int:
             "; ".join(sorted({verdict(x) for x in by_batch.values()})),
         )
     )
+    return by_batch
 
-    # 4. labels: bnb-4bit, torch.compile
-    plain = by_batch.get(8) or by_batch[batches[0]]
+
+def labels(out_root: Path, base: list[str], window_s: int, plain: dict[str, Any]) -> list[Row]:
+    """4. Labels that must tell the truth: bnb-4bit and torch.compile."""
+    rows: list[Row] = []
     q = run_llem(
         out_root / "bnb4", *base, "quantization=bnb-4bit", f"measurement.min_window_s={window_s}"
     )
@@ -247,8 +260,11 @@ def main() -> int:
             verdict(c),
         )
     )
+    return rows
 
-    # 5. the table
+
+def print_table(rows: list[Row]) -> None:
+    """5. The table."""
     print()
     header = f"{'check':24} {'result':8} {'target':30} figure / validity"
     print(header)
@@ -257,7 +273,6 @@ def main() -> int:
         ok = {True: "PASS", False: "FAIL", None: "info"}[row.ok]
         print(f"{row.check:24} {ok:8} {row.target:30} {row.figure}")
         print(f"{'':24} {'':8} {'':30} validity: {row.validity}")
-    return 1 if any(row.ok is False for row in rows) else 0
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 
 def load_model(default_model: bool, tmp: Path):
@@ -80,7 +81,7 @@ def timed(model, inputs, new_tokens: int, seconds: float) -> float:
             return tokens / elapsed
 
 
-def main() -> None:
+def parse_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--default-model", action="store_true")
     ap.add_argument("--real-nvml", action="store_true", help="sample the real GPU via pynvml")
@@ -96,48 +97,30 @@ def main() -> None:
         default=1,
         help="torch CPU threads (1 keeps a shared CPU's noise down; 0 = torch default)",
     )
-    args = ap.parse_args()
+    return ap.parse_args()
 
-    import torch
 
-    if args.threads:
-        torch.set_num_threads(args.threads)
-
-    from llem.config.schema import EnergySource, MeasurementConfig
-    from llem.measure import MeasurementSession
-    from llem.measure.energy import EnergyMeter
-    from llem.measure.sampler import RealClock
-
-    clock = RealClock()
+def install_fake_nvml(args: argparse.Namespace, clock: Any) -> str:
+    """Put a fake pynvml in place (unless --real-nvml); returns what is sampled, in words."""
     if args.real_nvml:
-        nvml_note = "the real NVML"
-    else:
-        from llem.testing.fake_pynvml import FakeGpu, FakeNvml, Square
+        return "the real NVML"
+    from llem.testing.fake_pynvml import FakeGpu, FakeNvml, Square
 
-        sys.modules["pynvml"] = FakeNvml(
-            [FakeGpu("GPU-fake-0000", power=Square(80.0, 300.0, 0.5))],
-            clock,
-            call_latency_s=args.nvml_call_us / 1e6,
-        )
-        nvml_note = (
-            f"a FAKE pynvml (no GPU on this machine), {args.nvml_call_us:.0f} us per NVML call"
-        )
-    with tempfile.TemporaryDirectory() as tmp:
-        model, tok, label = load_model(args.default_model, Path(tmp))
-    model.eval()
-    inputs = make_batch(tok, args.batch)
-    cfg = MeasurementConfig(
-        energy=EnergySource.nvml, idle_baseline_s=0.0, sample_hz=args.hz, min_window_s=0.0
+    sys.modules["pynvml"] = FakeNvml(
+        [FakeGpu("GPU-fake-0000", power=Square(80.0, 300.0, 0.5))],
+        clock,
+        call_latency_s=args.nvml_call_us / 1e6,
     )
-    session = MeasurementSession(
-        cfg, [0], "cuda", clock=clock, cuda_sync=(None if args.real_nvml else (lambda: None))
-    )
-    session.start()
-    timed(model, inputs, args.new_tokens, 1.0)  # warm-up
+    return f"a FAKE pynvml (no GPU on this machine), {args.nvml_call_us:.0f} us per NVML call"
 
-    # Three conditions in rotating order: no sampler, sampler, and no sampler again (an A/A control
-    # whose ratio to the first shows how much of any difference is just this machine's noise).
-    runs: dict = {"off": [], "on": [], "control": []}
+
+def run_conditions(
+    args: argparse.Namespace, session: Any, model: Any, inputs: Any
+) -> tuple[dict[str, list[float]], int]:
+    """Three conditions in rotating order: no sampler, sampler, and no sampler again (an A/A
+    control whose ratio to the first shows how much of any difference is just this machine's
+    noise). Returns tokens/s per condition and the number of samples taken."""
+    runs: dict[str, list[float]] = {"off": [], "on": [], "control": []}
     ticks = 0
     orders = [("off", "on", "control"), ("on", "control", "off"), ("control", "off", "on")]
     for r in range(args.repeats):
@@ -153,40 +136,76 @@ def main() -> None:
             f"repeat {r:2d}: no sampler {off:8.1f}   sampler {on:8.1f}   control {ctl:8.1f} "
             f"tok/s   sampler/no sampler {on / off:.3f}"
         )
+    return runs, ticks
 
-    # The sampler's own cost per tick, timed directly (CPU time excludes the fake's sleeps).
+
+def tick_cost_us(session: Any, clock: Any, n: int = 200) -> tuple[float, float]:
+    """The sampler's own cost per tick, timed directly (CPU time excludes the fake's sleeps)."""
+    from llem.measure.energy import EnergyMeter
+
     meter = EnergyMeter(session.source, None, clock)
-    n = 200
     cpu0, wall0 = time.thread_time(), time.perf_counter()
     for _ in range(n):
         meter.tick(clock.now())
-    cpu_us = (time.thread_time() - cpu0) / n * 1e6
-    wall_us = (time.perf_counter() - wall0) / n * 1e6
-    session.close()
+    return (time.thread_time() - cpu0) / n * 1e6, (time.perf_counter() - wall0) / n * 1e6
 
-    off, on, ctl = runs["off"], runs["on"], runs["control"]
-    m_off, m_on, m_ctl = statistics.median(off), statistics.median(on), statistics.median(ctl)
-    paired = statistics.median(a / b for a, b in zip(on, off, strict=True))
-    paired_ctl = statistics.median(a / b for a, b in zip(ctl, off, strict=True))
+
+def main() -> None:
+    args = parse_args()
+    import torch
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+
+    from llem.config.schema import EnergySource, MeasurementConfig
+    from llem.measure import MeasurementSession
+    from llem.measure.sampler import RealClock
+
+    clock = RealClock()
+    nvml_note = install_fake_nvml(args, clock)
+    with tempfile.TemporaryDirectory() as tmp:
+        model, tok, label = load_model(args.default_model, Path(tmp))
+    model.eval()
+    inputs = make_batch(tok, args.batch)
+    cfg = MeasurementConfig(
+        energy=EnergySource.nvml, idle_baseline_s=0.0, sample_hz=args.hz, min_window_s=0.0
+    )
+    session = MeasurementSession(
+        cfg, [0], "cuda", clock=clock, cuda_sync=(None if args.real_nvml else (lambda: None))
+    )
+    session.start()
+    timed(model, inputs, args.new_tokens, 1.0)  # warm-up
+    runs, ticks = run_conditions(args, session, model, inputs)
+    cpu_us, wall_us = tick_cost_us(session, clock)
+    session.close()
     print(
         f"\nmodel: {label}; batch {args.batch}, {args.new_tokens} new tokens per pass, "
         f"torch threads {torch.get_num_threads()}, {args.repeats} x {args.seconds:g} s per "
         "condition, interleaved"
     )
     print(f"sampler: {args.hz:g} Hz against {nvml_note}; {ticks} samples taken in total")
+    report(runs)
+    print(
+        f"one tick: {cpu_us:.0f} us CPU, {wall_us:.0f} us wall -> at {args.hz:g} Hz the sampler "
+        f"uses {cpu_us * args.hz / 1e4:.3f}% of one core"
+    )
+
+
+def report(runs: dict[str, list[float]], target: float = 0.99) -> None:
+    off, on, ctl = runs["off"], runs["on"], runs["control"]
+    m_off, m_on, m_ctl = statistics.median(off), statistics.median(on), statistics.median(ctl)
+    paired = statistics.median(a / b for a, b in zip(on, off, strict=True))
+    paired_ctl = statistics.median(a / b for a, b in zip(ctl, off, strict=True))
     print(f"median tokens/s without sampler: {m_off:.1f}")
     print(f"median tokens/s with sampler:    {m_on:.1f}")
+    met = "met" if paired >= target else "NOT met"
     print(
         f"ratio (with / without): {m_on / m_off:.4f} of medians, {paired:.4f} median of pairs "
-        "(target >= 0.99)"
+        f"(target >= {target}: {met})"
     )
     print(
         f"noise floor, A/A control (without / without): {m_ctl / m_off:.4f} of medians, "
         f"{paired_ctl:.4f} median of pairs"
-    )
-    print(
-        f"one tick: {cpu_us:.0f} us CPU, {wall_us:.0f} us wall -> at {args.hz:g} Hz the sampler "
-        f"uses {cpu_us * args.hz / 1e4:.3f}% of one core"
     )
 
 

@@ -132,45 +132,32 @@ def all_imports() -> list[Import]:
     return sorted(found, key=lambda i: (i.source, i.line, i.target))
 
 
+def _reachable(graph: dict[str, set[str]], start: str) -> set[str]:
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        for w in graph.get(todo.pop(), ()):
+            if w not in seen:
+                seen.add(w)
+                todo.append(w)
+    return seen
+
+
 def cycles(imports: list[Import]) -> list[list[str]]:
-    """Strongly connected components with more than one module (Tarjan, iterative enough)."""
+    """Strongly connected components with more than one module: modules that reach each other."""
     graph: dict[str, set[str]] = {}
     for imp in imports:
         graph.setdefault(imp.source, set()).add(imp.target)
-        graph.setdefault(imp.target, set())
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
+    reach = {v: _reachable(graph, v) for v in graph}
     found: list[list[str]] = []
-    counter = [0]
-
-    def visit(v: str) -> None:
-        index[v] = low[v] = counter[0]
-        counter[0] += 1
-        stack.append(v)
-        on_stack.add(v)
-        for w in sorted(graph[v]):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on_stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            component = []
-            while True:
-                w = stack.pop()
-                on_stack.discard(w)
-                component.append(w)
-                if w == v:
-                    break
-            if len(component) > 1:
-                found.append(sorted(component))
-
-    sys.setrecursionlimit(10000)
+    placed: set[str] = set()
     for v in sorted(graph):
-        if v not in index:
-            visit(v)
+        if v in placed:
+            continue
+        component = sorted({v} | {w for w in reach[v] if v in reach.get(w, set())})
+        placed.update(component)
+        if len(component) > 1:
+            found.append(component)
     return found
 
 

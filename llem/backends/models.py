@@ -52,24 +52,31 @@ def model_access_problem(
     except FileNotFoundError as exc:
         return str(exc)
     if is_local:
-        root = Path(resolved)
-        if gguf_file:
-            found = ", ".join(sorted(p.name for p in root.glob("*.gguf")))
-            if not (root / gguf_file).is_file():
-                return (
-                    f"model.gguf_file={gguf_file}: not found in {root} "
-                    f"(GGUF files there: {found or 'none'})"
-                )
-            return None
-        if root.is_file():
+        return _local_problem(Path(resolved), name_or_path, gguf_file)
+    return _hub_problem(name_or_path, gguf_file, revision)
+
+
+def _local_problem(root: Path, name_or_path: str, gguf_file: str | None) -> str | None:
+    if gguf_file:
+        found = ", ".join(sorted(p.name for p in root.glob("*.gguf")))
+        if not (root / gguf_file).is_file():
             return (
-                f"model.name_or_path={name_or_path} is a file; for a GGUF file set "
-                "model.name_or_path=<its directory> model.gguf_file=<file name>"
+                f"model.gguf_file={gguf_file}: not found in {root} "
+                f"(GGUF files there: {found or 'none'})"
             )
-        if not (root / "config.json").is_file():
-            return f"model.name_or_path={name_or_path}: directory has no config.json"
         return None
-    # A hub id: is it in the local HF cache?
+    if root.is_file():
+        return (
+            f"model.name_or_path={name_or_path} is a file; for a GGUF file set "
+            "model.name_or_path=<its directory> model.gguf_file=<file name>"
+        )
+    if not (root / "config.json").is_file():
+        return f"model.name_or_path={name_or_path}: directory has no config.json"
+    return None
+
+
+def _hub_problem(name_or_path: str, gguf_file: str | None, revision: str | None) -> str | None:
+    """A hub id: is it in the local HF cache (it must be when offline)?"""
     looks_like_id = name_or_path.count("/") <= 1 and not name_or_path.startswith((".", "/", "~"))
     if not looks_like_id:
         return f"model.name_or_path={name_or_path}: no such local directory"

@@ -23,9 +23,12 @@ from llem.config.dataset import chat_template_problems
 from llem.config.engines import engine_problems
 from llem.config.knobs import Knob, range_problems, section_class, show
 from llem.config.schema import (
+    DatasetConfig,
     DatasetSource,
+    DecoderConfig,
     EnergySource,
     ExperimentConfig,
+    MeasurementConfig,
     PyTorchConfig,
     QuantizationConfig,
 )
@@ -129,45 +132,47 @@ def cross_field_problems(exp: ExperimentConfig) -> list[str]:
 
     Each problem names its keys, the bad values and what is allowed.
     """
-    p = range_problems(exp)
-    q, pt, d, ds, m = exp.quantization, exp.pytorch, exp.decoder, exp.dataset, exp.measurement
+    return [
+        *range_problems(exp),
+        *_quantization_problems(exp.quantization),
+        *_pytorch_problems(exp.pytorch),
+        *_decoder_problems(exp.decoder),
+        *_dataset_problems(exp.dataset),
+        *_measurement_problems(exp.measurement),
+        *engine_problems(exp),
+    ]
 
+
+def _quantization_problems(q: QuantizationConfig) -> list[str]:
+    p: list[str] = []
     if q.load_in_4bit and q.load_in_8bit:
         p.append(
             f"{LOAD_IN_4BIT}=true and {LOAD_IN_8BIT}=true are exclusive "
             "(choose quantization=bnb-4bit or quantization=bnb-8bit)"
         )
     if not q.load_in_4bit:
-        for name in _NEEDS_4BIT:
-            value = getattr(q, name)
-            if value is not None:
-                p.append(
-                    f"quantization.{name}={show(value)} needs {LOAD_IN_4BIT}=true "
-                    "(use quantization=bnb-4bit, or leave it unset)"
-                )
+        p.extend(
+            f"quantization.{name}={show(getattr(q, name))} needs {LOAD_IN_4BIT}=true "
+            "(use quantization=bnb-4bit, or leave it unset)"
+            for name in _NEEDS_4BIT
+            if getattr(q, name) is not None
+        )
+    return p
+
+
+def _pytorch_problems(pt: PyTorchConfig) -> list[str]:
+    p: list[str] = []
     if not pt.torch_compile:
-        for name in _NEEDS_COMPILE:
-            value = getattr(pt, name)
-            if value is not None:
-                p.append(f"pytorch.{name}={show(value)} needs {TORCH_COMPILE}=true")
+        p.extend(
+            f"pytorch.{name}={show(getattr(pt, name))} needs {TORCH_COMPILE}=true"
+            for name in _NEEDS_COMPILE
+            if getattr(pt, name) is not None
+        )
     if pt.cache_implementation is not None and pt.use_cache is False:
         p.append(
             f"{CACHE_IMPLEMENTATION}={show(pt.cache_implementation)} needs "
             f"{USE_CACHE} to be true or unset (it is false)"
         )
-    if d.min_new_tokens is not None and d.min_new_tokens > d.max_new_tokens:
-        p.append(
-            f"{MIN_NEW_TOKENS}={d.min_new_tokens} must be <= {MAX_NEW_TOKENS}={d.max_new_tokens}"
-        )
-    if ds.source == DatasetSource.synthetic and ds.input_tokens is None:
-        p.append(f"{INPUT_TOKENS} is required for {DATASET_SOURCE}=synthetic")
-    p.extend(chat_template_problems(ds))
-    if ds.source == DatasetSource.jsonl and not ds.path:
-        p.append(f"{DATASET_PATH} is required for {DATASET_SOURCE}=jsonl")
-    if m.energy == EnergySource.replay and not m.replay_trace:
-        p.append(f"{REPLAY_TRACE} is required for {ENERGY}=replay")
-    if m.replay_trace and m.energy != EnergySource.replay:
-        p.append(f"{REPLAY_TRACE}={m.replay_trace} needs {ENERGY}=replay (it is {show(m.energy)})")
     if pt.num_beams not in (None, 1) and pt.prompt_lookup_num_tokens is not None:
         p.append(f"{PROMPT_LOOKUP} needs {NUM_BEAMS} unset or 1 (it is {pt.num_beams})")
     if pt.max_memory is not None and not _is_memory_map(pt.max_memory):
@@ -175,8 +180,33 @@ def cross_field_problems(exp: ExperimentConfig) -> list[str]:
             f"{MAX_MEMORY}={pt.max_memory} is not a memory map "
             "(allowed: {GPU index or cpu or disk: size}, e.g. {0:20GiB,cpu:64GiB})"
         )
+    return p
 
-    p.extend(engine_problems(exp))
+
+def _decoder_problems(d: DecoderConfig) -> list[str]:
+    if d.min_new_tokens is not None and d.min_new_tokens > d.max_new_tokens:
+        return [
+            f"{MIN_NEW_TOKENS}={d.min_new_tokens} must be <= {MAX_NEW_TOKENS}={d.max_new_tokens}"
+        ]
+    return []
+
+
+def _dataset_problems(ds: DatasetConfig) -> list[str]:
+    p: list[str] = []
+    if ds.source == DatasetSource.synthetic and ds.input_tokens is None:
+        p.append(f"{INPUT_TOKENS} is required for {DATASET_SOURCE}=synthetic")
+    p.extend(chat_template_problems(ds))
+    if ds.source == DatasetSource.jsonl and not ds.path:
+        p.append(f"{DATASET_PATH} is required for {DATASET_SOURCE}=jsonl")
+    return p
+
+
+def _measurement_problems(m: MeasurementConfig) -> list[str]:
+    p: list[str] = []
+    if m.energy == EnergySource.replay and not m.replay_trace:
+        p.append(f"{REPLAY_TRACE} is required for {ENERGY}=replay")
+    if m.replay_trace and m.energy != EnergySource.replay:
+        p.append(f"{REPLAY_TRACE}={m.replay_trace} needs {ENERGY}=replay (it is {show(m.energy)})")
     return p
 
 

@@ -46,6 +46,19 @@ def _not_cuda(device_type: str) -> str:
     return f"measurement.energy=nvml needs a CUDA device but the run is on device={device_type}"
 
 
+_NON_NEGATIVE = (
+    "idle_baseline_s",
+    "cooldown_s",
+    "min_window_s",
+    "cooldown_temp_margin_c",
+    "idle_max_age_s",
+    "idle_temp_margin_c",
+    "min_valid_window_s",
+    "max_temp_rise_c",
+    "idle_power_min_w",
+)
+
+
 def preflight_problems(
     cfg: MeasurementConfig,
     device_type: str,
@@ -53,20 +66,20 @@ def preflight_problems(
     env: Mapping[str, str],
 ) -> list[str]:
     """One sentence per problem, naming the key and its value; empty when all is well."""
-    mode, problems = energy_mode(cfg), []
+    mode = energy_mode(cfg)
+    problems = _range_problems(cfg) + _replay_problems(cfg, mode)
+    if mode == "nvml" and device_type != "cuda":
+        problems.append(_not_cuda(device_type))
+    elif mode in ("nvml", "auto") and device_type == "cuda":
+        problems.extend(_nvml_problems(cfg, mode, torch_indices, env))
+    return problems
+
+
+def _range_problems(cfg: MeasurementConfig) -> list[str]:
+    problems: list[str] = []
     if not cfg.sample_hz or cfg.sample_hz <= 0 or cfg.sample_hz > 1000:
         problems.append(f"measurement.sample_hz={cfg.sample_hz}: must be > 0 and <= 1000")
-    for key in (
-        "idle_baseline_s",
-        "cooldown_s",
-        "min_window_s",
-        "cooldown_temp_margin_c",
-        "idle_max_age_s",
-        "idle_temp_margin_c",
-        "min_valid_window_s",
-        "max_temp_rise_c",
-        "idle_power_min_w",
-    ):
+    for key in _NON_NEGATIVE:
         value = getattr(cfg, key)
         if value is not None and value < 0:
             problems.append(f"measurement.{key}={value}: must be >= 0")
@@ -78,28 +91,28 @@ def preflight_problems(
         problems.append(
             f"measurement.idle_power_max_fraction={cfg.idle_power_max_fraction}: must be > 0"
         )
+    return problems
+
+
+def _replay_problems(cfg: MeasurementConfig, mode: str) -> list[str]:
     trace = cfg.replay_trace
     if trace and mode != "replay":
-        problems.append(
+        return [
             f"measurement.replay_trace={trace} is set but measurement.energy={mode}; "
             "set measurement.energy=replay to use it"
-        )
-    if mode == "replay":
-        if not trace:
-            problems.append(
-                "measurement.energy=replay needs measurement.replay_trace "
-                "(a CSV with columns time_s, device, power_w)"
-            )
-        else:
-            try:
-                load_trace(trace)
-            except TraceError as exc:
-                problems.append(f"measurement.replay_trace={trace}: {exc}")
-    if mode == "nvml" and device_type != "cuda":
-        problems.append(_not_cuda(device_type))
-    elif mode in ("nvml", "auto") and device_type == "cuda":
-        problems.extend(_nvml_problems(cfg, mode, torch_indices, env))
-    return problems
+        ]
+    if mode != "replay":
+        return []
+    if not trace:
+        return [
+            "measurement.energy=replay needs measurement.replay_trace "
+            "(a CSV with columns time_s, device, power_w)"
+        ]
+    try:
+        load_trace(trace)
+    except TraceError as exc:
+        return [f"measurement.replay_trace={trace}: {exc}"]
+    return []
 
 
 def _nvml_problems(

@@ -157,25 +157,47 @@ def with_figures(
             continue
         given = figures[name]
         if spec.is_map:
-            assert spec.bound is not None and isinstance(given, Mapping)
-            changes[name] = {k: f.value for k, f in given.items()}
-            changes[spec.bound] = {k: f.bound for k, f in given.items()}
-            for k, f in given.items():
-                if f.null_reason is not None:
-                    reasons[f"{where}.{name}.{k}"] = f.null_reason
-            continue
-        assert isinstance(given, Figure)
-        changes[name] = given.value
-        if given.null_reason is not None:
-            reasons[f"{where}.{name}"] = given.null_reason
-        if spec.bound is not None:
-            changes[spec.bound] = given.bound
-            if given.bound is None:
-                why = given.null_reason or given.bound_null_reason or "not measured"
-                reasons[f"{where}.{spec.bound}"] = why
-        elif given.bound is not None:
-            raise ValueError(f"{type(section).__name__}.{name} has no bound field")
+            assert isinstance(given, Mapping)
+            _put_map(spec, given, f"{where}.{name}", changes, reasons)
+        else:
+            assert isinstance(given, Figure)
+            _put_one(type(section).__name__, spec, given, where, changes, reasons)
     return dataclasses.replace(section, **changes), reasons  # type: ignore[type-var]
+
+
+def _put_map(
+    spec: FigureSpec,
+    given: Mapping[str, Figure],
+    path: str,
+    changes: dict[str, Any],
+    reasons: dict[str, str],
+) -> None:
+    assert spec.bound is not None
+    changes[spec.name] = {k: f.value for k, f in given.items()}
+    changes[spec.bound] = {k: f.bound for k, f in given.items()}
+    for k, f in given.items():
+        if f.null_reason is not None:
+            reasons[f"{path}.{k}"] = f.null_reason
+
+
+def _put_one(
+    owner: str,
+    spec: FigureSpec,
+    given: Figure,
+    where: str,
+    changes: dict[str, Any],
+    reasons: dict[str, str],
+) -> None:
+    changes[spec.name] = given.value
+    if given.null_reason is not None:
+        reasons[f"{where}.{spec.name}"] = given.null_reason
+    if spec.bound is not None:
+        changes[spec.bound] = given.bound
+        if given.bound is None:
+            why = given.null_reason or given.bound_null_reason or "not measured"
+            reasons[f"{where}.{spec.bound}"] = why
+    elif given.bound is not None:
+        raise ValueError(f"{owner}.{spec.name} has no bound field")
 
 
 def read_figure(section: Any, where: str, name: str, null_reasons: Mapping[str, str]) -> Figure:

@@ -263,8 +263,30 @@ def _text(value: Any) -> str:
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
 
 
-def _cpu() -> dict:
+def _cpu() -> dict[str, Any]:
     unavailable: dict[str, str] = {}
+    model, cores = _parse_cpuinfo()
+    if model is None:
+        model = platform.processor() or None
+        if model is None:
+            unavailable["cpu.model"] = "neither /proc/cpuinfo nor platform.processor() names it"
+    if not cores:
+        unavailable["cpu.physical_cores"] = "/proc/cpuinfo lists no core ids"
+    usable: int | None = None
+    if hasattr(os, "sched_getaffinity"):
+        with contextlib.suppress(OSError):
+            usable = len(os.sched_getaffinity(0))
+    return {
+        "model": model,
+        "physical_cores": len(cores) or None,
+        "logical_cores": os.cpu_count(),
+        "usable_cores": usable,  # cores this process may run on (affinity, cgroup cpusets)
+        "unavailable": unavailable,
+    }
+
+
+def _parse_cpuinfo() -> tuple[str | None, set[tuple[str, str]]]:
+    """The CPU's model name and its (physical id, core id) pairs, from /proc/cpuinfo."""
     model: str | None = None
     cores: set[tuple[str, str]] = set()
     try:
@@ -283,23 +305,7 @@ def _cpu() -> dict:
             physical_id = value
         elif key == "core id":
             cores.add((physical_id, value))
-    if model is None:
-        model = platform.processor() or None
-        if model is None:
-            unavailable["cpu.model"] = "neither /proc/cpuinfo nor platform.processor() names it"
-    if not cores:
-        unavailable["cpu.physical_cores"] = "/proc/cpuinfo lists no core ids"
-    usable: int | None = None
-    if hasattr(os, "sched_getaffinity"):
-        with contextlib.suppress(OSError):
-            usable = len(os.sched_getaffinity(0))
-    return {
-        "model": model,
-        "physical_cores": len(cores) or None,
-        "logical_cores": os.cpu_count(),
-        "usable_cores": usable,  # cores this process may run on (affinity, cgroup cpusets)
-        "unavailable": unavailable,
-    }
+    return model, cores
 
 
 def _memory_total_mb() -> int:

@@ -92,21 +92,11 @@ def make_session(
 def assert_nulls_explained(m: Measurement) -> None:
     """Every null figure of a measurement has a reason (null with a reason, never 0); so does
     every missing bound of a bounded figure."""
-    reasons = m.null_reasons
-    for where, section in (("energy", m.energy), ("thermal", m.thermal), ("validity", m.validity)):
-        for name, spec in figure_specs(type(section)).items():
-            value = getattr(section, name)
-            if spec.is_map:
-                for key, v in value.items():
-                    if v is None:
-                        assert reasons.get(f"{where}.{name}.{key}"), f"{where}.{name}.{key}"
-                continue
-            if value is None:
-                assert reasons.get(f"{where}.{name}"), f"{where}.{name} is null without a reason"
-            if spec.bound and getattr(section, spec.bound) is None:
-                assert reasons.get(f"{where}.{spec.bound}"), f"{where}.{spec.bound}: no reason"
     sections = {"energy": m.energy, "thermal": m.thermal, "validity": m.validity}
-    for key in reasons:  # and no reason stands beside a value
+    for where, section in sections.items():
+        for name, spec in figure_specs(type(section)).items():
+            _assert_figure_explained(m.null_reasons, where, section, name, spec)
+    for key in m.null_reasons:  # and no reason stands beside a value
         where, _, name = key.partition(".")
         if where in sections:
             field, _, entry = name.partition(".")
@@ -116,5 +106,18 @@ def assert_nulls_explained(m: Measurement) -> None:
     for i, dev in enumerate(m.devices):
         for key, value in dev.to_dict().items():
             if value is None:
-                assert reasons.get(f"devices[{i}].{key}")
+                assert m.null_reasons.get(f"devices[{i}].{key}")
     assert m.energy.unavailable_reason or m.energy.source != "unavailable"
+
+
+def _assert_figure_explained(reasons, where: str, section, name: str, spec) -> None:
+    value = getattr(section, name)
+    if spec.is_map:
+        for key, v in value.items():
+            if v is None:
+                assert reasons.get(f"{where}.{name}.{key}"), f"{where}.{name}.{key}"
+        return
+    if value is None:
+        assert reasons.get(f"{where}.{name}"), f"{where}.{name} is null without a reason"
+    if spec.bound and getattr(section, spec.bound) is None:
+        assert reasons.get(f"{where}.{spec.bound}"), f"{where}.{spec.bound}: no reason"
