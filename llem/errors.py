@@ -73,6 +73,13 @@ class PreflightError(LlemError):
         super().__init__(head + "; ".join(self.problems), hint)
 
 
+class SweepInUse(LlemError):
+    """Another sweep is running in the same sweep directory (exit 3, like a failed pre-flight
+    check: nothing was read, moved or written there)."""
+
+    exit_code = EXIT_PREFLIGHT
+
+
 class RunError(LlemError):
     """A run started but could not finish (model load, generation, out of memory)."""
 

@@ -213,7 +213,7 @@ class _Progress:
     """Batches of the current run: a live line on a terminal, a log line per pass otherwise."""
 
     def __init__(self, n_batches: int) -> None:
-        from llem.sweep.state import STATE
+        from llem.sweep.display import RUN_VIEW as STATE
 
         self.n = n_batches
         self.tty = sys.stderr.isatty() and not STATE.live_display  # the sweep's display is live

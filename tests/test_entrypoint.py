@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from llem.main import main
+from llem.app.entrypoint import main
 
 REPO = Path(__file__).resolve().parents[1]
 FAST = [

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import FAST, NO_REPORT, result
 
-from llem.main import main
+from llem.app.entrypoint import main
 from llem.report.load import load_runs
 
 

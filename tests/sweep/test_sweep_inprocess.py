@@ -1,4 +1,4 @@
-"""Sweeps through ``llem.main.main`` in this process: dry runs, order, repeats, model reuse, errors.
+"""Sweeps through ``main()`` in this process: dry runs, order, repeats, model reuse, errors.
 
 Model reuse only exists in-process (Hydra's default launcher), so running here is the real thing.
 """
@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from conftest import FAST, NO_REPORT, plan, result
 
+from llem.app.entrypoint import main
 from llem.config.schema import SweepOrder
-from llem.main import main
 from llem.sweep.plan import Point, order_points
 
 
