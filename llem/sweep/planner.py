@@ -3,8 +3,8 @@
 Each point's config is composed (``llem.app.compose.points``: each set of group choices once) and
 validated before the first model loads; a point that breaks a cross-field rule is marked skipped
 with the reason, while a Hydra composition error (bad key, bad type) stops the whole sweep with
-exit code 2. A dry run also runs every point's pre-flight checks. The composed configs are kept:
-an in-process sweep runs each point on the config planned here.
+exit code 2. A dry run also runs every point's pre-flight checks. The composer keeps what it
+composed: an in-process sweep builds each point's whole config from it instead of composing again.
 """
 
 from __future__ import annotations
