@@ -24,6 +24,7 @@ from omegaconf import DictConfig
 
 from llem import lifecycle
 from llem.result import RunResult, SweepPosition
+from llem.sweep import reuse
 
 prepare = lifecycle.prepare
 summary_line = lifecycle.summary_line
@@ -63,8 +64,6 @@ class LifecycleRunner:
 
     def close(self) -> None:
         """Release a model kept loaded for the next point of a sweep."""
-        from llem.sweep import reuse
-
         reuse.release_all()
 
 

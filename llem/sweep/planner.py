@@ -17,8 +17,12 @@ from omegaconf import DictConfig
 from llem.app.compose.points import PointComposer
 from llem.app.hydra_errors import condense_hydra_error, hydra_error_text
 from llem.app.overrides import parse_grid
+from llem.backends import get_backend
 from llem.config.schema import SweepOrder
+from llem.config.validate import config_hash
 from llem.errors import ConfigError
+from llem.lifecycle import prepare
+from llem.preflight import collect_problems, resolve_device
 from llem.sweep.plan import Point, expand_grid, short_label
 
 
@@ -74,11 +78,6 @@ class Planner:
 
     def analyse(self, index: int, overrides: list[str]) -> Point:
         """One point: skipped with the reason, or its config hash, repeat and load key."""
-        from llem.backends import get_backend
-        from llem.config.validate import config_hash
-        from llem.lifecycle import prepare
-        from llem.preflight import collect_problems, resolve_device
-
         point = Point(index=index, overrides=list(overrides))
         cfg = self.compose(index, overrides)  # composition errors stop the whole sweep
         try:

@@ -38,6 +38,7 @@ from omegaconf import DictConfig, OmegaConf
 from llem.app.compose.studies import check_study, record_study
 from llem.app.overrides import swept_keys
 from llem.errors import ConfigError, interrupted_by
+from llem.preflight import cuda_available
 from llem.result import ErrorInfo
 from llem.sweep import display
 from llem.sweep.launch import Launch, batch_size, in_process, outcome, write_record
@@ -97,8 +98,6 @@ class GridSweeper(Sweeper):
         )
 
     def sweep(self, arguments: list[str]) -> Any:
-        from llem.preflight import cuda_available
-
         assert self.config is not None and self.launcher is not None
         if self.progress not in display.MODES:
             raise ConfigError(

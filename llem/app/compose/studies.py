@@ -34,6 +34,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from llem.app.overrides import hydra_parser
 from llem.atomic import atomic_write_text
+from llem.config.schema import ExperimentConfig
 from llem.errors import ConfigError
 from llem.version import __version__
 
@@ -153,8 +154,6 @@ def _group_options(sources: Sequence[Any], group: str) -> list[str] | None:
 
 def schema_keys(parent: str) -> list[str] | None:
     """The keys the schema declares under ``parent`` ('' for the root; None if not a section)."""
-    from llem.config.schema import ExperimentConfig
-
     node: Any = ExperimentConfig
     for part in [p for p in parent.split(".") if p]:
         fields = (
