@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from llem.version import __version__
 
 __all__ = [
+    "__version__",
     "ConfigError",
     "LlemError",
     "PreflightError",

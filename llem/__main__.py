@@ -2,7 +2,7 @@
 
 import sys
 
-from llem.main import main
+from llem.app.entrypoint import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -6,7 +6,8 @@
     df = llem.load_results("outputs/multirun/2026-11-22/10-00-00")
 
 Bad input raises ``llem.ConfigError`` (exit code 2 on the command line) or ``llem.PreflightError``
-(3), with the message the command line prints; nothing here calls ``sys.exit``.
+(3), with the message the command line prints; nothing here calls ``sys.exit`` or touches
+``sys.argv``: the configuration is composed through Hydra's compose API.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from llem.app.command import Command
+from llem.app.entrypoint import run_overrides
 from llem.errors import ConfigError, LlemError, PreflightError
 from llem.result import RunResult
 
@@ -32,30 +35,35 @@ def run(overrides: Sequence[str] = (), output_dir: str | Path | None = None) -> 
     returns its result with ``status == "failed"`` and ``error`` set, as it is written on disk.
     With ``dry_run=true`` nothing runs or is written: the result has status ``dry_run``.
     """
-    from llem.main import invoke
-    from llem.sweep.state import STATE
-
     args = [str(o) for o in overrides]
     if any(a in _SWEEP_FLAGS for a in args):
         raise ConfigError(
             "llem.run runs one configuration: --multirun is for the command line",
             hint="call llem.run once per configuration, or run the sweep with python -m llem",
         )
+    flags = [a for a in args if a.startswith("-")]
+    if flags:
+        raise ConfigError(
+            f"llem.run takes overrides (KEY=VALUE), not command-line flags: {' '.join(flags)}",
+            hint="run python -m llem for Hydra's flags (--cfg, --info, ...)",
+        )
     if output_dir is not None:
         args.append(f"hydra.run.dir={Path(output_dir)}")
+    command = Command()
     try:
-        invoke(args)
+        run_overrides(args, command)
     except (ConfigError, PreflightError):
         raise
     except Exception:
         # The run started and failed: its result.json says how (as on the command line).
-        written = _written(STATE.job_outcomes[-1].run_dir) if STATE.job_outcomes else None
+        jobs = command.job_outcomes
+        written = _written(jobs[-1].run_dir) if jobs else None
         if written is None:
             raise
         return written
-    if not STATE.job_outcomes:
-        raise ConfigError("nothing ran: the overrides printed or selected no job (--cfg?)")
-    outcome = STATE.job_outcomes[-1]
+    if not command.job_outcomes:
+        raise ConfigError("nothing ran: the overrides selected no job")
+    outcome = command.job_outcomes[-1]
     if outcome.status == "dry_run":
         return RunResult(status="dry_run", overrides=args)
     written = _written(outcome.run_dir)

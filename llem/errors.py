@@ -45,7 +45,7 @@ class LlemError(Exception):
         self.message = message
         self.hint = hint
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, str | None]:
         return {"type": type(self).__name__, "message": self.message, "hint": self.hint}
 
 
@@ -71,6 +71,13 @@ class PreflightError(LlemError):
         n = len(self.problems)
         head = f"{n} pre-flight check{'s' if n != 1 else ''} failed: "
         super().__init__(head + "; ".join(self.problems), hint)
+
+
+class SweepInUse(LlemError):
+    """Another sweep is running in the same sweep directory (exit 3, like a failed pre-flight
+    check: nothing was read, moved or written there)."""
+
+    exit_code = EXIT_PREFLIGHT
 
 
 class RunError(LlemError):

@@ -6,9 +6,10 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 import llem
-from llem.main import main
+from llem.app.entrypoint import main
 
 FAST = ["decoder.max_new_tokens=3", "dataset.n_prompts=2", "measurement.warmup=0"]
 
@@ -24,7 +25,9 @@ def tiny(tiny_model_dir: Path) -> list[str]:
 
 
 def test_the_api_and_the_cli_produce_the_same_result(tiny: list[str], tmp_path: Path) -> None:
+    argv = list(sys.argv)
     r = llem.run([*tiny, "pytorch.batch_size=2"], output_dir=tmp_path / "api")
+    assert sys.argv == argv  # composed through Hydra's compose API: the command line is untouched
     assert isinstance(r, llem.RunResult)
     assert r.status == "ok" and r.throughput.output_tokens_per_s is not None
     assert r.energy.j_per_output_token is None and "energy.j_per_output_token" in r.null_reasons
@@ -40,6 +43,18 @@ def test_the_api_and_the_cli_produce_the_same_result(tiny: list[str], tmp_path: 
         r.workload.output_tokens,
         r.workload.requests,
     )
+    # the same files, and Hydra's record of the same job
+    api, cli = tmp_path / "api", tmp_path / "cli"
+    assert sorted(p.name for p in api.rglob("*")) == sorted(p.name for p in cli.rglob("*"))
+    assert "Traceback" not in (api / "llem.log").read_text() and (api / "llem.log").stat().st_size
+    for name in ("config.yaml", "overrides.yaml"):
+        assert (api / ".hydra" / name).read_text() == (cli / ".hydra" / name).read_text()
+    api_hydra = yaml.safe_load((api / ".hydra" / "hydra.yaml").read_text())["hydra"]
+    cli_hydra = yaml.safe_load((cli / ".hydra" / "hydra.yaml").read_text())["hydra"]
+    for hydra in (api_hydra, cli_hydra):
+        hydra["run"]["dir"] = hydra["runtime"]["output_dir"] = ""
+        hydra["overrides"]["hydra"][0] = ""
+    assert api_hydra == cli_hydra
 
 
 def test_bad_input_raises_the_cli_message_never_system_exit(

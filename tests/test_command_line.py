@@ -6,8 +6,8 @@ import sys
 
 import pytest
 
-from llem.cli import normalize_argv
-from llem.main import main
+from llem.app.argv import normalize_argv
+from llem.app.entrypoint import main
 
 
 @pytest.fixture(autouse=True)
@@ -72,15 +72,15 @@ def test_an_error_raised_while_ctrl_c_unwinds_still_exits_130(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:
     """A library whose cleanup fails under Ctrl-C raises another error: still an interruption."""
-    import llem.main
+    import llem.app.entrypoint
 
-    def interrupted_then_broken(args: list[str]) -> object:
+    def interrupted_then_broken(args: list[str], command: object) -> object:
         try:
             raise KeyboardInterrupt
         finally:
             raise AttributeError("'NoneType' object has no attribute '_invalidate_flags_cache'")
 
-    monkeypatch.setattr(llem.main, "invoke", interrupted_then_broken)
+    monkeypatch.setattr(llem.app.entrypoint, "invoke", interrupted_then_broken)
     assert main(["pytorch.batch_size=1"]) == 130
     err = capsys.readouterr().err
     assert err.startswith("interrupted:") and "Traceback" not in err

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from llem.main import main
+from llem.app.entrypoint import main
 
 REPO = Path(__file__).resolve().parents[1]
 FAST = [
@@ -217,7 +217,7 @@ def test_unexpected_error_exits_1_and_keeps_a_failed_result(
 ):
     from llem.backends.pytorch import PyTorchBackend
 
-    def boom(self, loaded, exp, prompts):
+    def boom(self, loaded, prompts):
         raise RuntimeError("kernel exploded")
 
     monkeypatch.setattr(PyTorchBackend, "generate", boom)

@@ -10,10 +10,12 @@ import sys
 import zipfile
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hydra.core.config_search_path import ConfigSearchPath, SearchPathElement
 
-from llem.main import main
+from llem.app.entrypoint import main
 
 REPO = Path(__file__).resolve().parents[1]
 SHIPPED = sorted(p.name[:-5] for p in resources.files("llem.conf").joinpath("experiment").iterdir())
@@ -70,16 +72,41 @@ def errors(stderr: str) -> list[str]:
 
 
 # --------------------------------------------------------------------------- the search path plugin
-def _search_path(main_entry: str) -> list[str]:
-    from hydra._internal.config_search_path_impl import ConfigSearchPathImpl
+class SearchPath(ConfigSearchPath):
+    """The part of Hydra's search path a search-path plugin uses: read it, append to it."""
 
+    def __init__(self, *entries: tuple[str, str]) -> None:
+        self.entries = [SearchPathElement(provider, path) for provider, path in entries]
+
+    def get_path(self) -> list[SearchPathElement]:
+        return self.entries
+
+    def append(self, provider: str, path: str, anchor: Any = None) -> None:
+        self.entries.append(SearchPathElement(provider, path))
+
+    def prepend(self, provider: str, path: str, anchor: Any = None) -> None:
+        self.entries.insert(0, SearchPathElement(provider, path))
+
+
+def _search_path(main_entry: str) -> list[str]:
     from hydra_plugins.llem_searchpath.llem_searchpath import LlemWorkingDirSearchPath
 
-    sp = ConfigSearchPathImpl()
-    sp.append("hydra", "pkg://hydra.conf")
-    sp.append("main", main_entry)
+    sp = SearchPath(("hydra", "pkg://hydra.conf"), ("main", main_entry))
     LlemWorkingDirSearchPath().manipulate_search_path(sp)
     return [e.path for e in sp.get_path()]
+
+
+def test_hydra_finds_the_search_path_plugin_once() -> None:
+    """Hydra registers every plugin class a ``hydra_plugins`` module holds: only the subclass."""
+    from hydra.core.plugins import Plugins
+    from hydra.plugins.search_path_plugin import SearchPathPlugin
+
+    found = [
+        p
+        for p in Plugins.instance().discover(SearchPathPlugin)
+        if p.__module__.startswith(("llem", "hydra_plugins.llem"))
+    ]
+    assert [p.__name__ for p in found] == ["LlemWorkingDirSearchPath"]
 
 
 def test_conf_in_the_working_directory_is_appended_for_llem(
@@ -354,7 +381,7 @@ def test_installed_wheel_finds_conf_and_ships_the_presets(tmp_path: Path) -> Non
         "import hydra_plugins.llem_searchpath.llem_searchpath as p, llem, sys;"
         f"assert p.__file__.startswith({str(target)!r}), p.__file__;"
         f"assert llem.__file__.startswith({str(target)!r}), llem.__file__;"
-        "from llem.main import main;"
+        "from llem.app.entrypoint import main;"
         "sys.exit(main(['--multirun', '+experiment=mine', 'dry_run=true']))"
     )
     env = {**os.environ, "PYTHONPATH": str(target)}

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import NoReturn
 
-from llem.cli import guard
+from llem.app.boundary import guard
 from llem.errors import EXIT_OK, ConfigError
 
 log = logging.getLogger("llem.report")

@@ -37,8 +37,8 @@ from typing import Any
 import pandas as pd
 import yaml
 
+from llem.app.overrides import knob_values
 from llem.errors import EXIT_CONFIG, LlemError
-from llem.overrides import knob_values
 from llem.report.cells import is_missing, typed_column
 from llem.result import ResultFormatError, RunResult
 from llem.sweep.plan import SUPERSEDED_DIR

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Callable
 from typing import Any
 
-from llem.sweep.progress import Progress, fmt_s
-from llem.sweep.state import STATE
+from llem.sweep.progress import SweepProgress, fmt_s
 
 MODES = ("auto", "live", "plain")
 
@@ -34,11 +34,18 @@ def wanted(mode: str) -> bool:
         return False
 
 
-class LiveDisplay:
-    """Shows ``progress`` until the ``with`` block ends."""
+class LiveSweepDisplay:
+    """Shows a sweep's ``progress`` until the ``with`` block ends.
 
-    def __init__(self, progress: Progress) -> None:
+    ``on_terminal(True)`` is called once the display holds the terminal and ``on_terminal(False)``
+    when it lets it go, so that a run draws no progress line of its own meanwhile.
+    """
+
+    def __init__(
+        self, progress: SweepProgress, on_terminal: Callable[[bool], None] | None = None
+    ) -> None:
         self.progress = progress
+        self._on_terminal = on_terminal
         self._live: Any = None
         self._swapped: list[tuple[logging.StreamHandler, Any]] = []
 
@@ -68,7 +75,7 @@ class LiveDisplay:
         now = Text(f"  now {p.current}" if p.current else "  ", style="cyan", no_wrap=True)
         return Group(row, now)
 
-    def __enter__(self) -> LiveDisplay:
+    def __enter__(self) -> LiveSweepDisplay:
         from rich.console import Console
         from rich.live import Live
 
@@ -83,7 +90,9 @@ class LiveDisplay:
         )
         real = {id(sys.stdout): "stdout", id(sys.stderr): "stderr"}
         self._live.start()
-        self.progress.live = STATE.live_display = True
+        self.progress.live = True
+        if self._on_terminal is not None:
+            self._on_terminal(True)
         proxies: dict[str, Any] = {"stdout": sys.stdout, "stderr": sys.stderr}
         for handler in _stream_handlers():
             which = real.get(id(handler.stream))
@@ -93,7 +102,9 @@ class LiveDisplay:
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        self.progress.live = STATE.live_display = False
+        self.progress.live = False
+        if self._on_terminal is not None:
+            self._on_terminal(False)
         self.progress.current = ""
         try:
             self._live.refresh()

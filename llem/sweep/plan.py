@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from llem.app.overrides import key_of, swept_keys
 from llem.atomic import atomic_write_json
 from llem.config.schema import SweepOrder
-from llem.overrides import key_of, swept_keys
 from llem.result import RunResult, SweepPosition, utc_now
 
 log = logging.getLogger("llem.sweep")
@@ -299,11 +299,16 @@ def make_plan(
     sweep_dir: Path,
     order: SweepOrder,
     seed: int,
+    before_reading: Callable[[], object] | None = None,
 ) -> Plan:
+    """Analyse every point, then (after ``before_reading``: the sweep takes its lock) read the
+    sweep directory for finished points, and order the rest."""
     points = [analyse(i, overrides) for i, overrides in enumerate(jobs)]
     swept = swept_keys(jobs) if len(jobs) > 1 else []
     for p in points:
         p.label = short_label(p.overrides, swept)
+    if before_reading is not None:
+        before_reading()
     mark_done(points, sweep_dir)
     return Plan(
         points=points,

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from llem.result import RunResult
-from llem.sweep.state import Outcome
+from llem.sweep.outcomes import JobOutcome
 
 log = logging.getLogger("llem.sweep")
 
@@ -33,8 +33,8 @@ def fmt_s(seconds: float) -> str:
     return f"{h}h{m:02d}m{s:02d}s" if h else (f"{m}m{s:02d}s" if m else f"{s}s")
 
 
-class Progress:
-    """Counts finished points against the number to run and estimates the time left."""
+class SweepProgress:
+    """A sweep's progress: finished points against the number to run, and the time left."""
 
     def __init__(
         self,
@@ -102,7 +102,7 @@ class ResultWatcher:
 
     def __init__(
         self,
-        progress: Progress,
+        progress: SweepProgress,
         dirs: dict[int, Path],
         labels: dict[int, str],
         before: dict[int, Any],
@@ -148,7 +148,7 @@ class ResultWatcher:
 
 
 def summary_lines(
-    outcomes: list[Outcome], seconds: float, not_run: int = 0, interrupted: bool = False
+    outcomes: list[JobOutcome], seconds: float, not_run: int = 0, interrupted: bool = False
 ) -> list[str]:
     """The end-of-sweep screen: counts, then each failed point and why (the first MAX_LISTED)."""
     counts: dict[str, int] = {}

@@ -1,4 +1,5 @@
-"""Grid points composed once per set of group choices give exactly Hydra's own job configs."""
+"""Grid points composed once per set of group choices give exactly Hydra's own job configs (and,
+with the ``hydra`` node, exactly what Hydra's launcher would compose for each job)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ from hydra.core.global_hydra import GlobalHydra
 from hydra.types import RunMode
 from omegaconf import OmegaConf, open_dict
 
+from llem.app.compose.points import PointComposer
 from llem.config.store import register_configs
-from llem.sweep.compose import PointComposer
 
 
 @pytest.fixture()
@@ -86,3 +87,24 @@ def test_a_bad_value_fails_with_hydras_message(loader_and_master) -> None:
         hydra_itself(loader, master, ["decoder.temperature=hot"])
     assert str(ours.value) == str(theirs.value)
     assert "decoder.temperature=hot" in str(ours.value)
+
+
+def test_a_whole_job_config_equals_what_hydras_launcher_composes(loader_and_master) -> None:
+    """The config an in-process sweep hands ``run_job``: hydra node, overrides and all."""
+    loader, _ = loader_and_master
+    master = loader.load_configuration(  # type: ignore[attr-defined]
+        "config",
+        overrides=["hydra.sweep.dir=out/s", "pytorch.batch_size=1,2", "hydra.mode=MULTIRUN"],
+        run_mode=RunMode.MULTIRUN,
+    )
+    composer = PointComposer(loader, master)
+    for k, point in enumerate(POINTS):
+        job = [*point, f"hydra.sweep.subdir={k}"]
+        ours = outcome(composer.job_config, job)
+        theirs = outcome(lambda o: loader.load_sweep_config(master, o), job)  # type: ignore[attr-defined]
+        assert ours == theirs, job
+    cfg = composer.job_config([*POINTS[1], "hydra.sweep.subdir=1"])
+    assert list(cfg.hydra.overrides.task) == POINTS[1]
+    assert cfg.hydra.sweep.dir == "out/s" and cfg.hydra.sweep.subdir == "1"
+    assert "decoder.temperature=0.3" in cfg.hydra.job.override_dirname
+    assert composer.full_compositions < len(POINTS)

@@ -9,9 +9,8 @@ import pytest
 from rich.console import Console
 
 from llem.sweep import display
-from llem.sweep.display import LiveDisplay
-from llem.sweep.progress import Progress
-from llem.sweep.state import STATE
+from llem.sweep.display import LiveSweepDisplay
+from llem.sweep.progress import SweepProgress
 
 
 class Tty(io.StringIO):
@@ -27,7 +26,7 @@ class Clock:
         return self.t
 
 
-def render(d: LiveDisplay) -> str:
+def render(d: LiveSweepDisplay) -> str:
     console = Console(file=io.StringIO(), width=140, color_system=None)
     console.print(d)
     return console.file.getvalue()  # type: ignore[attr-defined]
@@ -35,8 +34,8 @@ def render(d: LiveDisplay) -> str:
 
 def test_the_display_shows_counts_the_current_point_elapsed_and_eta() -> None:
     clock = Clock()
-    p = Progress(4, clock=clock, skipped=2, already_done=1)
-    d = LiveDisplay(p)
+    p = SweepProgress(4, clock=clock, skipped=2, already_done=1)
+    d = LiveSweepDisplay(p)
     p.starting(1, 0, "pytorch.batch_size=1")
     clock.t = 10
     p.done(0, "pytorch.batch_size=1", "ok")
@@ -50,7 +49,7 @@ def test_the_display_shows_counts_the_current_point_elapsed_and_eta() -> None:
 
 
 def test_live_progress_logs_only_failures(caplog: pytest.LogCaptureFixture) -> None:
-    p = Progress(3)
+    p = SweepProgress(3)
     p.live = True
     with caplog.at_level(logging.INFO, logger="llem.sweep"):
         p.starting(1, 0, "a=1")
@@ -63,7 +62,7 @@ def test_live_progress_logs_only_failures(caplog: pytest.LogCaptureFixture) -> N
 
 
 def test_plain_progress_logs_the_lines_it_always_did(caplog: pytest.LogCaptureFixture) -> None:
-    p = Progress(2)
+    p = SweepProgress(2)
     with caplog.at_level(logging.INFO, logger="llem.sweep"):
         p.starting(1, 0, "a=1")
         p.done(0, "a=1", "ok")
@@ -84,13 +83,14 @@ def test_log_lines_go_above_the_display_and_handlers_get_their_streams_back(
     handler = logging.StreamHandler(out)
     logger = logging.getLogger("llem.test.display")
     logger.addHandler(handler)
+    terminal: list[bool] = []
     try:
-        with LiveDisplay(Progress(1)):
-            assert STATE.live_display
+        with LiveSweepDisplay(SweepProgress(1), on_terminal=terminal.append):
+            assert terminal == [True]  # the runner hears that the terminal is taken
             assert handler.stream is not out  # rich's proxy, which prints above the display
             assert getattr(handler.stream, "rich_proxied_file", None) is out
             logger.warning("a line from a run")
-        assert handler.stream is out and not STATE.live_display
+        assert handler.stream is out and terminal == [True, False]
     finally:
         logger.removeHandler(handler)
     assert "a line from a run" in out.getvalue()

@@ -188,3 +188,51 @@ def test_joblib_batch_reports_outcomes_and_exit_code_from_its_workers(
     failed = result(sweep, 1)
     assert failed["status"] == "failed" and failed["error"]["type"] == "PreflightError"
     assert f"failed #1 [model.name_or_path={tmp_path / 'missing'}]" in proc.stdout
+
+
+def test_two_sweeps_started_into_one_directory_one_runs_and_the_other_stops_at_once(
+    tiny: list[str], tmp_path: Path
+) -> None:
+    """Two real sweeps, started together into one sweep directory: one runs every point, the
+    other stops before it reads, moves or writes anything there, with one line and exit 3."""
+    sweep = tmp_path / "sweep"
+    args = [
+        *tiny,
+        "dataset.n_prompts=2",
+        "measurement.warmup=0",
+        "decoder.max_new_tokens=200",
+        "decoder.min_new_tokens=200",
+        "pytorch.batch_size=1,2,3,4",
+        NO_REPORT,
+        f"hydra.sweep.dir={sweep}",
+    ]
+    procs = [
+        subprocess.Popen(
+            llem_cmd(*args),
+            cwd=REPO,
+            env=llem_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    try:
+        outs = [p.communicate(timeout=300) for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    codes = [p.returncode for p in procs]
+    report = "\n".join(f"exit {c}\n{o}\n{e[-3000:]}" for c, (o, e) in zip(codes, outs, strict=True))
+    assert sorted(codes) == [0, 3], report
+    _, stopped_err = outs[codes.index(3)]
+    assert [line for line in stopped_err.splitlines() if line.strip()] == [
+        f"error: another llem sweep is running in {sweep}: wait for it to finish, "
+        "or give this one another hydra.sweep.dir"
+    ], report
+    ran_out, _ = outs[codes.index(0)]
+    assert "4 ok · 0 failed · 0 skipped" in ran_out
+    assert [result(sweep, i)["status"] for i in range(4)] == ["ok"] * 4
+    assert plan(sweep)["run_order"] == [0, 1, 2, 3]
+    assert not (sweep / "superseded").exists()  # nothing of the running sweep was moved aside

@@ -1,4 +1,4 @@
-"""Sweeps through ``llem.main.main`` in this process: dry runs, order, repeats, model reuse, errors.
+"""Sweeps through ``main()`` in this process: dry runs, order, repeats, model reuse, errors.
 
 Model reuse only exists in-process (Hydra's default launcher), so running here is the real thing.
 """
@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from conftest import FAST, NO_REPORT, plan, result
 
+from llem.app.entrypoint import main
 from llem.config.schema import SweepOrder
-from llem.main import main
 from llem.sweep.plan import Point, order_points
 
 
@@ -244,3 +244,30 @@ def test_a_launcher_that_cannot_start_fails_every_point_with_its_reason(
         assert r["error"]["type"] == "RuntimeError" and "srun" in r["error"]["message"]
         assert r["sweep"]["grid_index"] == i
     assert json.loads((sweep_dir / "sweep_plan.json").read_text())["reuse_model"] is False
+
+
+# --------------------------------------------------------------------------- one sweep at a time
+def test_a_sweep_into_a_directory_another_sweep_holds_stops_with_exit_3(
+    tiny: list[str], tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    from llem.sweep.lock import SweepLock
+
+    sweep_dir = tmp_path / "sweep"
+    held = SweepLock(sweep_dir).acquire()  # as a sweep running in another process holds it
+    try:
+        (sweep_dir / "0").mkdir()
+        (sweep_dir / "0" / "theirs.txt").write_text("a point of the running sweep")
+        code = sweep(tiny, sweep_dir, "pytorch.batch_size=1,2")
+        err = capsys.readouterr().err
+        assert code == 3, err
+        assert [line for line in err.splitlines() if line.startswith("error:")] == [
+            f"error: another llem sweep is running in {sweep_dir}: wait for it to finish, "
+            "or give this one another hydra.sweep.dir"
+        ]
+        assert sorted(p.name for p in sweep_dir.iterdir()) == [".llem-sweep.lock", "0"]
+        assert (sweep_dir / "0" / "theirs.txt").exists()
+    finally:
+        held.release()
+    # once the other sweep has finished, the same command runs
+    assert sweep(tiny, sweep_dir, "pytorch.batch_size=1,2") == 0
+    assert plan(sweep_dir)["run_order"] == [0, 1]

@@ -10,10 +10,10 @@ from hydra.core.utils import JobReturn, JobStatus
 
 from llem.config.schema import SweepOrder
 from llem.result import RunResult
+from llem.sweep.launch import batch_size, collect, in_process, job_overrides
+from llem.sweep.outcomes import JobOutcome
 from llem.sweep.plan import Plan, Point, mark_done, order_points, short_label, swept_keys
-from llem.sweep.progress import MAX_LISTED, Progress, summary_lines
-from llem.sweep.state import Outcome
-from llem.sweep.sweeper import GridSweeper
+from llem.sweep.progress import MAX_LISTED, SweepProgress, summary_lines
 
 
 def points(keys: list[str], repeats: list[int] | None = None) -> list[Point]:
@@ -94,8 +94,8 @@ def test_labels_show_only_the_swept_overrides() -> None:
 
 def test_summary_fits_one_screen() -> None:
     outcomes = [
-        Outcome(index=i, status="failed", label=f"p={i}", error=f"boom {i}") for i in range(25)
-    ] + [Outcome(index=99, status="ok", label="p=99")]
+        JobOutcome(index=i, status="failed", label=f"p={i}", error=f"boom {i}") for i in range(25)
+    ] + [JobOutcome(index=99, status="ok", label="p=99")]
     lines = summary_lines(outcomes, 75.0)
     assert lines[0] == "sweep finished in 1m15s: 1 ok · 25 failed · 0 skipped"
     assert lines[1] == "  failed #0 [p=0]: boom 0"
@@ -105,7 +105,7 @@ def test_summary_fits_one_screen() -> None:
 
 def test_progress_estimates_time_left_from_finished_points() -> None:
     now = [0.0]
-    progress = Progress(4, clock=lambda: now[0])
+    progress = SweepProgress(4, clock=lambda: now[0])
     assert "ETA" not in progress.starting(1, 0, "a=1")
     now[0] = 10.0
     progress.done(0, "a=1", "ok")
@@ -115,27 +115,35 @@ def test_progress_estimates_time_left_from_finished_points() -> None:
 
 def test_jobs_for_other_processes_turn_model_reuse_off_and_keep_the_grid_index() -> None:
     p = Point(index=7, overrides=["decoder=greedy", "sweep.reuse_model=true"])
-    assert GridSweeper._job_overrides(p, force_no_reuse=True) == [
+    assert job_overrides(p, force_no_reuse=True) == [
         "decoder=greedy",
         "sweep.reuse_model=false",
         "hydra.sweep.subdir=7",
     ]
-    assert GridSweeper._job_overrides(p, force_no_reuse=False)[-1] == "hydra.sweep.subdir=7"
+    assert job_overrides(p, force_no_reuse=False)[-1] == "hydra.sweep.subdir=7"
 
 
 def test_batch_size_is_one_on_this_machine_and_everything_on_a_cluster() -> None:
-    from hydra._internal.core_plugins.basic_launcher import BasicLauncher
     from hydra_plugins.hydra_joblib_launcher.joblib_launcher import JoblibLauncher
     from hydra_plugins.hydra_submitit_launcher.submitit_launcher import LocalLauncher, SlurmLauncher
 
-    sweeper = GridSweeper()
-    for launcher, n in [(BasicLauncher(), 1), (JoblibLauncher(), 1), (LocalLauncher(), 1)]:
-        sweeper.launcher = launcher
-        assert sweeper._batch_size(12, in_process=isinstance(launcher, BasicLauncher)) == n
-    sweeper.launcher = SlurmLauncher()
-    assert sweeper._batch_size(12, in_process=False) == 12
-    sweeper.max_batch_size = 4
-    assert sweeper._batch_size(12, in_process=False) == 4
+    assert batch_size(object(), None, 12, local=True) == 1  # in-process
+    assert batch_size(object(), 4, 12, local=True) == 1
+    for launcher in (JoblibLauncher(), LocalLauncher()):
+        assert batch_size(launcher, None, 12, local=False) == 1
+    assert batch_size(SlurmLauncher(), None, 12, local=False) == 12
+    assert batch_size(SlurmLauncher(), 4, 12, local=False) == 4
+
+
+def test_only_hydras_default_launcher_runs_points_in_process() -> None:
+    from omegaconf import OmegaConf
+
+    def config(launcher: str) -> object:
+        return OmegaConf.create({"hydra": {"runtime": {"choices": {"hydra/launcher": launcher}}}})
+
+    assert in_process(config("basic"))  # type: ignore[arg-type]
+    for other in ("joblib", "submitit_local", "slurm_gpu"):
+        assert not in_process(config(other))  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("launcher_failed", [False, True])
@@ -147,7 +155,7 @@ def test_a_job_that_left_no_result_gets_a_failed_one(tmp_path: Path, launcher_fa
     else:
         ret = JobReturn(status=JobStatus.FAILED, _return_value=MemoryError("killed"))
         launch_error = None
-    status, error = GridSweeper()._collect(point, ret, launch_error, tmp_path / "3", before=None)
+    status, error = collect(point, ret, launch_error, tmp_path / "3", before=None)
     assert status == "failed"
     written = json.loads((tmp_path / "3" / "result.json").read_text())
     assert written["status"] == "failed" and written["config_hash"] == "abc"
@@ -159,7 +167,6 @@ def test_a_job_that_left_no_result_gets_a_failed_one(tmp_path: Path, launcher_fa
 
 def test_a_job_return_from_another_process_is_trusted(tmp_path: Path) -> None:
     point = Point(index=0, overrides=[])
-    ret = JobReturn(status=JobStatus.COMPLETED, _return_value=Outcome(status="ok"))
-    sweeper = GridSweeper()
-    assert sweeper._collect(point, ret, None, tmp_path / "0", None) == ("ok", None)
+    ret = JobReturn(status=JobStatus.COMPLETED, _return_value=JobOutcome(status="ok"))
+    assert collect(point, ret, None, tmp_path / "0", None) == ("ok", None)
     assert not (tmp_path / "0").exists()

@@ -2,7 +2,8 @@
 
 ``decoder.temperature=0.7``, ``+backend=pytorch``, ``~key``, ``model@pkg=hf`` mean here exactly what
 they mean to Hydra: the sweeper's planning, its progress labels and the report's knob columns all
-ask this module for an override's key and typed value.
+ask this module for an override's key and typed value. It is also the one place that builds
+Hydra's ``OverridesParser`` (``hydra_parser``): composition, studies and the sweeper's grid use it.
 """
 
 from __future__ import annotations
@@ -30,10 +31,25 @@ class ParsedOverride:
 
 
 @lru_cache(maxsize=1)
-def _parser() -> Any:
+def _plain_parser() -> Any:
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     return OverridesParser.create()
+
+
+def hydra_parser(config_loader: Any = None) -> Any:
+    """Hydra's ``OverridesParser``; given a sweep's config loader, ``glob()`` can list groups."""
+    if config_loader is None:
+        return _plain_parser()
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    return OverridesParser.create(config_loader=config_loader)
+
+
+def parse_grid(overrides: Sequence[str], config_loader: Any = None) -> list[Any]:
+    """Hydra's own ``Override`` objects for a sweep's command line (grids left unexpanded);
+    raises what Hydra raises for a malformed one."""
+    return list(hydra_parser(config_loader).parse_overrides(list(overrides)))
 
 
 @lru_cache(maxsize=4096)
@@ -43,7 +59,7 @@ def parse_one(text: str) -> ParsedOverride:
     from hydra.errors import HydraException
 
     try:
-        (o,) = _parser().parse_overrides([text])
+        (o,) = _plain_parser().parse_overrides([text])
     except HydraException as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ConfigError(f"override {text!r} cannot be parsed: {first}") from None

@@ -2,7 +2,7 @@
 
 A study is a ``# @package _global_`` YAML file in a config group called ``experiment``: llem ships
 protocols in ``llem/conf/experiment/``, and a user's own live in ``./conf/experiment/`` (put on the
-search path by ``hydra_plugins.llem_searchpath``) or in ``--config-dir DIR``'s ``experiment/``.
+search path by ``llem.app.searchpath``) or in ``--config-dir DIR``'s ``experiment/``.
 Hydra composes it like any other group option; this module adds what Hydra does not do:
 
 * ``check_study``: before a sweep plans anything, every grid entry the study file declares under
@@ -13,8 +13,8 @@ Hydra composes it like any other group option; this module adds what Hydra does 
 * ``record_study``: a real sweep keeps a copy of the file as it was run
   (``<sweep dir>/study/experiment/NAME.yaml``) and ``<sweep dir>/study.json`` (name, where the file
   came from, its SHA-256, the command-line overrides and the command that runs it again).
-* ``explain_composition_error``: Hydra's error for an unknown experiment or for a bad
-  key inside a study file, as one line naming the file (or listing the available experiments).
+
+``llem.app.hydra_errors`` explains Hydra's errors about studies (an unknown one, a bad key in one).
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ import dataclasses
 import hashlib
 import json
 import logging
-import re
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
@@ -33,14 +32,18 @@ import yaml
 from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
+from llem.app.overrides import hydra_parser
+from llem.atomic import atomic_write_text
+from llem.config.schema import ExperimentConfig
 from llem.errors import ConfigError
+from llem.version import __version__
 
 log = logging.getLogger("llem.sweep")
 
 GROUP = "experiment"
 STUDY_JSON = "study.json"
 STUDY_DIR = "study"
-_PACKAGE_CONF = "llem.conf"
+PACKAGE_CONF = "llem.conf"
 
 
 @dataclasses.dataclass
@@ -65,14 +68,14 @@ def _display(path: Path) -> str:
         return str(path.resolve())
 
 
-def _package_file(name: str) -> tuple[str, str] | None:
-    node = resources.files(_PACKAGE_CONF).joinpath(GROUP, *f"{name}.yaml".split("/"))
+def package_file(name: str) -> tuple[str, str] | None:
+    node = resources.files(PACKAGE_CONF).joinpath(GROUP, *f"{name}.yaml".split("/"))
     if not node.is_file():
         return None
     return f"llem/conf/{GROUP}/{name}.yaml (shipped with llem)", node.read_text(encoding="utf-8")
 
 
-def _dir_file(directory: str, name: str) -> tuple[str, str] | None:
+def dir_file(directory: str, name: str) -> tuple[str, str] | None:
     path = Path(directory, GROUP, f"{name}.yaml")
     if not path.is_file():
         return None
@@ -83,9 +86,9 @@ def _source_file(source: Any, name: str) -> tuple[str, str] | None:
     """(where, text) of ``experiment/NAME.yaml`` in one Hydra config source, None if absent."""
     scheme = source.scheme()
     if scheme == "file":
-        return _dir_file(source.path, name)
-    if scheme == "pkg" and source.path.replace("/", ".") == _PACKAGE_CONF:
-        return _package_file(name)
+        return dir_file(source.path, name)
+    if scheme == "pkg" and source.path.replace("/", ".") == PACKAGE_CONF:
+        return package_file(name)
     return None
 
 
@@ -151,8 +154,6 @@ def _group_options(sources: Sequence[Any], group: str) -> list[str] | None:
 
 def schema_keys(parent: str) -> list[str] | None:
     """The keys the schema declares under ``parent`` ('' for the root; None if not a section)."""
-    from llem.config.schema import ExperimentConfig
-
     node: Any = ExperimentConfig
     for part in [p for p in parent.split(".") if p]:
         fields = (
@@ -207,11 +208,9 @@ def grid_problems(
 
     ``problems`` is empty when every entry is valid; ``keys`` are the swept keys and groups.
     """
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
     declared = _declared_params(study.text)
     job = _job_config(config)
-    parser = OverridesParser.create()
+    parser = hydra_parser()
     problems: list[str] = []
     keys: list[str] = []
     for key, value in declared.items():
@@ -312,9 +311,6 @@ def record_study(sweep_dir: Path, config: DictConfig, config_loader: Any) -> Pat
 
     Does nothing (None) when the sweep was not started with ``+experiment=NAME``.
     """
-    from llem import __version__
-    from llem.atomic import atomic_write_text
-
     copies = find_study(config, config_loader.get_sources())
     if not copies:
         return None
@@ -334,91 +330,3 @@ def record_study(sweep_dir: Path, config: DictConfig, config_loader: Any) -> Pat
     path = sweep_dir / STUDY_JSON
     atomic_write_text(path, json.dumps(record, indent=2) + "\n")
     return path
-
-
-# --------------------------------------------------------------------------- explaining errors
-_NOT_FOUND = re.compile(r"Could not find '" + GROUP + r"/([^']+)'")
-_IN_FILE = re.compile(r"In '" + GROUP + r"/([^']+)'")
-_FULL_KEY = re.compile(r"full_key:\s*(\S+)")
-_NOT_IN = re.compile(r"Key '[^']+' not in '[^']+'")
-
-
-def _config_dir(argv: Sequence[str]) -> str | None:
-    for i, arg in enumerate(argv):
-        if arg in ("--config-dir", "-cd") and i + 1 < len(argv):
-            return argv[i + 1]
-        if arg.startswith("--config-dir="):
-            return arg.split("=", 1)[1]
-    return None
-
-
-def _options_in(directory: Path) -> list[str]:
-    base = directory / GROUP
-    if not base.is_dir():
-        return []
-    return sorted(str(p.relative_to(base).with_suffix("")) for p in base.rglob("*.yaml"))
-
-
-def available_experiments(argv: Sequence[str] = ()) -> list[tuple[str, list[str]]]:
-    """(where, names) for llem's shipped studies, ``./conf``'s, and ``--config-dir``'s."""
-    shipped_dir = resources.files(_PACKAGE_CONF).joinpath(GROUP)
-    shipped = sorted(p.name[:-5] for p in shipped_dir.iterdir() if p.name.endswith(".yaml"))
-    found = [("shipped with llem", shipped)]
-    found.append((f"./conf/{GROUP}", _options_in(Path.cwd() / "conf")))
-    extra = _config_dir(argv)
-    if extra:
-        found.append((f"{extra.rstrip('/')}/{GROUP}", _options_in(Path(extra))))
-    return found
-
-
-def _locate(name: str, argv: Sequence[str]) -> str:
-    """Where Hydra read ``experiment/NAME`` from, in search path order."""
-    hit = _package_file(name) or _dir_file(str(Path.cwd() / "conf"), name)
-    extra = _config_dir(argv)
-    if hit is None and extra:
-        hit = _dir_file(extra, name)
-    return hit[0] if hit else f"{GROUP}/{name}.yaml"
-
-
-def _condensed_tail(text: str) -> str:
-    from llem.cli import condense_hydra_error
-
-    line = condense_hydra_error(text)
-    line = re.sub(r"^In '" + GROUP + r"/[^']+':\s*", "", line)
-    return re.sub(r"\w+ raised while composing config:;\s*", "", line)
-
-
-def explain_composition_error(exc: BaseException, argv: Sequence[str]) -> ConfigError | None:
-    """Hydra's error for an unknown study or a bad key in one as a one-line ``ConfigError``.
-
-    None when the error is not about a study (the caller then reports it as it is).
-    """
-    from llem.cli import hydra_error_text
-
-    message = explain_hydra_text(hydra_error_text(exc), argv)
-    return ConfigError(message) if message else None
-
-
-def explain_hydra_text(text: str, argv: Sequence[str]) -> str | None:
-    """One line for Hydra's report on an unknown study or a bad key in one (None: not ours)."""
-    missing = _NOT_FOUND.search(text)
-    if missing:
-        name = missing.group(1)
-        found = available_experiments(argv)
-        groups = [f"{', '.join(names) or 'none'} ({where})" for where, names in found]
-        return (
-            f"no experiment '{name}' (+{GROUP}={name}); available: {'; '.join(groups)}; "
-            f"a study of your own goes in ./conf/{GROUP}/{name}.yaml"
-        )
-    inside = _IN_FILE.search(text)
-    if inside:
-        name = inside.group(1)
-        where = _locate(name, argv)
-        key = _FULL_KEY.search(text)
-        detail = _condensed_tail(text)
-        if key and _NOT_IN.search(detail):
-            detail = no_such_key(key.group(1))
-        elif key and key.group(1) not in detail:
-            detail = f"{key.group(1)}: {detail}"
-        return f"{where}: {detail}"
-    return None

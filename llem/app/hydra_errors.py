@@ -1,0 +1,147 @@
+"""Hydra's error text as llem reports it: one line naming the key, the value and the options.
+
+Hydra and OmegaConf explain a bad command line in several lines (the key, the object type, the
+search path, a hint about HYDRA_FULL_ERROR). ``condense_hydra_error`` keeps what a user needs on
+one line; ``explain_composition_error`` goes further for studies (``+experiment=NAME``): an
+unknown one lists the available studies, a bad key inside one names the file.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from importlib import resources
+from pathlib import Path
+
+from llem.app.compose.studies import GROUP, PACKAGE_CONF, dir_file, no_such_key, package_file
+from llem.errors import ConfigError
+
+
+def condense_hydra_error(text: str) -> str:
+    """Hydra's multi-line composition error as one line that keeps the key, value and options."""
+    if "Traceback (most recent call last)" in text:
+        return [line.strip() for line in text.splitlines() if line.strip()][-1]
+    parts: list[str] = []
+    options: list[str] = []
+    options_head: str | None = None
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("Set the environment variable HYDRA_FULL_ERROR"):
+            continue
+        if line.startswith(("full_key:", "reference_type=", "object_type=")):
+            continue
+        if line.startswith("Config search path:"):
+            break
+        if line.startswith("Available options in"):
+            options_head = line.rstrip(":").replace("Available", "available")
+            continue
+        if options_head is not None and raw.startswith(("\t", " ")):
+            options.append(line)
+            continue
+        parts.append(line.rstrip("."))
+    if options_head:
+        parts.append(f"{options_head}: {', '.join(options)}")
+    return "; ".join(parts) or "invalid command line"
+
+
+def hydra_error_text(exc: BaseException) -> str:
+    """An exception's message plus its cause's, as Hydra would have printed them."""
+    text = str(exc)
+    if exc.__cause__ is not None and str(exc.__cause__) not in text:
+        text += "\n" + str(exc.__cause__)
+    return text
+
+
+def is_composition_error(exc: BaseException) -> bool:
+    """Hydra or OmegaConf refusing the command line or the config (a user error, exit 2)."""
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    return isinstance(exc, (HydraException, OmegaConfBaseException))
+
+
+def as_config_error(exc: BaseException, prefix: str = "") -> ConfigError:
+    return ConfigError(prefix + condense_hydra_error(hydra_error_text(exc)))
+
+
+_NOT_FOUND = re.compile(r"Could not find '" + GROUP + r"/([^']+)'")
+_IN_FILE = re.compile(r"In '" + GROUP + r"/([^']+)'")
+_FULL_KEY = re.compile(r"full_key:\s*(\S+)")
+_NOT_IN = re.compile(r"Key '[^']+' not in '[^']+'")
+
+
+def _config_dir(argv: Sequence[str]) -> str | None:
+    for i, arg in enumerate(argv):
+        if arg in ("--config-dir", "-cd") and i + 1 < len(argv):
+            return argv[i + 1]
+        if arg.startswith("--config-dir="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+def _options_in(directory: Path) -> list[str]:
+    base = directory / GROUP
+    if not base.is_dir():
+        return []
+    return sorted(str(p.relative_to(base).with_suffix("")) for p in base.rglob("*.yaml"))
+
+
+def available_experiments(argv: Sequence[str] = ()) -> list[tuple[str, list[str]]]:
+    """(where, names) for llem's shipped studies, ``./conf``'s, and ``--config-dir``'s."""
+    shipped_dir = resources.files(PACKAGE_CONF).joinpath(GROUP)
+    shipped = sorted(p.name[:-5] for p in shipped_dir.iterdir() if p.name.endswith(".yaml"))
+    found = [("shipped with llem", shipped)]
+    found.append((f"./conf/{GROUP}", _options_in(Path.cwd() / "conf")))
+    extra = _config_dir(argv)
+    if extra:
+        found.append((f"{extra.rstrip('/')}/{GROUP}", _options_in(Path(extra))))
+    return found
+
+
+def _locate(name: str, argv: Sequence[str]) -> str:
+    """Where Hydra read ``experiment/NAME`` from, in search path order."""
+    hit = package_file(name) or dir_file(str(Path.cwd() / "conf"), name)
+    extra = _config_dir(argv)
+    if hit is None and extra:
+        hit = dir_file(extra, name)
+    return hit[0] if hit else f"{GROUP}/{name}.yaml"
+
+
+def _condensed_tail(text: str) -> str:
+    line = condense_hydra_error(text)
+    line = re.sub(r"^In '" + GROUP + r"/[^']+':\s*", "", line)
+    return re.sub(r"\w+ raised while composing config:;\s*", "", line)
+
+
+def explain_composition_error(exc: BaseException, argv: Sequence[str]) -> ConfigError | None:
+    """Hydra's error for an unknown study or a bad key in one as a one-line ``ConfigError``.
+
+    None when the error is not about a study (the caller then reports it as it is).
+    """
+    message = explain_hydra_text(hydra_error_text(exc), argv)
+    return ConfigError(message) if message else None
+
+
+def explain_hydra_text(text: str, argv: Sequence[str]) -> str | None:
+    """One line for Hydra's report on an unknown study or a bad key in one (None: not ours)."""
+    missing = _NOT_FOUND.search(text)
+    if missing:
+        name = missing.group(1)
+        found = available_experiments(argv)
+        groups = [f"{', '.join(names) or 'none'} ({where})" for where, names in found]
+        return (
+            f"no experiment '{name}' (+{GROUP}={name}); available: {'; '.join(groups)}; "
+            f"a study of your own goes in ./conf/{GROUP}/{name}.yaml"
+        )
+    inside = _IN_FILE.search(text)
+    if inside:
+        name = inside.group(1)
+        where = _locate(name, argv)
+        key = _FULL_KEY.search(text)
+        detail = _condensed_tail(text)
+        if key and _NOT_IN.search(detail):
+            detail = no_such_key(key.group(1))
+        elif key and key.group(1) not in detail:
+            detail = f"{key.group(1)}: {detail}"
+        return f"{where}: {detail}"
+    return None

@@ -1,0 +1,96 @@
+"""Planning a sweep: the grid's jobs, the sweep's own settings, and each point composed and checked.
+
+Each point's config is composed (``llem.app.compose.points``: each set of group choices once) and
+validated before the first model loads; a point that breaks a cross-field rule is marked skipped
+with the reason, while a Hydra composition error (bad key, bad type) stops the whole sweep with
+exit code 2. A dry run also runs every point's pre-flight checks. The composer keeps what it
+composed: an in-process sweep builds each point's whole config from it instead of composing again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from omegaconf import DictConfig
+
+from llem.app.compose.points import PointComposer
+from llem.app.hydra_errors import condense_hydra_error, hydra_error_text
+from llem.app.overrides import parse_grid
+from llem.backends import create_backend
+from llem.config.schema import SweepOrder
+from llem.config.validate import config_hash
+from llem.errors import ConfigError
+from llem.runner import prepare
+from llem.runner.preflight import collect_problems, resolve_device
+from llem.sweep.plan import Point, expand_grid, short_label
+
+
+@dataclass
+class SweepSettings:
+    """The sweep's own knobs (``dry_run``, ``sweep.*``), read from the first point's config."""
+
+    dry_run: bool
+    order: SweepOrder
+    seed: int
+    reuse_model: bool
+
+
+class Planner:
+    """Composes and checks the points of one sweep (one per ``sweep`` call)."""
+
+    def __init__(self, hydra_context: Any, config: DictConfig) -> None:
+        self.hydra_context = hydra_context
+        self.config = config
+        self.composer = PointComposer(hydra_context.config_loader, config)
+        self.swept: list[str] = []  # the keys whose value differs between points (for labels)
+        self.dry_run = False
+        self.has_cuda = False
+
+    def jobs(self, params: dict[str, str], arguments: list[str]) -> list[list[str]]:
+        """Every grid point's overrides (``hydra.sweeper.params`` first, then the command line)."""
+        lines = [f"{k}={v}" for k, v in params.items()] + list(arguments)
+        try:
+            return expand_grid(parse_grid(lines, self.hydra_context.config_loader)) or [[]]
+        except Exception as exc:
+            raise ConfigError(condense_hydra_error(hydra_error_text(exc))) from None
+
+    def compose(self, index: int, overrides: list[str]) -> DictConfig:
+        """The job config of one grid point; a Hydra error becomes a one-line ConfigError."""
+        try:
+            return self.composer.compose(list(overrides))
+        except Exception as exc:
+            label = short_label(list(overrides), self.swept)
+            raise ConfigError(
+                f"grid point #{index} [{label}]: {condense_hydra_error(hydra_error_text(exc))}",
+                hint="fix the command line; nothing was run",
+            ) from exc
+
+    def settings(self, overrides: list[str]) -> SweepSettings:
+        cfg = self.compose(0, overrides)
+        order = cfg.sweep.order
+        return SweepSettings(
+            dry_run=bool(cfg.dry_run),
+            order=order if isinstance(order, SweepOrder) else SweepOrder(str(order)),
+            seed=int(cfg.sweep.seed),
+            reuse_model=bool(cfg.sweep.reuse_model),
+        )
+
+    def analyse(self, index: int, overrides: list[str]) -> Point:
+        """One point: skipped with the reason, or its config hash, repeat and load key."""
+        point = Point(index=index, overrides=list(overrides))
+        cfg = self.compose(index, overrides)  # composition errors stop the whole sweep
+        try:
+            exp = prepare(cfg).exp
+        except ConfigError as exc:
+            if any(": no such key" in p for p in exc.problems):
+                raise  # an unknown key is a typo, not an invalid combination
+            point.status, point.reason = "skipped", exc.message
+            return point
+        point.config_hash = config_hash(exp)
+        point.repeat = exp.repeat
+        device = resolve_device(exp.device, self.has_cuda)
+        point.load_key = create_backend(exp).load_key(device)
+        if self.dry_run:
+            point.preflight = collect_problems(exp, self.has_cuda)
+        return point
