@@ -336,3 +336,20 @@ def test_installed_distributions_are_read_once_per_process(monkeypatch) -> None:
     assert first["pip_freeze"] == second["pip_freeze"] and first["pip_freeze"]
     first["pip_freeze"].append("mutated==1")  # each snapshot holds its own copy
     assert "mutated==1" not in capture_environment()["pip_freeze"]
+
+
+def test_a_runner_captures_the_environment_once_per_process(monkeypatch) -> None:
+    calls = []
+
+    def capture():
+        calls.append(1)
+        return {"captured_at": "then", "gpus": [], "n": len(calls)}
+
+    monkeypatch.setattr(environment, "capture_environment", capture)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    cache = environment.EnvironmentCache()
+    first, second = cache.snapshot(), cache.snapshot()
+    assert len(calls) == 1 and second["n"] == 1
+    assert second["captured_at"] != "then"  # each copy carries the time it was asked for
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")  # other devices: captured again
+    assert cache.snapshot()["n"] == 2 and first["n"] == 1

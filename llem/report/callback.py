@@ -9,6 +9,11 @@ Registered in ``llem/conf/config.yaml``::
 
 A report failure is logged and never fails the sweep: every run's result.json is already on disk,
 and ``python -m llem.report <sweep dir>`` rebuilds the report later.
+
+When the sweep starts, a report worker (``llem.report.worker``) is started so that the report's
+imports overlap the sweep; when it ends, the worker builds the report. Where no worker could be
+started or it failed, the report is built in this process, with the same output
+(``worker: false`` turns the worker off).
 """
 
 from __future__ import annotations
@@ -20,35 +25,60 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
+from llem.report.worker import Answer, ReportWorker
+
 log = logging.getLogger(__name__)
 
 
 class ReportCallback(Callback):
     """Writes results.csv, results.parquet, summary.csv and plots/ into the sweep directory."""
 
-    def __init__(self, plots: bool = True, print_table: bool = True) -> None:
+    def __init__(self, plots: bool = True, print_table: bool = True, worker: bool = True) -> None:
         self.plots = plots
         self.print_table = print_table
+        self.worker = worker
+        self._worker: ReportWorker | None = None
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        if self.worker and not config.get("dry_run"):
+            self._worker = ReportWorker.start()
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        worker, self._worker = self._worker, None
         if config.get("dry_run"):
+            if worker is not None:
+                worker.close()
             return  # a dry run writes no results, so there is nothing to report
         sweep_dir: Any = None
         try:
             sweep_dir = Path(str(config.hydra.sweep.dir))
-            from llem.report.build import build_report
-
-            report = build_report([sweep_dir], plots=self.plots)
+            answer = worker.build(sweep_dir, self.plots) if worker is not None else None
+            if answer is None:
+                answer = _build_here(sweep_dir, self.plots)
+            if answer.error_type is not None:
+                raise _WorkerError(f"{answer.error_type}: {answer.error}")
             if self.print_table:
-                print(report.text, flush=True)
-            log.info("report written to %s (%d files)", report.out_dir, len(report.files))
+                print(answer.text, flush=True)
+            log.info("report written to %s (%d files)", answer.out_dir, answer.files)
         except Exception as exc:  # never fail the sweep over its report
+            kind = "" if isinstance(exc, _WorkerError) else f"{type(exc).__name__}: "
             log.warning(
-                "could not build the report for %s: %s: %s (rebuild it with "
+                "could not build the report for %s: %s%s (rebuild it with "
                 "`python -m llem.report %s`)",
                 sweep_dir,
-                type(exc).__name__,
+                kind,
                 exc,
                 sweep_dir or "<sweep dir>",
                 exc_info=log.isEnabledFor(logging.DEBUG),
             )
+
+
+class _WorkerError(Exception):
+    """The worker's report failed; its message already names the error's type."""
+
+
+def _build_here(sweep_dir: Path, plots: bool) -> Answer:
+    from llem.report.build import build_report
+
+    report = build_report([sweep_dir], plots=plots)
+    return Answer(text=report.text, out_dir=str(report.out_dir), files=len(report.files))

@@ -76,7 +76,7 @@ def capture_environment(cuda_home: PathLike | None = None) -> dict:
         return default
 
     env: dict[str, Any] = {
-        "captured_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "captured_at": _now(),
         "llem": {"version": __version__, "location": str(Path(__file__).parent.parent)},
     }
     env["python"] = probe("python", _python)
@@ -110,6 +110,26 @@ def capture_environment(cuda_home: PathLike | None = None) -> dict:
     env["pip_freeze"] = probe("pip_freeze", lambda: list(_installed()[1]), default=[])
     env["unavailable"] = unavailable
     return env
+
+
+class EnvironmentCache:
+    """The snapshot captured once per process (and again when ``CUDA_VISIBLE_DEVICES`` changes);
+    each copy handed out carries the time it was asked for."""
+
+    def __init__(self) -> None:
+        self._key: str | None = None
+        self._env: dict[str, Any] | None = None
+
+    def snapshot(self) -> dict[str, Any]:
+        key = os.environ.get("CUDA_VISIBLE_DEVICES", "\0unset")
+        if self._env is None or key != self._key:
+            self._env, self._key = capture_environment(), key
+            return dict(self._env)
+        return {**self._env, "captured_at": _now()}
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
 def write_environment(path: PathLike, env: dict | None = None) -> Path:

@@ -29,7 +29,7 @@ from llem.runner.assemble import (
     fill_workload,
     new_result,
 )
-from llem.runner.environment import write_environment
+from llem.runner.environment import EnvironmentCache, write_environment
 from llem.runner.preflight import preflight
 from llem.runner.prepare import prepare
 from llem.runner.progress import BatchProgress
@@ -48,8 +48,9 @@ class _Measured:
 
 
 class Runner:
-    """What outlives one run inside a process: the loaded model kept for reuse (and the idle
-    baseline)."""
+    """What outlives one run inside a process: the loaded model kept for reuse, the idle
+    baselines, and the environment snapshot (the same for every run of the process but for its
+    time and ``CUDA_VISIBLE_DEVICES``, so it is captured once)."""
 
     live_display: bool  # a sweep's live display owns the terminal: batch progress goes to the log
     idle_cache: IdleCache  # idle-power baselines this runner's runs measured, for later runs
@@ -58,6 +59,7 @@ class Runner:
         self.live_display = live_display
         self.idle_cache = IdleCache()
         self._kept: tuple[Backend[Any], LoadedModel] | None = None
+        self._environment: EnvironmentCache = EnvironmentCache()
 
     def run(
         self,
@@ -106,7 +108,7 @@ class Runner:
     def _measure(
         self, exp: ExperimentConfig, device: str, run_dir: Path, result: RunResult, reuse: bool
     ) -> None:
-        write_environment(run_dir / "environment.json")
+        write_environment(run_dir / "environment.json", self._environment.snapshot())
         backend = create_backend(exp)
         session = MeasurementSession(
             exp.measurement,

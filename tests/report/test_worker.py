@@ -1,0 +1,83 @@
+"""The end-of-sweep report built by a worker process started with the sweep: the same table, files
+and log line as in-process, a fallback when the worker is gone, and no report for a sweep that
+never ended."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+from pathlib import Path
+
+import pandas as pd
+from omegaconf import OmegaConf
+
+from llem.report import worker as worker_mod
+from llem.report.callback import ReportCallback
+from llem.report.worker import ReportWorker
+
+
+def _config(sweep: Path):
+    return OmegaConf.create({"hydra": {"sweep": {"dir": str(sweep)}}})
+
+
+def test_the_worker_builds_what_the_process_would(realistic_sweep: Path, capsys, caplog) -> None:
+    cb = ReportCallback()
+    cb.on_multirun_start(_config(realistic_sweep))
+    assert cb._worker is not None
+    with caplog.at_level(logging.INFO, logger="llem.report.callback"):
+        cb.on_multirun_end(_config(realistic_sweep))
+    by_worker = capsys.readouterr().out
+    files = {
+        p: p.read_bytes()
+        for p in (realistic_sweep / "summary.csv", realistic_sweep / "results.csv")
+    }
+    assert len(pd.read_csv(realistic_sweep / "results.csv")) == 18
+    assert (realistic_sweep / "plots" / "pareto.png").is_file()
+    assert any("report written to" in r.getMessage() for r in caplog.records)
+
+    ReportCallback(worker=False).on_multirun_end(_config(realistic_sweep))  # in this process
+    assert capsys.readouterr().out == by_worker
+    assert {p: p.read_bytes() for p in files} == files
+
+
+def test_a_dead_worker_falls_back_to_this_process(realistic_sweep: Path, capsys) -> None:
+    cb = ReportCallback()
+    cb.on_multirun_start(_config(realistic_sweep))
+    assert cb._worker is not None
+    cb._worker._proc.kill()
+    cb._worker._proc.wait()
+    cb.on_multirun_end(_config(realistic_sweep))
+    assert "batch_size  quantization" in capsys.readouterr().out
+    assert (realistic_sweep / "summary.csv").is_file()
+
+
+def test_the_workers_error_is_logged_like_the_processs(tmp_path: Path, caplog) -> None:
+    (tmp_path / "empty").mkdir()
+    messages = []
+    for use_worker in (True, False):
+        cb = ReportCallback(print_table=False, worker=use_worker)
+        cb.on_multirun_start(_config(tmp_path / "empty"))
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="llem.report.callback"):
+            cb.on_multirun_end(_config(tmp_path / "empty"))
+        messages.append([r.getMessage() for r in caplog.records])
+    assert messages[0] == messages[1]
+    assert "no runs found" in messages[0][0] and "ReportError: " in messages[0][0]
+
+
+def test_a_worker_without_a_job_builds_nothing(realistic_sweep: Path) -> None:
+    w = ReportWorker.start()
+    assert w is not None
+    w.close()
+    assert w._proc.returncode == 0
+    assert not (realistic_sweep / "summary.csv").exists()
+
+
+def test_the_worker_answers_one_json_line(realistic_sweep: Path) -> None:
+    out = io.StringIO()
+    job = json.dumps({"sweep_dir": str(realistic_sweep), "plots": False}) + "\n"
+    assert worker_mod.main(io.StringIO(job), out) == 0
+    answer = json.loads(out.getvalue())
+    assert answer["out_dir"] == str(realistic_sweep) and answer["files"] == 3
+    assert "batch_size" in answer["text"] and answer["error_type"] is None
