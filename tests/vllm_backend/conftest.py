@@ -8,14 +8,10 @@ they are skipped with the reason.
 from __future__ import annotations
 
 import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from vllm_helpers import build_tiny_model_head64  # noqa: E402
+from vllm_backend.vllm_helpers import build_tiny_model_head64
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -7,7 +7,7 @@ import csv
 from pathlib import Path
 
 import pytest
-from vllm_helpers import SMALL_ENGINE, output, read_json, run_llem
+from vllm_backend.vllm_helpers import SMALL_ENGINE, output, read_json, run_llem
 
 pytestmark = pytest.mark.vllm
 
