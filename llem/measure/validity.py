@@ -6,7 +6,8 @@
   updates about every 100 ms; windows under ~2 s read low).
 * ``sampler_coverage``: every device has power readings in at least ``min_sample_coverage`` of the
   expected samples (``window_s * sample_hz + 1``: the ticks plus the two edge samples).
-* ``throttling``: no thermal or power throttle reason during the window (not checked without
+* ``throttling``: no hardware or thermal slowdown during the window (``SLOWDOWN_REASONS``); a power
+  cap alone (``sw_power_cap``) is a ``condition``, recorded and not judged (not checked without
   throttle readings, e.g. replay).
 * ``other_processes``: no other compute process on a measured GPU (not checked where the source
   cannot list processes, e.g. replay or a driver that refuses).
@@ -19,9 +20,10 @@
   baseline).
 * ``energy_nonzero``: no device's energy read 0 J (or less).
 
-``energy_valid`` is False when any check failed, True when none did (checks that were not checked
-do not count against it), and None when no energy was measured (CPU runs, energy unavailable), with
-the reason under ``validity.energy_valid``.
+``energy_valid`` is False when any check failed, True when none did (checks that were not checked,
+and conditions, do not count against it; a condition's sentence goes to ``validity.conditions``),
+and None when no energy was measured (CPU runs, energy unavailable), with the reason under
+``validity.energy_valid``.
 """
 
 from __future__ import annotations
@@ -33,7 +35,12 @@ from llem.config.schema import MeasurementConfig
 from llem.measure.devices import DeviceInfo
 from llem.measure.energy import WindowResult
 from llem.measure.idle import IdleBaseline
-from llem.measure.throttle import THROTTLING_REASONS, decode_reasons, sort_reasons
+from llem.measure.throttle import (
+    SLOWDOWN_REASONS,
+    decode_reasons,
+    power_cap_shares,
+    sort_reasons,
+)
 from llem.result import Figure, Validity
 from llem.result.figure import with_figures
 
@@ -51,6 +58,7 @@ CHECKS = (
 class Check(Enum):
     passed = "passed"
     failed = "failed"
+    condition = "condition"  # found something recorded, not judged (validity.conditions)
     not_checked = "not checked"
 
 
@@ -94,24 +102,37 @@ def _sampler_coverage(window: WindowResult, cfg: MeasurementConfig) -> CheckOutc
 
 
 def _throttling(window: WindowResult) -> CheckOutcome:
-    by_device: dict[str, list[str]] = {}
-    seen = False
+    """A hardware or thermal slowdown fails; a power cap alone is a condition (see
+    ``llem.measure.throttle`` for why)."""
+    slowed: dict[str, list[str]] = {}
+    capped: dict[str, list[int]] = {}
     for s in window.samples:
         if s.throttle_mask is None:
             continue
-        seen = True
-        names = [n for n in decode_reasons(s.throttle_mask) if n in THROTTLING_REASONS]
-        if names:
-            by_device.setdefault(s.device, []).extend(names)
-    if not seen:
+        names = decode_reasons(s.throttle_mask)
+        slowed.setdefault(s.device, []).extend(n for n in names if n in SLOWDOWN_REASONS)
+        capped.setdefault(s.device, []).append(s.throttle_mask)
+    if not capped:
         return _NOT_CHECKED
-    return _outcome(
-        [
-            f"{uuid} was throttled during the window ({', '.join(sort_reasons(names))}): its "
-            "clocks, speed and energy are not those of an unthrottled GPU."
-            for uuid, names in by_device.items()
-        ]
-    )
+    problems = [
+        f"{uuid} was slowed down during the window ({', '.join(sort_reasons(names))}): a "
+        "hardware or thermal slowdown, so its clocks, speed and energy are those of the event, "
+        "not of the configuration."
+        for uuid, names in slowed.items()
+        if names
+    ]
+    if problems:
+        return _outcome(problems)
+    conditions = []
+    for uuid, masks in capped.items():
+        share, per_reason = power_cap_shares(masks)
+        if share:
+            conditions.append(
+                f"{uuid} ran at its power limit in {share:.0%} of the window's samples "
+                f"({', '.join(per_reason)}): a condition of the measurement, recorded in "
+                "thermal.power_capped_fraction; the energy figure is valid for it."
+            )
+    return (Check.condition, conditions) if conditions else _PASSED
 
 
 def _other_processes(window: WindowResult) -> CheckOutcome:
@@ -227,8 +248,9 @@ def assess(
         "idle_power_plausible": _idle_power(idle, devices, cfg),
         "energy_nonzero": _energy_nonzero(window),
     }
-    problems = [p for _, (_, ps) in outcomes.items() for p in ps]
+    problems = [p for status, ps in outcomes.values() if status is Check.failed for p in ps]
+    conditions = [p for status, ps in outcomes.values() if status is Check.condition for p in ps]
     checks = {name: status.value for name, (status, _) in outcomes.items()}
     verdict = Figure(not any(c == Check.failed.value for c in checks.values()))
-    section = Validity(problems=problems, checks=checks)
+    section = Validity(problems=problems, checks=checks, conditions=conditions)
     return with_figures(section, "validity", {"energy_valid": verdict})

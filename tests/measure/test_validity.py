@@ -34,18 +34,52 @@ def test_a_clean_window_is_valid(install_nvml, make_session, clock):
         "energy_valid": True,
         "problems": [],
         "checks": dict.fromkeys(CHECKS, "passed"),
+        "conditions": [],
     }
 
 
 @pytest.mark.parametrize(
-    "mask, status", [(0x20, "failed"), (0x04 | 0x40, "failed"), (0x01, "passed"), (0x02, "passed")]
+    "mask, status",
+    [
+        (0x08, "failed"),  # hw_slowdown
+        (0x20, "failed"),  # sw_thermal_slowdown
+        (0x04 | 0x40, "failed"),  # a power cap and a hardware thermal slowdown
+        (0x80, "failed"),  # hw_power_brake_slowdown
+        (0x04, "condition"),  # sw_power_cap alone: recorded, not judged
+        (0x01, "passed"),
+        (0x02, "passed"),
+    ],
 )
 def test_throttling(install_nvml, make_session, clock, mask, status):
     rep = verdict(install_nvml, make_session, clock, FakeGpu("GPU-a", throttle_mask=mask))
     assert statuses(rep)["throttling"] == status
+    assert rep.validity.energy_valid is (status != "failed")
     if status == "failed":
-        assert rep.validity.energy_valid is False
-        assert rep.validity.problems[0].startswith("GPU-a was throttled during the window (")
+        assert rep.validity.problems[0].startswith("GPU-a was slowed down during the window (")
+
+
+def test_power_cap_is_a_recorded_condition(install_nvml, make_session, clock):
+    """sw_power_cap in one sample of the window (a big batch at the power limit): the run stays
+    valid, and the share of the window capped, by reason, is in the thermal section."""
+
+    def capped_once(t: float) -> int:  # the one sample at T0 + 0.5 s is capped
+        return 0x04 if abs(t - (T0 + 0.5)) < 0.01 else 0
+
+    rep = verdict(install_nvml, make_session, clock, FakeGpu("GPU-a", throttle_mask=capped_once))
+    assert rep.validity.energy_valid is True
+    assert statuses(rep)["throttling"] == "condition"
+    assert rep.validity.problems == []
+    [condition] = rep.validity.conditions
+    assert condition.startswith("GPU-a ran at its power limit in 5% of the window's samples")
+    assert rep.thermal.power_capped_fraction == pytest.approx(1 / 21)  # 1 of 21 samples
+    assert rep.thermal.power_cap_reasons == {"sw_power_cap": pytest.approx(1 / 21)}
+    assert rep.thermal.throttled is True  # still a throttle reason, as before
+
+    always = verdict(install_nvml, make_session, clock, FakeGpu("GPU-a", throttle_mask=0x04))
+    assert always.validity.energy_valid is True
+    assert always.thermal.power_capped_fraction == 1.0
+    calm = verdict(install_nvml, make_session, clock, FakeGpu("GPU-a"))
+    assert calm.thermal.power_capped_fraction == 0.0 and calm.thermal.power_cap_reasons == {}
 
 
 def test_temperature_still_rising(install_nvml, make_session, clock):
@@ -131,6 +165,7 @@ def test_cpu_run_has_no_verdict(install_nvml, make_session, clock):
         "energy_valid": None,
         "problems": [],
         "checks": dict.fromkeys(CHECKS, "not checked"),
+        "conditions": [],
     }
     assert "device=cpu" in rep.null_reasons["validity.energy_valid"]
 
