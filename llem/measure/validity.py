@@ -5,7 +5,9 @@
 * ``window_length``: the window lasted at least ``measurement.min_valid_window_s`` (NVML's counter
   updates about every 100 ms; windows under ~2 s read low).
 * ``sampler_coverage``: every device has power readings in at least ``min_sample_coverage`` of the
-  expected samples (``window_s * sample_hz + 1``: the ticks plus the two edge samples).
+  expected samples (``window_s * sample_hz + 1``: the ticks plus the two edge samples). Judged only
+  where the energy is integrated from those samples (``nvml_power``); with an energy counter a
+  shortfall is a ``condition``.
 * ``throttling``: no hardware or thermal slowdown during the window (``SLOWDOWN_REASONS``); a power
   cap alone (``sw_power_cap``) is a ``condition``, recorded and not judged (not checked without
   throttle readings, e.g. replay).
@@ -86,19 +88,31 @@ def _window_length(window: WindowResult, cfg: MeasurementConfig) -> CheckOutcome
 
 
 def _sampler_coverage(window: WindowResult, cfg: MeasurementConfig) -> CheckOutcome:
+    """Judged only where the energy is integrated from the samples (``nvml_power``); with an
+    energy counter (or a replayed trace) a shortfall leaves gaps in the other readings only, a
+    condition."""
     expected = window.window_s * cfg.sample_hz + 1
-    problems = []
+    problems, conditions = [], []
     for d in window.devices:
         got = sum(1 for s in window.samples if s.device == d.uuid and s.power_w is not None)
-        if got < cfg.min_sample_coverage * expected:
-            problems.append(
-                f"The power sampler has readings for {d.uuid} in {got} of the "
-                f"{expected:.0f} expected samples ({got / expected:.0%}, below "
-                f"measurement.min_sample_coverage={cfg.min_sample_coverage:.0%} at "
-                f"measurement.sample_hz={cfg.sample_hz:g}): peak power, temperatures and "
-                "throttling have gaps."
+        if got >= cfg.min_sample_coverage * expected:
+            continue
+        shortfall = (
+            f"The power sampler has readings for {d.uuid} in {got} of the "
+            f"{expected:.0f} expected samples ({got / expected:.0%}, below "
+            f"measurement.min_sample_coverage={cfg.min_sample_coverage:.0%} at "
+            f"measurement.sample_hz={cfg.sample_hz:g})"
+        )
+        if d.method == "nvml_power":
+            problems.append(f"{shortfall}: its energy is integrated from those samples.")
+        else:
+            conditions.append(
+                f"{shortfall}: peak power, temperatures and throttling have gaps; the energy "
+                f"comes from {d.method or 'elsewhere'} and is unaffected."
             )
-    return _outcome(problems)
+    if problems:
+        return _outcome(problems)
+    return (Check.condition, conditions) if conditions else _PASSED
 
 
 def _throttling(window: WindowResult) -> CheckOutcome:
