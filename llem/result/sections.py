@@ -152,6 +152,9 @@ class Thermal:
     # power-cap reason (sw_power_cap), and the share per reason.
     power_capped_fraction: float | None = figure()
     power_cap_reasons: dict[str, float] = field(default_factory=dict)
+    # A recorded condition: the largest rise over the measured GPUs of the least-squares line
+    # through the window's temperatures, start to end (the window starts after the cool-down).
+    temp_rise_c: float | None = figure()
 
 
 @dataclass
