@@ -25,6 +25,9 @@
   power limit is known, at most ``idle_power_max_fraction`` of that limit (not checked without a
   baseline).
 * ``energy_nonzero``: no device's energy read 0 J (or less).
+* ``whole_gpu``: no measured device is a MIG instance: NVML's power and energy are the whole
+  GPU's, shared with its other instances, so a slice's share cannot be measured (not checked
+  without NVML devices, e.g. replay).
 
 ``energy_valid`` is False when any check failed, True when none did (checks that were not checked,
 and conditions, do not count against it; a condition's sentence goes to ``validity.conditions``),
@@ -58,6 +61,7 @@ CHECKS = (
     "temperature_steady",
     "idle_power_plausible",
     "energy_nonzero",
+    "whole_gpu",
 )
 
 
@@ -250,6 +254,20 @@ def _energy_nonzero(window: WindowResult) -> CheckOutcome:
     )
 
 
+def _whole_gpu(devices: Sequence[DeviceInfo]) -> CheckOutcome:
+    if not devices:
+        return _NOT_CHECKED
+    return _outcome(
+        [
+            f"torch device cuda:{d.torch_index} is MIG instance {d.mig_uuid}: NVML reports power "
+            f"and energy only for the whole GPU {d.uuid}, shared with its other instances, so "
+            "this run's energy cannot be told apart from theirs."
+            for d in devices
+            if d.mig_uuid
+        ]
+    )
+
+
 def assess(
     window: WindowResult,
     *,
@@ -277,6 +295,7 @@ def assess(
         "temperature_steady": _temperature_steady(window, cfg),
         "idle_power_plausible": _idle_power(idle, devices, cfg),
         "energy_nonzero": _energy_nonzero(window),
+        "whole_gpu": _whole_gpu(devices),
     }
     problems = [p for status, ps in outcomes.values() if status is Check.failed for p in ps]
     conditions = [p for status, ps in outcomes.values() if status is Check.condition for p in ps]

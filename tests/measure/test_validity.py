@@ -242,3 +242,21 @@ def test_power_only_device_is_judged_too(install_nvml, make_session, clock):
         install_nvml, make_session, clock, FakeGpu("GPU-p", architecture=4, power=Constant(80.0))
     )
     assert rep.energy.source == "nvml_power" and rep.validity.energy_valid is True
+
+
+def test_a_mig_slice_is_judged_invalid(install_nvml, make_session, clock):
+    """A MIG instance gets its whole GPU's energy (shared with the other slices): invalid, with the
+    reason, where it used to be a warning and a valid verdict."""
+    mig = "MIG-0e1e2e3e-aaaa-bbbb-cccc-000000000002"
+    install_nvml([FakeGpu("GPU-a", migs=["MIG-0e1e2e3e-aaaa-bbbb-cccc-000000000001", mig])])
+    s = make_session(make_cfg(), env={"CUDA_VISIBLE_DEVICES": mig})
+    s.start()
+    with s.window():
+        clock.sleep(2.0)
+    rep = s.measurement(output_tokens=10, requests=1)
+    assert rep.energy.total_j == pytest.approx(200.0, abs=0.01)  # the whole GPU's
+    assert statuses(rep)["whole_gpu"] == "failed"
+    assert rep.validity.energy_valid is False
+    [problem] = rep.validity.problems
+    assert problem.startswith(f"torch device cuda:0 is MIG instance {mig}: NVML reports power")
+    assert "whole GPU GPU-a" in problem
