@@ -99,7 +99,7 @@ class MeasurementConfig:
     )
     max_temp_rise_c: float = knob(
         3.0,
-        doc="Validity: a larger fitted temperature rise (°C) over the window is not steady.",
+        doc="Validity: a larger fitted temperature rise (°C) over the window is a condition.",
         goes_to=LLEM,
         ge=0,
     )

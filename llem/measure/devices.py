@@ -14,7 +14,8 @@ cuda:0 is NVML device 2 under ``CUDA_VISIBLE_DEVICES=2,0``. The mapping:
    differ.
 
 A MIG instance is measured through its parent GPU (NVML reports power and energy per physical GPU),
-with a warning, and a GPU used by several torch devices is measured once.
+with a warning, and its energy is judged invalid (``llem.measure.validity``'s ``whole_gpu``); a GPU
+used by several torch devices is measured once.
 """
 
 from __future__ import annotations
@@ -228,7 +229,8 @@ def resolve_devices(
         if mig:
             warnings.append(
                 f"torch device cuda:{ti} is MIG instance {mig}; NVML power and energy "
-                f"are for the whole GPU {gpu.uuid}, shared with its other instances"
+                f"are for the whole GPU {gpu.uuid}, shared with its other instances "
+                "(the energy is judged invalid: validity check whole_gpu)"
             )
         if gpu.uuid in done:
             warnings.append(

@@ -20,8 +20,8 @@ from llem.measure.devices import DeviceInfo
 from llem.measure.energy import WindowResult
 from llem.measure.energy_section import Counts, energy_section
 from llem.measure.idle import IdleBaseline
-from llem.measure.throttle import decode_reasons, is_throttling, sort_reasons
-from llem.measure.validity import assess
+from llem.measure.throttle import decode_reasons, is_throttling, power_cap_shares, sort_reasons
+from llem.measure.validity import assess, temperature_rises_c
 from llem.result import Energy, Figure, Hardware, Thermal, Validity
 from llem.result.figure import with_figures
 
@@ -91,6 +91,8 @@ def _thermal(window: WindowResult, no_samples: str | None) -> tuple[Thermal, dic
     temps = [s.temperature_c for s in samples if s.temperature_c is not None]
     masks = [s.throttle_mask for s in samples if s.throttle_mask is not None]
     names = sort_reasons(n for m in masks for n in decode_reasons(m))
+    capped, per_reason = power_cap_shares(masks)
+    rises = temperature_rises_c(window)
     figures = {
         "max_temp_c": Figure.of(
             max(temps) if temps else None, no_samples or "no temperature readings"
@@ -98,8 +100,14 @@ def _thermal(window: WindowResult, no_samples: str | None) -> tuple[Thermal, dic
         "throttled": Figure.of(
             is_throttling(names) if masks else None, no_samples or "no clock throttle readings"
         ),
+        "power_capped_fraction": Figure.of(capped, no_samples or "no clock throttle readings"),
+        "temp_rise_c": Figure.of(
+            max(rises.values()) if rises else None,
+            no_samples or "fewer than 3 temperature readings per device",
+        ),
     }
-    return with_figures(Thermal(throttle_reasons=names), "thermal", figures)
+    section = Thermal(throttle_reasons=names, power_cap_reasons=per_reason)
+    return with_figures(section, "thermal", figures)
 
 
 def _peak_used(window: WindowResult, no_samples: str | None) -> Figure:

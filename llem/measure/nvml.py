@@ -376,8 +376,9 @@ class NvmlDevice:
     def read_temperature_c(self) -> float | None:
         return self._reading("temp", self._temperature, [], ("temperature_c",))
 
-    def other_processes(self, own_pid: int) -> list[OtherProcess] | None:
-        """Compute processes on this GPU other than ``own_pid``; None when NVML cannot list them."""
+    def other_processes(self, is_own: Callable[[int], bool]) -> list[OtherProcess] | None:
+        """Compute processes on this GPU for which ``is_own(pid)`` is false (llem and its
+        descendants are its own); None when NVML cannot list them."""
         if self._processes_fn is None:
             return None
         try:
@@ -387,7 +388,7 @@ class NvmlDevice:
                 log.warning("%s: cannot list compute processes: %s", self.uuid, error_text(exc))
                 return None
             raise
-        others = [p for p in procs if int(p.pid) != own_pid]
+        others = [p for p in procs if not is_own(int(p.pid))]
         return [OtherProcess(self.uuid, int(p.pid), _used_mb(p)) for p in others]
 
 

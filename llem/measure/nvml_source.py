@@ -5,11 +5,11 @@ NVML's errors during a window into ``SourceError``.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import TypeVar
 
 from llem.measure.energy import OtherProcess, SourceError
+from llem.measure.family import is_own
 from llem.measure.nvml import Nvml, NvmlDevice, error_text
 from llem.measure.sampler import Clock, Sample
 
@@ -69,8 +69,9 @@ class NvmlSource:
         return self._guard(lambda: {d.uuid: d.read_temperature_c() for d in self.nvml_devices})
 
     def other_processes(self) -> list[OtherProcess] | None:
-        """Other compute processes on the measured GPUs; None when no GPU can list them."""
-        lists = [d.other_processes(os.getpid()) for d in self.nvml_devices]
+        """Compute processes on the measured GPUs other than llem and its descendants (a vLLM
+        engine's core and workers are llem's); None when no GPU can list them."""
+        lists = [d.other_processes(is_own) for d in self.nvml_devices]
         if all(x is None for x in lists):
             return None
         return [p for x in lists if x is not None for p in x]

@@ -5,23 +5,34 @@
 * ``window_length``: the window lasted at least ``measurement.min_valid_window_s`` (NVML's counter
   updates about every 100 ms; windows under ~2 s read low).
 * ``sampler_coverage``: every device has power readings in at least ``min_sample_coverage`` of the
-  expected samples (``window_s * sample_hz + 1``: the ticks plus the two edge samples).
-* ``throttling``: no thermal or power throttle reason during the window (not checked without
+  expected samples (``window_s * sample_hz + 1``: the ticks plus the two edge samples). Judged only
+  where the energy is integrated from those samples (``nvml_power``); with an energy counter a
+  shortfall is a ``condition``.
+* ``throttling``: no hardware or thermal slowdown during the window (``SLOWDOWN_REASONS``); a power
+  cap alone (``sw_power_cap``) is a ``condition``, recorded and not judged (not checked without
   throttle readings, e.g. replay).
 * ``other_processes``: no other compute process on a measured GPU (not checked where the source
   cannot list processes, e.g. replay or a driver that refuses).
 * ``temperature_steady``: per device, the least-squares line through the window's temperature
   readings rises by at most ``measurement.max_temp_rise_c`` from the window's start to its end (not
-  checked with fewer than 3 readings). A linear fit, not last-minus-first, so NVML's whole-degree
-  readings do not flip the verdict on one reading.
+  checked with fewer than 3 readings); a larger rise is a ``condition``, recorded as
+  ``thermal.temp_rise_c``, never a failure. The cool-down brings every window's start near idle
+  temperature, so that each configuration and repeat is measured from the same state; the GPU then
+  warms inside the window, and that warming (leakage power grows with temperature) belongs to the
+  configuration's energy. A linear fit, not last-minus-first, so NVML's whole-degree readings do
+  not flip the outcome on one reading.
 * ``idle_power_plausible``: each device's idle power is at least ``idle_power_min_w`` and, where its
   power limit is known, at most ``idle_power_max_fraction`` of that limit (not checked without a
   baseline).
 * ``energy_nonzero``: no device's energy read 0 J (or less).
+* ``whole_gpu``: no measured device is a MIG instance: NVML's power and energy are the whole
+  GPU's, shared with its other instances, so a slice's share cannot be measured (not checked
+  without NVML devices, e.g. replay).
 
-``energy_valid`` is False when any check failed, True when none did (checks that were not checked
-do not count against it), and None when no energy was measured (CPU runs, energy unavailable), with
-the reason under ``validity.energy_valid``.
+``energy_valid`` is False when any check failed, True when none did (checks that were not checked,
+and conditions, do not count against it; a condition's sentence goes to ``validity.conditions``),
+and None when no energy was measured (CPU runs, energy unavailable), with the reason under
+``validity.energy_valid``.
 """
 
 from __future__ import annotations
@@ -33,7 +44,12 @@ from llem.config.schema import MeasurementConfig
 from llem.measure.devices import DeviceInfo
 from llem.measure.energy import WindowResult
 from llem.measure.idle import IdleBaseline
-from llem.measure.throttle import THROTTLING_REASONS, decode_reasons, sort_reasons
+from llem.measure.throttle import (
+    SLOWDOWN_REASONS,
+    decode_reasons,
+    power_cap_shares,
+    sort_reasons,
+)
 from llem.result import Figure, Validity
 from llem.result.figure import with_figures
 
@@ -45,12 +61,14 @@ CHECKS = (
     "temperature_steady",
     "idle_power_plausible",
     "energy_nonzero",
+    "whole_gpu",
 )
 
 
 class Check(Enum):
     passed = "passed"
     failed = "failed"
+    condition = "condition"  # found something recorded, not judged (validity.conditions)
     not_checked = "not checked"
 
 
@@ -78,40 +96,65 @@ def _window_length(window: WindowResult, cfg: MeasurementConfig) -> CheckOutcome
 
 
 def _sampler_coverage(window: WindowResult, cfg: MeasurementConfig) -> CheckOutcome:
+    """Judged only where the energy is integrated from the samples (``nvml_power``); with an
+    energy counter (or a replayed trace) a shortfall leaves gaps in the other readings only, a
+    condition."""
     expected = window.window_s * cfg.sample_hz + 1
-    problems = []
+    problems, conditions = [], []
     for d in window.devices:
         got = sum(1 for s in window.samples if s.device == d.uuid and s.power_w is not None)
-        if got < cfg.min_sample_coverage * expected:
-            problems.append(
-                f"The power sampler has readings for {d.uuid} in {got} of the "
-                f"{expected:.0f} expected samples ({got / expected:.0%}, below "
-                f"measurement.min_sample_coverage={cfg.min_sample_coverage:.0%} at "
-                f"measurement.sample_hz={cfg.sample_hz:g}): peak power, temperatures and "
-                "throttling have gaps."
+        if got >= cfg.min_sample_coverage * expected:
+            continue
+        shortfall = (
+            f"The power sampler has readings for {d.uuid} in {got} of the "
+            f"{expected:.0f} expected samples ({got / expected:.0%}, below "
+            f"measurement.min_sample_coverage={cfg.min_sample_coverage:.0%} at "
+            f"measurement.sample_hz={cfg.sample_hz:g})"
+        )
+        if d.method == "nvml_power":
+            problems.append(f"{shortfall}: its energy is integrated from those samples.")
+        else:
+            conditions.append(
+                f"{shortfall}: peak power, temperatures and throttling have gaps; the energy "
+                f"comes from {d.method or 'elsewhere'} and is unaffected."
             )
-    return _outcome(problems)
+    if problems:
+        return _outcome(problems)
+    return (Check.condition, conditions) if conditions else _PASSED
 
 
 def _throttling(window: WindowResult) -> CheckOutcome:
-    by_device: dict[str, list[str]] = {}
-    seen = False
+    """A hardware or thermal slowdown fails; a power cap alone is a condition (see
+    ``llem.measure.throttle`` for why)."""
+    slowed: dict[str, list[str]] = {}
+    capped: dict[str, list[int]] = {}
     for s in window.samples:
         if s.throttle_mask is None:
             continue
-        seen = True
-        names = [n for n in decode_reasons(s.throttle_mask) if n in THROTTLING_REASONS]
-        if names:
-            by_device.setdefault(s.device, []).extend(names)
-    if not seen:
+        names = decode_reasons(s.throttle_mask)
+        slowed.setdefault(s.device, []).extend(n for n in names if n in SLOWDOWN_REASONS)
+        capped.setdefault(s.device, []).append(s.throttle_mask)
+    if not capped:
         return _NOT_CHECKED
-    return _outcome(
-        [
-            f"{uuid} was throttled during the window ({', '.join(sort_reasons(names))}): its "
-            "clocks, speed and energy are not those of an unthrottled GPU."
-            for uuid, names in by_device.items()
-        ]
-    )
+    problems = [
+        f"{uuid} was slowed down during the window ({', '.join(sort_reasons(names))}): a "
+        "hardware or thermal slowdown, so its clocks, speed and energy are those of the event, "
+        "not of the configuration."
+        for uuid, names in slowed.items()
+        if names
+    ]
+    if problems:
+        return _outcome(problems)
+    conditions = []
+    for uuid, masks in capped.items():
+        share, per_reason = power_cap_shares(masks)
+        if share:
+            conditions.append(
+                f"{uuid} ran at its power limit in {share:.0%} of the window's samples "
+                f"({', '.join(per_reason)}): a condition of the measurement, recorded in "
+                "thermal.power_capped_fraction; the energy figure is valid for it."
+            )
+    return (Check.condition, conditions) if conditions else _PASSED
 
 
 def _other_processes(window: WindowResult) -> CheckOutcome:
@@ -143,25 +186,37 @@ def temperature_rise_c(times_s: Sequence[float], temps_c: Sequence[float], span_
     return slope * span_s
 
 
-def _temperature_steady(window: WindowResult, cfg: MeasurementConfig) -> CheckOutcome:
-    problems, checked = [], False
+def temperature_rises_c(window: WindowResult) -> dict[str, float]:
+    """Per device with at least 3 temperature readings, the fitted rise across the window (C)."""
+    rises = {}
     for d in window.devices:
         pts = [
             (s.time_s, s.temperature_c)
             for s in window.samples
             if s.device == d.uuid and s.temperature_c is not None
         ]
-        if len(pts) < 3:
-            continue
-        checked = True
-        rise = temperature_rise_c([p[0] for p in pts], [p[1] for p in pts], window.window_s)
-        if rise > cfg.max_temp_rise_c:
-            problems.append(
-                f"The temperature of {d.uuid} rose {rise:.1f} C across the window (more than "
-                f"measurement.max_temp_rise_c={cfg.max_temp_rise_c:g} C): the GPU had not "
-                "reached a steady state; warm up longer or measure a longer window."
+        if len(pts) >= 3:
+            rises[d.uuid] = temperature_rise_c(
+                [p[0] for p in pts], [p[1] for p in pts], window.window_s
             )
-    return _outcome(problems) if checked else _NOT_CHECKED
+    return rises
+
+
+def _temperature_steady(window: WindowResult, cfg: MeasurementConfig) -> CheckOutcome:
+    """A rise above ``max_temp_rise_c`` is a condition, never a failure: the cool-down starts every
+    window near idle temperature on purpose, so the GPU warms inside it (see the README)."""
+    rises = temperature_rises_c(window)
+    if not rises:
+        return _NOT_CHECKED
+    conditions = [
+        f"The temperature of {uuid} rose {rise:.1f} C across the window (more than "
+        f"measurement.max_temp_rise_c={cfg.max_temp_rise_c:g} C; recorded in "
+        "thermal.temp_rise_c): the window started from the cool-down's temperature, so its energy "
+        "includes the warming, as every repeat's does."
+        for uuid, rise in rises.items()
+        if rise > cfg.max_temp_rise_c
+    ]
+    return (Check.condition, conditions) if conditions else _PASSED
 
 
 def _idle_power(
@@ -199,6 +254,20 @@ def _energy_nonzero(window: WindowResult) -> CheckOutcome:
     )
 
 
+def _whole_gpu(devices: Sequence[DeviceInfo]) -> CheckOutcome:
+    if not devices:
+        return _NOT_CHECKED
+    return _outcome(
+        [
+            f"torch device cuda:{d.torch_index} is MIG instance {d.mig_uuid}: NVML reports power "
+            f"and energy only for the whole GPU {d.uuid}, shared with its other instances, so "
+            "this run's energy cannot be told apart from theirs."
+            for d in devices
+            if d.mig_uuid
+        ]
+    )
+
+
 def assess(
     window: WindowResult,
     *,
@@ -226,9 +295,11 @@ def assess(
         "temperature_steady": _temperature_steady(window, cfg),
         "idle_power_plausible": _idle_power(idle, devices, cfg),
         "energy_nonzero": _energy_nonzero(window),
+        "whole_gpu": _whole_gpu(devices),
     }
-    problems = [p for _, (_, ps) in outcomes.items() for p in ps]
+    problems = [p for status, ps in outcomes.values() if status is Check.failed for p in ps]
+    conditions = [p for status, ps in outcomes.values() if status is Check.condition for p in ps]
     checks = {name: status.value for name, (status, _) in outcomes.items()}
     verdict = Figure(not any(c == Check.failed.value for c in checks.values()))
-    section = Validity(problems=problems, checks=checks)
+    section = Validity(problems=problems, checks=checks, conditions=conditions)
     return with_figures(section, "validity", {"energy_valid": verdict})

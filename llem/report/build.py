@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from llem.atomic import atomic_write
+from llem.report.conditions import render_conditions
 from llem.report.load import Runs, load_runs
 from llem.report.plots import draw_all
 from llem.report.stats import summary_frame
@@ -82,6 +83,9 @@ def build_report(
     invalid = render_invalid(runs, width=width)
     if invalid:
         parts += ["", invalid]
+    conditions = render_conditions(runs, width=width)
+    if conditions:
+        parts += ["", conditions]
     problems = render_problems(runs, width=width)
     if problems:
         parts += ["", problems]

@@ -148,6 +148,13 @@ class Thermal:
     max_temp_c: float | None = figure()
     throttled: bool | None = figure()
     throttle_reasons: list[str] = field(default_factory=list)
+    # A recorded condition, never an invalidation: the share of the window's device samples with a
+    # power-cap reason (sw_power_cap), and the share per reason.
+    power_capped_fraction: float | None = figure()
+    power_cap_reasons: dict[str, float] = field(default_factory=dict)
+    # A recorded condition: the largest rise over the measured GPUs of the least-squares line
+    # through the window's temperatures, start to end (the window starts after the cool-down).
+    temp_rise_c: float | None = figure()
 
 
 @dataclass
@@ -209,12 +216,14 @@ class SweepPosition:
 @dataclass(frozen=True)
 class Validity:
     """Whether the energy figure can be trusted: a verdict, its problems, and each check
-    (``passed``, ``failed`` or ``not checked``). ``energy_valid`` is null when no energy was
-    measured."""
+    (``passed``, ``failed``, ``condition`` or ``not checked``). ``energy_valid`` is null when no
+    energy was measured. ``conditions`` are what a check found that is recorded, not judged
+    (running at the power cap, say): one sentence each, never counted against the verdict."""
 
     energy_valid: bool | None = figure()
     problems: list[str] = field(default_factory=list)
     checks: dict[str, str] = field(default_factory=dict)
+    conditions: list[str] = field(default_factory=list)
 
 
 for _section in (Energy, Memory, Thermal, Validity):

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
+from llem.measure.family import is_own, parent_pid
 from llem.testing.fake_pynvml import FakeGpu
 
 from .conftest import assert_nulls_explained, make_cfg
@@ -41,3 +45,38 @@ def test_alone_or_cannot_tell(install_nvml, make_session, clock, procs, status):
     assert rep.validity.energy_valid is True
     assert rep.energy.other_processes == ([] if procs is not None else None)
     assert_nulls_explained(rep)
+
+
+def test_own_descendants_are_not_other_processes(install_nvml, make_session, clock):
+    """vLLM's engine core and workers are llem's children on the GPU: only the unrelated pid
+    (this process's parent, which is not llem's descendant) counts against the run."""
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        procs = [(os.getpid(), 2**30), (child.pid, 3 * 2**30), (os.getppid(), 2**30)]
+        rep = report_with(install_nvml, make_session, clock, procs)
+    finally:
+        child.kill()
+        child.wait()
+    assert rep.energy.other_processes == [
+        {"device": "GPU-a", "pid": os.getppid(), "used_memory_mb": 1024.0}
+    ]
+    assert rep.validity.checks["other_processes"] == "failed"
+    [problem] = rep.validity.problems
+    assert f"pid {os.getppid()} on GPU-a" in problem and str(child.pid) not in problem
+
+
+def _proc(root: Path, pid: int, comm: str, ppid: int) -> None:
+    (root / str(pid)).mkdir()
+    (root / str(pid) / "stat").write_text(f"{pid} ({comm}) S {ppid} {pid} {pid} 0 -1 4194560\n")
+
+
+def test_is_own_follows_the_parent_chain(tmp_path):
+    _proc(tmp_path, 100, "python", 1)  # llem
+    _proc(tmp_path, 200, "VLLM::EngineCore", 100)  # its child
+    _proc(tmp_path, 300, "a (weird) name", 200)  # a grandchild, with ')' in its name
+    _proc(tmp_path, 400, "python", 1)  # unrelated
+    _proc(tmp_path, 500, "bash", 400)  # a child of the unrelated one
+    own = {pid: is_own(pid, root=100, proc_root=tmp_path) for pid in (100, 200, 300, 400, 500)}
+    assert own == {100: True, 200: True, 300: True, 400: False, 500: False}
+    assert not is_own(999, root=100, proc_root=tmp_path)  # gone, or not in this namespace
+    assert parent_pid(300, tmp_path) == 200

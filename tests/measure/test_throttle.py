@@ -1,4 +1,13 @@
-from llem.measure.throttle import REASON_BITS, decode_reasons, is_throttling, sort_reasons
+from llem.measure.throttle import (
+    POWER_CAP_REASONS,
+    REASON_BITS,
+    SLOWDOWN_REASONS,
+    THROTTLING_REASONS,
+    decode_reasons,
+    is_throttling,
+    power_cap_shares,
+    sort_reasons,
+)
 
 
 def test_bits_match_nvml_constants():
@@ -39,3 +48,10 @@ def test_sort_reasons_dedupes():
         "sw_power_cap",
         "unknown_0x800",
     ]
+
+
+def test_power_cap_is_a_condition_and_slowdowns_invalidate():
+    assert {"sw_power_cap"} == POWER_CAP_REASONS
+    assert SLOWDOWN_REASONS == THROTTLING_REASONS - POWER_CAP_REASONS
+    assert power_cap_shares([]) == (None, {})
+    assert power_cap_shares([0x04, 0x04 | 0x01, 0x01, 0x40]) == (0.5, {"sw_power_cap": 0.5})

@@ -150,6 +150,9 @@ def test_timeseries_csv(install_nvml, make_session, clock, tmp_path):
         max_temp_c=40.0,
         throttled=True,
         throttle_reasons=["sw_power_cap", "sw_thermal_slowdown"],
+        power_capped_fraction=0.5,  # GPU-a capped in all its samples, GPU-b in none
+        power_cap_reasons={"sw_power_cap": 0.5},
+        temp_rise_c=0.0,
     )
     assert rep.energy.peak_power_w == pytest.approx(400.0)
 
