@@ -119,8 +119,9 @@ class BackendSections(Generic[ConfigT]):
     """What a backend is built with: its own engine section and the shared sections it reads.
 
     ``engine`` is the backend's own group (``pytorch:``, ``vllm:``); the rest are the model,
-    decoding and quantization groups, the ``from_pretrained`` passthrough, the top-level seed and
-    whether generated texts are kept (``measurement.save_outputs``).
+    decoding and quantization groups, the ``from_pretrained`` passthrough, the top-level seed, the
+    run's own seed (``run_seed``, what ``lifecycle.seed`` records) and whether generated texts are
+    kept (``measurement.save_outputs``).
     """
 
     engine: ConfigT
@@ -129,6 +130,7 @@ class BackendSections(Generic[ConfigT]):
     quantization: QuantizationConfig = field(default_factory=QuantizationConfig)
     passthrough_kwargs: dict[str, Any] = field(default_factory=dict)
     seed: int = 0
+    run_seed: int = 0  # this run's seed (``lifecycle.seed``: seed + repeat when sampling)
     save_outputs: bool = False
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from omegaconf import DictConfig
 
-from llem.backends import create_backend
+from llem.backends import create_backend, run_seed
 from llem.backends.memory import peak_memory, reset_peak_memory
 from llem.backends.types import Backend, BatchOutput, LoadedModel
 from llem.config.schema import ExperimentConfig
@@ -228,10 +228,11 @@ def _init_cuda() -> None:
 
 
 def _seed(exp: ExperimentConfig) -> int:
-    """Seed torch; a sampling decoder gets ``seed + repeat`` so repeats sample differently."""
+    """Seed torch; a sampling decoder gets ``seed + repeat`` so repeats sample differently (the
+    vLLM backend passes the same seed in each request's ``SamplingParams``)."""
     import torch
 
-    seed = exp.seed + exp.repeat if exp.decoder.do_sample else exp.seed
+    seed = run_seed(exp)
     torch.manual_seed(seed)
     return seed
 

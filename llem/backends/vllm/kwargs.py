@@ -100,7 +100,9 @@ def build_engine_kwargs(s: Sections, device: str, source: str) -> dict[str, Any]
 
 def build_sampling_kwargs(s: Sections) -> dict[str, Any]:
     """Keyword arguments for ``vllm.SamplingParams``: greedy is temperature 0, and greedy decoding
-    drops the sampling knobs (as the pytorch backend does)."""
+    drops the sampling knobs (as the pytorch backend does). A sampling decoder samples with the
+    run's seed (``lifecycle.seed``, seed + repeat) in every request, so repeats on a fresh engine
+    sample differently and a repeat's sampling is reproducible whatever the engine ran before."""
     d = s.decoder
     kwargs: dict[str, Any] = {"max_tokens": d.max_new_tokens}
     if d.min_new_tokens is not None:
@@ -111,6 +113,7 @@ def build_sampling_kwargs(s: Sections) -> dict[str, Any]:
         kwargs["temperature"] = 0.0
         return kwargs
     kwargs["temperature"] = 1.0 if d.temperature is None else d.temperature
+    kwargs["seed"] = s.run_seed
     for name in ("top_p", "top_k", "min_p"):
         value = getattr(d, name)
         if value is not None:
