@@ -49,6 +49,9 @@ class BatchOutput:
     # When set, latency figures are computed from these, per request.
     request_step_times_s: list[list[float]] | None = None
     request_step_tokens: list[list[int]] | None = None
+    # Prompt tokens per request whose KV came from a prefix cache instead of prefill (engines
+    # with a prefix cache that report it; None where unknown).
+    cached_input_tokens: list[int] | None = None
 
 
 @dataclass(frozen=True)
@@ -108,6 +111,8 @@ class LoadedModel:
     # What torch.compile does in the measured window: "pending" (wrapped, not yet run), "active",
     # "failed: <error>", or None when it is off (read after ``Backend.warm_up``).
     torch_compile: str | None = None
+    # Whether the engine reuses KV blocks of shared prompt prefixes (vllm); None: no such cache.
+    prefix_caching: bool | None = None
 
 
 ConfigT = TypeVar("ConfigT")

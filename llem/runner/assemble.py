@@ -159,6 +159,28 @@ def fill_memory(
         reasons.setdefault("memory.peak_device_used_mb", "NVML memory readings unavailable")
 
 
+def fill_prefix_cache(
+    result: RunResult, loaded: LoadedModel, outputs: Sequence[BatchOutput]
+) -> None:
+    """Whether the engine's prefix cache was on, and the share of the window's prompt tokens it
+    served instead of prefill (engines without a prefix cache leave both null)."""
+    life = result.lifecycle
+    life.prefix_caching = loaded.prefix_caching
+    if loaded.prefix_caching is None:
+        return
+    cached = [b.cached_input_tokens for b in outputs]
+    prompt_tokens = sum(sum(b.input_tokens) for b in outputs)
+    if any(c is None for c in cached):
+        result.null_reasons["lifecycle.prefix_cache_hit_rate"] = (
+            "the engine did not report its prefix-cache hits (RequestOutput.num_cached_tokens)"
+        )
+    elif prompt_tokens == 0:
+        result.null_reasons["lifecycle.prefix_cache_hit_rate"] = "no prompt tokens in the window"
+    else:
+        hits = sum(sum(c or []) for c in cached)
+        life.prefix_cache_hit_rate = round(hits / prompt_tokens, 4)
+
+
 def _peak_rss_mb() -> float | None:
     try:
         import resource

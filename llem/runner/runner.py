@@ -26,6 +26,7 @@ from llem.runner.assemble import (
     fill_compute,
     fill_measurement,
     fill_memory,
+    fill_prefix_cache,
     fill_workload,
     new_result,
 )
@@ -133,6 +134,7 @@ class Runner:
             )
             bandwidths = fill_measurement(result, report, counts)
             fill_memory(result, loaded, device, peaks)
+            fill_prefix_cache(result, loaded, measured.outputs)
             fill_compute(result, loaded.shape, measured.outputs, exp, device, bandwidths)
             if exp.measurement.save_outputs:
                 write_generations(run_dir, measured.outputs, measured.n_prompts)

@@ -2,9 +2,10 @@
 
 ``model.dtype`` and the ``vllm:`` knobs become engine arguments (``None`` knobs are not passed;
 ``vllm.engine_kwargs`` are merged last); the decoder group becomes ``SamplingParams`` (greedy:
-temperature 0). Two CPU-aware defaults, used only when the user set nothing: a host-memory
-fraction (``CPU_MEMORY_UTILIZATION``) and, on an x86 CPU without native bfloat16,
-``dtype=float32`` instead of vLLM's ``auto``.
+temperature 0). Prefix caching is off unless the user turns it on (``vllm.enable_prefix_caching``
+or ``engine_kwargs``), so the window measures cold prefill. Two CPU-aware defaults, used only when
+the user set nothing: a host-memory fraction (``CPU_MEMORY_UTILIZATION``) and, on an x86 CPU
+without native bfloat16, ``dtype=float32`` instead of vLLM's ``auto``.
 """
 
 from __future__ import annotations
@@ -94,6 +95,10 @@ def build_engine_kwargs(s: Sections, device: str, source: str) -> dict[str, Any]
             kwargs[name] = value
     if device == "cpu" and not _memory_set(v):
         kwargs["gpu_memory_utilization"] = CPU_MEMORY_UTILIZATION
+    if v.enable_prefix_caching is None:
+        # The warm-up runs the very prompts the window measures: with vLLM's default (on) nearly
+        # every prefill in the window would be a cache hit. Cold prefill unless the user asks.
+        kwargs["enable_prefix_caching"] = False
     kwargs.update(v.engine_kwargs)
     return kwargs
 
