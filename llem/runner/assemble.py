@@ -141,22 +141,26 @@ def fill_memory(
     result: RunResult, loaded: LoadedModel, device: str, peaks: dict[str, Any] | None
 ) -> None:
     """Allocator peaks (``peaks``: from ``llem.backends.memory.peak_memory``, CUDA only), the
-    host's peak RSS, and why a figure is absent."""
+    host's peak RSS, and why a figure is absent: a figure is a value or null with its reason,
+    never both. An engine in processes of its own (vllm) is not seen by this process's allocator
+    or RSS: those are null with the reason (never this process's near-zero readings)."""
     mem, reasons = result.memory, result.null_reasons
+    if mem.peak_device_used_mb is None:
+        reasons.setdefault("memory.peak_device_used_mb", "NVML memory readings unavailable")
+    if loaded.engine_process:  # the model lives in other processes (vllm)
+        mem.peak_allocated_mb = mem.peak_reserved_mb = mem.peak_host_rss_mb = None
+        mem.per_device = {}
+        for k in ("peak_allocated_mb", "peak_reserved_mb", "peak_host_rss_mb"):
+            reasons[f"memory.{k}"] = loaded.engine_process
+        return
     if peaks is not None:
         mem.peak_allocated_mb = peaks["peak_allocated_mb"]
         mem.peak_reserved_mb = peaks["peak_reserved_mb"]
         mem.per_device = peaks["per_device"]
     mem.peak_host_rss_mb = _peak_rss_mb()
-    if loaded.engine_process:  # the model lives in other processes (vllm)
-        mem.peak_host_rss_mb = None
-        for k in ("peak_allocated_mb", "peak_reserved_mb", "peak_host_rss_mb"):
-            reasons[f"memory.{k}"] = loaded.engine_process
-    elif device != "cuda":
+    if device != "cuda":
         for k in ("peak_allocated_mb", "peak_reserved_mb"):
             reasons[f"memory.{k}"] = "torch allocator statistics exist for CUDA devices only"
-    if mem.peak_device_used_mb is None:
-        reasons.setdefault("memory.peak_device_used_mb", "NVML memory readings unavailable")
 
 
 def fill_prefix_cache(

@@ -240,8 +240,9 @@ def _seed(exp: ExperimentConfig) -> int:
 
 
 def _model_cuda_devices(loaded: LoadedModel) -> list[int]:
-    """The torch CUDA indices holding the model (the current device when none is known)."""
-    if loaded.device != "cuda":
+    """The torch CUDA indices holding the model (the current device when none is known); none
+    when the model is not in this process (vllm's engine: this allocator does not see it)."""
+    if loaded.device != "cuda" or loaded.engine_process:
         return []
     if loaded.shape is not None and loaded.shape.cuda_devices:
         return list(loaded.shape.cuda_devices)
