@@ -114,6 +114,11 @@ class LoadedModel:
     # Whether the engine reuses KV blocks of shared prompt prefixes (vllm); None: no such cache.
     prefix_caching: bool | None = None
 
+    def compilations(self) -> int | None:
+        """Compilations this process has run so far (a running count; the window's are the
+        difference across it), or None when nothing compiles lazily here (torch.compile off)."""
+        return None
+
 
 ConfigT = TypeVar("ConfigT")
 ConfigT_co = TypeVar("ConfigT_co", covariant=True)

@@ -6,6 +6,7 @@ measurement session's report, memory and compute.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from llem.figures.latency import LatencySamples, percentiles
 from llem.measure import Measurement
 from llem.result import (
     Compute,
+    Figure,
     Percentiles,
     RunResult,
     SweepPosition,
@@ -135,6 +137,27 @@ def fill_measurement(
     result.null_reasons.update(m.null_reasons)
     result.set_figure("memory.peak_device_used_mb", m.peak_device_used_mb)
     return m.memory_bandwidth_by_torch_index()
+
+
+def fill_compilations(result: RunResult) -> None:
+    """With torch.compile on, the check ``compilations_in_window``: a compilation inside the
+    window puts compile time (and any eager fallback) into the measured energy and time, so it
+    fails the check, adds its problem and makes a measured energy invalid."""
+    n = result.lifecycle.compilations_in_window
+    if n is None:
+        return
+    v = result.validity
+    checks = {**v.checks, "compilations_in_window": "failed" if n else "passed"}
+    problems = list(v.problems)
+    if n:
+        problems.append(
+            f"torch.compile compiled {n} time(s) inside the measured window (a batch shape the "
+            "warm-up did not cover, or Dynamo's recompile limit and its fallback to eager): "
+            "the window's time and energy include compilation."
+        )
+    result.validity = dataclasses.replace(v, checks=checks, problems=problems)
+    if n and v.energy_valid:
+        result.set_figure("validity.energy_valid", Figure(False))
 
 
 def fill_memory(

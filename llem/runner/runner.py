@@ -23,6 +23,7 @@ from llem.measure import MeasurementSession
 from llem.measure.idle import IdleCache
 from llem.result import ErrorInfo, RunResult, SweepPosition, utc_now, write_generations
 from llem.runner.assemble import (
+    fill_compilations,
     fill_compute,
     fill_measurement,
     fill_memory,
@@ -133,6 +134,7 @@ class Runner:
                 input_tokens=counts.input_tokens,
             )
             bandwidths = fill_measurement(result, report, counts)
+            fill_compilations(result)
             fill_memory(result, loaded, device, peaks)
             fill_prefix_cache(result, loaded, measured.outputs)
             fill_compute(result, loaded.shape, measured.outputs, exp, device, bandwidths)
@@ -174,6 +176,7 @@ class Runner:
         outputs: list[BatchOutput] = []
         passes = 0
         progress = BatchProgress(len(batches), self.live_display)
+        compiled_before = loaded.compilations()
         with session.window() as window:
             while passes < MAX_PASSES:
                 for k, batch in enumerate(batches, 1):
@@ -184,6 +187,9 @@ class Runner:
                 if session.source is None or window.elapsed_s() >= exp.measurement.min_window_s:
                     break
         progress.done()
+        compiled_after = loaded.compilations()
+        if compiled_before is not None and compiled_after is not None:
+            life.compilations_in_window = compiled_after - compiled_before
         peaks = peak_memory(cuda_devices) if cuda_devices else None
         return _Measured(outputs, passes, len(prompt_set.prompts)), peaks
 
