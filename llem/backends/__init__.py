@@ -30,6 +30,12 @@ def detect_default_backend() -> str | None:
     return None
 
 
+def run_seed(exp: ExperimentConfig) -> int:
+    """The seed of this run (``lifecycle.seed``): ``seed + repeat`` with a sampling decoder, so
+    repeats sample differently; ``seed`` with a greedy one."""
+    return exp.seed + exp.repeat if exp.decoder.do_sample else exp.seed
+
+
 def sections(exp: ExperimentConfig, name: str | None = None) -> BackendSections[Any]:
     """The sections the ``name`` backend (default: ``exp.backend``) is built with."""
     engine = name or exp.backend or PYTORCH
@@ -40,6 +46,7 @@ def sections(exp: ExperimentConfig, name: str | None = None) -> BackendSections[
         quantization=exp.quantization,
         passthrough_kwargs=dict(exp.passthrough_kwargs),
         seed=exp.seed,
+        run_seed=run_seed(exp),
         save_outputs=exp.measurement.save_outputs,
     )
 

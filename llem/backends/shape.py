@@ -1,5 +1,9 @@
 """Describing a loaded transformers model for the compute estimates: parameters, weight bytes,
-KV-cache layout, mixture of experts, offloading and the GPUs holding it (a ``ModelShape``)."""
+KV-cache layout, mixture of experts, offloading and the GPUs holding it (a ``ModelShape``).
+
+Parameters are counted as before quantization: bitsandbytes 4-bit and AWQ/GPTQ (int32 ``qweight``
+tensors, ``32 / bits`` weights each) are unpacked; weight bytes are the stored bytes.
+"""
 
 from __future__ import annotations
 
@@ -10,8 +14,49 @@ from llem.backends.types import KvLayout, ModelShape
 MOE_CONFIG_KEYS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts")
 
 
-def real_numel(param: Any) -> int:
-    """Elements a weight had before quantization (bitsandbytes 4-bit packs several per element)."""
+#: Tensors of an AWQ/GPTQ layer besides its packed weight (``qweight``): zero points, scales and
+#: the act-order index. Stored and read each step, but not parameters of the original model.
+PACKED_METADATA = ("qzeros", "scales", "g_idx")
+PACKED_METHODS = ("awq", "gptq")
+
+
+def packed_weights_per_element(quantization_config: Any) -> int | None:
+    """Weights packed into one stored element of an AWQ/GPTQ ``qweight`` (int32: 32 / bits, 8
+    for 4-bit), from the checkpoint's quantization config (a dict, as in ``config.json``, or a
+    transformers config object); None for other (or no) quantization."""
+    if quantization_config is None:
+        return None
+    if not isinstance(quantization_config, dict):
+        to_dict = getattr(quantization_config, "to_dict", None)
+        quantization_config = to_dict() if callable(to_dict) else vars(quantization_config)
+    method = quantization_config.get("quant_method", "")
+    method = str(getattr(method, "value", method)).lower()  # transformers' QuantizationMethod
+    bits = quantization_config.get("bits") or quantization_config.get("w_bit")
+    if not method.startswith(PACKED_METHODS) or not isinstance(bits, int) or bits < 1:
+        return None
+    return 32 // bits
+
+
+def packed_role(name: str, pack: int | None) -> str | None:
+    """``"qweight"`` or ``"metadata"`` for the tensors of an AWQ/GPTQ layer (``pack``: see
+    ``packed_weights_per_element``); None for an ordinary tensor."""
+    if pack is None:
+        return None
+    leaf = name.rsplit(".", 1)[-1]
+    if leaf == "qweight":
+        return "qweight"
+    return "metadata" if leaf in PACKED_METADATA else None
+
+
+def real_numel(param: Any, name: str = "", pack: int | None = None) -> int:
+    """Elements a weight had before quantization: bitsandbytes 4-bit packs several per element;
+    an AWQ/GPTQ ``qweight`` packs ``pack`` per int32, and its zero points, scales and index are
+    not parameters of the model."""
+    role = packed_role(name, pack)
+    if role == "qweight":
+        return int(param.numel()) * int(pack or 1)
+    if role == "metadata":
+        return 0
     state = getattr(param, "quant_state", None)
     shape = getattr(state, "shape", None)
     if shape is not None:
@@ -62,9 +107,19 @@ def is_moe(config: Any) -> bool:
     )
 
 
+def _weights(model: Any, pack: int | None) -> tuple[dict[int, Any], dict[int, str]]:
+    """The model's parameters, plus its AWQ/GPTQ tensors where a kernel keeps them as buffers,
+    each once (by id), with their names."""
+    named = list(model.named_parameters())
+    if pack is not None:
+        named += [(n, b) for n, b in model.named_buffers() if packed_role(n, pack)]
+    return {id(p): p for _, p in named}, {id(p): n for n, p in named}
+
+
 def model_shape(model: Any) -> ModelShape:
     """Describe a loaded transformers model (weights counted once each, even when shared)."""
-    params = {id(p): p for p in model.parameters()}
+    pack = packed_weights_per_element(getattr(model.config, "quantization_config", None))
+    params, names = _weights(model, pack)
     emb = model.get_input_embeddings()
     head = model.get_output_embeddings()
     emb_ids = {id(p) for p in emb.parameters()} if emb is not None else set()
@@ -79,7 +134,7 @@ def model_shape(model: Any) -> ModelShape:
     cuda = sorted({p.device.index or 0 for p in params.values() if p.device.type == "cuda"})
     element_bytes = int(getattr(model.dtype, "itemsize", 0)) or 2
     return ModelShape(
-        n_parameters=sum(real_numel(p) for p in params.values()),
+        n_parameters=sum(real_numel(p, names[i], pack) for i, p in params.items()),
         n_input_embedding=sum(real_numel(p) for p in params.values() if id(p) in emb_ids),
         n_lm_head=sum(real_numel(p) for p in head_params),
         tied_lm_head=tied,

@@ -49,6 +49,9 @@ class BatchOutput:
     # When set, latency figures are computed from these, per request.
     request_step_times_s: list[list[float]] | None = None
     request_step_tokens: list[list[int]] | None = None
+    # Prompt tokens per request whose KV came from a prefix cache instead of prefill (engines
+    # with a prefix cache that report it; None where unknown).
+    cached_input_tokens: list[int] | None = None
 
 
 @dataclass(frozen=True)
@@ -108,6 +111,13 @@ class LoadedModel:
     # What torch.compile does in the measured window: "pending" (wrapped, not yet run), "active",
     # "failed: <error>", or None when it is off (read after ``Backend.warm_up``).
     torch_compile: str | None = None
+    # Whether the engine reuses KV blocks of shared prompt prefixes (vllm); None: no such cache.
+    prefix_caching: bool | None = None
+
+    def compilations(self) -> int | None:
+        """Compilations this process has run so far (a running count; the window's are the
+        difference across it), or None when nothing compiles lazily here (torch.compile off)."""
+        return None
 
 
 ConfigT = TypeVar("ConfigT")
@@ -119,8 +129,9 @@ class BackendSections(Generic[ConfigT]):
     """What a backend is built with: its own engine section and the shared sections it reads.
 
     ``engine`` is the backend's own group (``pytorch:``, ``vllm:``); the rest are the model,
-    decoding and quantization groups, the ``from_pretrained`` passthrough, the top-level seed and
-    whether generated texts are kept (``measurement.save_outputs``).
+    decoding and quantization groups, the ``from_pretrained`` passthrough, the top-level seed, the
+    run's own seed (``run_seed``, what ``lifecycle.seed`` records) and whether generated texts are
+    kept (``measurement.save_outputs``).
     """
 
     engine: ConfigT
@@ -129,6 +140,7 @@ class BackendSections(Generic[ConfigT]):
     quantization: QuantizationConfig = field(default_factory=QuantizationConfig)
     passthrough_kwargs: dict[str, Any] = field(default_factory=dict)
     seed: int = 0
+    run_seed: int = 0  # this run's seed (``lifecycle.seed``: seed + repeat when sampling)
     save_outputs: bool = False
 
 

@@ -192,7 +192,14 @@ class Lifecycle:
     model_source: str | None = None
     load_kwargs: dict[str, Any] = field(default_factory=dict)
     torch_compile: str | None = None  # what ran in the window: active | failed: ... | None (off)
+    # torch.compile on: Dynamo's compilations inside the window (0 when the warm-up covered every
+    # batch shape; more fails validity check compilations_in_window); null when it is off
+    compilations_in_window: int | None = None
     seed: int | None = None  # torch seed of this run (seed + repeat for a sampling decoder)
+    # vllm: whether the engine's prefix cache was on, and the share of the window's prompt tokens
+    # it served instead of prefill (null for pytorch, which has none)
+    prefix_caching: bool | None = None
+    prefix_cache_hit_rate: float | None = None
     warmup_s: float | None = None
     cooldown_waited_s: float | None = None
     start_temp_c: float | None = None

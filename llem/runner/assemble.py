@@ -6,6 +6,7 @@ measurement session's report, memory and compute.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from llem.figures.latency import LatencySamples, percentiles
 from llem.measure import Measurement
 from llem.result import (
     Compute,
+    Figure,
     Percentiles,
     RunResult,
     SweepPosition,
@@ -137,26 +139,73 @@ def fill_measurement(
     return m.memory_bandwidth_by_torch_index()
 
 
+def fill_compilations(result: RunResult) -> None:
+    """With torch.compile on, the check ``compilations_in_window``: a compilation inside the
+    window puts compile time (and any eager fallback) into the measured energy and time, so it
+    fails the check, adds its problem and makes a measured energy invalid."""
+    n = result.lifecycle.compilations_in_window
+    if n is None:
+        return
+    v = result.validity
+    checks = {**v.checks, "compilations_in_window": "failed" if n else "passed"}
+    problems = list(v.problems)
+    if n:
+        problems.append(
+            f"torch.compile compiled {n} time(s) inside the measured window (a batch shape the "
+            "warm-up did not cover, or Dynamo's recompile limit and its fallback to eager): "
+            "the window's time and energy include compilation."
+        )
+    result.validity = dataclasses.replace(v, checks=checks, problems=problems)
+    if n and v.energy_valid:
+        result.set_figure("validity.energy_valid", Figure(False))
+
+
 def fill_memory(
     result: RunResult, loaded: LoadedModel, device: str, peaks: dict[str, Any] | None
 ) -> None:
     """Allocator peaks (``peaks``: from ``llem.backends.memory.peak_memory``, CUDA only), the
-    host's peak RSS, and why a figure is absent."""
+    host's peak RSS, and why a figure is absent: a figure is a value or null with its reason,
+    never both. An engine in processes of its own (vllm) is not seen by this process's allocator
+    or RSS: those are null with the reason (never this process's near-zero readings)."""
     mem, reasons = result.memory, result.null_reasons
+    if mem.peak_device_used_mb is None:
+        reasons.setdefault("memory.peak_device_used_mb", "NVML memory readings unavailable")
+    if loaded.engine_process:  # the model lives in other processes (vllm)
+        mem.peak_allocated_mb = mem.peak_reserved_mb = mem.peak_host_rss_mb = None
+        mem.per_device = {}
+        for k in ("peak_allocated_mb", "peak_reserved_mb", "peak_host_rss_mb"):
+            reasons[f"memory.{k}"] = loaded.engine_process
+        return
     if peaks is not None:
         mem.peak_allocated_mb = peaks["peak_allocated_mb"]
         mem.peak_reserved_mb = peaks["peak_reserved_mb"]
         mem.per_device = peaks["per_device"]
     mem.peak_host_rss_mb = _peak_rss_mb()
-    if loaded.engine_process:  # the model lives in other processes (vllm)
-        mem.peak_host_rss_mb = None
-        for k in ("peak_allocated_mb", "peak_reserved_mb", "peak_host_rss_mb"):
-            reasons[f"memory.{k}"] = loaded.engine_process
-    elif device != "cuda":
+    if device != "cuda":
         for k in ("peak_allocated_mb", "peak_reserved_mb"):
             reasons[f"memory.{k}"] = "torch allocator statistics exist for CUDA devices only"
-    if mem.peak_device_used_mb is None:
-        reasons.setdefault("memory.peak_device_used_mb", "NVML memory readings unavailable")
+
+
+def fill_prefix_cache(
+    result: RunResult, loaded: LoadedModel, outputs: Sequence[BatchOutput]
+) -> None:
+    """Whether the engine's prefix cache was on, and the share of the window's prompt tokens it
+    served instead of prefill (engines without a prefix cache leave both null)."""
+    life = result.lifecycle
+    life.prefix_caching = loaded.prefix_caching
+    if loaded.prefix_caching is None:
+        return
+    cached = [b.cached_input_tokens for b in outputs]
+    prompt_tokens = sum(sum(b.input_tokens) for b in outputs)
+    if any(c is None for c in cached):
+        result.null_reasons["lifecycle.prefix_cache_hit_rate"] = (
+            "the engine did not report its prefix-cache hits (RequestOutput.num_cached_tokens)"
+        )
+    elif prompt_tokens == 0:
+        result.null_reasons["lifecycle.prefix_cache_hit_rate"] = "no prompt tokens in the window"
+    else:
+        hits = sum(sum(c or []) for c in cached)
+        life.prefix_cache_hit_rate = round(hits / prompt_tokens, 4)
 
 
 def _peak_rss_mb() -> float | None:

@@ -14,7 +14,7 @@ from typing import Any
 
 from omegaconf import DictConfig
 
-from llem.backends import create_backend
+from llem.backends import create_backend, run_seed
 from llem.backends.memory import peak_memory, reset_peak_memory
 from llem.backends.types import Backend, BatchOutput, LoadedModel
 from llem.config.schema import ExperimentConfig
@@ -23,9 +23,11 @@ from llem.measure import MeasurementSession
 from llem.measure.idle import IdleCache
 from llem.result import ErrorInfo, RunResult, SweepPosition, utc_now, write_generations
 from llem.runner.assemble import (
+    fill_compilations,
     fill_compute,
     fill_measurement,
     fill_memory,
+    fill_prefix_cache,
     fill_workload,
     new_result,
 )
@@ -134,7 +136,9 @@ class Runner:
                 input_tokens=counts.input_tokens,
             )
             bandwidths = fill_measurement(result, report, counts)
+            fill_compilations(result)
             fill_memory(result, loaded, device, peaks)
+            fill_prefix_cache(result, loaded, measured.outputs)
             fill_compute(result, loaded.shape, measured.outputs, exp, device, bandwidths)
             if exp.measurement.save_outputs:
                 write_generations(run_dir, measured.outputs, measured.n_prompts)
@@ -174,6 +178,7 @@ class Runner:
         outputs: list[BatchOutput] = []
         passes = 0
         progress = BatchProgress(len(batches), self.live_display)
+        compiled_before = loaded.compilations()
         with session.window() as window:
             while passes < MAX_PASSES:
                 for k, batch in enumerate(batches, 1):
@@ -184,6 +189,9 @@ class Runner:
                 if session.source is None or window.elapsed_s() >= exp.measurement.min_window_s:
                     break
         progress.done()
+        compiled_after = loaded.compilations()
+        if compiled_before is not None and compiled_after is not None:
+            life.compilations_in_window = compiled_after - compiled_before
         peaks = peak_memory(cuda_devices) if cuda_devices else None
         return _Measured(outputs, passes, len(prompt_set.prompts)), peaks
 
@@ -230,17 +238,19 @@ def _init_cuda() -> None:
 
 
 def _seed(exp: ExperimentConfig) -> int:
-    """Seed torch; a sampling decoder gets ``seed + repeat`` so repeats sample differently."""
+    """Seed torch; a sampling decoder gets ``seed + repeat`` so repeats sample differently (the
+    vLLM backend passes the same seed in each request's ``SamplingParams``)."""
     import torch
 
-    seed = exp.seed + exp.repeat if exp.decoder.do_sample else exp.seed
+    seed = run_seed(exp)
     torch.manual_seed(seed)
     return seed
 
 
 def _model_cuda_devices(loaded: LoadedModel) -> list[int]:
-    """The torch CUDA indices holding the model (the current device when none is known)."""
-    if loaded.device != "cuda":
+    """The torch CUDA indices holding the model (the current device when none is known); none
+    when the model is not in this process (vllm's engine: this allocator does not see it)."""
+    if loaded.device != "cuda" or loaded.engine_process:
         return []
     if loaded.shape is not None and loaded.shape.cuda_devices:
         return list(loaded.shape.cuda_devices)

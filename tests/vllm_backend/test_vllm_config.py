@@ -158,7 +158,21 @@ def test_sampling_decoder_maps_onto_sampling_params() -> None:
         "temperature": 1.0,
         "top_p": 0.95,
         "top_k": 50,
+        "seed": 0,
     }
+
+
+def test_sampling_requests_carry_the_recorded_seed_of_each_repeat() -> None:
+    """lifecycle.seed records seed + repeat for a sampling decoder: each request samples with it,
+    so repeats on a fresh engine differ; greedy requests carry no seed."""
+
+    def seed(*overrides: str) -> int | None:
+        exp = experiment("+backend=vllm", "decoder=creative", "seed=5", *overrides)
+        return build_sampling_kwargs(sections(exp)).get("seed")
+
+    assert [seed(), seed("repeat=1"), seed("repeat=2")] == [5, 6, 7]
+    greedy = build_sampling_kwargs(sections(experiment("+backend=vllm", "seed=5", "repeat=2")))
+    assert "seed" not in greedy
 
 
 def test_decoder_changes_keep_the_engine_and_engine_knobs_rebuild_it() -> None:

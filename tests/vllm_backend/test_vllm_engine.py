@@ -46,6 +46,34 @@ def test_run_writes_a_complete_vllm_result(head64_model_dir: Path, tmp_path: Pat
     assert r["memory"]["peak_host_rss_mb"] is None
     assert "memory.peak_host_rss_mb" in r["null_reasons"]
     assert "result:" in proc.stdout
+    # prefix caching off by default: the warm-up ran the same prompts, none of them hit a cache
+    assert r["lifecycle"]["prefix_caching"] is False
+    assert r["lifecycle"]["prefix_cache_hit_rate"] == 0.0
+
+
+def test_prefix_caching_on_request_is_recorded_with_the_window_hit_rate(
+    head64_model_dir: Path, tmp_path: Path
+) -> None:
+    """With vllm.enable_prefix_caching=true the warm-up fills the cache with the very prompts the
+    window runs: the result says so (128-token prompts, 32-token blocks: 3 of 4 blocks hit)."""
+    run_dir = tmp_path / "run"
+    proc = run_llem(
+        "+backend=vllm",
+        "model=hf",
+        f"model.name_or_path={head64_model_dir}",
+        "dataset=synthetic",
+        "dataset.n_prompts=2",
+        "dataset.input_tokens=128",
+        "decoder.max_new_tokens=2",
+        "vllm.enable_prefix_caching=true",
+        "vllm.block_size=32",
+        *SMALL_ENGINE,
+        f"hydra.run.dir={run_dir}",
+    )
+    assert proc.returncode == 0, output(proc)
+    life = read_json(run_dir / "result.json")["lifecycle"]
+    assert life["prefix_caching"] is True
+    assert life["prefix_cache_hit_rate"] >= 0.5
 
 
 def test_sweep_rebuilds_the_engine_for_max_num_seqs_and_reuses_it_across_decoders(

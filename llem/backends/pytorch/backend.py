@@ -151,18 +151,35 @@ class PyTorchBackend:
     ) -> None:
         """Run the warm-up batches; compile (or fall back to eager) here, never in the window.
 
-        With no warm-up batches and torch.compile not yet run, one batch still runs here so that
-        compilation happens outside the measured window. Afterwards ``loaded.torch_compile`` says
-        what will actually run in the window ("active", "failed: <error>"; None when off).
+        With torch.compile on, every batch shape (rows, padded width) the window will see runs
+        here once more if the warm-up batches did not cover it (the last partial batch, other
+        prompt widths; with ``measurement.warmup=0`` that is every shape). Afterwards
+        ``loaded.torch_compile`` says what will actually run in the window ("active",
+        "failed: <error>"; None when off).
         """
         model = _torch_model(loaded)
         model.compile_settled = False
+        seen: set[tuple[int, int]] = set()
         for i in range(n_batches):
-            self.generate(model, batches[i % len(batches)])
-        if model.torch_compile == COMPILE_PENDING and batches:
-            log.info("measurement.warmup=0: one batch runs outside the window to compile")
-            self.generate(model, batches[0])
+            batch = batches[i % len(batches)]
+            self.generate(model, batch)
+            seen.add(self._batch_shape(model, batch))
+        if compiled(model):
+            # Each new (rows, width) recompiles: every shape the window will see, the last
+            # partial batch included, compiles here instead of inside the window.
+            for batch in batches:
+                shape = self._batch_shape(model, batch)
+                if shape not in seen and compiled(model):
+                    log.info("torch.compile: warming up batch shape %s outside the window", shape)
+                    self.generate(model, batch)
+                    seen.add(shape)
         model.compile_settled = True
+
+    @staticmethod
+    def _batch_shape(loaded: LoadedModel, prompts: Sequence[Prompt]) -> tuple[int, int]:
+        """(rows, padded width) of the input a batch becomes: what torch.compile specialises on."""
+        widths = [len(t) for t in token_lists(loaded.tokenizer, prompts)]
+        return len(prompts), max(widths, default=0)
 
     # --------------------------------------------------------------- generating
     def generate(self, loaded: LoadedModel, prompts: Sequence[Prompt]) -> BatchOutput:

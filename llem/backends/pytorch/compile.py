@@ -4,6 +4,8 @@ back to eager on a compilation error outside the measured window (and fail insid
 The state lives on the loaded model (``TorchModel``): ``torch_compile`` is what runs in the window
 ("pending", "active", "failed: <error>"; None when off), ``eager_forward`` the forward to fall
 back to, ``compile_settled`` whether the window may begin (a compile error then fails the run).
+Every batch shape the window will see is compiled in the warm-up (``warm_up_shapes``), and
+``TorchModel.compilations`` counts Dynamo's compilations so the run can tell any left in the window.
 """
 
 from __future__ import annotations
@@ -28,6 +30,16 @@ class TorchModel(LoadedModel):
 
     eager_forward: Any = None
     compile_settled: bool = False
+
+    def compilations(self) -> int | None:
+        """Frames Dynamo has tried to compile in this process (a cache miss each: a first
+        compilation, a recompilation, or a recompile-limit hit that falls back to eager); None
+        with torch.compile off."""
+        if self.torch_compile is None:
+            return None
+        from torch._dynamo.utils import counters
+
+        return int(counters["frames"]["total"])
 
 
 def is_compile_error(exc: BaseException) -> bool:

@@ -108,6 +108,7 @@ class VLLMBackend:
             engine_process=ENGINE_PROCESS_NOTE,
             max_num_seqs=config.scheduler_config.max_num_seqs,
             max_model_len=config.model_config.max_model_len,
+            prefix_caching=bool(config.cache_config.enable_prefix_caching),
         )
 
     def _start(self, source: str, kwargs: dict[str, Any]) -> tuple[Any, Any]:
@@ -163,7 +164,7 @@ class VLLMBackend:
         try:
             for rid, engine_input in zip(ids, inputs, strict=True):
                 engine.add_request(rid, engine_input, params)
-            times, counts, steps = _step_until_done(engine, ids)
+            times, counts, steps, cached = _step_until_done(engine, ids)
         except Exception as exc:
             engine.abort_request(ids)
             raise RunError(
@@ -179,6 +180,7 @@ class VLLMBackend:
             step_tokens=[1] * len(steps),
             request_step_times_s=times,
             request_step_tokens=counts,
+            cached_input_tokens=cached,
         )
 
     def unload(self, loaded: LoadedModel | None) -> None:
@@ -197,24 +199,30 @@ class VLLMBackend:
 
 def _step_until_done(
     engine: Any, ids: list[str]
-) -> tuple[list[list[float]], list[list[int]], list[float]]:
+) -> tuple[list[list[float]], list[list[int]], list[float], list[int] | None]:
     """Step the engine until every request is done: each request's token arrival times and
-    counts, and the times of the steps that produced any token."""
+    counts, the times of the steps that produced any token, and each request's prompt tokens
+    served from the prefix cache (``RequestOutput.num_cached_tokens``; None if not reported)."""
     index = {rid: i for i, rid in enumerate(ids)}
     times: list[list[float]] = [[] for _ in ids]
     counts: list[list[int]] = [[] for _ in ids]
+    cached: list[int | None] = [None for _ in ids]
     steps: list[float] = []
     while engine.has_unfinished_requests():
         outputs = engine.step()
         now = time.perf_counter()
         produced = False
         for out in outputs:
+            i = index[out.request_id]
+            hits = getattr(out, "num_cached_tokens", None)
+            if isinstance(hits, int):
+                cached[i] = max(hits, cached[i] or 0)
             n = sum(len(c.token_ids) for c in out.outputs)
             if n:
-                i = index[out.request_id]
                 times[i].append(now)
                 counts[i].append(n)
                 produced = True
         if produced:
             steps.append(now)
-    return times, counts, steps
+    known = [c for c in cached if c is not None]
+    return times, counts, steps, known if len(known) == len(ids) else None

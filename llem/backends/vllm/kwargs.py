@@ -2,9 +2,10 @@
 
 ``model.dtype`` and the ``vllm:`` knobs become engine arguments (``None`` knobs are not passed;
 ``vllm.engine_kwargs`` are merged last); the decoder group becomes ``SamplingParams`` (greedy:
-temperature 0). Two CPU-aware defaults, used only when the user set nothing: a host-memory
-fraction (``CPU_MEMORY_UTILIZATION``) and, on an x86 CPU without native bfloat16,
-``dtype=float32`` instead of vLLM's ``auto``.
+temperature 0). Prefix caching is off unless the user turns it on (``vllm.enable_prefix_caching``
+or ``engine_kwargs``), so the window measures cold prefill. Two CPU-aware defaults, used only when
+the user set nothing: a host-memory fraction (``CPU_MEMORY_UTILIZATION``) and, on an x86 CPU
+without native bfloat16, ``dtype=float32`` instead of vLLM's ``auto``.
 """
 
 from __future__ import annotations
@@ -94,13 +95,19 @@ def build_engine_kwargs(s: Sections, device: str, source: str) -> dict[str, Any]
             kwargs[name] = value
     if device == "cpu" and not _memory_set(v):
         kwargs["gpu_memory_utilization"] = CPU_MEMORY_UTILIZATION
+    if v.enable_prefix_caching is None:
+        # The warm-up runs the very prompts the window measures: with vLLM's default (on) nearly
+        # every prefill in the window would be a cache hit. Cold prefill unless the user asks.
+        kwargs["enable_prefix_caching"] = False
     kwargs.update(v.engine_kwargs)
     return kwargs
 
 
 def build_sampling_kwargs(s: Sections) -> dict[str, Any]:
     """Keyword arguments for ``vllm.SamplingParams``: greedy is temperature 0, and greedy decoding
-    drops the sampling knobs (as the pytorch backend does)."""
+    drops the sampling knobs (as the pytorch backend does). A sampling decoder samples with the
+    run's seed (``lifecycle.seed``, seed + repeat) in every request, so repeats on a fresh engine
+    sample differently and a repeat's sampling is reproducible whatever the engine ran before."""
     d = s.decoder
     kwargs: dict[str, Any] = {"max_tokens": d.max_new_tokens}
     if d.min_new_tokens is not None:
@@ -111,6 +118,7 @@ def build_sampling_kwargs(s: Sections) -> dict[str, Any]:
         kwargs["temperature"] = 0.0
         return kwargs
     kwargs["temperature"] = 1.0 if d.temperature is None else d.temperature
+    kwargs["seed"] = s.run_seed
     for name in ("top_p", "top_k", "min_p"):
         value = getattr(d, name)
         if value is not None:

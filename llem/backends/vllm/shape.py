@@ -1,4 +1,5 @@
-"""A vLLM model's shape for the compute estimates, from the checkpoint's safetensors headers."""
+"""A vLLM model's shape for the compute estimates, from the checkpoint's safetensors headers
+(AWQ/GPTQ packed weights unpacked with the bits of the checkpoint's quantization config)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from llem.backends.shape import packed_role, packed_weights_per_element
 from llem.backends.types import ModelShape
 
 
@@ -42,27 +44,38 @@ def _prod(shape: Sequence[int]) -> int:
     return out
 
 
+#: Bytes per element of the safetensors dtypes that packed quantized tensors use.
+SAFETENSORS_BYTES = {"I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1, "F16": 2, "BF16": 2, "F32": 4}
+
+
 def checkpoint_sizes(
-    source: str, vocab_size: int | None, bytes_per_element: int
+    source: str, vocab_size: int | None, bytes_per_element: int, pack: int | None = None
 ) -> tuple[int | None, int, int | None]:
     """(parameters, input-embedding parameters, weight bytes read per decode step) from the
-    checkpoint's safetensors headers, the weights counted at the engine's dtype (packed quantized
-    tensors count as stored). ``(None, 0, None)`` when no safetensors file is found."""
+    checkpoint's safetensors headers, the weights counted at the engine's dtype. With ``pack``
+    (AWQ/GPTQ: weights per int32, ``packed_weights_per_element``) a ``qweight`` counts ``pack``
+    parameters per element and its zero points, scales and index none; these tensors count their
+    stored bytes. ``(None, 0, None)`` when no safetensors file is found."""
     directory = _local_dir(source)
     tensors = _safetensors_shapes(directory) if directory else []
     if not tensors:
         return None, 0, None
-    numel = {name: _prod(shape) for name, _, shape in tensors}
-    total = sum(numel.values())
+    params: dict[str, int] = {}
+    stored: dict[str, int] = {}
+    for name, dtype, shape in tensors:
+        n, role = _prod(shape), packed_role(name, pack)
+        params[name] = n * pack if role == "qweight" and pack else (0 if role else n)
+        stored[name] = n * (SAFETENSORS_BYTES.get(dtype, 4) if role else bytes_per_element)
     emb = [
         n
         for n, _, shape in tensors
         if "embed" in n and shape and (vocab_size is None or shape[0] == vocab_size)
     ]
-    n_emb = sum(numel[n] for n in emb)
-    has_head = any("lm_head" in n for n in numel)
-    decode = total - n_emb + (0 if has_head else n_emb)  # a tied head reads the embedding matrix
-    return total, n_emb, decode * bytes_per_element
+    emb_bytes = sum(stored[n] for n in emb)
+    has_head = any("lm_head" in n for n in params)
+    # a tied head reads the embedding matrix
+    decode = sum(stored.values()) - emb_bytes + (0 if has_head else emb_bytes)
+    return sum(params.values()), sum(params[n] for n in emb), decode
 
 
 def engine_shape(source: str, model_config: Any) -> ModelShape | None:
@@ -73,8 +86,9 @@ def engine_shape(source: str, model_config: Any) -> ModelShape | None:
 
     hf_config = model_config.hf_config
     element = torch.tensor([], dtype=model_config.dtype).element_size()
+    pack = packed_weights_per_element(getattr(hf_config, "quantization_config", None))
     n_params, n_emb, weight_bytes = checkpoint_sizes(
-        source, getattr(hf_config, "vocab_size", None), element
+        source, getattr(hf_config, "vocab_size", None), element, pack
     )
     if n_params is None or weight_bytes is None:
         return None

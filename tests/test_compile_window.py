@@ -1,0 +1,80 @@
+"""torch.compile and the measured window: every batch shape the window will see compiles in the
+warm-up (the last partial batch, other prompt widths), the window's compilations are counted, and
+a run that compiled inside its window says so in its validity problems.
+
+The tiny model on the CPU with Dynamo's ``eager`` backend: Dynamo traces, guards and recompiles
+exactly as with Inductor, without generating code, so the test stays fast."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from llem.backends.pytorch import PyTorchBackend
+
+COMPILE = [
+    "pytorch.torch_compile=true",
+    "pytorch.torch_compile_backend=eager",
+    # 3 builtin prompts of different widths in batches of 2: shapes (2, w1) and (1, w2)
+    "dataset.n_prompts=3",
+    "pytorch.batch_size=2",
+    "measurement.warmup=1",
+]
+
+
+def _run(tiny_model_dir: Path, run_dir: Path, *overrides: str) -> dict[str, Any]:
+    import torch._dynamo
+    from hydra import compose, initialize_config_module
+
+    from llem.config.store import register_configs
+    from llem.runner import Runner
+
+    torch._dynamo.reset()  # no compiled code from earlier tests
+    register_configs()
+    base = [
+        "model=hf",
+        f"model.name_or_path={tiny_model_dir}",
+        "device=cpu",
+        "measurement.energy=none",
+        "decoder.max_new_tokens=3",
+        "decoder.min_new_tokens=3",
+    ]
+    with initialize_config_module(version_base="1.3", config_module="llem.conf"):
+        cfg = compose(config_name="config", overrides=base + list(overrides))
+    return Runner().run(cfg, run_dir).to_json()
+
+
+def test_every_batch_shape_compiles_before_the_window(tiny_model_dir: Path, tmp_path: Path) -> None:
+    result = _run(tiny_model_dir, tmp_path, *COMPILE)
+    assert result["status"] == "ok"
+    life, validity = result["lifecycle"], result["validity"]
+    assert life["torch_compile"] == "active"
+    assert life["compilations_in_window"] == 0
+    assert validity["checks"]["compilations_in_window"] == "passed"
+    assert not any("compiled" in p for p in validity["problems"])
+
+
+def test_a_compilation_inside_the_window_is_counted_and_named_in_the_problems(
+    tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The warm-up as it was: one batch shape only, so the partial batch compiles in the window."""
+    monkeypatch.setattr(
+        PyTorchBackend, "_batch_shape", staticmethod(lambda loaded, prompts: (0, 0))
+    )
+    result = _run(tiny_model_dir, tmp_path, *COMPILE)
+    assert result["status"] == "ok"
+    n = result["lifecycle"]["compilations_in_window"]
+    assert n >= 1
+    validity = result["validity"]
+    assert validity["checks"]["compilations_in_window"] == "failed"
+    assert any(
+        f"compiled {n} time(s) inside the measured window" in p for p in validity["problems"]
+    )
+
+
+def test_without_torch_compile_nothing_is_counted(tiny_model_dir: Path, tmp_path: Path) -> None:
+    result = _run(tiny_model_dir, tmp_path, "dataset.n_prompts=3", "pytorch.batch_size=2")
+    assert result["lifecycle"]["compilations_in_window"] is None
+    assert "compilations_in_window" not in result["validity"]["checks"]
