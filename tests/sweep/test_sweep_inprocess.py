@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -229,11 +230,14 @@ def test_slurm_gpu_preset_asks_for_one_gpu_per_point(capsys: pytest.CaptureFixtu
     assert launcher["timeout_min"] > 0
 
 
-@pytest.mark.skipif(shutil.which("srun") is not None, reason="a real SLURM cluster is here")
 def test_a_launcher_that_cannot_start_fails_every_point_with_its_reason(
-    tiny: list[str], tmp_path: Path
+    tiny: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Without SLURM, submitit refuses the batch: each point records why; exit 4."""
+    path = os.environ.get("PATH", "").split(os.pathsep)
+    slurm_dirs = {str(Path(d)) for d in path if d and (Path(d) / "srun").exists()}
+    monkeypatch.setenv("PATH", os.pathsep.join(d for d in path if str(Path(d)) not in slurm_dirs))
+    assert shutil.which("srun") is None  # SLURM's client installed here is out of reach
     sweep_dir = tmp_path / "sweep"
     code = sweep(tiny, sweep_dir, "hydra/launcher=slurm_gpu", "pytorch.batch_size=1,2")
     assert code == 4
