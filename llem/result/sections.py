@@ -121,6 +121,10 @@ class Energy:
     avg_power_w_uncertainty: float | None = bound()
     output_tokens_per_j_uncertainty: float | None = bound()
     uncertainty_method: str | None = None
+    # what total_j_uncertainty is made of, J each, summed over devices (they add up to it):
+    # sensor_accuracy_j, counter_resolution_j, counter_update_j, trapezoid_j, averaging_lag_j,
+    # float_rounding_j (see llem.measure.uncertainty)
+    uncertainty_components: dict[str, float] | None = None
     idle_source: str | None = None  # measured_this_run | reused_from_process | not_measured
     idle_measured_at: str | None = figure()  # UTC ISO 8601
     idle_age_s: float | None = None  # age of the baseline when this run's session started
