@@ -2,9 +2,10 @@
 
 Columns: the knobs that vary in the loaded runs (header = last dotted component, or the last two
 when that is ambiguous), ``GPU`` (model ×count) when the runs ran on different hardware, then
-``tok/s`` and ``J/tok`` (mean over ok repeats, ``±`` the 95% CI half-width: the Student-t
-half-width over repeats plus, for J/tok, the runs' mean uncertainty bound, so one run with a bound
-has one too), ``TTFT p50 ms``, ``peak MB`` and ``status`` (``ok ×3``, ``ok ×2, failed ×1``).
+``tok/s`` and ``J/tok`` (mean over ok repeats, ``±`` the Student-t 95% CI half-width over the
+repeats, none with fewer than two), ``J/tok bound`` (``±`` the runs' mean worst-case instrument
+bound, in its own column because it is not a confidence interval; only when some row has one),
+``TTFT p50 ms``, ``peak MB`` and ``status`` (``ok ×3``, ``ok ×2, failed ×1``).
 A ``!`` after J/tok marks a configuration with runs whose energy was judged invalid (left out of
 J/tok unless ``--include-invalid``); a note under the table counts them and
 :func:`render_invalid` lists their problems. Empty cells are figures that do not exist (no energy
@@ -197,7 +198,21 @@ def _marked(header: str, cells: list[str], marks: list[str]) -> _Column:
     )
 
 
-def _metric_columns(summary: pd.DataFrame, with_ci: bool, mem: str | None) -> list[_Column]:
+def _plus_minus(mean: Any, half: Any) -> str:
+    """'±0.036': ``half`` to the precision ``format_with_ci`` gives it beside ``mean``."""
+    text = format_with_ci(mean, half)
+    at = text.find(" ±")
+    return text[at + 1 :] if at >= 0 else ""
+
+
+def has_bound(summary: pd.DataFrame) -> bool:
+    """Whether some row has a J/tok instrument bound (the 'J/tok bound' column)."""
+    return any(not is_missing(b) for b in _col(summary, f"{JTOK}.{BOUND_SUFFIX}"))
+
+
+def _metric_columns(
+    summary: pd.DataFrame, with_ci: bool, with_bound: bool, mem: str | None
+) -> list[_Column]:
     def cells(metric: str, ci: bool) -> list[str]:
         means = _col(summary, f"{metric}.mean")
         if not ci:
@@ -209,9 +224,15 @@ def _metric_columns(summary: pd.DataFrame, with_ci: bool, mem: str | None) -> li
     jtok = _Column("J/tok", cells(JTOK, with_ci), True)
     if any(invalid):
         jtok = _marked("J/tok", jtok.cells, [INVALID_MARK if n else " " for n in invalid])
+    bound = []
+    if with_bound:
+        means, bounds = _col(summary, f"{JTOK}.mean"), _col(summary, f"{JTOK}.{BOUND_SUFFIX}")
+        bound_cells = [_plus_minus(m, b) for m, b in zip(means, bounds, strict=True)]
+        bound = [_Column("J/tok bound", bound_cells, True)]
     return [
         _Column("tok/s", cells(TOKS, with_ci), True),
         jtok,
+        *bound,
         _Column("TTFT p50 ms", cells("latency.ttft_ms.p50", False), True),
         _Column("peak MB", cells(mem, False) if mem else [""] * len(summary), True),
         _Column("status", [str(s) for s in _col(summary, "status")], False),
@@ -222,35 +243,42 @@ def _fit(
     summary: pd.DataFrame, knobs: _Knobs, width: int, has_ci: bool, mem: str | None
 ) -> tuple[list[_Column], list[str], bool]:
     """The columns that fit in ``width``, the legend under them (knobs that did not fit), and
-    whether the ± parts stayed."""
+    whether the ± parts (CIs and the bound column) stayed."""
+    bounded = has_bound(summary)
     for limit, ci in FITS:
         with_ci = ci and has_ci
-        columns = knobs.columns(limit) + _metric_columns(summary, with_ci, mem)
+        columns = knobs.columns(limit) + _metric_columns(summary, with_ci, ci and bounded, mem)
         if _table_width(columns) <= width:
-            return columns, [], with_ci
+            return columns, [], ci
     ids = [f"#{i + 1}" for i in range(len(summary))]
     legend: list[str] = []
     for i, tag in enumerate(ids):
         legend += textwrap.wrap(
             f"{tag}  {knobs.describe(i)}", width=width, subsequent_indent=" " * (len(tag) + 2)
         )
-    return [_Column("config", ids, False), *_metric_columns(summary, with_ci, mem)], legend, with_ci
+    metrics = _metric_columns(summary, with_ci, False, mem)
+    return [_Column("config", ids, False), *metrics], legend, False
 
 
 # --------------------------------------------------------------------------- the table
 
 
-def _notes(summary: pd.DataFrame, with_ci: bool, has_ci: bool, mem: str | None) -> list[str]:
-    """What the figures are: means ± what, and which memory figure."""
+def _notes(summary: pd.DataFrame, plus_minus: bool, has_ci: bool, mem: str | None) -> list[str]:
+    """What the figures are: means ± what, the bound column, and which memory figure."""
     notes = []
-    if with_ci:
-        bounded = any(not is_missing(b) for b in _col(summary, f"{JTOK}.{BOUND_SUFFIX}"))
-        how = "Student t" + (
-            "; J/tok adds the runs' mean worst-case uncertainty bound" if bounded else ""
+    bounded = has_bound(summary)
+    if plus_minus and has_ci:
+        notes.append("mean of ok repeats ± 95% CI half-width (Student t)")
+    elif plus_minus and bounded:
+        notes.append("mean of ok repeats (no CI: fewer than 2 repeats)")
+    elif has_ci or bounded or any((n or 0) >= 2 for n in _col(summary, "n")):
+        also = " and bounds" if bounded else ""
+        notes.append(f"mean of ok repeats (95% CIs{also} in summary.csv)")
+    if plus_minus and bounded:
+        notes.append(
+            "J/tok bound = the runs' mean worst-case instrument bound (sensor accuracy, "
+            "counter, sampling; not a CI)"
         )
-        notes.append(f"mean of ok repeats ± 95% CI half-width ({how})")
-    elif has_ci or any((n or 0) >= 2 for n in _col(summary, "n")):
-        notes.append("mean of ok repeats (95% CIs in summary.csv)")
     if mem:
         notes.append(f"peak MB = {mem}")
     return ["; ".join(notes)] if notes else []
@@ -277,11 +305,11 @@ def render_table(runs: Runs, summary: pd.DataFrame, width: int = DEFAULT_WIDTH) 
     """The table, a legend when needed, and a footnote; at most ``width`` columns wide."""
     mem = memory_field(summary)
     has_ci = any(not is_missing(h) for m in (TOKS, JTOK) for h in _col(summary, f"{m}.ci95_half"))
-    columns, legend, with_ci = _fit(summary, _knobs(runs, summary), width, has_ci, mem)
+    columns, legend, plus_minus = _fit(summary, _knobs(runs, summary), width, has_ci, mem)
     lines = _table_lines(columns, width)
     if legend:
         lines += ["", *legend]
-    for note in _notes(summary, with_ci, has_ci, mem):
+    for note in _notes(summary, plus_minus, has_ci, mem):
         lines += textwrap.wrap(note, width=width)
     invalid = _invalid_note(summary)
     if invalid:

@@ -293,6 +293,11 @@ def test_one_run_with_a_bound_shows_its_bound(tmp_path: Path) -> None:
         ),
     )
     lines = _table(tmp_path / "s").splitlines()
+    # one run: no CI (a bound is not one), the bound in a column of its own
+    assert lines[0].split()[:5] == ["batch_size", "tok/s", "J/tok", "J/tok", "bound"]
     assert lines[2].split()[:4] == ["1", "100", "0.700", "±0.002"]  # tok/s: no bound, no ±
     assert lines[3].split()[:4] == ["4", "100", "0.175", "±0.002"]
-    assert "J/tok adds the runs' mean worst-case uncertainty bound" in " ".join(lines[-2:])
+    assert lines[2].index("±") > lines[0].index("J/tok bound")
+    notes = " ".join(lines[-2:])
+    assert "95% CI" not in notes and "no CI: fewer than 2 repeats" in notes
+    assert "J/tok bound = the runs' mean worst-case instrument bound" in notes
