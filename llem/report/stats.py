@@ -152,6 +152,8 @@ VALID = "valid"
 #: the summary.csv columns that say what the energy statistics left out
 N_INVALID = "n_energy_invalid"
 N_LEFT_OUT = "n_energy_left_out"
+#: the summary.csv column with how many runs every statistic of the row comes from
+N_USED = "n_used"
 #: summary.csv's hardware label column (present when the hardware differs between runs)
 GPU = "gpu"
 
@@ -161,11 +163,6 @@ def judged_invalid(verdict: object) -> bool:
     if verdict is None or verdict is pd.NA:
         return False
     return isinstance(verdict, (bool, np.bool_)) and not verdict
-
-
-def is_energy_metric(metric: str) -> bool:
-    """Energy figures are the ones a validity verdict speaks for."""
-    return metric.startswith("energy.")
 
 
 def status_label(statuses: Sequence[str]) -> str:
@@ -270,13 +267,16 @@ def summary_frame(runs: Runs, include_invalid: bool = False) -> pd.DataFrame:
     between runs, the device column, ``hardware.gpu_model``, ``hardware.gpu_count`` and ``gpu``
     (a label, e.g. ``NVIDIA A100-SXM4-80GB ×2`` or ``cpu``); then ``n`` (ok runs), ``n_runs``,
     ``status`` (e.g. ``ok ×3`` or ``ok ×2, failed ×1``), ``n_energy_invalid`` (ok runs whose
-    energy was judged invalid), ``n_energy_left_out`` (of those, left out of the energy
-    statistics: all of them unless ``include_invalid``), ``run_dirs``, then for each metric in
+    energy was judged invalid), ``n_energy_left_out`` (of those, left out of the row's
+    statistics: all of them unless ``include_invalid``), ``n_used`` (the runs every statistic of
+    the row comes from: ``n - n_energy_left_out``), ``run_dirs``, then for each metric in
     :data:`METRICS` present in the results: ``<metric>.n`` (runs with a value), ``.mean``,
     ``.std``, ``.ci95_half``, ``.ci95_low``, ``.ci95_high`` (empty with fewer than 2 runs), and
     for a metric with per-run bounds ``.bound_mean`` (the runs' mean instrument bound, never part
-    of the CI). Statistics use ok runs only, and energy figures only runs whose energy was not
-    judged invalid (``valid`` false); empty cells where there is nothing to compute.
+    of the CI). Every statistic of a row uses the same runs (so its figures agree with each
+    other: a run left out of J/token is left out of tokens/s too): ok runs whose energy was not
+    judged invalid (``valid`` false), or all ok runs with ``include_invalid``; empty cells where
+    there is nothing to compute.
     """
     columns = _Columns(runs.frame)
     groups = configuration_groups(runs)
@@ -284,11 +284,11 @@ def summary_frame(runs: Runs, include_invalid: bool = False) -> pd.DataFrame:
     keys = [k for k in runs.override_keys if k != REPEAT_KEY]
     rows = []
     for group in groups:
-        row, ok, energy = _group_row(columns, group, keys, include_invalid)
+        row, used = _group_row(columns, group, keys, include_invalid)
         if show_hardware:
             row = _with_hardware(row, group, device_column(runs.frame))
-        for m in columns.metrics:
-            row.update(_metric_stats(columns, m, energy if is_energy_metric(m) else ok))
+        for m in columns.metrics:  # every figure of the row from the same runs
+            row.update(_metric_stats(columns, m, used))
         rows.append(row)
     return _typed(rows, columns, show_hardware)
 
@@ -321,8 +321,9 @@ def _list(frame: pd.DataFrame, column: str) -> list[Any]:
 
 def _group_row(
     columns: _Columns, group: Group, keys: Sequence[str], include_invalid: bool
-) -> tuple[dict[str, Any], list[int], list[int]]:
-    """A group's identity and counts; and the rows its statistics use: (row, ok, energy)."""
+) -> tuple[dict[str, Any], list[int]]:
+    """A group's identity and counts, and the rows every one of its statistics uses: its ok
+    runs, less those whose energy was judged invalid unless ``include_invalid``."""
     status = [str(s) for s in columns.values("status", group.rows)]
     ok = [i for i, s in zip(group.rows, status, strict=True) if s == "ok"]
     invalid = [i for i in ok if judged_invalid(columns.column(VALID)[i])]
@@ -334,8 +335,10 @@ def _group_row(
     row["status"] = status_label(status)
     row[N_INVALID] = len(invalid)
     row[N_LEFT_OUT] = 0 if include_invalid else len(invalid)
+    used = ok if include_invalid else [i for i in ok if i not in invalid]
+    row[N_USED] = len(used)
     row["run_dirs"] = "; ".join(str(v) for v in columns.values("run_dir", group.rows))
-    return row, ok, ok if include_invalid else [i for i in ok if i not in invalid]
+    return row, used
 
 
 def _with_hardware(row: dict[str, Any], group: Group, dev_col: str) -> dict[str, Any]:

@@ -5,9 +5,10 @@ when that is ambiguous), ``GPU`` (model ×count) when the runs ran on different 
 ``tok/s`` and ``J/tok`` (mean over ok repeats, ``±`` the Student-t 95% CI half-width over the
 repeats, none with fewer than two), ``J/tok bound`` (``±`` the runs' mean worst-case instrument
 bound, in its own column because it is not a confidence interval; only when some row has one),
-``TTFT p50 ms``, ``peak MB`` and ``status`` (``ok ×3``, ``ok ×2, failed ×1``).
-A ``!`` after J/tok marks a configuration with runs whose energy was judged invalid (left out of
-J/tok unless ``--include-invalid``); a note under the table counts them and
+``TTFT p50 ms``, ``peak MB``, ``n`` (the runs every figure of the row comes from; only when some
+row left runs out) and ``status`` (``ok ×3``, ``ok ×2, failed ×1``). A ``!`` after J/tok marks a
+configuration with runs whose energy was judged invalid (left out of every figure of the row
+unless ``--include-invalid``); a note under the table counts them and
 :func:`render_invalid` lists their problems. Empty cells are figures that do not exist (no energy
 on CPU, failed runs, every run invalid); they are never shown as 0.
 
@@ -37,7 +38,15 @@ from llem.report.labels import (
     shorten,
 )
 from llem.report.load import Runs
-from llem.report.stats import BOUND_SUFFIX, GPU, N_INVALID, N_LEFT_OUT, VALID, judged_invalid
+from llem.report.stats import (
+    BOUND_SUFFIX,
+    GPU,
+    N_INVALID,
+    N_LEFT_OUT,
+    N_USED,
+    VALID,
+    judged_invalid,
+)
 
 __all__ = [
     "DEFAULT_WIDTH",
@@ -210,6 +219,14 @@ def has_bound(summary: pd.DataFrame) -> bool:
     return any(not is_missing(b) for b in _col(summary, f"{JTOK}.{BOUND_SUFFIX}"))
 
 
+def _used_column(summary: pd.DataFrame) -> list[_Column]:
+    """'n', the runs every figure of a row comes from, where some row left runs out (elsewhere
+    the ok count in 'status' says it)."""
+    if not any(_count(v) for v in _col(summary, N_LEFT_OUT)):
+        return []
+    return [_Column("n", [format_number(n) for n in _col(summary, N_USED)], True)]
+
+
 def _metric_columns(
     summary: pd.DataFrame, with_ci: bool, with_bound: bool, mem: str | None
 ) -> list[_Column]:
@@ -235,6 +252,7 @@ def _metric_columns(
         *bound,
         _Column("TTFT p50 ms", cells("latency.ttft_ms.p50", False), True),
         _Column("peak MB", cells(mem, False) if mem else [""] * len(summary), True),
+        *_used_column(summary),
         _Column("status", [str(s) for s in _col(summary, "status")], False),
     ]
 
@@ -294,7 +312,8 @@ def _invalid_note(summary: pd.DataFrame) -> str | None:
     if n_out:
         return (
             f"{INVALID_MARK} {runs_text} whose energy was judged invalid: {n_out} left out of "
-            "J/tok and the other energy statistics (--include-invalid keeps them)"
+            "every figure of their row, tok/s too (n counts the runs used; --include-invalid "
+            "keeps them)"
         )
     return (
         f"{INVALID_MARK} {runs_text} whose energy was judged invalid, kept in (--include-invalid)"

@@ -200,22 +200,28 @@ def _with_one_invalid(tmp_path: Path) -> Path:
     return tmp_path / "s"
 
 
-def test_energy_statistics_leave_invalid_runs_out(tmp_path: Path) -> None:
+def test_every_figure_of_a_row_comes_from_the_same_runs(tmp_path: Path) -> None:
+    """An invalid run left out of J/token is left out of tokens/s too (they used to be averaged
+    over different runs, so avg power != J/token x tokens/s), and the row says how many."""
     sweep = _with_one_invalid(tmp_path)
     summary = _summary(sweep)
     gpu, cpu = summary.iloc[0], summary.iloc[1]
-    assert gpu["n"] == 3
+    assert gpu["n"] == 3 and gpu["n_used"] == 2
     assert gpu["energy.j_per_output_token.n"] == 2
     assert gpu["energy.j_per_output_token.mean"] == pytest.approx(0.71)
     assert gpu["energy.total_j.n"] == 2
-    assert gpu["throughput.output_tokens_per_s.mean"] == pytest.approx(101.0)  # not energy: all 3
+    assert gpu["throughput.output_tokens_per_s.n"] == 2
+    assert gpu["throughput.output_tokens_per_s.mean"] == pytest.approx(100.5)  # repeats 0 and 1
+    assert gpu["latency.ttft_ms.p50.n"] == 2
     assert (gpu["n_energy_invalid"], gpu["n_energy_left_out"]) == (1, 1)
-    assert (cpu["n_energy_invalid"], cpu["n_energy_left_out"]) == (0, 0)
+    assert (cpu["n_energy_invalid"], cpu["n_energy_left_out"], cpu["n_used"]) == (0, 0, 3)
     assert cpu["throughput.output_tokens_per_s.n"] == 3
 
     kept = _summary(sweep, include_invalid=True).iloc[0]
+    assert kept["n_used"] == 3
     assert kept["energy.j_per_output_token.n"] == 3
     assert kept["energy.j_per_output_token.mean"] == pytest.approx((0.70 + 0.72 + 0.20) / 3)
+    assert kept["throughput.output_tokens_per_s.mean"] == pytest.approx(101.0)
     assert (kept["n_energy_invalid"], kept["n_energy_left_out"]) == (1, 0)
 
 
