@@ -223,6 +223,7 @@ def energy_section(
         warnings=warnings,
         idle_source=idle.source.value,
         idle_age_s=idle.age_s,
+        idle_temperature_c=dict(idle.temperature_c) if idle.power_w is not None else None,
         definition=DEFINITION,
         **fields,  # type: ignore[arg-type]
         **cpu_fields,  # type: ignore[arg-type]
