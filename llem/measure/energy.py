@@ -6,7 +6,8 @@ Per device, energy over a window ``[start, end]`` (seconds on the session clock)
   both edges. Exact up to the counter's resolution and update period (see ``uncertainty``).
 * ``nvml_power``: where the counter is unsupported (pre-Volta, some virtual GPUs), the trapezoid
   integral of the sampled power, with samples taken at both edges. Its error is at most
-  ``dP / (2 * sample_hz)`` joules per step change ``dP`` of the power draw.
+  ``dP / (2 * sample_hz)`` joules per step change ``dP`` of the power draw, plus the lag of the
+  1 s average where power comes from ``nvmlDeviceGetPowerUsage`` (see ``uncertainty``).
 * ``replay``: the exact integral of a recorded trace (see ``llem.measure.replay``).
 
 Window edges: the counters are read first at the start and last at the end, so the window's
