@@ -11,6 +11,12 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 
+@pytest.fixture(autouse=True)
+def _own_llem_cache_dir(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Each test has its own llem cache directory (idle baselines, GGUF copies), never ~/.cache."""
+    monkeypatch.setenv("LLEM_CACHE_DIR", str(tmp_path / "llem-cache"))
+
+
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A 2-layer random Llama model + BPE tokenizer on disk (about 0.5 MB)."""

@@ -78,6 +78,14 @@ class MeasurementConfig:
         goes_to=LLEM,
         gt=0,
     )
+    idle_cache_max_age_s: float = knob(
+        3600.0,
+        doc="Use a GPU's idle baseline kept in llem's cache directory (LLEM_CACHE_DIR, default "
+        "~/.cache/llem) by an earlier process for this long (s), once the GPU is back near its "
+        "idle temperature, instead of measuring a GPU the previous process left hot; 0: off.",
+        goes_to=LLEM,
+        ge=0,
+    )
     idle_temp_margin_c: float = knob(
         3.0,
         doc="How close (°C) to its idle temperature a GPU must be before idle is re-measured.",

@@ -6,7 +6,8 @@ Per device, energy over a window ``[start, end]`` (seconds on the session clock)
   both edges. Exact up to the counter's resolution and update period (see ``uncertainty``).
 * ``nvml_power``: where the counter is unsupported (pre-Volta, some virtual GPUs), the trapezoid
   integral of the sampled power, with samples taken at both edges. Its error is at most
-  ``dP / (2 * sample_hz)`` joules per step change ``dP`` of the power draw.
+  ``dP / (2 * sample_hz)`` joules per step change ``dP`` of the power draw, plus the lag of the
+  1 s average where power comes from ``nvmlDeviceGetPowerUsage`` (see ``uncertainty``).
 * ``replay``: the exact integral of a recorded trace (see ``llem.measure.replay``).
 
 Window edges: the counters are read first at the start and last at the end, so the window's
@@ -24,8 +25,8 @@ from __future__ import annotations
 import bisect
 import logging
 import threading
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from llem.measure import uncertainty
@@ -58,6 +59,10 @@ class PowerSource(Protocol):
     uuids: list[str]
 
     def method(self, uuid: str) -> str | None: ...  # nvml_counter | nvml_power | replay | None
+
+    def power_averaging_s(self, uuid: str) -> float:
+        """Length (s) of the moving average behind the device's power readings; 0: instantaneous."""
+        ...
 
     def read_counters_j(self, clock: Clock) -> tuple[float, dict[str, float]]:
         """(the instant they were read, cumulative J per device that has a counter)."""
@@ -116,6 +121,8 @@ class DeviceEnergy:
     energy_j: float | None
     null_reason: str | None = None
     uncertainty_j: float | None = None  # worst-case bound (see llem.measure.uncertainty)
+    # what the bound is made of (J each; uncertainty_j is their sum)
+    uncertainty_components: Mapping[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -275,14 +282,9 @@ class EnergyMeter:
                 )
             elif uuid in end_counters and uuid in self._start_counters:
                 joules = end_counters[uuid] - self._start_counters[uuid]
+                parts = _counter_components(method, joules, pts, now - self._start)
                 out.append(
-                    DeviceEnergy(
-                        uuid,
-                        method,
-                        joules,
-                        None,
-                        _counter_bound(method, joules, pts, now - self._start),
-                    )
+                    DeviceEnergy(uuid, method, joules, None, uncertainty.combine(parts), parts)
                 )
             elif len(pts) < 2:
                 out.append(DeviceEnergy(uuid, method, None, "fewer than 2 power samples"))
@@ -290,19 +292,24 @@ class EnergyMeter:
                 times = [p[0] for p in pts]
                 watts = [p[1] for p in pts]
                 joules = integrate_linear(times, watts, self._start, now)
-                bound = uncertainty.trapezoid_bound_j(times, watts)
-                out.append(DeviceEnergy(uuid, method, joules, None, bound))
+                parts = uncertainty.sampled_components(
+                    times, watts, joules, now - self._start, self.source.power_averaging_s(uuid)
+                )
+                out.append(
+                    DeviceEnergy(uuid, method, joules, None, uncertainty.combine(parts), parts)
+                )
         return tuple(out)
 
 
-def _counter_bound(
+def _counter_components(
     method: str, joules: float, pts: list[tuple[float, float]], window_s: float
-) -> float:
+) -> uncertainty.Components:
     """The bound of a counter delta: replay's rounding, or NVML's resolution and update period
-    at the power of the edge samples (the window's mean power where there are none)."""
+    at the power of the edge samples (the window's mean power where there are none) and the
+    sensor's accuracy."""
     if method == "replay":
-        return uncertainty.replay_bound_j(joules)
+        return uncertainty.replay_components(joules)
     mean_w = joules / window_s if window_s > 0 else 0.0
     first = pts[0][1] if pts else mean_w
     last = pts[-1][1] if pts else mean_w
-    return uncertainty.counter_bound_j(first, last)
+    return uncertainty.counter_components(first, last, joules, window_s)

@@ -36,6 +36,7 @@ class Counts:
 class _Total:
     per_device: dict[str, Figure]
     total: Figure  # null with the reason when any device has no energy
+    components: dict[str, float] | None = None  # of total's bound, summed over devices
 
 
 def source_name(window: WindowResult) -> str:
@@ -66,14 +67,16 @@ def _device_totals(window: WindowResult, warnings: list[str], source: str) -> _T
         return _Total(per_device, Figure.null("no energy for " + "; ".join(missing)))
     bounds = [f.bound for f in per_device.values()]
     known = [b for b in bounds if b is not None]
+    bounded = len(known) == len(bounds)
     return _Total(
         per_device,
         Figure.of(
             sum(f.value for f in per_device.values()),
             None,
-            sum(known) if len(known) == len(bounds) else None,
+            sum(known) if bounded else None,
             _no_bound(source),
         ),
+        uncertainty.add([d.uncertainty_components for d in window.devices]) if bounded else None,
     )
 
 
@@ -191,6 +194,7 @@ def energy_section(
         source = source_name(window)
         totals = _device_totals(window, warnings, source)
         fields["uncertainty_method"] = uncertainty.METHOD[source]
+        fields["uncertainty_components"] = totals.components
         peak = _peak_power(window)
     else:
         source = "unavailable"
@@ -219,6 +223,7 @@ def energy_section(
         warnings=warnings,
         idle_source=idle.source.value,
         idle_age_s=idle.age_s,
+        idle_temperature_c=dict(idle.temperature_c) if idle.power_w is not None else None,
         definition=DEFINITION,
         **fields,  # type: ignore[arg-type]
         **cpu_fields,  # type: ignore[arg-type]

@@ -11,18 +11,24 @@ With ``measurement.idle_max_age_s`` set, a baseline older than that is measured 
 once every device has cooled back to within ``measurement.idle_temp_margin_c`` of the temperature
 it had when the baseline was taken (waiting at most ``measurement.cooldown_s``); if it does not
 cool down in time the old baseline is kept, with a warning.
+
+Across processes (one per sweep point), each GPU's coolest recent baseline is also kept on disk;
+see ``llem.measure.idle_store``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import Enum
+
+from llem.measure.energy import WindowResult
 
 
 class IdleSource(Enum):
     measured_this_run = "measured_this_run"
     reused_from_process = "reused_from_process"
+    cached = "cached"  # from llem's cache directory, measured by an earlier process
     not_measured = "not_measured"
 
 
@@ -41,6 +47,7 @@ class IdleBaseline:
     window_s: float = 0.0
     per_device_w: Mapping[str, float] = field(default_factory=dict)
     power_uncertainty_w: float | None = None
+    per_device_uncertainty_w: Mapping[str, float] = field(default_factory=dict)
     source: IdleSource = IdleSource.not_measured
     measured_at: str | None = None  # UTC, ISO 8601
     measured_clock_s: float | None = None
@@ -49,6 +56,47 @@ class IdleBaseline:
     def reused(self, now_s: float) -> IdleBaseline:
         age = None if self.measured_clock_s is None else now_s - self.measured_clock_s
         return replace(self, source=IdleSource.reused_from_process, age_s=age)
+
+
+def baseline_from_window(
+    res: WindowResult, uuids: Sequence[str], measured_at: str, clock_s: float
+) -> IdleBaseline:
+    """The baseline an idle window measured (``measured_at`` UTC, ``clock_s`` on the session
+    clock, both at its start), or one with power None and the reason."""
+    temps: dict[str, float] = {}
+    for uuid in uuids:
+        vals = [
+            s.temperature_c for s in res.samples if s.device == uuid and s.temperature_c is not None
+        ]
+        if vals:
+            temps[uuid] = sum(vals) / len(vals)
+    if res.failure:
+        why = f"NVML failed during the idle baseline ({res.failure})"
+        return IdleBaseline(None, temps, why, res.window_s)
+    bad = [
+        f"{d.uuid}: {d.null_reason or f'read {d.energy_j} J'}"
+        for d in res.devices
+        if d.energy_j is None or d.energy_j <= 0
+    ]
+    if bad:
+        return IdleBaseline(None, temps, "no idle energy for " + "; ".join(bad), res.window_s)
+    per_device = {d.uuid: (d.energy_j or 0.0) / res.window_s for d in res.devices}
+    bounds = {
+        d.uuid: d.uncertainty_j / res.window_s for d in res.devices if d.uncertainty_j is not None
+    }
+    bound_w = sum(bounds.values()) if len(bounds) == len(res.devices) else None
+    return IdleBaseline(
+        power_w=sum(per_device.values()),
+        temperature_c=temps,
+        window_s=res.window_s,
+        per_device_w=per_device,
+        power_uncertainty_w=bound_w,
+        per_device_uncertainty_w=bounds,
+        source=IdleSource.measured_this_run,
+        measured_at=measured_at,
+        measured_clock_s=clock_s,
+        age_s=0.0,
+    )
 
 
 CacheKey = tuple[str, tuple[str, ...]]

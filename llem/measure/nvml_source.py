@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeVar
 
+from llem.measure import uncertainty
 from llem.measure.energy import OtherProcess, SourceError
 from llem.measure.family import is_own
 from llem.measure.nvml import Nvml, NvmlDevice, error_text
@@ -33,6 +34,12 @@ class NvmlSource:
         if dev.has_counter:
             return "nvml_counter"
         return "nvml_power" if dev.power_api else None
+
+    def power_averaging_s(self, uuid: str) -> float:
+        """1 s where power comes from nvmlDeviceGetPowerUsage (a trailing 1 s mean on Ampere and
+        newer; taken as one on every GPU, which overstates the bound on older ones), 0 where the
+        instantaneous field is read."""
+        return uncertainty.POWER_AVERAGE_S if self._by_uuid[uuid].power_api == "average" else 0.0
 
     def setup_warnings(self) -> list[str]:
         out = []

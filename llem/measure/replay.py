@@ -142,6 +142,9 @@ class ReplaySource:
     def method(self, uuid: str) -> str | None:
         return "replay"
 
+    def power_averaging_s(self, uuid: str) -> float:
+        return 0.0  # the trace's power is the power itself
+
     def read_counters_j(self, clock: Clock) -> tuple[float, dict[str, float]]:
         """The trace's exact energy up to now (its 'counter'), and now."""
         now = clock.now()

@@ -35,7 +35,8 @@ from llem.config.schema import MeasurementConfig
 from llem.measure.devices import DeviceInfo
 from llem.measure.energy import EnergyMeter, PowerSource, SourceError, WindowResult
 from llem.measure.energy_section import Counts
-from llem.measure.idle import IdleBaseline, IdleCache, IdleSource
+from llem.measure.idle import IdleBaseline, IdleCache, baseline_from_window
+from llem.measure.idle_store import IdleStore, cache_dir, hot_text, stored_baseline
 from llem.measure.measurement import Measurement, build_measurement
 from llem.measure.rapl import DEFAULT_POWERCAP_ROOT, RaplMeter
 from llem.measure.sampler import Clock, RealClock
@@ -75,6 +76,8 @@ class MeasurementSession:
 
     ``idle_cache`` holds idle baselines across sessions: pass the same one to every session of a
     process (None: a cache of this session's own, so its baseline is measured afresh).
+    ``idle_store`` keeps them across processes (None: ``idle_baselines.json`` in llem's cache
+    directory, unless ``measurement.idle_cache_max_age_s`` is 0).
     ``clock``, ``powercap_root``, ``cuda_sync`` and ``env`` exist for tests and benchmarks.
     """
 
@@ -89,6 +92,7 @@ class MeasurementSession:
         cuda_sync: Callable[[], None] | None = None,
         env: Mapping[str, str] | None = None,
         idle_cache: IdleCache | None = None,
+        idle_store: IdleStore | None = None,
     ) -> None:
         self.cfg = cfg
         self.device_type = device_type
@@ -103,6 +107,9 @@ class MeasurementSession:
         self._cuda_sync = cuda_sync
         self._env = env
         self._idle_cache = idle_cache if idle_cache is not None else IdleCache()
+        if idle_store is None and (cfg.idle_cache_max_age_s or 0) > 0:
+            idle_store = IdleStore(cache_dir())
+        self._idle_store = idle_store
         self.origin_s: float | None = None
         self.devices: list[DeviceInfo] = []
         self.source: PowerSource | None = None
@@ -158,69 +165,65 @@ class MeasurementSession:
             return IdleBaseline(None, null_reason="measurement.idle_baseline_s=0: not measured")
         key = (self.source.kind, tuple(self.source.uuids))
         cached = self._idle_cache.get(key)
-        if cached is not None:
-            reused = cached.reused(self.clock.now())
-            max_age = self.cfg.idle_max_age_s
-            if max_age is None or (reused.age_s or 0.0) <= max_age:
-                return reused
-            margin = float(self.cfg.idle_temp_margin_c)
-            cooling = self._wait_until_cool(cached.temperature_c, margin)
-            if cooling.still_hot:
-                self.setup_warnings.append(
-                    f"idle baseline is {reused.age_s:.0f} s old (measurement.idle_max_age_s="
-                    f"{max_age}) but was not measured again: "
-                    + _hot_text(cooling.still_hot, cached.temperature_c)
-                    + f" after waiting measurement.cooldown_s={self.cfg.cooldown_s} s for "
-                    f"idle + measurement.idle_temp_margin_c={margin}; the old baseline is used"
-                )
-                return reused
+        kept = self._stored_idle() if cached is None else self._kept(cached)
+        if kept is not None:
+            self._idle_cache.put(key, kept)
+            return kept
         fresh = self._measure_idle(secs)
         if fresh.power_w is not None:
             self._idle_cache.put(key, fresh)
+            if self._idle_store is not None and self.source.kind == "nvml":
+                self._idle_store.remember(fresh, float(self.cfg.idle_cache_max_age_s))
+                self._store_warnings()
         return fresh
+
+    def _kept(self, cached: IdleBaseline) -> IdleBaseline | None:
+        """This process's baseline, reused; None (measure again) once it is older than
+        ``idle_max_age_s`` and the GPUs have cooled back to its temperature."""
+        reused = cached.reused(self.clock.now())
+        max_age = self.cfg.idle_max_age_s
+        if max_age is None or (reused.age_s or 0.0) <= max_age:
+            return reused
+        margin = float(self.cfg.idle_temp_margin_c)
+        cooling = self._wait_until_cool(cached.temperature_c, margin)
+        if not cooling.still_hot:
+            return None
+        self.setup_warnings.append(
+            f"idle baseline is {reused.age_s:.0f} s old (measurement.idle_max_age_s="
+            f"{max_age}) but was not measured again: "
+            + hot_text(cooling.still_hot, cached.temperature_c)
+            + f" after waiting measurement.cooldown_s={self.cfg.cooldown_s} s for "
+            f"idle + measurement.idle_temp_margin_c={margin}; the old baseline is used"
+        )
+        return reused
+
+    def _stored_idle(self) -> IdleBaseline | None:
+        """The GPUs' baseline from llem's cache directory, or None: measure (only NVML GPUs)."""
+        if self._idle_store is None or self.source is None or self.source.kind != "nvml":
+            return None
+        baseline = stored_baseline(
+            self._idle_store,
+            self.source.uuids,
+            self.cfg,
+            lambda idle_c, margin: self._wait_until_cool(idle_c, margin).still_hot,
+            self.clock.now,
+            self.setup_warnings,
+        )
+        self._store_warnings()
+        return baseline
+
+    def _store_warnings(self) -> None:
+        if self._idle_store is not None:
+            self.setup_warnings += self._idle_store.warnings
+            self._idle_store.warnings.clear()
 
     def _measure_idle(self, secs: float) -> IdleBaseline:
         measured_at, clock_s = utc_now(), self.clock.now()
         w = self._window(sync=None, keep=False)
         with w:
             self.clock.sleep(secs)
-        res = w.result
-        assert res is not None and self.source is not None
-        temps: dict[str, float] = {}
-        for uuid in self.source.uuids:
-            vals = [
-                s.temperature_c
-                for s in res.samples
-                if s.device == uuid and s.temperature_c is not None
-            ]
-            if vals:
-                temps[uuid] = sum(vals) / len(vals)
-        if res.failure:
-            why = f"NVML failed during the idle baseline ({res.failure})"
-            return IdleBaseline(None, temps, why, res.window_s)
-        bad = [
-            f"{d.uuid}: {d.null_reason or f'read {d.energy_j} J'}"
-            for d in res.devices
-            if d.energy_j is None or d.energy_j <= 0
-        ]
-        if bad:
-            return IdleBaseline(None, temps, "no idle energy for " + "; ".join(bad), res.window_s)
-        per_device = {d.uuid: (d.energy_j or 0.0) / res.window_s for d in res.devices}
-        bounds = [d.uncertainty_j for d in res.devices]
-        bound_w = (
-            None if any(b is None for b in bounds) else sum(b or 0.0 for b in bounds) / res.window_s
-        )
-        return IdleBaseline(
-            power_w=sum(per_device.values()),
-            temperature_c=temps,
-            window_s=res.window_s,
-            per_device_w=per_device,
-            power_uncertainty_w=bound_w,
-            source=IdleSource.measured_this_run,
-            measured_at=measured_at,
-            measured_clock_s=clock_s,
-            age_s=0.0,
-        )
+        assert w.result is not None and self.source is not None
+        return baseline_from_window(w.result, self.source.uuids, measured_at, clock_s)
 
     @property
     def memory_bandwidth_bytes_per_s(self) -> float | None:
@@ -246,7 +249,7 @@ class MeasurementSession:
             if cooling.still_hot:
                 self.setup_warnings.append(
                     f"cooldown stopped at measurement.cooldown_s={limit} s with "
-                    + _hot_text(cooling.still_hot, self.idle.temperature_c)
+                    + hot_text(cooling.still_hot, self.idle.temperature_c)
                     + f", above idle + measurement.cooldown_temp_margin_c={margin}"
                 )
             waited, temps = cooling.waited_s, cooling.temperatures_c
@@ -383,10 +386,6 @@ class MeasurementSession:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
-
-
-def _hot_text(hot: Mapping[str, float], idle_c: Mapping[str, float]) -> str:
-    return ", ".join(f"{u} at {t:.0f} C (idle {idle_c[u]:.0f} C)" for u, t in hot.items())
 
 
 def _cell(value: float | None) -> str:

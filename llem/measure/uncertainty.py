@@ -1,18 +1,39 @@
 """Uncertainty bounds of a window's energy, from how the source measured it.
 
 Each bound is a worst-case bound in joules (not a standard deviation): the true energy of the
-window lies within ``figure +/- bound`` as far as the source's own limits go.
+window lies within ``figure +/- bound`` as far as the limits named below go. A bound is the sum of
+its components, and the components are recorded beside it (``energy.uncertainty_components``):
 
-* ``nvml_counter``: NVML's total-energy counter counts whole millijoules and is refreshed about
-  every ``COUNTER_UPDATE_S`` (100 ms); a read returns the value of its last refresh. Each edge is
-  off by at most one resolution step plus the energy of one update period at that edge's power:
+* ``sensor_accuracy_j`` (NVML sources): the power sensor's own accuracy, ``max(SENSOR_RELATIVE x
+  E, SENSOR_ABSOLUTE_W x window_s)``. NVIDIA documents +/- 5 W for nvidia-smi's ``power.draw``
+  (``nvidia-smi --help-query-gpu``: "accurate to within +/- 5 watts", for the average and the
+  instant readings alike) and +/- 5 % of the current draw for ``nvmlDeviceGetPowerUsage`` (NVML API
+  reference, stated for Fermi and Kepler). llem takes the larger of the two on every GPU. That the
+  5 % figure holds on newer GPUs, and that the energy counter is as accurate as the power reading
+  (NVIDIA states no accuracy for ``nvmlDeviceGetTotalEnergyConsumption``), are assumptions.
+* ``counter_resolution_j`` + ``counter_update_j`` (``nvml_counter``): NVML's total-energy counter
+  counts whole millijoules and is refreshed about every ``COUNTER_UPDATE_S`` (100 ms); a read
+  returns the value of its last refresh. Each edge is off by at most one resolution step plus the
+  energy of one update period at that edge's power:
   ``2 * COUNTER_RESOLUTION_J + COUNTER_UPDATE_S * (P_start + P_end)``.
-* ``nvml_power``: the trapezoid integral of sampled power. A step change ``dP`` between two samples
-  ``dt`` apart is off by at most ``dP * dt / 2``, i.e. ``dP / (2 * sample_hz)`` J per step change;
-  summed over the samples, ``sum |P[i+1] - P[i]| * (t[i+1] - t[i]) / 2``. Excursions that go and
-  come back between two samples are invisible to it (sample faster to see them).
-* ``replay``: the exact integral of the piecewise-linear trace; only floating-point rounding
-  remains, bounded by ``REPLAY_RELATIVE_BOUND`` of the figure.
+* ``trapezoid_j`` (``nvml_power``): the trapezoid integral of sampled power. A step change ``dP``
+  between two samples ``dt`` apart is off by at most ``dP * dt / 2``; summed over the samples,
+  ``sum |P[i+1] - P[i]| * (t[i+1] - t[i]) / 2``. Excursions that go and come back between two
+  samples are invisible to it (sample faster to see them).
+* ``averaging_lag_j`` (``nvml_power`` read from ``nvmlDeviceGetPowerUsage``, which returns the mean
+  of the last ``POWER_AVERAGE_S`` = 1 s on Ampere and newer): integrating that moving average over
+  ``[a, b]`` counts power from the second before ``a`` with a weight rising from 0 to 1 and leaves
+  out the power of the last second before ``b`` with a weight of the same shape, so it is off by at
+  most ``POWER_AVERAGE_S x max(A(a), A(b))``, A being the averaged readings at the two edges (each
+  weighted term is between 0 and ``POWER_AVERAGE_S x`` that edge's reading). 0 where the
+  instantaneous field (``NVML_FI_DEV_POWER_INSTANT``) is read.
+* ``float_rounding_j`` (``replay``): the exact integral of the piecewise-linear trace; only
+  floating-point rounding remains, bounded by ``REPLAY_RELATIVE_BOUND`` of the figure.
+
+Not covered: the sensor's part-time sampling (on A100/H100 the power sensor sees about 25 % of
+the runtime, arXiv 2312.02741), so power that rises and falls between its internal samples is
+missed by the counter and the readings alike; a sensor error larger than NVIDIA's figures; and
+power drawn outside the board (CPU, host memory, fans, PSU losses).
 
 Derived figures divide by exact counts (tokens, requests) or the window length, so their bounds are
 the energy bound divided the same way; see ``ratio_bound`` and ``inverse_ratio_bound``.
@@ -20,24 +41,39 @@ the energy bound divided the same way; see ``ratio_bound`` and ``inverse_ratio_b
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 COUNTER_RESOLUTION_J = 0.001  # NVML reports the counter in mJ
 COUNTER_UPDATE_S = 0.1  # NVML refreshes the counter about every 100 ms
 REPLAY_RELATIVE_BOUND = 1e-9  # float rounding of the exact piecewise-linear integral
+SENSOR_RELATIVE = 0.05  # NVML API reference, nvmlDeviceGetPowerUsage: +/- 5 % (Fermi, Kepler)
+SENSOR_ABSOLUTE_W = 5.0  # nvidia-smi --help-query-gpu, power.draw: +/- 5 W
+POWER_AVERAGE_S = 1.0  # nvmlDeviceGetPowerUsage: mean over 1 s on Ampere and newer
 
+_SENSOR = (
+    f"sensor accuracy max({SENSOR_RELATIVE:.0%} x energy, {SENSOR_ABSOLUTE_W:g} W x window_s) "
+    "(NVML reference +/- 5 %, nvidia-smi +/- 5 W)"
+)
 METHOD = {
     "nvml_counter": (
         f"energy counter: 2 x {COUNTER_RESOLUTION_J * 1000:g} mJ resolution + "
-        f"{COUNTER_UPDATE_S * 1000:g} ms update period x (power at start + power at end)"
+        f"{COUNTER_UPDATE_S * 1000:g} ms update period x (power at start + power at end) + "
+        + _SENSOR
     ),
-    "nvml_power": "trapezoid integral: sum of |dP| x dt / 2 over consecutive power samples",
+    "nvml_power": (
+        "trapezoid integral: sum of |dP| x dt / 2 over consecutive power samples + "
+        f"averaging lag {POWER_AVERAGE_S:g} s x max(first, last reading) where the readings are "
+        "1 s averages (nvmlDeviceGetPowerUsage) + " + _SENSOR
+    ),
     "replay": f"exact integral of the trace: float rounding, {REPLAY_RELATIVE_BOUND:g} x energy",
 }
 
+Components = dict[str, float]
+
 
 def counter_bound_j(power_start_w: float, power_end_w: float) -> float:
-    """Bound of a counter delta with power ``power_start_w``/``power_end_w`` at the edges."""
+    """Resolution and update-period part of a counter delta's bound, with power
+    ``power_start_w``/``power_end_w`` at the edges."""
     return 2 * COUNTER_RESOLUTION_J + COUNTER_UPDATE_S * (abs(power_start_w) + abs(power_end_w))
 
 
@@ -47,6 +83,63 @@ def trapezoid_bound_j(times_s: Sequence[float], power_w: Sequence[float]) -> flo
         abs(power_w[i + 1] - power_w[i]) * (times_s[i + 1] - times_s[i]) / 2
         for i in range(len(times_s) - 1)
     )
+
+
+def sensor_bound_j(energy_j: float, window_s: float) -> float:
+    """The sensor's systematic accuracy over a window: the larger of the relative and absolute
+    figures (see the module docstring for their sources)."""
+    return max(SENSOR_RELATIVE * abs(energy_j), SENSOR_ABSOLUTE_W * max(window_s, 0.0))
+
+
+def averaging_lag_bound_j(first_w: float, last_w: float, averaging_s: float) -> float:
+    """Bound of integrating a trailing ``averaging_s`` moving average instead of the power itself,
+    from the averaged readings at the window's two edges (0 for instantaneous readings)."""
+    return averaging_s * max(abs(first_w), abs(last_w))
+
+
+def counter_components(
+    power_start_w: float, power_end_w: float, energy_j: float, window_s: float
+) -> Components:
+    """The components of an NVML counter delta's bound."""
+    return {
+        "counter_resolution_j": 2 * COUNTER_RESOLUTION_J,
+        "counter_update_j": COUNTER_UPDATE_S * (abs(power_start_w) + abs(power_end_w)),
+        "sensor_accuracy_j": sensor_bound_j(energy_j, window_s),
+    }
+
+
+def sampled_components(
+    times_s: Sequence[float],
+    power_w: Sequence[float],
+    energy_j: float,
+    window_s: float,
+    averaging_s: float,
+) -> Components:
+    """The components of the bound of integrated power samples (``averaging_s``: the length of
+    the moving average behind each reading, 0 for instantaneous readings)."""
+    return {
+        "trapezoid_j": trapezoid_bound_j(times_s, power_w),
+        "averaging_lag_j": averaging_lag_bound_j(power_w[0], power_w[-1], averaging_s),
+        "sensor_accuracy_j": sensor_bound_j(energy_j, window_s),
+    }
+
+
+def replay_components(energy_j: float) -> Components:
+    return {"float_rounding_j": replay_bound_j(energy_j)}
+
+
+def combine(components: Mapping[str, float]) -> float:
+    """A bound from its components: they are worst-case limits, so they add linearly."""
+    return sum(components.values())
+
+
+def add(parts: Sequence[Mapping[str, float]]) -> Components:
+    """Components summed key by key (the bound of a sum over devices)."""
+    out: Components = {}
+    for p in parts:
+        for k, v in p.items():
+            out[k] = out.get(k, 0.0) + v
+    return out
 
 
 def replay_bound_j(energy_j: float) -> float:

@@ -1,17 +1,19 @@
-"""Statistics over repeats: mean, standard deviation and a 95% confidence interval that combines
-the spread of the repeats with each run's own measurement uncertainty.
+"""Statistics over repeats: mean, standard deviation, a 95% confidence interval over the repeats,
+and, beside it and never inside it, the runs' own instrument bound.
 
-**How the interval is built.** For a figure with ``n`` values x_i the interval is
-``mean ± (t × s / √n + ū)``: the first term is the Student-t 95% half-width of the mean over the
-repeats (s the sample standard deviation, t the 0.975 quantile with n − 1 degrees of freedom);
-``ū`` is the mean of the runs' own uncertainty bounds (``energy.<figure>_uncertainty``, present for
-energy figures only). Those bounds are worst-case limits from the energy source (counter
-resolution and update period, the trapezoid bound), not standard deviations, so they cannot be
-added in quadrature: if each run is off by at most u_i, the mean of the runs is off by at most the
-mean of the u_i, and adding that linearly to the t half-width gives an interval that holds the true
-mean whenever the t interval holds the mean of the runs' true values. It is conservative (the
-repeat spread already carries part of the same error). With one run the interval is the run's own
-bound (the standard deviation stays empty); a figure without a bound gets no interval from one run.
+**The interval.** For a figure with ``n >= 2`` values x_i the 95% CI is ``mean ± t × s / √n``: s
+the sample standard deviation, t the 0.975 quantile of Student's t with n − 1 degrees of freedom.
+It says how well the repeats pin down the mean of what the instrument reads. With fewer than two
+values there is no interval over repeats, so there is none (not one borrowed from the bound).
+
+**The bound.** ``bound`` is the mean of the runs' own worst-case bounds
+(``energy.<figure>_uncertainty``: counter resolution and update period, the trapezoid bound, the
+power average's lag, the sensor's accuracy; energy figures only). If each run is off by at most
+u_i, the mean of the runs is off by at most the mean of the u_i. It is an instrument limit, not a
+statistic: a systematic sensor error does not shrink with repeats. summary.csv has it in its own
+column (``<figure>.bound_mean``) for one run and for many; who wants one interval for the mean of
+the true values takes ``ci95_half + bound_mean`` (linearly: bounds are limits, not standard
+deviations).
 
 The t quantile comes from :mod:`llem.report.student_t` (no scipy).
 """
@@ -48,8 +50,8 @@ class Summary:
     """Mean, sample standard deviation (ddof=1) and a two-sided CI over ``n`` values.
 
     ``bound`` is the mean of the values' own uncertainty bounds (None when none has one); it is
-    part of ``ci_half`` (see the module docstring). ``std`` is None when n < 2, and so is the CI
-    unless a bound gives one; ``mean`` is None when n == 0.
+    not part of ``ci_half`` (see the module docstring). ``std`` and the CI are None when n < 2;
+    ``mean`` is None when n == 0.
     """
 
     n: int
@@ -85,7 +87,8 @@ def summarise(
     """Summarise the finite numbers in ``values``; None/NaN are ignored, never counted as 0.
 
     ``bounds``, when given, lines up with ``values``: each value's own worst-case uncertainty.
-    Their mean (over the counted values that have one) is added to the t half-width.
+    Their mean (over the counted values that have one) is the summary's ``bound``, kept apart
+    from the t half-width.
     """
     raw = list(values)
     raw_bounds = list(bounds) if bounds is not None else [None] * len(raw)
@@ -100,11 +103,11 @@ def summarise(
     bound = math.fsum(us) / len(us) if us else None
     mean = math.fsum(xs) / n
     if n == 1:
-        return Summary(1, mean, None, bound, bound)
+        return Summary(1, mean, None, None, bound)
     var = math.fsum((x - mean) ** 2 for x in xs) / (n - 1)
     std = math.sqrt(var)
     half = t_quantile(0.5 + confidence / 2.0, n - 1) * std / math.sqrt(n)
-    return Summary(n, mean, std, half + (bound or 0.0), bound)
+    return Summary(n, mean, std, half, bound)
 
 
 # --------------------------------------------------------------------------- per configuration
@@ -149,6 +152,8 @@ VALID = "valid"
 #: the summary.csv columns that say what the energy statistics left out
 N_INVALID = "n_energy_invalid"
 N_LEFT_OUT = "n_energy_left_out"
+#: the summary.csv column with how many runs every statistic of the row comes from
+N_USED = "n_used"
 #: summary.csv's hardware label column (present when the hardware differs between runs)
 GPU = "gpu"
 
@@ -158,11 +163,6 @@ def judged_invalid(verdict: object) -> bool:
     if verdict is None or verdict is pd.NA:
         return False
     return isinstance(verdict, (bool, np.bool_)) and not verdict
-
-
-def is_energy_metric(metric: str) -> bool:
-    """Energy figures are the ones a validity verdict speaks for."""
-    return metric.startswith("energy.")
 
 
 def status_label(statuses: Sequence[str]) -> str:
@@ -267,13 +267,16 @@ def summary_frame(runs: Runs, include_invalid: bool = False) -> pd.DataFrame:
     between runs, the device column, ``hardware.gpu_model``, ``hardware.gpu_count`` and ``gpu``
     (a label, e.g. ``NVIDIA A100-SXM4-80GB ×2`` or ``cpu``); then ``n`` (ok runs), ``n_runs``,
     ``status`` (e.g. ``ok ×3`` or ``ok ×2, failed ×1``), ``n_energy_invalid`` (ok runs whose
-    energy was judged invalid), ``n_energy_left_out`` (of those, left out of the energy
-    statistics: all of them unless ``include_invalid``), ``run_dirs``, then for each metric in
+    energy was judged invalid), ``n_energy_left_out`` (of those, left out of the row's
+    statistics: all of them unless ``include_invalid``), ``n_used`` (the runs every statistic of
+    the row comes from: ``n - n_energy_left_out``), ``run_dirs``, then for each metric in
     :data:`METRICS` present in the results: ``<metric>.n`` (runs with a value), ``.mean``,
-    ``.std``, ``.ci95_half``, ``.ci95_low``, ``.ci95_high``, and for a metric with per-run bounds
-    ``.bound_mean`` (already inside the CI). Statistics use ok runs only, and energy figures
-    only runs whose energy was not judged invalid (``valid`` false); empty cells where there is
-    nothing to compute.
+    ``.std``, ``.ci95_half``, ``.ci95_low``, ``.ci95_high`` (empty with fewer than 2 runs), and
+    for a metric with per-run bounds ``.bound_mean`` (the runs' mean instrument bound, never part
+    of the CI). Every statistic of a row uses the same runs (so its figures agree with each
+    other: a run left out of J/token is left out of tokens/s too): ok runs whose energy was not
+    judged invalid (``valid`` false), or all ok runs with ``include_invalid``; empty cells where
+    there is nothing to compute.
     """
     columns = _Columns(runs.frame)
     groups = configuration_groups(runs)
@@ -281,11 +284,11 @@ def summary_frame(runs: Runs, include_invalid: bool = False) -> pd.DataFrame:
     keys = [k for k in runs.override_keys if k != REPEAT_KEY]
     rows = []
     for group in groups:
-        row, ok, energy = _group_row(columns, group, keys, include_invalid)
+        row, used = _group_row(columns, group, keys, include_invalid)
         if show_hardware:
             row = _with_hardware(row, group, device_column(runs.frame))
-        for m in columns.metrics:
-            row.update(_metric_stats(columns, m, energy if is_energy_metric(m) else ok))
+        for m in columns.metrics:  # every figure of the row from the same runs
+            row.update(_metric_stats(columns, m, used))
         rows.append(row)
     return _typed(rows, columns, show_hardware)
 
@@ -318,8 +321,9 @@ def _list(frame: pd.DataFrame, column: str) -> list[Any]:
 
 def _group_row(
     columns: _Columns, group: Group, keys: Sequence[str], include_invalid: bool
-) -> tuple[dict[str, Any], list[int], list[int]]:
-    """A group's identity and counts; and the rows its statistics use: (row, ok, energy)."""
+) -> tuple[dict[str, Any], list[int]]:
+    """A group's identity and counts, and the rows every one of its statistics uses: its ok
+    runs, less those whose energy was judged invalid unless ``include_invalid``."""
     status = [str(s) for s in columns.values("status", group.rows)]
     ok = [i for i, s in zip(group.rows, status, strict=True) if s == "ok"]
     invalid = [i for i in ok if judged_invalid(columns.column(VALID)[i])]
@@ -331,8 +335,10 @@ def _group_row(
     row["status"] = status_label(status)
     row[N_INVALID] = len(invalid)
     row[N_LEFT_OUT] = 0 if include_invalid else len(invalid)
+    used = ok if include_invalid else [i for i in ok if i not in invalid]
+    row[N_USED] = len(used)
     row["run_dirs"] = "; ".join(str(v) for v in columns.values("run_dir", group.rows))
-    return row, ok, ok if include_invalid else [i for i in ok if i not in invalid]
+    return row, used
 
 
 def _with_hardware(row: dict[str, Any], group: Group, dev_col: str) -> dict[str, Any]:

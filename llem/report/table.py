@@ -2,11 +2,13 @@
 
 Columns: the knobs that vary in the loaded runs (header = last dotted component, or the last two
 when that is ambiguous), ``GPU`` (model ×count) when the runs ran on different hardware, then
-``tok/s`` and ``J/tok`` (mean over ok repeats, ``±`` the 95% CI half-width: the Student-t
-half-width over repeats plus, for J/tok, the runs' mean uncertainty bound, so one run with a bound
-has one too), ``TTFT p50 ms``, ``peak MB`` and ``status`` (``ok ×3``, ``ok ×2, failed ×1``).
-A ``!`` after J/tok marks a configuration with runs whose energy was judged invalid (left out of
-J/tok unless ``--include-invalid``); a note under the table counts them and
+``tok/s`` and ``J/tok`` (mean over ok repeats, ``±`` the Student-t 95% CI half-width over the
+repeats, none with fewer than two), ``J/tok bound`` (``±`` the runs' mean worst-case instrument
+bound, in its own column because it is not a confidence interval; only when some row has one),
+``TTFT p50 ms``, ``peak MB``, ``n`` (the runs every figure of the row comes from; only when some
+row left runs out) and ``status`` (``ok ×3``, ``ok ×2, failed ×1``). A ``!`` after J/tok marks a
+configuration with runs whose energy was judged invalid (left out of every figure of the row
+unless ``--include-invalid``); a note under the table counts them and
 :func:`render_invalid` lists their problems. Empty cells are figures that do not exist (no energy
 on CPU, failed runs, every run invalid); they are never shown as 0.
 
@@ -36,7 +38,14 @@ from llem.report.labels import (
     shorten,
 )
 from llem.report.load import Runs
-from llem.report.stats import BOUND_SUFFIX, GPU, N_INVALID, N_LEFT_OUT, VALID, judged_invalid
+from llem.report.notes import (
+    DEFAULT_WIDTH,
+    INVALID_MARK,
+    render_heading,
+    render_invalid,
+    render_problems,
+)
+from llem.report.stats import BOUND_SUFFIX, GPU, N_INVALID, N_LEFT_OUT, N_USED
 
 __all__ = [
     "DEFAULT_WIDTH",
@@ -53,10 +62,6 @@ __all__ = [
     "shorten",
 ]
 
-DEFAULT_WIDTH = 100
-INVALID_MARK = "!"
-#: at most this many invalid runs are listed under the table (all are in results.csv)
-MAX_INVALID_LINES = 10
 TOKS = "throughput.output_tokens_per_s"
 JTOK = "energy.j_per_output_token"
 #: 'peak MB' shows the first of these that any configuration has (GPU runs: torch's allocator peak;
@@ -197,7 +202,29 @@ def _marked(header: str, cells: list[str], marks: list[str]) -> _Column:
     )
 
 
-def _metric_columns(summary: pd.DataFrame, with_ci: bool, mem: str | None) -> list[_Column]:
+def _plus_minus(mean: Any, half: Any) -> str:
+    """'±0.036': ``half`` to the precision ``format_with_ci`` gives it beside ``mean``."""
+    text = format_with_ci(mean, half)
+    at = text.find(" ±")
+    return text[at + 1 :] if at >= 0 else ""
+
+
+def has_bound(summary: pd.DataFrame) -> bool:
+    """Whether some row has a J/tok instrument bound (the 'J/tok bound' column)."""
+    return any(not is_missing(b) for b in _col(summary, f"{JTOK}.{BOUND_SUFFIX}"))
+
+
+def _used_column(summary: pd.DataFrame) -> list[_Column]:
+    """'n', the runs every figure of a row comes from, where some row left runs out (elsewhere
+    the ok count in 'status' says it)."""
+    if not any(_count(v) for v in _col(summary, N_LEFT_OUT)):
+        return []
+    return [_Column("n", [format_number(n) for n in _col(summary, N_USED)], True)]
+
+
+def _metric_columns(
+    summary: pd.DataFrame, with_ci: bool, with_bound: bool, mem: str | None
+) -> list[_Column]:
     def cells(metric: str, ci: bool) -> list[str]:
         means = _col(summary, f"{metric}.mean")
         if not ci:
@@ -209,11 +236,18 @@ def _metric_columns(summary: pd.DataFrame, with_ci: bool, mem: str | None) -> li
     jtok = _Column("J/tok", cells(JTOK, with_ci), True)
     if any(invalid):
         jtok = _marked("J/tok", jtok.cells, [INVALID_MARK if n else " " for n in invalid])
+    bound = []
+    if with_bound:
+        means, bounds = _col(summary, f"{JTOK}.mean"), _col(summary, f"{JTOK}.{BOUND_SUFFIX}")
+        bound_cells = [_plus_minus(m, b) for m, b in zip(means, bounds, strict=True)]
+        bound = [_Column("J/tok bound", bound_cells, True)]
     return [
         _Column("tok/s", cells(TOKS, with_ci), True),
         jtok,
+        *bound,
         _Column("TTFT p50 ms", cells("latency.ttft_ms.p50", False), True),
         _Column("peak MB", cells(mem, False) if mem else [""] * len(summary), True),
+        *_used_column(summary),
         _Column("status", [str(s) for s in _col(summary, "status")], False),
     ]
 
@@ -222,35 +256,42 @@ def _fit(
     summary: pd.DataFrame, knobs: _Knobs, width: int, has_ci: bool, mem: str | None
 ) -> tuple[list[_Column], list[str], bool]:
     """The columns that fit in ``width``, the legend under them (knobs that did not fit), and
-    whether the ± parts stayed."""
+    whether the ± parts (CIs and the bound column) stayed."""
+    bounded = has_bound(summary)
     for limit, ci in FITS:
         with_ci = ci and has_ci
-        columns = knobs.columns(limit) + _metric_columns(summary, with_ci, mem)
+        columns = knobs.columns(limit) + _metric_columns(summary, with_ci, ci and bounded, mem)
         if _table_width(columns) <= width:
-            return columns, [], with_ci
+            return columns, [], ci
     ids = [f"#{i + 1}" for i in range(len(summary))]
     legend: list[str] = []
     for i, tag in enumerate(ids):
         legend += textwrap.wrap(
             f"{tag}  {knobs.describe(i)}", width=width, subsequent_indent=" " * (len(tag) + 2)
         )
-    return [_Column("config", ids, False), *_metric_columns(summary, with_ci, mem)], legend, with_ci
+    metrics = _metric_columns(summary, with_ci, False, mem)
+    return [_Column("config", ids, False), *metrics], legend, False
 
 
 # --------------------------------------------------------------------------- the table
 
 
-def _notes(summary: pd.DataFrame, with_ci: bool, has_ci: bool, mem: str | None) -> list[str]:
-    """What the figures are: means ± what, and which memory figure."""
+def _notes(summary: pd.DataFrame, plus_minus: bool, has_ci: bool, mem: str | None) -> list[str]:
+    """What the figures are: means ± what, the bound column, and which memory figure."""
     notes = []
-    if with_ci:
-        bounded = any(not is_missing(b) for b in _col(summary, f"{JTOK}.{BOUND_SUFFIX}"))
-        how = "Student t" + (
-            "; J/tok adds the runs' mean worst-case uncertainty bound" if bounded else ""
+    bounded = has_bound(summary)
+    if plus_minus and has_ci:
+        notes.append("mean of ok repeats ± 95% CI half-width (Student t)")
+    elif plus_minus and bounded:
+        notes.append("mean of ok repeats (no CI: fewer than 2 repeats)")
+    elif has_ci or bounded or any((n or 0) >= 2 for n in _col(summary, "n")):
+        also = " and bounds" if bounded else ""
+        notes.append(f"mean of ok repeats (95% CIs{also} in summary.csv)")
+    if plus_minus and bounded:
+        notes.append(
+            "J/tok bound = the runs' mean worst-case instrument bound (sensor accuracy, "
+            "counter, sampling; not a CI)"
         )
-        notes.append(f"mean of ok repeats ± 95% CI half-width ({how})")
-    elif has_ci or any((n or 0) >= 2 for n in _col(summary, "n")):
-        notes.append("mean of ok repeats (95% CIs in summary.csv)")
     if mem:
         notes.append(f"peak MB = {mem}")
     return ["; ".join(notes)] if notes else []
@@ -266,7 +307,8 @@ def _invalid_note(summary: pd.DataFrame) -> str | None:
     if n_out:
         return (
             f"{INVALID_MARK} {runs_text} whose energy was judged invalid: {n_out} left out of "
-            "J/tok and the other energy statistics (--include-invalid keeps them)"
+            "every figure of their row, tok/s too (n counts the runs used; --include-invalid "
+            "keeps them)"
         )
     return (
         f"{INVALID_MARK} {runs_text} whose energy was judged invalid, kept in (--include-invalid)"
@@ -277,88 +319,13 @@ def render_table(runs: Runs, summary: pd.DataFrame, width: int = DEFAULT_WIDTH) 
     """The table, a legend when needed, and a footnote; at most ``width`` columns wide."""
     mem = memory_field(summary)
     has_ci = any(not is_missing(h) for m in (TOKS, JTOK) for h in _col(summary, f"{m}.ci95_half"))
-    columns, legend, with_ci = _fit(summary, _knobs(runs, summary), width, has_ci, mem)
+    columns, legend, plus_minus = _fit(summary, _knobs(runs, summary), width, has_ci, mem)
     lines = _table_lines(columns, width)
     if legend:
         lines += ["", *legend]
-    for note in _notes(summary, with_ci, has_ci, mem):
+    for note in _notes(summary, plus_minus, has_ci, mem):
         lines += textwrap.wrap(note, width=width)
     invalid = _invalid_note(summary)
     if invalid:
         lines += textwrap.wrap(invalid, width=width, subsequent_indent="  ")
     return "\n".join(lines)
-
-
-# --------------------------------------------------------------------------- under the table
-
-
-def _where(row: pd.Series) -> str:
-    overrides = row.get("overrides")
-    return overrides if isinstance(overrides, str) and overrides else str(row["run_dir"])
-
-
-def _wrapped(text: str, width: int) -> list[str]:
-    return textwrap.wrap(text, width=width, subsequent_indent="    ")
-
-
-def render_invalid(runs: Runs, width: int = DEFAULT_WIDTH) -> str:
-    """One line (wrapped) per ok run whose energy was judged invalid, with its problems."""
-    frame = runs.frame
-    if VALID not in frame.columns:
-        return ""
-    lines: list[str] = []
-    bad = [
-        row for _, row in frame.iterrows() if row["status"] == "ok" and judged_invalid(row[VALID])
-    ]
-    for row in bad[:MAX_INVALID_LINES]:
-        problems = row.get("validity.problems")
-        text = (
-            str(problems)
-            if not is_missing(problems) and str(problems)
-            else "energy judged invalid (no problem recorded)"
-        )
-        lines += _wrapped(f"{INVALID_MARK} {_where(row)}: {text}", width)
-    if len(bad) > MAX_INVALID_LINES:
-        rest = len(bad) - MAX_INVALID_LINES
-        lines += _wrapped(
-            f"{INVALID_MARK} and {rest} more run{'s' if rest != 1 else ''} with invalid "
-            "energy: see the valid and validity.problems columns of results.csv",
-            width,
-        )
-    return "\n".join(lines)
-
-
-def render_problems(runs: Runs, width: int = DEFAULT_WIDTH) -> str:
-    """One line (wrapped) per run that is not ok: where it was, what happened, the hint."""
-    lines: list[str] = []
-    for _, row in runs.frame.iterrows():
-        status = str(row["status"])
-        if status == "ok":
-            continue
-        parts = [f"{status}: {_where(row)}"]
-        etype, msg, hint = (row.get(c) for c in ("error.type", "error.message", "error.hint"))
-        reason = ": ".join(str(x) for x in (etype, msg) if not is_missing(x) and str(x))
-        if reason:
-            parts.append(f"— {reason}")
-        if not is_missing(hint) and str(hint):
-            parts.append(f"(hint: {hint})")
-        lines += _wrapped(" ".join(parts), width)
-    return "\n".join(lines)
-
-
-def render_heading(runs: Runs, summary: pd.DataFrame) -> str:
-    counts: dict[str, int] = {}
-    for s in runs.frame["status"].astype(str).tolist():
-        counts[s] = counts.get(s, 0) + 1
-    order = ["ok", "failed", "skipped", "missing"]
-    keys = sorted(counts, key=lambda k: (order.index(k) if k in order else len(order), k))
-    detail = ", ".join(f"{counts[k]} {k}" for k in keys)
-    n_cfg = summary["config_hash"].nunique() if "config_hash" in summary.columns else len(summary)
-    text = (
-        f"llem report: {runs.n_runs} run{'s' if runs.n_runs != 1 else ''} ({detail}), "
-        f"{n_cfg} configuration{'s' if n_cfg != 1 else ''}"
-    )
-    if GPU in summary.columns:  # rows are configurations × hardware
-        kinds = {str(v) for v in _col(summary, GPU) if not is_missing(v) and v != "unknown"}
-        text += f" on {len(kinds)} kinds of hardware ({len(summary)} rows)"
-    return text

@@ -121,9 +121,15 @@ class Energy:
     avg_power_w_uncertainty: float | None = bound()
     output_tokens_per_j_uncertainty: float | None = bound()
     uncertainty_method: str | None = None
-    idle_source: str | None = None  # measured_this_run | reused_from_process | not_measured
+    # what total_j_uncertainty is made of, J each, summed over devices (they add up to it):
+    # sensor_accuracy_j, counter_resolution_j, counter_update_j, trapezoid_j, averaging_lag_j,
+    # float_rounding_j (see llem.measure.uncertainty)
+    uncertainty_components: dict[str, float] | None = None
+    # measured_this_run | reused_from_process | cached (llem's cache dir) | not_measured
+    idle_source: str | None = None
     idle_measured_at: str | None = figure()  # UTC ISO 8601
     idle_age_s: float | None = None  # age of the baseline when this run's session started
+    idle_temperature_c: dict[str, float] | None = None  # the baseline's mean temperature per GPU
     # [{device, pid, used_memory_mb}]; null (with the reason) when the source cannot tell
     other_processes: list[dict[str, Any]] | None = figure()
     definition: str | None = None

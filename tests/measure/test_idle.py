@@ -116,7 +116,7 @@ def test_no_baseline_is_recorded_as_such(install_nvml, make_session, clock):
 def test_only_sessions_given_the_same_cache_share_a_baseline(install_nvml, make_session, clock):
     """The cache is the caller's (one per process in the run layer), never a module global."""
     install_nvml([FakeGpu("GPU-a")])
-    cfg = make_cfg(idle_baseline_s=1.0)
+    cfg = make_cfg(idle_baseline_s=1.0, idle_cache_max_age_s=0.0)  # no cache dir across processes
     shared = IdleCache()
     sources = []
     for cache in (None, None, shared, shared, IdleCache()):
@@ -125,3 +125,41 @@ def test_only_sessions_given_the_same_cache_share_a_baseline(install_nvml, make_
         sources.append(s.idle.source.value)
     measured, reused = "measured_this_run", "reused_from_process"
     assert sources == [measured, measured, measured, reused, measured]
+
+
+def test_a_hot_second_process_uses_the_cool_baseline_of_the_first(
+    install_nvml, make_session, clock, tmp_path, monkeypatch
+):
+    """One process per sweep point (submitit_local, joblib, SLURM): the second point's process
+    shares nothing in memory with the first, only llem's cache directory, and starts with the
+    GPU hot from the first point's window (75 C, idle draw 138 W against 70 W when cool)."""
+    monkeypatch.setenv("LLEM_CACHE_DIR", str(tmp_path / "cache"))
+
+    def temp(t: float) -> float:
+        return 35.0 if t < T0 + 3.0 else 75.0
+
+    class Power(Step):
+        def power(self, t: float) -> float:
+            return 70.0 if t < T0 + 3.0 else (300.0 if t < T0 + 5.0 else 138.0)
+
+        def energy(self, a: float, b: float) -> float:
+            edges = sorted({a, b, *(x for x in (T0 + 3.0, T0 + 5.0) if a < x < b)})
+            return sum(self.power(x) * (y - x) for x, y in zip(edges, edges[1:], strict=False))
+
+    install_nvml([FakeGpu("GPU-a", power=Power(0, 0, 0), temperature_c=temp)])
+    cfg = make_cfg(idle_baseline_s=2.0)
+    first = make_session(cfg, idle_cache=IdleCache())  # process 1: idle T0..T0+2, window to +4
+    first.start()
+    with first.window():
+        clock.sleep(2.0)
+    clock.sleep(1.0)
+    second = make_session(cfg, idle_cache=IdleCache())  # process 2 starts at T0 + 5 s, hot
+    second.start()
+    with second.window():
+        clock.sleep(2.0)
+    e = second.measurement(output_tokens=100, requests=4).energy
+    assert e.idle_power_w == pytest.approx(70.0)  # today: measured hot, 138 W
+    assert e.idle_source == "cached"
+    assert e.idle_temperature_c == {"GPU-a": 35.0}
+    assert e.idle_age_s is not None and e.idle_age_s >= 0.0
+    assert e.idle_adjusted_j == pytest.approx(e.total_j - 70.0 * e.window_s, rel=1e-6)

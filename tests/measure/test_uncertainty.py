@@ -32,10 +32,20 @@ def test_counter_bound_is_resolution_and_update_period_at_both_edges(
         clock,
         [FakeGpu("GPU-a", power=Step(100.0, 300.0, T0 + 2.5)), FakeGpu("GPU-b")],
     )
-    # GPU-a: 100 W at the start edge, 300 W at the end: 2 mJ + 0.1 s x 400 W; GPU-b: 2 mJ + 20 J
-    assert e.per_device_j_uncertainty == pytest.approx({"GPU-a": 40.002, "GPU-b": 20.002})
-    assert e.total_j_uncertainty == pytest.approx(60.004)
+    # GPU-a: 100 W at the start edge, 300 W at the end: 2 mJ + 0.1 s x 400 W, plus the sensor's
+    # 5 % of 1000 J; GPU-b: 2 mJ + 20 J + max(5 % of 500 J, 5 W x 5 s)
+    assert e.per_device_j_uncertainty == pytest.approx({"GPU-a": 90.002, "GPU-b": 45.002})
+    assert e.total_j_uncertainty == pytest.approx(135.004)
+    assert e.uncertainty_components == pytest.approx(
+        {
+            "counter_resolution_j": 0.004,
+            "counter_update_j": 60.0,
+            "sensor_accuracy_j": 75.0,
+        }
+    )
+    assert sum(e.uncertainty_components.values()) == pytest.approx(e.total_j_uncertainty)
     assert e.uncertainty_method.startswith("energy counter: 2 x 1 mJ resolution")
+    assert "sensor accuracy max(5% x energy, 5 W x window_s)" in e.uncertainty_method
 
 
 def test_the_counter_bound_holds_for_a_lagging_counter(install_nvml, make_session, clock):
@@ -65,8 +75,13 @@ def test_trapezoid_bound_covers_its_error(install_nvml, make_session, clock):
     e = s.measurement(output_tokens=1, requests=1).energy
     error = abs(e.total_j - wave.energy(a, clock.now()))
     assert 0 < error <= e.total_j_uncertainty
-    # each of the 8 step changes of 200 W falls inside one 0.1 s sample interval: 8 x 200 / 20
-    assert e.total_j_uncertainty == pytest.approx(8 * 200.0 / (2 * 10.0))
+    # each of the 8 step changes of 200 W falls inside one 0.1 s sample interval: 8 x 200 / 20;
+    # instantaneous readings: no averaging lag; the sensor: 5 W x 3 s (5 % of ~600 J is less)
+    parts = e.uncertainty_components
+    assert parts["trapezoid_j"] == pytest.approx(8 * 200.0 / (2 * 10.0))
+    assert parts["averaging_lag_j"] == 0.0
+    assert parts["sensor_accuracy_j"] == pytest.approx(max(0.05 * e.total_j, 15.0))
+    assert e.total_j_uncertainty == pytest.approx(sum(parts.values()))
     assert e.uncertainty_method.startswith("trapezoid integral")
 
 
@@ -77,7 +92,35 @@ def test_constant_power_has_no_trapezoid_error(install_nvml, make_session, clock
         clock,
         [FakeGpu("GPU-p", architecture=PASCAL, power=Constant(90.0))],
     )
-    assert e.total_j_uncertainty == 0.0
+    assert e.uncertainty_components["trapezoid_j"] == 0.0
+    assert e.total_j_uncertainty == pytest.approx(5.0 * 5.0)  # the sensor: 5 W x 5 s > 5 % of 450 J
+
+
+def test_averaged_power_bound_covers_the_lag_of_the_moving_average(
+    install_nvml, make_session, clock
+):
+    """No counter and no instantaneous field: power comes from nvmlDeviceGetPowerUsage, a
+    trailing 1 s mean. A step from 100 W to 330 W inside the window makes the integral of the
+    averaged readings 115 J short (half a second of the 230 W step), ten times the trapezoid
+    bound (11.5 J) that was all the bound covered; the new bound holds it."""
+    wave = Step(100.0, 330.0, T0 + 2.5)
+    gpu = FakeGpu("GPU-v", architecture=PASCAL, power=wave, instant_power=False)
+    install_nvml([gpu])
+    s = make_session(make_cfg(sample_hz=10.0))
+    s.start()
+    a = clock.now()
+    with s.window():
+        clock.sleep(5.0)
+    e = s.measurement(output_tokens=1, requests=1).energy
+    true_j = wave.energy(a, clock.now())
+    error = abs(e.total_j - true_j)
+    assert error == pytest.approx(115.0, abs=1.0)
+    assert error <= e.total_j_uncertainty  # today: 115 J against a claimed 11.5 J
+    parts = e.uncertainty_components
+    assert parts["trapezoid_j"] == pytest.approx(11.5, abs=0.1)  # the old bound: 10x too small
+    assert parts["averaging_lag_j"] == pytest.approx(330.0)  # 1 s x the last (largest) reading
+    assert e.total_j_uncertainty == pytest.approx(sum(parts.values()))
+    assert "averaging lag 1 s" in e.uncertainty_method
 
 
 def test_propagation_and_new_figures(install_nvml, make_session, clock):
@@ -89,7 +132,7 @@ def test_propagation_and_new_figures(install_nvml, make_session, clock):
         idle_baseline_s=2.0,
     )
     total, u = e.total_j, e.total_j_uncertainty
-    assert total == pytest.approx(1000.0) and u == pytest.approx(40.002)
+    assert total == pytest.approx(1000.0) and u == pytest.approx(40.002 + 50.0)
     assert e.j_per_output_token == pytest.approx(total / 400)
     assert e.j_per_output_token_uncertainty == pytest.approx(u / 400)
     assert e.j_per_total_token == pytest.approx(total / 1000)  # 600 input + 400 output tokens
@@ -98,9 +141,9 @@ def test_propagation_and_new_figures(install_nvml, make_session, clock):
     assert e.avg_power_w_uncertainty == pytest.approx(u / 5.0)
     assert e.output_tokens_per_j == pytest.approx(400 / total)
     assert e.output_tokens_per_j_uncertainty == pytest.approx(400 / (total - u) - 400 / total)
-    # idle: 2 s at 200 W, bound 40.002 J over 2 s
-    assert e.idle_power_w_uncertainty == pytest.approx(40.002 / 2.0)
-    assert e.idle_adjusted_j_uncertainty == pytest.approx(u + 40.002 / 2.0 * 5.0)
+    # idle: 2 s at 200 W, bound 40.002 J + 5 % of 400 J over 2 s
+    assert e.idle_power_w_uncertainty == pytest.approx(60.002 / 2.0)
+    assert e.idle_adjusted_j_uncertainty == pytest.approx(u + 60.002 / 2.0 * 5.0)
 
 
 def test_replay_bound_is_rounding_only(make_session, clock, tmp_path):
@@ -116,6 +159,7 @@ def test_replay_bound_is_rounding_only(make_session, clock, tmp_path):
         clock.sleep(5.0)
     e = s.measurement(output_tokens=100, requests=1).energy
     assert e.total_j_uncertainty == pytest.approx(e.total_j * uncertainty.REPLAY_RELATIVE_BOUND)
+    assert list(e.uncertainty_components) == ["float_rounding_j"]
     assert e.uncertainty_method.startswith("exact integral of the trace")
 
 

@@ -210,7 +210,7 @@ def test_invalid_runs_are_left_out_unless_asked(tmp_path: Path, capsys) -> None:
     assert main([str(tmp_path / "s"), "--no-plots"]) == 0
     out = capsys.readouterr().out
     assert "0.700 ±0.000!" in out
-    assert "! 2 runs whose energy was judged invalid: 2 left out of J/tok" in out
+    assert "! 2 runs whose energy was judged invalid: 2 left out of every figure of their" in out
     assert (
         "! pytorch.batch_size=1 repeat=2: The GPU was throttled (power cap) during the window."
         in out
@@ -224,6 +224,7 @@ def test_invalid_runs_are_left_out_unless_asked(tmp_path: Path, capsys) -> None:
     assert summary["n_energy_left_out"].tolist() == [1, 1]
     assert summary["energy.j_per_output_token.mean"].tolist() == pytest.approx([0.7, 0.7])
     assert summary["energy.j_per_output_token.n"].tolist() == [2, 2]
+    assert summary["n_used"].tolist() == [2, 2]
 
     assert main([str(tmp_path / "s"), "--no-plots", "--include-invalid"]) == 0
     assert "kept in (--include-invalid)" in capsys.readouterr().out

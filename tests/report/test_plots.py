@@ -180,17 +180,18 @@ def test_invalid_energy_is_drawn_hollow_beside_the_valid_means(tmp_path: Path) -
     assert hollow == [None, pytest.approx((0.25 + 0.025) / 2), pytest.approx(0.1 / 16)]
     ax = knob_figure(kept, runs.knobs, "pytorch.batch_size", JTOK, hollow).axes[0]
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["invalid energy (in the means)"]
-    # throughput is not an energy figure: nothing hollow there
-    assert invalid_points(runs, summary, TOKS)[0] is None
-    assert (
-        _hollow_points(knob_figure(summary, runs.knobs, "pytorch.batch_size", TOKS).axes[0]) == []
-    )
+    # the invalid runs are left out of tokens/s as well, and drawn hollow there too
+    hollow_toks = invalid_points(runs, summary, TOKS)
+    assert hollow_toks == [None, pytest.approx(40.0), pytest.approx(160.0)]
+    ax = knob_figure(summary, runs.knobs, "pytorch.batch_size", TOKS, hollow_toks).axes[0]
+    assert _hollow_points(ax) == [(4.0, pytest.approx(40.0)), (16.0, pytest.approx(160.0))]
 
 
 def test_pareto_keeps_invalid_points_out_of_the_front(tmp_path: Path) -> None:
     runs = load_runs([_invalid_sweep(tmp_path)])
     summary = summary_frame(runs)
-    fig = pareto_figure(summary, runs.knobs, invalid_points(runs, summary, JTOK))
+    hollow = invalid_points(runs, summary, JTOK)
+    fig = pareto_figure(summary, runs.knobs, hollow, invalid_points(runs, summary, TOKS))
     ax = fig.axes[0]
     # bs=16 (every run invalid) would dominate everything; it is hollow and not on the front
     assert (160.0, pytest.approx(0.1 / 16)) in _hollow_points(ax)

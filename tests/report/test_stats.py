@@ -73,22 +73,24 @@ def test_one_value_has_no_spread_and_gaps_are_not_zero() -> None:
 # --------------------------------------------------------------------------- per-run bounds
 
 
-def test_ci_adds_the_mean_per_run_bound_linearly() -> None:
+def test_the_bound_is_kept_apart_from_the_ci() -> None:
     s = summarise([10, 12, 14], bounds=[0.5, 1.0, 1.5])
-    assert s.bound == pytest.approx(1.0)
+    assert s.bound == pytest.approx(1.0)  # the runs' mean bound, on its own
     assert s.std == pytest.approx(2.0)  # the spread itself is unchanged
-    assert s.ci_half == pytest.approx(4.9683 + 1.0, abs=5e-5)
-    assert s.ci_low == pytest.approx(12 - 5.9683, abs=5e-5)
+    assert s.ci_half == pytest.approx(4.9683, abs=5e-5)  # Student t over the repeats only
+    assert s.ci_low == pytest.approx(12 - 4.9683, abs=5e-5)
     # a bound without its value does not count; a value without a bound adds nothing
     assert summarise([None, 4.0, 6.0], bounds=[9.0, 0.2, None]).bound == pytest.approx(0.2)
     with pytest.raises(ValueError):
         summarise([1.0, 2.0], bounds=[0.1])
 
 
-def test_one_run_with_a_bound_has_its_bound_as_ci_and_no_std() -> None:
+def test_one_run_has_no_ci_only_its_bound() -> None:
+    """A bound is not a confidence interval: one run has none over repeats (it used to get its
+    own bound as a '95% CI', looking more certain than three runs)."""
     one = summarise([0.7], bounds=[0.003])
-    assert (one.n, one.mean, one.std, one.ci_half) == (1, 0.7, None, 0.003)
-    assert one.ci_low == pytest.approx(0.697) and one.ci_high == pytest.approx(0.703)
+    assert (one.n, one.mean, one.std, one.ci_half, one.bound) == (1, 0.7, None, None, 0.003)
+    assert one.ci_low is None and one.ci_high is None
     assert summarise([0.7], bounds=[None]).ci_half is None
 
 
@@ -198,26 +200,32 @@ def _with_one_invalid(tmp_path: Path) -> Path:
     return tmp_path / "s"
 
 
-def test_energy_statistics_leave_invalid_runs_out(tmp_path: Path) -> None:
+def test_every_figure_of_a_row_comes_from_the_same_runs(tmp_path: Path) -> None:
+    """An invalid run left out of J/token is left out of tokens/s too (they used to be averaged
+    over different runs, so avg power != J/token x tokens/s), and the row says how many."""
     sweep = _with_one_invalid(tmp_path)
     summary = _summary(sweep)
     gpu, cpu = summary.iloc[0], summary.iloc[1]
-    assert gpu["n"] == 3
+    assert gpu["n"] == 3 and gpu["n_used"] == 2
     assert gpu["energy.j_per_output_token.n"] == 2
     assert gpu["energy.j_per_output_token.mean"] == pytest.approx(0.71)
     assert gpu["energy.total_j.n"] == 2
-    assert gpu["throughput.output_tokens_per_s.mean"] == pytest.approx(101.0)  # not energy: all 3
+    assert gpu["throughput.output_tokens_per_s.n"] == 2
+    assert gpu["throughput.output_tokens_per_s.mean"] == pytest.approx(100.5)  # repeats 0 and 1
+    assert gpu["latency.ttft_ms.p50.n"] == 2
     assert (gpu["n_energy_invalid"], gpu["n_energy_left_out"]) == (1, 1)
-    assert (cpu["n_energy_invalid"], cpu["n_energy_left_out"]) == (0, 0)
+    assert (cpu["n_energy_invalid"], cpu["n_energy_left_out"], cpu["n_used"]) == (0, 0, 3)
     assert cpu["throughput.output_tokens_per_s.n"] == 3
 
     kept = _summary(sweep, include_invalid=True).iloc[0]
+    assert kept["n_used"] == 3
     assert kept["energy.j_per_output_token.n"] == 3
     assert kept["energy.j_per_output_token.mean"] == pytest.approx((0.70 + 0.72 + 0.20) / 3)
+    assert kept["throughput.output_tokens_per_s.mean"] == pytest.approx(101.0)
     assert (kept["n_energy_invalid"], kept["n_energy_left_out"]) == (1, 0)
 
 
-def test_summary_ci_combines_repeats_and_bounds(tmp_path: Path) -> None:
+def test_summary_ci_is_over_repeats_and_the_bound_has_its_own_column(tmp_path: Path) -> None:
     jtok = {0: 0.68, 1: 0.70, 2: 0.72}
     bound = {0: 0.002, 1: 0.003, 2: 0.004}
     synth.write_sweep(
@@ -230,13 +238,14 @@ def test_summary_ci_combines_repeats_and_bounds(tmp_path: Path) -> None:
     row = _summary(tmp_path / "s").iloc[0]
     t_half = 4.302653 * 0.02 / math.sqrt(3)
     assert row["energy.j_per_output_token.bound_mean"] == pytest.approx(0.003)
-    assert row["energy.j_per_output_token.ci95_half"] == pytest.approx(t_half + 0.003, rel=1e-6)
+    assert row["energy.j_per_output_token.ci95_half"] == pytest.approx(t_half, rel=1e-6)
     assert row["energy.j_per_output_token.std"] == pytest.approx(0.02)
     assert "throughput.output_tokens_per_s.bound_mean" not in row.index  # no bound: t only
 
     one = _summary(tmp_path / "one").iloc[0]
-    assert one["energy.j_per_output_token.ci95_half"] == pytest.approx(0.0025)
-    assert one["energy.j_per_output_token.ci95_low"] == pytest.approx(0.4975)
+    assert pd.isna(one["energy.j_per_output_token.ci95_half"])  # one run: no CI
+    assert pd.isna(one["energy.j_per_output_token.ci95_low"])
+    assert one["energy.j_per_output_token.bound_mean"] == pytest.approx(0.0025)
     assert pd.isna(one["energy.j_per_output_token.std"])
     assert pd.isna(one["energy.peak_power_w.ci95_half"])  # a figure without a bound
     assert pd.isna(one["throughput.output_tokens_per_s.ci95_half"])

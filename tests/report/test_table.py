@@ -244,16 +244,20 @@ def test_invalid_energy_is_marked_counted_and_explained(tmp_path: Path) -> None:
     sweep = _invalid_sweep(tmp_path)
     runs = load_runs([sweep])
     lines = render_table(runs, summary_frame(runs)).splitlines()
-    # bs=1: one of two runs invalid, J/tok over the valid one; bs=16: none left, so no J/tok
-    assert lines[2].split()[3] == "0.700!"
+    # bs=1: one of two runs invalid, every figure over the valid one (tok/s too: no CI from one
+    # run); bs=16: none left, so no figures at all; the n column says how many runs each row used
+    assert lines[0].split()[-2:] == ["n", "status"]
+    assert lines[2].split()[1:3] == ["200", "0.700!"]
+    assert lines[2].split()[-3:] == ["1", "ok", "×2"]
     assert lines[3].split()[3:5] == ["0.175", "±0.000"]
-    assert lines[4].split()[3] == "!"
+    assert lines[3].split()[-3:] == ["2", "ok", "×2"]
+    assert lines[4].split() == ["16", "!", "0", "ok", "×2"]
     # the marks sit in a column of their own, right of the figures, which stay aligned
     assert lines[2].index("!") == lines[4].index("!") == lines[3].index("±0.000") + 6
     assert lines[-2:] == [
-        "! 3 runs whose energy was judged invalid: 3 left out of J/tok and the other energy "
-        "statistics",
-        "  (--include-invalid keeps them)",
+        "! 3 runs whose energy was judged invalid: 3 left out of every figure of their row, tok/s "
+        "too (n",
+        "  counts the runs used; --include-invalid keeps them)",
     ]
     assert render_invalid(runs).splitlines() == [
         "! pytorch.batch_size=1 repeat=1: The measured window lasted 1.1 s, shorter than 5 s.",
@@ -262,6 +266,7 @@ def test_invalid_energy_is_marked_counted_and_explained(tmp_path: Path) -> None:
     ]
 
     kept = render_table(runs, summary_frame(runs, include_invalid=True)).splitlines()
+    assert kept[0].split()[-1] == "status"  # nothing left out: no n column
     assert kept[2].split()[3:5] == ["0.450", "±3.177!"]
     assert kept[4].split()[3:5] == ["0.200", "±0.000!"]
     assert kept[-1] == "! 3 runs whose energy was judged invalid, kept in (--include-invalid)"
@@ -293,6 +298,11 @@ def test_one_run_with_a_bound_shows_its_bound(tmp_path: Path) -> None:
         ),
     )
     lines = _table(tmp_path / "s").splitlines()
+    # one run: no CI (a bound is not one), the bound in a column of its own
+    assert lines[0].split()[:5] == ["batch_size", "tok/s", "J/tok", "J/tok", "bound"]
     assert lines[2].split()[:4] == ["1", "100", "0.700", "±0.002"]  # tok/s: no bound, no ±
     assert lines[3].split()[:4] == ["4", "100", "0.175", "±0.002"]
-    assert "J/tok adds the runs' mean worst-case uncertainty bound" in " ".join(lines[-2:])
+    assert lines[2].index("±") > lines[0].index("J/tok bound")
+    notes = " ".join(lines[-2:])
+    assert "95% CI" not in notes and "no CI: fewer than 2 repeats" in notes
+    assert "J/tok bound = the runs' mean worst-case instrument bound" in notes

@@ -149,6 +149,7 @@ def prepare_all(runs: Runs, summary: pd.DataFrame) -> PlotSet:
     """
     out = _Collector()
     hollow = invalid_points(runs, summary, JTOK)
+    hollow_toks = invalid_points(runs, summary, TOKS)  # left out of tokens/s too
     has_energy = any(not math.isnan(v) for v in floats(summary, f"{JTOK}.mean")) or any(
         v is not None for v in hollow
     )
@@ -157,7 +158,7 @@ def prepare_all(runs: Runs, summary: pd.DataFrame) -> PlotSet:
     for knob in runs.knobs:
         for metric in (TOKS, JTOK) if has_energy else (TOKS,):
             name = f"{METRIC_LABELS[metric][1]}_vs_{safe_name(knob)}.png"
-            marks = hollow if metric == JTOK else None
+            marks = hollow if metric == JTOK else hollow_toks
             out.add(name, prepare_knob, summary, series, knob, metric, marks)
     if runs.knobs and not has_energy:
         out.skipped.append(f"J/token plots skipped: {no_energy}")
@@ -166,7 +167,7 @@ def prepare_all(runs: Runs, summary: pd.DataFrame) -> PlotSet:
     elif not has_energy:
         out.skipped.append(f"pareto.png skipped: it needs J/token and {no_energy}")
     else:
-        out.add("pareto.png", prepare_pareto, summary, series, hollow)
+        out.add("pareto.png", prepare_pareto, summary, series, hollow, hollow_toks)
     if runs.n_runs == 1:
         _single_run(runs, out)
     return PlotSet(tuple(out.plots), tuple(out.skipped))

@@ -173,11 +173,8 @@ def _series(
     return axis, out
 
 
-def _note(summary: pd.DataFrame, metric: str, any_ci: bool, any_hollow: bool, log_y: bool) -> str:
-    bound = metric.startswith("energy.") and any(
-        not math.isnan(b) for b in floats(summary, f"{metric}.bound_mean")
-    )
-    ci = "95% CI (Student t" + (" + mean per-run bound)" if bound else ")")
+def _note(any_ci: bool, any_hollow: bool, log_y: bool) -> str:
+    ci = "95% CI (Student t)"  # over repeats; the instrument bounds are in summary.csv
     note = "mean of ok repeats" + (f", error bars: {ci}" if any_ci else "")
     note += "; hollow: invalid energy" if any_hollow else ""
     return note + ("; log scale" if log_y else "")
@@ -213,7 +210,7 @@ def prepare_knob(
         knob=knob,
         metric=metric,
         title=f"{title} vs {headers[knob]}",
-        note=_note(summary, metric, any_ci, any_hollow, log_y),
+        note=_note(any_ci, any_hollow, log_y),
         ylabel=ylabel,
         series=tuple(series),
         ticks=tuple(axis.position.values()),

@@ -114,10 +114,14 @@ def _usable(toks: list[float], jtok: list[float], hollow: Hollow | None) -> list
 
 
 def _labels(
-    summary: pd.DataFrame, knobs: Sequence[str], ys: dict[int, float], front: list[int]
+    summary: pd.DataFrame,
+    knobs: Sequence[str],
+    points: tuple[list[float], dict[int, float]],
+    front: list[int],
 ) -> tuple[ParetoLabel, ...]:
-    """The front's labels by tokens/s, then (few points only) the others', quietly."""
-    toks = floats(summary, f"{TOKS}.mean")
+    """The front's labels by tokens/s, then (few points only) the others', quietly; ``points``
+    are the drawn points' (tokens/s by row, J/token by drawn row)."""
+    toks, ys = points
     headers = knob_headers(knobs)
     columns = {k: values(summary, k) for k in knobs}
 
@@ -143,14 +147,22 @@ def _spans_tenfold(items: Sequence[float]) -> bool:
 
 
 def prepare_pareto(
-    summary: pd.DataFrame, knobs: Sequence[str], hollow: Hollow | None = None
+    summary: pd.DataFrame,
+    knobs: Sequence[str],
+    hollow: Hollow | None = None,
+    hollow_toks: Hollow | None = None,
 ) -> ParetoPlot:
     """Tokens/s against J/token per configuration, the front found and labelled.
 
-    ``hollow`` (one entry per summary row, see ``invalid_points``) marks invalid energy. Raises
-    :class:`PlotSkipped` when fewer than two configurations have both figures.
+    ``hollow`` (one entry per summary row, see ``invalid_points``) marks invalid energy at its
+    J/token; ``hollow_toks`` gives the tokens/s of those marks where the row has none (every run
+    invalid: they are left out of its tokens/s too). Raises :class:`PlotSkipped` when fewer than
+    two configurations have both figures.
     """
     toks = floats(summary, f"{TOKS}.mean")
+    for i, x in enumerate(hollow_toks or []):
+        if math.isnan(toks[i]) and x is not None:
+            toks[i] = float(x)
     jtok = floats(summary, f"{JTOK}.mean")
     usable = _usable(toks, jtok, hollow)
     front = [usable[k] for k in pareto_front([(toks[i], jtok[i]) for i in usable])]
@@ -170,7 +182,7 @@ def prepare_pareto(
         front=tuple(point(i) for i in sorted(front, key=lambda i: toks[i])),
         dominated=tuple(point(i) for i in usable if i not in front),
         hollow=tuple((toks[i], y, roles[i]) for i, y in marks.items()),
-        labels=_labels(summary, knobs, ys, front),
+        labels=_labels(summary, knobs, (toks, ys), front),
         log_x=_spans_tenfold([toks[i] for i in ys]),
         log_y=_spans_tenfold(list(ys.values())),
         invalid_label=invalid_label(summary) if marks else None,
@@ -238,9 +250,14 @@ def draw_pareto(plot: ParetoPlot, path: Path | None = None) -> Any:
     return save(fig, path)
 
 
-def pareto_figure(summary: pd.DataFrame, knobs: Sequence[str], hollow: Hollow | None = None) -> Any:
+def pareto_figure(
+    summary: pd.DataFrame,
+    knobs: Sequence[str],
+    hollow: Hollow | None = None,
+    hollow_toks: Hollow | None = None,
+) -> Any:
     """The figure of :func:`prepare_pareto` (not written anywhere)."""
-    return draw_pareto(prepare_pareto(summary, knobs, hollow))
+    return draw_pareto(prepare_pareto(summary, knobs, hollow, hollow_toks))
 
 
 # --------------------------------------------------------------------------- label placement
