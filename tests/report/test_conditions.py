@@ -45,7 +45,7 @@ def test_conditions_stay_in_the_means_and_are_counted(tmp_path: Path, capsys) ->
     assert summary["n_energy_invalid"].tolist() == [1, 0]
     assert summary["energy.j_per_output_token.n"].tolist() == [2, 3]
     assert summary["energy.j_per_output_token.mean"].tolist() == pytest.approx([0.7, 1.9 / 3])
-    assert "! 1 run whose energy was judged invalid: 1 left out of J/tok" in out
+    assert "! 1 run whose energy was judged invalid: 1 left out of every figure" in out
     assert "~ 1 run measured under recorded conditions, kept in the energy statistics" in out
     assert "at the power limit in 1 (up to 40% of the window)" in " ".join(out.split())
     results = pd.read_csv(tmp_path / "s" / "results.csv")
