@@ -39,6 +39,11 @@ class ReportCallback(Callback):
         self.worker = worker
         self._worker: ReportWorker | None = None
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Launchers that run jobs elsewhere (submitit, joblib) pickle the Hydra context this
+        callback belongs to: the worker, a process of this one, stays here."""
+        return {**self.__dict__, "_worker": None}
+
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         if self.worker and not config.get("dry_run"):
             self._worker = ReportWorker.start()

@@ -81,3 +81,16 @@ def test_the_worker_answers_one_json_line(realistic_sweep: Path) -> None:
     answer = json.loads(out.getvalue())
     assert answer["out_dir"] == str(realistic_sweep) and answer["files"] == 3
     assert "batch_size" in answer["text"] and answer["error_type"] is None
+
+
+def test_a_callback_with_a_worker_pickles_without_it(realistic_sweep: Path, capsys) -> None:
+    # submitit and joblib pickle the Hydra context, callbacks included, for every job
+    import pickle
+
+    cb = ReportCallback()
+    cb.on_multirun_start(_config(realistic_sweep))
+    assert cb._worker is not None
+    copy = pickle.loads(pickle.dumps(cb))
+    assert copy._worker is None and copy.plots and copy.print_table
+    cb.on_multirun_end(_config(realistic_sweep))  # the original still builds through its worker
+    assert "batch_size  quantization" in capsys.readouterr().out
