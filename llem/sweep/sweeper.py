@@ -61,6 +61,9 @@ class LlemSweeperConf:
     # auto: a live progress display when the output is a terminal, plain log lines otherwise;
     # live | plain force one or the other.
     progress: str = "auto"
+    # SLURM: seconds a job that left the queue has for its result to appear before its point is
+    # recorded as lost (on NFS a finished job's result can take up to a minute to show here).
+    result_grace_s: float = 60.0
 
 
 class GridSweeper(Sweeper):
@@ -75,8 +78,10 @@ class GridSweeper(Sweeper):
         max_batch_size: int | None = None,
         params: dict[str, str] | None = None,
         progress: str = "auto",
+        result_grace_s: float = 60.0,
     ) -> None:
         super().__init__()
+        self.result_grace_s = float(result_grace_s)
         self.max_batch_size = max_batch_size
         self.progress = progress
         self.params: dict[str, str] = dict(params or {})
@@ -103,6 +108,10 @@ class GridSweeper(Sweeper):
             raise ConfigError(
                 f"hydra.sweeper.progress={self.progress}: allowed values are "
                 + ", ".join(display.MODES)
+            )
+        if self.result_grace_s < 0:
+            raise ConfigError(
+                f"hydra.sweeper.result_grace_s={self.result_grace_s}: must be 0 or more seconds"
             )
         planner = Planner(self.hydra_context, self.config)
         jobs = planner.jobs(self.params, arguments)
@@ -192,6 +201,7 @@ class GridSweeper(Sweeper):
             outcomes=outcomes,
             local=local,
             force_no_reuse=settings.reuse_model and not local,
+            result_grace_s=self.result_grace_s,
         )
         returns: list[Any] = []
         interrupted = False

@@ -10,8 +10,10 @@ So for a SLURM launcher llem's sweeper runs the launch in a helper thread and wa
 itself, with ``squeue`` (``-t all`` also lists jobs that ended within the controller's
 ``MinJobAge``). A point is settled when its result.json is written, when its job's result file
 is, or when its job has left the queue (ended in any state, or is no longer listed) and neither
-file appeared within ``grace_s``: that point is lost, and the sweeper records it as failed with
-the scheduler's state and reason. A job still running ``overrun_s`` past its time limit is
+file appeared within ``grace_s`` (``hydra.sweeper.result_grace_s``, 60 s by default: on NFS a
+finished job's result can take up to a minute to show on the submit node): that point is lost,
+and the sweeper records it as failed with the scheduler's state and reason, never over a result
+that exists (``llem.sweep.launch``). A job still running ``overrun_s`` past its time limit is
 cancelled (``scancel``) and lost the same way. Once every point is settled the sweep goes on,
 whether or not the launcher ever returns. A failing ``squeue`` never loses a point.
 
@@ -51,6 +53,9 @@ ACTIVE_STATES = {
     "PREEMPTED",
 }
 SUBMITTED_SUFFIX = "_submitted.pkl"
+# How long a job that left the queue has for its result to become visible here (on NFS a
+# finished job's file can take up to a minute to show on the submit node).
+RESULT_GRACE_S = 60.0
 SLURM_LAUNCHER = "hydra_plugins.hydra_submitit_launcher.submitit_launcher.SlurmLauncher"
 
 
@@ -170,7 +175,7 @@ class SlurmWatchdog:
         folder_glob: str,
         points: Sequence[int],
         settled_by_result: Callable[[int], bool],
-        grace_s: float = 15.0,
+        grace_s: float = RESULT_GRACE_S,
         poll_s: float = 5.0,
         overrun_s: float = 300.0,
         query: Callable[[Sequence[str]], dict[str, JobInfo] | None] = squeue,
@@ -356,7 +361,10 @@ class _NoSacctWarnings(logging.Filter):
 
 
 def watch(
-    launcher: Any, points: list[int], settled_by_result: Callable[[int], bool]
+    launcher: Any,
+    points: list[int],
+    settled_by_result: Callable[[int], bool],
+    grace_s: float = RESULT_GRACE_S,
 ) -> SlurmWatchdog | None:
     """A watchdog for this launch when the launcher submits to SLURM, else None."""
     if not is_slurm_launcher(launcher):
@@ -365,4 +373,4 @@ def watch(
     if pattern is None:
         log.warning("no submitit_folder in the launcher's settings: jobs are not watched")
         return None
-    return SlurmWatchdog(pattern, points, settled_by_result)
+    return SlurmWatchdog(pattern, points, settled_by_result, grace_s=grace_s)
