@@ -31,7 +31,7 @@ from llem.result import RESULT_FILE, ErrorInfo, RunResult
 from llem.sweep.outcomes import JobOutcome
 from llem.sweep.plan import Plan, Point, read_position
 from llem.sweep.progress import ResultWatcher, SweepProgress
-from llem.sweep.watchdog import RESULT_GRACE_S, Lost, watch
+from llem.sweep.watchdog import RESULT_GRACE_S, UNSTARTABLE_S, Lost, watch
 
 log = logging.getLogger("llem.sweep")
 
@@ -157,6 +157,14 @@ def _job_value(ret: Any) -> tuple[Any, BaseException | None]:
 
 
 def _lost_error(lost: Lost) -> ErrorInfo:
+    if lost.never_started:
+        return ErrorInfo(
+            "SlurmJobLost",
+            lost.message,
+            "ask for what a node of the partition has (hydra.launcher.cpus_per_task, mem_gb, "
+            "gpus_per_task, timeout_min) or choose another partition (hydra.launcher.partition); "
+            f"its logs are in {lost.log_dir}",
+        )
     return ErrorInfo(
         "SlurmJobLost",
         lost.message,
@@ -249,6 +257,7 @@ class Launch:
     local: bool  # in-process
     force_no_reuse: bool
     result_grace_s: float = RESULT_GRACE_S  # SLURM: hydra.sweeper.result_grace_s
+    unstartable_s: float = UNSTARTABLE_S  # SLURM: hydra.sweeper.unstartable_s
 
     def _start(self, points: list[Point], chunk: list[int]) -> int:
         """Tell the progress what starts; return Hydra's index of the batch's first job."""
@@ -288,6 +297,8 @@ class Launch:
             [p.index for p in points],
             lambda i: fingerprint(dirs[i] / RESULT_FILE) != before[i],
             grace_s=self.result_grace_s,
+            unstartable_s=self.unstartable_s,
+            on_pending=self.progress.pending,
         )
         results: Sequence[Any] = []
         launch_error: BaseException | None = None

@@ -64,6 +64,9 @@ class LlemSweeperConf:
     # SLURM: seconds a job that left the queue has for its result to appear before its point is
     # recorded as lost (on NFS a finished job's result can take up to a minute to show here).
     result_grace_s: float = 60.0
+    # SLURM: seconds a job may stay pending for a reason that means it will never start
+    # (PartitionConfig, a request no node of the partition can hold) before its point fails.
+    unstartable_s: float = 120.0
 
 
 class GridSweeper(Sweeper):
@@ -79,9 +82,11 @@ class GridSweeper(Sweeper):
         params: dict[str, str] | None = None,
         progress: str = "auto",
         result_grace_s: float = 60.0,
+        unstartable_s: float = 120.0,
     ) -> None:
         super().__init__()
         self.result_grace_s = float(result_grace_s)
+        self.unstartable_s = float(unstartable_s)
         self.max_batch_size = max_batch_size
         self.progress = progress
         self.params: dict[str, str] = dict(params or {})
@@ -109,10 +114,11 @@ class GridSweeper(Sweeper):
                 f"hydra.sweeper.progress={self.progress}: allowed values are "
                 + ", ".join(display.MODES)
             )
-        if self.result_grace_s < 0:
-            raise ConfigError(
-                f"hydra.sweeper.result_grace_s={self.result_grace_s}: must be 0 or more seconds"
-            )
+        for name in ("result_grace_s", "unstartable_s"):
+            if getattr(self, name) < 0:
+                raise ConfigError(
+                    f"hydra.sweeper.{name}={getattr(self, name)}: must be 0 or more seconds"
+                )
         planner = Planner(self.hydra_context, self.config)
         jobs = planner.jobs(self.params, arguments)
         sweep_dir = Path(str(self.config.hydra.sweep.dir))
@@ -202,6 +208,7 @@ class GridSweeper(Sweeper):
             local=local,
             force_no_reuse=settings.reuse_model and not local,
             result_grace_s=self.result_grace_s,
+            unstartable_s=self.unstartable_s,
         )
         returns: list[Any] = []
         interrupted = False
