@@ -100,7 +100,8 @@ class RunResult:
         """Write ``run_dir/result.json`` atomically: the only writer of result files.
 
         ``replace=False``: raise FileExistsError rather than replace a result.json that exists,
-        decided by the file system itself (a hard link, atomic on NFS too), not by a look first.
+        decided by the file system itself (a hard link, atomic on NFS too; exclusive creation
+        where hard links are not supported), not by a look first.
         """
         text = json.dumps(self.to_json(), indent=2, default=str) + "\n"
         path = Path(run_dir) / RESULT_FILE
@@ -109,6 +110,11 @@ class RunResult:
         staged = atomic_write_text(path.with_name(f".{RESULT_FILE}.{os.getpid()}.new"), text)
         try:
             os.link(staged, path)
+        except FileExistsError:
+            raise
+        except OSError:  # a file system without hard links: exclusive creation instead
+            with open(path, "x", encoding="utf-8") as fh:
+                fh.write(text)
         finally:
             staged.unlink(missing_ok=True)
         return path

@@ -83,3 +83,19 @@ def test_a_lost_job_without_a_result_gets_its_record(tmp_path: Path) -> None:
     record = RunResult.read(tmp_path / "2")
     assert record is not None and record.error is not None
     assert record.error.type == "SlurmJobLost"
+
+
+def test_a_record_is_written_where_hard_links_are_not_supported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    def no_links(src: object, dst: object) -> None:
+        raise PermissionError("hard links are not supported here")
+
+    monkeypatch.setattr(os, "link", no_links)
+    RunResult(status="failed").write(tmp_path / "a", replace=False)
+    assert RunResult.read(tmp_path / "a") is not None
+    with pytest.raises(FileExistsError):
+        RunResult(status="failed").write(tmp_path / "a", replace=False)
+    assert [p.name for p in (tmp_path / "a").iterdir()] == ["result.json"]
