@@ -21,6 +21,9 @@ Column naming (the contract of ``results.csv`` / ``results.parquet``):
   (``overrides`` with spaces, as typed). The nested ``config`` is not flattened. If an override key
   equals a top-level result field (``model``, ``quantization``, ``device``, ``backend``) the column
   holds the override and the result's own value moves to ``result.<name>``.
+* where the run recorded them: ``hardware.gpus.power_limit_w`` (the GPUs' power limits in W,
+  ``" + "``-joined when they differ), and from its ``environment.json`` ``environment.cpu.model``
+  and ``environment.driver_version`` (the report's hardware key, ``llem.report.hardware``).
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ import yaml
 from llem.app.overrides import knob_values
 from llem.errors import EXIT_CONFIG, LlemError
 from llem.report.cells import is_missing, typed_column
+from llem.report.hardware import hardware_facts
 from llem.result import ResultFormatError, RunResult
 from llem.sweep.plan import SUPERSEDED_DIR
 
@@ -311,6 +315,7 @@ def _row(run: _Run, override_keys: Sequence[str]) -> dict[str, Any]:
         flat["overrides"] = " ".join(run.override_list)
     for key, value in flat.items():
         row[f"result.{key}" if key in row else key] = value
+    row.update(hardware_facts(run.path, run.result))
     return row
 
 

@@ -29,10 +29,21 @@ import numpy as np
 import pandas as pd
 
 from llem.report.cells import is_missing, typed_column
+from llem.report.hardware import (
+    GPU,
+    Group,
+    configuration_groups,
+    device_column,
+    hardware_label,
+    hardware_varies,
+    varying_details,
+    with_hardware,
+)
 from llem.report.load import REPEAT_KEY, Runs
 from llem.report.student_t import t_cdf, t_quantile
 
 __all__ = [
+    "GPU",
     "METRICS",
     "Group",
     "Summary",
@@ -154,8 +165,6 @@ N_INVALID = "n_energy_invalid"
 N_LEFT_OUT = "n_energy_left_out"
 #: the summary.csv column with how many runs every statistic of the row comes from
 N_USED = "n_used"
-#: summary.csv's hardware label column (present when the hardware differs between runs)
-GPU = "gpu"
 
 
 def judged_invalid(verdict: object) -> bool:
@@ -177,86 +186,6 @@ def status_label(statuses: Sequence[str]) -> str:
     return ", ".join(f"{k} ×{counts[k]}" for k in keys)
 
 
-# --------------------------------------------------------------------------- hardware
-
-#: (device, GPU model, GPU count) a run actually used; None where it is not known
-HardwareKey = tuple[str | None, str | None, int | None]
-
-
-def device_column(frame: pd.DataFrame) -> str:
-    """The column with the device a run used: ``result.device`` when ``device`` was swept."""
-    return "result.device" if "result.device" in frame.columns else "device"
-
-
-def hardware_key(frame: pd.DataFrame, i: int) -> HardwareKey | None:
-    """What row ``i`` ran on, or None when it did not record it (only ok runs do)."""
-    if str(frame["status"].iloc[i]) != "ok":
-        return None
-
-    def cell(column: str) -> Any:
-        if column not in frame.columns:
-            return None
-        v = frame[column].iloc[i]
-        return None if is_missing(v) else v
-
-    count = cell("hardware.gpu_count")
-    model = cell("hardware.gpu_model")
-    device = cell(device_column(frame))
-    return (
-        None if device is None else str(device),
-        None if model is None else str(model),
-        int(count) if count is not None and model is not None else None,
-    )
-
-
-def hardware_label(key: HardwareKey | None) -> str:
-    """``("cuda", "NVIDIA A100-SXM4-80GB", 2)`` → ``"NVIDIA A100-SXM4-80GB ×2"``; CPU: ``"cpu"``."""
-    if key is None:
-        return "unknown"
-    device, model, count = key
-    if model is not None:
-        return f"{model} ×{count}" if count else model
-    if device is None:
-        return "unknown"
-    return device if device == "cpu" else f"{device} (GPU model not recorded)"
-
-
-@dataclass(frozen=True)
-class Group:
-    """One configuration on one kind of hardware: the rows of ``runs.frame`` it pools."""
-
-    config_hash: str
-    hardware: HardwareKey | None
-    rows: list[int]
-
-
-def configuration_groups(runs: Runs) -> list[Group]:
-    """Runs pooled for statistics: same ``config_hash`` AND same device, GPU model and count.
-
-    A run that recorded no hardware (failed, skipped, missing) joins its configuration's ok runs
-    when they all ran on one kind of hardware; otherwise it stands on its own. Groups come in the
-    order of their first row (``runs.frame`` is sorted by knob values).
-    """
-    frame = runs.frame
-    hashes = [str(h) for h in frame["config_hash"].astype(object).tolist()]
-    keys = [hardware_key(frame, i) for i in range(len(frame))]
-    known: dict[str, list[HardwareKey]] = {}
-    for h, k in zip(hashes, keys, strict=True):
-        if k is not None and k not in known.setdefault(h, []):
-            known[h].append(k)
-    groups: dict[tuple[str, HardwareKey | None], list[int]] = {}
-    for i, (h, k) in enumerate(zip(hashes, keys, strict=True)):
-        if k is None and len(known.get(h, [])) == 1:
-            k = known[h][0]
-        groups.setdefault((h, k), []).append(i)
-    return [Group(h, k, rows) for (h, k), rows in groups.items()]
-
-
-def hardware_varies(groups: Sequence[Group]) -> bool:
-    """More than one kind of hardware among the runs that recorded theirs."""
-    return len({g.hardware for g in groups if g.hardware is not None}) > 1
-
-
 # --------------------------------------------------------------------------- the summary
 
 
@@ -264,8 +193,10 @@ def summary_frame(runs: Runs, include_invalid: bool = False) -> pd.DataFrame:
     """One row per configuration and hardware (:func:`configuration_groups`).
 
     Columns: ``config_hash``, every override column except ``repeat``; when the hardware differs
-    between runs, the device column, ``hardware.gpu_model``, ``hardware.gpu_count`` and ``gpu``
-    (a label, e.g. ``NVIDIA A100-SXM4-80GB ×2`` or ``cpu``); then ``n`` (ok runs), ``n_runs``,
+    between runs (``llem.report.hardware``), the device column, ``hardware.gpu_model``,
+    ``hardware.gpu_count``, the details in which rows of the same device differ (host and CPU
+    model, GPU power limit, driver) and ``gpu`` (a label, e.g. ``NVIDIA A100-SXM4-80GB ×2``,
+    ``cpu · on node-2``); then ``n`` (ok runs), ``n_runs``,
     ``status`` (e.g. ``ok ×3`` or ``ok ×2, failed ×1``), ``n_energy_invalid`` (ok runs whose
     energy was judged invalid), ``n_energy_left_out`` (of those, left out of the row's
     statistics: all of them unless ``include_invalid``), ``n_used`` (the runs every statistic of
@@ -281,12 +212,13 @@ def summary_frame(runs: Runs, include_invalid: bool = False) -> pd.DataFrame:
     columns = _Columns(runs.frame)
     groups = configuration_groups(runs)
     show_hardware = hardware_varies(groups)
+    details = varying_details([g.hardware for g in groups])
     keys = [k for k in runs.override_keys if k != REPEAT_KEY]
     rows = []
     for group in groups:
         row, used = _group_row(columns, group, keys, include_invalid)
         if show_hardware:
-            row = _with_hardware(row, group, device_column(runs.frame))
+            row = with_hardware(row, group, device_column(runs.frame), details)
         for m in columns.metrics:  # every figure of the row from the same runs
             row.update(_metric_stats(columns, m, used))
         rows.append(row)
@@ -339,20 +271,6 @@ def _group_row(
     row[N_USED] = len(used)
     row["run_dirs"] = "; ".join(str(v) for v in columns.values("run_dir", group.rows))
     return row, used
-
-
-def _with_hardware(row: dict[str, Any], group: Group, dev_col: str) -> dict[str, Any]:
-    """The row with the hardware columns after the knobs (before ``n``)."""
-    device, model, count = group.hardware or (None, None, None)
-    hardware = {
-        dev_col: device,
-        "hardware.gpu_model": model,
-        "hardware.gpu_count": count,
-        GPU: hardware_label(group.hardware),
-    }
-    at = list(row).index("n")
-    items = list(row.items())
-    return dict(items[:at]) | hardware | dict(items[at:])
 
 
 def _metric_stats(columns: _Columns, metric: str, used: list[int]) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import types
 import typing
 from dataclasses import dataclass, field
@@ -95,10 +96,28 @@ class RunResult:
         result: RunResult = _build(cls, migrate(dict(data)), "")
         return result
 
-    def write(self, run_dir: Path | str) -> Path:
-        """Write ``run_dir/result.json`` atomically: the only writer of result files."""
+    def write(self, run_dir: Path | str, *, replace: bool = True) -> Path:
+        """Write ``run_dir/result.json`` atomically: the only writer of result files.
+
+        ``replace=False``: raise FileExistsError rather than replace a result.json that exists,
+        decided by the file system itself (a hard link, atomic on NFS too; exclusive creation
+        where hard links are not supported), not by a look first.
+        """
         text = json.dumps(self.to_json(), indent=2, default=str) + "\n"
-        return atomic_write_text(Path(run_dir) / RESULT_FILE, text)
+        path = Path(run_dir) / RESULT_FILE
+        if replace:
+            return atomic_write_text(path, text)
+        staged = atomic_write_text(path.with_name(f".{RESULT_FILE}.{os.getpid()}.new"), text)
+        try:
+            os.link(staged, path)
+        except FileExistsError:
+            raise
+        except OSError:  # a file system without hard links: exclusive creation instead
+            with open(path, "x", encoding="utf-8") as fh:
+                fh.write(text)
+        finally:
+            staged.unlink(missing_ok=True)
+        return path
 
     @classmethod
     def read(cls, run_dir: Path | str) -> RunResult | None:

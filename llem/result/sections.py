@@ -217,13 +217,18 @@ class Lifecycle:
 
 @dataclass
 class SweepPosition:
-    """A sweep point's grid index (= its directory name) and its place in the run order."""
+    """A sweep point's grid index (= its directory name) and its place in the run order.
+
+    A finished result that a re-run finds at another index is moved to its point's directory:
+    ``grid_index`` becomes the new index and ``moved_from`` the directory it was found in, while
+    ``position``, ``of``, ``order`` and ``seed`` still describe the run order it ran in."""
 
     grid_index: int
     position: int | None
     of: int
     order: str
     seed: int
+    moved_from: int | None = None
 
 
 @dataclass(frozen=True)

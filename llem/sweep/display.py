@@ -73,7 +73,9 @@ class LiveSweepDisplay:
             Text(" · ".join(parts), style="red" if counts.get("failed") else ""),
         )
         now = Text(f"  now {p.current}" if p.current else "  ", style="cyan", no_wrap=True)
-        return Group(row, now)
+        if not p.waiting:
+            return Group(row, now)
+        return Group(row, now, Text(f"  waiting: {p.waiting}", style="yellow", no_wrap=True))
 
     def __enter__(self) -> LiveSweepDisplay:
         from rich.console import Console

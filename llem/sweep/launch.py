@@ -31,7 +31,7 @@ from llem.result import RESULT_FILE, ErrorInfo, RunResult
 from llem.sweep.outcomes import JobOutcome
 from llem.sweep.plan import Plan, Point, read_position
 from llem.sweep.progress import ResultWatcher, SweepProgress
-from llem.sweep.watchdog import Lost, watch
+from llem.sweep.watchdog import RESULT_GRACE_S, UNSTARTABLE_S, Lost, watch
 
 log = logging.getLogger("llem.sweep")
 
@@ -127,8 +127,10 @@ def write_record(
     error: ErrorInfo,
     slurm_job_id: str | None = None,
     node: str | None = None,
+    replace: bool = True,
 ) -> None:
-    """A result.json written for the sweeper (skipped, or a job that left none)."""
+    """A result.json written for the sweeper (skipped, or a job that left none); with
+    ``replace=False`` FileExistsError when one exists (``RunResult.write``)."""
     point_dir = sweep_dir / str(point.index)
     overrides_file = point_dir / ".hydra" / "overrides.yaml"
     if not overrides_file.exists():
@@ -141,7 +143,7 @@ def write_record(
         sweep=read_position(sweep_dir, point.index),
     )
     record.lifecycle.slurm_job_id, record.lifecycle.node = slurm_job_id, node
-    record.write(point_dir)
+    record.write(point_dir, replace=replace)
 
 
 def _job_value(ret: Any) -> tuple[Any, BaseException | None]:
@@ -155,6 +157,14 @@ def _job_value(ret: Any) -> tuple[Any, BaseException | None]:
 
 
 def _lost_error(lost: Lost) -> ErrorInfo:
+    if lost.never_started:
+        return ErrorInfo(
+            "SlurmJobLost",
+            lost.message,
+            "ask for what a node of the partition has (hydra.launcher.cpus_per_task, mem_gb, "
+            "gpus_per_task, timeout_min) or choose another partition (hydra.launcher.partition); "
+            f"its logs are in {lost.log_dir}",
+        )
     return ErrorInfo(
         "SlurmJobLost",
         lost.message,
@@ -162,6 +172,30 @@ def _lost_error(lost: Lost) -> ErrorInfo:
         f"failure, time limit); its logs are in {lost.log_dir}; run the same command again to "
         "re-run only the points that did not finish",
     )
+
+
+def _fresh_result(point_dir: Path, before: tuple | None) -> RunResult | None:
+    """The point's result.json when its job wrote one (it differs from the one before)."""
+    return RunResult.read(point_dir) if fingerprint(point_dir / RESULT_FILE) != before else None
+
+
+def _record_lost(point: Point, point_dir: Path, before: tuple | None, lost: Lost) -> RunResult:
+    """The lost-job record, which never replaces a result the job wrote: looked for again right
+    before writing, and written only where no result.json exists (a result can become visible
+    late on a shared file system)."""
+    result = _fresh_result(point_dir, before)
+    if result is not None:
+        return result
+    error = _lost_error(lost)
+    replace = before is not None  # an older result.json (planning normally moved it aside)
+    try:
+        write_record(
+            point_dir.parent, point, "failed", error, lost.slurm_job_id, lost.node, replace
+        )
+    except FileExistsError:
+        log.warning("#%d: its result.json appeared after its job was declared lost", point.index)
+        return RunResult.read(point_dir) or RunResult(status="failed", error=error)
+    return RunResult(status="failed", error=error)
 
 
 def collect(
@@ -181,14 +215,12 @@ def collect(
     value, job_error = _job_value(ret)
     if isinstance(value, JobOutcome):
         return value.status, value.error
-    result = RunResult.read(point_dir) if fingerprint(point_dir / RESULT_FILE) != before else None
+    result = _fresh_result(point_dir, before)
+    if result is None and lost is not None:
+        result = _record_lost(point, point_dir, before, lost)
     if result is not None:
         err = result.error
         return result.status, (f"{err.type}: {err.message}" if err else None)
-    if lost is not None:
-        error = _lost_error(lost)
-        write_record(point_dir.parent, point, "failed", error, lost.slurm_job_id, lost.node)
-        return "failed", f"{error.type}: {error.message}"
     cause = job_error or launch_error
     if job_error is None and launch_error is not None:
         hint = (
@@ -224,6 +256,8 @@ class Launch:
     outcomes: list[JobOutcome]
     local: bool  # in-process
     force_no_reuse: bool
+    result_grace_s: float = RESULT_GRACE_S  # SLURM: hydra.sweeper.result_grace_s
+    unstartable_s: float = UNSTARTABLE_S  # SLURM: hydra.sweeper.unstartable_s
 
     def _start(self, points: list[Point], chunk: list[int]) -> int:
         """Tell the progress what starts; return Hydra's index of the batch's first job."""
@@ -262,6 +296,9 @@ class Launch:
             self.launcher,
             [p.index for p in points],
             lambda i: fingerprint(dirs[i] / RESULT_FILE) != before[i],
+            grace_s=self.result_grace_s,
+            unstartable_s=self.unstartable_s,
+            on_pending=self.progress.pending,
         )
         results: Sequence[Any] = []
         launch_error: BaseException | None = None

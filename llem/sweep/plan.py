@@ -20,7 +20,7 @@ import random
 import shutil
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -194,12 +194,15 @@ def settle_directories(points: list[Point], sweep_dir: Path) -> list[str]:
     failed or unfinished attempt) moves to ``superseded/<time>/<index>``. Returns log lines.
     """
     existing = _point_dirs(sweep_dir)
-    moves = {p.found_at: p.index for p in points if p.status == "done" and p.found_at != p.index}
+    moves: dict[int, int] = {
+        p.found_at: p.index
+        for p in points
+        if p.status == "done" and p.found_at is not None and p.found_at != p.index
+    }
     keep = {p.index for p in points if p.status == "done" and p.found_at == p.index}
     lines: list[str] = []
     staging = sweep_dir / ".relocating"
     for j in moves:
-        assert j is not None
         staging.mkdir(exist_ok=True)
         shutil.move(str(existing[j]), str(staging / str(j)))
     stamp = utc_now().replace(":", "-")
@@ -212,11 +215,22 @@ def settle_directories(points: list[Point], sweep_dir: Path) -> list[str]:
         shutil.move(str(d), str(target))
         lines.append(f"#{p.index}: older contents moved aside to {target}")
     for j, i in moves.items():
+        _renumber(staging / str(j), j, i)
         shutil.move(str(staging / str(j)), str(sweep_dir / str(i)))
         lines.append(f"#{i}: its finished result was in #{j}; moved to #{i} (not re-run)")
     if staging.exists():
         shutil.rmtree(staging, ignore_errors=True)
     return lines
+
+
+def _renumber(run_dir: Path, old: int, new: int) -> None:
+    """Rewrite a moved result's ``sweep`` section for its new index (atomically, through
+    RunResult); where it ran in its sweep's run order stays as recorded."""
+    result = RunResult.read(run_dir)
+    if result is None or result.sweep is None:
+        return
+    result.sweep = replace(result.sweep, grid_index=new, moved_from=old)
+    result.write(run_dir)
 
 
 def write_plan(sweep_dir: Path, plan: Plan, reuse: bool, batch_size: int) -> Path:

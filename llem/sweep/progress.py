@@ -49,6 +49,7 @@ class SweepProgress:
         self.counts: dict[str, int] = {}  # finished points by status
         self.current = ""  # the point (or batch) running now, for the live display
         self.live = False  # a live display shows the progress: log only failures
+        self.waiting = ""  # why points wait in a scheduler's queue ("2 pending: Resources ×2")
         self._clock = clock
         self._t0 = clock()
 
@@ -84,6 +85,19 @@ class SweepProgress:
         if not self.live:
             log.info(line)
         return line
+
+    def pending(self, reasons: dict[int, str]) -> str:
+        """Points whose jobs wait in the queue, by the scheduler's reason; logged (plain) when
+        the reasons change, drawn by the live display."""
+        counts: dict[str, int] = {}
+        for reason in reasons.values():
+            counts[reason] = counts.get(reason, 0) + 1
+        listed = ", ".join(f"{r} ×{n}" for r, n in sorted(counts.items(), key=lambda rn: -rn[1]))
+        text = f"{len(reasons)} pending in the queue: {listed}" if reasons else ""
+        if text and text != self.waiting and not self.live:
+            log.info("waiting: %s", text)
+        self.waiting = text
+        return text
 
     def done(self, index: int, label: str, status: str, quiet: bool = False) -> str:
         self.finished += 1

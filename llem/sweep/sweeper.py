@@ -61,6 +61,12 @@ class LlemSweeperConf:
     # auto: a live progress display when the output is a terminal, plain log lines otherwise;
     # live | plain force one or the other.
     progress: str = "auto"
+    # SLURM: seconds a job that left the queue has for its result to appear before its point is
+    # recorded as lost (on NFS a finished job's result can take up to a minute to show here).
+    result_grace_s: float = 60.0
+    # SLURM: seconds a job may stay pending for a reason that means it will never start
+    # (PartitionConfig, a request no node of the partition can hold) before its point fails.
+    unstartable_s: float = 120.0
 
 
 class GridSweeper(Sweeper):
@@ -75,8 +81,12 @@ class GridSweeper(Sweeper):
         max_batch_size: int | None = None,
         params: dict[str, str] | None = None,
         progress: str = "auto",
+        result_grace_s: float = 60.0,
+        unstartable_s: float = 120.0,
     ) -> None:
         super().__init__()
+        self.result_grace_s = float(result_grace_s)
+        self.unstartable_s = float(unstartable_s)
         self.max_batch_size = max_batch_size
         self.progress = progress
         self.params: dict[str, str] = dict(params or {})
@@ -104,6 +114,11 @@ class GridSweeper(Sweeper):
                 f"hydra.sweeper.progress={self.progress}: allowed values are "
                 + ", ".join(display.MODES)
             )
+        for name in ("result_grace_s", "unstartable_s"):
+            if getattr(self, name) < 0:
+                raise ConfigError(
+                    f"hydra.sweeper.{name}={getattr(self, name)}: must be 0 or more seconds"
+                )
         planner = Planner(self.hydra_context, self.config)
         jobs = planner.jobs(self.params, arguments)
         sweep_dir = Path(str(self.config.hydra.sweep.dir))
@@ -192,6 +207,8 @@ class GridSweeper(Sweeper):
             outcomes=outcomes,
             local=local,
             force_no_reuse=settings.reuse_model and not local,
+            result_grace_s=self.result_grace_s,
+            unstartable_s=self.unstartable_s,
         )
         returns: list[Any] = []
         interrupted = False

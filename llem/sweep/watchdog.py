@@ -10,10 +10,16 @@ So for a SLURM launcher llem's sweeper runs the launch in a helper thread and wa
 itself, with ``squeue`` (``-t all`` also lists jobs that ended within the controller's
 ``MinJobAge``). A point is settled when its result.json is written, when its job's result file
 is, or when its job has left the queue (ended in any state, or is no longer listed) and neither
-file appeared within ``grace_s``: that point is lost, and the sweeper records it as failed with
-the scheduler's state and reason. A job still running ``overrun_s`` past its time limit is
-cancelled (``scancel``) and lost the same way. Once every point is settled the sweep goes on,
-whether or not the launcher ever returns. A failing ``squeue`` never loses a point.
+file appeared within ``grace_s`` (``hydra.sweeper.result_grace_s``, 60 s by default: on NFS a
+finished job's result can take up to a minute to show on the submit node): that point is lost,
+and the sweeper records it as failed with the scheduler's state and reason, never over a result
+that exists (``llem.sweep.launch``). A job still running ``overrun_s`` past its time limit is
+cancelled (``scancel``) and lost the same way, and so is a job pending for a reason that means
+it will never start (``llem.sweep.unstartable``: ``PartitionConfig``, a request no node of its
+partition can hold) for ``unstartable_s`` (``hydra.sweeper.unstartable_s``, 120 s). Each poll
+tells ``on_pending`` why the points still in the queue wait (the progress display). Once every
+point is settled the sweep goes on, whether or not the launcher ever returns. A failing
+``squeue`` never loses a point.
 
 Jobs are found by their submission files in the launcher's ``submitit_folder``: the ones that
 appear during this launch, array task ``i`` being the launch's ``i``-th point.
@@ -23,7 +29,6 @@ from __future__ import annotations
 
 import glob
 import logging
-import subprocess
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -31,40 +36,38 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from llem.sweep.squeue import (
+    ACTIVE_STATES,
+    SQUEUE_FORMAT,
+    JobInfo,
+    parse_squeue,
+    scancel,
+    slurm_seconds,
+    squeue,
+)
+from llem.sweep.unstartable import Node, never_starts, sinfo
+
+__all__ = [
+    "SQUEUE_FORMAT",
+    "JobInfo",
+    "Lost",
+    "SlurmWatchdog",
+    "parse_squeue",
+    "slurm_seconds",
+    "squeue",
+    "watch",
+]
+
 log = logging.getLogger("llem.sweep")
 
-# Job states in which a job may still write its result (everything else: it has ended).
-ACTIVE_STATES = {
-    "PENDING",
-    "CONFIGURING",
-    "RUNNING",
-    "COMPLETING",
-    "SUSPENDED",
-    "REQUEUED",
-    "REQUEUE_FED",
-    "REQUEUE_HOLD",
-    "RESIZING",
-    "SIGNALING",
-    "STAGE_OUT",
-    "STOPPED",
-    "RESV_DEL_HOLD",
-    "PREEMPTED",
-}
 SUBMITTED_SUFFIX = "_submitted.pkl"
+# How long a job that left the queue has for its result to become visible here (on NFS a
+# finished job's file can take up to a minute to show on the submit node).
+RESULT_GRACE_S = 60.0
+# How long a job may stay pending for a reason that means it will never start (the reason can be
+# passing while an administrator changes a partition) before llem cancels it and fails its point.
+UNSTARTABLE_S = 120.0
 SLURM_LAUNCHER = "hydra_plugins.hydra_submitit_launcher.submitit_launcher.SlurmLauncher"
-
-
-@dataclass
-class JobInfo:
-    """One line of ``squeue``: a job (or an array task) as the controller sees it."""
-
-    job_id: str  # as squeue and submitit name it (12_3 for array task 3 of job 12)
-    slurm_job_id: str  # the unique id (SLURM_JOB_ID inside the job)
-    state: str
-    reason: str
-    node: str
-    elapsed_s: float | None
-    limit_s: float | None
 
 
 @dataclass
@@ -76,74 +79,7 @@ class Lost:
     slurm_job_id: str | None = None
     node: str | None = None
     log_dir: Path | None = None
-
-
-def slurm_seconds(text: str) -> float | None:
-    """squeue's ``[days-]hours:minutes:seconds`` (or ``minutes:seconds``) → seconds."""
-    text = text.strip()
-    if not text or not text[0].isdigit():
-        return None  # UNLIMITED, INVALID, NOT_SET
-    days = 0
-    if "-" in text:
-        d, text = text.split("-", 1)
-        days = int(d)
-    try:
-        parts = [int(p) for p in text.split(":")]
-    except ValueError:
-        return None
-    while len(parts) < 3:
-        parts.insert(0, 0)
-    h, m, s = parts[-3:]
-    return float(days * 86400 + h * 3600 + m * 60 + s)
-
-
-SQUEUE_FORMAT = "%i|%A|%T|%r|%N|%M|%l"
-
-
-def parse_squeue(text: str) -> dict[str, JobInfo]:
-    jobs: dict[str, JobInfo] = {}
-    for line in text.splitlines():
-        fields = line.strip().split("|")
-        if len(fields) != 7:
-            continue
-        job_id, raw, state, reason, node, elapsed, limit = (f.strip() for f in fields)
-        jobs[job_id] = JobInfo(
-            job_id=job_id,
-            slurm_job_id=raw,
-            state=state.split()[0].rstrip("+") if state else "",
-            reason=reason,
-            node=node,
-            elapsed_s=slurm_seconds(elapsed),
-            limit_s=slurm_seconds(limit),
-        )
-    return jobs
-
-
-def squeue(array_ids: Sequence[str], timeout_s: float = 30.0) -> dict[str, JobInfo] | None:
-    """Every task of the given jobs that the controller still knows; None when squeue failed.
-
-    An id the controller has forgotten makes squeue exit 1 with "Invalid job id": that is an
-    answer (the job is not in the queue), not a failure.
-    """
-    cmd = ["squeue", "--array", "-t", "all", "-h", "-j", ",".join(array_ids), "-o", SQUEUE_FORMAT]
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, check=False)
-    except (OSError, subprocess.SubprocessError) as exc:
-        log.debug("squeue failed: %s", exc)
-        return None
-    if proc.returncode != 0:
-        if "invalid job id" in proc.stderr.lower():
-            return {}
-        log.debug("squeue exited %d: %s", proc.returncode, proc.stderr.strip())
-        return None
-    return parse_squeue(proc.stdout)
-
-
-def scancel(job_id: str) -> None:
-    try:
-        subprocess.run(["scancel", job_id], capture_output=True, timeout=30, check=False)
-    except (OSError, subprocess.SubprocessError) as exc:  # pragma: no cover
-        log.warning("scancel %s failed: %s", job_id, exc)
+    never_started: bool = False  # pending until llem cancelled it: it could never start
 
 
 def is_slurm_launcher(launcher: Any) -> bool:
@@ -170,18 +106,24 @@ class SlurmWatchdog:
         folder_glob: str,
         points: Sequence[int],
         settled_by_result: Callable[[int], bool],
-        grace_s: float = 15.0,
+        grace_s: float = RESULT_GRACE_S,
         poll_s: float = 5.0,
         overrun_s: float = 300.0,
         query: Callable[[Sequence[str]], dict[str, JobInfo] | None] = squeue,
         cancel: Callable[[str], None] = scancel,
         clock: Callable[[], float] = time.monotonic,
+        unstartable_s: float = UNSTARTABLE_S,
+        capacity: Callable[[str], list[Node] | None] = sinfo,
+        on_pending: Callable[[dict[int, str]], object] | None = None,
     ) -> None:
         self.folder_glob = folder_glob
         self.points = list(points)  # grid indices, in launch order (= array task index)
         self.settled_by_result = settled_by_result
         self.grace_s, self.poll_s, self.overrun_s = grace_s, poll_s, overrun_s
         self.query, self.cancel, self.clock = query, cancel, clock
+        self.unstartable_s, self.capacity, self.on_pending = unstartable_s, capacity, on_pending
+        self.partitions: dict[str, list[Node] | None] = {}  # sinfo's answers, asked once each
+        self.stuck_since: dict[int, float] = {}  # pending for a reason that means never
         self.known_before: set[str] = self._submitted()
         self.jobs: dict[int, tuple[str, Path]] = {}  # grid index -> (job id, its folder)
         self.gone_since: dict[int, float] = {}
@@ -242,13 +184,47 @@ class SlurmWatchdog:
                 self.info[index] = info
             if info is not None and info.state in ACTIVE_STATES:
                 self.gone_since.pop(index, None)
-                if self._overran(info) and not self.settled_by_result(index):
-                    self.cancel(job_id)
-                    self._lose(index, job_id, folder, info, overran=True)
+                self._active(index, job_id, folder, info, now)
                 continue
             first = self.gone_since.setdefault(index, now)
             if now - first >= self.grace_s and not self.settled(index):
                 self._lose(index, job_id, folder, info or self.info.get(index))
+        self._report_pending(waiting)
+
+    def _active(self, index: int, job_id: str, folder: Path, info: JobInfo, now: float) -> None:
+        """A job in the queue: cancelled when it overran its time limit or can never start."""
+        if self._overran(info) and not self.settled_by_result(index):
+            self.cancel(job_id)
+            self._lose(index, job_id, folder, info, overran=True)
+            return
+        why = None
+        if info.state == "PENDING":
+            why = never_starts(info.reason, info.request, self._nodes)
+        if why is None:
+            self.stuck_since.pop(index, None)
+            return
+        since = self.stuck_since.setdefault(index, now)
+        if now - since >= self.unstartable_s and not self.settled_by_result(index):
+            self.cancel(job_id)
+            message = f"SLURM job {job_id} can never start: {why}; llem cancelled it"
+            self._lose(index, job_id, folder, info, message=message)
+            self.lost[index].never_started = True
+
+    def _nodes(self, partition: str) -> list[Node] | None:
+        if partition not in self.partitions:
+            self.partitions[partition] = self.capacity(partition)
+        return self.partitions[partition]
+
+    def _report_pending(self, watched: dict[int, tuple[str, Path]]) -> None:
+        """Tell ``on_pending`` why each watched point still waits in the queue."""
+        if self.on_pending is None:
+            return
+        pending = {
+            i: self.info[i].reason or "no reason given"
+            for i in watched
+            if i not in self.lost and i in self.info and self.info[i].state == "PENDING"
+        }
+        self.on_pending(pending)
 
     def _overran(self, info: JobInfo) -> bool:
         return (
@@ -265,7 +241,20 @@ class SlurmWatchdog:
         folder: Path,
         info: JobInfo | None,
         overran: bool = False,
+        message: str | None = None,
     ) -> None:
+        message = message or self._message(job_id, info, overran)
+        self.lost[index] = Lost(
+            job_id=job_id,
+            message=message,
+            slurm_job_id=info.slurm_job_id if info else None,
+            node=(info.node or None) if info else None,
+            log_dir=folder,
+        )
+        log.warning("#%d: %s", index, message)
+
+    @staticmethod
+    def _message(job_id: str, info: JobInfo | None, overran: bool) -> str:
         if overran and info is not None:
             message = (
                 f"SLURM job {job_id} was still {info.state} {info.elapsed_s:.0f} s into a "
@@ -282,14 +271,7 @@ class SlurmWatchdog:
             message = (
                 f"SLURM job {job_id}{where} ended {info.state}{reason} without writing a result"
             )
-        self.lost[index] = Lost(
-            job_id=job_id,
-            message=message,
-            slurm_job_id=info.slurm_job_id if info else None,
-            node=(info.node or None) if info else None,
-            log_dir=folder,
-        )
-        log.warning("#%d: %s", index, message)
+        return message
 
     # ------------------------------------------------------------------ the launch
     def run(self, launch: Callable[[], Sequence[Any]]) -> tuple[Sequence[Any], Exception | None]:
@@ -356,7 +338,12 @@ class _NoSacctWarnings(logging.Filter):
 
 
 def watch(
-    launcher: Any, points: list[int], settled_by_result: Callable[[int], bool]
+    launcher: Any,
+    points: list[int],
+    settled_by_result: Callable[[int], bool],
+    grace_s: float = RESULT_GRACE_S,
+    unstartable_s: float = UNSTARTABLE_S,
+    on_pending: Callable[[dict[int, str]], object] | None = None,
 ) -> SlurmWatchdog | None:
     """A watchdog for this launch when the launcher submits to SLURM, else None."""
     if not is_slurm_launcher(launcher):
@@ -365,4 +352,11 @@ def watch(
     if pattern is None:
         log.warning("no submitit_folder in the launcher's settings: jobs are not watched")
         return None
-    return SlurmWatchdog(pattern, points, settled_by_result)
+    return SlurmWatchdog(
+        pattern,
+        points,
+        settled_by_result,
+        grace_s=grace_s,
+        unstartable_s=unstartable_s,
+        on_pending=on_pending,
+    )

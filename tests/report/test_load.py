@@ -220,3 +220,21 @@ def test_valid_column_holds_the_energy_verdict(tmp_path: Path) -> None:
     # true, false, and empty where it was not judged (CPU run; a failed run)
     assert frame["valid"].astype(object).tolist() == [True, False, pd.NA, pd.NA]
     assert frame["validity.energy_valid"].astype(object).tolist()[:2] == [True, False]
+
+
+def test_what_the_hardware_key_needs_comes_from_the_result_and_environment_json(
+    tmp_path: Path,
+) -> None:
+    def make(p):
+        result = synth.ok_result()
+        result["hardware"]["gpus"][0]["power_limit_w"] = 300.0
+        return result
+
+    dirs = synth.write_sweep(tmp_path / "s", {"pytorch.batch_size": [1, 2]}, make)
+    env = {"cpu": {"model": "AMD EPYC 7763"}, "driver_version": "550.54", "pip_freeze": []}
+    (dirs[0] / "environment.json").write_text(json.dumps(env))
+    frame = load_runs([tmp_path / "s"]).frame
+    assert frame["environment.cpu.model"].tolist()[0] == "AMD EPYC 7763"
+    assert frame["environment.driver_version"].tolist()[0] == "550.54"
+    assert pd.isna(frame["environment.driver_version"].tolist()[1])  # no environment.json
+    assert frame["hardware.gpus.power_limit_w"].tolist() == ["300", "300"]

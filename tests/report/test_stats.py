@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -152,6 +153,65 @@ def test_mixed_nodes_in_one_sweep_split_by_gpu_count_and_device(tmp_path: Path) 
     ]
     assert summary["device"].tolist() == ["cuda", "cuda", "cpu"]
     assert summary["n"].tolist() == [1, 1, 1]
+
+
+def _environment(run_dir: Path, cpu: str, driver: str | None) -> None:
+    """The run's environment.json, as llem writes it (only the keys the report reads)."""
+    env = {"cpu": {"model": cpu}, "driver_version": driver, "hostname": "x"}
+    (run_dir / "environment.json").write_text(json.dumps(env))
+
+
+def test_cpu_runs_on_other_hosts_and_cpus_are_not_pooled(tmp_path: Path) -> None:
+    """Two CPU nodes give the same configuration different numbers: one row each, saying how."""
+    hosts = {0: ("node-a", "Intel Xeon Gold 6338", 50.0), 1: ("node-b", "AMD EPYC 7763", 90.0)}
+    hosts[2] = hosts[0]
+
+    def make(p):
+        host, _, tok_s = hosts[p["repeat"]]
+        return synth.ok_result(energy=False, hostname=host, tok_s=tok_s)
+
+    dirs = synth.write_sweep(tmp_path / "s", {"pytorch.batch_size": [1]}, make, repeats=3)
+    for r, d in enumerate(dirs):
+        _environment(d, hosts[r][1], None)
+    summary = _summary(tmp_path / "s")
+    assert summary["gpu"].tolist() == [
+        "cpu · on node-a · Intel Xeon Gold 6338",
+        "cpu · on node-b · AMD EPYC 7763",
+    ]
+    assert summary["hardware.hostname"].tolist() == ["node-a", "node-b"]
+    assert summary["environment.cpu.model"].tolist() == ["Intel Xeon Gold 6338", "AMD EPYC 7763"]
+    assert summary["n"].tolist() == [2, 1]
+    assert summary["throughput.output_tokens_per_s.mean"].tolist() == [50.0, 90.0]
+
+
+def test_gpu_runs_at_other_power_limits_or_drivers_are_not_pooled(tmp_path: Path) -> None:
+    """Same GPU model, but one node caps it at 250 W and another runs another driver. GPU runs
+    on different hosts with the same GPU, limit and driver still pool."""
+    nodes = {0: (400.0, "550.54", "n1"), 1: (250.0, "550.54", "n2"), 2: (400.0, "535.1", "n3")}
+    nodes[3] = (400.0, "550.54", "n4")
+
+    def make(p):
+        limit, _, host = nodes[p["repeat"]]
+        result = synth.ok_result(j_tok=0.7 - limit / 1000, hostname=host)
+        result["hardware"]["gpus"][0]["power_limit_w"] = limit
+        return result
+
+    dirs = synth.write_sweep(tmp_path / "s", {"pytorch.batch_size": [1]}, make, repeats=4)
+    for r, d in enumerate(dirs):
+        _environment(d, "Intel Xeon Gold 6338", nodes[r][1])
+    runs = load_runs([tmp_path / "s"]).frame
+    assert runs["hardware.gpus.power_limit_w"].tolist() == ["400", "250", "400", "400"]
+    summary = _summary(tmp_path / "s")
+    gpu = f"{synth.GPU_MODEL} ×1"
+    assert summary["gpu"].tolist() == [
+        f"{gpu} · 400 W limit · driver 550.54",
+        f"{gpu} · 250 W limit · driver 550.54",
+        f"{gpu} · 400 W limit · driver 535.1",
+    ]
+    assert summary["n"].tolist() == [2, 1, 1]
+    assert summary["hardware.gpus.power_limit_w"].tolist() == ["400", "250", "400"]
+    assert summary["environment.driver_version"].tolist() == ["550.54", "550.54", "535.1"]
+    assert "hardware.hostname" not in summary.columns
 
 
 def test_one_kind_of_hardware_adds_no_columns(realistic_sweep: Path) -> None:

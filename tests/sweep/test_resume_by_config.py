@@ -40,6 +40,9 @@ def test_adding_a_grid_value_keeps_finished_configurations_and_runs_only_the_new
     # bs=1 and bs=2 were not re-run: their results are the first sweep's, moved to their points.
     assert result(d, 1)["started_at"] + result(d, 1)["config_hash"] == first[0]
     assert result(d, 2)["started_at"] + result(d, 2)["config_hash"] == first[1]
+    # ... and each says its new index (and where it was found), not the one it was written at.
+    assert [result(d, i)["sweep"]["grid_index"] for i in (0, 1, 2)] == [0, 1, 2]
+    assert [result(d, i)["sweep"]["moved_from"] for i in (1, 2)] == [0, 1]
     plan = json.loads((d / "sweep_plan.json").read_text())
     assert [p["status"] for p in plan["points"]] == ["pending", "done", "done"]
     assert "its finished result was in #0; moved to #1 (not re-run)" in capsys.readouterr().out

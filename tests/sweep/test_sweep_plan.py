@@ -9,10 +9,18 @@ import pytest
 from hydra.core.utils import JobReturn, JobStatus
 
 from llem.config.schema import SweepOrder
-from llem.result import RunResult
+from llem.result import RunResult, SweepPosition
 from llem.sweep.launch import batch_size, collect, in_process, job_overrides
 from llem.sweep.outcomes import JobOutcome
-from llem.sweep.plan import Plan, Point, mark_done, order_points, short_label, swept_keys
+from llem.sweep.plan import (
+    Plan,
+    Point,
+    mark_done,
+    order_points,
+    settle_directories,
+    short_label,
+    swept_keys,
+)
 from llem.sweep.progress import MAX_LISTED, SweepProgress, summary_lines
 
 
@@ -170,3 +178,22 @@ def test_a_job_return_from_another_process_is_trusted(tmp_path: Path) -> None:
     ret = JobReturn(status=JobStatus.COMPLETED, _return_value=JobOutcome(status="ok"))
     assert collect(point, ret, None, tmp_path / "0", None) == ("ok", None)
     assert not (tmp_path / "0").exists()
+
+
+def test_a_result_moved_to_its_new_index_says_its_new_index(tmp_path: Path) -> None:
+    """A grid value added in front shifts a finished point from #0 to #1: its result moves and
+    its ``sweep`` section says #1 (found in #0), with the run order it ran in kept."""
+    ran = SweepPosition(grid_index=0, position=1, of=1, order="grouped", seed=7)
+    RunResult(status="ok", config_hash="hb", sweep=ran).write(tmp_path / "0")
+    pts = points(["a", "b"])
+    mark_done(pts, tmp_path)
+    assert pts[1].found_at == 0
+    lines = settle_directories(pts, tmp_path)
+    assert "#1: its finished result was in #0; moved to #1 (not re-run)" in lines
+    moved = RunResult.read(tmp_path / "1")
+    assert moved is not None and moved.sweep is not None
+    assert moved.sweep.grid_index == 1 and moved.sweep.moved_from == 0
+    assert (moved.sweep.position, moved.sweep.of, moved.sweep.seed) == (1, 1, 7)
+    on_disk = json.loads((tmp_path / "1" / "result.json").read_text())
+    assert on_disk["sweep"]["grid_index"] == 1
+    assert not (tmp_path / "0").exists() and not (tmp_path / ".relocating").exists()

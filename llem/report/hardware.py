@@ -1,0 +1,193 @@
+"""What a run ran on, as far as it changes the numbers: the key the summary never pools across.
+
+A run's hardware key is its device, GPU model and GPU count; for a CPU run also its host and CPU
+model (``hardware.hostname``, ``environment.cpu.model``); for a GPU run also the GPUs' power limit
+and the NVIDIA driver (``hardware.gpus.power_limit_w``, ``environment.driver_version``) where the
+run recorded them. Only ok runs record their hardware; see :func:`configuration_groups` for the
+others.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NamedTuple, Protocol
+
+import pandas as pd
+
+from llem.report.cells import is_missing
+
+
+class _Runs(Protocol):
+    """``llem.report.load.Runs`` (which imports this module): its table of runs."""
+
+    frame: pd.DataFrame
+
+
+#: the summary's hardware label column (present when the hardware differs between runs)
+GPU = "gpu"
+
+
+class HardwareKey(NamedTuple):
+    """What a run actually used; None where it is not known (or does not apply)."""
+
+    device: str | None
+    gpu_model: str | None
+    gpu_count: int | None
+    host: str | None = None  # CPU runs
+    cpu_model: str | None = None  # CPU runs
+    power_limit_w: str | None = None  # GPU runs: each GPU's limit, " + "-joined when they differ
+    driver: str | None = None  # GPU runs
+
+
+#: the key's details beyond device, model and count: their results.csv column, how a label says them
+DETAILS = {
+    "host": ("hardware.hostname", "on {}"),
+    "cpu_model": ("environment.cpu.model", "{}"),
+    "power_limit_w": ("hardware.gpus.power_limit_w", "{} W limit"),
+    "driver": ("environment.driver_version", "driver {}"),
+}
+
+
+def hardware_facts(run_dir: Path, result: dict[str, Any]) -> dict[str, Any]:
+    """The results.csv columns of ``DETAILS`` that the result lacks, where the run recorded them:
+    the GPUs' power limits (from the result), the CPU model and the driver (``environment.json``).
+    """
+    try:
+        env = json.loads((run_dir / "environment.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        env = None
+    env = env if isinstance(env, dict) else {}
+    cpu = env.get("cpu")
+    gpus = (result.get("hardware") or {}).get("gpus") or []
+    limits = [g.get("power_limit_w") for g in gpus if isinstance(g, dict)]
+    facts = {
+        "environment.cpu.model": cpu.get("model") if isinstance(cpu, dict) else None,
+        "environment.driver_version": env.get("driver_version"),
+        "hardware.gpus.power_limit_w": " + ".join(sorted({f"{w:g}" for w in limits}))
+        if limits and all(isinstance(w, (int, float)) for w in limits)
+        else None,
+    }
+    return {k: v for k, v in facts.items() if v is not None}
+
+
+def device_column(frame: pd.DataFrame) -> str:
+    """The column with the device a run used: ``result.device`` when ``device`` was swept."""
+    return "result.device" if "result.device" in frame.columns else "device"
+
+
+def hardware_key(frame: pd.DataFrame, i: int) -> HardwareKey | None:
+    """What row ``i`` ran on, or None when it did not record it (only ok runs do)."""
+    if str(frame["status"].iloc[i]) != "ok":
+        return None
+
+    def cell(column: str) -> str | None:
+        if column not in frame.columns:
+            return None
+        v = frame[column].iloc[i]
+        return None if is_missing(v) else str(v)
+
+    count, model, device = (
+        cell("hardware.gpu_count"),
+        cell("hardware.gpu_model"),
+        cell(device_column(frame)),
+    )
+    key = HardwareKey(device, model, int(float(count)) if count and model else None)
+    if model is not None:
+        limits = cell(DETAILS["power_limit_w"][0])
+        return key._replace(power_limit_w=limits, driver=cell(DETAILS["driver"][0]))
+    if device == "cpu":
+        return key._replace(host=cell(DETAILS["host"][0]), cpu_model=cell(DETAILS["cpu_model"][0]))
+    return key
+
+
+def varying_details(keys: Sequence[HardwareKey | None]) -> list[str]:
+    """The details (``DETAILS``) in which runs of the same device, GPU model and count differ."""
+    known = [k for k in keys if k is not None]
+    varying = []
+    for name in DETAILS:
+        those = [k for k in known if _applies(k, name)]
+        if len({(*k[:3], getattr(k, name)) for k in those}) > len({k[:3] for k in those}):
+            varying.append(name)
+    return varying
+
+
+def _applies(key: HardwareKey, name: str) -> bool:
+    gpu = key.gpu_model is not None
+    return gpu if name in ("power_limit_w", "driver") else (not gpu and key.device == "cpu")
+
+
+def hardware_label(key: HardwareKey | None, details: Sequence[str] = ()) -> str:
+    """``NVIDIA A100-SXM4-80GB ×2``; CPU: ``cpu``; with the ``details`` that tell rows apart
+    (``NVIDIA A100-SXM4-80GB ×1 · 250 W limit``, ``cpu · on node-2``)."""
+    if key is None:
+        return "unknown"
+    if key.gpu_model is not None:
+        base = f"{key.gpu_model} ×{key.gpu_count}" if key.gpu_count else key.gpu_model
+    elif key.device is None:
+        return "unknown"
+    else:
+        base = key.device if key.device == "cpu" else f"{key.device} (GPU model not recorded)"
+    said = [
+        DETAILS[name][1].format(getattr(key, name) or "not recorded")
+        for name in details
+        if _applies(key, name)
+    ]
+    return " · ".join([base, *said])
+
+
+@dataclass(frozen=True)
+class Group:
+    """One configuration on one kind of hardware: the rows of ``runs.frame`` it pools."""
+
+    config_hash: str
+    hardware: HardwareKey | None
+    rows: list[int]
+
+
+def configuration_groups(runs: _Runs) -> list[Group]:
+    """Runs pooled for statistics: same ``config_hash`` AND same hardware key.
+
+    A run that recorded no hardware (failed, skipped, missing) joins its configuration's ok runs
+    when they all ran on one kind of hardware; otherwise it stands on its own. Groups come in the
+    order of their first row (``runs.frame`` is sorted by knob values).
+    """
+    frame = runs.frame
+    hashes = [str(h) for h in frame["config_hash"].astype(object).tolist()]
+    keys = [hardware_key(frame, i) for i in range(len(frame))]
+    known: dict[str, list[HardwareKey]] = {}
+    for h, k in zip(hashes, keys, strict=True):
+        if k is not None and k not in known.setdefault(h, []):
+            known[h].append(k)
+    groups: dict[tuple[str, HardwareKey | None], list[int]] = {}
+    for i, (h, k) in enumerate(zip(hashes, keys, strict=True)):
+        if k is None and len(known.get(h, [])) == 1:
+            k = known[h][0]
+        groups.setdefault((h, k), []).append(i)
+    return [Group(h, k, rows) for (h, k), rows in groups.items()]
+
+
+def hardware_varies(groups: Sequence[Group]) -> bool:
+    """More than one kind of hardware among the runs that recorded theirs."""
+    return len({g.hardware for g in groups if g.hardware is not None}) > 1
+
+
+def with_hardware(
+    row: dict[str, Any], group: Group, dev_col: str, details: Sequence[str]
+) -> dict[str, Any]:
+    """The row with the hardware columns after the knobs (before ``n``): device, GPU model and
+    count, the ``details`` that differ between rows, and the label (``gpu``)."""
+    key = group.hardware or HardwareKey(None, None, None)
+    hardware: dict[str, Any] = {
+        dev_col: key.device,
+        "hardware.gpu_model": key.gpu_model,
+        "hardware.gpu_count": key.gpu_count,
+    }
+    for name in details:
+        hardware[DETAILS[name][0]] = getattr(key, name)
+    hardware[GPU] = hardware_label(group.hardware, details)
+    at = list(row).index("n")
+    items = list(row.items())
+    return dict(items[:at]) | hardware | dict(items[at:])
