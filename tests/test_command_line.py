@@ -84,3 +84,16 @@ def test_an_error_raised_while_ctrl_c_unwinds_still_exits_130(
     assert main(["pytorch.batch_size=1"]) == 130
     err = capsys.readouterr().err
     assert err.startswith("interrupted:") and "Traceback" not in err
+
+
+def test_help_lists_optional_groups_with_their_plus_form() -> None:
+    from llem.app.argv import help_text
+
+    text = help_text()
+    chosen, optional = text.split("optional groups", 1)
+    chosen = chosen.split("GROUP=OPTION", 1)[1]
+    assert "+experiment=" in optional and "+backend=" in optional
+    for group in ("experiment", "backend"):
+        assert f"  {group} " in optional and f"  {group} " not in chosen
+    for group in ("model", "decoder", "dataset", "quantization", "measurement"):
+        assert f"  {group} " in chosen
