@@ -290,6 +290,8 @@ def check_study(config: DictConfig, config_loader: Any) -> StudyFile | None:
 
 # --------------------------------------------------------------------------- recording it
 def _rerun_command(sweep_dir: Path, name: str, overrides: Sequence[str]) -> str:
+    """The command that runs the recorded study again, from any directory (an absolute
+    ``--config-dir``; ``hydra.sweep.dir`` is dropped, so the rerun gets a fresh directory)."""
     import shlex
 
     kept = [
@@ -299,7 +301,7 @@ def _rerun_command(sweep_dir: Path, name: str, overrides: Sequence[str]) -> str:
     ]
     parts = [
         "python -m llem --multirun",
-        f"--config-dir {shlex.quote(str(sweep_dir / STUDY_DIR))}",
+        f"--config-dir {shlex.quote(str((sweep_dir / STUDY_DIR).resolve()))}",
         f"+{GROUP}={name}",
         *(shlex.quote(o) for o in kept),
     ]
