@@ -51,6 +51,12 @@ if $with_vllm; then
   fi
 fi
 "${pip[@]}" install -e ".[$extras]"
+# setuptools' editable install finds llem through an import hook consulted after sys.path, so a
+# directory named llem next to a script (a clone, say) would shadow it as an empty namespace
+# package ("module 'llem' has no attribute 'run'"). This checkout on sys.path puts the real
+# package first: a regular package wins over a namespace directory wherever it stands.
+site="$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+pwd -P > "$site/llem_checkout.pth"
 if $with_vllm && ! command -v nvidia-smi >/dev/null 2>&1; then
   "${pip[@]}" uninstall -y torchvision torchaudio torchcodec
   "$venv/bin/python" -c "import vllm.engine.arg_utils" 2>/dev/null \
