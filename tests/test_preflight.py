@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import sys
 import types
+from pathlib import Path
 
 import pytest
 
@@ -138,3 +139,25 @@ def test_hub_id_missing_from_cache_online_asks_the_hub_once(monkeypatch, tmp_pat
     text = "\n".join(collect_problems(_exp("org/nope"), has_cuda=False))
     assert "org/nope is not in the local Hugging Face cache" in text and "no such model" in text
     assert asked == ["org/exists", "org/exists", "org/nope"]
+
+
+@pytest.mark.parametrize(
+    "env",
+    [{"HF_HUB_CACHE": "a/hub"}, {"HF_HOME": "b"}, {"XDG_CACHE_HOME": "c"}, {}],
+)
+def test_the_hub_cache_is_where_huggingface_hub_puts_it(env, monkeypatch, tmp_path):
+    """Read now from the environment, the same place huggingface_hub computes at its import."""
+    import os
+    import subprocess
+
+    from llem.backends.models import hub_cache_dir
+
+    for name in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME", "XDG_CACHE_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, str(tmp_path / value))
+    code = "from huggingface_hub import constants; print(constants.HF_HUB_CACHE)"
+    theirs = subprocess.run(
+        [sys.executable, "-c", code], env=dict(os.environ), capture_output=True, text=True
+    ).stdout.strip()
+    assert hub_cache_dir() == Path(theirs)

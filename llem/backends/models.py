@@ -79,11 +79,14 @@ HUB_TIMEOUT_S = 5.0  # how long pre-flight waits for the hub's answer about a mo
 
 
 def hub_cache_dir() -> Path:
-    """The Hugging Face hub cache, read from the environment now (``HF_HUB_CACHE``, else
-    ``HF_HOME/hub``, else ``~/.cache/huggingface/hub``), not when huggingface_hub was imported."""
-    if os.environ.get("HF_HUB_CACHE"):
-        return Path(os.environ["HF_HUB_CACHE"]).expanduser()
-    home = os.environ.get("HF_HOME") or Path.home() / ".cache" / "huggingface"
+    """The Hugging Face hub cache, read from the environment now, as huggingface_hub reads it
+    at import: ``HF_HUB_CACHE`` (or the older ``HUGGINGFACE_HUB_CACHE``), else ``HF_HOME/hub``,
+    else ``$XDG_CACHE_HOME/huggingface/hub`` (``~/.cache`` without it)."""
+    for name in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"):
+        if os.environ.get(name):
+            return Path(os.environ[name]).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    home = os.environ.get("HF_HOME") or Path(xdg) / "huggingface"
     return Path(home).expanduser() / "hub"
 
 
