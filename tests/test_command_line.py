@@ -84,3 +84,44 @@ def test_an_error_raised_while_ctrl_c_unwinds_still_exits_130(
     assert main(["pytorch.batch_size=1"]) == 130
     err = capsys.readouterr().err
     assert err.startswith("interrupted:") and "Traceback" not in err
+
+
+def test_help_lists_optional_groups_with_their_plus_form() -> None:
+    from llem.app.argv import help_text
+
+    text = help_text()
+    chosen, optional = text.split("optional groups", 1)
+    chosen = chosen.split("GROUP=OPTION", 1)[1]
+    assert "+experiment=" in optional and "+backend=" in optional
+    for group in ("experiment", "backend"):
+        assert f"  {group} " in optional and f"  {group} " not in chosen
+    for group in ("model", "decoder", "dataset", "quantization", "measurement"):
+        assert f"  {group} " in chosen
+
+
+def test_ctrl_c_prints_the_whole_command_that_resumes(tmp_path, monkeypatch, capsys) -> None:
+    """The original command line, with hydra.sweep.dir replaced, shell-quoted and absolute."""
+    import shlex
+    from pathlib import Path
+
+    import llem.app.entrypoint
+
+    def interrupted_sweep(args: list[str], command: object) -> object:
+        command.sweep_started(Path("out dir/sweep"), None)  # type: ignore[attr-defined]
+        raise KeyboardInterrupt
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(llem.app.entrypoint, "invoke", interrupted_sweep)
+    args = ["--multirun", "repeat=range(3)", "hydra.sweep.dir=out dir/sweep", "decoder=greedy"]
+    assert main(args) == 130
+    err = capsys.readouterr().err
+    command = shlex.split(err.split("resume with: ", 1)[1])
+    assert command == [
+        "python",
+        "-m",
+        "llem",
+        "--multirun",
+        "repeat=range(3)",
+        "decoder=greedy",
+        f"hydra.sweep.dir={tmp_path / 'out dir' / 'sweep'}",
+    ]

@@ -42,6 +42,12 @@ BAD = [
     ("decoder=nope", ["decoder/nope", "greedy"]),
     ("decoder.foo=1", ["decoder.foo"]),
     ("+decoder.foo=1", ["decoder.foo", "max_new_tokens"]),
+    (
+        "decoder.temprature=0.7",
+        ["decoder.temprature: no such key", "did you mean decoder.temperature?", "top_p"],
+    ),
+    ("pytorch.batchsize=2", ["no such key", "did you mean pytorch.batch_size?"]),
+    ("decoder.batch_size=2", ["no such key", "did you mean pytorch.batch_size?"]),
     ("quantization.bnb_4bit_quant_type=xx", ["bnb_4bit_quant_type", "xx", "nf4"]),
     ("pytorch.batch_size=0", ["pytorch.batch_size=0", ">= 1"]),
     ("device=gpu", ["device", "gpu", "cuda"]),

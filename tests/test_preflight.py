@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import sys
 import types
+from pathlib import Path
 
 import pytest
 
@@ -81,3 +82,82 @@ def test_persistence_mode_off_is_a_warning(monkeypatch):
     monkeypatch.setitem(sys.modules, "pynvml", fake)
     warnings = _persistence_mode_warning()
     assert len(warnings) == 1 and "device(s) 1" in warnings[0]
+
+
+def _online_with_an_empty_cache(monkeypatch, tmp_path) -> None:
+    for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HF_HOME", str(tmp_path))
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+
+
+def test_hub_id_missing_from_cache_online_without_a_hub_fails_preflight_at_once(
+    monkeypatch, tmp_path
+):
+    """No network (the hub's address is a closed local port): exit 3 in seconds, with the hint."""
+    import socket
+    import time
+
+    _online_with_an_empty_cache(monkeypatch, tmp_path)
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{port}")
+    start = time.monotonic()
+    with pytest.raises(PreflightError) as err:
+        preflight(_exp("no-such-org-xyz/no-such-model"))
+    assert time.monotonic() - start < 10
+    assert err.value.exit_code == 3
+    text = "\n".join(err.value.problems)
+    assert "no-such-org-xyz/no-such-model is not in the local Hugging Face cache" in text
+    assert "could not be reached" in text and "is it downloaded?" in text
+    assert "HF_HUB_OFFLINE=1" in text
+
+
+def test_hub_id_missing_from_cache_online_asks_the_hub_once(monkeypatch, tmp_path):
+    """A hub that says the model exists lets from_pretrained download it; one that does not
+    know it is a pre-flight failure (a fake hub: nothing leaves the machine)."""
+    from huggingface_hub import HfApi
+    from huggingface_hub.errors import RepositoryNotFoundError
+
+    _online_with_an_empty_cache(monkeypatch, tmp_path)
+    asked: list[str] = []
+
+    def model_info(self, repo_id, **kwargs):
+        asked.append(repo_id)
+        if repo_id == "org/exists":
+            return types.SimpleNamespace(siblings=[types.SimpleNamespace(rfilename="m.gguf")])
+        not_found = RepositoryNotFoundError.__new__(RepositoryNotFoundError)  # as the hub's 404
+        Exception.__init__(not_found, f"404: {repo_id}")
+        raise not_found
+
+    monkeypatch.setattr(HfApi, "model_info", model_info)
+    assert collect_problems(_exp("org/exists"), has_cuda=False) == []
+    exp = _exp("org/exists")
+    exp.model.gguf_file = "other.gguf"
+    assert "has no other.gguf" in "\n".join(collect_problems(exp, has_cuda=False))
+    text = "\n".join(collect_problems(_exp("org/nope"), has_cuda=False))
+    assert "org/nope is not in the local Hugging Face cache" in text and "no such model" in text
+    assert asked == ["org/exists", "org/exists", "org/nope"]
+
+
+@pytest.mark.parametrize(
+    "env",
+    [{"HF_HUB_CACHE": "a/hub"}, {"HF_HOME": "b"}, {"XDG_CACHE_HOME": "c"}, {}],
+)
+def test_the_hub_cache_is_where_huggingface_hub_puts_it(env, monkeypatch, tmp_path):
+    """Read now from the environment, the same place huggingface_hub computes at its import."""
+    import os
+    import subprocess
+
+    from llem.backends.models import hub_cache_dir
+
+    for name in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME", "XDG_CACHE_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, str(tmp_path / value))
+    code = "from huggingface_hub import constants; print(constants.HF_HUB_CACHE)"
+    theirs = subprocess.run(
+        [sys.executable, "-c", code], env=dict(os.environ), capture_output=True, text=True
+    ).stdout.strip()
+    assert hub_cache_dir() == Path(theirs)

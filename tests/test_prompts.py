@@ -371,3 +371,32 @@ def test_chat_template_accepts_true_false_and_auto_from_the_command_line(value, 
     exp = to_experiment(cfg)
     assert exp.dataset.chat_template == mode
     assert chat_template_mode(exp.dataset.chat_template) is ChatTemplate(value)
+
+
+def test_dataset_jsonl_uses_every_prompt_of_a_short_file_by_default(tmp_path: Path) -> None:
+    """The README's ``dataset=jsonl dataset.path=my_prompts.jsonl`` with a 4-line file runs."""
+    from hydra import compose, initialize_config_module
+
+    from llem.config.store import register_configs
+    from llem.config.validate import to_experiment
+
+    path = _write(
+        tmp_path / "my_prompts.jsonl", [json.dumps({"prompt": f"p{i}"}) for i in range(4)]
+    )
+    register_configs()
+    with initialize_config_module(config_module="llem.conf", version_base="1.3"):
+        cfg = compose(config_name="config", overrides=["dataset=jsonl", f"dataset.path={path}"])
+    dataset = to_experiment(cfg).dataset
+    assert dataset.n_prompts is None
+    assert check_dataset(dataset) == []
+    assert [p.text for p in load_prompts(dataset)] == ["p0", "p1", "p2", "p3"]
+    dataset.n_prompts = 5
+    assert "dataset.n_prompts=null uses them all" in check_dataset(dataset)[0]
+    with pytest.raises(ConfigError, match="dataset.n_prompts=null uses them all"):
+        load_prompts(dataset)
+
+
+def test_builtin_null_n_prompts_is_the_whole_set_and_synthetic_needs_a_number() -> None:
+    assert len(load_prompts(DatasetConfig(n_prompts=None))) == len(builtin_texts())
+    synthetic = DatasetConfig(source=DatasetSource.synthetic, n_prompts=None, input_tokens=4)
+    assert "does not apply to dataset.source=synthetic" in check_dataset(synthetic)[0]

@@ -15,8 +15,10 @@ usage:
   python -m llem dry_run=true --multirun ...       validate and pre-flight every point, load nothing
   python -m llem.report DIR [DIR ...]              table, statistics and plots for finished runs
 
-config groups (choose with GROUP=OPTION; +backend=pytorch adds the optional backend group):
+config groups chosen with GROUP=OPTION (each has a default):
 {groups}
+optional groups, added with +GROUP=OPTION (e.g. +backend=pytorch, +experiment=peer_sweep):
+{optional}
 examples:
   python -m llem decoder=creative decoder.temperature=0.7 pytorch.batch_size=8
   python -m llem model=hf model.name_or_path=HuggingFaceTB/SmolLM2-360M-Instruct
@@ -34,14 +36,27 @@ def help_text() -> str:
     from importlib import resources
 
     conf = resources.files("llem").joinpath("conf")
-    lines = []
+    defaulted = _defaulted_groups(conf.joinpath("config.yaml").read_text())
+    lines: dict[bool, list[str]] = {True: [], False: []}
     for group in sorted(p.name for p in conf.iterdir() if p.is_dir() and p.name != "hydra"):
         options = sorted(
             p.name[:-5] for p in conf.joinpath(group).iterdir() if p.name.endswith(".yaml")
         )
         if options:
-            lines.append(f"  {group:<13} {', '.join(options)}")
-    return HELP.format(groups="\n".join(lines))
+            lines[group in defaulted].append(f"  {group:<13} {', '.join(options)}")
+    return HELP.format(groups="\n".join(lines[True]), optional="\n".join(lines[False]))
+
+
+def _defaulted_groups(config_yaml: str) -> set[str]:
+    """The groups config.yaml's defaults list chooses (``GROUP=OPTION`` replaces the choice);
+    any other group is optional and is added with ``+GROUP=OPTION``."""
+    import yaml
+
+    groups = set()
+    for entry in yaml.safe_load(config_yaml).get("defaults", []):
+        if isinstance(entry, dict):
+            groups |= {k for k in entry if not str(k).startswith("override ")}
+    return groups
 
 
 def wants_help(args: list[str]) -> bool:

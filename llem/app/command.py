@@ -19,7 +19,8 @@ from llem.sweep.outcomes import JobOutcome
 class Command:
     """One command line's record: the runner, how each job ended, the sweep's outcomes."""
 
-    def __init__(self, runner: Runner | None = None) -> None:
+    def __init__(self, runner: Runner | None = None, argv: list[str] | None = None) -> None:
+        self.argv = list(argv or [])  # the command line, without the program name
         self.runner = runner if runner is not None else Runner()
         self.task_started = False
         self.multirun = False
@@ -68,7 +69,16 @@ class Command:
         return EXIT_OK
 
     def interrupted(self) -> str:
-        """The line printed after Ctrl-C."""
+        """The line printed after Ctrl-C, with the whole command that resumes a sweep."""
         return "interrupted: finished runs are kept; nothing unfinished is marked ok" + (
-            f"; resume with hydra.sweep.dir={self.sweep_dir}" if self.sweep_dir else ""
+            f"; resume with: {self.resume_command()}" if self.sweep_dir else ""
         )
+
+    def resume_command(self) -> str:
+        """The command line again, into this sweep's directory (absolute, shell-quoted)."""
+        import shlex
+
+        assert self.sweep_dir is not None
+        kept = [a for a in self.argv if a.lstrip("+~").partition("=")[0] != "hydra.sweep.dir"]
+        where = f"hydra.sweep.dir={Path(self.sweep_dir).resolve()}"
+        return shlex.join(["python", "-m", "llem", *kept, where])

@@ -135,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     if wants_help(args):
         print(help_text(), end="")
         return EXIT_OK
-    command = Command()
+    command = Command(argv=args)
     return guard(lambda: _command(args, command), interrupted=command.interrupted)
 
 

@@ -2,8 +2,10 @@
 
 Hydra and OmegaConf explain a bad command line in several lines (the key, the object type, the
 search path, a hint about HYDRA_FULL_ERROR). ``condense_hydra_error`` keeps what a user needs on
-one line; ``explain_composition_error`` goes further for studies (``+experiment=NAME``): an
-unknown one lists the available studies, a bad key inside one names the file.
+one line; ``explain_composition_error`` goes further: an unknown study (``+experiment=NAME``)
+lists the available studies, a bad key inside one names the file, and a misspelt key on the
+command line (``decoder.temprature=0.7``, which Hydra answers with "To append to your config use
++decoder.temprature=0.7") is said not to exist, with the closest key and the allowed ones.
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 
-from llem.app.compose.studies import GROUP, PACKAGE_CONF, dir_file, no_such_key, package_file
+from llem.app.compose.keys import first_unknown_key, no_such_key
+from llem.app.compose.studies import GROUP, PACKAGE_CONF, dir_file, package_file
 from llem.errors import ConfigError
 
 
@@ -68,6 +71,7 @@ _NOT_FOUND = re.compile(r"Could not find '" + GROUP + r"/([^']+)'")
 _IN_FILE = re.compile(r"In '" + GROUP + r"/([^']+)'")
 _FULL_KEY = re.compile(r"full_key:\s*(\S+)")
 _NOT_IN = re.compile(r"Key '[^']+' not in '[^']+'")
+_CANNOT_OVERRIDE = re.compile(r"Could not override '([^']+)'")
 
 
 def _config_dir(argv: Sequence[str]) -> str | None:
@@ -114,16 +118,18 @@ def _condensed_tail(text: str) -> str:
 
 
 def explain_composition_error(exc: BaseException, argv: Sequence[str]) -> ConfigError | None:
-    """Hydra's error for an unknown study or a bad key in one as a one-line ``ConfigError``.
+    """Hydra's error for an unknown study, a bad key in one or an unknown key on the command
+    line as a one-line ``ConfigError``.
 
-    None when the error is not about a study (the caller then reports it as it is).
+    None when the error is none of these (the caller then reports it as it is).
     """
     message = explain_hydra_text(hydra_error_text(exc), argv)
     return ConfigError(message) if message else None
 
 
 def explain_hydra_text(text: str, argv: Sequence[str]) -> str | None:
-    """One line for Hydra's report on an unknown study or a bad key in one (None: not ours)."""
+    """One line for Hydra's report on an unknown study, a bad key in one, or an unknown key on
+    the command line (None: not ours)."""
     missing = _NOT_FOUND.search(text)
     if missing:
         name = missing.group(1)
@@ -144,4 +150,6 @@ def explain_hydra_text(text: str, argv: Sequence[str]) -> str | None:
         elif key and key.group(1) not in detail:
             detail = f"{key.group(1)}: {detail}"
         return f"{where}: {detail}"
-    return None
+    cannot = _CANNOT_OVERRIDE.search(text)
+    unknown = first_unknown_key(cannot.group(1)) if cannot else None
+    return no_such_key(unknown) if unknown else None

@@ -38,7 +38,13 @@ class DatasetConfig:
         goes_to=LLEM,
         placeholder="<file.jsonl> (one JSON object per line with a 'prompt' field)",
     )
-    n_prompts: int = knob(16, doc="Prompts per pass over the dataset.", goes_to=LLEM, ge=1)
+    n_prompts: int | None = knob(
+        16,
+        doc="Prompts per pass over the dataset; null: every prompt of the file or the built-in set "
+        "(dataset=jsonl's default; synthetic needs a number).",
+        goes_to=LLEM,
+        ge=1,
+    )
     input_tokens: int | None = knob(
         None,
         doc="Tokens per synthetic prompt (required for source=synthetic).",

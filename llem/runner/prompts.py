@@ -10,6 +10,9 @@
 * ``jsonl``: one JSON object per line with a ``prompt`` string field; blank lines are skipped and
   a relative ``dataset.path`` is resolved against the current working directory.
 
+``n_prompts`` null (``dataset=jsonl``'s default) takes every prompt of the file or the built-in
+set; synthetic prompts need a number.
+
 Text prompts go through the tokenizer's chat template by default (``dataset.chat_template``:
 ``auto`` uses it when the tokenizer has one, ``true`` requires one, ``false`` sends the text as
 it is). A templated prompt becomes the exact token ids the template renders (special tokens
@@ -92,33 +95,41 @@ def _templated(prompt: Prompt, tokenizer: Any) -> Prompt:
 
 
 def load_prompts(cfg: DatasetConfig, tokenizer: Any = None) -> list[Prompt]:
-    """Return the ``cfg.n_prompts`` prompts of the configured source, as they are (no template).
+    """Return the ``cfg.n_prompts`` prompts of the configured source, as they are (no template);
+    every prompt of the file (or the built-in set) when ``n_prompts`` is null.
 
     ``tokenizer`` is needed for ``synthetic`` only. Raises ``ConfigError`` for a bad value, an
     unreadable or malformed file, or a source with fewer prompts than asked for.
     """
     source = _source(cfg)
-    n = _check_n_prompts(cfg.n_prompts)
     if source is DatasetSource.synthetic:
+        _check_n_prompts(cfg.n_prompts)
         return _synthetic(cfg, tokenizer)
+    if cfg.n_prompts is not None:
+        _check_n_prompts(cfg.n_prompts)
     if source is DatasetSource.builtin:
-        texts = list(builtin_texts())
-        if n > len(texts):
-            raise ConfigError(
-                f"dataset.n_prompts={n} is more than the {len(texts)} built-in prompts "
-                f"(maximum {len(texts)})",
-                hint="lower dataset.n_prompts, or use dataset=synthetic or dataset=jsonl for more",
-            )
+        texts, where = list(builtin_texts()), "the built-in set"
     else:
-        path = _jsonl_path(cfg)
-        texts = _read_jsonl(path)
-        if n > len(texts):
-            raise ConfigError(
-                f"dataset.n_prompts={n} is more than the {len(texts)} prompts in "
-                f"dataset.path={cfg.path} (maximum {len(texts)})",
-                hint=f"lower dataset.n_prompts to {len(texts)} or add prompts to {path}",
-            )
-    return [Prompt(text=t) for t in texts[:n]]
+        texts, where = _read_jsonl(_jsonl_path(cfg)), f"dataset.path={cfg.path}"
+    problem = _too_many(cfg.n_prompts, len(texts), where)
+    if problem:
+        raise ConfigError(problem, hint=_too_many_hint(source, len(texts), cfg.path))
+    return [Prompt(text=t) for t in texts[: cfg.n_prompts]]
+
+
+def _too_many(n: Any, available: int, where: str) -> str | None:
+    if not isinstance(n, int) or n <= available:
+        return None
+    return (
+        f"dataset.n_prompts={n} is more than the {available} prompts in {where} "
+        f"(maximum {available}; dataset.n_prompts=null uses them all)"
+    )
+
+
+def _too_many_hint(source: DatasetSource, available: int, path: str | None) -> str:
+    if source is DatasetSource.builtin:
+        return "lower dataset.n_prompts, or use dataset=synthetic or dataset=jsonl for more"
+    return f"lower dataset.n_prompts to {available} (or null: all of them) or add prompts to {path}"
 
 
 def check_dataset(cfg: DatasetConfig) -> list[str]:
@@ -129,7 +140,8 @@ def check_dataset(cfg: DatasetConfig) -> list[str]:
         return exc.problems
     problems: list[str] = []
     try:
-        _check_n_prompts(cfg.n_prompts)
+        if cfg.n_prompts is not None or source is DatasetSource.synthetic:
+            _check_n_prompts(cfg.n_prompts)
     except ConfigError as exc:
         problems.extend(exc.problems)
     if source is DatasetSource.synthetic:
@@ -147,11 +159,8 @@ def check_dataset(cfg: DatasetConfig) -> list[str]:
         return problems + exc.problems
     if available == 0:
         problems.append(f"{where} holds no prompts (every line is blank)")
-    elif isinstance(cfg.n_prompts, int) and cfg.n_prompts > available:
-        problems.append(
-            f"dataset.n_prompts={cfg.n_prompts} is more than the {available} prompts in {where} "
-            f"(maximum {available})"
-        )
+    elif problem := _too_many(cfg.n_prompts, available, where):
+        problems.append(problem)
     return problems
 
 
@@ -175,6 +184,11 @@ def _source(cfg: DatasetConfig) -> DatasetSource:
 
 
 def _check_n_prompts(n: Any) -> int:
+    if n is None:
+        raise ConfigError(
+            "dataset.n_prompts=null (every prompt) does not apply to dataset.source=synthetic: "
+            "set the number of prompts to draw"
+        )
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ConfigError(f"dataset.n_prompts={n} must be a whole number of at least 1")
     return n
@@ -203,7 +217,8 @@ def _synthetic(cfg: DatasetConfig, tokenizer: Any) -> list[Prompt]:
         )
     rng = random.Random(cfg.seed)
     return [
-        Prompt(token_ids=tuple(rng.choices(candidates, k=length))) for _ in range(cfg.n_prompts)
+        Prompt(token_ids=tuple(rng.choices(candidates, k=length)))
+        for _ in range(cfg.n_prompts or 0)
     ]
 
 

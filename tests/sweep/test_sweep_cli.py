@@ -4,6 +4,7 @@ and process-per-point launchers (submitit_local, joblib)."""
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 import signal
 import subprocess
@@ -122,7 +123,9 @@ def test_ctrl_c_keeps_finished_points_and_the_sweep_resumes(
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 130, stdout[-3000:] + stderr[-3000:]
-    assert f"resume with hydra.sweep.dir={sweep}" in stderr
+    resume = shlex.split(stderr.split("resume with: ", 1)[1])  # the whole command, pasteable
+    assert resume[:4] == ["python", "-m", "llem", "--multirun"]
+    assert resume[-1] == f"hydra.sweep.dir={sweep}"
     assert "sweep interrupted after" in stdout
 
     results = {i: read_result(sweep / str(i)) for i in range(4)}
@@ -137,7 +140,7 @@ def test_ctrl_c_keeps_finished_points_and_the_sweep_resumes(
             assert r["status"] == "failed" and r["error"]["type"] == "KeyboardInterrupt"
     n_ok = sum(1 for r in results.values() if r and r["status"] == "ok")
 
-    dry = run_llem(*args, "dry_run=true", timeout=120)
+    dry = run_llem(*resume[4:], "dry_run=true", timeout=120)  # the printed command, pasted
     assert dry.returncode == 0, output(dry)
     assert f"{n_ok} already done · {4 - n_ok} to run" in dry.stdout
 

@@ -32,9 +32,9 @@ import yaml
 from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
+from llem.app.compose.keys import no_such_key
 from llem.app.overrides import hydra_parser
 from llem.atomic import atomic_write_text
-from llem.config.schema import ExperimentConfig
 from llem.errors import ConfigError
 from llem.version import __version__
 
@@ -152,30 +152,6 @@ def _group_options(sources: Sequence[Any], group: str) -> list[str] | None:
     return sorted(names)
 
 
-def schema_keys(parent: str) -> list[str] | None:
-    """The keys the schema declares under ``parent`` ('' for the root; None if not a section)."""
-    node: Any = ExperimentConfig
-    for part in [p for p in parent.split(".") if p]:
-        fields = (
-            {f.name: f for f in dataclasses.fields(node)} if dataclasses.is_dataclass(node) else {}
-        )
-        factory = fields[part].default_factory if part in fields else dataclasses.MISSING
-        if factory is dataclasses.MISSING:
-            return None
-        node = factory()
-    if not dataclasses.is_dataclass(node):
-        return None
-    return [f.name for f in dataclasses.fields(node)]
-
-
-def no_such_key(key: str) -> str:
-    """``key: no such key (allowed keys under 'parent': ...)``, the wording llem uses elsewhere."""
-    parent = key.rpartition(".")[0]
-    allowed = schema_keys(parent)
-    listed = f" (allowed keys under '{parent or 'root'}': {', '.join(allowed)})" if allowed else ""
-    return f"{key}: no such key{listed}"
-
-
 def _sweep_values(override: Any) -> list[Any]:
     if override.is_sweep_override():
         try:
@@ -290,6 +266,8 @@ def check_study(config: DictConfig, config_loader: Any) -> StudyFile | None:
 
 # --------------------------------------------------------------------------- recording it
 def _rerun_command(sweep_dir: Path, name: str, overrides: Sequence[str]) -> str:
+    """The command that runs the recorded study again, from any directory (an absolute
+    ``--config-dir``; ``hydra.sweep.dir`` is dropped, so the rerun gets a fresh directory)."""
     import shlex
 
     kept = [
@@ -299,7 +277,7 @@ def _rerun_command(sweep_dir: Path, name: str, overrides: Sequence[str]) -> str:
     ]
     parts = [
         "python -m llem --multirun",
-        f"--config-dir {shlex.quote(str(sweep_dir / STUDY_DIR))}",
+        f"--config-dir {shlex.quote(str((sweep_dir / STUDY_DIR).resolve()))}",
         f"+{GROUP}={name}",
         *(shlex.quote(o) for o in kept),
     ]
