@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import subprocess
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -201,14 +202,21 @@ def module_lines() -> list[tuple[str, int]]:
 
 
 def hydra_internal_users() -> list[str]:
-    users = []
-    for path in sorted(ROOT.rglob("*.py")):
-        rel = path.relative_to(ROOT)
-        if rel.parts[0].startswith(".") or "site-packages" in rel.parts:
-            continue
-        if "hydra._internal" in path.read_text():
-            users.append(str(rel))
-    return users
+    """The project's Python files (what git tracks, or the source folders without it) that name
+    Hydra's internals; build outputs and environments are not the project's."""
+    try:
+        listed = subprocess.run(
+            ["git", "ls-files", "*.py"], cwd=ROOT, capture_output=True, text=True, check=True
+        ).stdout.split()
+        paths = [ROOT / p for p in listed]
+    except (OSError, subprocess.CalledProcessError):
+        folders = ("llem", "hydra_plugins", "tests", "bench", "scripts")
+        paths = [p for f in folders for p in (ROOT / f).rglob("*.py")]
+    return [
+        str(p.relative_to(ROOT))
+        for p in sorted(paths)
+        if p.is_file() and "hydra._internal" in p.read_text()
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:
