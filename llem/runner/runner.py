@@ -6,6 +6,7 @@ A ``Runner`` holds what outlives one run inside a process: the loaded model kept
 
 from __future__ import annotations
 
+import gc
 import logging
 import time
 from dataclasses import dataclass
@@ -208,6 +209,11 @@ class Runner:
             loaded, reused = self._kept[1], True
         else:
             self.close()
+            # What is alive now (imported modules, the config; the last model was collected by
+            # close) lives as long as the process: the collector stops scanning it, so its full
+            # passes during loading and generation no longer walk torch's and transformers'
+            # objects (0.4 s of a 4-point sweep on the tiny model; bench/sweep_floor.py).
+            gc.freeze()
             loaded = backend.load(device)
         life = result.lifecycle
         result.dtype = loaded.dtype
