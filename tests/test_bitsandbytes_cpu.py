@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from llem.testing.cli import run_tiny
 from llem.testing.tinymodel import HEAD64, build_tiny_model
 
 
@@ -25,26 +26,9 @@ def unquantized(model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> di
 
 
 def _run(tiny_model_dir: Path, run_dir: Path, *overrides: str) -> dict[str, Any]:
-    """One real run in-process on the CPU (real Hydra composition, the tiny model, no energy)."""
-    from hydra import compose, initialize_config_module
-
-    from llem.config.store import register_configs
-    from llem.runner import Runner
-
-    register_configs()
-    base = [
-        "model=hf",
-        f"model.name_or_path={tiny_model_dir}",
-        "device=cpu",
-        "measurement.energy=none",
-        "decoder.max_new_tokens=3",
-        "decoder.min_new_tokens=3",
-        "dataset.n_prompts=2",
-        "pytorch.batch_size=2",
-    ]
-    with initialize_config_module(version_base="1.3", config_module="llem.conf"):
-        cfg = compose(config_name="config", overrides=base + list(overrides))
-    return Runner().run(cfg, run_dir).to_json()
+    return run_tiny(
+        tiny_model_dir, run_dir, "dataset.n_prompts=2", "pytorch.batch_size=2", *overrides
+    )
 
 
 def test_bitsandbytes_is_installed_for_the_tests() -> None:

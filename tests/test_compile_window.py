@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from llem.backends.pytorch import PyTorchBackend
+from llem.testing.cli import run_tiny
 
 COMPILE = [
     "pytorch.torch_compile=true",
@@ -25,25 +26,10 @@ COMPILE = [
 
 
 def _run(tiny_model_dir: Path, run_dir: Path, *overrides: str) -> dict[str, Any]:
-    import torch._dynamo
-    from hydra import compose, initialize_config_module
-
-    from llem.config.store import register_configs
-    from llem.runner import Runner
+    import torch
 
     torch._dynamo.reset()  # no compiled code from earlier tests
-    register_configs()
-    base = [
-        "model=hf",
-        f"model.name_or_path={tiny_model_dir}",
-        "device=cpu",
-        "measurement.energy=none",
-        "decoder.max_new_tokens=3",
-        "decoder.min_new_tokens=3",
-    ]
-    with initialize_config_module(version_base="1.3", config_module="llem.conf"):
-        cfg = compose(config_name="config", overrides=base + list(overrides))
-    return Runner().run(cfg, run_dir).to_json()
+    return run_tiny(tiny_model_dir, run_dir, *overrides)
 
 
 def test_every_batch_shape_compiles_before_the_window(tiny_model_dir: Path, tmp_path: Path) -> None:

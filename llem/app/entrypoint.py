@@ -59,11 +59,8 @@ def invoke(args: list[str], command: Command | None = None) -> Command:
         main_function(task_function(command))()
         if command.error is not None:
             raise command.error
-    except LlemError:
-        raise
     except Exception as exc:
-        if not command.task_started and is_composition_error(exc):
-            raise explain_composition_error(exc, argv) or as_config_error(exc) from None
+        _raise_as_llem_error(exc, command, argv)
         raise
     finally:
         sys.argv = saved_argv
@@ -108,15 +105,20 @@ def run_overrides(overrides: list[str], command: Command | None = None) -> Comma
             _ = ret.return_value  # a job that raised raises here
         if command.error is not None:
             raise command.error
-    except LlemError:
-        raise
     except Exception as exc:
-        if not command.task_started and is_composition_error(exc):
-            raise explain_composition_error(exc, overrides) or as_config_error(exc) from None
+        _raise_as_llem_error(exc, command, overrides)
         raise
     finally:
         command.close()
     return command
+
+
+def _raise_as_llem_error(exc: Exception, command: Command, overrides: list[str]) -> None:
+    """A composition error before any job started is raised as one ``ConfigError`` line;
+    anything else (llem's own errors included) returns, for the caller to re-raise as it is."""
+    if isinstance(exc, LlemError) or command.task_started or not is_composition_error(exc):
+        return
+    raise explain_composition_error(exc, overrides) or as_config_error(exc) from None
 
 
 def _command(args: list[str], command: Command) -> int:

@@ -15,6 +15,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 # The directory llem is imported from: the checkout (or site-packages for an installed llem).
 REPO = Path(__file__).resolve().parents[2]
@@ -60,3 +61,26 @@ def run_llem(
 def output(proc: subprocess.CompletedProcess[str], chars: int = 4000) -> str:
     """The end of a finished run's stdout and stderr, for an assertion message."""
     return f"--- stdout\n{proc.stdout[-chars:]}\n--- stderr\n{proc.stderr[-chars:]}"
+
+
+def run_tiny(model_dir: Path, run_dir: Path, *overrides: str) -> dict[str, Any]:
+    """One run of a tiny local model in this process (Hydra's compose API, a fresh ``Runner``),
+    on the CPU with no energy source and 3 new tokens per prompt; ``overrides`` come last.
+    Returns result.json's content."""
+    from hydra import compose, initialize_config_module
+
+    from llem.config.store import register_configs
+    from llem.runner import Runner
+
+    register_configs()
+    base = [
+        "model=hf",
+        f"model.name_or_path={model_dir}",
+        "device=cpu",
+        "measurement.energy=none",
+        "decoder.max_new_tokens=3",
+        "decoder.min_new_tokens=3",
+    ]
+    with initialize_config_module(version_base="1.3", config_module="llem.conf"):
+        cfg = compose(config_name="config", overrides=base + list(overrides))
+    return Runner().run(cfg, run_dir).to_json()
