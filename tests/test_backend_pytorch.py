@@ -364,24 +364,10 @@ def test_out_of_memory_becomes_a_clear_error_with_fixes(tiny_model_dir, monkeypa
 
 def _run(tiny_model_dir, tmp_path, *overrides: str) -> dict:
     """One real run in-process (real Hydra composition, the tiny model, no energy source)."""
-    from hydra import compose, initialize_config_module
+    from llem.testing.cli import run_tiny
 
-    from llem.config.store import register_configs
-    from llem.runner import Runner
-
-    register_configs()
-    base = [
-        "model=hf",
-        f"model.name_or_path={tiny_model_dir}",
-        "device=cpu",
-        "measurement.energy=none",
-        "decoder.max_new_tokens=4",
-        "dataset.n_prompts=3",
-        "pytorch.batch_size=2",
-    ]
-    with initialize_config_module(version_base="1.3", config_module="llem.conf"):
-        cfg = compose(config_name="config", overrides=base + list(overrides))
-    return Runner().run(cfg, tmp_path / "run").to_json()
+    base = ("decoder.max_new_tokens=4", "dataset.n_prompts=3", "pytorch.batch_size=2")
+    return run_tiny(tiny_model_dir, tmp_path / "run", *base, *overrides)
 
 
 def test_generate_only_rate_is_its_own_named_figure(tiny_model_dir, tmp_path):

@@ -12,6 +12,8 @@ import pytest
 from llem.testing.cli import run_tiny
 from llem.testing.tinymodel import HEAD64, build_tiny_model
 
+TINY_DECODER = ("decoder.max_new_tokens=3", "decoder.min_new_tokens=3")
+
 
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -27,7 +29,12 @@ def unquantized(model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> di
 
 def _run(tiny_model_dir: Path, run_dir: Path, *overrides: str) -> dict[str, Any]:
     return run_tiny(
-        tiny_model_dir, run_dir, "dataset.n_prompts=2", "pytorch.batch_size=2", *overrides
+        tiny_model_dir,
+        run_dir,
+        *TINY_DECODER,
+        "dataset.n_prompts=2",
+        "pytorch.batch_size=2",
+        *overrides,
     )
 
 

@@ -15,6 +15,8 @@ import pytest
 from llem.backends.pytorch import PyTorchBackend
 from llem.testing.cli import run_tiny
 
+TINY_DECODER = ("decoder.max_new_tokens=3", "decoder.min_new_tokens=3")
+
 COMPILE = [
     "pytorch.torch_compile=true",
     "pytorch.torch_compile_backend=eager",
@@ -29,7 +31,7 @@ def _run(tiny_model_dir: Path, run_dir: Path, *overrides: str) -> dict[str, Any]
     import torch
 
     torch._dynamo.reset()  # no compiled code from earlier tests
-    return run_tiny(tiny_model_dir, run_dir, *overrides)
+    return run_tiny(tiny_model_dir, run_dir, *TINY_DECODER, *overrides)
 
 
 def test_every_batch_shape_compiles_before_the_window(tiny_model_dir: Path, tmp_path: Path) -> None:

@@ -6,27 +6,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hydra import compose, initialize_config_module
 
 from llem.backends.types import LoadedModel
 from llem.runner import Runner
+from llem.testing.cli import compose_tiny
 
 
 def _cfg(tiny_model_dir: Path, *overrides: str):  # type: ignore[no-untyped-def]
-    from llem.config.store import register_configs
-
-    register_configs()
-    base = [
-        "model=hf",
-        f"model.name_or_path={tiny_model_dir}",
-        "device=cpu",
-        "measurement.energy=none",
-        "measurement.warmup=0",
-        "decoder.max_new_tokens=2",
-        "dataset.n_prompts=2",
-    ]
-    with initialize_config_module(version_base="1.3", config_module="llem.conf"):
-        return compose(config_name="config", overrides=base + list(overrides))
+    base = ("measurement.warmup=0", "decoder.max_new_tokens=2", "dataset.n_prompts=2")
+    return compose_tiny(tiny_model_dir, *base, *overrides)
 
 
 @pytest.fixture

@@ -63,14 +63,12 @@ def output(proc: subprocess.CompletedProcess[str], chars: int = 4000) -> str:
     return f"--- stdout\n{proc.stdout[-chars:]}\n--- stderr\n{proc.stderr[-chars:]}"
 
 
-def run_tiny(model_dir: Path, run_dir: Path, *overrides: str) -> dict[str, Any]:
-    """One run of a tiny local model in this process (Hydra's compose API, a fresh ``Runner``),
-    on the CPU with no energy source and 3 new tokens per prompt; ``overrides`` come last.
-    Returns result.json's content."""
+def compose_tiny(model_dir: Path, *overrides: str) -> Any:
+    """The composed config (Hydra's compose API) of a run of a tiny local model on the CPU with no
+    energy source; ``overrides`` come last."""
     from hydra import compose, initialize_config_module
 
     from llem.config.store import register_configs
-    from llem.runner import Runner
 
     register_configs()
     base = [
@@ -78,9 +76,14 @@ def run_tiny(model_dir: Path, run_dir: Path, *overrides: str) -> dict[str, Any]:
         f"model.name_or_path={model_dir}",
         "device=cpu",
         "measurement.energy=none",
-        "decoder.max_new_tokens=3",
-        "decoder.min_new_tokens=3",
     ]
     with initialize_config_module(version_base="1.3", config_module="llem.conf"):
-        cfg = compose(config_name="config", overrides=base + list(overrides))
-    return Runner().run(cfg, run_dir).to_json()
+        return compose(config_name="config", overrides=base + list(overrides))
+
+
+def run_tiny(model_dir: Path, run_dir: Path, *overrides: str) -> dict[str, Any]:
+    """One run of :func:`compose_tiny`'s config in this process, by a fresh ``Runner``; returns
+    result.json's content."""
+    from llem.runner import Runner
+
+    return Runner().run(compose_tiny(model_dir, *overrides), run_dir).to_json()
