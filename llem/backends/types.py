@@ -55,6 +55,78 @@ class BatchOutput:
 
 
 @dataclass(frozen=True)
+class ScheduledRequest:
+    """One request of a serving workload (``Backend.serve``): which prompt, and when it is due.
+
+    ``scheduled_s`` is seconds after the workload's origin (``ServeOutput.start_s``): the planned
+    send time of open-loop traffic (drawn from ``traffic.seed`` before the window), 0 for offline
+    traffic (every request at once), and None for closed-loop traffic, where a request is sent as
+    soon as one of the ``traffic.max_concurrency`` slots frees.
+    """
+
+    request_id: int
+    prompt_index: int  # index into the prompt set (requests beyond it cycle through the prompts)
+    prompt: Prompt
+    scheduled_s: float | None
+
+
+@dataclass
+class RequestTimeline:
+    """What happened to one request, on the run's one clock (``time.perf_counter`` seconds).
+
+    ``chunk_times_s[k]`` is when the k-th streamed chunk reached the host and ``chunk_tokens[k]``
+    how many output tokens it carried (a chunk may carry several). ``arrival_s`` is the origin of
+    TTFT and end-to-end latency: the scheduled send time (open loop, offline), the actual send time
+    (closed loop) or the batch's start (static batches); ``ServeOutput.ttft_origin`` says which.
+    """
+
+    request_id: int
+    prompt_index: int
+    arrival_s: float
+    scheduled_s: float | None  # absolute planned send time; None for closed loop
+    sent_s: float  # when the engine was handed the request
+    chunk_times_s: list[float]
+    chunk_tokens: list[int]
+    input_tokens: int
+    cached_input_tokens: int | None = None  # prompt tokens served from a prefix cache
+    text: str | None = None  # decoded output (measurement.save_outputs=true only)
+
+    @property
+    def output_tokens(self) -> int:
+        return sum(self.chunk_tokens)
+
+    @property
+    def first_token_s(self) -> float | None:
+        return self.chunk_times_s[0] if self.chunk_times_s else None
+
+    @property
+    def finish_s(self) -> float | None:
+        return self.chunk_times_s[-1] if self.chunk_times_s else None
+
+
+@dataclass
+class EngineStep:
+    """One engine iteration where the engine exposes it: when it ended and how many requests ran."""
+
+    end_s: float  # perf_counter seconds
+    running: int  # requests in the running batch
+    prefill_tokens: int | None = None
+    decode_tokens: int | None = None
+
+
+@dataclass
+class ServeOutput:
+    """``Backend.serve``: every request's timeline, on the clock of ``start_s`` (the origin)."""
+
+    start_s: float  # perf_counter at the workload's origin (scheduled_s = 0)
+    end_s: float  # when the last request finished
+    requests: list[RequestTimeline]
+    ttft_origin: str  # "scheduled send" | "actual send" | "batch start"
+    steps: list[EngineStep] | None = None  # None: the engine does not expose its steps
+    num_beams: int = 1
+
+
+@dataclass(frozen=True)
 class KvLayout:
     """How large the KV cache is per position: per layer, and each layer's sliding window."""
 
@@ -184,5 +256,14 @@ class Backend(Protocol[ConfigT_co]):
         ...
 
     def generate(self, loaded: LoadedModel, prompts: Sequence[Prompt]) -> BatchOutput: ...
+
+    def serve(
+        self, loaded: LoadedModel, requests: Sequence[ScheduledRequest], max_concurrency: int | None
+    ) -> ServeOutput:
+        """Serve a workload: send each request at its ``scheduled_s`` (open loop, offline), or
+        keep ``max_concurrency`` requests in flight (closed loop, ``scheduled_s`` None), through
+        the engine's continuous batching, streaming each request's tokens. Pacing is the shared
+        ``llem.backends.traffic`` driver's; the engine only submits and streams."""
+        ...
 
     def unload(self, loaded: LoadedModel | None) -> None: ...

@@ -31,7 +31,7 @@ from llem.backends.pytorch.kwargs import (
 )
 from llem.backends.shape import model_shape
 from llem.backends.tokens import token_lists
-from llem.backends.types import BatchOutput, LoadedModel, Prompt
+from llem.backends.types import BatchOutput, LoadedModel, Prompt, ScheduledRequest, ServeOutput
 from llem.config.pytorch import PyTorchConfig
 from llem.errors import RunError, first_line
 
@@ -182,6 +182,12 @@ class PyTorchBackend:
         return len(prompts), max(widths, default=0)
 
     # --------------------------------------------------------------- generating
+    def serve(
+        self, loaded: LoadedModel, requests: Sequence[ScheduledRequest], max_concurrency: int | None
+    ) -> ServeOutput:
+        """Placeholder until the serving path lands (issue 18); validation keeps runs off it."""
+        raise NotImplementedError("serving workloads are not built for this engine yet")
+
     def generate(self, loaded: LoadedModel, prompts: Sequence[Prompt]) -> BatchOutput:
         import torch
 

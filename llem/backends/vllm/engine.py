@@ -21,7 +21,7 @@ from typing import Any
 
 from llem.backends.memory import free_memory
 from llem.backends.tokens import token_lists
-from llem.backends.types import BatchOutput, LoadedModel, Prompt
+from llem.backends.types import BatchOutput, LoadedModel, Prompt, ScheduledRequest, ServeOutput
 from llem.backends.vllm.kwargs import (
     Sections,
     build_engine_kwargs,
@@ -141,6 +141,12 @@ class VLLMBackend:
                 self.generate(loaded, batches[i % len(batches)])
 
     # --------------------------------------------------------------- generating
+    def serve(
+        self, loaded: LoadedModel, requests: Sequence[ScheduledRequest], max_concurrency: int | None
+    ) -> ServeOutput:
+        """Placeholder until the serving path lands (issue 18); validation keeps runs off it."""
+        raise NotImplementedError("serving workloads are not built for this engine yet")
+
     def generate(self, loaded: LoadedModel, prompts: Sequence[Prompt]) -> BatchOutput:
         from vllm import SamplingParams
         from vllm.sampling_params import RequestOutputKind
