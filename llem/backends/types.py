@@ -214,6 +214,10 @@ class BackendSections(Generic[ConfigT]):
     seed: int = 0
     run_seed: int = 0  # this run's seed (``lifecycle.seed``: seed + repeat when sampling)
     save_outputs: bool = False
+    # The run serves a workload through ``Backend.serve`` (continuous batching with streamed
+    # outputs) rather than ``generate`` batches: an engine that needs another engine object for it
+    # (vLLM's AsyncLLM) builds that one, and its load key differs.
+    serving: bool = False
 
 
 class Backend(Protocol[ConfigT_co]):
