@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -86,6 +87,9 @@ def build_report(
     conditions = render_conditions(runs, width=width)
     if conditions:
         parts += ["", conditions]
+    outside = render_outside_plan(runs, width=width)
+    if outside:
+        parts += ["", outside]
     problems = render_problems(runs, width=width)
     if problems:
         parts += ["", problems]
@@ -97,3 +101,26 @@ def build_report(
         files=files,
         skipped=skipped,
     )
+
+
+def render_outside_plan(runs: Runs, width: int = DEFAULT_WIDTH) -> str:
+    """The point directories left out because their sweep's plan does not have them (an older
+    grid's, from before a re-run with another grid); '' when there are none."""
+    if not runs.outside_plan:
+        return ""
+    names = [_relative(p, runs.roots) for p in runs.outside_plan]
+    return "\n".join(
+        textwrap.wrap(
+            "not in this sweep's plan (an older grid's points, left out of this report): "
+            f"{', '.join(names)}",
+            width=width,
+            subsequent_indent="  ",
+        )
+    )
+
+
+def _relative(path: Path, roots: Sequence[Path]) -> str:
+    for root in roots:
+        if path.is_relative_to(root):
+            return str(path.relative_to(root))
+    return str(path)

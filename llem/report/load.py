@@ -1,9 +1,8 @@
 """Find run directories and flatten their ``result.json`` into one table row each.
 
-A run directory is any directory holding ``.hydra/`` or ``result.json``: a single run
-(``outputs/YYYY-MM-DD/HH-MM-SS/``), a grid point of a sweep (``<sweep>/N/``), or anything below a
-directory passed on the command line (several sweeps, a whole ``outputs/multirun/`` day). A point
-whose ``result.json`` is absent or unreadable is kept, with status ``missing``.
+Which directories are runs, and which of a sweep's point directories its plan leaves out, is
+:mod:`llem.report.find`'s. A point whose ``result.json`` is absent or unreadable is kept, with
+status ``missing``.
 
 Column naming (the contract of ``results.csv`` / ``results.parquet``):
 
@@ -31,7 +30,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,24 +39,26 @@ import pandas as pd
 import yaml
 
 from llem.app.overrides import knob_values
-from llem.errors import EXIT_CONFIG, LlemError
 from llem.report.cells import is_missing, typed_column
+from llem.report.find import ReportError, find_run_dirs, is_run_dir, run_dirs
 from llem.report.hardware import hardware_facts
 from llem.result import ResultFormatError, RunResult
-from llem.sweep.plan import SUPERSEDED_DIR
+
+__all__ = [
+    "ReportError",
+    "Runs",
+    "find_run_dirs",
+    "flatten",
+    "is_run_dir",
+    "load_runs",
+    "parse_overrides",
+]
 
 log = logging.getLogger(__name__)
 
 STATUSES = ("ok", "failed", "skipped", "missing")
 LEADING_COLUMNS = ("run_dir", "status", "valid", "error.type", "error.message", "error.hint")
 REPEAT_KEY = "repeat"
-_SKIP_DIRS = {".hydra", "plots", "__pycache__", ".git", SUPERSEDED_DIR, ".relocating"}
-
-
-class ReportError(LlemError):
-    """The report cannot be built from what was given (no runs, not a directory): exit 2."""
-
-    exit_code = EXIT_CONFIG
 
 
 @dataclass
@@ -69,41 +69,12 @@ class Runs:
     override_keys: list[str]  # every override key seen, in first-seen order (repeat included)
     knobs: list[str]  # override keys whose value differs between runs, without ``repeat``
     roots: list[Path] = field(default_factory=list)
+    #: point directories of a sweep that are not in its plan (an older grid's): not in ``frame``
+    outside_plan: list[Path] = field(default_factory=list)
 
     @property
     def n_runs(self) -> int:
         return len(self.frame)
-
-
-# --------------------------------------------------------------------------- finding runs
-
-
-def is_run_dir(path: Path) -> bool:
-    if (path / "result.json").is_file():
-        return True
-    # a sweep's root holds multirun.yaml; its points, and single runs, hold .hydra/
-    return (path / ".hydra").is_dir() and not (path / "multirun.yaml").is_file()
-
-
-def find_run_dirs(root: Path) -> list[Path]:
-    """Run directories at or below ``root``, in a stable, natural order (2 before 10)."""
-    root = Path(root)
-    if is_run_dir(root):
-        return [root]
-    found: list[Path] = []
-    try:
-        children = sorted((p for p in root.iterdir() if p.is_dir()), key=_natural_key)
-    except OSError:
-        return found
-    for child in children:
-        if child.name in _SKIP_DIRS:
-            continue
-        found.extend(find_run_dirs(child))
-    return found
-
-
-def _natural_key(path: Path) -> tuple:
-    return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", path.name))
 
 
 # --------------------------------------------------------------------------- overrides
@@ -271,31 +242,6 @@ def _sort_token(value: Any, first_seen: dict[str, int] | None = None) -> tuple:
     return (1, float((first_seen or {}).get(text, 0)), text)
 
 
-def _run_dirs(roots: Sequence[Path]) -> list[Path]:
-    """Every run directory under ``roots``, each once; ReportError when there is none."""
-    for root in roots:
-        if not root.exists():
-            raise ReportError(f"{root} does not exist")
-        if not root.is_dir():
-            raise ReportError(f"{root} is not a directory")
-    paths: list[Path] = []
-    seen = set()
-    for root in roots:
-        for p in find_run_dirs(root):
-            resolved = p.resolve()
-            if resolved not in seen:
-                seen.add(resolved)
-                paths.append(p)
-    if not paths:
-        where = ", ".join(str(r) for r in roots)
-        raise ReportError(
-            f"no runs found in {where}",
-            hint="pass a sweep directory (outputs/multirun/DATE/TIME) or a run directory "
-            "(outputs/DATE/TIME) that holds result.json",
-        )
-    return paths
-
-
 def _row(run: _Run, override_keys: Sequence[str]) -> dict[str, Any]:
     """One results.csv row (see the module docstring for the columns)."""
     flat = flatten(run.result)
@@ -372,7 +318,8 @@ def _frame(rows: list[dict[str, Any]], override_keys: Sequence[str]) -> pd.DataF
 def load_runs(dirs: Sequence[Path | str]) -> Runs:
     """Find and flatten every run under ``dirs``; raise ReportError when there is none."""
     roots = [Path(d) for d in dirs]
-    runs = [_read_run(p) for p in _run_dirs(roots)]
+    found = run_dirs(roots)
+    runs = [_read_run(p) for p in found.runs]
     override_keys: list[str] = []
     for run in runs:
         override_keys += [k for k in run.overrides if k not in override_keys]
@@ -385,4 +332,4 @@ def load_runs(dirs: Sequence[Path | str]) -> Runs:
         for k in override_keys
         if k != REPEAT_KEY and len({repr(v) for v in frame[k].astype(object).tolist()}) > 1
     ]
-    return Runs(frame=frame, override_keys=override_keys, knobs=knobs, roots=roots)
+    return Runs(frame, override_keys, knobs, roots, found.outside_plan)
