@@ -87,9 +87,9 @@ def build_report(
     conditions = render_conditions(runs, width=width)
     if conditions:
         parts += ["", conditions]
-    outside = render_outside_plan(runs, width=width)
-    if outside:
-        parts += ["", outside]
+    for note in (render_settings(runs, width=width), render_outside_plan(runs, width=width)):
+        if note:
+            parts += ["", note]
     problems = render_problems(runs, width=width)
     if problems:
         parts += ["", problems]
@@ -101,6 +101,25 @@ def build_report(
         files=files,
         skipped=skipped,
     )
+
+
+def render_settings(runs: Runs, width: int = DEFAULT_WIDTH) -> str:
+    """A note when run-order settings (``sweep.order``, ...) differ between the runs: they are
+    not knobs, so every row pools the runs of each order; '' when they do not differ."""
+    lines = []
+    for key in runs.settings:
+        counts: dict[str, int] = {}
+        for v in runs.frame[key].astype(object).tolist():
+            counts[str(v)] = counts.get(str(v), 0) + 1
+        if len(counts) > 1:
+            mix = ", ".join(f"{v} ×{n}" for v, n in counts.items())
+            lines += textwrap.wrap(
+                f"{key} differs between the runs ({mix}): it orders the runs, it is not a knob "
+                "of what they measure, so each row pools the runs of every order",
+                width=width,
+                subsequent_indent="  ",
+            )
+    return "\n".join(lines)
 
 
 def render_outside_plan(runs: Runs, width: int = DEFAULT_WIDTH) -> str:

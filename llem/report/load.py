@@ -23,6 +23,11 @@ Column naming (the contract of ``results.csv`` / ``results.parquet``):
 * where the run recorded them: ``hardware.gpus.power_limit_w`` (the GPUs' power limits in W,
   ``" + "``-joined when they differ), and from its ``environment.json`` ``environment.cpu.model``
   and ``environment.driver_version`` (the report's hardware key, ``llem.report.hardware``).
+
+Run-order settings (``sweep.order``, ``sweep.seed``, ``sweep.reuse_model``: every key under
+``sweep.``, which the config hash leaves out too) keep their column, one value per run, but are
+not knobs of the measured configuration: :attr:`Runs.knobs` leaves them out, so they split no
+summary row and make no table column and no plot (:attr:`Runs.settings` lists them).
 """
 
 from __future__ import annotations
@@ -47,9 +52,11 @@ from llem.result import ResultFormatError, RunResult
 __all__ = [
     "ReportError",
     "Runs",
+    "config_keys",
     "find_run_dirs",
     "flatten",
     "is_run_dir",
+    "is_run_setting",
     "load_runs",
     "parse_overrides",
 ]
@@ -59,6 +66,9 @@ log = logging.getLogger(__name__)
 STATUSES = ("ok", "failed", "skipped", "missing")
 LEADING_COLUMNS = ("run_dir", "status", "valid", "error.type", "error.message", "error.hint")
 REPEAT_KEY = "repeat"
+#: override keys that only order or schedule the runs of a sweep (``llem/config/sweep.py``; the
+#: config hash leaves the ``sweep`` section out): not knobs of what is measured
+RUN_SETTING_PREFIX = "sweep."
 
 
 @dataclass
@@ -67,14 +77,30 @@ class Runs:
 
     frame: pd.DataFrame
     override_keys: list[str]  # every override key seen, in first-seen order (repeat included)
-    knobs: list[str]  # override keys whose value differs between runs, without ``repeat``
+    knobs: list[str]  # configuration keys whose value differs between runs (see config_keys)
     roots: list[Path] = field(default_factory=list)
+    settings: list[str] = field(default_factory=list)  # run-order override keys (sweep.*)
     #: point directories of a sweep that are not in its plan (an older grid's): not in ``frame``
     outside_plan: list[Path] = field(default_factory=list)
 
     @property
     def n_runs(self) -> int:
         return len(self.frame)
+
+    @property
+    def config_keys(self) -> list[str]:
+        """The override keys that describe the measured configuration: without ``repeat`` and
+        the run-order settings."""
+        return config_keys(self.override_keys)
+
+
+def is_run_setting(key: str) -> bool:
+    """``sweep.order`` and the rest of ``sweep.*``: how runs are ordered, not what they measure."""
+    return key.startswith(RUN_SETTING_PREFIX)
+
+
+def config_keys(override_keys: Iterable[str]) -> list[str]:
+    return [k for k in override_keys if k != REPEAT_KEY and not is_run_setting(k)]
 
 
 # --------------------------------------------------------------------------- overrides
@@ -270,7 +296,7 @@ def _fill_config_hashes(rows: list[dict[str, Any]], override_keys: Sequence[str]
     runs with the same override values, when that is unambiguous; otherwise it gets its own."""
 
     def point(r: dict[str, Any]) -> str:
-        return repr([(k, r.get(k)) for k in override_keys if k != REPEAT_KEY])
+        return repr([(k, r.get(k)) for k in config_keys(override_keys)])
 
     known: dict[str, set] = {}
     for r in rows:
@@ -282,7 +308,7 @@ def _fill_config_hashes(rows: list[dict[str, Any]], override_keys: Sequence[str]
             r["config_hash"] = (
                 next(iter(hashes))
                 if len(hashes) == 1
-                else _fallback_hash({k: r.get(k) for k in override_keys})
+                else _fallback_hash({k: r.get(k) for k in config_keys(override_keys)})
             )
 
 
@@ -296,7 +322,7 @@ def _sort_rows(rows: list[dict[str, Any]], override_keys: Sequence[str]) -> None
     order = {id(r): i for i, r in enumerate(rows)}
     rows.sort(
         key=lambda r: (
-            tuple(_sort_token(r.get(k), first_seen[k]) for k in override_keys if k != REPEAT_KEY),
+            tuple(_sort_token(r.get(k), first_seen[k]) for k in config_keys(override_keys)),
             _sort_token(r.get(REPEAT_KEY)),
             order[id(r)],
         )
@@ -329,7 +355,8 @@ def load_runs(dirs: Sequence[Path | str]) -> Runs:
     frame = _frame(rows, override_keys)
     knobs = [
         k
-        for k in override_keys
-        if k != REPEAT_KEY and len({repr(v) for v in frame[k].astype(object).tolist()}) > 1
+        for k in config_keys(override_keys)
+        if len({repr(v) for v in frame[k].astype(object).tolist()}) > 1
     ]
-    return Runs(frame, override_keys, knobs, roots, found.outside_plan)
+    settings = [k for k in override_keys if is_run_setting(k)]
+    return Runs(frame, override_keys, knobs, roots, settings, found.outside_plan)

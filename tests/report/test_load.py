@@ -240,6 +240,45 @@ def test_what_the_hardware_key_needs_comes_from_the_result_and_environment_json(
     assert frame["hardware.gpus.power_limit_w"].tolist() == ["300", "300"]
 
 
+# --------------------------------------------------------------------------- run-order settings
+
+
+def _two_orders(tmp_path: Path) -> list[Path]:
+    """The same grid run twice, once in each order: only ``sweep.order`` differs."""
+    dirs = []
+    for order, tok in (("grouped", 100.0), ("shuffle", 104.0)):
+        dirs.append(tmp_path / order)
+        synth.write_sweep(
+            dirs[-1],
+            {"pytorch.batch_size": [1, 4], "sweep.order": [order]},
+            lambda p, tok=tok: synth.ok_result(tok_s=tok * p["pytorch.batch_size"]),
+        )
+    return dirs
+
+
+def test_the_run_order_is_no_knob_and_runs_that_differ_in_it_are_pooled(tmp_path: Path) -> None:
+    from llem.report.build import build_report
+
+    report = build_report(_two_orders(tmp_path), out=tmp_path / "merged")
+    assert report.runs.knobs == ["pytorch.batch_size"]
+    assert report.runs.settings == ["sweep.order"]
+    # results.csv keeps each run's order; the summary pools both orders of a configuration
+    assert sorted(report.runs.frame["sweep.order"]) == ["grouped", "grouped", "shuffle", "shuffle"]
+    assert "sweep.order" not in report.summary.columns
+    assert report.summary["n"].tolist() == [2, 2]
+    assert report.summary["throughput.output_tokens_per_s.mean"].tolist() == [102.0, 408.0]
+    header = report.text.splitlines()[2]
+    assert header.split()[:2] == ["batch_size", "tok/s"] and "order" not in header
+    assert "grouped" not in report.text.split("\n\n")[1]  # the table names no order
+    assert "sweep.order differs between the runs (grouped ×2, shuffle ×2)" in report.text
+    plots = sorted(p.name for p in (tmp_path / "merged" / "plots").iterdir())
+    assert plots == [
+        "j_per_token_vs_pytorch.batch_size.png",
+        "pareto.png",
+        "tokens_per_s_vs_pytorch.batch_size.png",
+    ]
+
+
 # --------------------------------------------------------------------------- a sweep's plan
 
 
