@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -86,6 +87,9 @@ def build_report(
     conditions = render_conditions(runs, width=width)
     if conditions:
         parts += ["", conditions]
+    for note in (render_settings(runs, width=width), render_outside_plan(runs, width=width)):
+        if note:
+            parts += ["", note]
     problems = render_problems(runs, width=width)
     if problems:
         parts += ["", problems]
@@ -97,3 +101,45 @@ def build_report(
         files=files,
         skipped=skipped,
     )
+
+
+def render_settings(runs: Runs, width: int = DEFAULT_WIDTH) -> str:
+    """A note when run-order settings (``sweep.order``, ...) differ between the runs: they are
+    not knobs, so every row pools the runs of each order; '' when they do not differ."""
+    lines = []
+    for key in runs.settings:
+        counts: dict[str, int] = {}
+        for v in runs.frame[key].astype(object).tolist():
+            counts[str(v)] = counts.get(str(v), 0) + 1
+        if len(counts) > 1:
+            mix = ", ".join(f"{v} ×{n}" for v, n in counts.items())
+            lines += textwrap.wrap(
+                f"{key} differs between the runs ({mix}): it orders the runs, it is not a knob "
+                "of what they measure, so each row pools the runs of every order",
+                width=width,
+                subsequent_indent="  ",
+            )
+    return "\n".join(lines)
+
+
+def render_outside_plan(runs: Runs, width: int = DEFAULT_WIDTH) -> str:
+    """The point directories left out because their sweep's plan does not have them (an older
+    grid's, from before a re-run with another grid); '' when there are none."""
+    if not runs.outside_plan:
+        return ""
+    names = [_relative(p, runs.roots) for p in runs.outside_plan]
+    return "\n".join(
+        textwrap.wrap(
+            "not in this sweep's plan (an older grid's points, left out of this report): "
+            f"{', '.join(names)}",
+            width=width,
+            subsequent_indent="  ",
+        )
+    )
+
+
+def _relative(path: Path, roots: Sequence[Path]) -> str:
+    for root in roots:
+        if path.is_relative_to(root):
+            return str(path.relative_to(root))
+    return str(path)

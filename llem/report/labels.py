@@ -32,16 +32,47 @@ def _decimals(ax: float, sig: int) -> int:
     return max(0, sig - 1 - math.floor(math.log10(ax)))
 
 
+#: the ± part's significant digits (never more decimals than the mean shows)
+CI_DIGITS = 2
+#: a half-width at least this fraction of the mean is flagged as wide (see :func:`ci_is_wide`)
+WIDE_CI = 0.5
+
+
 def format_with_ci(mean: Any, half: Any, sig: int = 3) -> str:
-    """'386 ±19': the half-width to the mean's precision (one significant digit if that gives 0)."""
+    """The mean to ``sig`` significant digits, then ``±`` the half-width to 2 significant digits,
+    never to more decimals than the mean shows, so the two read at one precision.
+
+    A half-width that rounds to nothing at the mean's precision is written as a limit, not as a
+    string of zeros: ``4.09 ±<0.01`` (half-width 4e-9). An exact zero (identical repeats) is
+    ``±0`` at the mean's precision. Examples: ``386 ±19`` (18.52), ``12.0 ±5.0`` (4.9683),
+    ``22.5 ±0.4`` (0.36), ``4.09 ±52`` (52.3), ``5.00e-04 ±2.1e-05`` (a mean in e-notation).
+    No mean, no text; no half-width, the mean alone.
+    """
     text = format_number(mean, sig)
-    if not text or is_missing(half) or "e" in text:
+    if not text or is_missing(half) or isinstance(mean, bool):
         return text
     h = abs(float(half))
-    decimals = _decimals(abs(float(mean)), sig) if float(mean) != 0 else sig
-    if h > 0 and round(h, decimals) == 0:
-        decimals = _decimals(h, 1)  # one significant digit rather than '±0'
-    return f"{text} ±{h:.{decimals}f}"
+    if not math.isfinite(h):
+        return text
+    if "e" in text:
+        return f"{text} ±{h:.{CI_DIGITS - 1}e}" if h else f"{text} ±0"
+    shown = _decimals(abs(float(mean)), sig) if float(mean) != 0 and "." in text else 0
+    if h == 0:
+        return f"{text} ±{0:.{shown}f}"
+    decimals = min(shown, CI_DIGITS - 1 - math.floor(math.log10(h)))
+    rounded = round(h, decimals)
+    if rounded == 0:
+        return f"{text} ±<{10.0**-decimals:.{max(decimals, 0)}f}"
+    return f"{text} ±{rounded:.{max(decimals, 0)}f}"
+
+
+def ci_is_wide(mean: Any, half: Any) -> bool:
+    """A 95% half-width of at least half the mean: the repeats pin the mean down only to within
+    a factor of three or worse (two repeats multiply their spread by Student's t = 12.7)."""
+    if is_missing(mean) or is_missing(half):
+        return False
+    m, h = abs(float(mean)), abs(float(half))
+    return math.isfinite(h) and math.isfinite(m) and h > 0 and h >= WIDE_CI * m
 
 
 def knob_headers(knobs: Sequence[str]) -> dict[str, str]:

@@ -1,9 +1,8 @@
 """Find run directories and flatten their ``result.json`` into one table row each.
 
-A run directory is any directory holding ``.hydra/`` or ``result.json``: a single run
-(``outputs/YYYY-MM-DD/HH-MM-SS/``), a grid point of a sweep (``<sweep>/N/``), or anything below a
-directory passed on the command line (several sweeps, a whole ``outputs/multirun/`` day). A point
-whose ``result.json`` is absent or unreadable is kept, with status ``missing``.
+Which directories are runs, and which of a sweep's point directories its plan leaves out, is
+:mod:`llem.report.find`'s. A point whose ``result.json`` is absent or unreadable is kept, with
+status ``missing``.
 
 Column naming (the contract of ``results.csv`` / ``results.parquet``):
 
@@ -24,6 +23,11 @@ Column naming (the contract of ``results.csv`` / ``results.parquet``):
 * where the run recorded them: ``hardware.gpus.power_limit_w`` (the GPUs' power limits in W,
   ``" + "``-joined when they differ), and from its ``environment.json`` ``environment.cpu.model``
   and ``environment.driver_version`` (the report's hardware key, ``llem.report.hardware``).
+
+Run-order settings (``sweep.order``, ``sweep.seed``, ``sweep.reuse_model``: every key under
+``sweep.``, which the config hash leaves out too) keep their column, one value per run, but are
+not knobs of the measured configuration: :attr:`Runs.knobs` leaves them out, so they split no
+summary row and make no table column and no plot (:attr:`Runs.settings` lists them).
 """
 
 from __future__ import annotations
@@ -31,7 +35,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,24 +44,31 @@ import pandas as pd
 import yaml
 
 from llem.app.overrides import knob_values
-from llem.errors import EXIT_CONFIG, LlemError
 from llem.report.cells import is_missing, typed_column
+from llem.report.find import ReportError, find_run_dirs, is_run_dir, run_dirs
 from llem.report.hardware import hardware_facts
 from llem.result import ResultFormatError, RunResult
-from llem.sweep.plan import SUPERSEDED_DIR
+
+__all__ = [
+    "ReportError",
+    "Runs",
+    "config_keys",
+    "find_run_dirs",
+    "flatten",
+    "is_run_dir",
+    "is_run_setting",
+    "load_runs",
+    "parse_overrides",
+]
 
 log = logging.getLogger(__name__)
 
 STATUSES = ("ok", "failed", "skipped", "missing")
 LEADING_COLUMNS = ("run_dir", "status", "valid", "error.type", "error.message", "error.hint")
 REPEAT_KEY = "repeat"
-_SKIP_DIRS = {".hydra", "plots", "__pycache__", ".git", SUPERSEDED_DIR, ".relocating"}
-
-
-class ReportError(LlemError):
-    """The report cannot be built from what was given (no runs, not a directory): exit 2."""
-
-    exit_code = EXIT_CONFIG
+#: override keys that only order or schedule the runs of a sweep (``llem/config/sweep.py``; the
+#: config hash leaves the ``sweep`` section out): not knobs of what is measured
+RUN_SETTING_PREFIX = "sweep."
 
 
 @dataclass
@@ -67,43 +77,30 @@ class Runs:
 
     frame: pd.DataFrame
     override_keys: list[str]  # every override key seen, in first-seen order (repeat included)
-    knobs: list[str]  # override keys whose value differs between runs, without ``repeat``
+    knobs: list[str]  # configuration keys whose value differs between runs (see config_keys)
     roots: list[Path] = field(default_factory=list)
+    settings: list[str] = field(default_factory=list)  # run-order override keys (sweep.*)
+    #: point directories of a sweep that are not in its plan (an older grid's): not in ``frame``
+    outside_plan: list[Path] = field(default_factory=list)
 
     @property
     def n_runs(self) -> int:
         return len(self.frame)
 
-
-# --------------------------------------------------------------------------- finding runs
-
-
-def is_run_dir(path: Path) -> bool:
-    if (path / "result.json").is_file():
-        return True
-    # a sweep's root holds multirun.yaml; its points, and single runs, hold .hydra/
-    return (path / ".hydra").is_dir() and not (path / "multirun.yaml").is_file()
+    @property
+    def config_keys(self) -> list[str]:
+        """The override keys that describe the measured configuration: without ``repeat`` and
+        the run-order settings."""
+        return config_keys(self.override_keys)
 
 
-def find_run_dirs(root: Path) -> list[Path]:
-    """Run directories at or below ``root``, in a stable, natural order (2 before 10)."""
-    root = Path(root)
-    if is_run_dir(root):
-        return [root]
-    found: list[Path] = []
-    try:
-        children = sorted((p for p in root.iterdir() if p.is_dir()), key=_natural_key)
-    except OSError:
-        return found
-    for child in children:
-        if child.name in _SKIP_DIRS:
-            continue
-        found.extend(find_run_dirs(child))
-    return found
+def is_run_setting(key: str) -> bool:
+    """``sweep.order`` and the rest of ``sweep.*``: how runs are ordered, not what they measure."""
+    return key.startswith(RUN_SETTING_PREFIX)
 
 
-def _natural_key(path: Path) -> tuple:
-    return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", path.name))
+def config_keys(override_keys: Iterable[str]) -> list[str]:
+    return [k for k in override_keys if k != REPEAT_KEY and not is_run_setting(k)]
 
 
 # --------------------------------------------------------------------------- overrides
@@ -271,31 +268,6 @@ def _sort_token(value: Any, first_seen: dict[str, int] | None = None) -> tuple:
     return (1, float((first_seen or {}).get(text, 0)), text)
 
 
-def _run_dirs(roots: Sequence[Path]) -> list[Path]:
-    """Every run directory under ``roots``, each once; ReportError when there is none."""
-    for root in roots:
-        if not root.exists():
-            raise ReportError(f"{root} does not exist")
-        if not root.is_dir():
-            raise ReportError(f"{root} is not a directory")
-    paths: list[Path] = []
-    seen = set()
-    for root in roots:
-        for p in find_run_dirs(root):
-            resolved = p.resolve()
-            if resolved not in seen:
-                seen.add(resolved)
-                paths.append(p)
-    if not paths:
-        where = ", ".join(str(r) for r in roots)
-        raise ReportError(
-            f"no runs found in {where}",
-            hint="pass a sweep directory (outputs/multirun/DATE/TIME) or a run directory "
-            "(outputs/DATE/TIME) that holds result.json",
-        )
-    return paths
-
-
 def _row(run: _Run, override_keys: Sequence[str]) -> dict[str, Any]:
     """One results.csv row (see the module docstring for the columns)."""
     flat = flatten(run.result)
@@ -324,7 +296,7 @@ def _fill_config_hashes(rows: list[dict[str, Any]], override_keys: Sequence[str]
     runs with the same override values, when that is unambiguous; otherwise it gets its own."""
 
     def point(r: dict[str, Any]) -> str:
-        return repr([(k, r.get(k)) for k in override_keys if k != REPEAT_KEY])
+        return repr([(k, r.get(k)) for k in config_keys(override_keys)])
 
     known: dict[str, set] = {}
     for r in rows:
@@ -336,7 +308,7 @@ def _fill_config_hashes(rows: list[dict[str, Any]], override_keys: Sequence[str]
             r["config_hash"] = (
                 next(iter(hashes))
                 if len(hashes) == 1
-                else _fallback_hash({k: r.get(k) for k in override_keys})
+                else _fallback_hash({k: r.get(k) for k in config_keys(override_keys)})
             )
 
 
@@ -350,7 +322,7 @@ def _sort_rows(rows: list[dict[str, Any]], override_keys: Sequence[str]) -> None
     order = {id(r): i for i, r in enumerate(rows)}
     rows.sort(
         key=lambda r: (
-            tuple(_sort_token(r.get(k), first_seen[k]) for k in override_keys if k != REPEAT_KEY),
+            tuple(_sort_token(r.get(k), first_seen[k]) for k in config_keys(override_keys)),
             _sort_token(r.get(REPEAT_KEY)),
             order[id(r)],
         )
@@ -372,7 +344,8 @@ def _frame(rows: list[dict[str, Any]], override_keys: Sequence[str]) -> pd.DataF
 def load_runs(dirs: Sequence[Path | str]) -> Runs:
     """Find and flatten every run under ``dirs``; raise ReportError when there is none."""
     roots = [Path(d) for d in dirs]
-    runs = [_read_run(p) for p in _run_dirs(roots)]
+    found = run_dirs(roots)
+    runs = [_read_run(p) for p in found.runs]
     override_keys: list[str] = []
     for run in runs:
         override_keys += [k for k in run.overrides if k not in override_keys]
@@ -382,7 +355,8 @@ def load_runs(dirs: Sequence[Path | str]) -> Runs:
     frame = _frame(rows, override_keys)
     knobs = [
         k
-        for k in override_keys
-        if k != REPEAT_KEY and len({repr(v) for v in frame[k].astype(object).tolist()}) > 1
+        for k in config_keys(override_keys)
+        if len({repr(v) for v in frame[k].astype(object).tolist()}) > 1
     ]
-    return Runs(frame=frame, override_keys=override_keys, knobs=knobs, roots=roots)
+    settings = [k for k in override_keys if is_run_setting(k)]
+    return Runs(frame, override_keys, knobs, roots, settings, found.outside_plan)

@@ -39,7 +39,7 @@ from llem.report.hardware import (
     varying_details,
     with_hardware,
 )
-from llem.report.load import REPEAT_KEY, Runs
+from llem.report.load import Runs
 from llem.report.student_t import t_cdf, t_quantile
 
 __all__ = [
@@ -192,7 +192,8 @@ def status_label(statuses: Sequence[str]) -> str:
 def summary_frame(runs: Runs, include_invalid: bool = False) -> pd.DataFrame:
     """One row per configuration and hardware (:func:`configuration_groups`).
 
-    Columns: ``config_hash``, every override column except ``repeat``; when the hardware differs
+    Columns: ``config_hash``, every override column except ``repeat`` and the run-order
+    settings (``sweep.*``: runs that differ only in those are pooled); when the hardware differs
     between runs (``llem.report.hardware``), the device column, ``hardware.gpu_model``,
     ``hardware.gpu_count``, the details in which rows of the same device differ (host and CPU
     model, GPU power limit, driver) and ``gpu`` (a label, e.g. ``NVIDIA A100-SXM4-80GB ×2``,
@@ -213,7 +214,7 @@ def summary_frame(runs: Runs, include_invalid: bool = False) -> pd.DataFrame:
     groups = configuration_groups(runs)
     show_hardware = hardware_varies(groups)
     details = varying_details([g.hardware for g in groups])
-    keys = [k for k in runs.override_keys if k != REPEAT_KEY]
+    keys = runs.config_keys
     rows = []
     for group in groups:
         row, used = _group_row(columns, group, keys, include_invalid)

@@ -12,6 +12,13 @@ unless ``--include-invalid``); a note under the table counts them and
 :func:`render_invalid` lists their problems. Empty cells are figures that do not exist (no energy
 on CPU, failed runs, every run invalid); they are never shown as 0.
 
+Figures: a mean to 3 significant digits; its ``±`` to 2 significant digits but never to more
+decimals than the mean shows (``386 ±19``, ``22.5 ±0.4``). A half-width that rounds away at the
+mean's precision is written as a limit, ``4.09 ±<0.01``, not as ``±0.000000004``
+(:func:`llem.report.labels.format_with_ci`). A wide CI, a half-width of at least half the mean
+(two repeats multiply their spread by Student's t = 12.7), gets a ``*`` after it and a note under
+the table saying that more repeats are needed.
+
 When the table would be wider than the terminal, long knob values are shortened first (paths to
 their last component, then a middle ellipsis), then the ``±`` parts go, and as a last resort the
 knobs move into a numbered legend under the table. Full values are always in results.csv and
@@ -31,6 +38,7 @@ import pandas as pd
 from llem.report.cells import is_missing
 from llem.report.labels import (
     basenames,
+    ci_is_wide,
     format_number,
     format_with_ci,
     gpu_short,
@@ -50,6 +58,7 @@ from llem.report.stats import BOUND_SUFFIX, GPU, N_INVALID, N_LEFT_OUT, N_USED
 __all__ = [
     "DEFAULT_WIDTH",
     "basenames",
+    "ci_is_wide",
     "format_number",
     "format_with_ci",
     "gpu_short",
@@ -71,6 +80,12 @@ MEMORY_FIELDS = (
     "memory.peak_device_used_mb",
     "memory.peak_reserved_mb",
     "memory.peak_host_rss_mb",
+)
+#: after a mean ± CI whose half-width is at least half the mean (``labels.ci_is_wide``)
+WIDE_MARK = "*"
+WIDE_NOTE = (
+    f"{WIDE_MARK} wide 95% CI (half-width at least half the mean): too few repeats to pin the "
+    "mean down (with 2 repeats the spread is multiplied by t = 12.7); add repeats"
 )
 #: (knob value limit, with ±): tried in turn until the table fits; 0 = last path component only
 FITS = ((None, True), (0, True), (32, True), (24, True), (24, False), (16, False), (12, False))
@@ -194,10 +209,11 @@ def _knobs(runs: Runs, summary: pd.DataFrame) -> _Knobs:
 def _marked(header: str, cells: list[str], marks: list[str]) -> _Column:
     """A right-aligned column with a mark glued after each figure (the figures stay aligned):
     padded here, since rich would strip a trailing blank."""
-    width = max([len(c) for c in cells] + [len(header) - 1])
+    mark_width = max(len(m) for m in marks)
+    width = max([len(c) for c in cells] + [len(header) - mark_width])
     return _Column(
-        header.rjust(width + 1),
-        [c.rjust(width) + m for c, m in zip(cells, marks, strict=True)],
+        header.rjust(width + mark_width),
+        [c.rjust(width) + m.ljust(mark_width) for c, m in zip(cells, marks, strict=True)],
         False,
     )
 
@@ -222,34 +238,58 @@ def _used_column(summary: pd.DataFrame) -> list[_Column]:
     return [_Column("n", [format_number(n) for n in _col(summary, N_USED)], True)]
 
 
+def _figure_column(
+    summary: pd.DataFrame, header: str, metric: str, ci: bool, after: Sequence[str] = ()
+) -> _Column:
+    """Means (``± CI`` with ``ci``); a wide CI gets :data:`WIDE_MARK` after it, and the marks in
+    ``after`` (one per row) follow."""
+    means = _col(summary, f"{metric}.mean")
+    if not ci:
+        cells = [format_number(m) for m in means]
+        wide = [""] * len(means)
+    else:
+        halves = _col(summary, f"{metric}.ci95_half")
+        cells = [format_with_ci(m, h) for m, h in zip(means, halves, strict=True)]
+        wide = [WIDE_MARK if ci_is_wide(m, h) else "" for m, h in zip(means, halves, strict=True)]
+    if any(wide):
+        wide = [w.ljust(len(WIDE_MARK)) for w in wide]
+    marks = [w + a for w, a in zip(wide, list(after) or [""] * len(wide), strict=True)]
+    return (
+        _marked(header, cells, marks)
+        if any(m.strip() for m in marks)
+        else _Column(header, cells, True)
+    )
+
+
 def _metric_columns(
     summary: pd.DataFrame, with_ci: bool, with_bound: bool, mem: str | None
 ) -> list[_Column]:
-    def cells(metric: str, ci: bool) -> list[str]:
-        means = _col(summary, f"{metric}.mean")
-        if not ci:
-            return [format_number(m) for m in means]
-        halves = _col(summary, f"{metric}.ci95_half")
-        return [format_with_ci(m, h) for m, h in zip(means, halves, strict=True)]
-
     invalid = [_count(v) for v in _col(summary, N_INVALID)]
-    jtok = _Column("J/tok", cells(JTOK, with_ci), True)
-    if any(invalid):
-        jtok = _marked("J/tok", jtok.cells, [INVALID_MARK if n else " " for n in invalid])
+    marks = [INVALID_MARK if n else " " for n in invalid] if any(invalid) else []
     bound = []
     if with_bound:
         means, bounds = _col(summary, f"{JTOK}.mean"), _col(summary, f"{JTOK}.{BOUND_SUFFIX}")
         bound_cells = [_plus_minus(m, b) for m, b in zip(means, bounds, strict=True)]
         bound = [_Column("J/tok bound", bound_cells, True)]
+    memory = (
+        _figure_column(summary, "peak MB", mem, False)
+        if mem
+        else _Column("peak MB", [""] * len(summary), True)
+    )
     return [
-        _Column("tok/s", cells(TOKS, with_ci), True),
-        jtok,
+        _figure_column(summary, "tok/s", TOKS, with_ci),
+        _figure_column(summary, "J/tok", JTOK, with_ci, marks),
         *bound,
-        _Column("TTFT p50 ms", cells("latency.ttft_ms.p50", False), True),
-        _Column("peak MB", cells(mem, False) if mem else [""] * len(summary), True),
+        _figure_column(summary, "TTFT p50 ms", "latency.ttft_ms.p50", False),
+        memory,
         *_used_column(summary),
         _Column("status", [str(s) for s in _col(summary, "status")], False),
     ]
+
+
+def _wide_shown(columns: Sequence[_Column]) -> bool:
+    """Whether some figure in the table carries the wide-CI mark."""
+    return any(WIDE_MARK in cell for c in columns for cell in c.cells if "±" in cell)
 
 
 def _fit(
@@ -325,6 +365,8 @@ def render_table(runs: Runs, summary: pd.DataFrame, width: int = DEFAULT_WIDTH) 
         lines += ["", *legend]
     for note in _notes(summary, plus_minus, has_ci, mem):
         lines += textwrap.wrap(note, width=width)
+    if _wide_shown(columns):
+        lines += textwrap.wrap(WIDE_NOTE, width=width, subsequent_indent="  ")
     invalid = _invalid_note(summary)
     if invalid:
         lines += textwrap.wrap(invalid, width=width, subsequent_indent="  ")

@@ -5,7 +5,9 @@ re-run into the same sweep directory finds finished work by configuration, not b
 result whose config hash and repeat match a point counts for that point wherever it sits (adding
 a value to a grid shifts indices), and is moved to the point's directory. Whatever else sits in a
 directory a point will use is moved aside to ``superseded/`` first, so that nothing older is ever
-presented as a new point's result.
+presented as a new point's result; the log says so in one line per directory moved. Point
+directories beyond this grid (an older, larger grid's) stay where they are: the log names them,
+and the report leaves them out (it shows the points of the plan only).
 
 ``sweep_plan.json`` (owned here) records the plan; each job reads its own position from it when it
 writes its result.
@@ -212,15 +214,35 @@ def settle_directories(points: list[Point], sweep_dir: Path) -> list[str]:
             continue
         target = sweep_dir / SUPERSEDED_DIR / stamp / str(p.index)
         target.parent.mkdir(parents=True, exist_ok=True)
+        what = _older_contents(d, p.overrides)
         shutil.move(str(d), str(target))
-        lines.append(f"#{p.index}: older contents moved aside to {target}")
+        lines.append(f"#{p.index}: {what} moved aside to {target}")
     for j, i in moves.items():
         _renumber(staging / str(j), j, i)
         shutil.move(str(staging / str(j)), str(sweep_dir / str(i)))
         lines.append(f"#{i}: its finished result was in #{j}; moved to #{i} (not re-run)")
     if staging.exists():
         shutil.rmtree(staging, ignore_errors=True)
+    planned = {p.index for p in points}
+    extra = sorted(j for j in existing if j not in planned and j not in moves)
+    if extra:
+        points_ = "points" if len(extra) > 1 else "point"
+        lines.append(
+            f"{', '.join(f'#{j}' for j in extra)}: an older grid's {points_}, not in this "
+            "sweep's plan: left in place and out of its report"
+        )
     return lines
+
+
+def _older_contents(run_dir: Path, overrides: list[str]) -> str:
+    """What a point directory about to be moved aside holds, told by the overrides in which it
+    differs from the point: 'an older ok result [pytorch.batch_size=3]'."""
+    result = RunResult.read(run_dir)
+    if result is None:
+        return "an unfinished older attempt"
+    differs = [o for o in result.overrides if o not in overrides]
+    of = f"[{' '.join(differs)}]" if differs else "of this configuration"
+    return f"an older {result.status} result {of}"
 
 
 def _renumber(run_dir: Path, old: int, new: int) -> None:
@@ -274,6 +296,16 @@ def read_position(sweep_dir: Path, index: int) -> SweepPosition | None:
             order=str(data["order"]),
             seed=int(data["seed"]),
         )
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def plan_indices(sweep_dir: Path) -> set[int] | None:
+    """The grid indices of the plan last written to ``sweep_dir`` (every point: to run, done,
+    skipped); None when there is no readable plan (not a sweep, a dry run, an older llem)."""
+    try:
+        data = json.loads((Path(sweep_dir) / PLAN_FILE).read_text(encoding="utf-8"))
+        return {int(p["index"]) for p in data["points"]}
     except (OSError, ValueError, KeyError, TypeError):
         return None
 

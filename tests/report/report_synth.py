@@ -243,8 +243,13 @@ def config_for(overrides: Sequence[str]) -> tuple:
     return config, choices
 
 
+#: left out of the hash, as llem.config.validate.config_hash leaves them out: they do not change
+#: what is measured (the repeat index, a dry run, the sweep's run order)
+HASH_EXCLUDED = ("repeat", "dry_run", "sweep")
+
+
 def config_hash(config: Mapping[str, Any], choices: Mapping[str, Any]) -> str:
-    body = {k: v for k, v in config.items() if k != "repeat"}
+    body = {k: v for k, v in config.items() if k not in HASH_EXCLUDED}
     return hashlib.sha256(
         json.dumps([body, dict(choices)], sort_keys=True, default=str).encode()
     ).hexdigest()[:16]

@@ -238,3 +238,88 @@ def test_what_the_hardware_key_needs_comes_from_the_result_and_environment_json(
     assert frame["environment.driver_version"].tolist()[0] == "550.54"
     assert pd.isna(frame["environment.driver_version"].tolist()[1])  # no environment.json
     assert frame["hardware.gpus.power_limit_w"].tolist() == ["300", "300"]
+
+
+# --------------------------------------------------------------------------- run-order settings
+
+
+def _two_orders(tmp_path: Path) -> list[Path]:
+    """The same grid run twice, once in each order: only ``sweep.order`` differs."""
+    dirs = []
+    for order, tok in (("grouped", 100.0), ("shuffle", 104.0)):
+        dirs.append(tmp_path / order)
+        synth.write_sweep(
+            dirs[-1],
+            {"pytorch.batch_size": [1, 4], "sweep.order": [order]},
+            lambda p, tok=tok: synth.ok_result(tok_s=tok * p["pytorch.batch_size"]),
+        )
+    return dirs
+
+
+def test_the_run_order_is_no_knob_and_runs_that_differ_in_it_are_pooled(tmp_path: Path) -> None:
+    from llem.report.build import build_report
+
+    report = build_report(_two_orders(tmp_path), out=tmp_path / "merged")
+    assert report.runs.knobs == ["pytorch.batch_size"]
+    assert report.runs.settings == ["sweep.order"]
+    # results.csv keeps each run's order; the summary pools both orders of a configuration
+    assert sorted(report.runs.frame["sweep.order"]) == ["grouped", "grouped", "shuffle", "shuffle"]
+    assert "sweep.order" not in report.summary.columns
+    assert report.summary["n"].tolist() == [2, 2]
+    assert report.summary["throughput.output_tokens_per_s.mean"].tolist() == [102.0, 408.0]
+    header = report.text.splitlines()[2]
+    assert header.split()[:2] == ["batch_size", "tok/s"] and "order" not in header
+    assert "grouped" not in report.text.split("\n\n")[1]  # the table names no order
+    assert "sweep.order differs between the runs (grouped ×2, shuffle ×2)" in report.text
+    plots = sorted(p.name for p in (tmp_path / "merged" / "plots").iterdir())
+    assert plots == [
+        "j_per_token_vs_pytorch.batch_size.png",
+        "pareto.png",
+        "tokens_per_s_vs_pytorch.batch_size.png",
+    ]
+
+
+# --------------------------------------------------------------------------- a sweep's plan
+
+
+def _write_plan(sweep: Path, grid: list[list[str]]) -> None:
+    from llem.config.schema import SweepOrder
+    from llem.sweep.plan import Plan, Point, write_plan
+
+    points = [Point(index=i, overrides=o) for i, o in enumerate(grid)]
+    plan = Plan(points, SweepOrder.grouped, 0, [p.index for p in points])
+    write_plan(sweep, plan, reuse=True, batch_size=1)
+
+
+def test_a_sweep_reports_the_points_of_its_plan_and_names_the_others_apart(
+    tmp_path: Path,
+) -> None:
+    """A re-run with a smaller grid: the old grid's #3-#5 (one failed) stay in the directory."""
+    from llem.report.build import build_report
+
+    sweep = tmp_path / "sweep"
+    synth.write_sweep(
+        sweep,
+        {"pytorch.batch_size": [1, 2, 3, 4, 5, 6]},
+        lambda p: synth.failed_result() if p["pytorch.batch_size"] == 4 else synth.ok_result(),
+    )
+    _write_plan(sweep, [[f"pytorch.batch_size={b}"] for b in (1, 2, 3)])
+    report = build_report([sweep], plots=False)
+    assert report.runs.frame["pytorch.batch_size"].tolist() == [1, 2, 3]
+    assert [p.name for p in report.runs.outside_plan] == ["3", "4", "5"]
+    table = report.text.split("\n\n")[1].splitlines()
+    assert [line.split()[0] for line in table[2:5]] == ["1", "2", "3"]
+    assert "failed" not in report.text.split("\n\n")[0]  # the heading counts 3 ok runs
+    assert (
+        "not in this sweep's plan (an older grid's points, left out of this report): 3, 4, 5"
+        in report.text
+    )
+    # a directory above several sweeps: each sweep by its own plan
+    assert load_runs([tmp_path]).outside_plan == report.runs.outside_plan
+
+
+def test_without_a_plan_every_point_directory_is_reported(tmp_path: Path) -> None:
+    sweep = tmp_path / "sweep"
+    synth.write_sweep(sweep, {"pytorch.batch_size": [1, 2, 3]}, lambda p: synth.ok_result())
+    runs = load_runs([sweep])
+    assert runs.n_runs == 3 and runs.outside_plan == []

@@ -229,3 +229,135 @@ def test_plots_draw_one_line_per_gpu(tmp_path: Path) -> None:
         "A100-SXM4-80GB ×1": pytest.approx([0.7, 0.175]),
         "H100 80GB HBM3 ×1": pytest.approx([0.4, 0.1]),
     }
+
+
+# --------------------------------------------------------------------------- as a reader sees them
+
+
+def _legend(ax) -> list[str]:
+    return [t.get_text() for t in ax.get_legend().get_texts()]
+
+
+def _failed_marks(ax) -> list:
+    return [line for line in ax.lines if line.get_marker() == "x"]
+
+
+def test_a_failed_variant_is_marked_and_named_in_the_legend(tmp_path: Path) -> None:
+    synth.write_sweep(
+        tmp_path / "s",
+        {"pytorch.batch_size": [1, 4, 16], "quantization": ["none", "bnb-4bit"]},
+        lambda p: (
+            synth.failed_result()
+            if p["quantization"] == "bnb-4bit"
+            else synth.ok_result(tok_s=10.0 * p["pytorch.batch_size"])
+        ),
+    )
+    runs, summary = _load(tmp_path / "s")
+    ax = knob_figure(summary, runs.knobs, "pytorch.batch_size", TOKS).axes[0]
+    assert _legend(ax) == ["none", "bnb-4bit (failed)", "no ok run (failed)"]
+    (marks,) = _failed_marks(ax)  # an x at the bottom of the axes at each batch size
+    assert len(marks.get_xdata()) == 3 and set(marks.get_ydata()) == {0.03}
+    assert marks.get_color() == ax.containers[1].lines[0].get_color()  # bnb-4bit's colour
+    assert "x at the axis: no ok run (failed)" in ax.get_title(loc="left")
+
+    # against the categorical knob: every batch size is an x at bnb-4bit, none at none
+    ax = knob_figure(summary, runs.knobs, "quantization", TOKS).axes[0]
+    assert [list(m.get_xdata()) for m in _failed_marks(ax)] == [
+        pytest.approx([1 + s]) for s in (-0.09, 0.0, 0.09)
+    ]
+    assert _legend(ax)[-1] == "no ok run (failed)"
+
+
+def test_a_sweep_without_failures_has_no_x_marks(realistic_sweep: Path) -> None:
+    runs, summary = _load(realistic_sweep)
+    ax = knob_figure(summary, runs.knobs, "pytorch.batch_size", TOKS).axes[0]
+    assert _failed_marks(ax) == [] and "no ok run" not in " ".join(_legend(ax))
+
+
+def test_categories_are_not_joined_by_lines(tmp_path: Path) -> None:
+    tok = {"greedy": 30.0, "standard": 28.0, "creative": 27.0}
+    synth.write_sweep(
+        tmp_path / "s",
+        {"decoder": list(tok), "pytorch.batch_size": [1, 4]},
+        lambda p: synth.ok_result(tok_s=tok[p["decoder"]] * p["pytorch.batch_size"]),
+    )
+    runs, summary = _load(tmp_path / "s")
+    ax = knob_figure(summary, runs.knobs, "decoder", TOKS).axes[0]
+    drawn = [c.lines[0] for c in ax.containers]
+    assert len(drawn) == 2
+    assert all(line.get_linestyle() == "None" and line.get_marker() == "o" for line in drawn)
+    # numbers on x are joined up
+    ax = knob_figure(summary, runs.knobs, "pytorch.batch_size", TOKS).axes[0]
+    assert all(c.lines[0].get_linestyle() == "-" for c in ax.containers)
+
+
+def _merged_models(tmp_path: Path) -> list[Path]:
+    """Two sweeps of models whose paths differ only at the end; a third with another decoder."""
+    base = "/models/meta-llama/Llama-3.1-8B-Instruct-finetuned-run-"
+    dirs = []
+    for name, decoder, f in (("a", "greedy", 1.0), ("b", "greedy", 1.1), ("a", "creative", 0.9)):
+        dirs.append(tmp_path / f"{name}-{decoder}")
+        synth.write_sweep(
+            dirs[-1],
+            {
+                "pytorch.batch_size": [1, 4],
+                "decoder": [decoder],
+                "model.name_or_path": [base + name],
+            },
+            lambda p, f=f: synth.ok_result(
+                tok_s=30.0 * p["pytorch.batch_size"] * f, j_tok=2.0 / p["pytorch.batch_size"] / f
+            ),
+        )
+    return dirs
+
+
+def test_merged_legends_tell_every_series_apart(tmp_path: Path) -> None:
+    runs, summary = _load(*_merged_models(tmp_path))
+    ax = knob_figure(summary, runs.knobs, "pytorch.batch_size", TOKS).axes[0]
+    legend = _legend(ax)
+    assert len(legend) == 3 and len(set(legend)) == 3
+    assert legend[0].splitlines() == [
+        "decoder=greedy",
+        "name_or_path=Llam…-finetuned-run-a",
+    ]
+    assert legend[1].endswith("-finetuned-run-b")
+    assert all(len(line) <= 34 for text in legend for line in text.splitlines())
+    # the Pareto labels too; the front's (three lines, at the right edge) stays on the figure
+    fig = pareto_figure(summary, runs.knobs)
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    assert len(texts) == len(set(texts))
+    renderer = fig.canvas.get_renderer()
+    (front,) = [t for t in fig.axes[0].texts if t.get_fontsize() == 8]
+    box = front.get_window_extent(renderer)
+    assert fig.bbox.x0 <= box.x0 and box.x1 <= fig.bbox.x1
+
+
+def test_the_timeline_is_titled_by_what_it_draws(tmp_path: Path) -> None:
+    rows = synth.timeseries_csv(seconds=4).splitlines()
+    keep = [i for i, h in enumerate(rows[0].split(",")) if h != "temperature_c"]
+    power_only = "\n".join(",".join(r.split(",")[i] for i in keep) for r in rows) + "\n"
+    for name, text, title in (
+        ("both", synth.timeseries_csv(seconds=4), "Power and temperature"),
+        ("power", power_only, "Power"),
+    ):
+        run = synth.write_run(tmp_path / name, [], synth.ok_result(), timeseries=text)
+        runs, _ = _load(run)
+        row = dict(zip(runs.frame.columns, runs.frame.astype(object).iloc[0].tolist(), strict=True))
+        fig = timeline_figure(run, row)
+        assert fig.get_suptitle() == f"{title} — HuggingFaceTB/SmolLM2-135M"
+        assert len(fig.axes) == (2 if name == "both" else 1)
+
+
+def test_the_pareto_subtitle_says_which_points_are_labelled(tmp_path: Path) -> None:
+    tok = {150: 200.0, 200: 230.0, 300: 220.0}  # 300 W: slower and dearer than 200 W
+    jtk = {150: 0.16, 200: 0.20, 300: 0.30}
+    synth.write_sweep(
+        tmp_path / "s",
+        {"power_limit_w": list(tok)},
+        lambda p: synth.ok_result(tok_s=tok[p["power_limit_w"]], j_tok=jtk[p["power_limit_w"]]),
+    )
+    runs, summary = _load(tmp_path / "s")
+    ax = pareto_figure(summary, runs.knobs).axes[0]
+    quiet = [t.get_text() for t in ax.texts if t.get_fontsize() == 7]
+    assert quiet == ["power_limit_w=300"]  # a dominated point, labelled in grey
+    assert "front labelled in black, the others in grey" in ax.get_title(loc="left")

@@ -123,7 +123,24 @@ def test_pareto_front_labels_and_dominated_points() -> None:
         ("power_limit_w=300", False),
     ]
     assert not plot.log_x and not plot.log_y and plot.hollow == ()
-    assert plot.note.endswith("front points labelled") and plot.invalid_label is None
+    # the dominated point is labelled too, in grey: the subtitle says so
+    assert plot.note.endswith("front labelled in black, the others in grey where they fit")
+    assert plot.invalid_label is None
+
+
+def test_pareto_with_many_points_labels_the_front_only_and_says_so() -> None:
+    limits = list(range(100, 340, 20))  # 12 configurations: more than LABEL_ALL_UP_TO
+    summary = _summary(
+        power_limit_w=limits,
+        **{
+            f"{TOKS}__mean": [100.0 + w / 10 for w in limits],
+            f"{JTOK}__mean": [0.1 + (w % 40) / 100 for w in limits],
+            "n_energy_left_out": [0] * len(limits),
+        },
+    )
+    plot = prepare_pareto(summary, ["power_limit_w"])
+    assert plot.dominated and all(label.strong for label in plot.labels)
+    assert plot.note.endswith("front points labelled")
 
 
 def test_pareto_invalid_only_point_is_hollow_and_off_the_front() -> None:

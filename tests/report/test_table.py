@@ -9,6 +9,7 @@ from llem.report.load import load_runs
 from llem.report.stats import summary_frame
 from llem.report.table import (
     basenames,
+    ci_is_wide,
     format_number,
     format_with_ci,
     knob_headers,
@@ -57,12 +58,61 @@ def test_format_number(value, text) -> None:
     assert format_number(value) == text
 
 
-def test_format_with_ci() -> None:
-    assert format_with_ci(12.0, 4.9683) == "12.0 ±5.0"
-    assert format_with_ci(386.0, 18.52) == "386 ±19"
-    assert format_with_ci(0.205, 0.0004) == "0.205 ±0.0004"
-    assert format_with_ci(31.0, None) == "31.0"
-    assert format_with_ci(None, 1.0) == ""
+@pytest.mark.parametrize(
+    ("mean", "half", "text"),
+    [
+        (12.0, 4.9683, "12.0 ±5.0"),
+        (386.0, 18.52, "386 ±19"),
+        (0.62, 0.0300, "0.620 ±0.030"),
+        (22.5, 0.36, "22.5 ±0.4"),  # 2 digits of the half-width, but not past the mean's
+        # a half-width far below the mean's last digit: a limit, not a string of zeros
+        (4.09, 0.000000004, "4.09 ±<0.01"),
+        (0.205, 0.0004, "0.205 ±<0.001"),
+        (386.0, 0.3, "386 ±<1"),
+        (0.175, 0.0, "0.175 ±0.000"),  # identical repeats: exactly zero
+        # a huge one (two repeats: t = 12.7) stays short
+        (4.09, 52.3, "4.09 ±52"),
+        (4.09, 523.4, "4.09 ±520"),
+        (0.0005, 0.000021, "5.00e-04 ±2.1e-05"),
+        (31.0, None, "31.0"),
+        (None, 1.0, ""),
+    ],
+)
+def test_format_with_ci(mean: float | None, half: float | None, text: str) -> None:
+    assert format_with_ci(mean, half) == text
+
+
+def test_a_ci_of_half_the_mean_or_more_is_wide() -> None:
+    assert ci_is_wide(4.09, 52.3) and ci_is_wide(10.0, 5.0)
+    assert not ci_is_wide(10.0, 4.9) and not ci_is_wide(10.0, None)
+    assert not ci_is_wide(0.175, 0.0)
+
+
+def test_two_repeats_far_apart_are_flagged_with_a_note(tmp_path: Path) -> None:
+    tok = {0: 2.0, 1: 6.2}  # mean 4.1, sd 2.97, t(0.975, 1) = 12.71 → ±26.7
+    synth.write_sweep(
+        tmp_path / "s",
+        {"pytorch.batch_size": [1, 4]},
+        lambda p: synth.ok_result(
+            tok_s=tok[p["repeat"]] if p["pytorch.batch_size"] == 1 else 40.0 + p["repeat"],
+            j_tok=None,
+            energy=False,
+            peak_mb=None,
+        ),
+        repeats=2,
+    )
+    lines = _table(tmp_path / "s").splitlines()
+    assert lines[2].split()[:4] == ["1", "4.10", "±27*", "21.0"]
+    assert lines[3].split()[:4] == ["4", "40.5", "±6.4", "21.0"]  # ±6.4 < 20.25: not wide
+    # the figures stay right-aligned; the mark sits after them
+    assert lines[2].index("*") == lines[3].index("±6.4") + len("±6.4")
+    assert lines[-2].startswith("* wide 95% CI (half-width at least half the mean)")
+    assert "t = 12.7" in lines[-1]
+    # without the CIs (too narrow a terminal) no figure is marked, and no note explains a mark
+    narrow = render_table(
+        load_runs([tmp_path / "s"]), summary_frame(load_runs([tmp_path / "s"])), width=30
+    )
+    assert "*" not in narrow
 
 
 def test_knob_headers_are_short_but_unambiguous() -> None:
@@ -108,7 +158,7 @@ def test_hand_computed_ci_in_table(tmp_path: Path) -> None:
     ]
     # mean 12, sd 2, t(0.975, 2) = 4.302653 → half-width 4.9683; ×4: 48 ± 19.87
     assert lines[2].split() == ["1", "12.0", "±5.0", "21.0", "ok", "×3"]
-    assert lines[3].split() == ["4", "48.0", "±19.9", "21.0", "ok", "×3"]
+    assert lines[3].split() == ["4", "48.0", "±20", "21.0", "ok", "×3"]
 
 
 def test_one_run_per_config_has_no_plus_minus_and_missing_energy_is_blank(cpu_sweep: Path) -> None:
@@ -267,8 +317,9 @@ def test_invalid_energy_is_marked_counted_and_explained(tmp_path: Path) -> None:
 
     kept = render_table(runs, summary_frame(runs, include_invalid=True)).splitlines()
     assert kept[0].split()[-1] == "status"  # nothing left out: no n column
-    assert kept[2].split()[3:5] == ["0.450", "±3.177!"]
-    assert kept[4].split()[3:5] == ["0.200", "±0.000!"]
+    assert kept[2].split()[3:5] == ["0.450", "±3.2*!"]  # a wide CI, and invalid runs in it
+    assert kept[4].split()[3:6] == ["0.200", "±0.000", "!"]
+    assert kept[2].index("!") == kept[4].index("!")
     assert kept[-1] == "! 3 runs whose energy was judged invalid, kept in (--include-invalid)"
 
 

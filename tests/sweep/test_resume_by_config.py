@@ -67,9 +67,31 @@ def test_an_older_result_never_stands_for_a_point_that_failed_before_writing(
         assert r["status"] == "failed" and r["error"]["type"] == "PreflightError"
     moved = list((d / "superseded").glob("*/0/result.json"))
     assert len(moved) == 1 and json.loads(moved[0].read_text())["status"] == "ok"
-    assert "#0: older contents moved aside to" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    # one line says what was moved and where (the old model path is what differs)
+    moved_line = next(line for line in out.splitlines() if "#0: an older ok result" in line)
+    assert "model.name_or_path=" in moved_line and "moved aside to" in moved_line
+    assert str(d / "superseded") in moved_line
     rows = load_runs([d]).frame
     assert set(rows["status"]) == {"failed"}  # superseded/ is not read as part of the sweep
+
+
+def test_a_smaller_grid_reports_its_own_points_and_names_the_older_ones(
+    tiny: list[str], tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    d = tmp_path / "sweep"
+    assert sweep(tiny, d, "pytorch.batch_size=1,2,3") == 0
+    capsys.readouterr()
+    # Another grid into the same directory: #0 (bs=1) is done, #1 (was bs=2) moves aside, #2
+    # (bs=3) is an older grid's point the new plan does not have.
+    assert sweep(tiny, d, "pytorch.batch_size=1,4") == 0
+    out = capsys.readouterr().out
+    assert "#1: an older ok result [pytorch.batch_size=2] moved aside to" in out
+    assert "#2: an older grid's point, not in this sweep's plan: left in place" in out
+    assert (d / "2" / "result.json").is_file()
+    runs = load_runs([d])
+    assert sorted(runs.frame["pytorch.batch_size"].tolist()) == [1, 4]
+    assert [p.name for p in runs.outside_plan] == ["2"]
 
 
 def test_the_report_refuses_a_result_written_for_other_overrides(

@@ -2,9 +2,10 @@
 labels drawn, a frozen dataclass) and then drawn on matplotlib's Agg canvas (no pyplot, no display).
 
 * :mod:`.knob`: ``tokens_per_s_vs_<knob>.png`` and ``j_per_token_vs_<knob>.png`` for every knob
-  that varies.
+  that varies (run-order settings such as ``sweep.order`` are not knobs); a configuration without
+  an ok run is an x at the axis.
 * :mod:`.pareto`: ``pareto.png``, tokens/s against J/token with the front labelled.
-* :mod:`.timeline`: ``timeline.png`` for a report over a single run.
+* :mod:`.timeline`: ``timeline.png`` for a report over a single run, titled by what it draws.
 
 Invalid energy (runs whose ``valid`` is false) is drawn hollow, with a legend entry "invalid
 energy": by default those runs are left out of the means, and their own mean is a hollow marker

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import math
 import re
+import textwrap
 from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
 
 from llem.report.cells import is_missing
-from llem.report.labels import format_number
+from llem.report.labels import basenames, format_number, shorten
 from llem.report.load import Runs
 from llem.report.stats import (
     N_INVALID,
@@ -67,8 +68,52 @@ def label_value(v: Any) -> str:
     return "—" if is_missing(v) else (v if isinstance(v, str) else format_number(v))
 
 
-def clip(text: str, limit: int = MAX_LABEL) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+def fit_parts(
+    rows: Sequence[Sequence[str]], names: Sequence[str | None], limit: int = MAX_LABEL
+) -> list[list[str]]:
+    """Label parts, ``name=value`` (or the value where the name is None), one list per labelled
+    thing with a value per name, made to fit ``limit`` characters a line while labels that differ
+    stay different: path-like values to their last component where those stay distinct, a long
+    part shortened in the middle (``Llama-3.1-8B-Inst…-finetuned-run-a``) where that keeps them
+    apart, else wrapped whole over several lines. Never cut at the end, where two series would
+    read the same."""
+    columns = [basenames([row[j] for row in rows]) for j in range(len(names))]
+    parts = [
+        [v if name is None else f"{name}={v}" for name, v in zip(names, values, strict=True)]
+        for values in zip(*columns, strict=True)
+    ]
+    n_distinct = len({tuple(r) for r in rows})
+    short = [[shorten(x, limit) for x in r] for r in parts]
+    if len({tuple(r) for r in short}) == n_distinct:
+        return short
+    return [
+        [textwrap.fill(x, limit, break_long_words=True, break_on_hyphens=False) for x in r]
+        for r in parts
+    ]
+
+
+def fit_labels(
+    rows: Sequence[Sequence[str]], names: Sequence[str | None], limit: int = MAX_LABEL
+) -> list[str]:
+    """One label per row of values: ``, ``-joined on one line where every label fits ``limit``,
+    else a line per part, each fitted by :func:`fit_parts`."""
+    parts = fit_parts(rows, names, 10_000)  # last path components, nothing shortened
+    one_line = [", ".join(r) for r in parts]
+    if all(len(t) <= limit for t in one_line):
+        return one_line
+    return ["\n".join(r) for r in fit_parts(rows, names, limit)]
+
+
+def no_result(status: Any, n_ok: Any) -> str | None:
+    """Why a configuration has no figure at all: 'failed', 'skipped' or 'missing' (from its
+    status label, e.g. 'failed ×3'); None when it has an ok run."""
+    if not is_missing(n_ok) and int(n_ok) > 0:
+        return None
+    text = "" if is_missing(status) else str(status)
+    for kind in ("failed", "skipped", "missing"):
+        if kind in text:
+            return kind
+    return None
 
 
 def nan_to_zero(items: Sequence[float]) -> tuple[float, ...]:

@@ -1,8 +1,14 @@
 """``tokens_per_s_vs_<knob>.png`` and ``j_per_token_vs_<knob>.png``: a metric against one knob.
 
-The mean over ok repeats, 95% CI error bars where a configuration has at least two, one line per
-combination of the other varying knobs. A missing figure is a gap in its line, never 0. Invalid
-energy is drawn hollow (see :func:`llem.report.plots.common.invalid_points`).
+The mean over ok repeats, 95% CI error bars where a configuration has at least two, one series
+per combination of the other varying knobs. Numbers on x are joined by lines; categories (decoder
+presets, any text knob) are markers only, since nothing lies between them and their order means
+nothing. A missing figure is a gap in its line, never 0; a configuration with no ok run (failed,
+skipped) is an x at the bottom of the axes in its series' colour, with a legend entry saying why,
+and a series whose every point is such an x says so in its legend text ("bnb-4bit (failed)").
+Invalid energy is drawn hollow (see :func:`llem.report.plots.common.invalid_points`). Legend
+texts are never cut at the end: long ones are shortened in the middle or wrapped, so that two
+series never read the same (:func:`llem.report.plots.common.fit_labels`).
 
 :func:`prepare_knob` turns the summary into a :class:`KnobPlot` (the numbers and labels drawn);
 :func:`draw_knob` draws one.
@@ -21,19 +27,21 @@ import pandas as pd
 from llem.report.cells import is_missing
 from llem.report.labels import basenames, knob_headers, shorten
 from llem.report.plots.common import (
-    MAX_LABEL,
     METRIC_LABELS,
     Hollow,
     PlotSkipped,
-    clip,
+    fit_labels,
     floats,
     invalid_label,
     is_numeric,
     label_value,
+    no_result,
     values,
 )
 from llem.report.plots.style import (
+    draw_failed,
     draw_hollow,
+    failed_handle,
     hollow_handle,
     new_figure,
     plain_log_ticks,
@@ -52,6 +60,7 @@ class KnobSeries:
     ys: tuple[float, ...]  # means; NaN is a gap in the line
     errs: tuple[float, ...] | None  # 95% CI half-widths; None: no error bars on this line
     hollow: tuple[tuple[float, float], ...] = ()  # (x, y) of "invalid energy" markers
+    failed: tuple[float, ...] = ()  # x of configurations without an ok run (an x at the axis)
 
 
 @dataclass(frozen=True)
@@ -66,13 +75,14 @@ class KnobPlot:
     series: tuple[KnobSeries, ...]
     ticks: tuple[float, ...]
     tick_labels: tuple[str, ...]
-    numeric: bool  # numbers on x (solid lines) or categories (dashed, nothing in between)
+    numeric: bool  # numbers on x (joined by lines) or categories (markers only: no order)
     log_x: bool  # log2 axis: numbers spanning a wide ratio
     log_y: bool  # log axis: a tenfold spread of values
     rotate_ticks: bool  # long category names
     legend_title: str | None
     legend_series: bool  # the lines are in the legend
     invalid_label: str | None  # legend entry for hollow markers; None when there are none
+    failed_label: str | None = None  # legend entry for the x marks; None when there are none
 
     @property
     def xlabel(self) -> str:
@@ -80,7 +90,7 @@ class KnobPlot:
 
     @property
     def legend(self) -> bool:
-        return self.legend_series or self.invalid_label is not None
+        return self.legend_series or self.invalid_label is not None or self.failed_label is not None
 
 
 @dataclass(frozen=True)
@@ -126,13 +136,15 @@ def _shifts(n: int) -> list[float]:
     return [(i - (n - 1) / 2) * (0.18 / (n - 1)) for i in range(n)]
 
 
-def _series_label(
-    key: tuple[str, ...], others: Sequence[str], headers: dict[str, str]
-) -> str | None:
-    if len(others) == 1:  # the legend's title names the knob
-        return clip(shorten(basenames([key[0]])[0], MAX_LABEL))
-    label = ", ".join(f"{headers[k]}={v}" for k, v in zip(others, key, strict=True))
-    return clip(label) if label else None
+def _series_labels(
+    keys: Sequence[tuple[str, ...]], others: Sequence[str], headers: dict[str, str]
+) -> list[str | None]:
+    """Legend texts, distinct for distinct series (never cut at the end); the knob's name
+    is left to the legend's title where only one other knob varies."""
+    if not others:
+        return [None] * len(keys)
+    names = [None] if len(others) == 1 else [headers[k] for k in others]
+    return list(fit_labels(keys, names))
 
 
 def _series(
@@ -141,7 +153,8 @@ def _series(
     metric: str,
     headers: dict[str, str],
     marks: Sequence[float],
-) -> tuple[_XAxis, list[KnobSeries]]:
+) -> tuple[_XAxis, list[KnobSeries], list[str]]:
+    """The x axis, the series, and why configurations drawn as x marks have no figure."""
     others = [k for k in headers if k != knob]
     raw = values(summary, knob)
     axis = _x_axis(raw)
@@ -153,30 +166,39 @@ def _series(
             rows.setdefault(key, []).append(i)
     means = floats(summary, f"{metric}.mean")
     halves = floats(summary, f"{metric}.ci95_half")
+    n_ok, status = values(summary, "n"), values(summary, "status")
+    why = [no_result(s, n) for s, n in zip(status, n_ok, strict=True)]
+    labels = _series_labels(list(rows), others, headers)
     out = []
-    for shift, (key, idx) in zip(_shifts(len(rows)), rows.items(), strict=True):
+    for shift, label, idx in zip(_shifts(len(rows)), labels, rows.values(), strict=True):
         idx = sorted(idx, key=lambda i: axis.position[raw[i]])
         xs = tuple(axis.place(raw[i], shift) for i in idx)
         errs = tuple(0.0 if math.isnan(halves[i]) else halves[i] for i in idx)
         hollow = tuple(
             (x, marks[i]) for x, i in zip(xs, idx, strict=True) if not math.isnan(marks[i])
         )
+        failed = tuple(x for x, i in zip(xs, idx, strict=True) if why[i] is not None)
+        if label is not None and len(failed) == len(idx):
+            label += f" ({why[idx[0]]})"  # every point of this series: an x, no line
         out.append(
             KnobSeries(
-                label=_series_label(key, others, headers),
+                label=label,
                 xs=xs,
                 ys=tuple(means[i] for i in idx),
                 errs=errs if any(e > 0 for e in errs) else None,
                 hollow=hollow,
+                failed=failed,
             )
         )
-    return axis, out
+    kinds = [w for i, w in enumerate(why) if w is not None and not is_missing(raw[i])]
+    return axis, out, sorted(set(kinds), key=kinds.index)
 
 
-def _note(any_ci: bool, any_hollow: bool, log_y: bool) -> str:
+def _note(any_ci: bool, any_hollow: bool, log_y: bool, failed: Sequence[str] = ()) -> str:
     ci = "95% CI (Student t)"  # over repeats; the instrument bounds are in summary.csv
     note = "mean of ok repeats" + (f", error bars: {ci}" if any_ci else "")
     note += "; hollow: invalid energy" if any_hollow else ""
+    note += f"; x at the axis: no ok run ({', '.join(failed)})" if failed else ""
     return note + ("; log scale" if log_y else "")
 
 
@@ -201,7 +223,7 @@ def prepare_knob(
         raise PlotSkipped(f"no configuration has {metric}")
     headers = knob_headers(knobs)
     others = [k for k in knobs if k != knob]
-    axis, series = _series(summary, knob, metric, headers, marks)
+    axis, series, failed = _series(summary, knob, metric, headers, marks)
     tick_labels = tuple(shorten(t, 24) for t in basenames([label_value(v) for v in axis.order]))
     any_hollow = any(s.hollow for s in series)
     log_y = min(present) > 0 and max(present) / min(present) >= 10
@@ -210,7 +232,7 @@ def prepare_knob(
         knob=knob,
         metric=metric,
         title=f"{title} vs {headers[knob]}",
-        note=_note(any_ci, any_hollow, log_y),
+        note=_note(any_ci, any_hollow, log_y, failed),
         ylabel=ylabel,
         series=tuple(series),
         ticks=tuple(axis.position.values()),
@@ -222,6 +244,7 @@ def prepare_knob(
         legend_title=headers[others[0]] if len(others) == 1 else None,
         legend_series=len(series) > 1,
         invalid_label=invalid_label(summary) if any_hollow else None,
+        failed_label=f"no ok run ({', '.join(failed)})" if failed else None,
     )
 
 
@@ -252,6 +275,9 @@ def _draw_legend(ax: Any, plot: KnobPlot) -> None:
     if plot.invalid_label is not None:
         handles.append(hollow_handle())
         labels.append(plot.invalid_label)
+    if plot.failed_label is not None:
+        handles.append(failed_handle())
+        labels.append(plot.failed_label)
     ax.legend(
         handles,
         labels,
@@ -275,15 +301,17 @@ def draw_knob(plot: KnobPlot, path: Path | None = None) -> Any:
             yerr=list(s.errs) if s.errs is not None else None,
             marker="o",
             markersize=5,
-            # categories have no in-between: a faint line only helps follow one series
-            linewidth=1.6 if plot.numeric else 0.9,
-            linestyle="-" if plot.numeric else "--",
+            linewidth=1.6,
+            # categories have no order and no in-between: markers only, no line joins them
+            linestyle="-" if plot.numeric else "none",
             capsize=3,
             elinewidth=1.0,
             label=s.label,
         )
         if s.hollow:
             draw_hollow(ax, s.hollow, bars.lines[0].get_color())
+        if s.failed:
+            draw_failed(ax, s.failed, bars.lines[0].get_color())
     _draw_x_axis(ax, plot)
     ax.set_ylabel(plot.ylabel)
     if plot.log_y:

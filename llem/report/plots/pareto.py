@@ -1,7 +1,8 @@
 """``pareto.png``: every configuration's tokens/s against J/token.
 
 The frontier (no other configuration is both faster and cheaper) is joined up and labelled with
-its knob values; with few points the others are labelled quietly too. Invalid energy is drawn
+its knob values; with few points the others are labelled quietly too (in grey, where they fit),
+and the subtitle says which. Invalid energy is drawn
 hollow, and a configuration whose only J/token is invalid takes no part in the front.
 
 :func:`prepare_pareto` turns the summary into a :class:`ParetoPlot`; :func:`draw_pareto` draws it,
@@ -25,7 +26,7 @@ from llem.report.plots.common import (
     TOKS,
     Hollow,
     PlotSkipped,
-    clip,
+    fit_parts,
     floats,
     invalid_label,
     label_value,
@@ -79,13 +80,19 @@ class ParetoPlot:
     log_y: bool
     invalid_label: str | None  # legend entry for the hollow markers; None when there are none
     title: str = TITLE
+    labels_all: bool = False  # the dominated points are labelled too (in grey, where they fit)
     xlabel: str = METRIC_LABELS[TOKS][0] + "  →  faster"
     ylabel: str = METRIC_LABELS[JTOK][0] + "  ↓  cheaper"
 
     @property
     def note(self) -> str:
         hollow = "; hollow: invalid energy" if self.hollow else ""
-        return f"mean of ok repeats; better is bottom right; front points labelled{hollow}"
+        labelled = (
+            "front labelled in black, the others in grey where they fit"
+            if self.labels_all
+            else "front points labelled"
+        )
+        return f"mean of ok repeats; better is bottom right; {labelled}{hollow}"
 
 
 def pareto_front(points: Sequence[tuple[float, float]]) -> list[int]:
@@ -124,10 +131,14 @@ def _labels(
     toks, ys = points
     headers = knob_headers(knobs)
     columns = {k: values(summary, k) for k in knobs}
+    rows = list(ys)
+    fitted = fit_parts(
+        [[label_value(columns[k][i]) for k in knobs] for i in rows], [headers[k] for k in knobs]
+    )
+    parts = dict(zip(rows, fitted, strict=True))
 
     def describe(i: int, sep: str) -> str:
-        parts = [f"{headers[k]}={label_value(columns[k][i])}" for k in knobs]
-        return sep.join(clip(p) for p in parts) if parts else "this run"
+        return sep.join(parts[i]) if parts[i] else "this run"
 
     labels = [
         ParetoLabel(toks[i], ys[i], describe(i, "\n"), True)
@@ -178,14 +189,16 @@ def prepare_pareto(
     roles = {i: "front" if i in front else "dominated" if i in usable else "invalid" for i in marks}
     # drawn points: usable ones at their mean, invalid-only ones at their hollow marker
     ys = {i: jtok[i] for i in usable} | {i: y for i, y in marks.items() if i not in usable}
+    labels = _labels(summary, knobs, (toks, ys), front)
     return ParetoPlot(
         front=tuple(point(i) for i in sorted(front, key=lambda i: toks[i])),
         dominated=tuple(point(i) for i in usable if i not in front),
         hollow=tuple((toks[i], y, roles[i]) for i, y in marks.items()),
-        labels=_labels(summary, knobs, (toks, ys), front),
+        labels=labels,
         log_x=_spans_tenfold([toks[i] for i in ys]),
         log_y=_spans_tenfold(list(ys.values())),
         invalid_label=invalid_label(summary) if marks else None,
+        labels_all=any(not label.strong for label in labels),
     )
 
 
@@ -321,7 +334,7 @@ def _place_one(ax: Any, label: ParetoLabel, fits: Any, renderer: Any) -> Any:
     first = None
     for dx, dy in OFFSETS:
         ann = _annotate(ax, label, dx, dy)
-        if fits(ann.get_window_extent(renderer).padded(2)):
+        if fits(_text_box(ann, renderer)):
             if first is not None:
                 first.remove()
             return ann
@@ -333,6 +346,14 @@ def _place_one(ax: Any, label: ParetoLabel, fits: Any, renderer: Any) -> Any:
         first.remove()
         return None
     return first
+
+
+def _text_box(ann: Any, renderer: Any) -> Any:
+    """The label's own box, padded: without its leader line, which always reaches its marker."""
+    from matplotlib.text import Text
+
+    ann.update_positions(renderer)
+    return Text.get_window_extent(ann, renderer).padded(2)
 
 
 def place_labels(fig: Any, ax: Any, labels: Sequence[ParetoLabel]) -> None:
@@ -347,4 +368,4 @@ def place_labels(fig: Any, ax: Any, labels: Sequence[ParetoLabel]) -> None:
     for label in labels:
         chosen = _place_one(ax, label, lambda box: _fits(box, axes_box, taken, markers), renderer)
         if chosen is not None:
-            taken.append(chosen.get_window_extent(renderer))
+            taken.append(_text_box(chosen, renderer))

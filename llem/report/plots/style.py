@@ -83,3 +83,41 @@ def hollow_handle() -> Any:
         markeredgecolor="0.3",
         markeredgewidth=1.6,
     )
+
+
+#: x marks at the bottom of the axes for configurations without an ok run, in points
+FAILED_SIZE = 8
+
+
+def draw_failed(ax: Any, xs: Sequence[float], color: Any) -> None:
+    """An x at the bottom of the axes (data x, axes y) for each configuration at ``xs`` that has
+    no figure because no run of it was ok."""
+    from matplotlib.transforms import blended_transform_factory
+
+    ax.plot(
+        list(xs),
+        [0.03] * len(xs),
+        transform=blended_transform_factory(ax.transData, ax.transAxes),
+        linestyle="none",
+        marker="x",
+        markersize=FAILED_SIZE,
+        markeredgewidth=2.0,
+        color=color,
+        clip_on=False,
+        zorder=6,
+    )
+
+
+def failed_handle() -> Any:
+    """The legend entry for the x marks."""
+    from matplotlib.lines import Line2D
+
+    return Line2D(
+        [],
+        [],
+        linestyle="none",
+        marker="x",
+        markersize=FAILED_SIZE,
+        markeredgewidth=2.0,
+        color="0.3",
+    )

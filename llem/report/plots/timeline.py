@@ -1,4 +1,5 @@
-"""``timeline.png`` for a report over a single run: power and temperature from timeseries.csv.
+"""``timeline.png`` for a report over a single run: power and temperature from timeseries.csv
+(whichever of the two it has samples of; the title names what is drawn).
 
 :func:`read_timeseries` reads the file, :func:`prepare_timeline` turns it and the run's row into a
 :class:`TimelinePlot` (the lines and levels drawn), :func:`draw_timeline` draws it.
@@ -21,6 +22,8 @@ from llem.report.stats import VALID, judged_invalid
 
 TIMESERIES = "timeseries.csv"
 PANELS = (("power_w", "power (W)"), ("temperature_c", "temperature (°C)"))
+#: the title names what is drawn: "Power", "Temperature" or "Power and temperature"
+TITLES = {"power_w": "power", "temperature_c": "temperature"}
 #: levels drawn across the power panel: (result field, line style, legend text)
 LEVELS = (
     ("energy.idle_power_w", "--", "idle"),
@@ -116,8 +119,9 @@ def prepare_timeline(ts: pd.DataFrame, row: Mapping[str, Any], source: Path) -> 
     invalid = (
         "; energy judged invalid (see validity.problems)" if judged_invalid(row.get(VALID)) else ""
     )
+    plotted = " and ".join(TITLES[column] for column, _ in columns)
     return TimelinePlot(
-        title=f"Power and temperature{what}",
+        title=f"{plotted[0].upper()}{plotted[1:]}{what}",
         note=f"{where}: {len(ts)} samples from {TIMESERIES}{invalid}",
         panels=tuple(panels),
     )
