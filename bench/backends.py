@@ -19,6 +19,10 @@ Needs an environment where both transformers and vllm import (scripts/setup.sh -
     .venv-vllm/bin/python bench/backends.py --prompts 16 --tokens 64 --batch 8 --repeats 3
     .venv-vllm/bin/python bench/backends.py --vllm-arg vllm.enforce_eager=true
     .venv-vllm/bin/python bench/backends.py -- model=hf model.name_or_path=/models/m
+
+Both sides send the same token ids: the built-in prompts through the model's chat template when
+llem's runs applied it (``dataset.chat_template``); both sides' token counts are printed. Exit
+status 1 when the target (one-engine harness ratio <= 1.10) is missed.
 """
 
 from __future__ import annotations
@@ -34,6 +38,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from _verdict import Target, report
+
 from llem.testing import cli
 
 BARE = r"""
@@ -43,10 +49,21 @@ def main():
     from transformers import AutoTokenizer
     from vllm import LLM, SamplingParams
     kwargs, n, tokens = json.loads(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+    chat_template = sys.argv[4] == "true"
     lines = importlib.resources.files("llem").joinpath("data/prompts.jsonl").read_text()
     texts = [json.loads(l)["prompt"] for l in lines.splitlines() if l.strip()][:n]
     tok = AutoTokenizer.from_pretrained(kwargs["tokenizer"])
-    prompts = [{"prompt_token_ids": ids} for ids in tok(texts)["input_ids"]]
+    if chat_template:  # as llem's run did (dataset.chat_template), special tokens not added twice
+        shown = [
+            tok.apply_chat_template(
+                [{"role": "user", "content": t}], add_generation_prompt=True, tokenize=False
+            )
+            for t in texts
+        ]
+        ids = tok(shown, add_special_tokens=False)["input_ids"]
+    else:
+        ids = tok(texts)["input_ids"]
+    prompts = [{"prompt_token_ids": i} for i in ids]
     params = SamplingParams(temperature=0.0, max_tokens=tokens, min_tokens=tokens)
     llm = LLM(**kwargs)
     llm.generate(prompts, params, use_tqdm=False)  # warm-up
@@ -54,7 +71,8 @@ def main():
     out = llm.generate(prompts, params, use_tqdm=False)
     generate_s = time.perf_counter() - t0
     n_out = sum(len(c.token_ids) for o in out for c in o.outputs)
-    result = {"generate_s": generate_s, "output_tokens": n_out}
+    n_in = sum(len(i) for i in ids)
+    result = {"generate_s": generate_s, "output_tokens": n_out, "input_tokens": n_in}
     print("BARE_RESULT " + json.dumps(result), flush=True)
     llm.llm_engine.engine_core.shutdown()
 
@@ -94,18 +112,31 @@ def run_llem(backend: str, args: argparse.Namespace, out: Path) -> dict[str, Any
         "itl_ms": r["latency"]["itl_ms"]["p50"],
         "j_per_token": r["energy"].get("j_per_output_token"),
         "output_tokens": r["workload"]["output_tokens"],
+        "input_tokens": r["workload"]["input_tokens"],
+        "chat_template": bool(r["workload"]["chat_template_applied"]),
         "dtype": r["dtype"],
         "load_s": r["lifecycle"]["load_s"],
         "load_kwargs": r["lifecycle"]["load_kwargs"],
     }
 
 
-def run_bare(kwargs: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
+def run_bare(llem_run: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
+    """The bare script with the engine args and the chat-template choice of llem's vllm run."""
+    kwargs = llem_run["load_kwargs"]
+    template = "true" if llem_run["chat_template"] else "false"
     t0 = time.perf_counter()
     env = {**os.environ}
     env.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
     proc = subprocess.run(
-        [sys.executable, "-c", BARE, json.dumps(kwargs), str(args.prompts), str(args.tokens)],
+        [
+            sys.executable,
+            "-c",
+            BARE,
+            json.dumps(kwargs),
+            str(args.prompts),
+            str(args.tokens),
+            template,
+        ],
         capture_output=True,
         text=True,
         env=env,
@@ -129,7 +160,7 @@ def harness_ab(args: argparse.Namespace) -> tuple[float, float]:
     from llem.backends.vllm import build_sampling_kwargs
     from llem.config.store import register_configs
     from llem.config.validate import to_experiment
-    from llem.runner.prompts import load_prompts
+    from llem.runner.prompts import prepare_prompts
 
     register_configs()
     with initialize_config_module(version_base="1.3", config_module="llem.conf"):
@@ -150,7 +181,8 @@ def harness_ab(args: argparse.Namespace) -> tuple[float, float]:
     backend = create_backend(exp)
     loaded = backend.load("cpu" if exp.device.value == "cpu" else _device())
     try:
-        prompts = load_prompts(exp.dataset, loaded.tokenizer)
+        # the prompts llem's runs send: through the chat template where dataset.chat_template says
+        prompts = prepare_prompts(exp.dataset, loaded.tokenizer).prompts
         token_ids = token_lists(loaded.tokenizer, prompts)
         bare_prompts = [{"prompt_token_ids": t} for t in token_ids]
         params = SamplingParams(**build_sampling_kwargs(sections(exp)))
@@ -204,7 +236,7 @@ def main() -> None:
         for i in range(args.repeats):
             runs["pytorch"].append(run_llem("pytorch", args, Path(tmp) / f"pytorch{i}"))
             runs["vllm"].append(run_llem("vllm", args, Path(tmp) / f"vllm{i}"))
-            runs["bare"].append(run_bare(runs["vllm"][-1]["load_kwargs"], args))
+            runs["bare"].append(run_bare(runs["vllm"][-1], args))
 
     def med(name: str, key: str) -> float | None:
         values = [r[key] for r in runs[name] if r.get(key) is not None]
@@ -231,6 +263,12 @@ def main() -> None:
         )
     llem_s, bare_s = med("vllm", "generate_s"), med("bare", "generate_s")
     assert llem_s is not None and bare_s is not None
+    for key in ("input_tokens", "output_tokens"):
+        ours, theirs = runs["vllm"][0][key], runs["bare"][0][key]
+        same = "same" if ours == theirs else "DIFFERENT"
+        print(f"{key}: llem vllm {ours}, bare script {theirs} ({same})")
+    if runs["vllm"][0]["input_tokens"] != runs["bare"][0]["input_tokens"]:
+        sys.exit("error: llem and the bare script sent different prompts; no comparison made")
     print(
         f"vllm harness overhead, separate processes: llem run {llem_s:.3f} s vs bare script "
         f"{bare_s:.3f} s ({runs['bare'][0]['output_tokens']} tokens): ratio {llem_s / bare_s:.3f}"
@@ -238,8 +276,12 @@ def main() -> None:
     ours, bare = harness_ab(args)
     print(
         f"vllm harness overhead, one engine, {args.ab} alternating rounds: llem generate "
-        f"{ours:.3f} s vs LLM.generate {bare:.3f} s: ratio {ours / bare:.3f} (target <= 1.10)"
+        f"{ours:.3f} s vs LLM.generate {bare:.3f} s: ratio {ours / bare:.3f}"
     )
+    ok = report(
+        [Target("vllm harness ratio, one engine (llem / LLM.generate)", ours / bare, "<=", 1.10)]
+    )
+    sys.exit(0 if ok else 1)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,8 @@ and reads each run's result.json and timeseries.csv. Rows:
   unquantised run's; a compile label of "active" only when the run did not fall back).
 * validity: each run's ``validity.energy_valid`` and problems.
 
-Without a CUDA GPU it says so and exits 0. Exit status 1 when a target is missed.
+Without a CUDA GPU it says so and exits 0. The table ends with one verdict line per check ("met" /
+"NOT met"; a check whose figure could not be had is not met); exit status 1 when a target is missed.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from _verdict import Check, report
 
 from llem.testing import cli
 
@@ -143,7 +146,8 @@ def main() -> int:
     by_batch = batch_scaling(out_root, base, window_s, batches, rows)
     rows.extend(labels(out_root, base, window_s, by_batch.get(8) or by_batch[batches[0]]))
     print_table(rows)
-    return 1 if any(row.ok is False for row in rows) else 0
+    checks = [Check(r.check, r.figure, r.target, r.ok) for r in rows]
+    return 0 if report(checks) else 1
 
 
 def counter_vs_power(out_root: Path, base: list[str], steady_s: int) -> Row:

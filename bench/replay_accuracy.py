@@ -4,7 +4,8 @@ Writes synthetic power traces (step, square wave, ramp, noisy) as replay CSVs, p
 a ``MeasurementSession(energy=replay)`` over a real window of ``--window-s`` seconds on the wall
 clock, and prints the measured joules against the analytic energy of the same trace over the same
 window, with the relative error. The replay source integrates the trace exactly, so the error
-should be at floating-point level. For contrast it also prints what integrating the sampler's own
+should be at floating-point level (target: largest relative error <= 1e-6, met / NOT met at the
+end; exit status 1 when not met). For contrast it also prints what integrating the sampler's own
 samples (the trapezoid at ``--hz``, as the ``nvml_power`` fallback does) would have given.
 
     python bench/replay_accuracy.py
@@ -15,11 +16,16 @@ from __future__ import annotations
 import argparse
 import csv
 import random
+import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from _verdict import Target, report
+
 Points = list[tuple[float, float]]
+#: the replay source integrates the trace exactly: anything above floating-point noise is a bug
+MAX_REL_ERROR = 1e-6
 
 
 def step_trace(total_s: float):
@@ -98,6 +104,7 @@ def main() -> None:
     )
     print(header)
     print("-" * len(header))
+    errors: list[float] = []
     with tempfile.TemporaryDirectory() as tmp:
         for name, build in TRACES:
             pts, analytic = build(total)
@@ -123,6 +130,7 @@ def main() -> None:
             session.close()
             measured = rep.energy.total_j
             exact = analytic(w.start_s, w.end_s)
+            errors.append(abs(measured - exact) / exact)
             samples = session.last_window.samples
             times = [s.time_s - session.origin_s for s in samples]
             trap = integrate_linear(times, [s.power_w for s in samples], w.start_s, w.end_s)
@@ -133,6 +141,9 @@ def main() -> None:
             )
     print("\nmeasured = replay source (exact piecewise-linear integral over the window);")
     print("analytic = closed form of the waveform (noisy: dense numeric integral of the trace).")
+    worst = Target("replay source, largest |relative error|", max(errors), "<=", MAX_REL_ERROR)
+    ok = report([worst])
+    sys.exit(0 if ok else 1)
 
 
 if __name__ == "__main__":

@@ -2,9 +2,10 @@
 
 Runs the same plain ``transformers`` generation workload with and without a measured window (the
 sampler thread reading NVML at ``--hz``), interleaving the conditions repeat by repeat so drift in
-the machine affects both, and prints tokens/s for each and their ratio (target >= 0.99). A third,
-A/A control condition (no sampler again) shows the machine's noise floor, and the sampler's own CPU
-cost per tick is timed directly, which bounds its overhead when timings are noisy.
+the machine affects both, and prints tokens/s for each and their ratio (target >= 0.99; met / NOT
+met at the end, exit status 1 when not met). A third, A/A control condition (no sampler again)
+shows the machine's noise floor, and the sampler's own CPU cost per tick is timed directly, which
+bounds its overhead when timings are noisy.
 
 Without a GPU the sampler reads the fake ``pynvml`` from ``llem/testing/fake_pynvml.py``; each fake
 NVML call sleeps ``--nvml-call-us`` microseconds (releasing the GIL, as the ctypes call into
@@ -24,6 +25,10 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from _verdict import Target, report
+
+TARGET = 0.99  # tokens/s with the sampler / without it, median of the interleaved pairs
 
 
 def load_model(default_model: bool, tmp: Path):
@@ -184,29 +189,29 @@ def main() -> None:
         "condition, interleaved"
     )
     print(f"sampler: {args.hz:g} Hz against {nvml_note}; {ticks} samples taken in total")
-    report(runs)
+    paired = print_ratios(runs)
     print(
         f"one tick: {cpu_us:.0f} us CPU, {wall_us:.0f} us wall -> at {args.hz:g} Hz the sampler "
         f"uses {cpu_us * args.hz / 1e4:.3f}% of one core"
     )
+    target = Target("tokens/s with / without sampler (median of pairs)", paired, ">=", TARGET)
+    sys.exit(0 if report([target]) else 1)
 
 
-def report(runs: dict[str, list[float]], target: float = 0.99) -> None:
+def print_ratios(runs: dict[str, list[float]]) -> float:
+    """Print the medians and ratios; return the median of the per-pair ratios (with / without)."""
     off, on, ctl = runs["off"], runs["on"], runs["control"]
     m_off, m_on, m_ctl = statistics.median(off), statistics.median(on), statistics.median(ctl)
     paired = statistics.median(a / b for a, b in zip(on, off, strict=True))
     paired_ctl = statistics.median(a / b for a, b in zip(ctl, off, strict=True))
     print(f"median tokens/s without sampler: {m_off:.1f}")
     print(f"median tokens/s with sampler:    {m_on:.1f}")
-    met = "met" if paired >= target else "NOT met"
-    print(
-        f"ratio (with / without): {m_on / m_off:.4f} of medians, {paired:.4f} median of pairs "
-        f"(target >= {target}: {met})"
-    )
+    print(f"ratio (with / without): {m_on / m_off:.4f} of medians, {paired:.4f} median of pairs")
     print(
         f"noise floor, A/A control (without / without): {m_ctl / m_off:.4f} of medians, "
         f"{paired_ctl:.4f} median of pairs"
     )
+    return paired
 
 
 if __name__ == "__main__":

@@ -2,7 +2,8 @@
 
 Same model, same batch, same greedy settings; the two conditions alternate (A B A B ...) so drift
 on a shared machine hits both alike. Prints the median tokens/s of each, the ratio of medians, and
-the median of the per-pair ratios (the more robust figure on a noisy machine). Target: >= 0.98.
+the median of the per-pair ratios (the more robust figure on a noisy machine). Target: >= 0.98
+(printed as met / NOT met at the end; exit status 1 when not met).
 
     python bench/step_timestamps.py                  # default model (converted GGUF)
     python bench/step_timestamps.py --pairs 20 --batch 8 --max-new-tokens 32
@@ -13,7 +14,10 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
+
+from _verdict import Target, report
 
 
 def default_model_dir() -> str:
@@ -84,7 +88,11 @@ def main() -> None:
     print(f"median tokens/s with step timestamps:    {statistics.median(on):9.1f}")
     ratio = statistics.median(on) / statistics.median(off)
     print(f"ratio of medians (with / without): {ratio:.4f}")
-    print(f"median of pair ratios:             {pair:.4f}   (target >= 0.98)")
+    print(f"median of pair ratios:             {pair:.4f}")
+    ok = report(
+        [Target("tokens/s with / without step timestamps (median of pairs)", pair, ">=", 0.98)]
+    )
+    sys.exit(0 if ok else 1)
 
 
 if __name__ == "__main__":

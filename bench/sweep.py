@@ -4,12 +4,14 @@ Runs, side by side in one invocation (each as its own Python process, so both pa
 and imports):
 
 * baseline: one script that loads the default model once and calls ``model.generate`` once per
-  grid point (same prompts, same kwargs as llem passes, same seed);
+  grid point (the same token ids as llem sends, chat template included, the same kwargs as llem
+  passes, the same seed); both sides' input and output token counts are printed;
 * sweep: ``python -m llem --multirun decoder=greedy,standard,creative decoder.max_new_tokens=A,B``
   (6 points) with model reuse (the default);
 * sweep with ``sweep.reuse_model=false`` (a model load per point).
 
-It prints each wall time and its ratio to the baseline (target for the sweep with reuse: <= 1.2).
+It prints each wall time and its ratio to the baseline, and at the end the verdict (target for the
+sweep with reuse: <= 1.2; exit status 1 when not met).
 Each point is made one ``generate`` call, like the baseline: ``pytorch.batch_size`` = ``n_prompts``,
 no warm-up, no idle baseline, no minimum window (``measurement.warmup=0 idle_baseline_s=0
 min_window_s=0``), and the end-of-sweep report is switched off (``~hydra.callbacks.report``): what
@@ -35,6 +37,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from _verdict import Target, report
 
 ROOT = Path(__file__).resolve().parents[1]
 DECODERS = ["greedy", "standard", "creative"]
@@ -65,11 +69,13 @@ def baseline_worker(n_prompts: int, max_new_tokens: list[int]) -> None:
     from hydra import compose, initialize_config_module
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from llem.backends.batching import count_output_tokens
     from llem.backends.models import gguf_cache_dir, resolve_name_or_path
     from llem.backends.pytorch import build_generate_kwargs, build_load_kwargs, left_pad
+    from llem.backends.tokens import token_lists
     from llem.config.store import register_configs
     from llem.config.validate import to_experiment
-    from llem.runner.prompts import builtin_texts
+    from llem.runner.prompts import prepare_prompts
 
     register_configs()
     with initialize_config_module("llem.conf", version_base="1.3"):
@@ -91,9 +97,12 @@ def baseline_worker(n_prompts: int, max_new_tokens: list[int]) -> None:
     tok.padding_side = "left"
     if tok.pad_token_id is None:
         tok.pad_token = tok.eos_token
-    texts = list(builtin_texts())[:n_prompts]
-    ids, mask = left_pad(tok(texts)["input_ids"], tok.pad_token_id)
-    tokens = []
+    # the token ids llem sends: built-in prompts through the chat template (dataset.chat_template)
+    rows = token_lists(tok, prepare_prompts(first.dataset, tok).prompts)
+    ids, mask = left_pad(rows, tok.pad_token_id)
+    eos = model.generation_config.eos_token_id
+    eos_ids = [] if eos is None else [eos] if isinstance(eos, int) else list(eos)
+    tokens, made = [], 0
     for exp in exps:
         torch.manual_seed(exp.seed)
         with torch.inference_mode():
@@ -104,7 +113,9 @@ def baseline_worker(n_prompts: int, max_new_tokens: list[int]) -> None:
                 **build_generate_kwargs(exp),
             )
         tokens.append(int(out.shape[1] - ids.shape[1]))
-    print(json.dumps({"steps": tokens}))
+        made += sum(count_output_tokens(out[:, ids.shape[1] :], eos_ids))
+    n_in = sum(len(r) for r in rows) * len(exps)
+    print(json.dumps({"steps": tokens, "input_tokens": n_in, "output_tokens": made}))
 
 
 # --------------------------------------------------------------------------- conditions
@@ -145,6 +156,7 @@ def sweep_summary(sweep_dir: Path, n_points: int) -> dict[str, Any]:
         "load_s": sum(r["lifecycle"]["load_s"] for r in results),
         "reused": sum(1 for r in results if r["lifecycle"]["model_reused"]),
         "output_tokens": sum(r["workload"]["output_tokens"] for r in results),
+        "input_tokens": sum(r["workload"]["input_tokens"] for r in results),
     }
 
 
@@ -220,11 +232,15 @@ def main() -> None:
             f"load {d['load_s']:.2f} s, {d['reused']}/{n_points} points reused the model, "
             f"{d['output_tokens']} output tokens)"
         )
+    for key in ("input_tokens", "output_tokens"):
+        sides = {n: details[n][key] for n in ("baseline", "reuse", "no_reuse")}
+        same = "same" if len(set(sides.values())) == 1 else "DIFFERENT"
+        print(f"  {key}: " + ", ".join(f"{n} {v}" for n, v in sides.items()) + f" ({same})")
+    if len({details[n]["input_tokens"] for n in details}) != 1:
+        sys.exit("error: the baseline and llem sent different prompts; no comparison made")
     ratio = statistics.median(walls["reuse"]) / base
-    print(
-        f"sweep with reuse / baseline = {ratio:.2f} (target <= 1.2: "
-        f"{'met' if ratio <= 1.2 else 'NOT met'})"
-    )
+    ok = report([Target("sweep with reuse / baseline, wall time", ratio, "<=", 1.2)])
+    sys.exit(0 if ok else 1)
 
 
 if __name__ == "__main__":

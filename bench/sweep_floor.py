@@ -16,12 +16,15 @@ pays interpreter start and imports):
     python bench/sweep_floor.py                 # 3 rounds, conditions interleaved, medians
     python bench/sweep_floor.py --rounds 5
 
-On a shared machine the figures are noisy: compare ratios from one run, not across runs.
+Both sides' input and output token counts are printed (the bench stops when they differ); the
+verdicts come last (met / NOT met; exit status 1 when a target is missed). On a shared machine
+the figures are noisy: compare ratios from one run, not across runs.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import subprocess
@@ -30,13 +33,15 @@ import tempfile
 import time
 from pathlib import Path
 
+from _verdict import Target, report
+
 ROOT = Path(__file__).resolve().parents[1]
 
 N_PROMPTS, INPUT_TOKENS, NEW_TOKENS = 8, 32, 32
 BATCH_SIZES, REPEATS = (1, 4), 2
 
 BARE = r"""
-import random, sys
+import json, random, sys
 import torch
 from transformers import AutoModelForCausalLM
 
@@ -46,14 +51,17 @@ model = AutoModelForCausalLM.from_pretrained(path).eval()
 rng = random.Random(0)
 vocab = model.config.vocab_size
 prompts = [[rng.randrange(4, vocab) for _ in range(length)] for _ in range(n)]
+made = 0
 for _ in range(repeats):
     for bs in batch_sizes:
         for i in range(0, n, bs):
             ids = torch.tensor(prompts[i:i + bs])
             with torch.inference_mode():
-                model.generate(input_ids=ids, attention_mask=torch.ones_like(ids),
-                               max_new_tokens=new, min_new_tokens=new, do_sample=False,
-                               pad_token_id=0)
+                out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids),
+                                     max_new_tokens=new, min_new_tokens=new, do_sample=False,
+                                     pad_token_id=0)
+            made += (out.shape[1] - ids.shape[1]) * ids.shape[0]
+print(json.dumps({"input_tokens": repeats * len(batch_sizes) * n * length, "output_tokens": made}))
 """
 
 
@@ -99,7 +107,8 @@ def plan_cmd(model_dir: Path, sweep_dir: Path, points: int) -> list[str]:
     ]
 
 
-def timed(cmd: list[str], env: dict[str, str]) -> float:
+def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, str]:
+    """Wall seconds of ``cmd`` and its stdout (exits with the output when it fails)."""
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
     seconds = time.perf_counter() - t0
@@ -108,7 +117,13 @@ def timed(cmd: list[str], env: dict[str, str]) -> float:
             f"failed ({proc.returncode}): {' '.join(cmd)}\n{proc.stdout[-3000:]}\n"
             f"{proc.stderr[-3000:]}"
         )
-    return seconds
+    return seconds, proc.stdout
+
+
+def sweep_tokens(sweep_dir: Path) -> dict[str, int]:
+    """Input and output tokens summed over the sweep's points (from each result.json)."""
+    results = [json.loads(p.read_text()) for p in sweep_dir.glob("*/result.json")]
+    return {k: sum(r["workload"][k] for r in results) for k in ("input_tokens", "output_tokens")}
 
 
 def main() -> None:
@@ -133,12 +148,14 @@ def main() -> None:
             ",".join(str(b) for b in BATCH_SIZES),
             str(REPEATS),
         ]
-        timed(bare, env)  # untimed: warm the page cache for every condition
+        _, out = timed(bare, env)  # untimed: warm the page cache for every condition
+        tokens = {"bare": json.loads(out.strip().splitlines()[-1])}
         for r in range(args.rounds):
-            walls["bare"].append(timed(bare, env))
-            walls["sweep"].append(timed(sweep_cmd(model_dir, Path(tmp) / f"sweep-{r}"), env))
+            walls["bare"].append(timed(bare, env)[0])
+            walls["sweep"].append(timed(sweep_cmd(model_dir, Path(tmp) / f"sweep-{r}"), env)[0])
+            tokens["sweep"] = sweep_tokens(Path(tmp) / f"sweep-{r}")
             for n in (10, 200):
-                walls[f"plan{n}"].append(timed(plan_cmd(model_dir, Path(tmp) / "p", n), env))
+                walls[f"plan{n}"].append(timed(plan_cmd(model_dir, Path(tmp) / "p", n), env)[0])
 
     med = {k: statistics.median(v) for k, v in walls.items()}
     n_points = len(BATCH_SIZES) * REPEATS
@@ -154,8 +171,7 @@ def main() -> None:
     sweep_ratio = med["sweep"] / med["bare"]
     print(
         f"  llem --multirun, {n_points} points, same calls, report included"
-        f"              {med['sweep']:7.2f} s   {sweep_ratio:.2f}x   (target <= 1.25: "
-        f"{'met' if sweep_ratio <= 1.25 else 'NOT met'})"
+        f"              {med['sweep']:7.2f} s   {sweep_ratio:.2f}x"
     )
     plan_ratio = med["plan200"] / med["plan10"]
     print(
@@ -164,13 +180,25 @@ def main() -> None:
     )
     print(
         f"  dry run, 200-point grid                                               "
-        f"{med['plan200']:7.2f} s   {plan_ratio:.2f}x   (target <= 2.5: "
-        f"{'met' if plan_ratio <= 2.5 else 'NOT met'})"
+        f"{med['plan200']:7.2f} s   {plan_ratio:.2f}x"
     )
     print(
         "  all rounds (s): "
         + "; ".join(f"{k} {[round(x, 2) for x in v]}" for k, v in walls.items())
     )
+    for key in ("input_tokens", "output_tokens"):
+        bare_n, sweep_n = tokens["bare"][key], tokens["sweep"][key]
+        same = "same" if bare_n == sweep_n else "DIFFERENT"
+        print(f"  {key}: bare {bare_n}, llem sweep {sweep_n} ({same})")
+    if tokens["bare"] != tokens["sweep"]:
+        sys.exit("error: the bare process and the sweep did different work; no comparison made")
+    ok = report(
+        [
+            Target("llem sweep / bare process, wall time", sweep_ratio, "<=", 1.25),
+            Target("dry run 200-point / 10-point grid, wall time", plan_ratio, "<=", 2.5),
+        ]
+    )
+    sys.exit(0 if ok else 1)
 
 
 if __name__ == "__main__":

@@ -86,7 +86,18 @@ def _unavailable(window: WindowResult, reason: str | None, warnings: list[str]) 
     return reason
 
 
-def _thermal(window: WindowResult, no_samples: str | None) -> tuple[Thermal, dict[str, str]]:
+@dataclass(frozen=True)
+class _NoReadings:
+    """Each GPU-reading field's null reason when the window has no samples at all (``why`` says
+    why there are none, in words about the GPU, not about energy); None when there are samples."""
+
+    why: str | None
+
+    def reason(self, what: str) -> str | None:
+        return None if self.why is None else f"no GPU {what} ({self.why})"
+
+
+def _thermal(window: WindowResult, none: _NoReadings) -> tuple[Thermal, dict[str, str]]:
     samples = window.samples
     temps = [s.temperature_c for s in samples if s.temperature_c is not None]
     masks = [s.throttle_mask for s in samples if s.throttle_mask is not None]
@@ -95,24 +106,30 @@ def _thermal(window: WindowResult, no_samples: str | None) -> tuple[Thermal, dic
     rises = temperature_rises_c(window)
     figures = {
         "max_temp_c": Figure.of(
-            max(temps) if temps else None, no_samples or "no temperature readings"
+            max(temps) if temps else None,
+            none.reason("temperature readings") or "no temperature readings",
         ),
         "throttled": Figure.of(
-            is_throttling(names) if masks else None, no_samples or "no clock throttle readings"
+            is_throttling(names) if masks else None,
+            none.reason("clock throttle readings") or "no clock throttle readings",
         ),
-        "power_capped_fraction": Figure.of(capped, no_samples or "no clock throttle readings"),
+        "power_capped_fraction": Figure.of(
+            capped, none.reason("clock throttle readings") or "no clock throttle readings"
+        ),
         "temp_rise_c": Figure.of(
             max(rises.values()) if rises else None,
-            no_samples or "fewer than 3 temperature readings per device",
+            none.reason("temperature readings") or "fewer than 3 temperature readings per device",
         ),
     }
     section = Thermal(throttle_reasons=names, power_cap_reasons=per_reason)
     return with_figures(section, "thermal", figures)
 
 
-def _peak_used(window: WindowResult, no_samples: str | None) -> Figure:
+def _peak_used(window: WindowResult, none: _NoReadings) -> Figure:
     used = [s.memory_used_mb for s in window.samples if s.memory_used_mb is not None]
-    return Figure.of(max(used) if used else None, no_samples or "no device memory readings")
+    return Figure.of(
+        max(used) if used else None, none.reason("memory readings") or "no device memory readings"
+    )
 
 
 def _device_reasons(devices: Sequence[DeviceInfo]) -> dict[str, str]:
@@ -160,8 +177,14 @@ def build_measurement(
     setup_warnings: Sequence[str],
     counts: Counts,
     cpu_disabled_reason: str | None = None,
+    no_gpu_reason: str | None = None,
 ) -> Measurement:
-    """The ``Measurement`` of a finished window; ``counts`` is what was generated in it."""
+    """The ``Measurement`` of a finished window; ``counts`` is what was generated in it.
+
+    ``no_gpu_reason`` (why there are no GPU readings at all, e.g. ``NVML unavailable: ...``)
+    explains the null thermal and device-memory figures of a window without samples; without
+    it they fall back to ``unavailable_reason``.
+    """
     warnings = list(setup_warnings) + list(window.warnings) + reading_failures(window)
     unavailable_reason = _unavailable(window, unavailable_reason, warnings)
     energy, reasons = energy_section(
@@ -172,8 +195,10 @@ def build_measurement(
         warnings=warnings,
         cpu_disabled_reason=cpu_disabled_reason,
     )
-    no_samples = unavailable_reason if not window.samples else None
-    thermal, thermal_reasons = _thermal(window, no_samples)
+    none = _NoReadings(
+        (no_gpu_reason or unavailable_reason or "no samples") if not window.samples else None
+    )
+    thermal, thermal_reasons = _thermal(window, none)
     validity, validity_reasons = assess(
         window,
         cfg=cfg,
@@ -186,7 +211,7 @@ def build_measurement(
         energy=energy,
         thermal=thermal,
         validity=validity,
-        peak_device_used_mb=_peak_used(window, no_samples),
+        peak_device_used_mb=_peak_used(window, none),
         hardware=hardware(devices),
         devices=tuple(devices),
         null_reasons={**reasons, **thermal_reasons, **_device_reasons(devices), **validity_reasons},

@@ -114,6 +114,7 @@ class MeasurementSession:
         self.devices: list[DeviceInfo] = []
         self.source: PowerSource | None = None
         self.unavailable_reason: str | None = None
+        self.no_gpu_reason: str | None = None
         self.setup_warnings: list[str] = []
         self.idle = IdleBaseline(None, null_reason="session not started")
         self.last_window: WindowResult | None = None
@@ -150,6 +151,7 @@ class MeasurementSession:
         )
         self.source, self.devices = opened.source, opened.devices
         self.unavailable_reason = opened.unavailable_reason
+        self.no_gpu_reason = opened.no_gpu_reason
         self.setup_warnings += opened.warnings
         if energy_mode(self.cfg) != "none":
             self._rapl = RaplMeter(self._powercap_root)
@@ -335,6 +337,7 @@ class MeasurementSession:
             cfg=self.cfg,
             device_type=self.device_type,
             unavailable_reason=self.unavailable_reason,
+            no_gpu_reason=self.no_gpu_reason,
             idle=self.idle,
             devices=self.devices,
             setup_warnings=self.setup_warnings,

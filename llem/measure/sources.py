@@ -21,6 +21,8 @@ from llem.measure.nvml_source import NvmlSource
 from llem.measure.replay import ReplaySource, TraceError, load_trace
 
 DISABLED = "disabled by measurement.energy=none"
+#: why a run with measurement.energy=none has no GPU readings (temperature, clocks, memory)
+READINGS_OFF = "measurement.energy=none turns GPU sampling off"
 
 
 def energy_mode(cfg: MeasurementConfig) -> str:
@@ -30,12 +32,18 @@ def energy_mode(cfg: MeasurementConfig) -> str:
 
 @dataclass
 class OpenedSource:
-    """A power source (or None with ``unavailable_reason``), its devices and setup warnings."""
+    """A power source (or None with ``unavailable_reason``), its devices and setup warnings.
+
+    ``unavailable_reason`` says why there is no energy; ``no_gpu_reason`` why there are no GPU
+    readings at all (temperature, clocks, device memory), in words that name no energy, e.g.
+    ``NVML unavailable: NVMLError_LibraryNotFound``; None when a source is open.
+    """
 
     source: PowerSource | None = None
     devices: list[DeviceInfo] = field(default_factory=list)
     unavailable_reason: str | None = None
     warnings: list[str] = field(default_factory=list)
+    no_gpu_reason: str | None = None
 
 
 def _no_nvml(exc: Exception) -> str:
@@ -157,17 +165,39 @@ def open_source(
     ``nvml``/``replay`` request cannot be met."""
     mode = energy_mode(cfg)
     if mode == "none":
-        return OpenedSource(unavailable_reason=DISABLED)
+        return OpenedSource(unavailable_reason=DISABLED, no_gpu_reason=READINGS_OFF)
     if mode == "replay":
         return _open_replay(str(cfg.replay_trace), origin_s)
     if device_type != "cuda":
         if mode == "nvml":
             raise PreflightError([_not_cuda(device_type)])
-        return OpenedSource(
-            unavailable_reason=f"the run is on device={device_type}, so there is no GPU energy "
-            "to measure; CPU package energy (RAPL), where readable, is reported as cpu_package_j"
-        )
+        return _off_gpu(device_type)
     return _open_nvml(mode, torch_indices, env)
+
+
+def short_nvml_error(exc: BaseException) -> str:
+    """``NVMLError_LibraryNotFound`` for NVML's own errors (their text repeats the name), the
+    whole text otherwise (``pynvml is not importable (...)``)."""
+    text = str(exc)
+    head = text.split(":", 1)[0]
+    return head if head.startswith("NVMLError") else text
+
+
+def _off_gpu(device_type: str) -> OpenedSource:
+    """A run that is not on a GPU: no energy source. Says whether this machine has NVML at all
+    (``no NVIDIA GPU/NVML (NVMLError_LibraryNotFound)``) or the run just is not on its GPU."""
+    try:
+        init_nvml().shutdown()
+    except NvmlUnavailable as exc:
+        short = short_nvml_error(exc)
+        return OpenedSource(
+            unavailable_reason=f"no NVIDIA GPU/NVML ({short})",
+            no_gpu_reason=f"NVML unavailable: {short}",
+        )
+    return OpenedSource(
+        unavailable_reason=f"the run is on device={device_type}, not on a GPU",
+        no_gpu_reason=f"the run is on device={device_type}",
+    )
 
 
 def _open_replay(path: str, origin_s: float) -> OpenedSource:
@@ -200,7 +230,11 @@ def _open_nvml(
     except NvmlUnavailable as exc:
         if mode == "nvml":
             raise PreflightError([_no_nvml(exc)]) from exc
-        return OpenedSource(unavailable_reason=f"NVML is not available ({exc})")
+        short = short_nvml_error(exc)
+        return OpenedSource(
+            unavailable_reason=f"NVML is not available ({short})",
+            no_gpu_reason=f"NVML unavailable: {short}",
+        )
     try:
         uuids = _devices.torch_device_uuids(torch_indices)
         resolved, warnings = _devices.resolve_devices(nvml, torch_indices, env, uuids)
@@ -213,7 +247,8 @@ def _open_nvml(
             raise PreflightError(
                 [f"measurement.energy=nvml but NVML device setup fails ({error_text(exc)})"]
             ) from exc
-        return OpenedSource(unavailable_reason=f"NVML device setup failed ({error_text(exc)})")
+        why = f"NVML device setup failed ({error_text(exc)})"
+        return OpenedSource(unavailable_reason=why, no_gpu_reason=why)
     source = NvmlSource(nvml, nvml_devices)
     return OpenedSource(
         source, [info for info, _ in resolved], None, warnings + source.setup_warnings()

@@ -1,29 +1,45 @@
-"""The one-line summary a single run prints."""
+"""What a single run prints when it ends: its figures, one line on energy, and the result path.
+
+llem: m on cpu (float32): 16 requests, 908 output tokens in 33.22 s = 27.3 tokens/s
+energy: unavailable: no NVIDIA GPU/NVML (NVMLError_LibraryNotFound); CPU package energy: no RAPL ...
+result: outputs/2026-11-21/10-00-00/result.json
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from llem.result import RunResult
+from llem.result import Energy, RunResult
+
+
+def energy_line(e: Energy) -> str:
+    """One line on the run's energy: the GPU figure or why there is none, then the CPU package
+    figure (RAPL) or why there is none; the reasons are said once here, not per field."""
+    if e.source == "unavailable":
+        gpu = f"unavailable: {e.unavailable_reason}"
+    elif e.total_j is None:
+        gpu = f"not measured ({e.source}): " + "; ".join(e.warnings)
+    else:
+        jpt = e.j_per_output_token
+        gpu = f"{e.total_j:.1f} J ({e.source})" + (
+            f", {jpt:.4f} J/token" if jpt is not None else ""
+        )
+    cpu: str | None
+    if e.cpu_package_j is not None:
+        cpu = f"{e.cpu_package_j:.1f} J (RAPL)"
+    elif e.cpu_unavailable_reason != e.unavailable_reason:  # energy=none: said once already
+        cpu = e.cpu_unavailable_reason
+    else:
+        cpu = None
+    return f"energy: {gpu}" + (f"; CPU package energy: {cpu}" if cpu else "")
 
 
 def summary_line(result: RunResult, run_dir: Path) -> str:
-    w, t, e = result.workload, result.throughput, result.energy
-    total, jpt = e.total_j, e.j_per_output_token
-    if e.source == "unavailable":
-        energy = f"energy unavailable: {e.unavailable_reason}"
-        if e.cpu_package_j is not None:
-            energy += f"; CPU package {e.cpu_package_j:.1f} J (RAPL)"
-    elif total is None:
-        energy = f"energy not measured ({e.source}): " + "; ".join(e.warnings)
-    else:
-        energy = f"energy {total:.1f} J ({e.source})" + (
-            f", {jpt:.4f} J/token" if jpt is not None else ""
-        )
+    w, t = result.workload, result.throughput
     rate = t.output_tokens_per_s
     return (
         f"llem: {result.model} on {result.device} ({result.dtype}): "
         f"{w.requests} requests, {w.output_tokens} output tokens in "
-        f"{result.latency.generate_s or 0.0:.2f} s = {rate or 0.0:.1f} tokens/s; "
-        f"{energy}\nresult: {Path(run_dir) / 'result.json'}"
+        f"{result.latency.generate_s or 0.0:.2f} s = {rate or 0.0:.1f} tokens/s\n"
+        f"{energy_line(result.energy)}\nresult: {Path(run_dir) / 'result.json'}"
     )

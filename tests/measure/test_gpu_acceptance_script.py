@@ -13,6 +13,8 @@ SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "gpu_acceptance.py"
 
 
 def load():
+    if str(SCRIPT.parent) not in sys.path:  # as `python bench/gpu_acceptance.py` has it (_verdict)
+        sys.path.insert(0, str(SCRIPT.parent))
     spec = importlib.util.spec_from_file_location("gpu_acceptance", SCRIPT)
     module = importlib.util.module_from_spec(spec)
     sys.modules["gpu_acceptance"] = module  # dataclasses look their module up there

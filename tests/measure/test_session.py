@@ -72,15 +72,15 @@ def test_auto_without_nvml_is_unavailable_not_a_problem(install_nvml, make_sessi
         clock.sleep(2.0)
     rep = s.measurement(output_tokens=10, requests=2)
     assert rep.energy.source == "unavailable"
-    assert rep.energy.unavailable_reason == (
-        "NVML is not available (NVMLError_LibraryNotFound: NVML Shared Library Not Found)"
-    )
+    assert rep.energy.unavailable_reason == "NVML is not available (NVMLError_LibraryNotFound)"
     assert rep.energy.window_s == 2.0
     assert all(
         getattr(rep.energy, k) is None for k in ("total_j", "j_per_output_token", "peak_power_w")
     )
     assert rep.thermal == Thermal(max_temp_c=None, throttled=None, throttle_reasons=[])
-    assert "NVMLError_LibraryNotFound" in rep.null_reasons["thermal.max_temp_c"]
+    assert rep.null_reasons["thermal.max_temp_c"] == (
+        "no GPU temperature readings (NVML unavailable: NVMLError_LibraryNotFound)"
+    )
     assert_nulls_explained(rep)
 
 
@@ -115,10 +115,60 @@ def test_cpu_run(install_nvml, make_session):
         pass
     rep = s.measurement(output_tokens=1, requests=1)
     assert rep.energy.source == "unavailable"
-    assert "device=cpu" in rep.energy.unavailable_reason
+    # this machine has a GPU; the run just is not on it
+    assert rep.energy.unavailable_reason == "the run is on device=cpu, not on a GPU"
+    assert rep.null_reasons["thermal.max_temp_c"] == (
+        "no GPU temperature readings (the run is on device=cpu)"
+    )
     assert rep.energy.warnings == []  # nothing measured, so a short window is no concern
-    assert fake.init_calls == 0
+    assert fake.init_calls == fake.shutdown_calls == 1  # asked whether NVML is there; left closed
     assert rep.devices == ()
+
+
+GPU_FIELDS = (
+    "thermal.max_temp_c",
+    "thermal.throttled",
+    "thermal.power_capped_fraction",
+    "thermal.temp_rise_c",
+)
+
+
+def test_cpu_run_on_a_machine_without_nvml(install_nvml, make_session):
+    """The energy reason says once, shortly, why; each thermal and memory null reason is about
+    its own field (no 'no GPU energy to measure' on a temperature)."""
+    install_nvml([], init_error=NOT_FOUND)
+    s = make_session(make_cfg(energy=EnergySource.auto), device_type="cpu", indices=None)
+    s.start()
+    with s.window():
+        pass
+    rep = s.measurement(output_tokens=1, requests=1)
+    assert rep.energy.unavailable_reason == "no NVIDIA GPU/NVML (NVMLError_LibraryNotFound)"
+    reasons = dict(rep.null_reasons)
+    assert reasons["thermal.max_temp_c"] == (
+        "no GPU temperature readings (NVML unavailable: NVMLError_LibraryNotFound)"
+    )
+    assert reasons["thermal.throttled"] == (
+        "no GPU clock throttle readings (NVML unavailable: NVMLError_LibraryNotFound)"
+    )
+    assert rep.peak_device_used_mb.null_reason == (
+        "no GPU memory readings (NVML unavailable: NVMLError_LibraryNotFound)"
+    )
+    for key in GPU_FIELDS:
+        assert "energy" not in reasons[key].lower(), (key, reasons[key])
+    assert "energy" not in (rep.peak_device_used_mb.null_reason or "").lower()
+    assert_nulls_explained(rep)
+
+
+def test_energy_none_says_gpu_readings_are_off(install_nvml, make_session):
+    install_nvml([FakeGpu("GPU-a")])
+    s = make_session(make_cfg(energy=EnergySource.none))
+    s.start()
+    with s.window():
+        pass
+    rep = s.measurement(output_tokens=1, requests=1)
+    assert rep.null_reasons["thermal.max_temp_c"] == (
+        "no GPU temperature readings (measurement.energy=none turns GPU sampling off)"
+    )
 
 
 @pytest.mark.parametrize(
