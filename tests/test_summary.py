@@ -112,11 +112,6 @@ def test_thermal_and_memory_null_reasons_are_about_their_own_field(
     assert "memory" in own["memory.peak_device_used_mb"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="llem/report/plots/__init__.py (report helper's file) names the reason in two "
-    "skipped-plot lines (J/token plots, pareto.png); merge them into one and drop this mark",
-)
 def test_the_report_names_the_energy_reason_at_most_once(cpu_sweep: tuple[str, Path]) -> None:
     _, sweep = cpu_sweep
     report = subprocess.run(

@@ -161,13 +161,13 @@ def prepare_all(runs: Runs, summary: pd.DataFrame) -> PlotSet:
             name = f"{METRIC_LABELS[metric][1]}_vs_{safe_name(knob)}.png"
             marks = hollow if metric == JTOK else hollow_toks
             out.add(name, prepare_knob, summary, series, knob, metric, marks)
-    if runs.knobs and not has_energy:
-        out.skipped.append(f"J/token plots skipped: {no_energy}")
-    if len(summary) < 2:
-        pass  # a Pareto front compares configurations; with one there is nothing to say
-    elif not has_energy:
-        out.skipped.append(f"pareto.png skipped: it needs J/token and {no_energy}")
-    else:
+    pareto = len(summary) >= 2  # a Pareto front compares configurations
+    if not has_energy:
+        # one line for every plot that needs J/token, so the reason is said once
+        missing = [w for w, on in (("J/token plots", runs.knobs), ("pareto.png", pareto)) if on]
+        if missing:
+            out.skipped.append(f"{' and '.join(missing)} skipped: {no_energy}")
+    elif pareto:
         out.add("pareto.png", prepare_pareto, summary, series, hollow, hollow_toks)
     if runs.n_runs == 1:
         _single_run(runs, out)
