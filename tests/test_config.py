@@ -9,19 +9,23 @@ from hydra import compose, initialize_config_module
 from hydra.errors import ConfigCompositionException, MissingConfigException
 
 from llem.config.knobs import walk
-from llem.config.schema import DatasetSource, ExperimentConfig, QuantType
+from llem.config.schema import Batching, DatasetSource, ExperimentConfig, QuantType, TrafficKind
 from llem.config.store import register_configs
 from llem.config.validate import config_hash, cross_field_problems, to_experiment
 from llem.errors import ConfigError
 
 CONF = Path(__file__).resolve().parents[1] / "llem" / "conf"
-GROUPS = ["model", "decoder", "quantization", "dataset", "measurement"]
+GROUPS = ["model", "decoder", "quantization", "dataset", "measurement", "traffic"]
 
 
 def _compose(*overrides: str):
     register_configs()
     with initialize_config_module(config_module="llem.conf", version_base="1.3"):
         return compose("config", overrides=list(overrides))
+
+
+# what a non-offline traffic needs on the default (pytorch) backend
+SERVE = ["pytorch.batching=continuous"]
 
 
 def _options(group: str) -> list[str]:
@@ -34,6 +38,7 @@ def test_every_group_has_the_documented_options():
     assert _options("quantization") == ["bnb-4bit", "bnb-4bit-fp4", "bnb-8bit", "none"]
     assert _options("dataset") == ["builtin", "jsonl", "synthetic"]
     assert _options("measurement") == ["default"]
+    assert _options("traffic") == ["concurrency", "constant", "gamma", "offline", "poisson"]
     assert _options("backend") == ["pytorch", "vllm"]
 
 
@@ -42,6 +47,9 @@ def test_every_option_composes_into_the_typed_tree(group, option):
     extra = {
         ("model", "hf"): ["model.name_or_path=some/model"],
         ("dataset", "jsonl"): ["dataset.path=prompts.jsonl"],
+        **{("traffic", kind): [*SERVE, "traffic.rate_per_s=8"] for kind in ("poisson", "constant")},
+        ("traffic", "gamma"): [*SERVE, "traffic.rate_per_s=8", "traffic.burstiness=0.5"],
+        ("traffic", "concurrency"): [*SERVE, "traffic.max_concurrency=4"],
     }.get((group, option), [])
     cfg = _compose(f"{group}={option}", *extra)
     exp = to_experiment(cfg)
@@ -53,6 +61,38 @@ def test_option_values_reach_the_tree():
     assert exp.quantization.load_in_4bit and exp.quantization.bnb_4bit_quant_type == QuantType.nf4
     assert exp.decoder.do_sample and exp.decoder.temperature == pytest.approx(0.3)
     assert exp.dataset.source == DatasetSource.synthetic and exp.dataset.input_tokens == 128
+
+
+def test_serving_defaults_keep_todays_behaviour():
+    exp = to_experiment(_compose())
+    assert exp.traffic.kind == TrafficKind.offline and exp.traffic.n_requests is None
+    assert exp.pytorch.batching == Batching.static
+    assert (exp.slo.ttft_ms, exp.slo.tpot_ms, exp.slo.e2e_ms) == (None, None, None)
+    assert exp.measurement.min_steady_state_s == 20.0
+    assert exp.measurement.min_steady_concurrency == pytest.approx(0.85)
+
+
+def test_traffic_option_and_its_values_reach_the_tree():
+    exp = to_experiment(
+        _compose(
+            "traffic=gamma",
+            "traffic.rate_per_s=8",
+            "traffic.burstiness=0.5",
+            "traffic.n_requests=200",
+            "traffic.seed=7",
+            "slo.tpot_ms=50",
+            *SERVE,
+        )
+    )
+    t = exp.traffic
+    assert (t.kind, t.rate_per_s, t.burstiness, t.n_requests, t.seed) == (
+        TrafficKind.gamma,
+        8.0,
+        0.5,
+        200,
+        7,
+    )
+    assert exp.slo.tpot_ms == 50.0 and exp.pytorch.batching == Batching.continuous
 
 
 def test_backend_group_is_optional_and_sets_backend():
@@ -74,6 +114,10 @@ def test_default_model_is_the_embedded_gguf():
         ("decoder.temperature=abc", ConfigCompositionException),
         ("quantization.bnb_4bit_quant_type=xx", ConfigCompositionException),
         ("decoder=nope", MissingConfigException),
+        ("traffic=bursty", MissingConfigException),
+        ("traffic.kind=bursty", ConfigCompositionException),
+        ("pytorch.batching=dynamic", ConfigCompositionException),
+        ("slo.ttft_ms=soon", ConfigCompositionException),
     ],
 )
 def test_hydra_rejects_bad_keys_types_and_options(override, exc):
