@@ -19,9 +19,9 @@ before the due time and waits out the rest in a helper thread's ``time.sleep`` (
 of microseconds), which wakes the loop through its self-pipe. Busy-yielding to the loop until the
 due time was tried and dropped: it sends closer to the time at the median, but on a machine with
 more runnable processes than cores the kernel queues a spinning process behind the others and its
-p99 was worse (``bench/pacing.py --compare``), and a spin takes CPU from an engine on the machine. The loop stays free while the thread
-waits, so an in-process engine's output handler (vLLM's AsyncLLM) keeps running.
-``precise_s=0`` paces with the loop's sleep alone.
+p99 was worse (``bench/pacing.py --compare``), and a spin takes CPU from an engine on the machine.
+The loop stays free while the thread waits, so an in-process engine's output handler (vLLM's
+AsyncLLM) keeps running. ``precise_s=0`` paces with the loop's sleep alone.
 """
 
 from __future__ import annotations
