@@ -8,20 +8,26 @@ import pytest
 from hydra import compose, initialize_config_module
 from hydra.errors import ConfigCompositionException, MissingConfigException
 
+from llem.app.entrypoint import main
 from llem.config.knobs import walk
-from llem.config.schema import DatasetSource, ExperimentConfig, QuantType
+from llem.config.schema import Batching, DatasetSource, ExperimentConfig, QuantType, TrafficKind
 from llem.config.store import register_configs
+from llem.config.traffic import TrafficConfig, edge_requests
 from llem.config.validate import config_hash, cross_field_problems, to_experiment
 from llem.errors import ConfigError
 
 CONF = Path(__file__).resolve().parents[1] / "llem" / "conf"
-GROUPS = ["model", "decoder", "quantization", "dataset", "measurement"]
+GROUPS = ["model", "decoder", "quantization", "dataset", "measurement", "traffic"]
 
 
 def _compose(*overrides: str):
     register_configs()
     with initialize_config_module(config_module="llem.conf", version_base="1.3"):
         return compose("config", overrides=list(overrides))
+
+
+# what a non-offline traffic needs on the default (pytorch) backend
+SERVE = ["pytorch.batching=continuous"]
 
 
 def _options(group: str) -> list[str]:
@@ -34,6 +40,7 @@ def test_every_group_has_the_documented_options():
     assert _options("quantization") == ["bnb-4bit", "bnb-4bit-fp4", "bnb-8bit", "none"]
     assert _options("dataset") == ["builtin", "jsonl", "synthetic"]
     assert _options("measurement") == ["default"]
+    assert _options("traffic") == ["concurrency", "constant", "gamma", "offline", "poisson"]
     assert _options("backend") == ["pytorch", "vllm"]
 
 
@@ -42,6 +49,9 @@ def test_every_option_composes_into_the_typed_tree(group, option):
     extra = {
         ("model", "hf"): ["model.name_or_path=some/model"],
         ("dataset", "jsonl"): ["dataset.path=prompts.jsonl"],
+        **{("traffic", kind): [*SERVE, "traffic.rate_per_s=8"] for kind in ("poisson", "constant")},
+        ("traffic", "gamma"): [*SERVE, "traffic.rate_per_s=8", "traffic.burstiness=0.5"],
+        ("traffic", "concurrency"): [*SERVE, "traffic.max_concurrency=4"],
     }.get((group, option), [])
     cfg = _compose(f"{group}={option}", *extra)
     exp = to_experiment(cfg)
@@ -53,6 +63,38 @@ def test_option_values_reach_the_tree():
     assert exp.quantization.load_in_4bit and exp.quantization.bnb_4bit_quant_type == QuantType.nf4
     assert exp.decoder.do_sample and exp.decoder.temperature == pytest.approx(0.3)
     assert exp.dataset.source == DatasetSource.synthetic and exp.dataset.input_tokens == 128
+
+
+def test_serving_defaults_keep_todays_behaviour():
+    exp = to_experiment(_compose())
+    assert exp.traffic.kind == TrafficKind.offline and exp.traffic.n_requests is None
+    assert exp.pytorch.batching == Batching.static
+    assert (exp.slo.ttft_ms, exp.slo.tpot_ms, exp.slo.e2e_ms) == (None, None, None)
+    assert exp.measurement.min_steady_state_s == 20.0
+    assert exp.measurement.min_steady_concurrency == pytest.approx(0.85)
+
+
+def test_traffic_option_and_its_values_reach_the_tree():
+    exp = to_experiment(
+        _compose(
+            "traffic=gamma",
+            "traffic.rate_per_s=8",
+            "traffic.burstiness=0.5",
+            "traffic.n_requests=200",
+            "traffic.seed=7",
+            "slo.tpot_ms=50",
+            *SERVE,
+        )
+    )
+    t = exp.traffic
+    assert (t.kind, t.rate_per_s, t.burstiness, t.n_requests, t.seed) == (
+        TrafficKind.gamma,
+        8.0,
+        0.5,
+        200,
+        7,
+    )
+    assert exp.slo.tpot_ms == 50.0 and exp.pytorch.batching == Batching.continuous
 
 
 def test_backend_group_is_optional_and_sets_backend():
@@ -74,6 +116,10 @@ def test_default_model_is_the_embedded_gguf():
         ("decoder.temperature=abc", ConfigCompositionException),
         ("quantization.bnb_4bit_quant_type=xx", ConfigCompositionException),
         ("decoder=nope", MissingConfigException),
+        ("traffic=bursty", MissingConfigException),
+        ("traffic.kind=bursty", ConfigCompositionException),
+        ("pytorch.batching=dynamic", ConfigCompositionException),
+        ("slo.ttft_ms=soon", ConfigCompositionException),
     ],
 )
 def test_hydra_rejects_bad_keys_types_and_options(override, exc):
@@ -231,3 +277,156 @@ def test_synthetic_prompt_length_out_of_range_is_one_problem():
 def test_passthrough_kwargs_take_any_added_key():
     exp = to_experiment(_compose("+passthrough_kwargs.low_cpu_mem_usage=true"))
     assert exp.passthrough_kwargs == {"low_cpu_mem_usage": True}
+
+
+# ------------------------------------------------------------------------------ serving rules
+OPEN = "traffic=poisson, gamma or constant"
+SERVING_ERRORS = [
+    (
+        ["traffic=poisson", "traffic.rate_per_s=0", *SERVE],
+        "traffic.rate_per_s=0.0 is out of range (allowed: > 0)",
+    ),
+    (
+        ["traffic=constant", "traffic.rate_per_s=-2", *SERVE],
+        "traffic.rate_per_s=-2.0 is out of range (allowed: > 0)",
+    ),
+    (
+        ["traffic=gamma", "traffic.rate_per_s=8", "traffic.burstiness=0", *SERVE],
+        "traffic.burstiness=0.0 is out of range (allowed: > 0)",
+    ),
+    (
+        ["traffic=concurrency", "traffic.max_concurrency=0", *SERVE],
+        "traffic.max_concurrency=0 is out of range (allowed: >= 1)",
+    ),
+    (
+        ["traffic=poisson", *SERVE],
+        "traffic=poisson needs traffic.rate_per_s (set traffic.rate_per_s=REQUESTS_PER_S, > 0)",
+    ),
+    (
+        ["traffic=constant", *SERVE],
+        "traffic=constant needs traffic.rate_per_s (set traffic.rate_per_s=REQUESTS_PER_S, > 0)",
+    ),
+    (
+        ["traffic=gamma", "traffic.rate_per_s=8", *SERVE],
+        "traffic=gamma needs traffic.burstiness (set traffic.burstiness=SHAPE, > 0; 1 is Poisson)",
+    ),
+    (
+        ["traffic=concurrency", *SERVE],
+        "traffic=concurrency needs traffic.max_concurrency (set traffic.max_concurrency=N, >= 1)",
+    ),
+    (
+        ["traffic=poisson", "traffic.rate_per_s=8"],
+        "pytorch.batching=static cannot serve traffic=poisson: static batches serve offline "
+        "traffic only (set pytorch.batching=continuous)",
+    ),
+    (
+        ["+backend=pytorch", "traffic=concurrency", "traffic.max_concurrency=4"],
+        "pytorch.batching=static cannot serve traffic=concurrency: static batches serve offline "
+        "traffic only (set pytorch.batching=continuous)",
+    ),
+    (
+        ["traffic.rate_per_s=8"],
+        f"traffic.rate_per_s=8.0 applies to {OPEN} only (it is traffic=offline; leave it unset)",
+    ),
+    (
+        ["traffic=poisson", "traffic.rate_per_s=8", "traffic.burstiness=0.5", *SERVE],
+        "traffic.burstiness=0.5 applies to traffic=gamma only (it is traffic=poisson; leave it "
+        "unset)",
+    ),
+    (
+        ["+backend=vllm", "traffic=poisson", "traffic.rate_per_s=8", "traffic.max_concurrency=4"],
+        "traffic.max_concurrency=4 applies to traffic=concurrency only (it is traffic=poisson; "
+        "leave it unset)",
+    ),
+    (
+        ["traffic=concurrency", "traffic.max_concurrency=4", "traffic.warmup_requests=3", *SERVE],
+        f"traffic.warmup_requests=3 applies to open-loop traffic ({OPEN[8:]}) only (it is "
+        "traffic=concurrency; leave it unset)",
+    ),
+    (
+        [
+            "traffic=poisson",
+            "traffic.rate_per_s=8",
+            "traffic.n_requests=10",
+            "traffic.warmup_requests=5",
+            "traffic.cooldown_requests=5",
+            *SERVE,
+        ],
+        "traffic.warmup_requests=5 and traffic.cooldown_requests=5 leave no steady state of "
+        "traffic.n_requests=10 (their sum must be below it)",
+    ),
+    (
+        ["+backend=vllm", "pytorch.batching=continuous"],
+        "pytorch.batching=continuous does not apply to backend=vllm (vLLM always batches "
+        "continuously; leave it unset)",
+    ),
+    (
+        [*SERVE, "pytorch.num_beams=4"],
+        "pytorch.num_beams=4 needs pytorch.batching=static (transformers' continuous batching "
+        "does not support it)",
+    ),
+    (
+        [*SERVE, "pytorch.prompt_lookup_num_tokens=3"],
+        "pytorch.prompt_lookup_num_tokens=3 needs pytorch.batching=static (transformers' "
+        "continuous batching does not support it)",
+    ),
+    (
+        [*SERVE, "pytorch.cache_implementation=static"],
+        "pytorch.cache_implementation=static needs pytorch.batching=static (transformers' "
+        "continuous batching does not support it)",
+    ),
+    (
+        [*SERVE, "pytorch.no_repeat_ngram_size=3"],
+        "pytorch.no_repeat_ngram_size=3 needs pytorch.batching=static (transformers' continuous "
+        "batching does not support it)",
+    ),
+    (
+        [*SERVE, "decoder.min_new_tokens=8"],
+        "decoder.min_new_tokens=8 needs pytorch.batching=static (transformers' continuous "
+        "batching does not support it)",
+    ),
+    (
+        [*SERVE, "decoder=creative"],
+        "decoder.repetition_penalty=1.1 needs pytorch.batching=static (transformers' continuous "
+        "batching does not support it)",
+    ),
+    (["slo.ttft_ms=0"], "slo.ttft_ms=0.0 is out of range (allowed: > 0)"),
+    (
+        ["measurement.min_steady_concurrency=1.5"],
+        "measurement.min_steady_concurrency=1.5 is out of range (allowed: 0 to 1)",
+    ),
+]
+
+
+@pytest.mark.parametrize("overrides,line", SERVING_ERRORS, ids=[e[1][:60] for e in SERVING_ERRORS])
+def test_a_serving_setting_no_engine_can_serve_is_one_line_and_exit_2(
+    overrides, line, tmp_path, capsys
+):
+    code = main([*overrides, f"hydra.run.dir={tmp_path}"])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert err.strip().splitlines() == [f"error: {line}"]
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        ["traffic=poisson", "traffic.rate_per_s=8", "slo.tpot_ms=50"],
+        ["traffic=gamma", "traffic.rate_per_s=8", "traffic.burstiness=0.5"],
+        ["traffic=constant", "traffic.rate_per_s=2", "traffic.warmup_requests=0"],
+        ["traffic=concurrency", "traffic.max_concurrency=16", "traffic.n_requests=64"],
+        ["traffic=offline", "traffic.n_requests=40"],
+    ],
+)
+@pytest.mark.parametrize("engine", [["+backend=vllm"], [*SERVE], ["+backend=pytorch", *SERVE]])
+def test_every_traffic_kind_is_accepted_by_an_engine_that_can_serve_it(engine, overrides):
+    exp = to_experiment(_compose(*engine, *overrides))
+    assert cross_field_problems(exp) == []
+
+
+def test_open_loop_edges_default_to_a_tenth_of_the_requests_each():
+    t = TrafficConfig(kind=TrafficKind.poisson, rate_per_s=1.0)
+    assert edge_requests(t, 200) == (20, 20)
+    assert edge_requests(t, 16) == (2, 2)  # rounded up
+    t.warmup_requests, t.cooldown_requests = 5, 0
+    assert edge_requests(t, 200) == (5, 0)

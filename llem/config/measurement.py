@@ -124,6 +124,20 @@ class MeasurementConfig:
         gt=0,
         le=1,
     )
+    min_steady_state_s: float = knob(
+        20.0,
+        doc="Steady state: a window shorter than this (s) is no steady state (ML.ENERGY's 20 s).",
+        goes_to=LLEM,
+        ge=0,
+    )
+    min_steady_concurrency: float = knob(
+        0.85,
+        doc="Steady state: a mean concurrency under this fraction of the configured batch is no "
+        "steady state (ML.ENERGY's 0.85).",
+        goes_to=LLEM,
+        ge=0,
+        le=1,
+    )
     save_outputs: bool = knob(
         False,
         doc="Write generations.jsonl in the run directory (request, output tokens, text).",

@@ -16,6 +16,11 @@ class AttnImplementation(Enum):
     eager = "eager"
 
 
+class Batching(Enum):
+    static = "static"
+    continuous = "continuous"
+
+
 class CacheImplementation(Enum):
     static = "static"
     offloaded_static = "offloaded_static"
@@ -26,6 +31,12 @@ class CacheImplementation(Enum):
 class PyTorchConfig:
     batch_size: int = knob(
         1, doc="Prompts per generate() call (left-padded to one length).", goes_to=LLEM, ge=1
+    )
+    batching: Batching = knob(
+        Batching.static,
+        doc="static: fixed batches of batch_size (offline traffic only); continuous: "
+        "transformers' continuous batching, which serves every traffic kind.",
+        goes_to=LLEM,
     )
     device_map: str | None = knob(
         None,

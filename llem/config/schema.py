@@ -20,13 +20,16 @@ from llem.config.decoder import DecoderConfig
 from llem.config.knobs import FROM_PRETRAINED, LLEM, knob, section
 from llem.config.measurement import EnergySource, MeasurementConfig
 from llem.config.model import Dtype, ModelConfig
-from llem.config.pytorch import AttnImplementation, CacheImplementation, PyTorchConfig
+from llem.config.pytorch import AttnImplementation, Batching, CacheImplementation, PyTorchConfig
 from llem.config.quantization import QuantizationConfig, QuantType
+from llem.config.slo import SloConfig
 from llem.config.sweep import SweepConfig, SweepOrder
+from llem.config.traffic import TrafficConfig, TrafficKind
 from llem.config.vllm import VLLMConfig
 
 __all__ = [
     "AttnImplementation",
+    "Batching",
     "CacheImplementation",
     "ChatTemplate",
     "DatasetConfig",
@@ -41,8 +44,11 @@ __all__ = [
     "PyTorchConfig",
     "QuantType",
     "QuantizationConfig",
+    "SloConfig",
     "SweepConfig",
     "SweepOrder",
+    "TrafficConfig",
+    "TrafficKind",
     "VLLMConfig",
 ]
 
@@ -74,6 +80,13 @@ class ExperimentConfig:
     dataset: DatasetConfig = section(DatasetConfig, doc="The prompts.")
     measurement: MeasurementConfig = section(
         MeasurementConfig, doc="Energy, power and timing measurement."
+    )
+    traffic: TrafficConfig = section(
+        TrafficConfig,
+        doc="When requests are sent: all at once, open loop at a rate, or closed loop.",
+    )
+    slo: SloConfig = section(
+        SloConfig, doc="Service-level objectives per request, for goodput (null: no SLO)."
     )
     sweep: SweepConfig = section(SweepConfig, doc="How a --multirun is ordered and run.")
     passthrough_kwargs: dict[str, Any] = knob(

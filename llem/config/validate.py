@@ -20,9 +20,10 @@ from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
 
 from llem.config import knobs
 from llem.config.dataset import chat_template_problems
-from llem.config.engines import engine_problems
+from llem.config.engines import VLLM, engine_problems
 from llem.config.knobs import Knob, range_problems, section_class, show
 from llem.config.schema import (
+    Batching,
     DatasetConfig,
     DatasetSource,
     DecoderConfig,
@@ -31,7 +32,10 @@ from llem.config.schema import (
     MeasurementConfig,
     PyTorchConfig,
     QuantizationConfig,
+    TrafficConfig,
+    TrafficKind,
 )
+from llem.config.traffic import OPEN_LOOP
 from llem.errors import ConfigError
 
 # Fields whose value does not change what is measured: left out of the config hash so that repeats
@@ -59,6 +63,16 @@ DATASET_PATH = _key("dataset.path")
 INPUT_TOKENS = _key("dataset.input_tokens")
 ENERGY = _key("measurement.energy")
 REPLAY_TRACE = _key("measurement.replay_trace")
+TRAFFIC_KIND = _key("traffic.kind")
+RATE = _key("traffic.rate_per_s")
+BURSTINESS = _key("traffic.burstiness")
+MAX_CONCURRENCY = _key("traffic.max_concurrency")
+N_REQUESTS = _key("traffic.n_requests")
+WARMUP_REQUESTS = _key("traffic.warmup_requests")
+COOLDOWN_REQUESTS = _key("traffic.cooldown_requests")
+BATCHING = _key("pytorch.batching")
+NO_REPEAT_NGRAM = _key("pytorch.no_repeat_ngram_size")
+REPETITION_PENALTY = _key("decoder.repetition_penalty")
 
 # Knobs that only mean something when a switch is on: every bnb_4bit_* field, every torch_compile_*.
 _NEEDS_4BIT = [
@@ -139,6 +153,8 @@ def cross_field_problems(exp: ExperimentConfig) -> list[str]:
         *_decoder_problems(exp.decoder),
         *_dataset_problems(exp.dataset),
         *_measurement_problems(exp.measurement),
+        *_traffic_problems(exp.traffic),
+        *_batching_problems(exp),
         *engine_problems(exp),
     ]
 
@@ -208,6 +224,79 @@ def _measurement_problems(m: MeasurementConfig) -> list[str]:
     if m.replay_trace and m.energy != EnergySource.replay:
         p.append(f"{REPLAY_TRACE}={m.replay_trace} needs {ENERGY}=replay (it is {show(m.energy)})")
     return p
+
+
+_OPEN_LOOP_NAMES = "poisson, gamma or constant"
+
+# traffic.<knob> -> (the kinds it applies to, how to name them, how to set it when it is missing)
+_TRAFFIC_KNOBS: dict[str, tuple[tuple[TrafficKind, ...], str, str]] = {
+    RATE: (OPEN_LOOP, f"traffic={_OPEN_LOOP_NAMES}", "REQUESTS_PER_S, > 0"),
+    BURSTINESS: ((TrafficKind.gamma,), "traffic=gamma", "SHAPE, > 0; 1 is Poisson"),
+    MAX_CONCURRENCY: ((TrafficKind.concurrency,), "traffic=concurrency", "N, >= 1"),
+    WARMUP_REQUESTS: (OPEN_LOOP, f"open-loop traffic ({_OPEN_LOOP_NAMES})", ""),
+    COOLDOWN_REQUESTS: (OPEN_LOOP, f"open-loop traffic ({_OPEN_LOOP_NAMES})", ""),
+}
+
+
+def _traffic_problems(t: TrafficConfig) -> list[str]:
+    """A kind missing its parameter, a parameter its kind does not use, edges that leave nothing."""
+    p: list[str] = []
+    kind = show(t.kind)
+    for dotted, (kinds, which, how) in _TRAFFIC_KNOBS.items():
+        value = getattr(t, dotted.split(".")[-1])
+        if value is None and t.kind in kinds and how:
+            p.append(f"traffic={kind} needs {dotted} (set {dotted}={how})")
+        elif value is not None and t.kind not in kinds:
+            p.append(
+                f"{dotted}={show(value)} applies to {which} only (it is traffic={kind}; "
+                "leave it unset)"
+            )
+    edges = (t.warmup_requests or 0) + (t.cooldown_requests or 0)
+    if t.kind in OPEN_LOOP and t.n_requests is not None and edges >= t.n_requests:
+        p.append(
+            f"{WARMUP_REQUESTS}={show(t.warmup_requests)} and "
+            f"{COOLDOWN_REQUESTS}={show(t.cooldown_requests)} leave no steady state of "
+            f"{N_REQUESTS}={t.n_requests} (their sum must be below it)"
+        )
+    return p
+
+
+def _batching_problems(exp: ExperimentConfig) -> list[str]:
+    """What the chosen engine's batching cannot serve."""
+    pt = exp.pytorch
+    if exp.backend == VLLM:
+        if pt.batching != Batching.static:
+            return [
+                f"{BATCHING}={show(pt.batching)} does not apply to backend=vllm "
+                "(vLLM always batches continuously; leave it unset)"
+            ]
+        return []
+    if pt.batching == Batching.static and exp.traffic.kind != TrafficKind.offline:
+        return [
+            f"{BATCHING}=static cannot serve traffic={show(exp.traffic.kind)}: static batches "
+            f"serve offline traffic only (set {BATCHING}=continuous)"
+        ]
+    if pt.batching != Batching.continuous:
+        return []
+    # transformers' continuous batching runs no beams or prompt lookup, has its own paged cache and
+    # drops the logits processors of min_new_tokens and repetition_penalty (transformers 5.x)
+    unsupported = {
+        NUM_BEAMS: (pt.num_beams, pt.num_beams not in (None, 1)),
+        PROMPT_LOOKUP: (pt.prompt_lookup_num_tokens, pt.prompt_lookup_num_tokens is not None),
+        CACHE_IMPLEMENTATION: (pt.cache_implementation, pt.cache_implementation is not None),
+        NO_REPEAT_NGRAM: (pt.no_repeat_ngram_size, pt.no_repeat_ngram_size is not None),
+        MIN_NEW_TOKENS: (exp.decoder.min_new_tokens, exp.decoder.min_new_tokens is not None),
+        REPETITION_PENALTY: (
+            exp.decoder.repetition_penalty,
+            exp.decoder.repetition_penalty not in (None, 1.0),
+        ),
+    }
+    return [
+        f"{dotted}={show(value)} needs {BATCHING}=static "
+        "(transformers' continuous batching does not support it)"
+        for dotted, (value, bad) in unsupported.items()
+        if bad
+    ]
 
 
 def _is_memory_map(value: Any) -> bool:

@@ -11,6 +11,17 @@ before the hand-over, on ``time.perf_counter``). The driver decides *when* ``sub
 
 ``arrival`` (the TTFT origin the driver passes to ``submit``) is the scheduled time for open loop
 and offline traffic and the moment of sending for closed loop.
+
+Precision. An asyncio sleep wakes late: the event loop hands epoll its timeout rounded up to a
+whole millisecond, so ``asyncio.sleep`` alone sends up to about 1 ms late (AIPerf reports the same
+quantisation above 500 requests/s). The driver therefore sleeps with the loop until ``precise_s``
+before the due time and waits out the rest in a helper thread's ``time.sleep`` (nanosleep, tens
+of microseconds), which wakes the loop through its self-pipe. Busy-yielding to the loop until the
+due time was tried and dropped: it sends closer to the time at the median, but on a machine with
+more runnable processes than cores the kernel queues a spinning process behind the others and its
+p99 was worse (``bench/pacing.py --compare``), and a spin takes CPU from an engine on the machine.
+The loop stays free while the thread waits, so an in-process engine's output handler (vLLM's
+AsyncLLM) keeps running. ``precise_s=0`` paces with the loop's sleep alone.
 """
 
 from __future__ import annotations
@@ -18,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 from llem.backends.types import RequestTimeline, ScheduledRequest
 
@@ -26,6 +38,10 @@ Submit = Callable[[ScheduledRequest, float], Awaitable[RequestTimeline]]
 Clock = Callable[[], float]
 Sleep = Callable[[float], Awaitable[None]]
 
+#: How long before a due time the driver hands the rest of the wait to a precise sleep (seconds):
+#: above the 1 ms rounding of the loop's epoll timeout, with room for a late wake-up.
+PRECISE_S = 0.002
+
 
 async def drive(
     requests: Sequence[ScheduledRequest],
@@ -33,8 +49,15 @@ async def drive(
     submit: Submit,
     clock: Clock = time.perf_counter,
     sleep: Sleep = asyncio.sleep,
+    precise_s: float = PRECISE_S,
+    precise_sleep: Sleep | None = None,
 ) -> tuple[float, list[RequestTimeline]]:
-    """Send every request as its traffic says; return (origin, timelines in request order)."""
+    """Send every request as its traffic says; return (origin, timelines in request order).
+
+    ``clock`` and ``sleep`` are the time source and the sleep the driver paces with (a test's
+    virtual clock). Within ``precise_s`` of a due time the driver waits with ``precise_sleep``
+    instead (default: ``time.sleep`` in a helper thread); ``precise_s=0``: ``sleep`` only.
+    """
     start = clock()
     if requests and all(r.scheduled_s is None for r in requests):
         if max_concurrency is None or max_concurrency < 1:
@@ -42,15 +65,37 @@ async def drive(
         return start, await _closed_loop(requests, max_concurrency, submit, clock)
     if any(r.scheduled_s is None for r in requests):
         raise ValueError("a workload is either all scheduled (open loop) or all unscheduled")
-    tasks = []
-    for request in sorted(requests, key=lambda r: (r.scheduled_s or 0.0, r.request_id)):
-        due = start + (request.scheduled_s or 0.0)
-        wait = due - clock()
-        if wait > 0:
-            await sleep(wait)
-        tasks.append(asyncio.ensure_future(submit(request, due)))
+    with ThreadPoolExecutor(1, thread_name_prefix="llem-pacing") as pool:
+        if precise_sleep is None:
+            precise_sleep = _thread_sleep(pool)
+        tasks = []
+        for request in sorted(requests, key=lambda r: (r.scheduled_s or 0.0, r.request_id)):
+            due = start + (request.scheduled_s or 0.0)
+            await _until(due, clock, sleep, precise_s, precise_sleep)
+            tasks.append(asyncio.ensure_future(submit(request, due)))
     done = await asyncio.gather(*tasks)
     return start, sorted(done, key=lambda t: t.request_id)
+
+
+async def _until(
+    due: float, clock: Clock, sleep: Sleep, precise_s: float, precise_sleep: Sleep
+) -> None:
+    """Return once ``clock()`` has reached ``due``: ``sleep`` until ``precise_s`` before it,
+    then ``precise_sleep`` the rest."""
+    while (left := due - clock()) > 0:
+        if left > precise_s:
+            await sleep(left - precise_s)
+        else:
+            await precise_sleep(left)
+
+
+def _thread_sleep(pool: ThreadPoolExecutor) -> Sleep:
+    """A sleep that waits in ``pool``'s thread (``time.sleep``: no millisecond rounding)."""
+
+    async def precise_sleep(seconds: float) -> None:
+        await asyncio.get_running_loop().run_in_executor(pool, time.sleep, seconds)
+
+    return precise_sleep
 
 
 async def _closed_loop(
