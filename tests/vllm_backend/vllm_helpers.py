@@ -28,3 +28,45 @@ def read_json(path: Path) -> dict[str, Any]:
 
 def output(proc: subprocess.CompletedProcess) -> str:
     return f"--- stdout\n{proc.stdout[-4000:]}\n--- stderr\n{proc.stderr[-4000:]}"
+
+
+def serving_backend(model_dir: Path, *overrides: str) -> Any:
+    """A vLLM backend built for a serving run (``BackendSections.serving``) on ``model_dir``,
+    with the small-engine settings, from a composed configuration."""
+    from dataclasses import replace
+
+    from hydra import compose, initialize_config_module
+
+    from llem.backends import sections
+    from llem.backends.vllm import VLLMBackend
+    from llem.config.store import register_configs
+    from llem.config.validate import to_experiment
+
+    register_configs()
+    with initialize_config_module(version_base="1.3", config_module="llem.conf"):
+        cfg = compose(
+            config_name="config",
+            overrides=[
+                "+backend=vllm",
+                "model=hf",
+                f"model.name_or_path={model_dir}",
+                *SMALL_ENGINE,
+                *overrides,
+            ],
+        )
+    return VLLMBackend(replace(sections(to_experiment(cfg)), serving=True))
+
+
+def engine_processes() -> set[int]:
+    """This process's descendants (a vLLM engine core and its workers), less Python's
+    multiprocessing resource tracker, which lives as long as this process does."""
+    import psutil
+
+    own = set()
+    for child in psutil.Process().children(recursive=True):
+        try:
+            if "resource_tracker" not in " ".join(child.cmdline()):
+                own.add(child.pid)
+        except psutil.NoSuchProcess:
+            continue
+    return own

@@ -1,5 +1,8 @@
 """The vLLM backend's driver: one ``vllm.LLM`` engine, every prompt handed to it at once.
 
+A serving run (``BackendSections.serving``) gets an ``AsyncLLM`` instead, built from the same
+engine arguments, and ``serve`` hands it requests as they arrive (``llem.backends.vllm.serve``).
+
 The engine schedules the requests itself (continuous batching, up to ``vllm.max_num_seqs`` at a
 time), as it does when deployed. llem steps the engine (``LLMEngine.step``) with
 ``RequestOutputKind.DELTA`` outputs and timestamps each request's tokens as they reach this
@@ -29,6 +32,12 @@ from llem.backends.vllm.kwargs import (
     checkpoint_source,
     model_label,
     quiet_vllm_logs,
+)
+from llem.backends.vllm.serve import (
+    AsyncEngine,
+    serve_requests,
+    serving_kwargs,
+    start_async_engine,
 )
 from llem.backends.vllm.shape import engine_shape
 from llem.config.vllm import VLLMConfig
@@ -67,7 +76,10 @@ class VLLMBackend:
         """Equal keys build equal engines: model and every engine argument (decoder and dataset
         changes keep the engine)."""
         kwargs = build_engine_kwargs(self.sections, device, model_label(self.sections))
-        return json.dumps({"engine": kwargs, "device": device}, sort_keys=True, default=str)
+        key: dict[str, Any] = {"engine": kwargs, "device": device}
+        if self.sections.serving:  # another engine object (AsyncLLM) with other defaults
+            key["serving"] = serving_kwargs(kwargs)
+        return json.dumps(key, sort_keys=True, default=str)
 
     def batches(self, prompts: Sequence[Prompt]) -> list[list[Prompt]]:
         """All prompts at once: the engine schedules up to vllm.max_num_seqs at a time."""
@@ -91,7 +103,7 @@ class VLLMBackend:
         kwargs = build_engine_kwargs(self.sections, device, source)
         llm, tokenizer = self._start(source, kwargs)
         load_s = time.perf_counter() - t0
-        config = llm.llm_engine.vllm_config
+        config = llm.vllm_config if isinstance(llm, AsyncEngine) else llm.llm_engine.vllm_config
         return EngineModel(
             model=llm,
             tokenizer=tokenizer,
@@ -99,7 +111,7 @@ class VLLMBackend:
             dtype=str(config.model_config.dtype).replace("torch.", ""),
             load_kwargs={
                 k: v if isinstance(v, (str, int, float, bool, dict, list)) or v is None else repr(v)
-                for k, v in kwargs.items()
+                for k, v in (serving_kwargs(kwargs) if self.sections.serving else kwargs).items()
             },
             load_key=self.load_key(device),
             load_s=load_s,
@@ -112,7 +124,8 @@ class VLLMBackend:
         )
 
     def _start(self, source: str, kwargs: dict[str, Any]) -> tuple[Any, Any]:
-        """The tokenizer and a started engine (a failure names the engine arguments)."""
+        """The tokenizer and a started engine: ``vllm.LLM``, or for a serving run an
+        ``AsyncEngine`` (a failure names the engine arguments)."""
         from transformers import AutoTokenizer
         from vllm import LLM
 
@@ -121,6 +134,8 @@ class VLLMBackend:
             tokenizer = AutoTokenizer.from_pretrained(
                 source, trust_remote_code=self.sections.model.trust_remote_code, **revision
             )
+            if self.sections.serving:
+                return start_async_engine(kwargs), tokenizer
             return LLM(**kwargs), tokenizer
         except Exception as exc:
             shown = ", ".join(
@@ -135,22 +150,50 @@ class VLLMBackend:
     def warm_up(
         self, loaded: LoadedModel, batches: Sequence[Sequence[Prompt]], n_batches: int
     ) -> None:
-        """``n_batches`` batches, outside the window (vLLM compiles while it loads)."""
+        """``n_batches`` batches, outside the window (vLLM compiles while it loads); a serving
+        engine serves each batch's prompts, all at once."""
         for i in range(n_batches):
-            if batches:
-                self.generate(loaded, batches[i % len(batches)])
+            if not batches:
+                return
+            batch = batches[i % len(batches)]
+            if isinstance(loaded.model, AsyncEngine):
+                offline = [ScheduledRequest(k, k, p, 0.0) for k, p in enumerate(batch)]
+                self.serve(loaded, offline, None)
+            else:
+                self.generate(loaded, batch)
 
     # --------------------------------------------------------------- generating
     def serve(
         self, loaded: LoadedModel, requests: Sequence[ScheduledRequest], max_concurrency: int | None
     ) -> ServeOutput:
-        """Placeholder until the serving path lands (issue 18); validation keeps runs off it."""
-        raise NotImplementedError("serving workloads are not built for this engine yet")
+        """Serve a workload through the ``AsyncLLM`` a serving run loads (one task per request,
+        paced by ``llem.backends.traffic.drive``); streamed chunks and engine steps are
+        timestamped on ``time.perf_counter`` in this process."""
+        engine = loaded.model
+        if not isinstance(engine, AsyncEngine):
+            raise RunError(
+                "vLLM serve needs the asynchronous engine, but this engine was loaded for "
+                "offline batches",
+                hint="load with BackendSections.serving=True (a run with a traffic workload)",
+            )
+        return serve_requests(
+            engine,
+            loaded.tokenizer,
+            requests,
+            max_concurrency,
+            build_sampling_kwargs(self.sections),
+            save_outputs=self.sections.save_outputs,
+        )
 
     def generate(self, loaded: LoadedModel, prompts: Sequence[Prompt]) -> BatchOutput:
         from vllm import SamplingParams
         from vllm.sampling_params import RequestOutputKind
 
+        if isinstance(loaded.model, AsyncEngine):
+            raise RunError(
+                "vLLM generate needs the offline engine, but this engine was loaded for serving",
+                hint="serve the workload (Backend.serve), or load with serving off",
+            )
         engine = loaded.model.llm_engine
         tokens = token_lists(loaded.tokenizer, prompts)
         kwargs = build_sampling_kwargs(self.sections)
@@ -196,7 +239,10 @@ class VLLMBackend:
             loaded.model = None
             loaded.tokenizer = None
             try:
-                llm.llm_engine.engine_core.shutdown()
+                if isinstance(llm, AsyncEngine):
+                    llm.shutdown()
+                else:
+                    llm.llm_engine.engine_core.shutdown()
             except Exception as exc:  # pragma: no cover - best effort cleanup
                 log.warning("vLLM engine shutdown: %s", first_line(exc))
             del llm

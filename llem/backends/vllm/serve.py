@@ -1,0 +1,306 @@
+"""vLLM's serving path: the in-process asynchronous engine (``vllm.v1.engine.async_llm.AsyncLLM``).
+
+A serving run (``BackendSections.serving``) builds an ``AsyncLLM`` from the same engine arguments
+as the offline ``vllm.LLM`` and hands each request to it as its own task, when the shared pacing
+driver (``llem.backends.traffic.drive``) says so. Each request streams ``RequestOutputKind.DELTA``
+outputs; llem stamps every chunk with ``time.perf_counter`` as it reaches this process, with the
+tokens it carries.
+
+The engine's output handler is an asyncio task bound to the loop it starts in, so the engine
+lives with one event loop of its own, run by a dedicated thread (``EngineLoop``): warm-up and
+every ``serve`` call submit their coroutines to it. The engine core runs in a spawned process, so
+a script that starts one needs an ``if __name__ == "__main__":`` guard (``python -m llem`` has
+one).
+
+Engine steps come from vLLM's stat-logger interface (``StatLoggerBase.record``), called in this
+process once per engine step as the step's outputs arrive: ``EngineStep.end_s`` is
+``time.perf_counter`` at that moment (the clock of the request timelines), not the engine core's
+own step end. The serving engine turns on ``enable_logging_iteration_details``, so each step
+carries what the scheduler ran: its requests, prompt (prefill) tokens and decode tokens.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from llem.backends.tokens import token_lists
+from llem.backends.traffic.driver import drive
+from llem.backends.types import EngineStep, RequestTimeline, ScheduledRequest, ServeOutput
+from llem.errors import RunError, first_line
+
+T = TypeVar("T")
+
+#: Engine arguments the serving engine sets unless the user did (``vllm.engine_kwargs``): no
+#: default stat loggers (as ``vllm.LLM``), and per-step scheduler details for ``EngineStep``.
+SERVING_DEFAULTS: dict[str, Any] = {
+    "disable_log_stats": True,
+    "enable_logging_iteration_details": True,
+}
+
+
+def serving_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The offline engine's arguments with the serving engine's defaults under them."""
+    return {**SERVING_DEFAULTS, **kwargs}
+
+
+class EngineLoop:
+    """One asyncio event loop on a daemon thread, for the life of one engine."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(
+            target=self.loop.run_forever, name="llem-vllm-engine-loop", daemon=True
+        )
+        self.thread.start()
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run ``coro`` on the engine's loop and wait for its result (or its exception)."""
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
+
+    def close(self) -> None:
+        """Cancel what is left on the loop, stop it and join its thread."""
+        if self.loop.is_closed():
+            return
+
+        async def cancel_rest() -> None:
+            me = asyncio.current_task()
+            rest = [t for t in asyncio.all_tasks() if t is not me]
+            for task in rest:
+                task.cancel()
+            await asyncio.gather(*rest, return_exceptions=True)
+
+        if self.thread.is_alive():
+            try:
+                asyncio.run_coroutine_threadsafe(cancel_rest(), self.loop).result(timeout=10)
+            finally:
+                self.loop.call_soon_threadsafe(self.loop.stop)
+                self.thread.join(timeout=10)
+        if not self.thread.is_alive():
+            self.loop.close()
+
+
+@dataclass
+class StepLog:
+    """The engine's steps as vLLM's stat logger reports them (appended on the engine's loop)."""
+
+    steps: list[EngineStep] = field(default_factory=list)
+
+    def record(self, scheduler_stats: Any, iteration_stats: Any) -> None:
+        step = engine_step(scheduler_stats, iteration_stats, time.perf_counter())
+        if step is not None:
+            self.steps.append(step)
+
+
+def engine_step(scheduler_stats: Any, iteration_stats: Any, now: float) -> EngineStep | None:
+    """One step from vLLM's per-step statistics, or None for a report of no work.
+
+    With iteration details (the serving engine's default): the requests the scheduler ran and the
+    prompt and decode tokens it scheduled. Without them: the requests running after the step and
+    the tokens of its outputs (prompt tokens of requests whose prefill completed; generated tokens
+    less each new request's first, which its prefill produced)."""
+    details = getattr(scheduler_stats, "iteration_details", None)
+    if details is not None:
+        if getattr(details, "is_dummy", False):
+            return None
+        return EngineStep(
+            end_s=now,
+            running=int(details.num_ctx_requests + details.num_generation_requests),
+            prefill_tokens=int(details.num_ctx_tokens),
+            decode_tokens=int(details.num_generation_tokens),
+        )
+    if iteration_stats is None:
+        return None
+    first_tokens = len(getattr(iteration_stats, "time_to_first_tokens_iter", ()))
+    running = getattr(scheduler_stats, "num_running_reqs", None)
+    finished = len(getattr(iteration_stats, "finished_requests", ()))
+    return EngineStep(
+        end_s=now,
+        running=int(running) + finished if running is not None else 0,
+        prefill_tokens=int(iteration_stats.num_prompt_tokens),
+        decode_tokens=int(iteration_stats.num_generation_tokens) - first_tokens,
+    )
+
+
+def step_logger_factory(log: StepLog) -> Callable[[Any, int], Any]:
+    """A vLLM per-engine stat-logger factory whose loggers feed ``log``."""
+    from vllm.v1.metrics.loggers import StatLoggerBase
+
+    class StepLogger(StatLoggerBase):
+        def __init__(self, vllm_config: Any, engine_index: int = 0) -> None:
+            self.engine_index = engine_index
+
+        def record(
+            self,
+            scheduler_stats: Any,
+            iteration_stats: Any,
+            mm_cache_stats: Any = None,
+            engine_idx: int = 0,
+        ) -> None:
+            log.record(scheduler_stats, iteration_stats)
+
+        def log_engine_initialized(self) -> None:
+            pass
+
+    return StepLogger
+
+
+@dataclass
+class AsyncEngine:
+    """A running ``AsyncLLM``, the loop it lives on and the steps it has reported."""
+
+    engine: Any
+    loop: EngineLoop
+    steps: StepLog
+    calls: int = 0
+
+    @property
+    def vllm_config(self) -> Any:
+        return self.engine.vllm_config
+
+    def shutdown(self) -> None:
+        """Stop the engine core's processes, then the loop, and drop the engine (idempotent:
+        whatever still holds this object no longer keeps the ``AsyncLLM`` alive)."""
+        engine, self.engine = self.engine, None
+        try:
+            if engine is not None:
+                engine.shutdown()
+        finally:
+            self.loop.close()
+
+
+def start_async_engine(kwargs: dict[str, Any]) -> AsyncEngine:
+    """Build an ``AsyncLLM`` from ``vllm.LLM``-style engine arguments, on a loop of its own."""
+    from vllm.engine.arg_utils import AsyncEngineArgs
+    from vllm.v1.engine.async_llm import AsyncLLM
+
+    steps = StepLog()
+    loop = EngineLoop()
+
+    async def build() -> Any:
+        args = AsyncEngineArgs(**serving_kwargs(kwargs))
+        return AsyncLLM.from_engine_args(args, stat_loggers=[step_logger_factory(steps)])
+
+    try:
+        engine = loop.run(build())
+    except BaseException:
+        loop.close()
+        raise
+    return AsyncEngine(engine=engine, loop=loop, steps=steps)
+
+
+@dataclass(frozen=True)
+class _Stream:
+    """What every request of one ``serve`` call shares."""
+
+    engine: Any
+    params: Any
+    inputs: dict[int, Any]
+    input_tokens: dict[int, int]
+    prefix: str
+    save_outputs: bool
+
+
+async def _submit(s: _Stream, request: ScheduledRequest, arrival_s: float) -> RequestTimeline:
+    """Hand one request to the engine and stream it to the end."""
+    times: list[float] = []
+    counts: list[int] = []
+    texts: list[str] = []
+    cached: int | None = None
+    rid = f"{s.prefix}-{request.request_id}"
+    sent = time.perf_counter()
+    async for out in s.engine.generate(s.inputs[request.request_id], s.params, rid):
+        now = time.perf_counter()
+        n = sum(len(c.token_ids) for c in out.outputs)
+        if n:
+            times.append(now)
+            counts.append(n)
+        hits = getattr(out, "num_cached_tokens", None)
+        if isinstance(hits, int):
+            cached = max(hits, cached or 0)
+        if s.save_outputs and out.outputs:
+            texts.append(out.outputs[0].text)
+    return RequestTimeline(
+        request_id=request.request_id,
+        prompt_index=request.prompt_index,
+        arrival_s=arrival_s,
+        scheduled_s=arrival_s if request.scheduled_s is not None else None,
+        sent_s=sent,
+        chunk_times_s=times,
+        chunk_tokens=counts,
+        input_tokens=s.input_tokens[request.request_id],
+        cached_input_tokens=cached,
+        text="".join(texts) if s.save_outputs else None,
+    )
+
+
+def _render(engine: Any, tokens: list[list[int]], max_model_len: int | None) -> list[Any]:
+    try:
+        return list(engine.renderer.render_cmpl([{"prompt_token_ids": t} for t in tokens]))
+    except Exception as exc:  # e.g. a prompt longer than the engine's max_model_len
+        raise RunError(
+            f"vLLM rejected the prompts: {first_line(exc)}",
+            hint=f"the engine's max_model_len is {max_model_len}; raise "
+            "vllm.max_model_len or use shorter prompts (dataset.*)",
+        ) from exc
+
+
+def serve_requests(
+    aengine: AsyncEngine,
+    tokenizer: Any,
+    requests: Sequence[ScheduledRequest],
+    max_concurrency: int | None,
+    sampling_kwargs: dict[str, Any],
+    save_outputs: bool = False,
+) -> ServeOutput:
+    """Serve ``requests`` through the engine, paced by the shared driver; every request's
+    timeline and the engine's steps between the workload's origin and its last token."""
+    from vllm import SamplingParams
+    from vllm.sampling_params import RequestOutputKind
+
+    engine = aengine.engine
+    tokens = token_lists(tokenizer, [r.prompt for r in requests])
+    limit = aengine.vllm_config.model_config.max_model_len
+    rendered = _render(engine, tokens, limit)
+    aengine.calls += 1
+    stream = _Stream(
+        engine=engine,
+        params=SamplingParams(**sampling_kwargs, output_kind=RequestOutputKind.DELTA),
+        inputs={r.request_id: x for r, x in zip(requests, rendered, strict=True)},
+        input_tokens={r.request_id: len(t) for r, t in zip(requests, tokens, strict=True)},
+        prefix=f"llem-serve-{aengine.calls}",
+        save_outputs=save_outputs,
+    )
+
+    async def run() -> tuple[float, list[RequestTimeline], list[EngineStep]]:
+        before = len(aengine.steps.steps)
+
+        async def submit(request: ScheduledRequest, arrival_s: float) -> RequestTimeline:
+            return await _submit(stream, request, arrival_s)
+
+        try:
+            start, timelines = await drive(requests, max_concurrency, submit)
+        except BaseException:
+            await engine.abort([f"{stream.prefix}-{r.request_id}" for r in requests])
+            raise
+        return start, timelines, aengine.steps.steps[before:]
+
+    try:
+        start, timelines, steps = aengine.loop.run(run())
+    except (RunError, ValueError):
+        raise
+    except Exception as exc:
+        raise RunError(f"vLLM serving failed: {type(exc).__name__}: {first_line(exc)}") from exc
+    finishes = [t.finish_s for t in timelines if t.finish_s is not None]
+    closed = bool(requests) and all(r.scheduled_s is None for r in requests)
+    return ServeOutput(
+        start_s=start,
+        end_s=max(finishes, default=start),
+        requests=timelines,
+        ttft_origin="actual send" if closed else "scheduled send",
+        steps=[s for s in steps if s.end_s >= start],
+    )
