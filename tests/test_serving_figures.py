@@ -17,9 +17,9 @@ from llem.figures.serving import (
     request_records,
     slo_met,
     steady_state,
-    timelines_from_batches,
     tokens_between,
 )
+from llem.figures.timelines import timelines_from_batches
 
 
 def tl(
