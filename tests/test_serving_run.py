@@ -192,6 +192,9 @@ def test_a_served_workload_fills_every_serving_section(served_run) -> None:
     assert g.requests_per_s == pytest.approx(10 / result.energy.window_s, rel=1e-3)
     assert g.j_per_output_token == pytest.approx(result.energy.total_j / 40, rel=1e-6)
     assert result.validity.checks["steady_state"] == "passed"
+    assert result.null_reasons["compute.decode_bandwidth_utilisation"].startswith(
+        "not estimated for a served workload"
+    )
     # requests.jsonl, read back through the result module
     records = read_requests(run_dir)
     assert [r.request_id for r in records] == list(range(N))
@@ -247,3 +250,20 @@ def test_an_offline_generate_run_gets_requests_and_the_serving_sections(
         "within the window and there is no steady state (send more requests: "
         "traffic.n_requests)"
     ]
+
+
+def test_the_stand_in_schedule_draws_send_times_from_the_seed() -> None:
+    """The run layer's stand-in until llem.backends.traffic.schedule lands (same field names)."""
+    from llem.runner.serving import _stand_in_schedule
+
+    prompts = [Prompt(text="a"), Prompt(text="b")]
+    constant = _stand_in_schedule(
+        TrafficSettings("constant", rate_per_s=4.0, n_requests=3), prompts
+    )
+    assert [(r.prompt_index, r.scheduled_s) for r in constant] == [(0, 0.0), (1, 0.25), (0, 0.5)]
+    closed = _stand_in_schedule(TrafficSettings("concurrency", max_concurrency=2), prompts)
+    assert [r.scheduled_s for r in closed] == [None, None]
+    poisson = TrafficSettings("poisson", rate_per_s=10.0, n_requests=50, seed=3)
+    times = [r.scheduled_s for r in _stand_in_schedule(poisson, prompts)]
+    assert times == [r.scheduled_s for r in _stand_in_schedule(poisson, prompts)]  # seeded
+    assert times[0] == 0.0 and all(b > a for a, b in zip(times, times[1:], strict=False))

@@ -46,6 +46,10 @@ log = logging.getLogger("llem.run")
 OFFLINE = "offline"
 CLOSED_LOOP = "concurrency"
 OPEN_LOOP = ("poisson", "gamma", "constant")
+SERVED_BANDWIDTH = (
+    "not estimated for a served workload: requests join and leave the running batch at every "
+    "engine step, and the estimate assumes a fixed batch"
+)
 
 
 def _plain(value: Any) -> Any:
@@ -239,6 +243,8 @@ def fill_serving(
         ),
     )
     write_requests(run_dir, request_records(timelines, window.start_s, slo))
+    if ran.served is not None and result.compute.decode_bandwidth_utilisation is None:
+        result.null_reasons["compute.decode_bandwidth_utilisation"] = SERVED_BANDWIDTH
 
 
 def _timelines(ran: Served) -> tuple[list[RequestTimeline], float, str]:
