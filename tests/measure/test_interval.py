@@ -96,3 +96,36 @@ def test_no_energy_source_or_a_span_outside_the_window_is_null_with_the_reason(
     out = _between(s, w.start_s - 1.0, w.end_s)
     assert out.value is None and "not a span inside the measured window" in out.null_reason
     assert interval_energy(None, 0, 1, source=None).null_reason == "no measured window"
+
+
+class _Source:
+    """Just what interval_energy asks of a non-replay source."""
+
+    def power_averaging_s(self, uuid: str) -> float:
+        return 1.0
+
+
+def test_the_sampled_shape_is_scaled_so_the_window_adds_up_to_the_counter() -> None:
+    from llem.measure.energy import DeviceEnergy, WindowResult
+    from llem.measure.sampler import Sample
+
+    # samples: 100 W flat over [0, 4] (400 J), but the counter says 440 J: every sub-interval
+    # is scaled by 1.1, so [1, 2] gives 110 J, not the samples' 100 J
+    ticks = tuple((t, (Sample(t, "g", power_w=100.0),)) for t in (0.0, 1.0, 2.0, 3.0, 4.0))
+    parts = {"counter_resolution_j": 0.002, "counter_update_j": 20.0, "sensor_accuracy_j": 22.0}
+    window = WindowResult(
+        start_s=0.0,
+        end_s=4.0,
+        window_s=4.0,
+        devices=(DeviceEnergy("g", "nvml_counter", 440.0, None, 42.002, parts),),
+        ticks=ticks,
+        warnings=(),
+        failure=None,
+        cpu_package_j=None,
+        cpu_null_reason=None,
+    )
+    got = interval_energy(window, 1.0, 2.0, source=_Source())
+    assert got.value == pytest.approx(110.0)
+    # bound: flat power (no trapezoid error) + averaging lag 1 s x 100 W x 1.1 + the counter's
+    # own 20.002 J in this interval's quarter share + the sensor's max(5 % x 110, 5 W x 1 s)
+    assert got.bound == pytest.approx(110.0 + 20.002 / 4 + 5.5)
