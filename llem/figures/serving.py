@@ -26,8 +26,9 @@ The steady state is the part of the window where the engine runs as it was confi
   order) finishes, B being the configured maximum batch (for closed loop, the smaller of it and
   ``traffic.max_concurrency``) and N the requests of the window. It needs N >= 2B + 1.
 - open-loop traffic: from the instant ``traffic.warmup_requests`` requests have finished (the
-  window's origin when 0) to the arrival of the first of the last ``traffic.cooldown_requests``
-  requests (the last finish when 0).
+  workload's origin when 0) to the arrival of the first of the last ``traffic.cooldown_requests``
+  requests (the last finish when 0); the run takes 10 % of the requests, rounded up, for an edge
+  left null. The warm-up/cool-down exclusion of vLLM's ``bench serve`` and AIPerf.
 
 A steady state shorter than ``measurement.min_steady_state_s``, or (ML.ENERGY's rule only) whose
 mean concurrency is under ``measurement.min_steady_concurrency`` x B, is no steady state, with the

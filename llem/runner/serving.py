@@ -18,6 +18,7 @@ import dataclasses
 import enum
 import importlib
 import logging
+import math
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -46,6 +47,9 @@ log = logging.getLogger("llem.run")
 OFFLINE = "offline"
 CLOSED_LOOP = "concurrency"
 OPEN_LOOP = ("poisson", "gamma", "constant")
+#: an open-loop edge (traffic.warmup_requests, cooldown_requests) left null: this share of the
+#: requests, rounded up (the traffic configuration's own rule, ``edge_requests``)
+EDGE_FRACTION = 0.1
 SERVED_BANDWIDTH = (
     "not estimated for a served workload: requests join and leave the running batch at every "
     "engine step, and the estimate assumes a fixed batch"
@@ -66,8 +70,8 @@ class TrafficSettings:
     max_concurrency: int | None = None
     n_requests: int | None = None
     seed: int = 0
-    warmup_requests: int = 0
-    cooldown_requests: int = 0
+    warmup_requests: int | None = None  # None: EDGE_FRACTION of the requests, rounded up
+    cooldown_requests: int | None = None
 
     @property
     def open_loop(self) -> bool:
@@ -89,8 +93,6 @@ def traffic_settings(exp: ExperimentConfig) -> TrafficSettings:
     }
     values["kind"] = str(values["kind"] or OFFLINE)
     values["seed"] = int(values["seed"] or 0)
-    values["warmup_requests"] = int(values["warmup_requests"] or 0)
-    values["cooldown_requests"] = int(values["cooldown_requests"] or 0)
     return TrafficSettings(**values)
 
 
@@ -216,7 +218,7 @@ def fill_serving(
     traffic = traffic_settings(exp)
     max_batch = backend.batch_size(loaded)
     knob = _knob(exp, traffic, max_batch)
-    rule = _rule(exp, traffic, max_batch)
+    rule = _rule(exp, traffic, max_batch, len(timelines))
     if len(timelines) < 2 * rule.max_batch:
         log.warning(
             "%d requests < 2 x the maximum batch %s=%d: the batch fills and drains within the "
@@ -263,16 +265,19 @@ def _knob(exp: ExperimentConfig, traffic: TrafficSettings, max_batch: int) -> tu
     return key, max_batch
 
 
-def _rule(exp: ExperimentConfig, traffic: TrafficSettings, max_batch: int) -> SteadyRule:
+def _rule(
+    exp: ExperimentConfig, traffic: TrafficSettings, max_batch: int, n_requests: int
+) -> SteadyRule:
     b = max_batch
+    edge = math.ceil(EDGE_FRACTION * n_requests)
     if traffic.closed_loop and traffic.max_concurrency:
         b = min(b, int(traffic.max_concurrency))
     m = exp.measurement
     return SteadyRule(
         open_loop=traffic.open_loop,
         max_batch=b,
-        warmup_requests=traffic.warmup_requests,
-        cooldown_requests=traffic.cooldown_requests,
+        warmup_requests=edge if traffic.warmup_requests is None else traffic.warmup_requests,
+        cooldown_requests=edge if traffic.cooldown_requests is None else traffic.cooldown_requests,
         min_s=float(getattr(m, "min_steady_state_s", 20.0)),
         min_concurrency=float(getattr(m, "min_steady_concurrency", 0.85)),
     )
