@@ -131,3 +131,44 @@ def test_every_bounded_energy_figure_has_its_bound_field_in_the_schema() -> None
     assert "total_j" in bounded and "peak_power_w" not in bounded
     assert all(f"{name}_uncertainty" in written for name in bounded)
     assert list(written) == [f.name for f in dataclasses.fields(Energy)]
+
+
+def test_a_schema_2_file_loads_with_its_serving_sections_null_and_explained(
+    tmp_path: Path,
+) -> None:
+    """A real result.json written by llem before schema 3 (a tiny-model run, static batches)."""
+    shutil.copy(DATA / "result_v2_tiny_run.json", tmp_path / "result.json")
+    r = RunResult.read(tmp_path)
+    assert r is not None and r.schema_version == SCHEMA_VERSION == 3
+    assert r.workload.requests == 3 and r.latency.ttft_ms.p50 == 1074.4352
+    # every request of a schema-2 run was timed from its generate() call's start
+    assert r.latency.ttft_origin == "batch start"
+    assert r.latency.tpot_ms == Percentiles() and r.latency.e2e_ms == Percentiles()
+    for section in ("traffic", "concurrency", "steady_state", "goodput"):
+        assert getattr(r, section) is None
+        assert r.null_reasons[section] == "not recorded before result schema 3"
+    assert RunResult.from_json(r.to_json()) == r
+
+
+def test_the_serving_sections_survive_a_round_trip(tmp_path: Path) -> None:
+    from llem.result import Concurrency, Goodput, Lateness, SteadyState, Traffic
+    from llem.result.figure import with_figures
+
+    r = RunResult(status="ok")
+    r.latency.ttft_origin = "scheduled send"
+    r.latency.tpot_ms = Percentiles(10.0, 12.0, 15.0)
+    r.traffic = Traffic("poisson", 8.0, None, 100, None, 0, Lateness(0.1, 0.9, 1.5))
+    r.concurrency = Concurrency("vllm.max_num_seqs", 64, 30.5, 64, 40.0)
+    steady, reasons = with_figures(
+        SteadyState("open_loop", 1.0, 21.0, 20.0, 150, 3000, 150.0, 40.0),
+        "steady_state",
+        {"energy_j": Figure(4000.0, 20.0), "avg_power_w": Figure.null("no energy source")},
+    )
+    r.steady_state = steady
+    r.null_reasons.update(reasons)
+    r.goodput = Goodput(None, 50.0, None, 90, 0.9, 3.0, 60.0)
+    r.write(tmp_path)
+    back = RunResult.read(tmp_path)
+    assert back == r
+    assert back.figure("steady_state.energy_j") == Figure(4000.0, 20.0)
+    assert back.figure("steady_state.avg_power_w") == Figure.null("no energy source")

@@ -36,6 +36,18 @@ def run_seed(exp: ExperimentConfig) -> int:
     return exp.seed + exp.repeat if exp.decoder.do_sample else exp.seed
 
 
+def serves(exp: ExperimentConfig, name: str | None = None) -> bool:
+    """Whether the run serves a workload (``Backend.serve``) rather than ``generate`` batches:
+    its traffic (``traffic.kind``) is not offline, or it is a PyTorch run with
+    ``pytorch.batching=continuous``. vLLM's offline runs keep calling ``generate``."""
+    engine = name or exp.backend or PYTORCH
+    kind = getattr(getattr(exp, "traffic", None), "kind", "offline")
+    batching = getattr(exp.pytorch, "batching", "static")
+    return str(getattr(kind, "value", kind)) != "offline" or (
+        engine == PYTORCH and str(getattr(batching, "value", batching)) == "continuous"
+    )
+
+
 def sections(exp: ExperimentConfig, name: str | None = None) -> BackendSections[Any]:
     """The sections the ``name`` backend (default: ``exp.backend``) is built with."""
     engine = name or exp.backend or PYTORCH
@@ -48,6 +60,7 @@ def sections(exp: ExperimentConfig, name: str | None = None) -> BackendSections[
         seed=exp.seed,
         run_seed=run_seed(exp),
         save_outputs=exp.measurement.save_outputs,
+        serving=serves(exp, engine),
     )
 
 

@@ -1,17 +1,18 @@
 """The typed, versioned result model and its files: ``result.json`` (``RunResult``, with its
-sections and figures) and ``generations.jsonl``. The only code that reads or writes run files.
+sections and figures), ``generations.jsonl`` and ``requests.jsonl``. The only code that reads or
+writes run files.
 """
 
 from llem.result.figure import Figure
 from llem.result.generations import GENERATIONS_FILE, write_generations
 from llem.result.migrate import SCHEMA_VERSION, ResultFormatError, migrate
 from llem.result.model import RESULT_FILE, STATUSES, RunResult, write_record
+from llem.result.requests import REQUESTS_FILE, RequestRecord, read_requests, write_requests
 from llem.result.sections import (
     Compute,
     Energy,
     ErrorInfo,
     Hardware,
-    Latency,
     Lifecycle,
     Memory,
     Percentiles,
@@ -23,31 +24,48 @@ from llem.result.sections import (
     quantization_label,
     utc_now,
 )
+from llem.result.serving import (
+    Concurrency,
+    Goodput,
+    Latency,
+    Lateness,
+    SteadyState,
+    Traffic,
+)
 
 __all__ = [
     "GENERATIONS_FILE",
+    "REQUESTS_FILE",
     "RESULT_FILE",
     "SCHEMA_VERSION",
     "STATUSES",
     "Compute",
+    "Concurrency",
     "Energy",
     "ErrorInfo",
     "Figure",
+    "Goodput",
     "Hardware",
     "Latency",
+    "Lateness",
     "Lifecycle",
     "Memory",
     "Percentiles",
+    "RequestRecord",
     "ResultFormatError",
     "RunResult",
+    "SteadyState",
     "SweepPosition",
     "Thermal",
     "Throughput",
+    "Traffic",
     "Validity",
     "Workload",
     "migrate",
     "quantization_label",
+    "read_requests",
     "utc_now",
     "write_generations",
+    "write_requests",
     "write_record",
 ]

@@ -6,6 +6,11 @@ Schema history:
      ``hardware``; ``workload.requests`` always present; ``throughput.output_tokens_per_s`` is
      over the measured window (version 1: over the time inside generate(), now
      ``generate_output_tokens_per_s``); energy uncertainty bounds. Version 1 files migrate.
+  3  serving workloads: ``traffic``, ``concurrency``, ``steady_state``, ``goodput`` (null with the
+     reason in ``null_reasons`` where they do not apply); ``latency.ttft_origin``,
+     ``latency.tpot_ms``, ``latency.e2e_ms``. Version 2 files migrate: their four new sections are
+     null ("not recorded before schema 3") and their TTFT origin is "batch start" (every request
+     was timed from the start of its generate() call).
 """
 
 from __future__ import annotations
@@ -14,7 +19,10 @@ from typing import Any
 
 from llem.version import __version__
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+
+# the sections schema 3 adds; older files have none of them
+SERVING_SECTIONS = ("traffic", "concurrency", "steady_state", "goodput")
 
 
 class ResultFormatError(ValueError):
@@ -31,6 +39,26 @@ def migrate(data: dict[str, Any]) -> dict[str, Any]:
         )
     if version == 1:
         data = _migrate_1_to_2(data)
+        version = 2
+    if version == 2:
+        data = _migrate_2_to_3(data)
+    return data
+
+
+def _migrate_2_to_3(data: dict[str, Any]) -> dict[str, Any]:
+    data = dict(data)
+    data["schema_version"] = 3
+    reasons = dict(data.get("null_reasons") or {})
+    for section in SERVING_SECTIONS:
+        data.setdefault(section, None)
+        if data[section] is None:
+            reasons.setdefault(section, "not recorded before result schema 3")
+    data["null_reasons"] = reasons
+    latency = data.get("latency")
+    if isinstance(latency, dict) and data.get("status") == "ok":
+        latency = dict(latency)
+        latency.setdefault("ttft_origin", "batch start")
+        data["latency"] = latency
     return data
 
 

@@ -1,7 +1,8 @@
 """result.json: the typed, versioned result of one run, and the only code that reads or writes it.
 
 A ``RunResult`` is a tree of dataclasses, one per section (workload, latency, throughput, energy,
-memory, thermal, compute, lifecycle, sweep position, validity; see ``llem.result.sections``). Every
+memory, thermal, compute, lifecycle, sweep position, validity; see ``llem.result.sections``; and
+traffic, concurrency, steady state, goodput: ``llem.result.serving``). Every
 figure that was not measured is ``None`` and its dotted key is in ``null_reasons`` with the reason;
 no figure is a stand-in 0. ``set_figure`` sets a figure, its bound and its null reason together.
 
@@ -29,7 +30,6 @@ from llem.result.sections import (
     Energy,
     ErrorInfo,
     Hardware,
-    Latency,
     Lifecycle,
     Memory,
     SweepPosition,
@@ -39,6 +39,7 @@ from llem.result.sections import (
     Workload,
     utc_now,
 )
+from llem.result.serving import Concurrency, Goodput, Latency, SteadyState, Traffic
 from llem.version import __version__
 
 RESULT_FILE = "result.json"
@@ -71,6 +72,11 @@ class RunResult:
     compute: Compute = field(default_factory=Compute)
     validity: Validity = field(default_factory=Validity)
     hardware: Hardware = field(default_factory=Hardware)
+    # schema 3 (llem.result.serving); a null section has its reason in null_reasons
+    traffic: Traffic | None = None
+    concurrency: Concurrency | None = None
+    steady_state: SteadyState | None = None
+    goodput: Goodput | None = None
     lifecycle: Lifecycle = field(default_factory=Lifecycle)
     sweep: SweepPosition | None = None
     null_reasons: dict[str, str] = field(default_factory=dict)

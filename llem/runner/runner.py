@@ -17,7 +17,7 @@ from omegaconf import DictConfig
 
 from llem.backends import create_backend, run_seed
 from llem.backends.memory import peak_memory, reset_peak_memory
-from llem.backends.types import Backend, BatchOutput, LoadedModel
+from llem.backends.types import Backend, BatchOutput, LoadedModel, ServeOutput
 from llem.config.schema import ExperimentConfig
 from llem.config.validate import config_hash
 from llem.measure import MeasurementSession
@@ -37,6 +37,7 @@ from llem.runner.preflight import preflight
 from llem.runner.prepare import prepare
 from llem.runner.progress import BatchProgress
 from llem.runner.prompts import prepare_prompts
+from llem.runner.serving import Served, ServePlan, as_batch, fill_serving, plan, serve
 
 log = logging.getLogger("llem.run")
 
@@ -48,6 +49,7 @@ class _Measured:
     outputs: list[BatchOutput]
     passes: int
     n_prompts: int
+    served: ServeOutput | None = None  # the workload, when the run served one (Backend.serve)
 
 
 class Runner:
@@ -141,6 +143,8 @@ class Runner:
             fill_memory(result, loaded, device, peaks)
             fill_prefix_cache(result, loaded, measured.outputs)
             fill_compute(result, loaded.shape, measured.outputs, exp, device, bandwidths)
+            ran = Served(measured.outputs, measured.served, measured.n_prompts)
+            fill_serving(result, exp, ran, session, backend, loaded, run_dir)
             if exp.measurement.save_outputs:
                 write_generations(run_dir, measured.outputs, measured.n_prompts)
             session.write_timeseries(run_dir / "timeseries.csv")
@@ -176,11 +180,34 @@ class Runner:
         cuda_devices = _model_cuda_devices(loaded)
         if cuda_devices:
             reset_peak_memory(cuda_devices)
+        serving = plan(exp, prompt_set.prompts)  # send times drawn before the window
+        compiled_before = loaded.compilations()
+        measured = self._window(exp, backend, loaded, session, batches, serving)
+        measured.n_prompts = len(prompt_set.prompts)
+        compiled_after = loaded.compilations()
+        if compiled_before is not None and compiled_after is not None:
+            life.compilations_in_window = compiled_after - compiled_before
+        peaks = peak_memory(cuda_devices) if cuda_devices else None
+        return measured, peaks
+
+    def _window(
+        self,
+        exp: ExperimentConfig,
+        backend: Backend[Any],
+        loaded: LoadedModel,
+        session: MeasurementSession,
+        batches: list[list[Any]],
+        serving: ServePlan | None,
+    ) -> _Measured:
+        """The measured window: the workload served once, or whole passes over the batches
+        (stretched to measurement.min_window_s where energy is measured)."""
         outputs: list[BatchOutput] = []
         passes = 0
         progress = BatchProgress(len(batches), self.live_display)
-        compiled_before = loaded.compilations()
         with session.window() as window:
+            if serving is not None:
+                served = serve(backend, loaded, serving)
+                return _Measured([as_batch(served)], 1, 0, served)
             while passes < MAX_PASSES:
                 for k, batch in enumerate(batches, 1):
                     outputs.append(backend.generate(loaded, batch))
@@ -190,11 +217,7 @@ class Runner:
                 if session.source is None or window.elapsed_s() >= exp.measurement.min_window_s:
                     break
         progress.done()
-        compiled_after = loaded.compilations()
-        if compiled_before is not None and compiled_after is not None:
-            life.compilations_in_window = compiled_after - compiled_before
-        peaks = peak_memory(cuda_devices) if cuda_devices else None
-        return _Measured(outputs, passes, len(prompt_set.prompts)), peaks
+        return _Measured(outputs, passes, 0)
 
     # ------------------------------------------------------------- model reuse
     def _acquire(

@@ -1,0 +1,360 @@
+"""Serving figures from request timelines: per-request latency, concurrency, the steady state and
+goodput. Pure functions over ``RequestTimeline`` lists (``llem.backends.types``); no engine.
+
+Per request (every time on the run's one clock, ``time.perf_counter`` seconds):
+
+- TTFT = first token - arrival, where arrival is the TTFT origin (``ServeOutput.ttft_origin``: the
+  scheduled send time for open-loop and offline traffic, the actual send for closed loop, the
+  batch's start for static batches);
+- end-to-end (e2e) = finish (the last token) - arrival;
+- TPOT = (e2e - TTFT) / (output tokens - 1); none for a request of one token;
+- ITL: for each streamed chunk after the first, the time since the previous chunk divided by the
+  tokens it carries, counted once per token (a chunk of 3 tokens 30 ms after the last one gives
+  three ITLs of 10 ms).
+
+Concurrency is the number of requests in flight (sent, not yet finished) at an instant; its mean
+over a span is time-weighted (the integral of that count over the span / the span).
+
+The steady state is the part of the window where the engine runs as it was configured to:
+
+- offline and closed-loop traffic, ML.ENERGY benchmark v3's rule (ml-energy/benchmark,
+  ``mlenergy/benchmark/llm/benchmark.py``, class ``RequestTracker``: ``notify_request_started``
+  sets the start once ``max_num_seqs`` requests have their first token, ``notify_request_finished``
+  the end once ``num_requests - max_num_seqs - 1`` requests have finished; the ``- 1`` ends it
+  slightly early so that no ramp-down is included): from the instant the B-th request (in
+  first-token order) has its first token to the instant the (N - B - 1)-th request (in finish
+  order) finishes, B being the configured maximum batch (for closed loop, the smaller of it and
+  ``traffic.max_concurrency``) and N the requests of the window. It needs N >= 2B + 1.
+- open-loop traffic: from the instant ``traffic.warmup_requests`` requests have finished (the
+  workload's origin when 0) to the arrival of the first of the last ``traffic.cooldown_requests``
+  requests (the last finish when 0); the run takes 10 % of the requests, rounded up, for an edge
+  left null. The warm-up/cool-down exclusion of vLLM's ``bench serve`` and AIPerf.
+
+A steady state shorter than ``measurement.min_steady_state_s``, or (ML.ENERGY's rule only) whose
+mean concurrency is under ``measurement.min_steady_concurrency`` x B, is no steady state, with the
+reason. (ML.ENERGY's ``scripts/validate_results.py`` flags runs whose steady state is shorter than
+30 s, ``check_steady_state_duration``, or whose mean running batch is under 80 % of
+``max_num_seqs``, ``check_batch_size_saturation``; llem's defaults are configuration.) Open-loop
+traffic is not judged by concurrency: its offered load, not the engine's batch, sets it.
+
+Goodput: a request meets the SLOs when its TTFT, TPOT and e2e are each within ``slo.ttft_ms``,
+``slo.tpot_ms``, ``slo.e2e_ms`` (a null SLO is not judged; a one-token request has no TPOT and is
+not judged on it). The J per output token of goodput is the window's whole energy divided by the
+output tokens of the requests that met every SLO: what each useful token cost, the energy spent on
+requests that missed included.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from llem.backends.types import RequestTimeline
+from llem.figures.latency import percentiles
+from llem.result.requests import RequestRecord
+
+OPEN_LOOP = "open_loop"
+BATCH_RULE = "mlenergy_v3"
+
+
+# --------------------------------------------------------------------------- per request
+
+
+@dataclass(frozen=True)
+class RequestFigures:
+    """One request's latency (seconds; None where it is not defined)."""
+
+    request_id: int
+    output_tokens: int
+    ttft_s: float | None  # None: the request produced no token
+    e2e_s: float | None
+    tpot_s: float | None  # None: fewer than 2 tokens
+    itl_s: tuple[float, ...]
+
+
+def request_figures(t: RequestTimeline) -> RequestFigures:
+    """TTFT, e2e, TPOT and ITLs of one request (see the module docstring)."""
+    first, finish, n = t.first_token_s, t.finish_s, t.output_tokens
+    if first is None or finish is None:
+        return RequestFigures(t.request_id, n, None, None, None, ())
+    ttft, e2e = first - t.arrival_s, finish - t.arrival_s
+    tpot = (e2e - ttft) / (n - 1) if n > 1 else None
+    itl: list[float] = []
+    for k in range(1, len(t.chunk_times_s)):
+        tokens = t.chunk_tokens[k]
+        if tokens > 0:
+            gap = t.chunk_times_s[k] - t.chunk_times_s[k - 1]
+            itl.extend([gap / tokens] * tokens)
+    return RequestFigures(t.request_id, n, ttft, e2e, tpot, tuple(itl))
+
+
+@dataclass(frozen=True)
+class LatencyFigures:
+    """Percentiles (p50/p90/p99) over the requests, in ms; None where there are no values."""
+
+    ttft_ms: dict[str, float] | None
+    tpot_ms: dict[str, float] | None
+    itl_ms: dict[str, float] | None
+    e2e_ms: dict[str, float] | None
+
+
+def latency_figures(figures: Sequence[RequestFigures]) -> LatencyFigures:
+    return LatencyFigures(
+        ttft_ms=percentiles((f.ttft_s for f in figures if f.ttft_s is not None), 1000.0),
+        tpot_ms=percentiles((f.tpot_s for f in figures if f.tpot_s is not None), 1000.0),
+        itl_ms=percentiles((x for f in figures for x in f.itl_s), 1000.0),
+        e2e_ms=percentiles((f.e2e_s for f in figures if f.e2e_s is not None), 1000.0),
+    )
+
+
+def pacing_lateness_ms(timelines: Sequence[RequestTimeline]) -> dict[str, float] | None:
+    """Actual send - scheduled send, ms: ``{"p50", "p99", "max"}``; None when no request had a
+    scheduled time (closed loop)."""
+    late = [(t.sent_s - t.scheduled_s) * 1000.0 for t in timelines if t.scheduled_s is not None]
+    pct = percentiles(late)
+    if pct is None:
+        return None
+    return {"p50": pct["p50"], "p99": pct["p99"], "max": max(late)}
+
+
+# --------------------------------------------------------------------------- concurrency
+
+
+@dataclass(frozen=True)
+class ConcurrencyFigures:
+    mean: float  # time-weighted requests in flight over the span
+    max: int  # most requests in flight at once within the span
+
+
+def _spans(timelines: Sequence[RequestTimeline]) -> list[tuple[float, float]]:
+    return [(t.sent_s, t.finish_s) for t in timelines if t.finish_s is not None]
+
+
+def concurrency(
+    timelines: Sequence[RequestTimeline], t0: float, t1: float
+) -> ConcurrencyFigures | None:
+    """Requests in flight (sent .. finish) over ``[t0, t1]``: time-weighted mean and maximum.
+    None for an empty span."""
+    if t1 <= t0:
+        return None
+    spans = _spans(timelines)
+    inside = sum(max(0.0, min(b, t1) - max(a, t0)) for a, b in spans)
+    # the count at an instant: +1 at a send, -1 at a finish (finishes first at equal times)
+    events = sorted(
+        [(max(a, t0), 1) for a, b in spans if b > t0 and a < t1]
+        + [(min(b, t1), -1) for a, b in spans if b > t0 and a < t1]
+    )
+    running = peak = 0
+    for _, step in events:
+        running += step
+        peak = max(peak, running)
+    return ConcurrencyFigures(inside / (t1 - t0), peak)
+
+
+# --------------------------------------------------------------------------- steady state
+
+
+@dataclass(frozen=True)
+class SteadyRule:
+    """How the steady state is chosen (see the module docstring)."""
+
+    open_loop: bool
+    max_batch: int  # B: the configured maximum batch
+    warmup_requests: int = 0
+    cooldown_requests: int = 0
+    min_s: float = 0.0  # measurement.min_steady_state_s
+    min_concurrency: float = 0.0  # measurement.min_steady_concurrency (fraction of B)
+
+
+@dataclass(frozen=True)
+class SteadyState:
+    """The steady state's edges (perf_counter seconds) and mean concurrency, or None with the
+    reason it does not exist."""
+
+    start_s: float | None
+    end_s: float | None
+    mean_concurrency: float | None
+    rule: str  # "mlenergy_v3" | "open_loop"
+    null_reason: str | None = None
+
+
+def _batch_edges(timelines: Sequence[RequestTimeline], b: int) -> tuple[float, float] | str:
+    n = len(timelines)
+    if b < 1:
+        return f"the configured maximum batch is {b}"
+    if n < 2 * b + 1:
+        return (
+            f"too few requests: {n} < 2 x {b} + 1 (ML.ENERGY's rule needs the maximum batch "
+            f"B={b} running before N - B - 1 requests finish)"
+        )
+    firsts = sorted(t.first_token_s for t in timelines if t.first_token_s is not None)
+    finishes = sorted(t.finish_s for t in timelines if t.finish_s is not None)
+    if len(firsts) < b or len(finishes) < n - b - 1:
+        return "too few requests produced tokens"
+    return firsts[b - 1], finishes[n - b - 2]
+
+
+def _open_edges(
+    timelines: Sequence[RequestTimeline], origin_s: float, warmup: int, cooldown: int
+) -> tuple[float, float] | str:
+    n = len(timelines)
+    if n <= warmup + cooldown:
+        return (
+            f"too few requests: {n} <= traffic.warmup_requests={warmup} + "
+            f"traffic.cooldown_requests={cooldown}"
+        )
+    finishes = sorted(t.finish_s for t in timelines if t.finish_s is not None)
+    if len(finishes) < max(warmup, 1):
+        return "too few requests produced tokens"
+    start = finishes[warmup - 1] if warmup > 0 else origin_s
+    if cooldown > 0:
+        arrivals = sorted(t.arrival_s for t in timelines)
+        return start, arrivals[n - cooldown]
+    return start, finishes[-1]
+
+
+def steady_state(
+    timelines: Sequence[RequestTimeline], rule: SteadyRule, origin_s: float
+) -> SteadyState:
+    """The steady state of ``timelines`` under ``rule`` (``origin_s``: the workload's origin, the
+    open-loop steady state's start when ``warmup_requests`` is 0)."""
+    name = OPEN_LOOP if rule.open_loop else BATCH_RULE
+    edges = (
+        _open_edges(timelines, origin_s, rule.warmup_requests, rule.cooldown_requests)
+        if rule.open_loop
+        else _batch_edges(timelines, rule.max_batch)
+    )
+    if isinstance(edges, str):
+        return SteadyState(None, None, None, name, edges)
+    start, end = edges
+    if end <= start:
+        return SteadyState(None, None, None, name, "the steady state would end before it starts")
+    if end - start < rule.min_s:
+        return SteadyState(
+            None,
+            None,
+            None,
+            name,
+            f"the steady state lasts {end - start:.3f} s < measurement.min_steady_state_s="
+            f"{rule.min_s:g} (send more requests: traffic.n_requests)",
+        )
+    conc = concurrency(timelines, start, end)
+    mean = conc.mean if conc is not None else 0.0
+    floor = rule.min_concurrency * rule.max_batch
+    if not rule.open_loop and mean < floor:
+        return SteadyState(
+            None,
+            None,
+            None,
+            name,
+            f"mean concurrency {mean:.2f} < measurement.min_steady_concurrency="
+            f"{rule.min_concurrency:g} x the maximum batch {rule.max_batch} = {floor:.2f}",
+        )
+    return SteadyState(start, end, mean, name)
+
+
+def tokens_between(timelines: Sequence[RequestTimeline], t0: float, t1: float) -> int:
+    """Output tokens whose chunks reached the host within ``[t0, t1]``."""
+    return sum(
+        n
+        for t in timelines
+        for time_s, n in zip(t.chunk_times_s, t.chunk_tokens, strict=True)
+        if t0 <= time_s <= t1
+    )
+
+
+def finished_between(timelines: Sequence[RequestTimeline], t0: float, t1: float) -> int:
+    """Requests whose last token reached the host within ``[t0, t1]``."""
+    return sum(1 for t in timelines if t.finish_s is not None and t0 <= t.finish_s <= t1)
+
+
+# --------------------------------------------------------------------------- goodput
+
+
+@dataclass(frozen=True)
+class Slo:
+    """Service-level objectives in ms (None: not judged)."""
+
+    ttft_ms: float | None = None
+    tpot_ms: float | None = None
+    e2e_ms: float | None = None
+
+    @property
+    def any(self) -> bool:
+        return any(v is not None for v in (self.ttft_ms, self.tpot_ms, self.e2e_ms))
+
+
+def slo_met(f: RequestFigures, slo: Slo) -> bool | None:
+    """Whether one request met every SLO set; None when no SLO is set. A request without tokens
+    misses every SLO; one of a single token is not judged on TPOT."""
+    if not slo.any:
+        return None
+    if f.ttft_s is None or f.e2e_s is None:
+        return False
+    checks = (
+        (slo.ttft_ms, f.ttft_s),
+        (slo.tpot_ms, f.tpot_s),
+        (slo.e2e_ms, f.e2e_s),
+    )
+    return all(limit is None or value is None or value * 1000.0 <= limit for limit, value in checks)
+
+
+@dataclass(frozen=True)
+class GoodputFigures:
+    requests_met: int
+    fraction: float
+    requests_per_s: float
+    output_tokens_per_s: float
+    good_output_tokens: int
+
+
+def goodput(figures: Sequence[RequestFigures], slo: Slo, window_s: float) -> GoodputFigures | None:
+    """The requests that met every SLO, and their rate over ``window_s``; None without an SLO,
+    requests or window."""
+    if not slo.any or not figures or window_s <= 0:
+        return None
+    good = [f for f in figures if slo_met(f, slo)]
+    tokens = sum(f.output_tokens for f in good)
+    return GoodputFigures(
+        requests_met=len(good),
+        fraction=len(good) / len(figures),
+        requests_per_s=len(good) / window_s,
+        output_tokens_per_s=tokens / window_s,
+        good_output_tokens=tokens,
+    )
+
+
+# --------------------------------------------------------------------------- records
+
+
+def request_records(
+    timelines: Sequence[RequestTimeline], window_start_s: float, slo: Slo
+) -> list[RequestRecord]:
+    """requests.jsonl's rows: times in seconds from ``window_start_s``, latency in ms."""
+
+    def rel(t: float | None) -> float | None:
+        return None if t is None else round(t - window_start_s, 6)
+
+    def ms(s: float | None) -> float | None:
+        return None if s is None else round(s * 1000.0, 4)
+
+    out = []
+    for t in timelines:
+        f = request_figures(t)
+        out.append(
+            RequestRecord(
+                request_id=t.request_id,
+                prompt_index=t.prompt_index,
+                scheduled_s=rel(t.scheduled_s),
+                sent_s=rel(t.sent_s),
+                first_token_s=rel(t.first_token_s),
+                finish_s=rel(t.finish_s),
+                input_tokens=t.input_tokens,
+                output_tokens=t.output_tokens,
+                ttft_ms=ms(f.ttft_s),
+                tpot_ms=ms(f.tpot_s),
+                e2e_ms=ms(f.e2e_s),
+                slo_met=slo_met(f, slo),
+            )
+        )
+    return out

@@ -1,0 +1,57 @@
+"""Request timelines of ``generate`` batches, so offline runs get the serving figures too (see
+``llem.figures.serving`` for the definitions)."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+
+from llem.backends.types import BatchOutput, RequestTimeline
+
+
+def timelines_from_batches(batches: Sequence[BatchOutput], n_prompts: int) -> list[RequestTimeline]:
+    """Timelines of ``generate`` batches (static PyTorch batches, vLLM's offline generate): every
+    request arrives, is sent and is scheduled at its batch's start. Requests are numbered in
+    order over the batches; the prompt index cycles through the ``n_prompts`` prompts the way
+    the run's passes do."""
+    out: list[RequestTimeline] = []
+    for b in batches:
+        chunks = _batch_chunks(b)
+        for (times, tokens), n_in in zip(chunks, b.input_tokens, strict=True):
+            i = len(out)
+            out.append(
+                RequestTimeline(
+                    request_id=i,
+                    prompt_index=i % n_prompts if n_prompts > 0 else i,
+                    arrival_s=b.start_s,
+                    scheduled_s=b.start_s,
+                    sent_s=b.start_s,
+                    chunk_times_s=times,
+                    chunk_tokens=tokens,
+                    input_tokens=n_in,
+                )
+            )
+    return out
+
+
+def _batch_chunks(b: BatchOutput) -> list[tuple[list[float], list[int]]]:
+    """Each request's (chunk times, chunk tokens) in a batch."""
+    if b.request_step_times_s is not None and b.request_step_tokens is not None:
+        return [
+            (list(times), list(tokens))
+            for times, tokens in zip(b.request_step_times_s, b.request_step_tokens, strict=True)
+        ]
+    cumulative = list(itertools.accumulate(b.step_tokens))
+    out: list[tuple[list[float], list[int]]] = []
+    for n in b.output_tokens:
+        times: list[float] = []
+        tokens: list[int] = []
+        for j, total in enumerate(cumulative):
+            if n <= 0 or j >= len(b.step_times_s):
+                break
+            times.append(b.step_times_s[j])
+            tokens.append(min(total, n) - (cumulative[j - 1] if j else 0))
+            if total >= n:
+                break
+        out.append((times, tokens))
+    return out

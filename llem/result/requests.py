@@ -1,0 +1,71 @@
+"""requests.jsonl: one line per request of the measured window, and the only code that reads or
+writes it.
+
+Each line is a ``RequestRecord``: its id, the prompt it used, when it was scheduled and sent, when
+its first and last tokens reached the host (seconds from the measured window's start), its input
+and output tokens, its TTFT, TPOT and end-to-end latency (ms; the definitions are in
+``llem.figures.serving``) and whether it met every SLO (null: no SLO set). The file is written
+atomically, like result.json: a reader sees the whole file or none.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from llem.atomic import atomic_write_text
+from llem.result.migrate import ResultFormatError
+
+REQUESTS_FILE = "requests.jsonl"
+
+
+@dataclass(frozen=True)
+class RequestRecord:
+    """One request. Times are seconds from the measured window's start (None: never happened,
+    or, for ``scheduled_s``, closed-loop traffic with no planned send time)."""
+
+    request_id: int
+    prompt_index: int
+    scheduled_s: float | None
+    sent_s: float | None
+    first_token_s: float | None
+    finish_s: float | None
+    input_tokens: int
+    output_tokens: int
+    ttft_ms: float | None
+    tpot_ms: float | None  # None: fewer than 2 output tokens
+    e2e_ms: float | None
+    slo_met: bool | None  # None: no SLO set
+
+
+_FIELDS = tuple(f.name for f in dataclasses.fields(RequestRecord))
+
+
+def write_requests(run_dir: Path | str, records: Iterable[RequestRecord]) -> Path:
+    """Write ``run_dir/requests.jsonl`` atomically (one JSON object per line, in field order)."""
+    lines = [json.dumps(dataclasses.asdict(r)) + "\n" for r in records]
+    return atomic_write_text(Path(run_dir) / REQUESTS_FILE, "".join(lines))
+
+
+def read_requests(run_dir: Path | str) -> list[RequestRecord]:
+    """The records of ``run_dir/requests.jsonl``. Raises FileNotFoundError when it is absent and
+    ``ResultFormatError`` for a line that is not a record (naming the line)."""
+    path = Path(run_dir) / REQUESTS_FILE
+    out = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+        except ValueError as exc:
+            raise ResultFormatError(f"{path}:{number}: not valid JSON ({exc})") from None
+        if not isinstance(data, dict) or set(data) != set(_FIELDS):
+            keys = sorted(data) if isinstance(data, dict) else type(data).__name__
+            raise ResultFormatError(
+                f"{path}:{number}: expected the keys {', '.join(_FIELDS)}, got {keys}"
+            )
+        out.append(RequestRecord(**data))
+    return out

@@ -1,0 +1,114 @@
+"""The serving sections of result.json (schema 3): ``traffic``, ``concurrency``, ``steady_state``,
+``goodput``, and the latency figures serving adds (``ttft_origin``, ``tpot_ms``, ``e2e_ms``).
+
+The definitions (TTFT, TPOT, ITL, end-to-end, concurrency, the steady state's edges, goodput) are
+in ``llem.figures.serving``. A section that does not apply is null, with the reason in
+``null_reasons`` under the section's name (``"steady_state"``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from llem.result.figure import bound, check_bounds, figure, figure_specs
+from llem.result.sections import Latency as _WindowLatency
+from llem.result.sections import Percentiles
+
+TTFT_ORIGINS = ("scheduled send", "actual send", "batch start")
+
+
+@dataclass
+class Latency(_WindowLatency):
+    """Every request's latency. ``ttft_ms``, ``itl_ms`` and ``request_latency_s`` keep their
+    schema-2 meaning, now measured from each request's arrival (``ttft_origin``); ``tpot_ms`` and
+    ``e2e_ms`` are new in schema 3."""
+
+    ttft_origin: str | None = None  # scheduled send | actual send | batch start
+    tpot_ms: Percentiles = field(default_factory=Percentiles)
+    e2e_ms: Percentiles = field(default_factory=Percentiles)
+
+
+@dataclass
+class Lateness:
+    """Actual send - scheduled send (ms) over the requests."""
+
+    p50: float | None = None
+    p99: float | None = None
+    max: float | None = None
+
+
+@dataclass
+class Traffic:
+    """The traffic the run served, as configured, and how well it was paced."""
+
+    kind: str | None = None  # offline | poisson | gamma | constant | concurrency
+    rate_per_s: float | None = None
+    burstiness: float | None = None
+    n_requests: int | None = None  # requests sent in the window
+    max_concurrency: int | None = None
+    seed: int | None = None
+    pacing_lateness_ms: Lateness | None = None  # null for offline and closed-loop traffic
+
+
+@dataclass
+class Concurrency:
+    """What ran beside the knob that bounds it: requests in flight (sent, not yet finished)."""
+
+    knob: str | None = None  # the key that bounds it: vllm.max_num_seqs, pytorch.batch_size, ...
+    knob_value: int | None = None
+    mean: float | None = None  # time-weighted over the measured window
+    max: int | None = None  # most in flight at once in the measured window
+    steady_state_mean: float | None = None  # time-weighted over the steady state
+    definition: str = (
+        "requests in flight = sent and not yet finished; mean = its time integral / span"
+    )
+
+
+@dataclass(frozen=True)
+class SteadyState:
+    """The steady state: its edges (seconds from the measured window's start), what was generated
+    in it and its energy (read at its edges; see ``llem.measure.interval``)."""
+
+    rule: str  # mlenergy_v3 | open_loop (see llem.figures.serving)
+    start_s: float
+    end_s: float
+    window_s: float
+    requests: int  # requests that finished inside it
+    output_tokens: int  # tokens that reached the host inside it
+    output_tokens_per_s: float
+    mean_concurrency: float
+    energy_j: float | None = figure(bounded=True)
+    j_per_output_token: float | None = figure(bounded=True)
+    avg_power_w: float | None = figure(bounded=True)
+    energy_j_uncertainty: float | None = bound()
+    j_per_output_token_uncertainty: float | None = bound()
+    avg_power_w_uncertainty: float | None = bound()
+
+    def __post_init__(self) -> None:
+        check_bounds(self)
+
+
+@dataclass(frozen=True)
+class Goodput:
+    """The requests that met every SLO set (a null SLO is not judged)."""
+
+    slo_ttft_ms: float | None
+    slo_tpot_ms: float | None
+    slo_e2e_ms: float | None
+    requests_met: int
+    fraction: float
+    requests_per_s: float  # over the measured window
+    output_tokens_per_s: float  # their output tokens over the measured window
+    j_per_output_token: float | None = figure(bounded=True)
+    j_per_output_token_uncertainty: float | None = bound()
+    definition: str = (
+        "j_per_output_token = the measured window's total_j / output tokens of the requests that "
+        "met every SLO (energy spent on requests that missed is charged to the good ones)"
+    )
+
+    def __post_init__(self) -> None:
+        check_bounds(self)
+
+
+for _section in (SteadyState, Goodput):
+    figure_specs(_section)
