@@ -10,7 +10,6 @@ is there the same workload is composed from overrides.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 import math
 import time
@@ -32,11 +31,9 @@ from llem.backends.types import (
     ScheduledRequest,
     ServeOutput,
 )
-from llem.config.schema import ExperimentConfig
 from llem.config.validate import to_experiment
 from llem.result import read_requests
 from llem.runner import Runner
-from llem.runner.serving import TrafficSettings
 from llem.testing.cli import compose_tiny
 
 N = 20
@@ -156,13 +153,7 @@ def served_run(tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyP
         "slo.tpot_ms=1.5",
         "measurement.min_steady_state_s=0.05",
     ]
-    if "traffic" in {f.name for f in dataclasses.fields(ExperimentConfig)}:
-        exp = to_experiment(compose_tiny(tiny_model_dir, *base, *serving))
-    else:  # STAND-IN until the traffic configuration lands: the same fields, set on the object
-        exp = to_experiment(compose_tiny(tiny_model_dir, *base))
-        exp.traffic = TrafficSettings("constant", rate_per_s=1 / GAP_S, n_requests=N)
-        exp.slo = SimpleNamespace(ttft_ms=5.0, tpot_ms=1.5, e2e_ms=None)
-        exp.measurement.min_steady_state_s = 0.05
+    exp = to_experiment(compose_tiny(tiny_model_dir, *base, *serving))
     fake = FakeServingBackend(tiny_tokenizer())
     monkeypatch.setattr(runner_module, "create_backend", lambda exp: fake)
     monkeypatch.setattr(serving_module, "build_schedule", _schedule)
@@ -268,20 +259,3 @@ def test_an_offline_generate_run_gets_requests_and_the_serving_sections(
         "within the window and there is no steady state (send more requests: "
         "traffic.n_requests)"
     ]
-
-
-def test_the_stand_in_schedule_draws_send_times_from_the_seed() -> None:
-    """The run layer's stand-in until llem.backends.traffic.schedule lands (same field names)."""
-    from llem.runner.serving import _stand_in_schedule
-
-    prompts = [Prompt(text="a"), Prompt(text="b")]
-    constant = _stand_in_schedule(
-        TrafficSettings("constant", rate_per_s=4.0, n_requests=3), prompts
-    )
-    assert [(r.prompt_index, r.scheduled_s) for r in constant] == [(0, 0.0), (1, 0.25), (0, 0.5)]
-    closed = _stand_in_schedule(TrafficSettings("concurrency", max_concurrency=2), prompts)
-    assert [r.scheduled_s for r in closed] == [None, None]
-    poisson = TrafficSettings("poisson", rate_per_s=10.0, n_requests=50, seed=3)
-    times = [r.scheduled_s for r in _stand_in_schedule(poisson, prompts)]
-    assert times == [r.scheduled_s for r in _stand_in_schedule(poisson, prompts)]  # seeded
-    assert times[0] == 0.0 and all(b > a for a, b in zip(times, times[1:], strict=False))

@@ -197,3 +197,21 @@ def test_on_the_real_clock_no_request_is_sent_early_and_the_order_holds():
     assert all(t.sent_s >= t.arrival_s for t in out)
     assert [t.arrival_s - start for t in out] == pytest.approx(times)
     assert sorted(out, key=lambda t: t.sent_s) == out
+
+
+def test_a_wait_ends_when_every_sleep_lands_a_hair_short_of_its_time() -> None:
+    """A virtual clock whose float sums land one ulp short of what was asked: the driver must
+    still send (a wait of under a nanosecond is done), not sleep ever smaller amounts forever."""
+    now = [1000.1]
+
+    async def sleep(seconds: float) -> None:
+        now[0] = math.nextafter(now[0] + seconds, -math.inf)
+
+    async def submit(request: ScheduledRequest, arrival: float) -> RequestTimeline:
+        return RequestTimeline(request.request_id, 0, arrival, arrival, now[0], [now[0]], [1], 1)
+
+    requests = [ScheduledRequest(i, 0, Prompt(text="a"), 0.01 * i) for i in range(3)]
+    coro = drive(requests, None, submit, clock=lambda: now[0], sleep=sleep, precise_sleep=sleep)
+    _, done = asyncio.run(coro)
+    assert [t.arrival_s for t in done] == pytest.approx([1000.1, 1000.11, 1000.12], abs=1e-9)
+    assert now[0] >= 1000.12 - 1e-9  # it waited for the last send time

@@ -6,26 +6,22 @@ included (their batches become request timelines that arrive at their batch's st
 A run serves (``serves``) when its traffic is not offline, or ``pytorch.batching=continuous``;
 vLLM's offline runs keep calling ``generate``. Definitions: ``llem.figures.serving``.
 
-The traffic, SLO and steady-state settings are read by their field names from the
-configuration (``traffic:``, ``slo:``, ``measurement.min_steady_state_s``,
-``measurement.min_steady_concurrency``); where a configuration has no such section yet, the
-defaults below stand in for it (offline, no SLO, 20 s, 0.85).
+The traffic, SLO and steady-state settings come from ``traffic:``, ``slo:``,
+``measurement.min_steady_state_s`` and ``measurement.min_steady_concurrency``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import enum
-import importlib
 import logging
-import math
-import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from llem.backends import serves
+from llem.backends.traffic.schedule import build_schedule
 from llem.backends.types import (
     Backend,
     BatchOutput,
@@ -36,6 +32,7 @@ from llem.backends.types import (
     ServeOutput,
 )
 from llem.config.schema import ExperimentConfig
+from llem.config.traffic import edge_requests
 from llem.figures.serving import Slo, SteadyRule, request_records
 from llem.figures.timelines import timelines_from_batches
 from llem.measure import MeasurementSession
@@ -47,9 +44,6 @@ log = logging.getLogger("llem.run")
 OFFLINE = "offline"
 CLOSED_LOOP = "concurrency"
 OPEN_LOOP = ("poisson", "gamma", "constant")
-#: an open-loop edge (traffic.warmup_requests, cooldown_requests) left null: this share of the
-#: requests, rounded up (the traffic configuration's own rule, ``edge_requests``)
-EDGE_FRACTION = 0.1
 SERVED_BANDWIDTH = (
     "not estimated for a served workload: requests join and leave the running batch at every "
     "engine step, and the estimate assumes a fixed batch"
@@ -70,7 +64,7 @@ class TrafficSettings:
     max_concurrency: int | None = None
     n_requests: int | None = None
     seed: int = 0
-    warmup_requests: int | None = None  # None: EDGE_FRACTION of the requests, rounded up
+    warmup_requests: int | None = None  # None: llem.config.traffic.edge_requests
     cooldown_requests: int | None = None
 
     @property
@@ -83,66 +77,17 @@ class TrafficSettings:
 
 
 def traffic_settings(exp: ExperimentConfig) -> TrafficSettings:
-    """``exp.traffic`` read field by field (offline when the configuration has no section)."""
-    section = getattr(exp, "traffic", None)
-    if section is None:
-        return TrafficSettings()
-    values = {
-        f.name: _plain(getattr(section, f.name, f.default))
-        for f in dataclasses.fields(TrafficSettings)
-    }
-    values["kind"] = str(values["kind"] or OFFLINE)
-    values["seed"] = int(values["seed"] or 0)
+    """``exp.traffic`` as plain values."""
+    section = exp.traffic
+    values = {f.name: _plain(getattr(section, f.name)) for f in dataclasses.fields(TrafficSettings)}
     return TrafficSettings(**values)
 
 
 def slo_settings(exp: ExperimentConfig) -> Slo:
-    section = getattr(exp, "slo", None)
-    if section is None:
-        return Slo()
-    return Slo(
-        getattr(section, "ttft_ms", None),
-        getattr(section, "tpot_ms", None),
-        getattr(section, "e2e_ms", None),
-    )
+    return Slo(exp.slo.ttft_ms, exp.slo.tpot_ms, exp.slo.e2e_ms)
 
 
 # --------------------------------------------------------------------------- the schedule
-
-
-def build_schedule(traffic: Any, prompts: Sequence[Prompt]) -> list[ScheduledRequest]:
-    """``llem.backends.traffic.schedule.build_schedule`` (the traffic helper's), or, until it
-    is there, ``_stand_in_schedule``."""
-    try:
-        module = importlib.import_module("llem.backends.traffic.schedule")
-    except ImportError:
-        return _stand_in_schedule(traffic, prompts)
-    built: list[ScheduledRequest] = module.build_schedule(traffic, prompts)
-    return built
-
-
-def _stand_in_schedule(traffic: Any, prompts: Sequence[Prompt]) -> list[ScheduledRequest]:
-    """STAND-IN (until llem.backends.traffic.schedule lands): every request's send time, drawn
-    from the seed. Offline: all at 0; closed loop: None; constant: i / rate; poisson and gamma:
-    gaps drawn from a gamma distribution of shape ``burstiness`` (1 for poisson) and mean
-    1 / rate."""
-    t = traffic if isinstance(traffic, TrafficSettings) else TrafficSettings()
-    n = t.n_requests or len(prompts)
-    rng = random.Random(t.seed)
-    at = 0.0
-    out = []
-    for i in range(n):
-        scheduled: float | None = 0.0
-        if t.closed_loop:
-            scheduled = None
-        elif t.open_loop and t.rate_per_s:
-            shape = 1.0 if t.kind == "poisson" else float(t.burstiness or 1.0)
-            gap = 1.0 / t.rate_per_s
-            if t.kind != "constant":
-                gap = rng.gammavariate(shape, 1.0 / (t.rate_per_s * shape))
-            scheduled, at = (at if i else 0.0), at + gap
-        out.append(ScheduledRequest(i, i % len(prompts), prompts[i % len(prompts)], scheduled))
-    return out
 
 
 @dataclass(frozen=True)
@@ -157,9 +102,7 @@ def plan(exp: ExperimentConfig, prompts: Sequence[Prompt]) -> ServePlan | None:
     """The run's schedule, or None when it generates batches instead."""
     if not serves(exp):
         return None
-    section = getattr(exp, "traffic", None) or traffic_settings(exp)
-    settings = traffic_settings(exp)
-    return ServePlan(build_schedule(section, prompts), settings.max_concurrency)
+    return ServePlan(build_schedule(exp.traffic, prompts), exp.traffic.max_concurrency)
 
 
 def serve(backend: Backend[Any], loaded: LoadedModel, served: ServePlan) -> ServeOutput:
@@ -269,15 +212,15 @@ def _rule(
     exp: ExperimentConfig, traffic: TrafficSettings, max_batch: int, n_requests: int
 ) -> SteadyRule:
     b = max_batch
-    edge = math.ceil(EDGE_FRACTION * n_requests)
     if traffic.closed_loop and traffic.max_concurrency:
         b = min(b, int(traffic.max_concurrency))
+    warmup, cooldown = edge_requests(exp.traffic, n_requests)
     m = exp.measurement
     return SteadyRule(
         open_loop=traffic.open_loop,
         max_batch=b,
-        warmup_requests=edge if traffic.warmup_requests is None else traffic.warmup_requests,
-        cooldown_requests=edge if traffic.cooldown_requests is None else traffic.cooldown_requests,
-        min_s=float(getattr(m, "min_steady_state_s", 20.0)),
-        min_concurrency=float(getattr(m, "min_steady_concurrency", 0.85)),
+        warmup_requests=warmup,
+        cooldown_requests=cooldown,
+        min_s=m.min_steady_state_s,
+        min_concurrency=m.min_steady_concurrency,
     )

@@ -77,13 +77,17 @@ async def drive(
     return start, sorted(done, key=lambda t: t.request_id)
 
 
+#: what is left of a wait below this is done (a float clock may never quite reach ``due``)
+_CLOCK_GRAIN_S = 1e-9
+
+
 async def _until(
     due: float, clock: Clock, sleep: Sleep, precise_s: float, precise_sleep: Sleep
 ) -> None:
     """Return once ``clock()`` has reached ``due``: ``sleep`` until ``precise_s`` before it,
     then ``precise_sleep`` the rest."""
-    while (left := due - clock()) > 0:
-        if left > precise_s:
+    while (left := due - clock()) > _CLOCK_GRAIN_S:
+        if left > precise_s + _CLOCK_GRAIN_S:
             await sleep(left - precise_s)
         else:
             await precise_sleep(left)
