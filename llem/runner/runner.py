@@ -37,6 +37,7 @@ from llem.runner.preflight import preflight
 from llem.runner.prepare import prepare
 from llem.runner.progress import BatchProgress
 from llem.runner.prompts import prepare_prompts
+from llem.runner.threads import settle_threads
 
 log = logging.getLogger("llem.run")
 
@@ -113,6 +114,7 @@ class Runner:
     ) -> None:
         write_environment(run_dir / "environment.json", self._environment.snapshot())
         backend = create_backend(exp)
+        threads = settle_threads(exp)  # before the model loads (llem.runner.threads)
         session = MeasurementSession(
             exp.measurement,
             torch_device_indices=_torch_indices(exp, device, backend),
@@ -137,6 +139,7 @@ class Runner:
                 input_tokens=counts.input_tokens,
             )
             bandwidths = fill_measurement(result, report, counts)
+            threads.record(result)
             fill_compilations(result)
             fill_memory(result, loaded, device, peaks)
             fill_prefix_cache(result, loaded, measured.outputs)
