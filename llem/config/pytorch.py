@@ -87,5 +87,10 @@ class PyTorchConfig:
         ge=1,
     )
     num_threads: int | None = knob(
-        None, doc="CPU threads for torch (torch.set_num_threads).", goes_to=LLEM, ge=1
+        None,
+        doc="CPU threads for torch (intra-op and, where torch still allows it, inter-op); null: "
+        "the CPUs this process may use divided by the points the launcher runs at once on this "
+        "host. Recorded as hardware.torch_threads.",
+        goes_to=LLEM,
+        ge=1,
     )

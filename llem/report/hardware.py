@@ -3,7 +3,9 @@
 A run's hardware key is its device, GPU model and GPU count; for a CPU run also its host and CPU
 model (``hardware.hostname``, ``environment.cpu.model``); for a GPU run also the GPUs' power limit
 and the NVIDIA driver (``hardware.gpus.power_limit_w``, ``environment.driver_version``) where the
-run recorded them. Only ok runs record their hardware; see :func:`configuration_groups` for the
+run recorded them; for every run the CPU threads torch used (``hardware.torch_threads``: runs on
+2 threads and on 1 are not pooled; a result that did not record them stands apart as "threads
+not recorded"). Only ok runs record their hardware; see :func:`configuration_groups` for the
 others.
 """
 
@@ -40,6 +42,7 @@ class HardwareKey(NamedTuple):
     cpu_model: str | None = None  # CPU runs
     power_limit_w: str | None = None  # GPU runs: each GPU's limit, " + "-joined when they differ
     driver: str | None = None  # GPU runs
+    threads: str | None = None  # torch's intra-op threads (hardware.torch_threads)
 
 
 #: the key's details beyond device, model and count: their results.csv column, how a label says them
@@ -48,6 +51,7 @@ DETAILS = {
     "cpu_model": ("environment.cpu.model", "{}"),
     "power_limit_w": ("hardware.gpus.power_limit_w", "{} W limit"),
     "driver": ("environment.driver_version", "driver {}"),
+    "threads": ("hardware.torch_threads", "{} threads"),
 }
 
 
@@ -94,7 +98,13 @@ def hardware_key(frame: pd.DataFrame, i: int) -> HardwareKey | None:
         cell("hardware.gpu_model"),
         cell(device_column(frame)),
     )
-    key = HardwareKey(device, model, int(float(count)) if count and model else None)
+    threads = cell(DETAILS["threads"][0])
+    key = HardwareKey(
+        device,
+        model,
+        int(float(count)) if count and model else None,
+        threads=str(int(float(threads))) if threads else None,
+    )
     if model is not None:
         limits = cell(DETAILS["power_limit_w"][0])
         return key._replace(power_limit_w=limits, driver=cell(DETAILS["driver"][0]))
@@ -116,12 +126,14 @@ def varying_details(keys: Sequence[HardwareKey | None]) -> list[str]:
 
 def _applies(key: HardwareKey, name: str) -> bool:
     gpu = key.gpu_model is not None
+    if name == "threads":
+        return True
     return gpu if name in ("power_limit_w", "driver") else (not gpu and key.device == "cpu")
 
 
 def hardware_label(key: HardwareKey | None, details: Sequence[str] = ()) -> str:
     """``NVIDIA A100-SXM4-80GB ×2``; CPU: ``cpu``; with the ``details`` that tell rows apart
-    (``NVIDIA A100-SXM4-80GB ×1 · 250 W limit``, ``cpu · on node-2``)."""
+    (``NVIDIA A100-SXM4-80GB ×1 · 250 W limit``, ``cpu · on node-2``, ``cpu · 4 threads``)."""
     if key is None:
         return "unknown"
     if key.gpu_model is not None:
@@ -130,12 +142,18 @@ def hardware_label(key: HardwareKey | None, details: Sequence[str] = ()) -> str:
         return "unknown"
     else:
         base = key.device if key.device == "cpu" else f"{key.device} (GPU model not recorded)"
-    said = [
-        DETAILS[name][1].format(getattr(key, name) or "not recorded")
-        for name in details
-        if _applies(key, name)
-    ]
+    said = [_detail(key, name) for name in details if _applies(key, name)]
     return " · ".join([base, *said])
+
+
+def _detail(key: HardwareKey, name: str) -> str:
+    """``250 W limit``, ``4 threads``; ``threads not recorded``, ``driver not recorded``."""
+    value = getattr(key, name)
+    if name == "threads" and value is None:
+        return "threads not recorded"
+    if name == "threads" and value == "1":
+        return "1 thread"
+    return DETAILS[name][1].format("not recorded" if value is None else value)
 
 
 @dataclass(frozen=True)

@@ -187,6 +187,10 @@ class Hardware:
     gpu_model: str | None = None  # the measured GPUs' name ("A + B" when they differ); None: CPU
     gpu_count: int = 0
     gpus: list[dict[str, Any]] = field(default_factory=list)  # uuid, name, memory, power limit
+    # torch's intra-op and inter-op CPU threads in this run (llem.runner.threads chooses them);
+    # null for a vllm run (its engine has its own) and in results written before they were recorded
+    torch_threads: int | None = None
+    torch_interop_threads: int | None = None
 
 
 @dataclass

@@ -38,6 +38,7 @@ from llem.runner.prepare import prepare
 from llem.runner.progress import BatchProgress
 from llem.runner.prompts import prepare_prompts
 from llem.runner.serving import Served, ServePlan, as_batch, fill_serving, plan, serve
+from llem.runner.threads import settle_threads
 
 log = logging.getLogger("llem.run")
 
@@ -115,6 +116,7 @@ class Runner:
     ) -> None:
         write_environment(run_dir / "environment.json", self._environment.snapshot())
         backend = create_backend(exp)
+        threads = settle_threads(exp)  # before the model loads (llem.runner.threads)
         session = MeasurementSession(
             exp.measurement,
             torch_device_indices=_torch_indices(exp, device, backend),
@@ -139,6 +141,7 @@ class Runner:
                 input_tokens=counts.input_tokens,
             )
             bandwidths = fill_measurement(result, report, counts)
+            threads.record(result)
             fill_compilations(result)
             fill_memory(result, loaded, device, peaks)
             fill_prefix_cache(result, loaded, measured.outputs)

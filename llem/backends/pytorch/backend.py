@@ -88,7 +88,7 @@ class PyTorchBackend:
         import transformers
 
         transformers.utils.logging.disable_progress_bar()
-        if self.config.num_threads:
+        if self.config.num_threads:  # the runner has set it already (llem.runner.threads)
             torch.set_num_threads(self.config.num_threads)
         kwargs = build_load_kwargs(self.sections, device)
         t0 = time.perf_counter()
