@@ -12,6 +12,7 @@ from typing import Any
 from llem.backends.batching import StepClock, count_output_tokens, left_pad
 from llem.backends.memory import free_memory
 from llem.backends.models import convert_gguf, resolve_name_or_path
+from llem.backends.pytorch import continuous
 from llem.backends.pytorch.compile import (
     COMPILE_ACTIVE,
     COMPILE_PENDING,
@@ -68,25 +69,27 @@ class PyTorchBackend:
         return list(range(torch.cuda.device_count()))
 
     def load_key(self, device: str) -> str:
-        """Equal keys load equal models: weights, from_pretrained kwargs, device, compile."""
+        """Equal keys load equal models: weights, from_pretrained kwargs, device, compile, and
+        whether it serves (a continuous-batching manager runs on a serving model)."""
         pt = self.config
-        return json.dumps(
-            {
-                "model": self.sections.model.name_or_path,
-                "kwargs": shown(build_load_kwargs(self.sections, device)),
-                "device": device,
-                "compile": [pt.torch_compile, pt.torch_compile_mode, pt.torch_compile_backend],
-                "num_threads": pt.num_threads,
-            },
-            sort_keys=True,
-            default=str,
-        )
+        key = {
+            "model": self.sections.model.name_or_path,
+            "kwargs": shown(build_load_kwargs(self.sections, device)),
+            "device": device,
+            "compile": [pt.torch_compile, pt.torch_compile_mode, pt.torch_compile_backend],
+            "num_threads": pt.num_threads,
+        }
+        if self.sections.serving:  # the model runs under a continuous-batching manager
+            key["batching"] = continuous.CONTINUOUS
+        return json.dumps(key, sort_keys=True, default=str)
 
     # ------------------------------------------------------------------ loading
     def load(self, device: str) -> TorchModel:
         import torch
         import transformers
 
+        if self.sections.serving:
+            continuous.check(self.sections)
         transformers.utils.logging.disable_progress_bar()
         if self.config.num_threads:  # the runner has set it already (llem.runner.threads)
             torch.set_num_threads(self.config.num_threads)
@@ -100,7 +103,8 @@ class PyTorchBackend:
         tokenizer.padding_side = "left"
         if tokenizer.pad_token_id is None:
             tokenizer.pad_token = tokenizer.eos_token
-        loaded = TorchModel(
+        model_class = continuous.ServingModel if self.sections.serving else TorchModel
+        loaded = model_class(
             model=model,
             tokenizer=tokenizer,
             device=device,
@@ -157,6 +161,9 @@ class PyTorchBackend:
         ``loaded.torch_compile`` says what will actually run in the window ("active",
         "failed: <error>"; None when off).
         """
+        if self.sections.serving:
+            continuous.warm_up(self.sections, loaded, batches, n_batches)
+            return
         model = _torch_model(loaded)
         model.compile_settled = False
         seen: set[tuple[int, int]] = set()
@@ -185,8 +192,8 @@ class PyTorchBackend:
     def serve(
         self, loaded: LoadedModel, requests: Sequence[ScheduledRequest], max_concurrency: int | None
     ) -> ServeOutput:
-        """Placeholder until the serving path lands (issue 18); validation keeps runs off it."""
-        raise NotImplementedError("serving workloads are not built for this engine yet")
+        """Through transformers' continuous batching (``llem.backends.pytorch.continuous``)."""
+        return continuous.serve(self.sections, loaded, requests, max_concurrency)
 
     def generate(self, loaded: LoadedModel, prompts: Sequence[Prompt]) -> BatchOutput:
         import torch
@@ -252,6 +259,7 @@ class PyTorchBackend:
         return gen, clock, beams
 
     def unload(self, loaded: LoadedModel | None) -> None:
+        continuous.stop(loaded)
         if loaded is not None:
             loaded.model = None
             loaded.tokenizer = None

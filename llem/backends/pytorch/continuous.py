@@ -1,0 +1,378 @@
+"""``pytorch.batching=continuous``: serve a workload through transformers' own continuous batching.
+
+transformers (5.x) ships a continuous-batching engine: ``model.init_continuous_batching()``
+returns a ``ContinuousBatchingManager`` whose background thread schedules requests step by step
+over a paged KV cache (``add_request``, streamed ``GenerationOutput``s, ``start``/``stop``). llem
+does not schedule anything itself: the shared pacing driver (``llem.backends.traffic.drive``)
+decides when each request is handed over, and this module hands it to the manager and streams
+its tokens back into asyncio (the manager's ``register_result_handler`` delivers each step's
+outputs onto the event loop with one ``call_soon_threadsafe``).
+
+How the ``pytorch:`` and ``decoder:`` sections map onto it:
+
+- ``pytorch.batch_size`` -> ``ContinuousBatchingConfig.max_requests_per_batch``: the requests one
+  step works on, at most (decoding requests go first, so it bounds the running batch, like vLLM's
+  ``max_num_seqs``).
+- the KV cache (``num_blocks``) and the tokens per step (``max_batch_tokens``) are sized from the
+  run's prompts: room for ``batch_size`` requests of the longest prompt plus ``max_new_tokens``
+  (left to itself, transformers sizes the cache from free memory: 60% of the host's RAM on a CPU).
+- decoding: the same ``generate()`` keyword arguments as the static path (``build_generate_kwargs``)
+  laid over the model's generation config. What continuous batching cannot honour (beams, prompt
+  lookup, no-repeat n-grams, min_new_tokens, repetition penalty, a disabled or other KV cache,
+  llem's torch.compile wrapper) is a configuration error (``continuous_batching_problems``).
+- prefix sharing of KV blocks is off: the static path has no prefix cache, and the manager does
+  not say how many prompt tokens a request took from it.
+
+The manager starts (cache allocation, its own warm-up) in ``warm_up``, before the measured window,
+and keeps running between runs that reuse the model with the same settings; ``stop`` ends it.
+Per-step records (``ServeOutput.steps``) are None: the manager schedules each step inside its own
+thread and exposes no record of a step's batch (5.17 only reports it to OpenTelemetry metrics).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import logging
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from llem.backends.pytorch.compile import TorchModel
+from llem.backends.pytorch.kwargs import Sections, build_generate_kwargs, is_oom, oom_error
+from llem.backends.tokens import token_lists
+from llem.backends.traffic.driver import drive
+from llem.backends.types import (
+    LoadedModel,
+    Prompt,
+    RequestTimeline,
+    ScheduledRequest,
+    ServeOutput,
+)
+from llem.config.decoder import DecoderConfig
+from llem.config.pytorch import PyTorchConfig
+from llem.errors import ConfigError, RunError
+
+log = logging.getLogger(__name__)
+
+CONTINUOUS = "continuous"
+_USE = "pytorch.batching=static"
+# Tokens per step when the prompts would ask for more (transformers' own default).
+_MAX_BATCH_TOKENS = 8192
+# The FIFO scheduler holds new prefills back when under 15% of the cache is free: leave that room.
+_SAFETY_MARGIN = 0.15
+_DEFAULT_BLOCK = 256
+_WATCH_S = 1.0  # how often a waiting request checks that the manager's thread is still alive
+
+
+def batching(pt: PyTorchConfig) -> str:
+    """``pytorch.batching`` as a string ("static" when the field is absent or unset)."""
+    value = getattr(pt, "batching", None)
+    return str(getattr(value, "value", value) or "static")
+
+
+# ------------------------------------------------------------------------------------- rules
+def continuous_batching_problems(pt: PyTorchConfig, decoder: DecoderConfig) -> list[str]:
+    """What ``pytorch.batching=continuous`` cannot honour, one line per key (empty when static).
+
+    Pure configuration: it imports nothing of transformers, so validation may call it.
+    """
+    if batching(pt) != CONTINUOUS:
+        return []
+    why = "with pytorch.batching=continuous"
+    p: list[str] = []
+    if pt.num_beams not in (None, 1):
+        p.append(f"pytorch.num_beams={pt.num_beams}: no beam search {why} (allowed: unset or 1)")
+    unset = {
+        "prompt_lookup_num_tokens": "no prompt-lookup decoding",
+        "no_repeat_ngram_size": "its logits processors see one token per request, not the history",
+        "cache_implementation": "it always uses its own paged KV cache",
+    }
+    p.extend(
+        f"pytorch.{name}={_show(getattr(pt, name))}: {reason} {why} (allowed: unset)"
+        for name, reason in unset.items()
+        if getattr(pt, name) is not None
+    )
+    if pt.use_cache is False:
+        p.append(
+            f"pytorch.use_cache=false: it always keeps a KV cache {why} (allowed: true, unset)"
+        )
+    if pt.torch_compile:
+        p.append(
+            f"pytorch.torch_compile=true: recompiles at every batch shape {why} "
+            f"(allowed: false; or use {_USE})"
+        )
+    if decoder.min_new_tokens:
+        p.append(
+            f"decoder.min_new_tokens={decoder.min_new_tokens}: transformers drops that "
+            f"processor {why} (allowed: unset or 0)"
+        )
+    if decoder.repetition_penalty not in (None, 1.0):
+        p.append(
+            f"decoder.repetition_penalty={decoder.repetition_penalty}: transformers drops that "
+            f"processor {why} (allowed: unset or 1)"
+        )
+    return p
+
+
+def _show(value: Any) -> str:
+    return str(getattr(value, "value", value))
+
+
+def check(sections: Sections) -> None:
+    """Raise the configuration error before anything loads (the CLI's validation says the same)."""
+    problems = continuous_batching_problems(sections.engine, sections.decoder)
+    if problems:
+        raise ConfigError(problems)
+
+
+# ------------------------------------------------------------------------------------ engine
+@dataclass
+class ContinuousEngine:
+    """A started ``ContinuousBatchingManager`` and what it was started with."""
+
+    manager: Any
+    settings: str  # equal settings reuse the running manager
+    startup_s: float  # init_continuous_batching + warmup + start, seconds
+    max_requests_per_batch: int
+    num_blocks: int
+    max_batch_tokens: int
+    max_prompt_tokens: int  # the longest prompt the cache was sized for
+    ids: itertools.count[int] = field(default_factory=itertools.count)
+
+
+@dataclass
+class ServingModel(TorchModel):
+    """A model loaded to serve (``BackendSections.serving``): its continuous-batching engine."""
+
+    engine: ContinuousEngine | None = None
+
+
+def _serving_model(loaded: LoadedModel) -> ServingModel:
+    if not isinstance(loaded, ServingModel):
+        raise TypeError(
+            f"continuous batching was handed a {type(loaded).__name__}, not a model "
+            "loaded to serve (BackendSections.serving)"
+        )
+    return loaded
+
+
+def generation_config(sections: Sections, model: Any) -> Any:
+    """The model's generation config with the static path's ``generate()`` kwargs laid over it."""
+    import copy
+
+    gen = copy.deepcopy(model.generation_config)
+    gen.update(**build_generate_kwargs(sections))
+    return gen
+
+
+def sizing(sections: Sections, prompt_tokens: Sequence[int]) -> dict[str, int]:
+    """max_requests_per_batch, num_blocks and max_batch_tokens for these prompt lengths."""
+    requests = sections.engine.batch_size
+    longest = max(prompt_tokens, default=1)
+    per_request = math.ceil((longest + sections.decoder.max_new_tokens) / _DEFAULT_BLOCK)
+    return {
+        "max_requests_per_batch": requests,
+        "num_blocks": math.ceil(requests * per_request / (1 - _SAFETY_MARGIN)) + 1,
+        "max_batch_tokens": max(requests, min(_MAX_BATCH_TOKENS, requests * longest)),
+    }
+
+
+def _cb_config(sections: Sections, size: dict[str, int]) -> Any:
+    from dataclasses import fields
+
+    from transformers.generation.configuration_utils import ContinuousBatchingConfig
+
+    names = {f.name for f in fields(ContinuousBatchingConfig)}
+    # seed: the manager seeds torch itself (a random seed when given none)
+    kwargs: dict[str, Any] = {**size, "allow_block_sharing": False, "seed": sections.run_seed}
+    if "auto_switch_to_flash" in names:  # transformers >= 5.2x: keep pytorch.attn_implementation
+        kwargs["auto_switch_to_flash"] = False
+    return ContinuousBatchingConfig(**kwargs)
+
+
+def start(sections: Sections, loaded: LoadedModel, prompts: Sequence[Prompt]) -> ContinuousEngine:
+    """The running engine for these settings and prompts: the one already running if it fits,
+    else a new one (the old one stopped). Its start-up time is ``engine.startup_s``."""
+    model = _serving_model(loaded)
+    lengths = [len(t) for t in token_lists(model.tokenizer, prompts)]
+    size = sizing(sections, lengths)
+    gen = generation_config(sections, model.model)
+    settings = json.dumps(
+        [size, gen.to_json_string(), sections.run_seed], sort_keys=True, default=str
+    )
+    old = model.engine
+    if old is not None and old.settings == settings and old.manager.is_running():
+        return old
+    stop(model)
+    t0 = time.perf_counter()
+    manager = model.model.init_continuous_batching(
+        generation_config=gen, continuous_batching_config=_cb_config(sections, size)
+    )
+    manager.warmup()
+    _start_as_daemon(manager)
+    startup = time.perf_counter() - t0
+    log.info("continuous batching started in %.3f s (%s)", startup, size)
+    model.engine = ContinuousEngine(
+        manager,
+        settings,
+        startup,
+        max_requests_per_batch=size["max_requests_per_batch"],
+        num_blocks=size["num_blocks"],
+        max_batch_tokens=size["max_batch_tokens"],
+        max_prompt_tokens=max(lengths, default=1),
+    )
+    model.prefix_caching = False
+    return model.engine
+
+
+def _start_as_daemon(manager: Any) -> None:
+    """``manager.start()`` from a daemon thread, so that its generation thread (which inherits
+    the flag) cannot keep the process alive when a caller never unloads the model."""
+    import threading
+
+    starter = threading.Thread(target=manager.start, name="llem-cb-start", daemon=True)
+    starter.start()
+    starter.join()
+
+
+def stop(loaded: LoadedModel | None) -> None:
+    """Stop the manager's thread (pending requests finish first) and drop it."""
+    if not isinstance(loaded, ServingModel) or loaded.engine is None:
+        return
+    engine, loaded.engine = loaded.engine, None
+    if engine.manager.is_running():
+        engine.manager.stop(block=True, timeout=60)
+
+
+# ----------------------------------------------------------------------------------- serving
+def warm_up(
+    sections: Sections, loaded: LoadedModel, batches: Sequence[Sequence[Prompt]], n_batches: int
+) -> None:
+    """Start the engine sized for every prompt of ``batches``, then serve the prompts of
+    ``n_batches`` batches at once (cycling through them), all outside the measured window."""
+    prompts = [p for batch in batches for p in batch]
+    start(sections, loaded, prompts)
+    chosen = [p for i in range(n_batches) for p in batches[i % len(batches)]] if batches else []
+    if chosen:
+        requests = [ScheduledRequest(i, i, p, 0.0) for i, p in enumerate(chosen)]
+        serve(sections, loaded, requests, None)
+
+
+def serve(
+    sections: Sections,
+    loaded: LoadedModel,
+    requests: Sequence[ScheduledRequest],
+    max_concurrency: int | None,
+) -> ServeOutput:
+    """Send each request when the traffic says (the shared driver), stream its tokens back."""
+    model = _serving_model(loaded)
+    prompts = [r.prompt for r in requests]
+    ids = token_lists(model.tokenizer, prompts)
+    engine = model.engine
+    if engine is None or max((len(t) for t in ids), default=0) > engine.max_prompt_tokens:
+        log.warning(
+            "continuous batching starts inside serve (warm_up did not start it for these "
+            "prompts): its start-up time falls inside the measured window"
+        )
+        engine = start(sections, loaded, prompts)
+    token_ids = {r.request_id: t for r, t in zip(requests, ids, strict=True)}
+    submit = _Submitter(sections, model, engine, token_ids)
+    start_s, timelines = asyncio.run(drive(requests, max_concurrency, submit))
+    finishes = [t.finish_s for t in timelines if t.finish_s is not None]
+    closed = bool(requests) and all(r.scheduled_s is None for r in requests)
+    return ServeOutput(
+        start_s=start_s,
+        end_s=max(finishes, default=time.perf_counter()),
+        requests=timelines,
+        ttft_origin="actual send" if closed else "scheduled send",
+        steps=None,
+    )
+
+
+class _Submitter:
+    """``submit`` for the driver: hand one request to the manager, await its streamed outputs."""
+
+    def __init__(
+        self,
+        sections: Sections,
+        model: ServingModel,
+        engine: ContinuousEngine,
+        token_ids: dict[int, list[int]],
+    ) -> None:
+        self.sections = sections
+        self.tokenizer = model.tokenizer
+        self.engine = engine
+        self.token_ids = token_ids
+
+    async def __call__(self, request: ScheduledRequest, arrival_s: float) -> RequestTimeline:
+        manager = self.engine.manager
+        name = f"llem-{next(self.engine.ids)}"
+        inbox: asyncio.Queue[tuple[float, Any]] = asyncio.Queue()
+        manager.register_result_handler(
+            name, lambda out: inbox.put_nowait((time.perf_counter(), out))
+        )
+        prompt = self.token_ids[request.request_id]
+        sent = time.perf_counter()
+        accepted = manager.add_request(
+            prompt,
+            request_id=name,
+            max_new_tokens=self.sections.decoder.max_new_tokens,
+            streaming=True,
+        )
+        if accepted is None:
+            raise RunError("continuous batching refused a request: its manager is not running")
+        times, counts, last = await self._stream(name, inbox)
+        text = None
+        if self.sections.save_outputs:
+            text = self.tokenizer.decode(last.generated_tokens, skip_special_tokens=True)
+        scheduled = request.scheduled_s
+        return RequestTimeline(
+            request_id=request.request_id,
+            prompt_index=request.prompt_index,
+            arrival_s=arrival_s,
+            scheduled_s=None if scheduled is None else arrival_s,
+            sent_s=sent,
+            chunk_times_s=times,
+            chunk_tokens=counts,
+            input_tokens=len(prompt),
+            text=text,
+        )
+
+    async def _stream(
+        self, name: str, inbox: asyncio.Queue[tuple[float, Any]]
+    ) -> tuple[list[float], list[int], Any]:
+        """Each output's arrival time and the tokens it added, until the request finishes."""
+        times: list[float] = []
+        counts: list[int] = []
+        seen = 0
+        while True:
+            arrived, out = await self._next(name, inbox)
+            if out.error is not None:
+                self._fail(name, out.error)
+            new = len(out.generated_tokens) - seen
+            if new > 0:
+                times.append(arrived)
+                counts.append(new)
+                seen += new
+            if out.is_finished():
+                return times, counts, out
+
+    async def _next(self, name: str, inbox: asyncio.Queue[tuple[float, Any]]) -> tuple[float, Any]:
+        while True:
+            try:
+                return await asyncio.wait_for(inbox.get(), timeout=_WATCH_S)
+            except asyncio.TimeoutError:
+                if not self.engine.manager.is_running():
+                    raise RunError(
+                        f"continuous batching stopped before request {name} finished "
+                        "(its generation thread has exited; see the log above)"
+                    ) from None
+
+    def _fail(self, name: str, error: str) -> None:
+        if is_oom(RuntimeError(error)):
+            raise oom_error(self.sections, "serve", RuntimeError(error))
+        raise RunError(f"continuous batching failed request {name}: {error.splitlines()[0]}")
