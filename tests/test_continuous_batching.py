@@ -4,7 +4,6 @@ tiny model, paced by the shared driver (offline, open loop, closed loop), stream
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 
 import pytest
 
@@ -12,8 +11,9 @@ from llem.backends import sections
 from llem.backends.pytorch import PyTorchBackend
 from llem.backends.pytorch import continuous as cb
 from llem.backends.types import Prompt, ScheduledRequest
-from llem.config.pytorch import PyTorchConfig
+from llem.config.pytorch import Batching, PyTorchConfig
 from llem.config.schema import ExperimentConfig
+from llem.config.validate import continuous_batching_problems
 from llem.errors import ConfigError
 
 MAX_NEW = 6
@@ -27,11 +27,8 @@ TEXTS = [
 PROMPTS = [Prompt(text=t) for t in TEXTS]
 
 
-@dataclass
-class _ContinuousPyTorch(PyTorchConfig):
-    """Stand-in until the traffic helper's ``pytorch.batching`` field lands in PyTorchConfig."""
-
-    batching: str = "continuous"
+def _ContinuousPyTorch(**fields: object) -> PyTorchConfig:
+    return PyTorchConfig(batching=Batching.continuous, **fields)  # type: ignore[arg-type]
 
 
 def _exp(path: str, **pytorch: object) -> ExperimentConfig:
@@ -189,10 +186,10 @@ def test_what_continuous_batching_cannot_honour_is_a_config_error(section, key, 
     exp = ExperimentConfig()
     exp.pytorch = _ContinuousPyTorch()
     setattr(getattr(exp, section), key, value)
-    (problem,) = cb.continuous_batching_problems(exp.pytorch, exp.decoder)
-    assert problem.startswith(f"{section}.{key}=") and "pytorch.batching=continuous" in problem
-    exp.pytorch.batching = "static"
-    assert cb.continuous_batching_problems(exp.pytorch, exp.decoder) == []
+    (problem,) = continuous_batching_problems(exp.pytorch, exp.decoder)
+    assert problem.startswith(f"{section}.{key}=") and "pytorch.batching=static" in problem
+    exp.pytorch.batching = Batching.static
+    assert continuous_batching_problems(exp.pytorch, exp.decoder) == []
 
 
 def test_the_rule_stops_a_serving_load_before_any_weights_load(tiny_model_dir, monkeypatch):

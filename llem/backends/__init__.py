@@ -13,7 +13,9 @@ from typing import Any
 
 from llem.backends.types import Backend, BackendSections
 from llem.config.engines import ENGINE_PACKAGES, PYTORCH
+from llem.config.pytorch import Batching
 from llem.config.schema import ExperimentConfig
+from llem.config.traffic import TrafficKind
 
 # engine name -> the module that drives it (each has ``create_backend(sections)``)
 _DRIVERS: dict[str, str] = {
@@ -41,10 +43,8 @@ def serves(exp: ExperimentConfig, name: str | None = None) -> bool:
     its traffic (``traffic.kind``) is not offline, or it is a PyTorch run with
     ``pytorch.batching=continuous``. vLLM's offline runs keep calling ``generate``."""
     engine = name or exp.backend or PYTORCH
-    kind = getattr(getattr(exp, "traffic", None), "kind", "offline")
-    batching = getattr(exp.pytorch, "batching", "static")
-    return str(getattr(kind, "value", kind)) != "offline" or (
-        engine == PYTORCH and str(getattr(batching, "value", batching)) == "continuous"
+    return exp.traffic.kind != TrafficKind.offline or (
+        engine == PYTORCH and exp.pytorch.batching == Batching.continuous
     )
 
 

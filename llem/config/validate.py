@@ -276,19 +276,30 @@ def _batching_problems(exp: ExperimentConfig) -> list[str]:
             f"{BATCHING}=static cannot serve traffic={show(exp.traffic.kind)}: static batches "
             f"serve offline traffic only (set {BATCHING}=continuous)"
         ]
+    return continuous_batching_problems(pt, exp.decoder)
+
+
+def continuous_batching_problems(pt: PyTorchConfig, decoder: DecoderConfig) -> list[str]:
+    """What ``pytorch.batching=continuous`` cannot honour, one line per key (empty when static).
+
+    transformers' continuous batching (5.x) runs no beams or prompt lookup, always keeps its own
+    paged KV cache, recompiles a compiled model at every batch shape, and drops the logits
+    processors of no_repeat_ngram_size, min_new_tokens and repetition_penalty (with a warning
+    only). The PyTorch backend checks the same before it loads anything.
+    """
     if pt.batching != Batching.continuous:
         return []
-    # transformers' continuous batching runs no beams or prompt lookup, has its own paged cache and
-    # drops the logits processors of min_new_tokens and repetition_penalty (transformers 5.x)
     unsupported = {
         NUM_BEAMS: (pt.num_beams, pt.num_beams not in (None, 1)),
         PROMPT_LOOKUP: (pt.prompt_lookup_num_tokens, pt.prompt_lookup_num_tokens is not None),
         CACHE_IMPLEMENTATION: (pt.cache_implementation, pt.cache_implementation is not None),
         NO_REPEAT_NGRAM: (pt.no_repeat_ngram_size, pt.no_repeat_ngram_size is not None),
-        MIN_NEW_TOKENS: (exp.decoder.min_new_tokens, exp.decoder.min_new_tokens is not None),
+        USE_CACHE: (pt.use_cache, pt.use_cache is False),
+        TORCH_COMPILE: (pt.torch_compile, bool(pt.torch_compile)),
+        MIN_NEW_TOKENS: (decoder.min_new_tokens, bool(decoder.min_new_tokens)),
         REPETITION_PENALTY: (
-            exp.decoder.repetition_penalty,
-            exp.decoder.repetition_penalty not in (None, 1.0),
+            decoder.repetition_penalty,
+            decoder.repetition_penalty not in (None, 1.0),
         ),
     }
     return [

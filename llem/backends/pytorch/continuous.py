@@ -52,14 +52,12 @@ from llem.backends.types import (
     ScheduledRequest,
     ServeOutput,
 )
-from llem.config.decoder import DecoderConfig
-from llem.config.pytorch import PyTorchConfig
+from llem.config.validate import continuous_batching_problems
 from llem.errors import ConfigError, RunError
 
 log = logging.getLogger(__name__)
 
 CONTINUOUS = "continuous"
-_USE = "pytorch.batching=static"
 # Tokens per step when the prompts would ask for more (transformers' own default).
 _MAX_BATCH_TOKENS = 8192
 # The FIFO scheduler holds new prefills back when under 15% of the cache is free: leave that room.
@@ -68,60 +66,7 @@ _DEFAULT_BLOCK = 256
 _WATCH_S = 1.0  # how often a waiting request checks that the manager's thread is still alive
 
 
-def batching(pt: PyTorchConfig) -> str:
-    """``pytorch.batching`` as a string ("static" when the field is absent or unset)."""
-    value = getattr(pt, "batching", None)
-    return str(getattr(value, "value", value) or "static")
-
-
 # ------------------------------------------------------------------------------------- rules
-def continuous_batching_problems(pt: PyTorchConfig, decoder: DecoderConfig) -> list[str]:
-    """What ``pytorch.batching=continuous`` cannot honour, one line per key (empty when static).
-
-    Pure configuration: it imports nothing of transformers, so validation may call it.
-    """
-    if batching(pt) != CONTINUOUS:
-        return []
-    why = "with pytorch.batching=continuous"
-    p: list[str] = []
-    if pt.num_beams not in (None, 1):
-        p.append(f"pytorch.num_beams={pt.num_beams}: no beam search {why} (allowed: unset or 1)")
-    unset = {
-        "prompt_lookup_num_tokens": "no prompt-lookup decoding",
-        "no_repeat_ngram_size": "its logits processors see one token per request, not the history",
-        "cache_implementation": "it always uses its own paged KV cache",
-    }
-    p.extend(
-        f"pytorch.{name}={_show(getattr(pt, name))}: {reason} {why} (allowed: unset)"
-        for name, reason in unset.items()
-        if getattr(pt, name) is not None
-    )
-    if pt.use_cache is False:
-        p.append(
-            f"pytorch.use_cache=false: it always keeps a KV cache {why} (allowed: true, unset)"
-        )
-    if pt.torch_compile:
-        p.append(
-            f"pytorch.torch_compile=true: recompiles at every batch shape {why} "
-            f"(allowed: false; or use {_USE})"
-        )
-    if decoder.min_new_tokens:
-        p.append(
-            f"decoder.min_new_tokens={decoder.min_new_tokens}: transformers drops that "
-            f"processor {why} (allowed: unset or 0)"
-        )
-    if decoder.repetition_penalty not in (None, 1.0):
-        p.append(
-            f"decoder.repetition_penalty={decoder.repetition_penalty}: transformers drops that "
-            f"processor {why} (allowed: unset or 1)"
-        )
-    return p
-
-
-def _show(value: Any) -> str:
-    return str(getattr(value, "value", value))
-
-
 def check(sections: Sections) -> None:
     """Raise the configuration error before anything loads (the CLI's validation says the same)."""
     problems = continuous_batching_problems(sections.engine, sections.decoder)
