@@ -58,6 +58,7 @@ from llem.errors import ConfigError, RunError
 log = logging.getLogger(__name__)
 
 CONTINUOUS = "continuous"
+_CB_LOGGER = "ContinuousBatchingLogger"  # transformers.generation.continuous_batching.utils
 # Tokens per step when the prompts would ask for more (transformers' own default).
 _MAX_BATCH_TOKENS = 8192
 # The FIFO scheduler holds new prefills back when under 15% of the cache is free: leave that room.
@@ -154,6 +155,9 @@ def start(sections: Sections, loaded: LoadedModel, prompts: Sequence[Prompt]) ->
         return old
     stop(model)
     t0 = time.perf_counter()
+    # transformers' continuous batching prints its own INFO lines straight to the console (its
+    # logger does not propagate); llem's log says what matters (start-up, sizes)
+    logging.getLogger(_CB_LOGGER).setLevel(logging.WARNING)
     manager = model.model.init_continuous_batching(
         generation_config=gen, continuous_batching_config=_cb_config(sections, size)
     )
