@@ -4,6 +4,7 @@ pre-flight. Marked ``vllm``: skipped with the reason where vllm is not importabl
 from __future__ import annotations
 
 import csv
+import json
 from pathlib import Path
 
 import pytest
@@ -143,3 +144,45 @@ def test_preflight_reports_every_vllm_problem_before_an_engine_starts(
     assert "vllm.swap_space=4.0" in proc.stderr
     assert "vllm.engine_kwargs.max_num_seqz" in proc.stderr
     assert not (run_dir / "result.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("traffic", "origin"),
+    [
+        (["traffic=poisson", "traffic.rate_per_s=20"], "scheduled send"),
+        (["traffic=concurrency", "traffic.max_concurrency=2"], "actual send"),
+    ],
+)
+def test_a_served_vllm_run_writes_its_requests_and_serving_sections(
+    head64_model_dir: Path, tmp_path: Path, traffic: list[str], origin: str
+) -> None:
+    """The whole CLI path of a served workload on vLLM's AsyncLLM: schedule, serve inside the
+    window, the serving sections and requests.jsonl."""
+    run_dir = tmp_path / "run"
+    n_requests = 6
+    proc = run_llem(
+        "+backend=vllm",
+        "model=hf",
+        f"model.name_or_path={head64_model_dir}",
+        f"dataset.n_prompts={N_PROMPTS}",
+        f"decoder.max_new_tokens={N_TOKENS}",
+        f"decoder.min_new_tokens={N_TOKENS}",
+        "vllm.max_num_seqs=2",
+        *SMALL_ENGINE,
+        *traffic,
+        f"traffic.n_requests={n_requests}",
+        "slo.ttft_ms=60000",
+        f"hydra.run.dir={run_dir}",
+    )
+    assert proc.returncode == 0, output(proc)
+    r = read_json(run_dir / "result.json")
+    assert r["status"] == "ok" and r["workload"]["requests"] == n_requests
+    assert r["workload"]["output_tokens"] == n_requests * N_TOKENS
+    assert r["latency"]["ttft_origin"] == origin
+    assert r["traffic"]["n_requests"] == n_requests
+    assert r["concurrency"]["max"] >= 1 and r["goodput"]["fraction"] == 1.0
+    rows = [json.loads(line) for line in (run_dir / "requests.jsonl").read_text().splitlines()]
+    assert [row["output_tokens"] for row in rows] == [N_TOKENS] * n_requests
+    assert all(row["first_token_s"] <= row["finish_s"] for row in rows)
+    if origin == "actual send":
+        assert r["concurrency"]["max"] <= 2
