@@ -259,3 +259,23 @@ def test_an_offline_generate_run_gets_requests_and_the_serving_sections(
         "within the window and there is no steady state (send more requests: "
         "traffic.n_requests)"
     ]
+
+
+def test_an_offline_generate_run_sends_traffic_n_requests_cycling_through_the_prompts(
+    tiny_model_dir: Path, tmp_path: Path
+) -> None:
+    """traffic.n_requests is honoured by generate runs too, never silently ignored."""
+    from llem.testing.cli import run_tiny
+
+    result = run_tiny(
+        tiny_model_dir,
+        tmp_path,
+        "measurement.warmup=0",
+        "decoder.max_new_tokens=2",
+        "dataset.n_prompts=2",
+        "traffic.n_requests=5",
+        "pytorch.batch_size=2",
+    )
+    records = read_requests(tmp_path)
+    assert [r.prompt_index for r in records] == [0, 1, 0, 1, 0]
+    assert result["workload"]["requests"] == 5 and result["traffic"]["n_requests"] == 5

@@ -37,7 +37,15 @@ from llem.runner.preflight import preflight
 from llem.runner.prepare import prepare
 from llem.runner.progress import BatchProgress
 from llem.runner.prompts import prepare_prompts
-from llem.runner.serving import Served, ServePlan, as_batch, fill_serving, plan, serve
+from llem.runner.serving import (
+    Served,
+    ServePlan,
+    as_batch,
+    fill_serving,
+    offline_requests,
+    plan,
+    serve,
+)
 from llem.runner.threads import settle_threads
 
 log = logging.getLogger("llem.run")
@@ -168,7 +176,8 @@ class Runner:
         window; returns the batches and the allocator peaks over the window (CUDA only)."""
         prompt_set = prepare_prompts(exp.dataset, loaded.tokenizer)
         result.workload.chat_template_applied = prompt_set.chat_template_applied
-        batches = backend.batches(prompt_set.prompts)
+        # offline generate runs take traffic.n_requests too: the prompts cycled to that many
+        batches = backend.batches(offline_requests(exp, prompt_set.prompts))
         life = result.lifecycle
         life.seed = _seed(exp)
         t0 = time.perf_counter()

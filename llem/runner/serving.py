@@ -105,6 +105,15 @@ def plan(exp: ExperimentConfig, prompts: Sequence[Prompt]) -> ServePlan | None:
     return ServePlan(build_schedule(exp.traffic, prompts), exp.traffic.max_concurrency)
 
 
+def offline_requests(exp: ExperimentConfig, prompts: Sequence[Prompt]) -> list[Prompt]:
+    """The prompts a ``generate`` run hands over: ``traffic.n_requests`` of them, cycling through
+    the prompt set, or the prompt set itself when it is null."""
+    n = exp.traffic.n_requests
+    if n is None or serves(exp) or not prompts:
+        return list(prompts)
+    return [prompts[i % len(prompts)] for i in range(n)]
+
+
 def serve(backend: Backend[Any], loaded: LoadedModel, served: ServePlan) -> ServeOutput:
     """``backend.serve`` once (inside the measured window: no pass repetition)."""
     return backend.serve(loaded, served.requests, served.max_concurrency)
