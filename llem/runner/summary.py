@@ -34,12 +34,40 @@ def energy_line(e: Energy) -> str:
     return f"energy: {gpu}" + (f"; CPU package energy: {cpu}" if cpu else "")
 
 
+def serving_line(result: RunResult) -> str | None:
+    """One line on a served workload (traffic other than offline, or SLOs set): its traffic,
+    TTFT and TPOT p90, goodput, and the steady state or why there is none."""
+    traffic, goodput = result.traffic, result.goodput
+    if traffic is None or (traffic.kind == "offline" and goodput is None):
+        return None
+    kind = traffic.kind or "offline"
+    if traffic.rate_per_s is not None:
+        kind += f" at {traffic.rate_per_s:g}/s"
+    elif traffic.max_concurrency is not None:
+        kind += f" {traffic.max_concurrency} in flight"
+    parts = [f"serving: {kind}"]
+    lat = result.latency
+    for name, pct in (("TTFT", lat.ttft_ms), ("TPOT", lat.tpot_ms)):
+        if pct is not None and pct.p90 is not None:
+            parts.append(f"{name} p90 {pct.p90:.3g} ms")
+    if goodput is not None:
+        parts.append(f"{goodput.requests_met}/{result.workload.requests} met the SLOs")
+    steady = result.steady_state
+    if steady is not None:
+        parts.append(f"steady state {steady.window_s:.3g} s")
+    else:
+        parts.append(f"no steady state ({result.null_reasons.get('steady_state', 'unknown')})")
+    return ", ".join(parts)
+
+
 def summary_line(result: RunResult, run_dir: Path) -> str:
     w, t = result.workload, result.throughput
     rate = t.output_tokens_per_s
+    serving = serving_line(result)
     return (
         f"llem: {result.model} on {result.device} ({result.dtype}): "
         f"{w.requests} requests, {w.output_tokens} output tokens in "
         f"{result.latency.generate_s or 0.0:.2f} s = {rate or 0.0:.1f} tokens/s\n"
-        f"{energy_line(result.energy)}\nresult: {Path(run_dir) / 'result.json'}"
+        + (f"{serving}\n" if serving else "")
+        + f"{energy_line(result.energy)}\nresult: {Path(run_dir) / 'result.json'}"
     )
