@@ -70,13 +70,13 @@ def test_a_served_run_gets_one_serving_line(tmp_path: Path) -> None:
     result.energy = _unavailable()
     result.workload.requests = 16
     result.traffic = Traffic(kind="poisson", rate_per_s=0.5, n_requests=16)
-    result.latency.ttft_ms = Percentiles(p50=50.0, p90=120.0, p99=130.0)
+    result.latency.ttft_ms = Percentiles(p50=50.0, p90=1790.4, p99=2000.0)
     result.latency.tpot_ms = Percentiles(p50=30.0, p90=41.25, p99=50.0)
     result.goodput = Goodput(2000.0, 200.0, None, 15, 15 / 16, 0.4, 20.0)
     result.null_reasons["steady_state"] = "too few requests"
     lines = summary_line(result, tmp_path).splitlines()
     assert lines[1] == (
-        "serving: poisson at 0.5/s, TTFT p90 120 ms, TPOT p90 41.2 ms, 15/16 met the SLOs, "
+        "serving: poisson at 0.5/s, TTFT p90 1790 ms, TPOT p90 41.2 ms, 15/16 met the SLOs, "
         "no steady state (too few requests)"
     )
     assert len(lines) == 4

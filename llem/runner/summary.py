@@ -49,7 +49,7 @@ def serving_line(result: RunResult) -> str | None:
     lat = result.latency
     for name, pct in (("TTFT", lat.ttft_ms), ("TPOT", lat.tpot_ms)):
         if pct is not None and pct.p90 is not None:
-            parts.append(f"{name} p90 {pct.p90:.3g} ms")
+            parts.append(f"{name} p90 {_ms(pct.p90)} ms")
     if goodput is not None:
         parts.append(f"{goodput.requests_met}/{result.workload.requests} met the SLOs")
     steady = result.steady_state
@@ -58,6 +58,11 @@ def serving_line(result: RunResult) -> str | None:
     else:
         parts.append(f"no steady state ({result.null_reasons.get('steady_state', 'unknown')})")
     return ", ".join(parts)
+
+
+def _ms(value: float) -> str:
+    """3 significant digits, never in exponent form (1790, 41.2, 0.512)."""
+    return f"{value:.0f}" if value >= 100 else f"{value:.3g}"
 
 
 def summary_line(result: RunResult, run_dir: Path) -> str:
