@@ -6,15 +6,22 @@ when that is ambiguous), ``GPU`` (model ×count) when the runs ran on different 
 repeats, none with fewer than two), ``J/tok bound`` (``±`` the runs' mean worst-case instrument
 bound, in its own column because it is not a confidence interval; only when some row has one),
 ``TTFT p50 ms``, ``peak MB``, ``n`` (the runs every figure of the row comes from; only when some
-row left runs out) and ``status`` (``ok ×3``, ``ok ×2, failed ×1``). A ``!`` after J/tok marks a
+row left runs out) and ``status`` (``ok ×3``, ``ok ×2, failed ×1``). Serving runs (result schema
+3) add, where some row has them (``llem.report.columns``): ``traffic`` after the knobs (kind, rate,
+closed-loop concurrency, less what the knob columns already say; only when some traffic is not
+offline), ``window`` (steady | whole, only when rows differ), ``conc`` (mean requests in flight)
+after J/tok, and ``good`` (% of requests meeting every SLO) and ``good tok/s`` after TTFT. Where
+some run has a steady state, tok/s, J/tok and conc come from each configuration's window
+(``llem.report.window``) and a note says which. A ``!`` after J/tok marks a
 configuration with runs whose energy was judged invalid (left out of every figure of the row
 unless ``--include-invalid``); a note under the table counts them and
 :func:`render_invalid` lists their problems. Empty cells are figures that do not exist (no energy
 on CPU, failed runs, every run invalid); they are never shown as 0.
 
 When the table would be wider than the terminal, long knob values are shortened first (paths to
-their last component, then a middle ellipsis), then the ``±`` parts go, and as a last resort the
-knobs move into a numbered legend under the table. Full values are always in results.csv and
+their last component, then a middle ellipsis), then the traffic column goes (it comes back once
+the ``±`` parts have gone, if it then fits), then the ``±`` parts, and as a last resort the knobs
+move into a numbered legend under the table. Full values are always in results.csv and
 summary.csv. The text is plain (no colour, no markup), whether or not it goes to a terminal.
 """
 
@@ -29,6 +36,15 @@ from typing import Any
 import pandas as pd
 
 from llem.report.cells import is_missing
+from llem.report.columns import (
+    Column,
+    col,
+    concurrency_column,
+    goodput_columns,
+    goodput_note,
+    traffic_column,
+    window_column,
+)
 from llem.report.labels import (
     basenames,
     format_number,
@@ -46,6 +62,7 @@ from llem.report.notes import (
     render_problems,
 )
 from llem.report.stats import BOUND_SUFFIX, GPU, N_INVALID, N_LEFT_OUT, N_USED
+from llem.report.window import headline, window_note
 
 __all__ = [
     "DEFAULT_WIDTH",
@@ -72,21 +89,21 @@ MEMORY_FIELDS = (
     "memory.peak_reserved_mb",
     "memory.peak_host_rss_mb",
 )
-#: (knob value limit, with ±): tried in turn until the table fits; 0 = last path component only
-FITS = ((None, True), (0, True), (32, True), (24, True), (24, False), (16, False), (12, False))
-
-
-@dataclass(frozen=True)
-class _Column:
-    header: str
-    cells: list[str]
-    right: bool  # right-aligned (numbers)
-
-
-def _col(summary: pd.DataFrame, name: str) -> list[Any]:
-    return (
-        summary[name].astype(object).tolist() if name in summary.columns else [None] * len(summary)
-    )
+#: (knob value limit, with ±, with the traffic column): tried in turn until the table fits;
+#: 0 = last path component only
+FITS = (
+    (None, True, True),
+    (0, True, True),
+    (32, True, True),
+    (24, True, True),
+    (24, True, False),
+    (24, False, True),
+    (24, False, False),
+    (16, False, False),
+    (12, False, False),
+)
+_Column = Column
+_col = col
 
 
 def _count(value: Any) -> int:
@@ -211,7 +228,8 @@ def _plus_minus(mean: Any, half: Any) -> str:
 
 def has_bound(summary: pd.DataFrame) -> bool:
     """Whether some row has a J/tok instrument bound (the 'J/tok bound' column)."""
-    return any(not is_missing(b) for b in _col(summary, f"{JTOK}.{BOUND_SUFFIX}"))
+    jtok = headline(summary, JTOK)
+    return any(not is_missing(b) for b in _col(summary, f"{jtok}.{BOUND_SUFFIX}"))
 
 
 def _used_column(summary: pd.DataFrame) -> list[_Column]:
@@ -233,19 +251,24 @@ def _metric_columns(
         return [format_with_ci(m, h) for m, h in zip(means, halves, strict=True)]
 
     invalid = [_count(v) for v in _col(summary, N_INVALID)]
-    jtok = _Column("J/tok", cells(JTOK, with_ci), True)
+    toks, jtok_name = headline(summary, TOKS), headline(summary, JTOK)
+    jtok = _Column("J/tok", cells(jtok_name, with_ci), True)
     if any(invalid):
         jtok = _marked("J/tok", jtok.cells, [INVALID_MARK if n else " " for n in invalid])
     bound = []
     if with_bound:
-        means, bounds = _col(summary, f"{JTOK}.mean"), _col(summary, f"{JTOK}.{BOUND_SUFFIX}")
+        means = _col(summary, f"{jtok_name}.mean")
+        bounds = _col(summary, f"{jtok_name}.{BOUND_SUFFIX}")
         bound_cells = [_plus_minus(m, b) for m, b in zip(means, bounds, strict=True)]
         bound = [_Column("J/tok bound", bound_cells, True)]
     return [
-        _Column("tok/s", cells(TOKS, with_ci), True),
+        *window_column(summary),
+        _Column("tok/s", cells(toks, with_ci), True),
         jtok,
         *bound,
+        *concurrency_column(summary),
         _Column("TTFT p50 ms", cells("latency.ttft_ms.p50", False), True),
+        *goodput_columns(summary),
         _Column("peak MB", cells(mem, False) if mem else [""] * len(summary), True),
         *_used_column(summary),
         _Column("status", [str(s) for s in _col(summary, "status")], False),
@@ -258,9 +281,11 @@ def _fit(
     """The columns that fit in ``width``, the legend under them (knobs that did not fit), and
     whether the ± parts (CIs and the bound column) stayed."""
     bounded = has_bound(summary)
-    for limit, ci in FITS:
+    traffic = traffic_column(summary, knobs.keys)
+    for limit, ci, with_traffic in FITS:
         with_ci = ci and has_ci
-        columns = knobs.columns(limit) + _metric_columns(summary, with_ci, ci and bounded, mem)
+        columns = knobs.columns(limit) + (traffic if with_traffic else [])
+        columns += _metric_columns(summary, with_ci, ci and bounded, mem)
         if _table_width(columns) <= width:
             return columns, [], ci
     ids = [f"#{i + 1}" for i in range(len(summary))]
@@ -294,7 +319,8 @@ def _notes(summary: pd.DataFrame, plus_minus: bool, has_ci: bool, mem: str | Non
         )
     if mem:
         notes.append(f"peak MB = {mem}")
-    return ["; ".join(notes)] if notes else []
+    serving = [n for n in (window_note(summary), goodput_note(summary)) if n]
+    return (["; ".join(notes)] if notes else []) + serving
 
 
 def _invalid_note(summary: pd.DataFrame) -> str | None:
@@ -318,7 +344,11 @@ def _invalid_note(summary: pd.DataFrame) -> str | None:
 def render_table(runs: Runs, summary: pd.DataFrame, width: int = DEFAULT_WIDTH) -> str:
     """The table, a legend when needed, and a footnote; at most ``width`` columns wide."""
     mem = memory_field(summary)
-    has_ci = any(not is_missing(h) for m in (TOKS, JTOK) for h in _col(summary, f"{m}.ci95_half"))
+    has_ci = any(
+        not is_missing(h)
+        for m in (headline(summary, TOKS), headline(summary, JTOK))
+        for h in _col(summary, f"{m}.ci95_half")
+    )
     columns, legend, plus_minus = _fit(summary, _knobs(runs, summary), width, has_ci, mem)
     lines = _table_lines(columns, width)
     if legend:
