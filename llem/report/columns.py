@@ -97,11 +97,14 @@ def goodput_columns(summary: pd.DataFrame) -> list[Column]:
     return [Column("good", percent, True), Column("good tok/s", toks, True)]
 
 
-def goodput_note(summary: pd.DataFrame) -> str | None:
-    """What 'good' and 'good tok/s' are, where they are shown."""
-    if not _present(col(summary, f"{GOOD_FRACTION}.mean")):
-        return None
-    return (
-        "good = requests meeting every SLO; good tok/s = their output tokens/s over the whole "
-        "window"
-    )
+def serving_note(summary: pd.DataFrame) -> str | None:
+    """What 'conc', 'good' and 'good tok/s' are, where they are shown."""
+    notes = []
+    if _present(col(summary, f"{headline(summary, CONC)}.mean")):
+        notes.append("conc = mean requests in flight (sent, not yet finished: queued ones too)")
+    if _present(col(summary, f"{GOOD_FRACTION}.mean")):
+        notes.append(
+            "good = requests meeting every SLO; good tok/s = their output tokens/s over the "
+            "whole window"
+        )
+    return "; ".join(notes) or None

@@ -41,7 +41,7 @@ from llem.report.columns import (
     col,
     concurrency_column,
     goodput_columns,
-    goodput_note,
+    serving_note,
     traffic_column,
     window_column,
 )
@@ -319,7 +319,7 @@ def _notes(summary: pd.DataFrame, plus_minus: bool, has_ci: bool, mem: str | Non
         )
     if mem:
         notes.append(f"peak MB = {mem}")
-    serving = [n for n in (window_note(summary), goodput_note(summary)) if n]
+    serving = [n for n in (window_note(summary), serving_note(summary)) if n]
     return (["; ".join(notes)] if notes else []) + serving
 
 

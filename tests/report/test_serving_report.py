@@ -67,6 +67,7 @@ def test_serving_columns_come_from_the_steady_state_and_say_so(rate_sweep: Path)
     assert "J/tok, tok/s, conc: steady state (after the warm-up requests" in notes
     assert "in every row" in notes
     assert "good = requests meeting every SLO" in notes
+    assert "conc = mean requests in flight (sent, not yet finished: queued ones too)" in notes
 
 
 def test_the_traffic_column_goes_before_the_plus_minus_and_comes_back_without_it(
