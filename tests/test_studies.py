@@ -19,6 +19,24 @@ from llem.app.entrypoint import main
 
 REPO = Path(__file__).resolve().parents[1]
 SHIPPED = sorted(p.name[:-5] for p in resources.files("llem.conf").joinpath("experiment").iterdir())
+#: studies on the vLLM backend: their dry run needs vllm importable to pass pre-flight
+VLLM_STUDIES = {"mlenergy", "batch_scaling_vllm"}
+#: studies that set traffic/slo keys (issue 18's serving config)
+SERVING_STUDIES = {"mlenergy", "batch_scaling_vllm", "serving_rate"}
+
+
+def _has(module: str) -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:
+        return False
+
+
+needs_traffic = pytest.mark.skipif(
+    not _has("llem.config.traffic"), reason="the traffic/slo config has not landed in this tree"
+)
 
 STUDY = """\
 # @package _global_
@@ -193,7 +211,16 @@ def test_config_dir_still_works(
 
 # --------------------------------------------------------------------------- shipped protocols
 def test_every_shipped_preset_is_documented_and_cites_a_source() -> None:
-    assert SHIPPED == ["aienergyscore", "batch_scaling", "decoding", "peer_sweep", "quantization"]
+    assert SHIPPED == [
+        "aienergyscore",
+        "batch_scaling",
+        "batch_scaling_vllm",
+        "decoding",
+        "mlenergy",
+        "peer_sweep",
+        "quantization",
+        "serving_rate",
+    ]
     for name in SHIPPED:
         text = resources.files("llem.conf").joinpath("experiment", f"{name}.yaml").read_text()
         assert text.startswith("# @package _global_\n"), name
@@ -217,6 +244,8 @@ def test_shipped_preset_dry_run(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture,
 ) -> None:
+    if name in SERVING_STUDIES and not _has("llem.config.traffic"):
+        pytest.skip("the traffic/slo config has not landed in this tree")
     monkeypatch.chdir(tmp_path)
     extra = [f"model.name_or_path={tiny_model_dir}"] if name == "peer_sweep" else []
     # One repeat per configuration keeps this fast: repeats never change a point's validity.
@@ -232,6 +261,12 @@ def test_shipped_preset_dry_run(
         failed = [line for line in out.splitlines() if "pre-flight FAILED" in line]
         assert len(failed) == 9 and all("quantization=bnb" in line for line in failed)
         assert all("bitsandbytes" in line or "CUDA" in line for line in failed)
+    elif name in VLLM_STUDIES and not _has("vllm"):
+        # Without vllm: every point fails pre-flight, saying so; nothing else is wrong.
+        assert code == 3, out
+        failed = [line for line in out.splitlines() if "pre-flight FAILED" in line]
+        assert failed and all("vllm" in line for line in failed), out
+        assert "pre-flight ok" not in out
     else:
         assert code == 0, out + err
     assert not (tmp_path / "outputs").exists()
@@ -268,6 +303,44 @@ def test_shipped_presets_set_what_their_protocol_says(
     assert c.hydra.sweeper.params["decoder"] == "greedy,standard,creative,factual"
 
 
+@needs_traffic
+def test_serving_studies_set_what_their_protocol_says(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hydra import compose, initialize_config_module
+
+    from llem.config.store import register_configs
+
+    monkeypatch.chdir(tmp_path)
+    register_configs()
+
+    def cfg(name: str):
+        with initialize_config_module("llem.conf", version_base="1.3"):
+            return compose("config", overrides=[f"+experiment={name}"], return_hydra_config=True)
+
+    c = cfg("mlenergy")
+    assert (c.backend, c.traffic.kind.value) == ("vllm", "offline")
+    sizes = [int(b) for b in c.hydra.sweeper.params["vllm.max_num_seqs"].split(",")]
+    assert sizes[0] == 8 and sizes[-1] == 512
+    # ML.ENERGY's rule needs N >= 2B + 1 requests at every batch size: with margin, each
+    # request its own prompt (nothing for a prefix cache to reuse)
+    assert all(c.traffic.n_requests >= 1.25 * (2 * b + 1) for b in sizes)
+    assert c.dataset.n_prompts >= c.traffic.n_requests
+    assert c.decoder.min_new_tokens == c.decoder.max_new_tokens
+    c = cfg("batch_scaling_vllm")
+    assert (
+        c.hydra.sweeper.params["vllm.max_num_seqs"]
+        == cfg("batch_scaling").hydra.sweeper.params["pytorch.batch_size"]
+    )
+    assert c.backend == "vllm" and c.dataset.n_prompts == 64 and c.sweep.order.value == "interleave"
+    c = cfg("serving_rate")
+    assert (c.traffic.kind.value, c.pytorch.batching.value) == ("poisson", "continuous")
+    assert c.hydra.sweeper.params["traffic.rate_per_s"] == "1,2,4,8,16"
+    assert c.slo.ttft_ms is not None and c.slo.tpot_ms is not None
+    # open loop: the arrivals at the highest rate span the 20 s steady state with room to spare
+    assert c.traffic.n_requests / 16 >= 1.5 * c.measurement.min_steady_state_s
+
+
 def test_repository_example_study_runs_from_the_repository_root(capsys, monkeypatch) -> None:
     monkeypatch.chdir(REPO)
     code = main(["--multirun", "+experiment=example", "dry_run=true"])
@@ -285,8 +358,8 @@ def test_unknown_experiment_lists_shipped_and_local_ones_in_one_line(tmp_path: P
     (line,) = errors(proc.stderr)
     assert "no experiment 'nope'" in line
     assert (
-        "aienergyscore, batch_scaling, decoding, peer_sweep, quantization (shipped with llem)"
-        in line
+        "aienergyscore, batch_scaling, batch_scaling_vllm, decoding, mlenergy, peer_sweep, "
+        "quantization, serving_rate (shipped with llem)" in line
     )
     assert "mine (./conf/experiment)" in line
     assert not (tmp_path / "outputs").exists()

@@ -41,6 +41,17 @@ from llem.report.hardware import (
 )
 from llem.report.load import Runs
 from llem.report.student_t import t_cdf, t_quantile
+from llem.report.window import (
+    HEADLINES,
+    RULE,
+    STEADY,
+    STEADY_MARK,
+    STEADY_RULE,
+    WINDOW,
+    has_steady_state,
+    source,
+    window_of,
+)
 
 __all__ = [
     "GPU",
@@ -153,6 +164,35 @@ METRICS = (
     "memory.peak_device_used_mb",
     "memory.peak_host_rss_mb",
 )
+#: schema 3's serving figures: summarised where some run has them (older results have none)
+SERVING_METRICS = (
+    "latency.tpot_ms.p50",
+    "latency.tpot_ms.p90",
+    "latency.tpot_ms.p99",
+    "latency.e2e_ms.p50",
+    "latency.e2e_ms.p90",
+    "latency.e2e_ms.p99",
+    "concurrency.mean",
+    "concurrency.max",
+    "concurrency.steady_state_mean",
+    "steady_state.window_s",
+    "steady_state.output_tokens_per_s",
+    "steady_state.mean_concurrency",
+    "steady_state.energy_j",
+    "steady_state.j_per_output_token",
+    "steady_state.avg_power_w",
+    "goodput.fraction",
+    "goodput.requests_per_s",
+    "goodput.output_tokens_per_s",
+    "goodput.j_per_output_token",
+)
+#: the traffic a configuration served, as summary.csv columns (where runs recorded it)
+TRAFFIC_FIELDS = (
+    "traffic.kind",
+    "traffic.rate_per_s",
+    "traffic.burstiness",
+    "traffic.max_concurrency",
+)
 
 STAT_SUFFIXES = ("n", "mean", "std", "ci95_half", "ci95_low", "ci95_high")
 #: a metric ``m`` with per-run bounds in ``m_uncertainty`` also gets ``m.bound_mean``
@@ -209,19 +249,28 @@ def summary_frame(runs: Runs, include_invalid: bool = False) -> pd.DataFrame:
     other: a run left out of J/token is left out of tokens/s too): ok runs whose energy was not
     judged invalid (``valid`` false), or all ok runs with ``include_invalid``; empty cells where
     there is nothing to compute.
+
+    Serving runs (result schema 3) add: after the knobs, the traffic the configuration served
+    (:data:`TRAFFIC_FIELDS` some run recorded, unless they are knobs); the statistics of
+    :data:`SERVING_METRICS` some run has; and where some run has a steady state, ``window``,
+    ``window.rule`` and the headline statistics ``headline.<figure>.<stat>``
+    (``llem.report.window``).
     """
     columns = _Columns(runs.frame)
     groups = configuration_groups(runs)
     show_hardware = hardware_varies(groups)
     details = varying_details([g.hardware for g in groups])
     keys = runs.config_keys
+    traffic = [k for k in columns.traffic if k not in keys]
     rows = []
     for group in groups:
-        row, used = _group_row(columns, group, keys, include_invalid)
+        row, used = _group_row(columns, group, [*keys, *traffic], include_invalid)
         if show_hardware:
             row = with_hardware(row, group, device_column(runs.frame), details)
         for m in columns.metrics:  # every figure of the row from the same runs
             row.update(_metric_stats(columns, m, used))
+        if columns.steady:
+            row.update(_headline_stats(columns, used))
         rows.append(row)
     return _typed(rows, columns, show_hardware)
 
@@ -231,10 +280,22 @@ class _Columns:
 
     def __init__(self, frame: pd.DataFrame) -> None:
         self.frame = frame
+        self._lists: dict[str, list[Any]] = {}
         self.metrics = [m for m in METRICS if m in frame.columns]
+        self.metrics += [m for m in SERVING_METRICS if self.present(m)]
         #: metrics with per-run bounds in ``<metric>_uncertainty``
         self.bounded = {m for m in self.metrics if f"{m}{UNCERTAINTY_SUFFIX}" in frame.columns}
-        self._lists: dict[str, list[Any]] = {}
+        #: the traffic columns some run has (the summary's traffic identity)
+        self.traffic = [k for k in TRAFFIC_FIELDS if self.present(k)]
+        #: some run has a steady state: each row gets a window and headline figures
+        self.steady = has_steady_state(frame)
+        self.headlines = [
+            w for w in HEADLINES if w in self.metrics or HEADLINES[w][1] in self.metrics
+        ]
+
+    def present(self, name: str) -> bool:
+        """Some run has a value in column ``name``."""
+        return any(not is_missing(v) for v in self.column(name))
 
     def column(self, name: str) -> list[Any]:
         if name not in self._lists:
@@ -292,13 +353,31 @@ def _metric_stats(columns: _Columns, metric: str, used: list[int]) -> dict[str, 
     return out
 
 
+def _headline_stats(columns: _Columns, used: list[int]) -> dict[str, Any]:
+    """The row's window (see ``llem.report.window``) and its headline figures' statistics, each
+    from that one window over the same runs."""
+    window = window_of(columns.values(STEADY_MARK, used))
+    rules = [r for r in columns.values(STEADY_RULE, used) if not is_missing(r)]
+    out: dict[str, Any] = {WINDOW: window, RULE: rules[0] if window == STEADY and rules else None}
+    for whole in columns.headlines:
+        name, chosen = HEADLINES[whole][0], source(whole, window)
+        stats = _metric_stats(columns, chosen, used) if chosen in columns.metrics else {}
+        for suffix in (*STAT_SUFFIXES, BOUND_SUFFIX):
+            out[f"{name}.{suffix}"] = stats.get(f"{chosen}.{suffix}")
+        out[f"{name}.n"] = out[f"{name}.n"] or 0
+    return out
+
+
 def _typed(rows: list[dict[str, Any]], columns: _Columns, show_hardware: bool) -> pd.DataFrame:
     names = list(rows[0].keys()) if rows else ["config_hash"]
     out = {c: typed_column([r.get(c) for r in rows]) for c in names}
-    for m in columns.metrics:  # statistics are floats even when every value happens to be whole
-        bound = [BOUND_SUFFIX] if m in columns.bounded else []
+    floats = [(m, m in columns.bounded) for m in columns.metrics]
+    floats += [(HEADLINES[w][0], True) for w in columns.headlines if columns.steady]
+    for m, bounded in floats:  # statistics are floats even when every value happens to be whole
+        bound = [BOUND_SUFFIX] if bounded else []
         for suffix in [*STAT_SUFFIXES[1:], *bound]:
-            out[f"{m}.{suffix}"] = out[f"{m}.{suffix}"].astype("float64")
+            if f"{m}.{suffix}" in out:
+                out[f"{m}.{suffix}"] = out[f"{m}.{suffix}"].astype("float64")
     if show_hardware:
         out["hardware.gpu_count"] = out["hardware.gpu_count"].astype("Int64")
     return pd.DataFrame(out)

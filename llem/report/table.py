@@ -6,7 +6,13 @@ when that is ambiguous), ``GPU`` (model ×count) when the runs ran on different 
 repeats, none with fewer than two), ``J/tok bound`` (``±`` the runs' mean worst-case instrument
 bound, in its own column because it is not a confidence interval; only when some row has one),
 ``TTFT p50 ms``, ``peak MB``, ``n`` (the runs every figure of the row comes from; only when some
-row left runs out) and ``status`` (``ok ×3``, ``ok ×2, failed ×1``). A ``!`` after J/tok marks a
+row left runs out) and ``status`` (``ok ×3``, ``ok ×2, failed ×1``). Serving runs (result schema
+3) add, where some row has them (``llem.report.columns``): ``traffic`` after the knobs (kind, rate,
+closed-loop concurrency, less what the knob columns already say; only when some traffic is not
+offline), ``window`` (steady | whole, only when rows differ), ``conc`` (mean requests in flight)
+after J/tok, and ``good`` (% of requests meeting every SLO) and ``good tok/s`` after TTFT. Where
+some run has a steady state, tok/s, J/tok and conc come from each configuration's window
+(``llem.report.window``) and a note says which. A ``!`` after J/tok marks a
 configuration with runs whose energy was judged invalid (left out of every figure of the row
 unless ``--include-invalid``); a note under the table counts them and
 :func:`render_invalid` lists their problems. Empty cells are figures that do not exist (no energy
@@ -20,8 +26,9 @@ mean's precision is written as a limit, ``4.09 ±<0.01``, not as ``±0.000000004
 the table saying that more repeats are needed.
 
 When the table would be wider than the terminal, long knob values are shortened first (paths to
-their last component, then a middle ellipsis), then the ``±`` parts go, and as a last resort the
-knobs move into a numbered legend under the table. Full values are always in results.csv and
+their last component, then a middle ellipsis), then the traffic column goes (it comes back once
+the ``±`` parts have gone, if it then fits), then the ``±`` parts, and as a last resort the knobs
+move into a numbered legend under the table. Full values are always in results.csv and
 summary.csv. The text is plain (no colour, no markup), whether or not it goes to a terminal.
 """
 
@@ -36,6 +43,17 @@ from typing import Any
 import pandas as pd
 
 from llem.report.cells import is_missing
+from llem.report.columns import (
+    WIDE_MARK,
+    Column,
+    col,
+    concurrency_column,
+    figure_column,
+    goodput_columns,
+    serving_note,
+    traffic_column,
+    window_column,
+)
 from llem.report.labels import (
     basenames,
     ci_is_wide,
@@ -54,6 +72,7 @@ from llem.report.notes import (
     render_problems,
 )
 from llem.report.stats import BOUND_SUFFIX, GPU, N_INVALID, N_LEFT_OUT, N_USED
+from llem.report.window import headline, window_note
 
 __all__ = [
     "DEFAULT_WIDTH",
@@ -81,27 +100,26 @@ MEMORY_FIELDS = (
     "memory.peak_reserved_mb",
     "memory.peak_host_rss_mb",
 )
-#: after a mean ± CI whose half-width is at least half the mean (``labels.ci_is_wide``)
-WIDE_MARK = "*"
 WIDE_NOTE = (
     f"{WIDE_MARK} wide 95% CI (half-width at least half the mean): too few repeats to pin the "
     "mean down (with 2 repeats the spread is multiplied by t = 12.7); add repeats"
 )
-#: (knob value limit, with ±): tried in turn until the table fits; 0 = last path component only
-FITS = ((None, True), (0, True), (32, True), (24, True), (24, False), (16, False), (12, False))
-
-
-@dataclass(frozen=True)
-class _Column:
-    header: str
-    cells: list[str]
-    right: bool  # right-aligned (numbers)
-
-
-def _col(summary: pd.DataFrame, name: str) -> list[Any]:
-    return (
-        summary[name].astype(object).tolist() if name in summary.columns else [None] * len(summary)
-    )
+#: (knob value limit, with ±, with the traffic column): tried in turn until the table fits;
+#: 0 = last path component only
+FITS = (
+    (None, True, True),
+    (0, True, True),
+    (32, True, True),
+    (24, True, True),
+    (24, True, False),
+    (24, False, True),
+    (24, False, False),
+    (16, False, False),
+    (12, False, False),
+)
+_Column = Column
+_col = col
+_figure_column = figure_column
 
 
 def _count(value: Any) -> int:
@@ -206,18 +224,6 @@ def _knobs(runs: Runs, summary: pd.DataFrame) -> _Knobs:
     return _Knobs(keys, headers, cells, numeric)
 
 
-def _marked(header: str, cells: list[str], marks: list[str]) -> _Column:
-    """A right-aligned column with a mark glued after each figure (the figures stay aligned):
-    padded here, since rich would strip a trailing blank."""
-    mark_width = max(len(m) for m in marks)
-    width = max([len(c) for c in cells] + [len(header) - mark_width])
-    return _Column(
-        header.rjust(width + mark_width),
-        [c.rjust(width) + m.ljust(mark_width) for c, m in zip(cells, marks, strict=True)],
-        False,
-    )
-
-
 def _plus_minus(mean: Any, half: Any) -> str:
     """'±0.036': ``half`` to the precision ``format_with_ci`` gives it beside ``mean``."""
     text = format_with_ci(mean, half)
@@ -227,7 +233,8 @@ def _plus_minus(mean: Any, half: Any) -> str:
 
 def has_bound(summary: pd.DataFrame) -> bool:
     """Whether some row has a J/tok instrument bound (the 'J/tok bound' column)."""
-    return any(not is_missing(b) for b in _col(summary, f"{JTOK}.{BOUND_SUFFIX}"))
+    jtok = headline(summary, JTOK)
+    return any(not is_missing(b) for b in _col(summary, f"{jtok}.{BOUND_SUFFIX}"))
 
 
 def _used_column(summary: pd.DataFrame) -> list[_Column]:
@@ -238,37 +245,16 @@ def _used_column(summary: pd.DataFrame) -> list[_Column]:
     return [_Column("n", [format_number(n) for n in _col(summary, N_USED)], True)]
 
 
-def _figure_column(
-    summary: pd.DataFrame, header: str, metric: str, ci: bool, after: Sequence[str] = ()
-) -> _Column:
-    """Means (``± CI`` with ``ci``); a wide CI gets :data:`WIDE_MARK` after it, and the marks in
-    ``after`` (one per row) follow."""
-    means = _col(summary, f"{metric}.mean")
-    if not ci:
-        cells = [format_number(m) for m in means]
-        wide = [""] * len(means)
-    else:
-        halves = _col(summary, f"{metric}.ci95_half")
-        cells = [format_with_ci(m, h) for m, h in zip(means, halves, strict=True)]
-        wide = [WIDE_MARK if ci_is_wide(m, h) else "" for m, h in zip(means, halves, strict=True)]
-    if any(wide):
-        wide = [w.ljust(len(WIDE_MARK)) for w in wide]
-    marks = [w + a for w, a in zip(wide, list(after) or [""] * len(wide), strict=True)]
-    return (
-        _marked(header, cells, marks)
-        if any(m.strip() for m in marks)
-        else _Column(header, cells, True)
-    )
-
-
 def _metric_columns(
     summary: pd.DataFrame, with_ci: bool, with_bound: bool, mem: str | None
 ) -> list[_Column]:
     invalid = [_count(v) for v in _col(summary, N_INVALID)]
     marks = [INVALID_MARK if n else " " for n in invalid] if any(invalid) else []
+    toks, jtok_name = headline(summary, TOKS), headline(summary, JTOK)
     bound = []
     if with_bound:
-        means, bounds = _col(summary, f"{JTOK}.mean"), _col(summary, f"{JTOK}.{BOUND_SUFFIX}")
+        means = _col(summary, f"{jtok_name}.mean")
+        bounds = _col(summary, f"{jtok_name}.{BOUND_SUFFIX}")
         bound_cells = [_plus_minus(m, b) for m, b in zip(means, bounds, strict=True)]
         bound = [_Column("J/tok bound", bound_cells, True)]
     memory = (
@@ -277,10 +263,13 @@ def _metric_columns(
         else _Column("peak MB", [""] * len(summary), True)
     )
     return [
-        _figure_column(summary, "tok/s", TOKS, with_ci),
-        _figure_column(summary, "J/tok", JTOK, with_ci, marks),
+        *window_column(summary),
+        _figure_column(summary, "tok/s", toks, with_ci),
+        _figure_column(summary, "J/tok", jtok_name, with_ci, marks),
         *bound,
+        *concurrency_column(summary),
         _figure_column(summary, "TTFT p50 ms", "latency.ttft_ms.p50", False),
+        *goodput_columns(summary),
         memory,
         *_used_column(summary),
         _Column("status", [str(s) for s in _col(summary, "status")], False),
@@ -298,9 +287,11 @@ def _fit(
     """The columns that fit in ``width``, the legend under them (knobs that did not fit), and
     whether the ± parts (CIs and the bound column) stayed."""
     bounded = has_bound(summary)
-    for limit, ci in FITS:
+    traffic = traffic_column(summary, knobs.keys)
+    for limit, ci, with_traffic in FITS:
         with_ci = ci and has_ci
-        columns = knobs.columns(limit) + _metric_columns(summary, with_ci, ci and bounded, mem)
+        columns = knobs.columns(limit) + (traffic if with_traffic else [])
+        columns += _metric_columns(summary, with_ci, ci and bounded, mem)
         if _table_width(columns) <= width:
             return columns, [], ci
     ids = [f"#{i + 1}" for i in range(len(summary))]
@@ -334,7 +325,8 @@ def _notes(summary: pd.DataFrame, plus_minus: bool, has_ci: bool, mem: str | Non
         )
     if mem:
         notes.append(f"peak MB = {mem}")
-    return ["; ".join(notes)] if notes else []
+    serving = [n for n in (window_note(summary), serving_note(summary)) if n]
+    return (["; ".join(notes)] if notes else []) + serving
 
 
 def _invalid_note(summary: pd.DataFrame) -> str | None:
@@ -358,7 +350,11 @@ def _invalid_note(summary: pd.DataFrame) -> str | None:
 def render_table(runs: Runs, summary: pd.DataFrame, width: int = DEFAULT_WIDTH) -> str:
     """The table, a legend when needed, and a footnote; at most ``width`` columns wide."""
     mem = memory_field(summary)
-    has_ci = any(not is_missing(h) for m in (TOKS, JTOK) for h in _col(summary, f"{m}.ci95_half"))
+    has_ci = any(
+        not is_missing(h)
+        for m in (headline(summary, TOKS), headline(summary, JTOK))
+        for h in _col(summary, f"{m}.ci95_half")
+    )
     columns, legend, plus_minus = _fit(summary, _knobs(runs, summary), width, has_ci, mem)
     lines = _table_lines(columns, width)
     if legend:

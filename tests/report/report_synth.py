@@ -394,3 +394,119 @@ def write_single_run(run_dir: Path) -> Path:
         ok_result(tok_s=204.8, j_tok=0.73, ttft_p50=21.0, peak_mb=900.0),
         timeseries=timeseries_csv(),
     )
+
+
+# ----------------------------------------------------------------------- serving (schema 3)
+
+
+def serving_result(
+    tok_s: float = 200.0,
+    j_tok: float | None = 0.7,
+    *,
+    kind: str = "poisson",
+    rate: float | None = 4.0,
+    concurrency: float = 6.0,
+    steady: dict[str, float] | None = None,
+    goodput: tuple[float, float] | None = None,
+    tpot_p90: float = 30.0,
+    ttft_p90: float = 80.0,
+    energy: bool = True,
+    valid: bool | None = None,
+) -> dict[str, Any]:
+    """A schema-3 result: ``ok_result``'s whole window plus the serving sections.
+
+    ``steady`` (keys tok_s, j_tok, conc) is the steady state's figures (None: no steady state);
+    ``goodput`` is (fraction, good output tokens/s) (None: no SLO set).
+    """
+    problems = ["energy window too short"] if valid is False else []
+    result = ok_result(tok_s=tok_s, j_tok=j_tok, energy=energy, valid=valid, problems=problems)
+    result["schema_version"] = 3
+    lat = result["latency"]
+    lat["ttft_ms"]["p90"] = ttft_p90
+    lat["ttft_origin"] = "batch start" if kind == "offline" else "scheduled send"
+    lat["tpot_ms"] = {"p50": tpot_p90 * 0.8, "p90": tpot_p90, "p99": tpot_p90 * 1.3}
+    lat["e2e_ms"] = {"p50": 600.0, "p90": 700.0, "p99": 800.0}
+    result["traffic"] = {
+        "kind": kind,
+        "rate_per_s": rate,
+        "burstiness": None,
+        "n_requests": 32,
+        "max_concurrency": None,
+        "seed": 0,
+        "pacing_lateness_ms": None,
+    }
+    result["concurrency"] = {
+        "knob": "vllm.max_num_seqs",
+        "knob_value": 256,
+        "mean": concurrency,
+        "max": int(concurrency * 2),
+        "steady_state_mean": None if steady is None else steady["conc"],
+    }
+    reasons = result["null_reasons"]
+    if steady is None:
+        result["steady_state"] = None
+        reasons["steady_state"] = "the steady state is shorter than 20 s"
+    else:
+        window_s = 30.0
+        sj = steady["j_tok"] if energy else None
+        tokens = int(steady["tok_s"] * window_s)
+        result["steady_state"] = {
+            "rule": "mlenergy_v3" if kind in ("offline", "concurrency") else "open_loop",
+            "start_s": 2.0,
+            "end_s": 2.0 + window_s,
+            "window_s": window_s,
+            "requests": 20,
+            "output_tokens": tokens,
+            "output_tokens_per_s": steady["tok_s"],
+            "mean_concurrency": steady["conc"],
+            "energy_j": None if sj is None else sj * tokens,
+            "j_per_output_token": sj,
+            "avg_power_w": None if sj is None else sj * steady["tok_s"],
+            "energy_j_uncertainty": None if sj is None else 0.01 * sj * tokens,
+            "j_per_output_token_uncertainty": None if sj is None else 0.01 * sj,
+            "avg_power_w_uncertainty": None if sj is None else 0.01 * sj * steady["tok_s"],
+        }
+        if sj is None:
+            for key in ("energy_j", "j_per_output_token", "avg_power_w"):
+                reasons[f"steady_state.{key}"] = "no NVIDIA GPU (device is cpu)"
+    if goodput is None:
+        result["goodput"] = None
+        reasons["goodput"] = "no SLO is set"
+    else:
+        fraction, good_tok_s = goodput
+        result["goodput"] = {
+            "slo_ttft_ms": 500.0,
+            "slo_tpot_ms": 50.0,
+            "slo_e2e_ms": None,
+            "requests_met": round(32 * fraction),
+            "fraction": fraction,
+            "requests_per_s": good_tok_s / 64,
+            "output_tokens_per_s": good_tok_s,
+            "j_per_output_token": None if j_tok is None else j_tok * tok_s / good_tok_s,
+        }
+    return result
+
+
+def write_rate_sweep(sweep_dir: Path, steady: bool | Callable[[dict], bool] = True) -> list[Path]:
+    """traffic.rate_per_s 1,2,4,8 × 2 repeats of Poisson traffic with SLOs, all with energy:
+    throughput saturates at ~400 tok/s while TTFT and TPOT climb; goodput drops at the top."""
+
+    def make(point: dict[str, Any]) -> dict[str, Any]:
+        rate = point["traffic.rate_per_s"]
+        jitter = 1.0 + _NOISE[point["repeat"] % 3]
+        tok = min(64.0 * rate, 400.0) * jitter
+        has = steady(point) if callable(steady) else steady
+        return serving_result(
+            tok_s=round(tok * 0.95, 2),
+            j_tok=round(2.0 / rate**0.5, 4),
+            rate=rate,
+            concurrency=rate * 1.5,
+            steady={"tok_s": round(tok, 2), "j_tok": round(1.8 / rate**0.5, 4), "conc": rate * 2}
+            if has
+            else None,
+            goodput=(1.0 if rate < 8 else 0.5, round(tok * (1.0 if rate < 8 else 0.5), 2)),
+            ttft_p90=40.0 * rate,
+            tpot_p90=10.0 + 5.0 * rate,
+        )
+
+    return write_sweep(sweep_dir, {"traffic.rate_per_s": [1, 2, 4, 8]}, make, repeats=2)

@@ -6,6 +6,11 @@ labels drawn, a frozen dataclass) and then drawn on matplotlib's Agg canvas (no 
   an ok run is an x at the axis.
 * :mod:`.pareto`: ``pareto.png``, tokens/s against J/token with the front labelled.
 * :mod:`.timeline`: ``timeline.png`` for a report over a single run, titled by what it draws.
+* :mod:`.serving`: ``ttft_p90_vs_throughput.png`` and ``tpot_p90_vs_throughput.png`` over a rate
+  sweep, ``j_per_token_vs_concurrency.png`` where runs recorded the concurrency that ran.
+
+Where some run has a steady state, tokens/s, J/token and concurrency are each configuration's
+headline figures (``llem.report.window``) and each plot's note names the window.
 
 Invalid energy (runs whose ``valid`` is false) is drawn hollow, with a legend entry "invalid
 energy": by default those runs are left out of the means, and their own mean is a hollow marker
@@ -47,6 +52,13 @@ from llem.report.plots.pareto import (
     pareto_front,
     prepare_pareto,
 )
+from llem.report.plots.serving import (
+    RATE_KNOB,
+    XYPlot,
+    draw_xy,
+    prepare_energy_concurrency,
+    prepare_latency_throughput,
+)
 from llem.report.plots.timeline import (
     TIMESERIES,
     TimelinePlot,
@@ -56,6 +68,7 @@ from llem.report.plots.timeline import (
     timeline_figure,
 )
 from llem.report.stats import GPU
+from llem.report.window import CONC, headline
 
 __all__ = [
     "JTOK",
@@ -76,9 +89,18 @@ __all__ = [
     "with_hardware",
 ]
 
-OWN_PATTERNS = ("tokens_per_s_vs_*.png", "j_per_token_vs_*.png", "pareto.png", "timeline.png")
+OWN_PATTERNS = (
+    "tokens_per_s_vs_*.png",
+    "j_per_token_vs_*.png",
+    "pareto.png",
+    "timeline.png",
+    "j_per_token_vs_concurrency.png",
+    "ttft_p90_vs_throughput.png",
+    "tpot_p90_vs_throughput.png",
+)
 
-Plot = KnobPlot | ParetoPlot | TimelinePlot
+CONCURRENCY_PLOT = "j_per_token_vs_concurrency.png"
+Plot = KnobPlot | ParetoPlot | TimelinePlot | XYPlot
 
 
 @dataclass(frozen=True)
@@ -149,17 +171,18 @@ def prepare_all(runs: Runs, summary: pd.DataFrame) -> PlotSet:
     Reads nothing but a single run's timeseries.csv; draws nothing.
     """
     out = _Collector()
-    hollow = invalid_points(runs, summary, JTOK)
-    hollow_toks = invalid_points(runs, summary, TOKS)  # left out of tokens/s too
-    has_energy = any(not math.isnan(v) for v in floats(summary, f"{JTOK}.mean")) or any(
+    toks, jtok = headline(summary, TOKS), headline(summary, JTOK)  # llem.report.window
+    hollow = invalid_points(runs, summary, jtok)
+    hollow_toks = invalid_points(runs, summary, toks)  # left out of tokens/s too
+    has_energy = any(not math.isnan(v) for v in floats(summary, f"{jtok}.mean")) or any(
         v is not None for v in hollow
     )
     no_energy = f"energy is unavailable in every run ({energy_unavailable_reason(runs)})"
     summary, series = with_hardware(runs, summary)
     for knob in runs.knobs:
-        for metric in (TOKS, JTOK) if has_energy else (TOKS,):
+        for metric in (toks, jtok) if has_energy else (toks,):
             name = f"{METRIC_LABELS[metric][1]}_vs_{safe_name(knob)}.png"
-            marks = hollow if metric == JTOK else hollow_toks
+            marks = hollow if metric == jtok else hollow_toks
             out.add(name, prepare_knob, summary, series, knob, metric, marks)
     pareto = len(summary) >= 2  # a Pareto front compares configurations
     if not has_energy:
@@ -169,9 +192,25 @@ def prepare_all(runs: Runs, summary: pd.DataFrame) -> PlotSet:
             out.skipped.append(f"{' and '.join(missing)} skipped: {no_energy}")
     elif pareto:
         out.add("pareto.png", prepare_pareto, summary, series, hollow, hollow_toks)
+    _serving(runs, summary, series, has_energy, out)
     if runs.n_runs == 1:
         _single_run(runs, out)
     return PlotSet(tuple(out.plots), tuple(out.skipped))
+
+
+def _serving(
+    runs: Runs, summary: pd.DataFrame, series: list[str], has_energy: bool, out: _Collector
+) -> None:
+    """The serving plots (``llem.report.plots.serving``) where they apply: latency against
+    throughput over a rate sweep; J/token against achieved concurrency where runs recorded it."""
+    if RATE_KNOB in runs.knobs:
+        for which in ("ttft", "tpot"):
+            name = f"{which}_p90_vs_throughput.png"
+            out.add(name, prepare_latency_throughput, summary, series, which)
+    conc = floats(summary, f"{headline(summary, CONC)}.mean")
+    has_concurrency = any(not math.isnan(v) for v in conc)
+    if has_concurrency and len(summary) >= 2 and has_energy:
+        out.add(CONCURRENCY_PLOT, prepare_energy_concurrency, summary, series)
 
 
 def draw(plot: Plot, path: Path | None = None) -> Any:
@@ -180,6 +219,8 @@ def draw(plot: Plot, path: Path | None = None) -> Any:
         return draw_knob(plot, path)
     if isinstance(plot, ParetoPlot):
         return draw_pareto(plot, path)
+    if isinstance(plot, XYPlot):
+        return draw_xy(plot, path)
     return draw_timeline(plot, path)
 
 

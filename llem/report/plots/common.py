@@ -22,6 +22,7 @@ from llem.report.stats import (
     judged_invalid,
     summarise,
 )
+from llem.report.window import HEADLINES, source, whole_metric, windows
 
 TOKS = "throughput.output_tokens_per_s"
 JTOK = "energy.j_per_output_token"
@@ -30,6 +31,9 @@ METRIC_LABELS = {
     TOKS: ("throughput (output tokens/s)", "tokens_per_s", "Throughput"),
     JTOK: ("energy per output token (J/token)", "j_per_token", "Energy per output token"),
 }
+for _whole, (_name, _) in HEADLINES.items():  # the window-chosen figures read the same
+    if _whole in METRIC_LABELS:
+        METRIC_LABELS[_name] = METRIC_LABELS[_whole]
 MAX_LABEL = 34
 INVALID_LABEL = "invalid energy"
 #: per summary row: where to draw a hollow "invalid energy" marker (None: nowhere)
@@ -138,7 +142,8 @@ def invalid_points(runs: Runs, summary: pd.DataFrame, metric: str) -> list[float
     frame = runs.frame
     valid = frame[VALID].astype(object).tolist()
     status = frame["status"].astype(str).tolist()
-    figures = frame[metric].astype(object).tolist() if metric in frame else None
+    whole = whole_metric(metric)  # a headline figure: each row's own window's figure
+    rows_window = windows(summary) if whole != metric else [None] * len(summary)
     means = floats(summary, f"{metric}.mean")
     left_out = values(summary, N_LEFT_OUT)
     invalid = values(summary, N_INVALID)
@@ -150,5 +155,7 @@ def invalid_points(runs: Runs, summary: pd.DataFrame, metric: str) -> list[float
             out.append(None if math.isnan(means[i]) else means[i])
         else:
             rows = [r for r in group.rows if status[r] == "ok" and judged_invalid(valid[r])]
-            out.append(summarise([figures[r] for r in rows] if figures else []).mean)
+            column = source(whole, rows_window[i]) if whole != metric else metric
+            figures = values(frame, column)
+            out.append(summarise([figures[r] for r in rows]).mean)
     return out

@@ -49,6 +49,7 @@ from llem.report.plots.style import (
     style_axes,
     titles,
 )
+from llem.report.window import short_window, whole_metric
 
 
 @dataclass(frozen=True)
@@ -194,9 +195,16 @@ def _series(
     return axis, out, sorted(set(kinds), key=kinds.index)
 
 
-def _note(any_ci: bool, any_hollow: bool, log_y: bool, failed: Sequence[str] = ()) -> str:
+def _note(
+    any_ci: bool,
+    any_hollow: bool,
+    log_y: bool,
+    failed: Sequence[str] = (),
+    window: str | None = None,
+) -> str:
     ci = "95% CI (Student t)"  # over repeats; the instrument bounds are in summary.csv
-    note = "mean of ok repeats" + (f", error bars: {ci}" if any_ci else "")
+    note = "mean of ok repeats" + (f" ({window})" if window else "")
+    note += f", error bars: {ci}" if any_ci else ""
     note += "; hollow: invalid energy" if any_hollow else ""
     note += f"; x at the axis: no ok run ({', '.join(failed)})" if failed else ""
     return note + ("; log scale" if log_y else "")
@@ -216,6 +224,7 @@ def prepare_knob(
     configuration has the metric.
     """
     ylabel, _, title = METRIC_LABELS[metric]
+    headline_metric = whole_metric(metric) != metric
     means = floats(summary, f"{metric}.mean")
     marks = [float("nan") if v is None else float(v) for v in (hollow or [None] * len(summary))]
     present = [m for m in means + marks if not math.isnan(m)]
@@ -232,7 +241,13 @@ def prepare_knob(
         knob=knob,
         metric=metric,
         title=f"{title} vs {headers[knob]}",
-        note=_note(any_ci, any_hollow, log_y, failed),
+        note=_note(
+            any_ci,
+            any_hollow,
+            log_y,
+            failed,
+            short_window(summary) if headline_metric else None,
+        ),
         ylabel=ylabel,
         series=tuple(series),
         ticks=tuple(axis.position.values()),

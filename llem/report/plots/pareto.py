@@ -42,6 +42,7 @@ from llem.report.plots.style import (
     style_axes,
     titles,
 )
+from llem.report.window import headline, short_window
 
 TITLE = "Pareto front: throughput vs energy per token"
 FIGSIZE = (7.5, 5.2)
@@ -81,6 +82,7 @@ class ParetoPlot:
     invalid_label: str | None  # legend entry for the hollow markers; None when there are none
     title: str = TITLE
     labels_all: bool = False  # the dominated points are labelled too (in grey, where they fit)
+    window: str | None = None  # which window the figures come from (``llem.report.window``)
     xlabel: str = METRIC_LABELS[TOKS][0] + "  →  faster"
     ylabel: str = METRIC_LABELS[JTOK][0] + "  ↓  cheaper"
 
@@ -92,7 +94,8 @@ class ParetoPlot:
             if self.labels_all
             else "front points labelled"
         )
-        return f"mean of ok repeats; better is bottom right; {labelled}{hollow}"
+        window = f"; {self.window}" if self.window else ""
+        return f"mean of ok repeats{window}; better is bottom right; {labelled}{hollow}"
 
 
 def pareto_front(points: Sequence[tuple[float, float]]) -> list[int]:
@@ -170,15 +173,16 @@ def prepare_pareto(
     invalid: they are left out of its tokens/s too). Raises :class:`PlotSkipped` when fewer than
     two configurations have both figures.
     """
-    toks = floats(summary, f"{TOKS}.mean")
+    toks_name, jtok_name = headline(summary, TOKS), headline(summary, JTOK)
+    toks = floats(summary, f"{toks_name}.mean")
     for i, x in enumerate(hollow_toks or []):
         if math.isnan(toks[i]) and x is not None:
             toks[i] = float(x)
-    jtok = floats(summary, f"{JTOK}.mean")
+    jtok = floats(summary, f"{jtok_name}.mean")
     usable = _usable(toks, jtok, hollow)
     front = [usable[k] for k in pareto_front([(toks[i], jtok[i]) for i in usable])]
-    t_half = nan_to_zero(floats(summary, f"{TOKS}.ci95_half"))
-    j_half = nan_to_zero(floats(summary, f"{JTOK}.ci95_half"))
+    t_half = nan_to_zero(floats(summary, f"{toks_name}.ci95_half"))
+    j_half = nan_to_zero(floats(summary, f"{jtok_name}.ci95_half"))
 
     def point(i: int) -> ParetoPoint:
         return ParetoPoint(toks[i], jtok[i], t_half[i], j_half[i])
@@ -199,6 +203,7 @@ def prepare_pareto(
         log_y=_spans_tenfold(list(ys.values())),
         invalid_label=invalid_label(summary) if marks else None,
         labels_all=any(not label.strong for label in labels),
+        window=short_window(summary),
     )
 
 
