@@ -116,6 +116,22 @@ def test_mlenergy_rule_edges_by_hand() -> None:
     assert s.mean_concurrency == pytest.approx(expected)
 
 
+def test_queued_requests_are_in_flight_but_not_running() -> None:
+    """Offline traffic sends all 9 at 0 to an engine running 2 at a time: 9 are in flight at the
+    start, but the running batch (first token .. finish) is never above 2; the steady state's
+    concurrency check reads the running batch, so a batch of 4 that never filled fails it."""
+    ts = _wave(9, 2)
+    c = concurrency(ts, 0.1, 3.0)
+    assert c is not None and c.max == 9 and c.running_max == 2
+    # running over [0.1, 3.0]: wave 0 on [0.1, 1), then each wave 0.9 s of each second at 2
+    assert c.running_mean == pytest.approx((2 * 0.9 + 2 * 0.9 + 2 * 0.9) / 2.9)
+    s = steady_state(ts, SteadyRule(open_loop=False, max_batch=2), origin_s=0.0)
+    assert s.mean_running == pytest.approx(c.running_mean)
+    floor = SteadyRule(open_loop=False, max_batch=2, min_concurrency=0.95)
+    assert steady_state(ts, floor, 0.0).null_reason is not None  # 1.86 < 1.9
+    assert steady_state(ts, SteadyRule(False, 2, min_concurrency=0.9), 0.0).null_reason is None
+
+
 def test_mlenergy_rule_needs_2b_plus_1_requests() -> None:
     s = steady_state(_wave(8, 4), SteadyRule(open_loop=False, max_batch=4), origin_s=0.0)
     assert s.start_s is None and s.null_reason is not None
@@ -134,7 +150,8 @@ def test_too_short_and_too_thin_steady_states_are_none_with_the_reason() -> None
     thin = steady_state(
         ts, SteadyRule(open_loop=False, max_batch=4, min_concurrency=0.85), origin_s=0.0
     )
-    assert thin.null_reason is not None and "mean concurrency 2.00 < " in thin.null_reason
+    # running (first token .. finish): 2 for 0.9 s of every second -> 1.8 < 3.4
+    assert thin.null_reason is not None and "mean running batch 1.8" in thin.null_reason
 
 
 def test_open_loop_edges_by_hand() -> None:

@@ -12,8 +12,10 @@ Per request (every time on the run's one clock, ``time.perf_counter`` seconds):
   tokens it carries, counted once per token (a chunk of 3 tokens 30 ms after the last one gives
   three ITLs of 10 ms).
 
-Concurrency is the number of requests in flight (sent, not yet finished) at an instant; its mean
-over a span is time-weighted (the integral of that count over the span / the span).
+Concurrency is the number of requests in flight (sent, not yet finished) at an instant, queued
+ones included, and the running batch is the number between their first and last token (what
+the engine's batch held, as near as request timelines tell: a request in prefill is not counted
+yet); a mean over a span is time-weighted (the integral of that count over the span / the span).
 
 The steady state is the part of the window where the engine runs as it was configured to:
 
@@ -31,7 +33,7 @@ The steady state is the part of the window where the engine runs as it was confi
   left null. The warm-up/cool-down exclusion of vLLM's ``bench serve`` and AIPerf.
 
 A steady state shorter than ``measurement.min_steady_state_s``, or (ML.ENERGY's rule only) whose
-mean concurrency is under ``measurement.min_steady_concurrency`` x B, is no steady state, with the
+mean running batch is under ``measurement.min_steady_concurrency`` x B, is no steady state, with the
 reason. (ML.ENERGY's ``scripts/validate_results.py`` flags runs whose steady state is shorter than
 30 s, ``check_steady_state_duration``, or whose mean running batch is under 80 % of
 ``max_num_seqs``, ``check_batch_size_saturation``; llem's defaults are configuration.) Open-loop
@@ -122,24 +124,30 @@ def pacing_lateness_ms(timelines: Sequence[RequestTimeline]) -> dict[str, float]
 
 @dataclass(frozen=True)
 class ConcurrencyFigures:
-    mean: float  # time-weighted requests in flight over the span
+    mean: float  # time-weighted requests in flight (sent .. finish) over the span
     max: int  # most requests in flight at once within the span
+    running_mean: float  # time-weighted requests running (first token .. finish) over the span
+    running_max: int
 
 
 def _spans(timelines: Sequence[RequestTimeline]) -> list[tuple[float, float]]:
     return [(t.sent_s, t.finish_s) for t in timelines if t.finish_s is not None]
 
 
-def concurrency(
-    timelines: Sequence[RequestTimeline], t0: float, t1: float
-) -> ConcurrencyFigures | None:
-    """Requests in flight (sent .. finish) over ``[t0, t1]``: time-weighted mean and maximum.
-    None for an empty span."""
-    if t1 <= t0:
-        return None
-    spans = _spans(timelines)
+def _running_spans(timelines: Sequence[RequestTimeline]) -> list[tuple[float, float]]:
+    """From the first token to the last: the request is in the engine's running batch (a request
+    still waiting for its first token may be queued behind a full batch, or in prefill)."""
+    return [
+        (t.first_token_s, t.finish_s)
+        for t in timelines
+        if t.first_token_s is not None and t.finish_s is not None
+    ]
+
+
+def _count(spans: Sequence[tuple[float, float]], t0: float, t1: float) -> tuple[float, int]:
+    """Time-weighted mean and maximum of how many spans cover an instant of ``[t0, t1]``."""
     inside = sum(max(0.0, min(b, t1) - max(a, t0)) for a, b in spans)
-    # the count at an instant: +1 at a send, -1 at a finish (finishes first at equal times)
+    # the count at an instant: +1 at a start, -1 at an end (ends first at equal times)
     events = sorted(
         [(max(a, t0), 1) for a, b in spans if b > t0 and a < t1]
         + [(min(b, t1), -1) for a, b in spans if b > t0 and a < t1]
@@ -148,7 +156,24 @@ def concurrency(
     for _, step in events:
         running += step
         peak = max(peak, running)
-    return ConcurrencyFigures(inside / (t1 - t0), peak)
+    return inside / (t1 - t0), peak
+
+
+def concurrency(
+    timelines: Sequence[RequestTimeline], t0: float, t1: float
+) -> ConcurrencyFigures | None:
+    """Requests in flight (sent .. finish) and running (first token .. finish) over ``[t0, t1]``:
+    time-weighted means and maxima. None for an empty span.
+
+    In flight counts queued requests too: offline traffic sends every request at 0, so its
+    in-flight count starts at N whatever the batch. The running count is what the engine's batch
+    held, as near as request timelines tell it (a request in prefill is not counted yet), and is
+    what the steady state's concurrency check reads."""
+    if t1 <= t0:
+        return None
+    mean, peak = _count(_spans(timelines), t0, t1)
+    running_mean, running_peak = _count(_running_spans(timelines), t0, t1)
+    return ConcurrencyFigures(mean, peak, running_mean, running_peak)
 
 
 # --------------------------------------------------------------------------- steady state
@@ -173,9 +198,10 @@ class SteadyState:
 
     start_s: float | None
     end_s: float | None
-    mean_concurrency: float | None
+    mean_concurrency: float | None  # requests in flight (queued included)
     rule: str  # "mlenergy_v3" | "open_loop"
     null_reason: str | None = None
+    mean_running: float | None = None  # requests running (first token .. finish)
 
 
 def _batch_edges(timelines: Sequence[RequestTimeline], b: int) -> tuple[float, float] | str:
@@ -240,17 +266,18 @@ def steady_state(
         )
     conc = concurrency(timelines, start, end)
     mean = conc.mean if conc is not None else 0.0
+    running = conc.running_mean if conc is not None else 0.0
     floor = rule.min_concurrency * rule.max_batch
-    if not rule.open_loop and mean < floor:
+    if not rule.open_loop and running < floor:
         return SteadyState(
             None,
             None,
             None,
             name,
-            f"mean concurrency {mean:.2f} < measurement.min_steady_concurrency="
+            f"mean running batch {running:.2f} < measurement.min_steady_concurrency="
             f"{rule.min_concurrency:g} x the maximum batch {rule.max_batch} = {floor:.2f}",
         )
-    return SteadyState(start, end, mean, name)
+    return SteadyState(start, end, mean, name, mean_running=running)
 
 
 def tokens_between(timelines: Sequence[RequestTimeline], t0: float, t1: float) -> int:

@@ -79,7 +79,7 @@ def window_column(summary: pd.DataFrame) -> list[Column]:
 
 
 def concurrency_column(summary: pd.DataFrame) -> list[Column]:
-    """'conc': the mean requests in flight that ran (headline window), where some row has it."""
+    """'conc': the mean running batch (headline window), where some row has it."""
     means = col(summary, f"{headline(summary, CONC)}.mean")
     if not _present(means):
         return []
@@ -101,7 +101,7 @@ def serving_note(summary: pd.DataFrame) -> str | None:
     """What 'conc', 'good' and 'good tok/s' are, where they are shown."""
     notes = []
     if _present(col(summary, f"{headline(summary, CONC)}.mean")):
-        notes.append("conc = mean requests in flight (sent, not yet finished: queued ones too)")
+        notes.append("conc = mean running batch (requests between their first and last token)")
     if _present(col(summary, f"{GOOD_FRACTION}.mean")):
         notes.append(
             "good = requests meeting every SLO; good tok/s = their output tokens/s over the "

@@ -9,7 +9,7 @@ bound, in its own column because it is not a confidence interval; only when some
 row left runs out) and ``status`` (``ok ×3``, ``ok ×2, failed ×1``). Serving runs (result schema
 3) add, where some row has them (``llem.report.columns``): ``traffic`` after the knobs (kind, rate,
 closed-loop concurrency, less what the knob columns already say; only when some traffic is not
-offline), ``window`` (steady | whole, only when rows differ), ``conc`` (mean requests in flight)
+offline), ``window`` (steady | whole, only when rows differ), ``conc`` (mean running batch)
 after J/tok, and ``good`` (% of requests meeting every SLO) and ``good tok/s`` after TTFT. Where
 some run has a steady state, tok/s, J/tok and conc come from each configuration's window
 (``llem.report.window``) and a note says which. A ``!`` after J/tok marks a

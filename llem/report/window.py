@@ -27,7 +27,7 @@ from llem.report.cells import is_missing
 
 TOKS = "throughput.output_tokens_per_s"
 JTOK = "energy.j_per_output_token"
-CONC = "concurrency.mean"
+CONC = "concurrency.running_mean"  # the running batch (llem.figures.serving)
 
 STEADY = "steady state"
 WHOLE = "whole window"
@@ -42,7 +42,7 @@ STEADY_RULE = "steady_state.rule"
 HEADLINES = {
     TOKS: ("headline.output_tokens_per_s", "steady_state.output_tokens_per_s"),
     JTOK: ("headline.j_per_output_token", "steady_state.j_per_output_token"),
-    CONC: ("headline.concurrency_mean", "steady_state.mean_concurrency"),
+    CONC: ("headline.concurrency_mean", "steady_state.mean_running"),
 }
 #: how a note names a steady state's rule
 RULE_NAMES = {

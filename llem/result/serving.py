@@ -59,8 +59,12 @@ class Concurrency:
     mean: float | None = None  # time-weighted over the measured window
     max: int | None = None  # most in flight at once in the measured window
     steady_state_mean: float | None = None  # time-weighted over the steady state
+    running_mean: float | None = None  # the running batch, time-weighted over the window
+    running_max: int | None = None
+    steady_state_running_mean: float | None = None
     definition: str = (
-        "requests in flight = sent and not yet finished; mean = its time integral / span"
+        "requests in flight = sent and not yet finished (queued ones included); running = "
+        "between their first and last token; mean = the count's time integral / span"
     )
 
 
@@ -77,6 +81,7 @@ class SteadyState:
     output_tokens: int  # tokens that reached the host inside it
     output_tokens_per_s: float
     mean_concurrency: float
+    mean_running: float | None = None  # the running batch (first token .. finish), time-weighted
     energy_j: float | None = figure(bounded=True)
     j_per_output_token: float | None = figure(bounded=True)
     avg_power_w: float | None = figure(bounded=True)

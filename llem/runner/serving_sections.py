@@ -25,6 +25,7 @@ from llem.figures.serving import (
     steady_state,
     tokens_between,
 )
+from llem.figures.serving import SteadyState as SteadyEdges
 from llem.measure.energy import PowerSource, WindowResult
 from llem.measure.interval import interval_energy
 from llem.result import (
@@ -73,6 +74,11 @@ def fill_sections(result: RunResult, x: SectionInputs) -> None:
         steady_state_mean=None
         if steady.mean_concurrency is None
         else round(steady.mean_concurrency, 4),
+        running_mean=None if whole is None else round(whole.running_mean, 4),
+        running_max=None if whole is None else whole.running_max,
+        steady_state_running_mean=None
+        if steady.mean_running is None
+        else round(steady.mean_running, 4),
     )
     if whole is None:
         result.null_reasons["concurrency.mean"] = "the measured window is empty"
@@ -81,9 +87,10 @@ def fill_sections(result: RunResult, x: SectionInputs) -> None:
         result.steady_state = None
         result.null_reasons["steady_state"] = reason
         result.null_reasons["concurrency.steady_state_mean"] = reason
+        result.null_reasons["concurrency.steady_state_running_mean"] = reason
         _record_steady_check(result, f"no steady state: {reason}")
     else:
-        _steady(result, x, steady.start_s, steady.end_s, steady.mean_concurrency or 0.0)
+        _steady(result, x, steady)
         _record_steady_check(result, None)
     _goodput(result, figures, x)
 
@@ -135,7 +142,9 @@ def _traffic(result: RunResult, x: SectionInputs) -> None:
         )
 
 
-def _steady(result: RunResult, x: SectionInputs, start: float, end: float, mean: float) -> None:
+def _steady(result: RunResult, x: SectionInputs, steady: SteadyEdges) -> None:
+    assert steady.start_s is not None and steady.end_s is not None
+    start, end = steady.start_s, steady.end_s
     span = end - start
     tokens = tokens_between(x.timelines, start, end)
     energy = interval_energy(
@@ -155,7 +164,8 @@ def _steady(result: RunResult, x: SectionInputs, start: float, end: float, mean:
             requests=finished_between(x.timelines, start, end),
             output_tokens=tokens,
             output_tokens_per_s=round(tokens / span, 3),
-            mean_concurrency=round(mean, 4),
+            mean_concurrency=round(steady.mean_concurrency or 0.0, 4),
+            mean_running=None if steady.mean_running is None else round(steady.mean_running, 4),
         ),
         "steady_state",
         figures,

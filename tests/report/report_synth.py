@@ -441,6 +441,9 @@ def serving_result(
         "mean": concurrency,
         "max": int(concurrency * 2),
         "steady_state_mean": None if steady is None else steady["conc"],
+        "running_mean": concurrency,
+        "running_max": int(concurrency * 2),
+        "steady_state_running_mean": None if steady is None else steady["conc"],
     }
     reasons = result["null_reasons"]
     if steady is None:
@@ -459,6 +462,7 @@ def serving_result(
             "output_tokens": tokens,
             "output_tokens_per_s": steady["tok_s"],
             "mean_concurrency": steady["conc"],
+            "mean_running": steady["conc"],
             "energy_j": None if sj is None else sj * tokens,
             "j_per_output_token": sj,
             "avg_power_w": None if sj is None else sj * steady["tok_s"],

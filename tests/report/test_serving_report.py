@@ -56,7 +56,7 @@ def test_serving_columns_come_from_the_steady_state_and_say_so(rate_sweep: Path)
     ]
     rows = _rows(text)
     # rate 8: steady state 400 × (1 ± noise) tok/s (whole window: 0.95 of it), J/tok 1.8/√8,
-    # 16 requests in flight (whole window: 12); half the requests met the SLOs
+    # a running batch of 16 (whole window: 12); half the requests met the SLOs
     assert rows["8"][1] == "poisson"
     assert rows["8"][2:4] == ["397", "±64"]  # not the whole window's 377
     assert rows["8"][4:6] == ["0.636", "±0.000"]  # not the whole window's 0.707
@@ -67,7 +67,7 @@ def test_serving_columns_come_from_the_steady_state_and_say_so(rate_sweep: Path)
     assert "J/tok, tok/s, conc: steady state (after the warm-up requests" in notes
     assert "in every row" in notes
     assert "good = requests meeting every SLO" in notes
-    assert "conc = mean requests in flight (sent, not yet finished: queued ones too)" in notes
+    assert "conc = mean running batch (requests between their first and last token)" in notes
 
 
 def test_the_traffic_column_goes_before_the_plus_minus_and_comes_back_without_it(
@@ -219,7 +219,7 @@ def test_energy_against_achieved_concurrency(rate_sweep: Path) -> None:
     (series,) = plot.series
     assert series.xs == pytest.approx([2.0 * r for r in RATES])  # the steady state's
     assert series.ys == pytest.approx(summary["steady_state.j_per_output_token.mean"].tolist())
-    assert plot.xlabel == "achieved concurrency (mean requests in flight)"
+    assert plot.xlabel == "achieved concurrency (mean running batch)"
     assert "(steady state)" in plot.note
     line = draw(plot).axes[0].get_lines()[0]
     assert list(line.get_xdata()) == pytest.approx([2.0, 4.0, 8.0, 16.0])

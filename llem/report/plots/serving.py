@@ -5,8 +5,8 @@ knob value that drove it.
   (``traffic.rate_per_s`` varies): the p90 TTFT and TPOT (over every request) against the output
   tokens/s achieved (the headline window: ``llem.report.window``), points labelled with the rate;
   the latency a server pays for its throughput (vLLM ``bench serve``'s view).
-* ``j_per_token_vs_concurrency.png``: J per output token against the mean requests in flight that
-  ran (both from the headline window), points labelled with the knob that bounds them
+* ``j_per_token_vs_concurrency.png``: J per output token against the mean running batch (both from
+  the headline window), points labelled with the knob that bounds them
   (``vllm.max_num_seqs``, ``pytorch.batch_size``, ``traffic.max_concurrency``, the rate); the
   ML.ENERGY leaderboard's energy-per-token curve, on what ran rather than on the knob.
 
@@ -144,14 +144,14 @@ def prepare_latency_throughput(summary: pd.DataFrame, knobs: Sequence[str], whic
 
 
 def prepare_energy_concurrency(summary: pd.DataFrame, knobs: Sequence[str]) -> XYPlot:
-    """J per output token against the mean requests in flight that ran."""
+    """J per output token against the mean running batch."""
     driver = next((k for k in LOAD_KNOBS if k in knobs), None)
     if driver is None:
         raise PlotSkipped("no knob that bounds the requests in flight varies")
     axes = (
         headline(summary, CONC),
         headline(summary, JTOK),
-        "achieved concurrency (mean requests in flight)",
+        "achieved concurrency (mean running batch)",
         "energy per output token (J/token)",
     )
     unit = "/s" if driver == RATE_KNOB else ""
