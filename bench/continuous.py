@@ -21,11 +21,13 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import statistics
+import sys
 import tempfile
 import time
 from importlib import resources
 from typing import Any
 
+from _verdict import Target, report
 from omegaconf import OmegaConf
 
 from llem.backends import sections
@@ -77,7 +79,12 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=8, help="pytorch.batch_size (both sides)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads", type=int, default=None, help="pytorch.num_threads")
-    parser.add_argument("--target", type=float, default=None, help="continuous/static ratio")
+    parser.add_argument(
+        "--target",
+        type=float,
+        default=0.9,
+        help="continuous/static tokens/s at least (default 0.9: within 10%% of static batches)",
+    )
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -113,9 +120,8 @@ def _report(args: argparse.Namespace, figures: dict[str, list[float]], startup: 
     ratio = med["continuous"] / med["static"]
     print(f"     ratio: {ratio:.2f} (continuous / static)")
     print(f"  start-up: {startup:.3f} s (continuous batching manager, outside the window)")
-    if args.target is not None:
-        verdict = "met" if ratio >= args.target else "NOT met"
-        print(f"    target: ratio >= {args.target}: {verdict}")
+    if not report([Target("continuous / static tokens/s", ratio, ">=", args.target)]):
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import sys
 import time
+
+from _verdict import Target, report
 
 from llem.backends.traffic.driver import PRECISE_S, drive
 from llem.backends.traffic.schedule import build_schedule
@@ -89,10 +92,6 @@ def _row(rate: float, mode: str, late: list[float]) -> str:
     return f"{rate:8g} {mode:>7} {len(late):9d} {p50:8.3f} {p99:8.3f} {max(late):8.3f}"
 
 
-def verdict(target: str, figure: str, met: bool) -> str:
-    return f"target: {target}  figure: {figure}  {'met' if met else 'NOT met'}"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=20.0, help="workload length per rate")
@@ -112,13 +111,10 @@ def main() -> None:
             if rate == TARGET_RATE and mode == "driver":
                 p99_at_target = _percentile(late, 0.99)
     assert p99_at_target is not None
-    print(
-        verdict(
-            f"lateness p99 <= {TARGET_P99_MS:g} ms at {TARGET_RATE:g} req/s",
-            f"{p99_at_target:.3f} ms",
-            p99_at_target <= TARGET_P99_MS,
-        )
+    target = Target(
+        f"send lateness p99 at {TARGET_RATE:g} req/s", p99_at_target, "<=", TARGET_P99_MS, " ms"
     )
+    sys.exit(0 if report([target]) else 1)
 
 
 if __name__ == "__main__":

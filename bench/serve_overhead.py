@@ -31,8 +31,11 @@ import asyncio
 import os
 import random
 import statistics
+import sys
 import time
 from typing import Any
+
+from _verdict import Target, report
 
 TARGET = 1.10
 
@@ -177,8 +180,8 @@ def main() -> None:
         ours, bare = statistics.median(sides["llem"]), statistics.median(sides["bare"])
         worst = max(worst, ours / bare)
         print(f"{name:16}{ours:14.3f}{bare:10.3f}{ours / bare:8.3f}")
-    verdict = "met" if worst <= TARGET else "NOT met"
-    print(f"target: llem serve wall time / bare <= {TARGET:.2f} on every workload: {verdict}")
+    target = Target("llem serve wall time / bare, worst workload", worst, "<=", TARGET)
+    sys.exit(0 if report([target]) else 1)
 
 
 if __name__ == "__main__":
