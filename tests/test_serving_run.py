@@ -25,6 +25,7 @@ import llem.runner.runner as runner_module
 import llem.runner.serving as serving_module
 from llem.backends.traffic.driver import drive
 from llem.backends.types import (
+    EngineStep,
     LoadedModel,
     Prompt,
     RequestTimeline,
@@ -32,7 +33,7 @@ from llem.backends.types import (
     ServeOutput,
 )
 from llem.config.validate import to_experiment
-from llem.result import read_requests
+from llem.result import read_requests, read_steps
 from llem.runner import Runner
 from llem.testing.cli import compose_tiny
 
@@ -115,7 +116,13 @@ class FakeServingBackend:
         )
         end = max(t.finish_s or 0.0 for t in timelines)
         time.sleep(max(0.0, end - time.perf_counter()) + 0.02)
-        self.served = ServeOutput(start, end, timelines, "scheduled send")
+        # planted engine steps: batches of 1, then 3 for 10 ms, then 2 for 30 ms
+        steps = [
+            EngineStep(start + 0.01, 1, 5, 0),
+            EngineStep(start + 0.02, 3, 0, 3),
+            EngineStep(start + 0.05, 2, None, None),
+        ]
+        self.served = ServeOutput(start, end, timelines, "scheduled send", steps=steps)
         return self.served
 
     def unload(self, loaded: LoadedModel | None) -> None:
@@ -193,6 +200,15 @@ def test_a_served_workload_fills_every_serving_section(served_run) -> None:
     # in flight: even requests 8 ms (sent on time), odd 8.5 ms (sent 0.5 ms late), never two
     c = result.concurrency
     assert (c.knob, c.knob_value, c.max) == ("pytorch.batch_size", 8, 1)
+    # the engine's own batch, step-duration weighted: (3 x 0.01 + 2 x 0.03) / 0.04
+    assert c.engine_running_mean == pytest.approx(2.25) and c.engine_running_max == 3
+    steps = read_steps(run_dir)
+    assert [(s.running, s.prefill_tokens, s.decode_tokens) for s in steps] == [
+        (1, 5, 0),
+        (3, 0, 3),
+        (2, None, None),
+    ]
+    assert steps[2].end_s - steps[0].end_s == pytest.approx(0.04, abs=1e-5)
     assert c.steady_state_mean == pytest.approx((8 * 0.008 + 8 * 0.0085) / 0.161, rel=1e-4)
     assert c.mean == pytest.approx((10 * 0.008 + 10 * 0.0085) / result.energy.window_s, rel=1e-4)
     # goodput: TPOT SLO 1.5 ms -> the 10 even requests (40 tokens) meet it
@@ -253,6 +269,8 @@ def test_an_offline_generate_run_gets_requests_and_the_serving_sections(
     assert result["null_reasons"]["steady_state"].startswith("too few requests: 3 < 2 x 2 + 1")
     assert result["goodput"] is None and "no SLO set" in result["null_reasons"]["goodput"]
     assert result["validity"]["checks"]["steady_state"] == "condition"
+    assert result["null_reasons"]["concurrency.engine_running_mean"].startswith("not a served")
+    assert not (tmp_path / "steps.csv").exists()
     warned = [r.getMessage() for r in caplog.records if "maximum batch" in r.getMessage()]
     assert warned == [
         "3 requests < 2 x the maximum batch pytorch.batch_size=2: the batch fills and drains "
@@ -279,3 +297,44 @@ def test_an_offline_generate_run_sends_traffic_n_requests_cycling_through_the_pr
     records = read_requests(tmp_path)
     assert [r.prompt_index for r in records] == [0, 1, 0, 1, 0]
     assert result["workload"]["requests"] == 5 and result["traffic"]["n_requests"] == 5
+
+
+@pytest.mark.parametrize(
+    "traffic",
+    [
+        ["traffic=offline"],
+        ["traffic=poisson", "traffic.rate_per_s=50"],
+        ["traffic=gamma", "traffic.rate_per_s=50", "traffic.burstiness=0.5"],
+        ["traffic=constant", "traffic.rate_per_s=50"],
+        ["traffic=concurrency", "traffic.max_concurrency=2"],
+    ],
+)
+def test_every_traffic_kind_runs_through_continuous_batching_end_to_end(
+    tiny_model_dir: Path, tmp_path: Path, traffic: list[str]
+) -> None:
+    """The real CLI, the real transformers continuous batching, each traffic kind."""
+    from llem.testing.cli import output, run_llem
+
+    run_dir = tmp_path / "run"
+    proc = run_llem(
+        "model=hf",
+        f"model.name_or_path={tiny_model_dir}",
+        "pytorch.batching=continuous",
+        "pytorch.batch_size=2",
+        "decoder.max_new_tokens=4",
+        "measurement.warmup=0",
+        "traffic.n_requests=6",
+        *traffic,
+        f"hydra.run.dir={run_dir}",
+    )
+    assert proc.returncode == 0, output(proc)
+    r = json.loads((run_dir / "result.json").read_text())
+    assert r["status"] == "ok" and r["traffic"]["kind"] == traffic[0].split("=")[1]
+    assert r["workload"]["requests"] == 6
+    records = read_requests(run_dir)
+    assert len(records) == 6 and all(x.output_tokens >= 1 for x in records)
+    assert all(x.first_token_s is not None and x.sent_s is not None for x in records)
+    assert r["latency"]["ttft_origin"] == (
+        "actual send" if traffic[0] == "traffic=concurrency" else "scheduled send"
+    )
+    assert "serving:" in proc.stdout or traffic[0] == "traffic=offline"

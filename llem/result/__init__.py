@@ -32,6 +32,7 @@ from llem.result.serving import (
     SteadyState,
     Traffic,
 )
+from llem.result.steps import STEPS_FILE, StepRecord, read_steps, write_steps
 
 __all__ = [
     "GENERATIONS_FILE",
@@ -64,6 +65,10 @@ __all__ = [
     "migrate",
     "quantization_label",
     "read_requests",
+    "read_steps",
+    "write_steps",
+    "StepRecord",
+    "STEPS_FILE",
     "utc_now",
     "write_generations",
     "write_requests",

@@ -62,6 +62,9 @@ class Concurrency:
     running_mean: float | None = None  # the running batch, time-weighted over the window
     running_max: int | None = None
     steady_state_running_mean: float | None = None
+    # the engine's own running batch per step (steps.csv), step-duration-weighted over the window
+    engine_running_mean: float | None = None
+    engine_running_max: int | None = None
     definition: str = (
         "requests in flight = sent and not yet finished (queued ones included); running = "
         "between their first and last token; mean = the count's time integral / span"

@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 from vllm_backend.vllm_helpers import SMALL_ENGINE, output, read_json, run_llem
 
+from llem.result import read_steps
+
 pytestmark = pytest.mark.vllm
 
 N_PROMPTS, N_TOKENS = 4, 8
@@ -151,6 +153,8 @@ def test_preflight_reports_every_vllm_problem_before_an_engine_starts(
     [
         (["traffic=poisson", "traffic.rate_per_s=20"], "scheduled send"),
         (["traffic=concurrency", "traffic.max_concurrency=2"], "actual send"),
+        (["traffic=gamma", "traffic.rate_per_s=20", "traffic.burstiness=0.5"], "scheduled send"),
+        (["traffic=constant", "traffic.rate_per_s=20"], "scheduled send"),
     ],
 )
 def test_a_served_vllm_run_writes_its_requests_and_serving_sections(
@@ -186,3 +190,7 @@ def test_a_served_vllm_run_writes_its_requests_and_serving_sections(
     assert all(row["first_token_s"] <= row["finish_s"] for row in rows)
     if origin == "actual send":
         assert r["concurrency"]["max"] <= 2
+    # vLLM exposes its steps: steps.csv, and its running batch never above max_num_seqs
+    steps = read_steps(run_dir)
+    assert steps and max(s.running for s in steps) <= 2
+    assert 1 <= r["concurrency"]["engine_running_max"] <= 2
