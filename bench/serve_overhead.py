@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import random
 import statistics
 import sys
 import time
@@ -38,6 +37,17 @@ from typing import Any
 from _verdict import Target, report
 
 TARGET = 1.10
+
+
+def poisson_times(n: int, rate: float, seed: int) -> list[float]:
+    """Send times (seconds after the origin) of ``n`` Poisson arrivals at ``rate`` per second,
+    drawn by llem's own schedule (the same times for both sides)."""
+    from llem.backends.traffic.schedule import build_schedule
+    from llem.backends.types import Prompt
+    from llem.config.traffic import TrafficConfig, TrafficKind
+
+    traffic = TrafficConfig(kind=TrafficKind.poisson, rate_per_s=rate, n_requests=n, seed=seed)
+    return [r.scheduled_s or 0.0 for r in build_schedule(traffic, [Prompt(text="x")])]
 
 
 def _backend(args: argparse.Namespace) -> Any:
@@ -67,16 +77,6 @@ def _backend(args: argparse.Namespace) -> Any:
         )
     exp = to_experiment(cfg)
     return VLLMBackend(replace(sections(exp), serving=True)), exp
-
-
-def poisson_schedule(n: int, rate: float, seed: int) -> list[float]:
-    """Send times (seconds after the origin) of ``n`` Poisson arrivals at ``rate`` per second."""
-    rng = random.Random(seed)
-    t, out = 0.0, []
-    for _ in range(n):
-        out.append(t)
-        t += rng.expovariate(rate)
-    return out
 
 
 async def bare_serve(
@@ -121,7 +121,7 @@ def run(args: argparse.Namespace) -> dict[str, dict[str, list[float]]]:
         )
         workloads = {
             "offline": [0.0] * n,
-            f"poisson {args.rate:g}/s": poisson_schedule(n, args.rate, args.seed),
+            f"poisson {args.rate:g}/s": poisson_times(n, args.rate, args.seed),
         }
         aengine = loaded.model
         backend.warm_up(loaded, [prompts], 1)

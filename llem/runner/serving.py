@@ -12,8 +12,6 @@ The traffic, SLO and steady-state settings come from ``traffic:``, ``slo:``,
 
 from __future__ import annotations
 
-import dataclasses
-import enum
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -32,7 +30,7 @@ from llem.backends.types import (
     ServeOutput,
 )
 from llem.config.schema import ExperimentConfig
-from llem.config.traffic import edge_requests
+from llem.config.traffic import TrafficConfig, TrafficKind, edge_requests, is_open_loop
 from llem.figures.serving import Slo, SteadyRule, request_records
 from llem.figures.timelines import timelines_from_batches
 from llem.measure import MeasurementSession
@@ -41,46 +39,10 @@ from llem.runner.serving_sections import SectionInputs, fill_sections
 
 log = logging.getLogger("llem.run")
 
-OFFLINE = "offline"
-CLOSED_LOOP = "concurrency"
-OPEN_LOOP = ("poisson", "gamma", "constant")
 SERVED_BANDWIDTH = (
     "not estimated for a served workload: requests join and leave the running batch at every "
     "engine step, and the estimate assumes a fixed batch"
 )
-
-
-def _plain(value: Any) -> Any:
-    return value.value if isinstance(value, enum.Enum) else value
-
-
-@dataclass(frozen=True)
-class TrafficSettings:
-    """The ``traffic:`` section's fields as the run reads them (``traffic_settings``)."""
-
-    kind: str = OFFLINE
-    rate_per_s: float | None = None
-    burstiness: float | None = None
-    max_concurrency: int | None = None
-    n_requests: int | None = None
-    seed: int = 0
-    warmup_requests: int | None = None  # None: llem.config.traffic.edge_requests
-    cooldown_requests: int | None = None
-
-    @property
-    def open_loop(self) -> bool:
-        return self.kind in OPEN_LOOP
-
-    @property
-    def closed_loop(self) -> bool:
-        return self.kind == CLOSED_LOOP
-
-
-def traffic_settings(exp: ExperimentConfig) -> TrafficSettings:
-    """``exp.traffic`` as plain values."""
-    section = exp.traffic
-    values = {f.name: _plain(getattr(section, f.name)) for f in dataclasses.fields(TrafficSettings)}
-    return TrafficSettings(**values)
 
 
 def slo_settings(exp: ExperimentConfig) -> Slo:
@@ -167,7 +129,7 @@ def fill_serving(
     if window is None:
         return
     timelines, origin, ttft_origin = _timelines(ran)
-    traffic = traffic_settings(exp)
+    traffic = exp.traffic
     max_batch = backend.batch_size(loaded)
     knob = _knob(exp, traffic, max_batch)
     rule = _rule(exp, traffic, max_batch, len(timelines))
@@ -246,24 +208,24 @@ def _timelines(ran: Served) -> tuple[list[RequestTimeline], float, str]:
     return timelines, origin, "batch start"
 
 
-def _knob(exp: ExperimentConfig, traffic: TrafficSettings, max_batch: int) -> tuple[str, int]:
+def _knob(exp: ExperimentConfig, traffic: TrafficConfig, max_batch: int) -> tuple[str, int]:
     """The key that bounds the requests in flight, and its value."""
-    if traffic.closed_loop and traffic.max_concurrency is not None:
+    if traffic.kind == TrafficKind.concurrency and traffic.max_concurrency is not None:
         return "traffic.max_concurrency", int(traffic.max_concurrency)
     key = "vllm.max_num_seqs" if exp.backend == "vllm" else "pytorch.batch_size"
     return key, max_batch
 
 
 def _rule(
-    exp: ExperimentConfig, traffic: TrafficSettings, max_batch: int, n_requests: int
+    exp: ExperimentConfig, traffic: TrafficConfig, max_batch: int, n_requests: int
 ) -> SteadyRule:
     b = max_batch
-    if traffic.closed_loop and traffic.max_concurrency:
+    if traffic.kind == TrafficKind.concurrency and traffic.max_concurrency:
         b = min(b, int(traffic.max_concurrency))
     warmup, cooldown = edge_requests(exp.traffic, n_requests)
     m = exp.measurement
     return SteadyRule(
-        open_loop=traffic.open_loop,
+        open_loop=is_open_loop(traffic),
         max_batch=b,
         warmup_requests=warmup,
         cooldown_requests=cooldown,

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from llem.backends.types import RequestTimeline
+from llem.config.traffic import TrafficConfig
 from llem.figures.serving import (
     BATCH_RULE,
     OPEN_LOOP,
@@ -51,7 +52,7 @@ class SectionInputs:
     window: WindowResult
     source: PowerSource | None
     unavailable_reason: str | None
-    traffic: Any  # llem.runner.serving.TrafficSettings
+    traffic: TrafficConfig
     knob: tuple[str, int]
     rule: SteadyRule
     slo: Slo
@@ -124,7 +125,7 @@ def _traffic(result: RunResult, x: SectionInputs) -> None:
     t = x.traffic
     late = pacing_lateness_ms(x.timelines) if x.paced else None
     result.traffic = Traffic(
-        kind=t.kind,
+        kind=t.kind.value,
         rate_per_s=t.rate_per_s,
         burstiness=t.burstiness,
         n_requests=len(x.timelines),
