@@ -17,12 +17,10 @@ from llem.config.pytorch import CacheImplementation
 from llem.config.schema import ExperimentConfig
 from llem.config.validate import config_hash, plain
 from llem.figures.compute import compute_figures
-from llem.figures.latency import LatencySamples, percentiles
 from llem.measure import Measurement
 from llem.result import (
     Compute,
     Figure,
-    Percentiles,
     RunResult,
     SweepPosition,
     quantization_label,
@@ -90,7 +88,7 @@ def fill_workload(
     n_prompts: int,
     batch_size: int,
 ) -> Counts:
-    """Workload counts, latency percentiles and the generate-only rate; returns the counts."""
+    """Workload counts and the generate-only rate; returns the counts."""
     counts = Counts.of(outputs)
     out_tokens = counts.output_tokens
     generate_s = sum(b.end_s - b.start_s for b in outputs)
@@ -98,25 +96,8 @@ def fill_workload(
     w.n_prompts, w.batch_size, w.passes = n_prompts, batch_size, passes
     w.input_tokens, w.output_tokens = counts.input_tokens, out_tokens
     w.requests = counts.requests
-    samples = LatencySamples()
-    for b in outputs:
-        samples.add_batch(b)
-    lat = result.latency
-    lat.generate_s = round(generate_s, 6)
-    for key, values, scale in (
-        ("ttft_ms", samples.ttft_s, 1000.0),
-        ("itl_ms", samples.itl_s, 1000.0),
-        ("request_latency_s", samples.request_s, 1.0),
-    ):
-        pct = percentiles(values, scale)
-        if pct is None:
-            result.null_reasons[f"latency.{key}"] = (
-                "no request produced more than one token"
-                if key == "itl_ms"
-                else "no tokens were generated"
-            )
-        else:
-            setattr(lat, key, Percentiles(**{k: round(v, 4) for k, v in pct.items()}))
+    # latency percentiles are the serving sections' (llem.runner.serving), for every run
+    result.latency.generate_s = round(generate_s, 6)
     if generate_s > 0:
         result.throughput.generate_output_tokens_per_s = round(out_tokens / generate_s, 3)
     return counts
