@@ -104,14 +104,30 @@ class RequestTimeline:
         return self.chunk_times_s[-1] if self.chunk_times_s else None
 
 
+@dataclass(frozen=True)
+class StepShare:
+    """What one request computed in one engine step: prompt tokens prefilled, tokens decoded."""
+
+    request_id: int
+    prefill_tokens: int
+    decode_tokens: int
+
+
 @dataclass
 class EngineStep:
-    """One engine iteration where the engine exposes it: when it ended and how many requests ran."""
+    """One engine iteration where the engine exposes it: when it began and ended, how many
+    requests ran, the tokens it computed and, where known, each request's share of them.
+
+    ``start_s`` is None where the engine gives no start (the step then starts where the previous
+    one ended); ``shares`` is None where the engine does not say which requests ran.
+    ``ServeOutput.step_clock`` says which clock the engine's step times come from."""
 
     end_s: float  # perf_counter seconds
     running: int  # requests in the running batch
     prefill_tokens: int | None = None
     decode_tokens: int | None = None
+    start_s: float | None = None  # perf_counter seconds
+    shares: tuple[StepShare, ...] | None = None
 
 
 @dataclass
@@ -124,6 +140,7 @@ class ServeOutput:
     ttft_origin: str  # "scheduled send" | "actual send" | "batch start"
     steps: list[EngineStep] | None = None  # None: the engine does not expose its steps
     num_beams: int = 1
+    step_clock: str | None = None  # how the engine's step times were taken (one sentence)
 
 
 @dataclass(frozen=True)
