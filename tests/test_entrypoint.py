@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from llem.app.entrypoint import main
+from llem.testing import cli
 
 REPO = Path(__file__).resolve().parents[1]
 FAST = [
@@ -22,7 +22,9 @@ FAST = [
 
 
 def llem(cwd: Path, *args: str, timeout: int = 180) -> subprocess.CompletedProcess:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO)}
+    # this checkout first on PYTHONPATH, the caller's entries kept (a GPU machine's packages
+    # installed with pip --target arrive through PYTHONPATH)
+    env = {**cli.llem_env(), "HF_HUB_OFFLINE": "1"}
     return subprocess.run(
         [sys.executable, "-m", "llem", *args],
         cwd=cwd,
