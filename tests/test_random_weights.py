@@ -183,3 +183,17 @@ def test_validation_errors_exit_2_with_one_line(tmp_path: Path):
         assert proc.returncode == 2, output(proc)
         lines = proc.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith(start), output(proc)
+
+
+def test_vllm_gets_the_dummy_load_format_and_ignores_eos():
+    from llem.backends.vllm.kwargs import build_engine_kwargs, build_sampling_kwargs
+
+    exp = ExperimentConfig(model=_random(architecture="smollm2-135m"), backend="vllm")
+    exp.decoder.max_new_tokens = 9
+    s = sections(exp, "vllm")
+    assert build_engine_kwargs(s, "cpu", "DIR")["load_format"] == "dummy"
+    sampling = build_sampling_kwargs(s)
+    assert sampling["ignore_eos"] is True and sampling["min_tokens"] == 9
+    pretrained = sections(ExperimentConfig(model=ModelConfig(name_or_path="x")), "vllm")
+    assert "load_format" not in build_engine_kwargs(pretrained, "cpu", "x")
+    assert "ignore_eos" not in build_sampling_kwargs(pretrained)

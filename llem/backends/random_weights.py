@@ -51,6 +51,15 @@ def identity(m: ModelConfig) -> str:
     return f"random:{m.architecture or m.name_or_path}"
 
 
+def described(m: ModelConfig) -> dict[str, Any]:
+    """For an engine that initialises the weights itself (vLLM's ``load_format="dummy"``): what
+    the result's ``lifecycle.load_kwargs`` adds about them (nothing for pretrained weights)."""
+    if not is_random(m):
+        return {}
+    source = random_source(m)
+    return {"weights": "random", "architecture": m.architecture, "tokenizer": source.tokenizer}
+
+
 @dataclass(frozen=True)
 class RandomSource:
     """The directory both engines load a random-weights model from, and what is in it."""
