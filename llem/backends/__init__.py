@@ -12,6 +12,7 @@ import importlib.util
 from typing import Any
 
 from llem.backends.types import Backend, BackendSections
+from llem.config.architectures import run_decoder
 from llem.config.engines import ENGINE_PACKAGES, PYTORCH
 from llem.config.pytorch import Batching
 from llem.config.schema import ExperimentConfig
@@ -54,7 +55,7 @@ def sections(exp: ExperimentConfig, name: str | None = None) -> BackendSections[
     return BackendSections(
         engine=getattr(exp, engine),
         model=exp.model,
-        decoder=exp.decoder,
+        decoder=run_decoder(exp.model, exp.decoder, engine == PYTORCH and serves(exp, engine)),
         quantization=exp.quantization,
         passthrough_kwargs=dict(exp.passthrough_kwargs),
         seed=exp.seed,

@@ -12,6 +12,8 @@ import logging
 import os
 from pathlib import Path
 
+from llem.config.model import ModelConfig, Weights
+
 log = logging.getLogger(__name__)
 
 PKG_PREFIX = "pkg:"
@@ -42,6 +44,15 @@ def _offline() -> bool:
         os.environ.get(v, "").lower() in ("1", "true", "yes")
         for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
     )
+
+
+def model_problem(m: ModelConfig) -> str | None:
+    """None when ``m`` can be loaded here; otherwise one sentence saying why not. A shipped
+    architecture with random weights needs nothing (``model.name_or_path`` is not used); random
+    weights from ``model.name_or_path`` need its config.json only."""
+    if m.weights == Weights.random and m.architecture is not None:
+        return None
+    return model_access_problem(m.name_or_path, m.gguf_file, m.revision)
 
 
 def model_access_problem(
@@ -195,8 +206,13 @@ def gguf_identity(gguf_path: Path) -> str:
     return digest.hexdigest()
 
 
+def llem_cache_dir() -> Path:
+    """llem's cache: ``LLEM_CACHE_DIR``, default ``~/.cache/llem``."""
+    return Path(os.environ.get("LLEM_CACHE_DIR", Path.home() / ".cache" / "llem"))
+
+
 def _cache_root() -> Path:
-    return Path(os.environ.get("LLEM_CACHE_DIR", Path.home() / ".cache" / "llem")) / "gguf"
+    return llem_cache_dir() / "gguf"
 
 
 def gguf_cache_dir(gguf_path: Path, transformers_version: str) -> Path:

@@ -7,7 +7,7 @@ from enum import Enum
 
 from omegaconf import MISSING
 
-from llem.config.knobs import FROM_PRETRAINED, knob
+from llem.config.knobs import FROM_PRETRAINED, LLEM, knob
 
 
 class Dtype(Enum):
@@ -15,6 +15,11 @@ class Dtype(Enum):
     float32 = "float32"
     float16 = "float16"
     bfloat16 = "bfloat16"
+
+
+class Weights(Enum):
+    pretrained = "pretrained"
+    random = "random"
 
 
 @dataclass
@@ -42,4 +47,18 @@ class ModelConfig:
         False,
         doc="Run modelling code shipped with the checkpoint (also passed to the tokenizer).",
         goes_to=FROM_PRETRAINED,
+    )
+    weights: Weights = knob(
+        Weights.pretrained,
+        doc="pretrained loads the checkpoint's weights; random builds the architecture from a "
+        "config.json (model.name_or_path=DIR) or model.architecture, with zero-mean random "
+        "weights on the device (output lengths are then exactly max_new_tokens).",
+        goes_to=LLEM,
+    )
+    architecture: str | None = knob(
+        None,
+        doc="A shipped architecture for model.weights=random (llama-3.1-8b, llama-3.2-1b, "
+        "qwen2.5-7b, mistral-7b, smollm2-135m); model.name_or_path and model.gguf_file are "
+        "then not used.",
+        goes_to=LLEM,
     )

@@ -19,6 +19,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
 
 from llem.config import knobs
+from llem.config.architectures import weights_problems
 from llem.config.dataset import chat_template_problems
 from llem.config.engines import VLLM, engine_problems
 from llem.config.knobs import Knob, range_problems, section_class, show
@@ -148,6 +149,7 @@ def cross_field_problems(exp: ExperimentConfig) -> list[str]:
     """
     return [
         *range_problems(exp),
+        *weights_problems(exp.model),
         *_quantization_problems(exp.quantization),
         *_pytorch_problems(exp.pytorch),
         *_decoder_problems(exp.decoder),

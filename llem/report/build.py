@@ -22,6 +22,7 @@ from llem.report.table import (
     render_problems,
     render_table,
 )
+from llem.report.weights import render_weights
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +88,7 @@ def build_report(
     conditions = render_conditions(runs, width=width)
     if conditions:
         parts += ["", conditions]
-    for note in (render_settings(runs, width=width), render_outside_plan(runs, width=width)):
+    for note in _notes(runs, width):
         if note:
             parts += ["", note]
     problems = render_problems(runs, width=width)
@@ -101,6 +102,15 @@ def build_report(
         files=files,
         skipped=skipped,
     )
+
+
+def _notes(runs: Runs, width: int) -> list[str]:
+    """The notes under the table after the conditions (each '' when it has nothing to say)."""
+    return [
+        render_settings(runs, width=width),
+        render_outside_plan(runs, width=width),
+        render_weights(runs, width=width),
+    ]
 
 
 def render_settings(runs: Runs, width: int = DEFAULT_WIDTH) -> str:

@@ -63,6 +63,7 @@ class RunResult:
     device: str | None = None
     dtype: str | None = None
     quantization: str | None = None
+    weights: str | None = None  # pretrained | random (model.weights); null before schema 4
     workload: Workload = field(default_factory=Workload)
     latency: Latency = field(default_factory=Latency)
     throughput: Throughput = field(default_factory=Throughput)

@@ -13,7 +13,7 @@ import logging
 from dataclasses import dataclass, field
 
 from llem.backends import sections
-from llem.backends.models import model_access_problem
+from llem.backends.models import model_problem
 from llem.backends.vllm import preflight_problems as vllm_preflight_problems
 from llem.config.engines import INSTALL_HINTS, VLLM, backend_package
 from llem.config.schema import AttnImplementation, Device, ExperimentConfig
@@ -75,7 +75,7 @@ def collect_problems(exp: ExperimentConfig, has_cuda: bool) -> list[str]:
             )
     if backend == VLLM:
         problems.extend(vllm_preflight_problems(sections(exp, VLLM), device, has_cuda))
-    access = model_access_problem(exp.model.name_or_path, exp.model.gguf_file, exp.model.revision)
+    access = model_problem(exp.model)
     if access:
         problems.append(access)
     q = exp.quantization

@@ -47,6 +47,7 @@ from llem.runner.serving import (
     serve,
 )
 from llem.runner.threads import settle_threads
+from llem.runner.weights import fill_weights
 
 log = logging.getLogger("llem.run")
 
@@ -151,6 +152,7 @@ class Runner:
             bandwidths = fill_measurement(result, report, counts)
             threads.record(result)
             fill_compilations(result)
+            fill_weights(result, exp)
             fill_memory(result, loaded, device, peaks)
             fill_prefix_cache(result, loaded, measured.outputs)
             fill_compute(result, loaded.shape, measured.outputs, exp, device, bandwidths)

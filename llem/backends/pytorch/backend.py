@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from llem.backends import random_weights
 from llem.backends.batching import StepClock, count_output_tokens, left_pad
 from llem.backends.memory import free_memory
 from llem.backends.models import convert_gguf, resolve_name_or_path
@@ -73,7 +74,7 @@ class PyTorchBackend:
         whether it serves (a continuous-batching manager runs on a serving model)."""
         pt = self.config
         key = {
-            "model": self.sections.model.name_or_path,
+            "model": random_weights.identity(self.sections.model),
             "kwargs": shown(build_load_kwargs(self.sections, device)),
             "device": device,
             "compile": [pt.torch_compile, pt.torch_compile_mode, pt.torch_compile_backend],
@@ -95,8 +96,12 @@ class PyTorchBackend:
             torch.set_num_threads(self.config.num_threads)
         kwargs = build_load_kwargs(self.sections, device)
         t0 = time.perf_counter()
-        source = self._source(kwargs)
-        model, tokenizer = self._from_pretrained(source, kwargs)
+        m = self.sections.model
+        if random_weights.is_random(m):  # kwargs become what was done
+            model, tokenizer, source = random_weights.load_random(m, device, kwargs)
+        else:
+            source = self._source(kwargs)
+            model, tokenizer = self._from_pretrained(source, kwargs)
         if device == "cpu" and "device_map" not in kwargs:
             model.to("cpu")
         model.eval()

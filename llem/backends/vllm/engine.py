@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from llem.backends import random_weights
 from llem.backends.memory import free_memory
 from llem.backends.tokens import token_lists
 from llem.backends.types import BatchOutput, LoadedModel, Prompt, ScheduledRequest, ServeOutput
@@ -110,8 +111,15 @@ class VLLMBackend:
             device=device,
             dtype=str(config.model_config.dtype).replace("torch.", ""),
             load_kwargs={
-                k: v if isinstance(v, (str, int, float, bool, dict, list)) or v is None else repr(v)
-                for k, v in (serving_kwargs(kwargs) if self.sections.serving else kwargs).items()
+                **{
+                    k: v
+                    if isinstance(v, (str, int, float, bool, dict, list)) or v is None
+                    else repr(v)
+                    for k, v in (
+                        serving_kwargs(kwargs) if self.sections.serving else kwargs
+                    ).items()
+                },
+                **random_weights.described(self.sections.model),
             },
             load_key=self.load_key(device),
             load_s=load_s,

@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from llem.backends import random_weights
 from llem.backends.models import convert_gguf, resolve_name_or_path
 from llem.backends.types import BackendSections
 from llem.config.vllm import VLLMConfig
@@ -87,8 +88,10 @@ def build_engine_kwargs(s: Sections, device: str, source: str) -> dict[str, Any]
         kwargs["dtype"] = m.dtype.value
     elif device == "cpu" and cpu_lacks_bf16():
         kwargs["dtype"] = "float32"
-    if m.revision and not m.gguf_file:
+    if m.revision and not m.gguf_file and not random_weights.is_random(m):
         kwargs["revision"] = m.revision
+    if random_weights.is_random(m):  # vLLM's own zero-mean init, no weights read
+        kwargs["load_format"] = "dummy"
     for name in ENGINE_KNOBS:
         value = getattr(v, name)
         if value is not None:
@@ -112,6 +115,8 @@ def build_sampling_kwargs(s: Sections) -> dict[str, Any]:
     kwargs: dict[str, Any] = {"max_tokens": d.max_new_tokens}
     if d.min_new_tokens is not None:
         kwargs["min_tokens"] = d.min_new_tokens
+    if random_weights.is_random(s.model):  # every request runs to max_tokens
+        kwargs["ignore_eos"] = True
     if d.repetition_penalty is not None:
         kwargs["repetition_penalty"] = d.repetition_penalty
     if not d.do_sample:
@@ -128,12 +133,16 @@ def build_sampling_kwargs(s: Sections) -> dict[str, Any]:
 
 def model_label(s: Sections) -> str:
     m = s.model
+    if random_weights.is_random(m):
+        return random_weights.identity(m)
     return f"{m.name_or_path}|{m.gguf_file}" if m.gguf_file else m.name_or_path
 
 
 def checkpoint_source(s: Sections) -> str:
     """What vLLM loads: a local directory, a hub id, or llem's converted copy of a GGUF file."""
     m = s.model
+    if random_weights.is_random(m):  # config.json and a tokenizer, no weights
+        return str(random_weights.random_source(m).directory)
     path, _ = resolve_name_or_path(m.name_or_path)
     if not m.gguf_file:
         return path
