@@ -17,8 +17,8 @@ from typing import Any
 
 from llem.config.dataset import ChatTemplate, DatasetConfig, DatasetSource
 from llem.config.decoder import DecoderConfig
-from llem.config.knobs import FROM_PRETRAINED, LLEM, knob, section
 from llem.config.gpu import GPUConfig
+from llem.config.knobs import FROM_PRETRAINED, LLEM, knob, section
 from llem.config.measurement import EnergySource, MeasurementConfig
 from llem.config.model import Dtype, ModelConfig
 from llem.config.pytorch import AttnImplementation, Batching, CacheImplementation, PyTorchConfig
