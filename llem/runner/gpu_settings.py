@@ -38,7 +38,7 @@ from llem.measure.gpu_control import (
 )
 from llem.measure.gpu_record import Restore, own_record_path, restore_gpu, write_record
 from llem.measure.nvml import Gpu, Nvml, NvmlUnavailable, init_nvml
-from llem.result import RunResult
+from llem.result import Figure, RunResult
 from llem.result.gpu import GPU_LEFT_AS_IT_WAS, GpuSection
 
 log = logging.getLogger("llem.gpu")
@@ -279,4 +279,4 @@ def _judge(result: RunResult, problems: list[str]) -> None:
     validity.checks["gpu_settings"] = "failed" if problems else "passed"
     validity.problems.extend(problems)
     if problems and validity.energy_valid is not None:
-        validity.energy_valid = False
+        result.set_figure("validity.energy_valid", Figure(False))

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pynvml as _real
 
@@ -38,7 +38,7 @@ class FakeControl:
     state_file: Path | None = None
 
 
-def _raise(code: int) -> None:
+def _raise(code: int) -> NoReturn:
     raise _real.NVMLError(code)
 
 
@@ -80,7 +80,7 @@ class ControlFunctions:
         _, c = self._control(handle, "nvmlDeviceGetPowerManagementLimitConstraints")
         if c.power_range_mw is None:
             _raise(_real.NVML_ERROR_NOT_SUPPORTED)
-        return list(c.power_range_mw)  # type: ignore[arg-type]
+        return list(c.power_range_mw)
 
     def nvmlDeviceSetPowerManagementLimit(self, handle: Any, limit: int) -> None:
         gpu, c = self._control(handle, "nvmlDeviceSetPowerManagementLimit")

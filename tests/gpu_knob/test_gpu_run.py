@@ -36,7 +36,9 @@ def test_set_before_the_warm_up_recorded_and_restored(
         return warm_up(self, *args, **kwargs)
 
     monkeypatch.setattr(runner_module.Runner, "_generate", spy)
-    result = _run(tiny_model_dir, tmp_path / "run", "gpu.power_limit_w=300", "gpu.sm_clock_mhz=1410")
+    result = _run(
+        tiny_model_dir, tmp_path / "run", "gpu.power_limit_w=300", "gpu.sm_clock_mhz=1410"
+    )
     assert result["status"] == "ok"
     assert seen_at_warm_up == [(300_000, (1410, 1410))]
     section = result["gpu"]
@@ -115,3 +117,14 @@ def test_a_failed_restore_says_so_loudly_and_keeps_the_record(
     assert "python -m llem.gpu restore" in line
     (record,) = read_records()
     assert record.gpus[0].power_limit_w == 450.0
+
+
+def test_a_setting_not_held_makes_measured_energy_invalid() -> None:
+    from llem.result import Figure, RunResult
+    from llem.runner.gpu_settings import _judge
+
+    result = RunResult(status="ok")
+    result.set_figure("validity.energy_valid", Figure(True))
+    _judge(result, ["GPU 0 ran at 1200 MHz at the window's end, outside ..."])
+    assert result.validity.energy_valid is False
+    assert result.validity.checks["gpu_settings"] == "failed"
