@@ -5,7 +5,6 @@ by the next llem start, or by ``python -m llem.gpu restore``."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -14,39 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from llem.testing.cli import llem_command, llem_env
-
-SITE = Path(__file__).resolve().parent / "fake_site"
-ORIGINAL_MW = 450_000
-
-
-def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
-    env = llem_env()
-    env["PYTHONPATH"] = os.pathsep.join([str(SITE), env["PYTHONPATH"]])
-    env["LLEM_CACHE_DIR"] = str(tmp_path / "cache")
-    env["LLEM_TEST_FAKE_NVML_STATE"] = str(tmp_path / "gpu.json")
-    env.update(extra)
-    return env
-
-
-def _gpu(tmp_path: Path) -> dict:
-    return json.loads((tmp_path / "gpu.json").read_text())
-
-
-def _start_gpu(tmp_path: Path) -> None:
-    state = dict(power_limit_mw=ORIGINAL_MW, sm_lock=None, memory_lock=None, original_limit_mw=None)
-    (tmp_path / "gpu.json").write_text(json.dumps({**state, "changes": []}))
-
-
-def _records(tmp_path: Path) -> list[Path]:
-    return sorted((tmp_path / "cache" / "gpu_restore").glob("*.json"))
+from gpu_knob.fake_process import ORIGINAL_MW, gpu_env, gpu_state, restore_records, start_gpu
+from llem.testing.cli import llem_command
 
 
 def _run_until_the_window(tmp_path: Path, tiny_model_dir: Path) -> subprocess.Popen[str]:
     """A llem run with gpu.power_limit_w=300 and gpu.sm_clock_mhz=1410, held inside its window."""
-    _start_gpu(tmp_path)
+    start_gpu(tmp_path)
     marker = tmp_path / "window-open"
-    env = _env(tmp_path, LLEM_TEST_WINDOW_MARKER=str(marker), LLEM_TEST_WINDOW_WAIT_S="120")
+    env = gpu_env(tmp_path, LLEM_TEST_WINDOW_MARKER=str(marker), LLEM_TEST_WINDOW_WAIT_S="120")
     args = [
         "model=hf",
         f"model.name_or_path={tiny_model_dir}",
@@ -76,14 +51,14 @@ def _run_until_the_window(tmp_path: Path, tiny_model_dir: Path) -> subprocess.Po
 
 def test_sigterm_mid_window_restores_and_exits_143(tmp_path, tiny_model_dir) -> None:
     proc = _run_until_the_window(tmp_path, tiny_model_dir)
-    held = _gpu(tmp_path)
+    held = gpu_state(tmp_path)
     assert held["power_limit_mw"] == 300_000 and held["sm_lock"] == [1410, 1410]
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 128 + 15, err[-3000:]
-    after = _gpu(tmp_path)
+    after = gpu_state(tmp_path)
     assert after["power_limit_mw"] == ORIGINAL_MW and after["sm_lock"] is None
-    assert _records(tmp_path) == []
+    assert restore_records(tmp_path) == []
     result = json.loads((tmp_path / "run" / "result.json").read_text())
     assert result["status"] == "failed" and result["gpu"]["restored"] is True
 
@@ -92,8 +67,8 @@ def _killed_mid_window(tmp_path: Path, tiny_model_dir: Path) -> None:
     proc = _run_until_the_window(tmp_path, tiny_model_dir)
     proc.kill()  # SIGKILL: nothing of llem runs
     proc.communicate(timeout=60)
-    assert _gpu(tmp_path)["power_limit_mw"] == 300_000
-    assert len(_records(tmp_path)) == 1
+    assert gpu_state(tmp_path)["power_limit_mw"] == 300_000
+    assert len(restore_records(tmp_path)) == 1
 
 
 def test_a_crash_record_is_restored_by_the_next_llem_start(tmp_path, tiny_model_dir) -> None:
@@ -101,7 +76,7 @@ def test_a_crash_record_is_restored_by_the_next_llem_start(tmp_path, tiny_model_
     proc = subprocess.run(
         llem_command("model=hf", f"model.name_or_path={tiny_model_dir}", "dry_run=true"),
         cwd=tmp_path,
-        env=_env(tmp_path),
+        env=gpu_env(tmp_path),
         text=True,
         capture_output=True,
         timeout=120,
@@ -110,16 +85,16 @@ def test_a_crash_record_is_restored_by_the_next_llem_start(tmp_path, tiny_model_
     restored = [line for line in proc.stderr.splitlines() if "restored GPU settings" in line]
     assert len(restored) == 1, proc.stderr
     assert "power limit 450 W, SM clock unlocked" in restored[0]
-    after = _gpu(tmp_path)
+    after = gpu_state(tmp_path)
     assert after["power_limit_mw"] == ORIGINAL_MW and after["sm_lock"] is None
-    assert _records(tmp_path) == []
+    assert restore_records(tmp_path) == []
 
 
 def test_python_m_llem_gpu_restore_by_hand(tmp_path, tiny_model_dir) -> None:
     _killed_mid_window(tmp_path, tiny_model_dir)
     show = subprocess.run(
         [sys.executable, "-m", "llem.gpu", "show"],
-        env=_env(tmp_path),
+        env=gpu_env(tmp_path),
         text=True,
         capture_output=True,
         timeout=60,
@@ -129,7 +104,7 @@ def test_python_m_llem_gpu_restore_by_hand(tmp_path, tiny_model_dir) -> None:
     assert "(leftover): GPU 0 (GPU-fake-0000): power limit 450 W, SM clock unlocked" in show.stdout
     proc = subprocess.run(
         [sys.executable, "-m", "llem.gpu", "restore"],
-        env=_env(tmp_path),
+        env=gpu_env(tmp_path),
         text=True,
         capture_output=True,
         timeout=60,
@@ -138,12 +113,12 @@ def test_python_m_llem_gpu_restore_by_hand(tmp_path, tiny_model_dir) -> None:
     assert proc.stdout.strip() == (
         "restored: GPU 0 (GPU-fake-0000): power limit 450 W, SM clock unlocked"
     )
-    assert _gpu(tmp_path)["power_limit_mw"] == ORIGINAL_MW and _records(tmp_path) == []
+    assert gpu_state(tmp_path)["power_limit_mw"] == ORIGINAL_MW and restore_records(tmp_path) == []
 
 
 def test_a_restore_that_fails_keeps_the_record_and_exits_1(tmp_path, tiny_model_dir) -> None:
     _killed_mid_window(tmp_path, tiny_model_dir)
-    env = _env(tmp_path, LLEM_TEST_FAKE_NVML_CONTROL=json.dumps({"failing_restore": True}))
+    env = gpu_env(tmp_path, LLEM_TEST_FAKE_NVML_CONTROL=json.dumps({"failing_restore": True}))
     proc = subprocess.run(
         [sys.executable, "-m", "llem.gpu", "restore"],
         env=env,
@@ -153,4 +128,4 @@ def test_a_restore_that_fails_keeps_the_record_and_exits_1(tmp_path, tiny_model_
     )
     assert proc.returncode == 1
     assert proc.stderr.startswith("error: not restored (unlocking the SM clock of GPU 0")
-    assert len(_records(tmp_path)) == 1
+    assert len(restore_records(tmp_path)) == 1
