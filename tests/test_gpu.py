@@ -53,3 +53,70 @@ def test_cuda_run_end_to_end(tmp_path, tiny_model_dir):
     assert result["memory"]["peak_allocated_mb"] > 0
     assert result["compute"]["decode_bandwidth_utilisation"] is not None
     assert time.perf_counter() - t0 < 300
+
+
+# ------------------------------------------------------------------ the GPU as a knob (gpu.*)
+def _power_limit_target():
+    """(NVML, control, GPU 0, its state, the minimum + 100 W); skips without the right to set."""
+    from llem.measure.gpu_control import GpuControl
+    from llem.measure.nvml import init_nvml
+
+    nvml = init_nvml()
+    control = GpuControl(nvml)
+    gpu = nvml.gpus()[0]
+    state = control.state(gpu)
+    if state.power_range_w is None:
+        nvml.shutdown()
+        pytest.skip(f"GPU 0 has no settable power limit ({state.null_reasons})")
+    problem = control.permission_problem(gpu)
+    if problem:
+        nvml.shutdown()
+        pytest.skip(problem)
+    lo, hi = state.power_range_w
+    return nvml, control, gpu, state, min(lo + 100, hi)
+
+
+def test_power_limit_is_set_enforced_and_restored_through_nvml():
+    nvml, control, gpu, before, target = _power_limit_target()
+    try:
+        control.set_power_limit(gpu, target)
+        during = control.state(gpu)
+        assert during.power_limit_w == pytest.approx(target, abs=1)
+        assert during.enforced_power_limit_w == pytest.approx(target, abs=1)
+    finally:
+        control.set_power_limit(gpu, before.power_limit_w)
+        after = control.state(gpu)
+        nvml.shutdown()
+    assert after.power_limit_w == pytest.approx(before.power_limit_w, abs=1)
+
+
+def test_a_run_under_a_power_limit_records_it_and_restores_the_original(tmp_path, tiny_model_dir):
+    nvml, _, _, before, target = _power_limit_target()  # NVML's GPU 0: the one torch's cuda:0 is
+    nvml.shutdown()
+    proc = llem(
+        tmp_path,
+        "device=cuda",
+        "model=hf",
+        f"model.name_or_path={tiny_model_dir}",
+        *FAST,
+        "measurement.idle_baseline_s=1",
+        "measurement.min_window_s=2",
+        f"gpu.power_limit_w={target:g}",
+        "measurement.gpu_indices=[0]",
+    )
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    result = json.loads(next((tmp_path / "outputs").rglob("result.json")).read_text())
+    (device,) = result["gpu"]["devices"].values()  # torch's cuda:0
+    assert device["enforced_power_limit_w"] == pytest.approx(target, abs=1)
+    assert device["power_limit_w_before"] == pytest.approx(before.power_limit_w, abs=1)
+    assert result["gpu"]["restored"] is True
+    assert result["validity"]["checks"]["gpu_settings"] == "passed"
+    from llem.measure.gpu_control import GpuControl
+    from llem.measure.nvml import init_nvml
+
+    nvml = init_nvml()
+    try:
+        after = GpuControl(nvml).state(nvml.gpus()[device["nvml_index"]])
+    finally:
+        nvml.shutdown()
+    assert after.power_limit_w == pytest.approx(before.power_limit_w, abs=1)

@@ -17,6 +17,7 @@ from typing import Any
 
 from llem.config.dataset import ChatTemplate, DatasetConfig, DatasetSource
 from llem.config.decoder import DecoderConfig
+from llem.config.gpu import GPUConfig
 from llem.config.knobs import FROM_PRETRAINED, LLEM, knob, section
 from llem.config.measurement import EnergySource, MeasurementConfig
 from llem.config.model import Dtype, ModelConfig
@@ -39,6 +40,7 @@ __all__ = [
     "Dtype",
     "EnergySource",
     "ExperimentConfig",
+    "GPUConfig",
     "MeasurementConfig",
     "ModelConfig",
     "PyTorchConfig",
@@ -87,6 +89,9 @@ class ExperimentConfig:
     )
     slo: SloConfig = section(
         SloConfig, doc="Service-level objectives per request, for goodput (null: no SLO)."
+    )
+    gpu: GPUConfig = section(
+        GPUConfig, doc="The GPU's power limit and locked clocks for the run (null: as they are)."
     )
     sweep: SweepConfig = section(SweepConfig, doc="How a --multirun is ordered and run.")
     passthrough_kwargs: dict[str, Any] = knob(

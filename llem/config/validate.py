@@ -22,6 +22,7 @@ from llem.config import knobs
 from llem.config.architectures import weights_problems
 from llem.config.dataset import chat_template_problems
 from llem.config.engines import VLLM, engine_problems
+from llem.config.gpu import gpu_problems
 from llem.config.knobs import Knob, range_problems, section_class, show
 from llem.config.schema import (
     Batching,
@@ -158,6 +159,7 @@ def cross_field_problems(exp: ExperimentConfig) -> list[str]:
         *_traffic_problems(exp.traffic),
         *_batching_problems(exp),
         *engine_problems(exp),
+        *gpu_problems(exp.gpu, exp.device.value),
     ]
 
 
@@ -344,5 +346,7 @@ def config_hash(exp: ExperimentConfig) -> str:
     data = plain(exp)
     for key in _HASH_EXCLUDED:
         data.pop(key, None)
+    if not any(v is not None for v in data.get("gpu", {}).values()):
+        data.pop("gpu", None)  # a GPU left as it is: the hash of configs from before gpu.*
     blob = json.dumps(data, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]

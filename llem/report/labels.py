@@ -89,6 +89,18 @@ def knob_headers(knobs: Sequence[str]) -> dict[str, str]:
             depth[k] += 1
 
 
+#: a knob's name ending -> the unit of its values, shown on a plot's axis ("gpu.power_limit_w (W)")
+KNOB_UNITS = {"_w": "W", "_mhz": "MHz"}
+
+
+def knob_axis_label(knob: str) -> str:
+    """The knob's key, with the unit its name ends in spelled out: 'gpu.power_limit_w (W)'."""
+    for ending, unit in KNOB_UNITS.items():
+        if knob.endswith(ending):
+            return f"{knob} ({unit})"
+    return knob
+
+
 def basenames(values: Sequence[str]) -> list[str]:
     """Path-like values to their last component, when those stay distinct."""
     short = [v.rstrip("/").rsplit("/", 1)[-1] or v if "/" in v else v for v in values]

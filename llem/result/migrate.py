@@ -11,6 +11,9 @@ Schema history:
      ``latency.tpot_ms``, ``latency.e2e_ms``. Version 2 files migrate: their four new sections are
      null ("not recorded before schema 3") and their TTFT origin is "batch start" (every request
      was timed from the start of its generate() call).
+  4  ``gpu``: the power limit and clocks a run asked for, got and put back (``llem.result.gpu``;
+     null when the run left the GPU as it was). Version 3 files migrate: ``gpu`` is null
+     ("not recorded before result schema 4").
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from typing import Any
 
 from llem.version import __version__
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 # the sections schema 3 adds; older files have none of them
 SERVING_SECTIONS = ("traffic", "concurrency", "steady_state", "goodput")
@@ -42,6 +45,20 @@ def migrate(data: dict[str, Any]) -> dict[str, Any]:
         version = 2
     if version == 2:
         data = _migrate_2_to_3(data)
+        version = 3
+    if version == 3:
+        data = _migrate_3_to_4(data)
+    return data
+
+
+def _migrate_3_to_4(data: dict[str, Any]) -> dict[str, Any]:
+    data = dict(data)
+    data["schema_version"] = 4
+    data.setdefault("gpu", None)
+    if data["gpu"] is None:
+        reasons = dict(data.get("null_reasons") or {})
+        reasons.setdefault("gpu", "not recorded before result schema 4")
+        data["null_reasons"] = reasons
     return data
 
 

@@ -24,6 +24,7 @@ from typing import Any
 
 from llem.atomic import atomic_write_text
 from llem.result.figure import Figure, read_figure, with_figures
+from llem.result.gpu import GpuSection
 from llem.result.migrate import SCHEMA_VERSION, ResultFormatError, migrate
 from llem.result.sections import (
     Compute,
@@ -78,6 +79,7 @@ class RunResult:
     concurrency: Concurrency | None = None
     steady_state: SteadyState | None = None
     goodput: Goodput | None = None
+    gpu: GpuSection | None = None  # schema 4 (llem.result.gpu)
     lifecycle: Lifecycle = field(default_factory=Lifecycle)
     sweep: SweepPosition | None = None
     null_reasons: dict[str, str] = field(default_factory=dict)

@@ -20,6 +20,7 @@ from llem.config.schema import AttnImplementation, Device, ExperimentConfig
 from llem.errors import PreflightError
 from llem.measure import MeasurementSession
 from llem.measure.nvml import persistence_mode_off
+from llem.runner.gpu_settings import gpu_preflight_problems
 from llem.runner.prompts import check_dataset
 
 log = logging.getLogger(__name__)
@@ -107,6 +108,7 @@ def collect_problems(exp: ExperimentConfig, has_cuda: bool) -> list[str]:
     problems.extend(check_dataset(exp.dataset))
     session = MeasurementSession(exp.measurement, torch_device_indices=None, device_type=device)
     problems.extend(session.preflight())
+    problems.extend(gpu_preflight_problems(exp.gpu, exp.measurement.gpu_indices))
     return problems
 
 

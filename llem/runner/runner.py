@@ -21,6 +21,7 @@ from llem.backends.types import Backend, BatchOutput, LoadedModel, ServeOutput
 from llem.config.schema import ExperimentConfig
 from llem.config.validate import config_hash
 from llem.measure import MeasurementSession
+from llem.measure.gpu_record import restore_leftovers
 from llem.measure.idle import IdleCache
 from llem.result import ErrorInfo, RunResult, SweepPosition, utc_now, write_generations
 from llem.runner.assemble import (
@@ -33,6 +34,7 @@ from llem.runner.assemble import (
     new_result,
 )
 from llem.runner.environment import EnvironmentCache, write_environment
+from llem.runner.gpu_settings import GpuSettings
 from llem.runner.preflight import preflight
 from llem.runner.prepare import prepare
 from llem.runner.progress import BatchProgress
@@ -75,6 +77,7 @@ class Runner:
         self.idle_cache = IdleCache()
         self._kept: tuple[Backend[Any], LoadedModel] | None = None
         self._environment: EnvironmentCache = EnvironmentCache()
+        restore_leftovers()  # GPU settings a killed llem left behind (llem.measure.gpu_record)
 
     def run(
         self,
@@ -126,15 +129,18 @@ class Runner:
         write_environment(run_dir / "environment.json", self._environment.snapshot())
         backend = create_backend(exp)
         threads = settle_threads(exp)  # before the model loads (llem.runner.threads)
+        indices = _torch_indices(exp, device, backend)
+        gpu = GpuSettings(exp.gpu, indices)  # the gpu section (llem.runner.gpu_settings)
         session = MeasurementSession(
             exp.measurement,
-            torch_device_indices=_torch_indices(exp, device, backend),
+            torch_device_indices=indices,
             device_type=device,
             idle_cache=self.idle_cache,  # the Runner's idle baselines (llem.measure.idle)
         )
         loaded = None
         keep = False
         try:
+            gpu.apply()  # before the idle baseline and the warm-up: both run under it
             if device == "cuda":
                 _init_cuda()
             session.start()  # idle baseline: after CUDA init, before the model loads
@@ -150,6 +156,7 @@ class Runner:
                 input_tokens=counts.input_tokens,
             )
             bandwidths = fill_measurement(result, report, counts)
+            gpu.check_window_end(result)
             threads.record(result)
             fill_compilations(result)
             fill_weights(result, exp)
@@ -163,8 +170,12 @@ class Runner:
             session.write_timeseries(run_dir / "timeseries.csv")
             keep = reuse
         finally:
-            session.close()
-            self._release(backend, loaded, keep)
+            try:
+                gpu.restore()
+                gpu.fill(result)
+            finally:
+                session.close()
+                self._release(backend, loaded, keep)
 
     def _generate(
         self,

@@ -49,6 +49,7 @@ class Point:
     preflight: list[str] = field(default_factory=list)
     label: str = ""  # the swept overrides only (set by make_plan); all of them when nothing varies
     found_at: int | None = None  # done: the directory its finished result was found in
+    power_limit_w: float | None = None  # gpu.power_limit_w: orders the points of a group
 
     def __post_init__(self) -> None:
         if not self.label:
@@ -318,25 +319,53 @@ def order_points(points: list[Point], order: SweepOrder, seed: int) -> list[int]
     ...), grouped by load key within a round, so drift over time spreads evenly across
     configurations;
     shuffle: a seeded random permutation.
+
+    In grouped and interleave orders, a sweep over ``gpu.power_limit_w`` runs each group's points
+    in power-limit order, rising in one group and falling in the next (``by_power_limit``), so
+    that the GPU steps between neighbouring limits instead of jumping from the highest to the
+    lowest between two points.
     """
     pending = [p for p in points if p.status == "pending"]
 
-    def grouped(items: list[Point]) -> list[int]:
-        groups: OrderedDict[str | None, list[int]] = OrderedDict()
+    def grouped(items: list[Point]) -> list[list[Point]]:
+        groups: OrderedDict[str | None, list[Point]] = OrderedDict()
         for p in items:
-            groups.setdefault(p.load_key, []).append(p.index)
-        return [i for members in groups.values() for i in members]
+            groups.setdefault(p.load_key, []).append(p)
+        return list(groups.values())
 
+    chosen: list[list[Point]] | None = None
     if order == SweepOrder.grouped:
-        return grouped(pending)
+        chosen = grouped(pending)
     if order == SweepOrder.interleave:
         rounds: dict[int, list[Point]] = {}
         for p in pending:
             rounds.setdefault(p.repeat, []).append(p)
-        return [i for r in sorted(rounds) for i in grouped(rounds[r])]
+        chosen = [g for r in sorted(rounds) for g in grouped(rounds[r])]
+    if chosen is not None:
+        return [p.index for members in by_power_limit(chosen) for p in members]
     indices = [p.index for p in pending]
     random.Random(seed).shuffle(indices)
     return indices
+
+
+def by_power_limit(groups: list[list[Point]]) -> list[list[Point]]:
+    """Each group's points in power-limit order (a stable sort: points of one limit keep their
+    order), rising in the first group with a power limit, falling in the next, and so on; points
+    without a limit (the GPU left as it is) keep their place at the end of their group."""
+    out, rising = [], True
+    for members in groups:
+        limits = [p.power_limit_w for p in members if p.power_limit_w is not None]
+        if len(set(limits)) < 2:
+            out.append(members)
+            continue
+        sign = 1.0 if rising else -1.0
+        with_limit = sorted(
+            (p for p in members if p.power_limit_w is not None),
+            key=lambda p: sign * (p.power_limit_w or 0.0),
+        )
+        out.append(with_limit + [p for p in members if p.power_limit_w is None])
+        rising = not rising
+    return out
 
 
 def make_plan(

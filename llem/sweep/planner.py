@@ -89,6 +89,7 @@ class Planner:
             return point
         point.config_hash = config_hash(exp)
         point.repeat = exp.repeat
+        point.power_limit_w = exp.gpu.power_limit_w  # the run order steps through the limits
         device = resolve_device(exp.device, self.has_cuda)
         point.load_key = create_backend(exp).load_key(device)
         if self.dry_run:

@@ -2,7 +2,8 @@
 
 Constants and the ``NVMLError`` family are taken from the real ``pynvml`` (importable here even
 without a driver), so the fake raises exactly what NVML raises. Each ``FakeGpu`` is programmed with
-an architecture, counter support, a power waveform over clock time, UUIDs, MIG instances, and an
+an architecture, counter support, a power-limit range and clocks
+(``llem.testing.fake_nvml_control``), a power waveform over clock time, UUIDs, MIG instances, and an
 optional failure after N calls. Install with ``monkeypatch.setitem(sys.modules, "pynvml", fake)``.
 """
 
@@ -17,6 +18,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import pynvml as _real
+
+from llem.testing.fake_nvml_control import (
+    ControlFunctions,
+    FakeControl,
+    enforced_mw,
+    running_clock_mhz,
+)
 
 
 # ---------------------------------------------------------------- waveforms (watts over time)
@@ -147,6 +155,7 @@ class FakeGpu:
     fail_code: int = _real.NVML_ERROR_GPU_IS_LOST
     calls: int = 0
     power_limit_mw: int | None = 700_000  # None: not supported
+    control: FakeControl = field(default_factory=FakeControl)  # power limit range, clocks, locks
     # (pid, used bytes or None) of compute processes; None: listing them is not supported
     processes: list[tuple[int, int | None]] | None = field(default_factory=list)
     # NVML function name -> the calls to it that raise NVMLError_Unknown (1-based call numbers;
@@ -176,7 +185,7 @@ def _value(v: Num, t: float) -> float:
     return v(t) if callable(v) else v
 
 
-class FakeNvml(types.ModuleType):
+class FakeNvml(ControlFunctions, types.ModuleType):
     """``sys.modules["pynvml"]`` replacement over ``gpus``, reading time from ``clock.now()``."""
 
     def __init__(
@@ -307,8 +316,7 @@ class FakeNvml(types.ModuleType):
         )
 
     def nvmlDeviceGetClockInfo(self, handle, kind: int) -> int:
-        gpu = self._gpu(handle, "nvmlDeviceGetClockInfo")
-        return gpu.max_mem_clock_mhz if kind == _real.NVML_CLOCK_MEM else 1980
+        return running_clock_mhz(self._gpu(handle, "nvmlDeviceGetClockInfo"), kind)
 
     def nvmlDeviceGetMaxClockInfo(self, handle, kind: int) -> int:
         gpu = self._gpu(handle)
@@ -346,7 +354,7 @@ class FakeNvml(types.ModuleType):
         gpu = self._gpu(handle)
         if gpu.power_limit_mw is None:
             raise _real.NVMLError(_real.NVML_ERROR_NOT_SUPPORTED)
-        return gpu.power_limit_mw
+        return enforced_mw(gpu)
 
     def nvmlDeviceGetComputeRunningProcesses(self, handle):
         gpu = self._gpu(handle, "nvmlDeviceGetComputeRunningProcesses")
@@ -356,4 +364,4 @@ class FakeNvml(types.ModuleType):
 
 
 # Every NVML function the fake offers exists under the same name in the real bindings.
-FAKED_FUNCTIONS = sorted(n for n in vars(FakeNvml) if n.startswith("nvml"))
+FAKED_FUNCTIONS = sorted({n for cls in FakeNvml.__mro__ for n in vars(cls) if n.startswith("nvml")})

@@ -25,7 +25,7 @@ from typing import Any
 import pandas as pd
 
 from llem.report.cells import is_missing
-from llem.report.labels import basenames, knob_headers, shorten
+from llem.report.labels import basenames, knob_axis_label, knob_headers, shorten
 from llem.report.plots.common import (
     METRIC_LABELS,
     Hollow,
@@ -87,7 +87,7 @@ class KnobPlot:
 
     @property
     def xlabel(self) -> str:
-        return self.knob
+        return knob_axis_label(self.knob)
 
     @property
     def legend(self) -> bool:
