@@ -26,7 +26,9 @@ def test_a_replayed_constant_trace_gives_every_step_power_times_duration(
     edges = [w.start_s, w.start_s + 0.013, w.start_s + 0.05, w.start_s + 0.0501, w.end_s]
     got = span_energies(w, edges, source=s.source)
     assert not isinstance(got, str)
-    for (a, b), joules, bound in zip(zip(edges, edges[1:]), got.energy_j, got.bound_j):
+    for (a, b), joules, bound in zip(
+        zip(edges, edges[1:], strict=False), got.energy_j, got.bound_j, strict=False
+    ):
         assert joules == pytest.approx(250.0 * (b - a), rel=1e-9, abs=1e-9)
         assert bound <= 1e-9 * 250.0 * 2.0  # float rounding only
     assert sum(got.energy_j) == pytest.approx(w.devices[0].energy_j, rel=1e-12)
@@ -64,7 +66,7 @@ def test_spans_add_up_to_the_counter_and_the_bound_grows_with_the_sample_interva
     truth = [190.0, 5.0, 5.0, 15.0, 585.0]
     for got in (fine, coarse):
         assert sum(got.energy_j) == pytest.approx(800.0, rel=1e-12)
-        for joules, bound, exact in zip(got.energy_j, got.bound_j, truth):
+        for joules, bound, exact in zip(got.energy_j, got.bound_j, truth, strict=False):
             assert abs(joules - exact) <= bound
     # a 0.5 s timeline may misplace energy across a long span's edges 50 x more than a 10 ms one
     assert coarse.timing_bound_j[4] > 10 * fine.timing_bound_j[4]
