@@ -22,11 +22,14 @@ Bounds (worst case, J): a part's energy ``f x E`` is off by at most ``f x bound(
 measured energy: its timing bound plus ``scale_relative x E``) plus ``|df| x E``, ``df`` the
 furthest its fraction ``f`` moves when the fitted coefficients move within their timing bounds
 (a common scale error moves no fraction; the fraction is a ratio of linear functions of the
-coefficients, so its extremes lie at the corners of their box). Sums add their parts' bounds.
+coefficients, so its extremes lie at the corners of their box). Sums add their parts' bounds. No
+part can be below 0 or above the window's energy, so no bound is wider than
+``max(E, total x (1 + scale_relative) - E)``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -128,20 +131,32 @@ def attribute(
         _add(pre, got[0].energy_j, got[0].bound_j)
         _add(dec, got[1].energy_j, got[1].bound_j)
     requests, req_why, unattributed = _requests(cut, energy_j, bound_j, coeffs, box)
+    total = sum(energy_j)
+    cap = total * (1.0 + scale_relative)
+    if requests is not None:
+        requests = {
+            rid: dataclasses.replace(r, bound_j=_cap(r.energy_j, r.bound_j, cap))
+            for rid, r in requests.items()
+        }
     return Attribution(
-        total_j=sum(energy_j),
-        prefill=Part(*pre),
-        decode=Part(*dec),
-        between=Part(*between),
+        total_j=total,
+        prefill=Part(pre[0], _cap(pre[0], pre[1], cap)),
+        decode=Part(dec[0], _cap(dec[0], dec[1], cap)),
+        between=Part(between[0], _cap(between[0], between[1], cap)),
         fit=fit,
         split_method=FIT_SPLIT if why is None else TOKEN_SPLIT,
         split_null_reason=why,
         requests=requests,
         requests_null_reason=req_why,
-        unattributed=unattributed,
+        unattributed=Part(unattributed.energy_j, _cap(*dataclasses.astuple(unattributed), cap)),
         prefill_tokens=sum(r.prefill_tokens for r in rows),
         decode_tokens=sum(r.decode_tokens for r in rows),
     )
+
+
+def _cap(energy: float, bound: float, cap: float) -> float:
+    """A part lies in [0, the window's energy]: its bound need not be wider than that."""
+    return min(bound, max(energy, cap - energy))
 
 
 def _row(span: Span) -> StepRow:

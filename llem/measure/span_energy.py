@@ -20,10 +20,15 @@ what is computed from the spans:
   right but may misplace it in time by up to the timeline's resolution ``r`` (the largest gap
   between samples, plus the averaging length of the readings), so at most ``R x min(d, 2r)``
   joules can move across the span's two edges, ``R`` being the range (peak minus minimum) of the
-  scaled timeline over the window; plus the part of the span's energy that the counter scaling
-  added or removed (``|1 - 1/scale| x E``), whose place in time the samples do not show. It
-  assumes the power between samples stays within the range the samples saw: a timeline too coarse
-  to see a spike misses it, as every sampled figure does.
+  scaled timeline over the window; plus the trapezoid bound of the sample intervals wholly inside
+  the span (``llem.measure.uncertainty``: power that changes between two samples); plus the part
+  of the span's energy that the counter scaling added or removed (``|1 - 1/scale| x E``), whose
+  place in time the samples do not show. Where
+  the timeline resolves the spans (``2r`` at most the median span), ``R`` is the range the samples
+  saw: power that spikes and falls back between two samples is missed, as by every sampled
+  figure. Where it does not, the samples cannot have seen how power differs from one span to the
+  next, so ``R`` is the devices' power ceiling (their enforced power limits, ``ceiling_w``; the
+  scaled peak sample where it is unknown): the bound widens instead of trusting the samples.
 * ``scale_relative``: the window's own bound (counter resolution and update, sensor accuracy,
   trapezoid) as a fraction of its energy. It scales every span alike: it moves a span by at most
   ``scale_relative x E`` and leaves the spans' shares of each other unchanged.
@@ -34,6 +39,7 @@ what is computed from the spans:
 from __future__ import annotations
 
 import bisect
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -73,11 +79,13 @@ class SpanEnergies:
 @dataclass(frozen=True)
 class _Timeline:
     cumulative: Callable[[float], float]  # J from the window's start to t
+    inner: Callable[[float, float], float]  # trapezoid bound of the sample intervals inside
     resolution_s: float
     range_w: float
     scale: float
     window_bound_j: float
     window_j: float
+    peak_w: float = 0.0  # the scaled peak sample
 
 
 def span_energies(
@@ -86,8 +94,10 @@ def span_energies(
     *,
     source: PowerSource | None,
     unavailable_reason: str | None = None,
+    ceiling_w: float | None = None,
 ) -> SpanEnergies | str:
-    """The spans' energies and bounds (module docstring), or the reason they cannot be had."""
+    """The spans' energies and bounds (module docstring), or the reason they cannot be had.
+    ``ceiling_w``: the most the devices together can draw (their power limits), if known."""
     why = _unavailable(window, edges, source, unavailable_reason)
     if why is not None:
         return why
@@ -100,6 +110,7 @@ def span_energies(
         if isinstance(line, str):
             return f"no energy for {d.uuid}: {line}"
         lines.append(line)
+    lines = _unresolved(lines, cut, ceiling_w)
     energy = [0.0] * (len(cut) - 1)
     bounds = [0.0] * (len(cut) - 1)
     for line in lines:
@@ -108,6 +119,7 @@ def span_energies(
             joules = cum[i + 1] - cum[i]
             energy[i] += joules
             bounds[i] += timing_bound_j(line, joules, cut[i + 1] - cut[i])
+            bounds[i] += line.inner(cut[i], cut[i + 1])
     return SpanEnergies(
         tuple(energy),
         tuple(bounds),
@@ -140,6 +152,24 @@ def _unavailable(
     return None
 
 
+def _unresolved(
+    lines: list[_Timeline], cut: Sequence[float], ceiling_w: float | None
+) -> list[_Timeline]:
+    """The timelines, with the power ceiling as their range where they cannot resolve the
+    spans (module docstring)."""
+    durations = sorted(b - a for a, b in zip(cut, cut[1:], strict=False) if b > a)
+    if not durations:
+        return lines
+    median = durations[len(durations) // 2]
+    out = []
+    for line in lines:
+        if line.resolution_s > 0 and 2 * line.resolution_s > median:
+            share = ceiling_w / len(lines) if ceiling_w else line.peak_w
+            line = dataclasses.replace(line, range_w=max(line.range_w, share))
+        out.append(line)
+    return out
+
+
 def timing_bound_j(line: _Timeline, joules: float, duration_s: float) -> float:
     """The timing part of one span's bound (module docstring)."""
     moved = line.range_w * min(duration_s, 2 * line.resolution_s)
@@ -157,7 +187,7 @@ def _timeline(window: WindowResult, d: DeviceEnergy, source: PowerSource) -> _Ti
         def exact(t: float) -> float:
             return trace.energy_until(t - origin)
 
-        return _Timeline(exact, 0.0, 0.0, 1.0, bound, d.energy_j)
+        return _Timeline(exact, _no_inner, 0.0, 0.0, 1.0, bound, d.energy_j)
     times, watts = _points(window, d.uuid)
     if len(times) < 2:
         return "fewer than 2 power samples in the window"
@@ -171,8 +201,36 @@ def _timeline(window: WindowResult, d: DeviceEnergy, source: PowerSource) -> _Ti
     gaps = [b - a for a, b in zip([start, *times], [*times, window.end_s], strict=False)]
     resolution = max(gaps) + source.power_averaging_s(d.uuid)
     return _Timeline(
-        cumulative, resolution, scale * (max(watts) - min(watts)), scale, bound, d.energy_j
+        cumulative,
+        _inner_trapezoid(times, watts, scale),
+        resolution,
+        scale * (max(watts) - min(watts)),
+        scale,
+        bound,
+        d.energy_j,
+        scale * max(watts),
     )
+
+
+def _no_inner(a: float, b: float) -> float:
+    return 0.0
+
+
+def _inner_trapezoid(
+    times: Sequence[float], watts: Sequence[float], scale: float
+) -> Callable[[float, float], float]:
+    """(a, b) -> the scaled trapezoid bound of the sample intervals inside [a, b]."""
+    prefix = [0.0]
+    for i in range(len(times) - 1):
+        step = abs(watts[i + 1] - watts[i]) * (times[i + 1] - times[i]) / 2
+        prefix.append(prefix[-1] + step)
+
+    def inside(a: float, b: float) -> float:
+        first = bisect.bisect_left(times, a)  # the first sample at or after a
+        last = bisect.bisect_right(times, b) - 1  # the last sample at or before b
+        return scale * (prefix[last] - prefix[first]) if last > first else 0.0
+
+    return inside
 
 
 def _cumulative(
