@@ -148,7 +148,9 @@ def attribute(
         split_null_reason=why,
         requests=requests,
         requests_null_reason=req_why,
-        unattributed=Part(unattributed.energy_j, _cap(*dataclasses.astuple(unattributed), cap)),
+        unattributed=Part(
+            unattributed.energy_j, _cap(unattributed.energy_j, unattributed.bound_j, cap)
+        ),
         prefill_tokens=sum(r.prefill_tokens for r in rows),
         decode_tokens=sum(r.decode_tokens for r in rows),
     )

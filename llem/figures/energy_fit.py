@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 NAMES = ("a", "b", "p_static")
 _WHAT = {"a": "prefill tokens", "b": "decode tokens", "p_static": "step duration"}
@@ -132,7 +133,7 @@ def _rank(m: object) -> int:
     return int(np.sum(s > _RANK_TOL * s[0])) if s[0] > 0 else 0
 
 
-def _standard_errors(xs: object, resid: object, dof: int) -> tuple[object | None, str | None]:
+def _standard_errors(xs: Any, resid: Any, dof: int) -> tuple[Any, str | None]:
     import numpy as np
 
     if dof <= 0:
