@@ -23,12 +23,12 @@ what is computed from the spans:
   scaled timeline over the window; plus the trapezoid bound of the sample intervals wholly inside
   the span (``llem.measure.uncertainty``: power that changes between two samples); plus the part
   of the span's energy that the counter scaling added or removed (``|1 - 1/scale| x E``), whose
-  place in time the samples do not show. Where
-  the timeline resolves the spans (``2r`` at most the median span), ``R`` is the range the samples
-  saw: power that spikes and falls back between two samples is missed, as by every sampled
-  figure. Where it does not, the samples cannot have seen how power differs from one span to the
-  next, so ``R`` is the devices' power ceiling (their enforced power limits, ``ceiling_w``; the
-  scaled peak sample where it is unknown): the bound widens instead of trusting the samples.
+  place in time the samples do not show. ``R`` is the range the samples saw where a sample
+  lies inside the span (its power was seen; power that spikes and falls back between two samples
+  is missed, as by every sampled figure); where none does, the span's power was not seen at all,
+  so ``R`` is the devices' power ceiling (their enforced power limits, ``ceiling_w``; the scaled
+  peak sample where it is unknown): a timeline too coarse for the steps widens the bound instead
+  of trusting the samples.
 * ``scale_relative``: the window's own bound (counter resolution and update, sensor accuracy,
   trapezoid) as a fraction of its energy. It scales every span alike: it moves a span by at most
   ``scale_relative x E`` and leaves the spans' shares of each other unchanged.
@@ -86,6 +86,8 @@ class _Timeline:
     window_bound_j: float
     window_j: float
     peak_w: float = 0.0  # the scaled peak sample
+    seen: Callable[[float, float], bool] = lambda a, b: True  # a sample lies in [a, b]
+    unseen_w: float = 0.0  # the range of a span no sample saw
 
 
 def span_energies(
@@ -110,7 +112,7 @@ def span_energies(
         if isinstance(line, str):
             return f"no energy for {d.uuid}: {line}"
         lines.append(line)
-    lines = _unresolved(lines, cut, ceiling_w)
+    lines = _with_ceiling(lines, ceiling_w)
     energy = [0.0] * (len(cut) - 1)
     bounds = [0.0] * (len(cut) - 1)
     for line in lines:
@@ -118,7 +120,7 @@ def span_energies(
         for i in range(len(cut) - 1):
             joules = cum[i + 1] - cum[i]
             energy[i] += joules
-            bounds[i] += timing_bound_j(line, joules, cut[i + 1] - cut[i])
+            bounds[i] += timing_bound_j(line, joules, cut[i], cut[i + 1])
             bounds[i] += line.inner(cut[i], cut[i + 1])
     return SpanEnergies(
         tuple(energy),
@@ -152,27 +154,17 @@ def _unavailable(
     return None
 
 
-def _unresolved(
-    lines: list[_Timeline], cut: Sequence[float], ceiling_w: float | None
-) -> list[_Timeline]:
-    """The timelines, with the power ceiling as their range where they cannot resolve the
-    spans (module docstring)."""
-    durations = sorted(b - a for a, b in zip(cut, cut[1:], strict=False) if b > a)
-    if not durations:
-        return lines
-    median = durations[len(durations) // 2]
-    out = []
-    for line in lines:
-        if line.resolution_s > 0 and 2 * line.resolution_s > median:
-            share = ceiling_w / len(lines) if ceiling_w else line.peak_w
-            line = dataclasses.replace(line, range_w=max(line.range_w, share))
-        out.append(line)
-    return out
+def _with_ceiling(lines: list[_Timeline], ceiling_w: float | None) -> list[_Timeline]:
+    """The timelines with the range an unseen span's power may have: the devices' share of the
+    power ceiling (the scaled peak sample where it is unknown)."""
+    share = ceiling_w / len(lines) if ceiling_w else 0.0
+    return [dataclasses.replace(x, unseen_w=max(share, x.peak_w)) for x in lines]
 
 
-def timing_bound_j(line: _Timeline, joules: float, duration_s: float) -> float:
-    """The timing part of one span's bound (module docstring)."""
-    moved = line.range_w * min(duration_s, 2 * line.resolution_s)
+def timing_bound_j(line: _Timeline, joules: float, a: float, b: float) -> float:
+    """The timing part of the bound of the span ``[a, b]`` (module docstring)."""
+    power_range = line.range_w if line.seen(a, b) else line.unseen_w
+    moved = power_range * min(b - a, 2 * line.resolution_s)
     scaling = abs(1.0 - 1.0 / line.scale) * abs(joules) if line.scale > 0 else 0.0
     return moved + scaling
 
@@ -209,7 +201,15 @@ def _timeline(window: WindowResult, d: DeviceEnergy, source: PowerSource) -> _Ti
         bound,
         d.energy_j,
         scale * max(watts),
+        _seen(times),
     )
+
+
+def _seen(times: Sequence[float]) -> Callable[[float, float], bool]:
+    def seen(a: float, b: float) -> bool:
+        return bisect.bisect_left(times, a) < bisect.bisect_right(times, b)
+
+    return seen
 
 
 def _no_inner(a: float, b: float) -> float:
