@@ -3,8 +3,10 @@ phase split and fitted step costs, each request's energy in ``requests.jsonl`` a
 ``steps.csv`` (the arithmetic is ``llem.figures.attribution``'s; the spans' energies
 ``llem.measure.span_energy``'s).
 
-The one call the serving path makes, once ``requests.jsonl`` and ``steps.csv`` are written:
-``fill_attribution(result, served, session, run_dir)``.
+The one call the run makes, once ``requests.jsonl`` and ``steps.csv`` are written:
+``fill_attribution(result, steps, session, run_dir, why_none)``, ``steps`` being the engine's
+steps (``ServeOutput.steps``, or a static batch's) and ``why_none`` the reason the figures are
+null when ``steps`` is None.
 """
 
 from __future__ import annotations
@@ -36,15 +38,23 @@ class _Done:
     att: Attribution
 
 
+def why_no_steps(served: ServeOutput | None) -> str:
+    """Why a run has no engine steps to attribute to."""
+    return NOT_SERVED if served is None else NO_STEPS
+
+
 def fill_attribution(
-    result: RunResult, served: ServeOutput | None, session: MeasurementSession, run_dir: Path
+    result: RunResult,
+    steps: Sequence[EngineStep] | None,
+    session: MeasurementSession,
+    run_dir: Path,
+    why_none: str = NO_STEPS,
 ) -> None:
     """The attribution's fields of the result and its files (module docstring)."""
     window = session.last_window
     if window is None:
         return
-    steps = served.steps if served is not None else None
-    whole = _attribute(steps, served, window, window.start_s, window.end_s, session, result)
+    whole = _attribute(steps, why_none, window, window.start_s, window.end_s, session, result)
     figures = _figures(whole)
     figures["unattributed_j"] = (
         whole if isinstance(whole, Figure) else _part(whole.att.unattributed)
@@ -53,14 +63,14 @@ def fill_attribution(
     method = None if isinstance(whole, Figure) else f"{METHOD}; {SPAN_METHOD}"
     result.energy = dataclasses.replace(result.energy, attribution_method=method)
     _fit_reasons(result, "energy", whole)
-    _steady(result, steps, served, window, session)
+    _steady(result, steps, why_none, window, session)
     _requests_file(result, run_dir, whole)
     _steps_file(run_dir, whole, window.start_s)
 
 
 def _attribute(
     steps: Sequence[EngineStep] | None,
-    served: ServeOutput | None,
+    why_none: str,
     window: WindowResult,
     t0: float,
     t1: float,
@@ -68,10 +78,8 @@ def _attribute(
     result: RunResult,
 ) -> _Done | Figure:
     """The attribution over ``[t0, t1]``, or a null figure with the reason."""
-    if served is None:
-        return Figure.null(NOT_SERVED)
     if steps is None:
-        return Figure.null(NO_STEPS)
+        return Figure.null(why_none)
     cut = spans(steps, t0, t1)
     if not any(s.step is not None for s in cut):
         return Figure.null("no engine step ended inside the span")
@@ -150,7 +158,7 @@ def _fit_reasons(result: RunResult, where: str, done: _Done | Figure) -> None:
 def _steady(
     result: RunResult,
     steps: Sequence[EngineStep] | None,
-    served: ServeOutput | None,
+    why_none: str,
     window: WindowResult,
     session: MeasurementSession,
 ) -> None:
@@ -158,7 +166,7 @@ def _steady(
     if section is None:
         return
     t0, t1 = window.start_s + section.start_s, window.start_s + section.end_s
-    done = _attribute(steps, served, window, t0, t1, session, result)
+    done = _attribute(steps, why_none, window, t0, t1, session, result)
     updated, reasons = with_figures(section, "steady_state", _figures(done))
     method = None if isinstance(done, Figure) else f"{METHOD}; {SPAN_METHOD}"
     result.steady_state = dataclasses.replace(updated, attribution_method=method)

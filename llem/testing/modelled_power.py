@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from llem.backends.types import EngineStep, StepShare
 from llem.config.schema import EnergySource, MeasurementConfig
-from llem.figures.attribution import Span, fractions
+from llem.figures.attribution import Span, fractions, spans
 from llem.figures.energy_fit import StepRow
 from llem.measure import MeasurementSession
 from llem.measure import devices as measure_devices
@@ -239,6 +239,4 @@ def measure_modelled(
 
 
 def window_spans(m: Measured) -> list[Span]:
-    from llem.figures.attribution import spans
-
     return spans(m.steps, m.window.start_s, m.window.end_s)

@@ -9,7 +9,7 @@ import pytest
 
 from llem.backends.types import ServeOutput
 from llem.result import RequestRecord, RunResult, SteadyState, read_requests, write_requests
-from llem.runner.attribution import NO_STEPS, NOT_SERVED, fill_attribution
+from llem.runner.attribution import NO_STEPS, NOT_SERVED, fill_attribution, why_no_steps
 from llem.testing.modelled_power import PlantedModel, measure_modelled, simulate
 
 MODEL = PlantedModel(a_j=0.004, b_j=0.05, static_w=120.0, idle_w=60.0)
@@ -39,7 +39,7 @@ def test_the_result_gains_the_phase_split_the_fit_and_each_requests_energy(tmp_p
     m, served, result = _run(tmp_path)
     w = m.window
     result.steady_state = SteadyState("open_loop", 0.3, 0.7, 0.4, 3, 30, 75.0, 3.0)
-    fill_attribution(result, served, m.session, tmp_path)
+    fill_attribution(result, served.steps, m.session, tmp_path)
     e = result.energy
     total = w.devices[0].energy_j
     assert e.prefill_j + e.decode_j + e.between_steps_j == pytest.approx(total, rel=1e-9)
@@ -61,12 +61,11 @@ def test_the_result_gains_the_phase_split_the_fit_and_each_requests_energy(tmp_p
 
 def test_without_engine_steps_every_attributed_figure_is_null_with_the_reason(tmp_path) -> None:
     m, served, result = _run(tmp_path)
-    fill_attribution(result, None, m.session, tmp_path)
+    fill_attribution(result, None, m.session, tmp_path, why_no_steps(None))
     assert result.energy.prefill_j is None
     assert result.null_reasons["energy.prefill_j"] == NOT_SERVED
     assert result.null_reasons["requests.energy_j"] == NOT_SERVED
     assert read_requests(tmp_path)[0].energy_j is None
-    served.steps = None
-    fill_attribution(result, served, m.session, tmp_path)
+    fill_attribution(result, None, m.session, tmp_path, why_no_steps(served))
     assert result.null_reasons["energy.j_per_decode_token"] == NO_STEPS
     assert result.null_reasons["energy.fit"] == NO_STEPS
