@@ -187,9 +187,15 @@ def _split_model(fit: Fit) -> tuple[Coefficients, list[Coefficients], str | None
     return (values[0], values[1], values[2]), corners, None
 
 
-def fractions(parts: Sequence[tuple[int, int]], row: StepRow, c: Coefficients) -> list[float]:
+def fractions(
+    parts: Sequence[tuple[int, int]],
+    row: StepRow,
+    c: Coefficients,
+    idle: Sequence[bool] | None = None,
+) -> list[float]:
     """Each part's share of a step: its tokens' fitted cost plus static power by token share;
-    equal shares of the decode parts where no part has a cost."""
+    where the step computed no token, equal shares of the parts flagged in ``idle`` (every part
+    where None)."""
     a, b, p_static = c
     n = sum(p + q for p, q in parts)
     costs = [
@@ -201,8 +207,8 @@ def fractions(parts: Sequence[tuple[int, int]], row: StepRow, c: Coefficients) -
     tokens = [p + q for p, q in parts]
     if n > 0:
         return [t / n for t in tokens]
-    decode = [k for k, (p, _) in enumerate(parts) if p == 0] or list(range(len(parts)))
-    return [1.0 / len(decode) if k in decode else 0.0 for k in range(len(parts))]
+    flags = list(idle) if idle is not None and any(idle) else [True] * len(parts)
+    return [1.0 / sum(flags) if flag else 0.0 for flag in flags]
 
 
 def _split(
@@ -214,11 +220,12 @@ def _split(
     box: Sequence[Coefficients],
 ) -> list[Part]:
     """A step's energy over ``parts`` (prefill tokens, decode tokens), each with its bound."""
-    f = fractions(parts, row, coeffs)
+    decode = [k % 2 == 1 for k in range(len(parts))]  # parts come as (prefill, decode) pairs
+    f = fractions(parts, row, coeffs, decode)
     moved = [0.0] * len(parts)
     if sum(1 for x in f if 0.0 < x < 1.0) > 1:  # one part takes all: no fit error moves it
         for corner in box:
-            g = fractions(parts, row, corner)
+            g = fractions(parts, row, corner, decode)
             moved = [max(m, abs(gk - fk)) for m, gk, fk in zip(moved, g, f, strict=True)]
     return [
         Part(fk * energy, fk * bound + mk * abs(energy)) for fk, mk in zip(f, moved, strict=True)

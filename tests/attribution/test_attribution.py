@@ -111,3 +111,17 @@ def test_steps_that_do_not_say_which_requests_ran_leave_requests_null() -> None:
     got = attribute(cut, [1.0] * len(cut), [0.0] * len(cut))
     assert got.requests is None and got.requests_null_reason
     assert got.unattributed.energy_j == pytest.approx(sum([1.0] * len(cut)))
+
+
+def test_a_step_that_computed_no_token_is_decode_shared_equally_by_its_requests() -> None:
+    steps = _mixed_schedule()
+    idle = _step(steps[-1].end_s + 0.002, 0.01, [(1, 0, 0), (2, 0, 0)])
+    cut = spans([*steps, idle], 0.9, 1.3)
+    energy = _energies(cut)
+    got = attribute(cut, energy, [0.0] * len(cut))
+    base_cut = spans(steps, 0.9, 1.3)
+    base = attribute(base_cut, _energies(base_cut), [0.0] * len(base_cut))
+    assert got.prefill.energy_j == pytest.approx(base.prefill.energy_j)  # none of it is prefill
+    idle_j = P * 0.01
+    assert got.requests[1].decode_j - base.requests[1].decode_j == pytest.approx(idle_j / 2)
+    assert got.requests[2].prefill_j == pytest.approx(base.requests[2].prefill_j)
