@@ -53,6 +53,11 @@ def test_records_round_trip_one_json_object_per_line(tmp_path: Path) -> None:
         "tpot_ms",
         "e2e_ms",
         "slo_met",
+        "energy_j",
+        "j_per_output_token",
+        "prefill_j",
+        "decode_j",
+        "bound_j",
     ]
     assert read_requests(tmp_path) == records
     # the write is atomic: nothing but the file is left beside it
@@ -67,3 +72,12 @@ def test_a_line_that_is_not_a_record_is_named(tmp_path: Path) -> None:
         read_requests(tmp_path)
     with pytest.raises(FileNotFoundError):
         read_requests(tmp_path / "absent")
+
+
+def test_a_file_written_before_the_energy_fields_reads_with_them_null(tmp_path: Path) -> None:
+    old = {k: v for k, v in vars(_record(0)).items() if k not in ("energy_j", "bound_j")}
+    old = {k: v for k, v in old.items() if k not in ("prefill_j", "decode_j")}
+    old.pop("j_per_output_token")
+    (tmp_path / REQUESTS_FILE).write_text(json.dumps(old) + "\n")
+    got = read_requests(tmp_path)
+    assert got == [_record(0)] and got[0].energy_j is None

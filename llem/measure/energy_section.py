@@ -178,6 +178,19 @@ def _cpu(window: WindowResult, disabled_reason: str | None) -> tuple[dict[str, o
     return fields, Figure.null(why)
 
 
+#: filled after the window by the run (llem.runner.attribution); null until then
+ATTRIBUTED = (
+    "prefill_j",
+    "decode_j",
+    "between_steps_j",
+    "j_per_prefill_token",
+    "j_per_decode_token",
+    "unattributed_j",
+    "fit",
+)
+NOT_ATTRIBUTED = "not attributed: the run splits the energy by engine step after the window"
+
+
 def energy_section(
     window: WindowResult,
     *,
@@ -217,6 +230,7 @@ def energy_section(
             None if procs is None else [p.to_dict() for p in procs],
             unavailable_reason or f"the {source} source cannot list GPU processes",
         ),
+        **{name: Figure.null(unavailable_reason or NOT_ATTRIBUTED) for name in ATTRIBUTED},
     }
     energy = Energy(
         source=source,

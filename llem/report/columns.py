@@ -107,7 +107,43 @@ def serving_note(summary: pd.DataFrame) -> str | None:
             "good = requests meeting every SLO; good tok/s = their output tokens/s over the "
             "whole window"
         )
+    if _present(col(summary, f"{PHASES[0]}.mean")):
+        notes.append(
+            "pre/dec/gap % = the window's energy in prefill, decode and between engine steps; "
+            "J/prefill tok, J/decode tok = the fitted step model's costs (README: where the "
+            "energy goes)"
+        )
     return "; ".join(notes) or None
+
+
+PHASES = ("energy.prefill_j", "energy.decode_j", "energy.between_steps_j")
+PER_TOKEN = (
+    ("J/prefill tok", "energy.j_per_prefill_token"),
+    ("J/decode tok", "energy.j_per_decode_token"),
+)
+
+
+def _split_cell(parts: Sequence[Any]) -> str:
+    if any(is_missing(p) for p in parts) or sum(float(p) for p in parts) <= 0:
+        return ""
+    total = sum(float(p) for p in parts)
+    return "/".join(f"{100 * float(p) / total:.0f}" for p in parts)
+
+
+def phase_columns(summary: pd.DataFrame) -> list[Column]:
+    """'pre/dec/gap %' (the window's energy in prefill, decode and between engine steps, in %)
+    and the fitted 'J/prefill tok' and 'J/decode tok', where some row has the attribution
+    (``llem.figures.attribution``)."""
+    phases = [col(summary, f"{p}.mean") for p in PHASES]
+    if not _present(phases[0]):
+        return []
+    cells = [_split_cell(parts) for parts in zip(*phases, strict=True)]
+    out = [Column("pre/dec/gap %", cells, True)]
+    for header, metric in PER_TOKEN:
+        means = col(summary, f"{metric}.mean")
+        if _present(means):
+            out.append(Column(header, [format_number(m) for m in means], True))
+    return out
 
 
 #: after a mean ± CI whose half-width is at least half the mean (``labels.ci_is_wide``)

@@ -187,6 +187,12 @@ SERVING_METRICS = (
     "goodput.requests_per_s",
     "goodput.output_tokens_per_s",
     "goodput.j_per_output_token",
+    # where the energy goes (llem.figures.attribution)
+    "energy.prefill_j",
+    "energy.decode_j",
+    "energy.between_steps_j",
+    "energy.j_per_prefill_token",
+    "energy.j_per_decode_token",
 )
 #: the traffic a configuration served, as summary.csv columns (where runs recorded it)
 TRAFFIC_FIELDS = (

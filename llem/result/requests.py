@@ -4,8 +4,13 @@ writes it.
 Each line is a ``RequestRecord``: its id, the prompt it used, when it was scheduled and sent, when
 its first and last tokens reached the host (seconds from the measured window's start), its input
 and output tokens, its TTFT, TPOT and end-to-end latency (ms; the definitions are in
-``llem.figures.serving``) and whether it met every SLO (null: no SLO set). The file is written
-atomically, like result.json: a reader sees the whole file or none.
+``llem.figures.serving``) and whether it met every SLO (null: no SLO set); and, where the
+engine said which requests ran in each step and energy was measured, the request's share of the
+window's energy (``llem.figures.attribution``): ``energy_j`` with its worst-case ``bound_j``, its
+``prefill_j`` and ``decode_j`` parts and ``j_per_output_token`` (null otherwise; the reason is
+``result.json``'s ``null_reasons["requests.energy_j"]``). The file is written atomically, like
+result.json: a reader sees the whole file or none. Files written before the energy fields existed
+read with them null.
 """
 
 from __future__ import annotations
@@ -39,9 +44,16 @@ class RequestRecord:
     tpot_ms: float | None  # None: fewer than 2 output tokens
     e2e_ms: float | None
     slo_met: bool | None  # None: no SLO set
+    energy_j: float | None = None
+    j_per_output_token: float | None = None
+    prefill_j: float | None = None
+    decode_j: float | None = None
+    bound_j: float | None = None  # worst-case bound of energy_j
 
 
 _FIELDS = tuple(f.name for f in dataclasses.fields(RequestRecord))
+_OPTIONAL = ("energy_j", "j_per_output_token", "prefill_j", "decode_j", "bound_j")
+_REQUIRED = tuple(f for f in _FIELDS if f not in _OPTIONAL)
 
 
 def write_requests(run_dir: Path | str, records: Iterable[RequestRecord]) -> Path:
@@ -62,7 +74,7 @@ def read_requests(run_dir: Path | str) -> list[RequestRecord]:
             data = json.loads(line)
         except ValueError as exc:
             raise ResultFormatError(f"{path}:{number}: not valid JSON ({exc})") from None
-        if not isinstance(data, dict) or set(data) != set(_FIELDS):
+        if not isinstance(data, dict) or not set(_REQUIRED) <= set(data) <= set(_FIELDS):
             keys = sorted(data) if isinstance(data, dict) else type(data).__name__
             raise ResultFormatError(
                 f"{path}:{number}: expected the keys {', '.join(_FIELDS)}, got {keys}"

@@ -133,6 +133,25 @@ class Energy:
     # [{device, pid, used_memory_mb}]; null (with the reason) when the source cannot tell
     other_processes: list[dict[str, Any]] | None = figure()
     definition: str | None = None
+    # Where the energy goes (llem.figures.attribution): the window's engine steps split into
+    # prefill and decode by a fitted step model, what falls between steps, the fitted costs and
+    # what no request takes; prefill_j + decode_j + between_steps_j = total_j.
+    prefill_j: float | None = figure(bounded=True)
+    decode_j: float | None = figure(bounded=True)
+    between_steps_j: float | None = figure(bounded=True)
+    j_per_prefill_token: float | None = figure(bounded=True)  # the fit's a
+    j_per_decode_token: float | None = figure(bounded=True)  # the fit's b
+    unattributed_j: float | None = figure(bounded=True)  # total_j - the requests' energy_j
+    # {a, a_se, b, b_se, p_static_w, p_static_se, r2, n_steps, split}; a null entry's reason is
+    # null_reasons["energy.fit.<key>"]
+    fit: dict[str, Any] | None = figure()
+    attribution_method: str | None = None
+    prefill_j_uncertainty: float | None = bound()
+    decode_j_uncertainty: float | None = bound()
+    between_steps_j_uncertainty: float | None = bound()
+    j_per_prefill_token_uncertainty: float | None = bound()
+    j_per_decode_token_uncertainty: float | None = bound()
+    unattributed_j_uncertainty: float | None = bound()
 
     def __post_init__(self) -> None:
         check_bounds(self)

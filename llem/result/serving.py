@@ -9,6 +9,7 @@ in ``llem.figures.serving``. A section that does not apply is null, with the rea
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from llem.result.figure import bound, check_bounds, figure, figure_specs
 from llem.result.sections import Latency as _WindowLatency
@@ -91,6 +92,19 @@ class SteadyState:
     energy_j_uncertainty: float | None = bound()
     j_per_output_token_uncertainty: float | None = bound()
     avg_power_w_uncertainty: float | None = bound()
+    # the same split as energy's over the steady state's own steps (llem.figures.attribution)
+    prefill_j: float | None = figure(bounded=True)
+    decode_j: float | None = figure(bounded=True)
+    between_steps_j: float | None = figure(bounded=True)
+    j_per_prefill_token: float | None = figure(bounded=True)
+    j_per_decode_token: float | None = figure(bounded=True)
+    fit: dict[str, Any] | None = figure()
+    attribution_method: str | None = None
+    prefill_j_uncertainty: float | None = bound()
+    decode_j_uncertainty: float | None = bound()
+    between_steps_j_uncertainty: float | None = bound()
+    j_per_prefill_token_uncertainty: float | None = bound()
+    j_per_decode_token_uncertainty: float | None = bound()
 
     def __post_init__(self) -> None:
         check_bounds(self)

@@ -35,6 +35,7 @@ from llem.figures.serving import Slo, SteadyRule, request_records
 from llem.figures.timelines import timelines_from_batches
 from llem.measure import MeasurementSession
 from llem.result import RunResult, StepRecord, write_requests, write_steps
+from llem.runner.attribution import fill_attribution, why_no_steps
 from llem.runner.serving_sections import SectionInputs, fill_sections
 
 log = logging.getLogger("llem.run")
@@ -160,6 +161,8 @@ def fill_serving(
     )
     write_requests(run_dir, request_records(timelines, window.start_s, slo))
     _engine_steps(result, ran.served, window.start_s, window.end_s, run_dir)
+    steps = ran.served.steps if ran.served is not None else None
+    fill_attribution(result, steps, session, run_dir, why_no_steps(ran.served))
     if ran.served is not None and result.compute.decode_bandwidth_utilisation is None:
         result.null_reasons["compute.decode_bandwidth_utilisation"] = SERVED_BANDWIDTH
 

@@ -46,6 +46,7 @@ def test_energy_keys_are_the_design_contract():
         "cpu_package_j",
         "idle_measured_at",
         "other_processes",
+        "fit",  # the step model's coefficients with their standard errors (llem.figures)
     }
     assert all(spec.bound in keys for spec in specs.values() if spec.bound)
 

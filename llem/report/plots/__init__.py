@@ -8,6 +8,8 @@ labels drawn, a frozen dataclass) and then drawn on matplotlib's Agg canvas (no 
 * :mod:`.timeline`: ``timeline.png`` for a report over a single run, titled by what it draws.
 * :mod:`.serving`: ``ttft_p90_vs_throughput.png`` and ``tpot_p90_vs_throughput.png`` over a rate
   sweep, ``j_per_token_vs_concurrency.png`` where runs recorded the concurrency that ran.
+* :mod:`.attribution`: ``request_energy_vs_output.png`` and ``request_energy_vs_input.png`` where
+  runs recorded each request's energy (requests.jsonl), one colour per configuration.
 
 Where some run has a steady state, tokens/s, J/token and concurrency are each configuration's
 headline figures (``llem.report.window``) and each plot's note names the window.
@@ -34,6 +36,7 @@ import pandas as pd
 from llem.report.cells import is_missing
 from llem.report.labels import gpu_short
 from llem.report.load import Runs
+from llem.report.plots.attribution import RequestEnergyPlot, draw_request_energy, request_plots
 from llem.report.plots.common import (
     JTOK,
     METRIC_LABELS,
@@ -97,10 +100,11 @@ OWN_PATTERNS = (
     "j_per_token_vs_concurrency.png",
     "ttft_p90_vs_throughput.png",
     "tpot_p90_vs_throughput.png",
+    "request_energy_vs_*.png",
 )
 
 CONCURRENCY_PLOT = "j_per_token_vs_concurrency.png"
-Plot = KnobPlot | ParetoPlot | TimelinePlot | XYPlot
+Plot = KnobPlot | ParetoPlot | TimelinePlot | XYPlot | RequestEnergyPlot
 
 
 @dataclass(frozen=True)
@@ -193,6 +197,7 @@ def prepare_all(runs: Runs, summary: pd.DataFrame) -> PlotSet:
     elif pareto:
         out.add("pareto.png", prepare_pareto, summary, series, hollow, hollow_toks)
     _serving(runs, summary, series, has_energy, out)
+    out.plots += request_plots(runs)
     if runs.n_runs == 1:
         _single_run(runs, out)
     return PlotSet(tuple(out.plots), tuple(out.skipped))
@@ -221,6 +226,8 @@ def draw(plot: Plot, path: Path | None = None) -> Any:
         return draw_pareto(plot, path)
     if isinstance(plot, XYPlot):
         return draw_xy(plot, path)
+    if isinstance(plot, RequestEnergyPlot):
+        return draw_request_energy(plot, path)
     return draw_timeline(plot, path)
 
 

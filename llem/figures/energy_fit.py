@@ -1,0 +1,154 @@
+"""The linear energy model of engine steps, fitted by least squares over a window's steps:
+
+    E_step = a x prefill tokens + b x decode tokens + P_static x step duration
+
+``a`` is joules per prefill token, ``b`` joules per decode token, ``P_static`` watts drawn while a
+step runs whatever it computes. Each coefficient carries its standard error (from the residuals:
+``s^2 (X'X)^-1``, ``s^2 = RSS / (n - rank)``) and a worst-case bound from the steps' energy bounds:
+``sum_i |L_ji| x timing_i`` (``L`` the least-squares solution operator: how far the coefficient
+moves when every step's energy moves within its own timing bound) ``+ rho x |coefficient|`` (a
+relative error ``rho`` common to every step scales every coefficient alike). The model's own
+misfit is what the standard error and R^2 show. R^2 is the centred one,
+``1 - RSS / sum (E - mean E)^2``.
+
+A coefficient the steps cannot separate is null with the reason, never a number: no step computed
+prefill tokens (``a``), none decoded (``b``), or the columns are collinear (one prefill step at
+batch 1 whose decode steps all have the same duration; every step the same shape). Only identified
+coefficients are reported: their least-squares values do not depend on how the others are chosen.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+NAMES = ("a", "b", "p_static")
+_WHAT = {"a": "prefill tokens", "b": "decode tokens", "p_static": "step duration"}
+_RANK_TOL = 1e-9  # singular values below this x the largest (columns scaled to unit norm) are 0
+
+
+@dataclass(frozen=True)
+class Coefficient:
+    """A fitted coefficient (J/token or W), its standard error and worst-case bound, or null."""
+
+    value: float | None
+    se: float | None = None
+    bound: float | None = None
+    null_reason: str | None = None
+    se_null_reason: str | None = None
+    timing_bound: float | None = None  # the part of ``bound`` that can change shares
+
+
+@dataclass(frozen=True)
+class Fit:
+    a: Coefficient  # J per prefill token
+    b: Coefficient  # J per decode token
+    p_static: Coefficient  # W
+    r2: float | None
+    n_steps: int
+    r2_null_reason: str | None = None
+
+    @property
+    def identified(self) -> bool:
+        return all(c.value is not None for c in (self.a, self.b, self.p_static))
+
+    def coefficient(self, name: str) -> Coefficient:
+        return {"a": self.a, "b": self.b, "p_static": self.p_static}[name]
+
+
+@dataclass(frozen=True)
+class StepRow:
+    prefill_tokens: int
+    decode_tokens: int
+    duration_s: float
+
+
+def fit_steps(
+    rows: Sequence[StepRow],
+    energy_j: Sequence[float],
+    timing_bound_j: Sequence[float],
+    scale_relative: float = 0.0,
+) -> Fit:
+    """The fit over ``rows`` with their energies and energy bounds (module docstring)."""
+    import numpy as np
+
+    n = len(rows)
+    if n == 0:
+        null = Coefficient(None, null_reason="no engine step in the window")
+        return Fit(null, null, null, None, 0, "no engine step in the window")
+    x = np.array([[r.prefill_tokens, r.decode_tokens, r.duration_s] for r in rows], dtype=float)
+    y = np.asarray(energy_j, dtype=float)
+    reasons = _unidentified(x)
+    keep = [j for j, name in enumerate(NAMES) if name not in reasons]
+    xs = x[:, keep]
+    solve = np.linalg.pinv(xs)
+    beta = solve @ y
+    resid = y - xs @ beta
+    rank = int(np.linalg.matrix_rank(xs)) if keep else 0
+    se, se_reason = _standard_errors(xs, resid, n - rank)
+    timing = np.abs(solve) @ np.asarray(timing_bound_j, dtype=float)
+    coefficients = {name: Coefficient(None, null_reason=why) for name, why in reasons.items()}
+    for k, j in enumerate(keep):
+        se_k = None if se is None else float(se[k])
+        value, moved = float(beta[k]), float(timing[k])
+        bound = moved + scale_relative * abs(value)
+        coefficients[NAMES[j]] = Coefficient(value, se_k, bound, None, se_reason, moved)
+    r2, r2_reason = _r2(y, resid)
+    c = coefficients
+    return Fit(c["a"], c["b"], c["p_static"], r2, n, r2_reason)
+
+
+def _unidentified(x: object) -> dict[str, str]:
+    """Coefficient name -> why the steps cannot identify it."""
+    import numpy as np
+
+    m = np.asarray(x)
+    reasons: dict[str, str] = {}
+    for j, name in enumerate(NAMES):
+        if not np.any(m[:, j]):
+            reasons[name] = f"not identified: no step in the window has {_WHAT[name]}"
+    keep = [j for j, name in enumerate(NAMES) if name not in reasons]
+    if not keep:
+        return reasons
+    scaled = m[:, keep] / np.linalg.norm(m[:, keep], axis=0)
+    full = _rank(scaled)
+    for k, j in enumerate(keep):
+        if _rank(np.delete(scaled, k, axis=1)) == full:
+            others = " and ".join(_WHAT[NAMES[i]] for i in keep if i != j)
+            reasons[NAMES[j]] = (
+                f"not identified: {_WHAT[NAMES[j]]} are collinear with {others} over the "
+                f"window's {m.shape[0]} steps (every step has the same shape)"
+            )
+    return reasons
+
+
+def _rank(m: object) -> int:
+    import numpy as np
+
+    a = np.asarray(m)
+    if a.size == 0 or a.shape[1] == 0:
+        return 0
+    s = np.linalg.svd(a, compute_uv=False)
+    return int(np.sum(s > _RANK_TOL * s[0])) if s[0] > 0 else 0
+
+
+def _standard_errors(xs: Any, resid: Any, dof: int) -> tuple[Any, str | None]:
+    import numpy as np
+
+    if dof <= 0:
+        return None, "no residual degrees of freedom: as many steps as identified coefficients"
+    r = np.asarray(resid)
+    s2 = float(r @ r) / dof
+    cov = s2 * np.linalg.pinv(np.asarray(xs).T @ np.asarray(xs))
+    return np.sqrt(np.clip(np.diag(cov), 0.0, None)), None
+
+
+def _r2(y: object, resid: object) -> tuple[float | None, str | None]:
+    import numpy as np
+
+    yy, r = np.asarray(y), np.asarray(resid)
+    tss = float(np.sum((yy - yy.mean()) ** 2))
+    if len(yy) < 2 or tss <= 0:
+        return None, "every step has the same energy: R^2 is undefined"
+    return 1.0 - float(r @ r) / tss, None

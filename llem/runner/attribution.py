@@ -1,0 +1,223 @@
+"""Where the window's energy goes, filled into the result: ``energy``'s and ``steady_state``'s
+phase split and fitted step costs, each request's energy in ``requests.jsonl`` and each step's in
+``steps.csv`` (the arithmetic is ``llem.figures.attribution``'s; the spans' energies
+``llem.measure.span_energy``'s).
+
+The one call the run makes, once ``requests.jsonl`` and ``steps.csv`` are written:
+``fill_attribution(result, steps, session, run_dir, why_none)``, ``steps`` being the engine's
+steps (``ServeOutput.steps``, or a static batch's) and ``why_none`` the reason the figures are
+null when ``steps`` is None.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from llem.backends.types import EngineStep, ServeOutput
+from llem.figures.attribution import METHOD, Attribution, Span, attribute, spans
+from llem.measure import MeasurementSession
+from llem.measure.energy import WindowResult
+from llem.measure.span_energy import METHOD as SPAN_METHOD
+from llem.measure.span_energy import span_energies
+from llem.result import Figure, RunResult, read_requests, read_steps, write_requests, write_steps
+from llem.result.figure import with_figures
+from llem.result.steps import StepRecord
+
+NOT_SERVED = "not a served workload: generate batches expose no engine steps"
+NO_STEPS = "the engine exposes no per-step record, so energy cannot be attributed to its steps"
+PHASES = ("prefill_j", "decode_j", "between_steps_j", "j_per_prefill_token", "j_per_decode_token")
+
+
+@dataclasses.dataclass(frozen=True)
+class _Done:
+    cut: list[Span]
+    energy_j: tuple[float, ...]
+    att: Attribution
+
+
+def why_no_steps(served: ServeOutput | None) -> str:
+    """Why a run has no engine steps to attribute to."""
+    return NOT_SERVED if served is None else NO_STEPS
+
+
+def fill_attribution(
+    result: RunResult,
+    steps: Sequence[EngineStep] | None,
+    session: MeasurementSession,
+    run_dir: Path,
+    why_none: str = NO_STEPS,
+) -> None:
+    """The attribution's fields of the result and its files (module docstring)."""
+    window = session.last_window
+    if window is None:
+        return
+    whole = _attribute(steps, why_none, window, window.start_s, window.end_s, session, result)
+    figures = _figures(whole)
+    figures["unattributed_j"] = (
+        whole if isinstance(whole, Figure) else _part(whole.att.unattributed)
+    )
+    result.set_figures("energy", figures)
+    method = None if isinstance(whole, Figure) else f"{METHOD}; {SPAN_METHOD}"
+    result.energy = dataclasses.replace(result.energy, attribution_method=method)
+    _fit_reasons(result, "energy", whole)
+    _steady(result, steps, why_none, window, session)
+    _requests_file(result, run_dir, whole)
+    _steps_file(run_dir, whole, window.start_s)
+
+
+def _attribute(
+    steps: Sequence[EngineStep] | None,
+    why_none: str,
+    window: WindowResult,
+    t0: float,
+    t1: float,
+    session: MeasurementSession,
+    result: RunResult,
+) -> _Done | Figure:
+    """The attribution over ``[t0, t1]``, or a null figure with the reason."""
+    if steps is None:
+        return Figure.null(why_none)
+    cut = spans(steps, t0, t1)
+    if not any(s.step is not None for s in cut):
+        return Figure.null("no engine step ended inside the span")
+    edges = [s.start_s for s in cut] + [cut[-1].end_s]
+    got = span_energies(
+        window,
+        edges,
+        source=session.source,
+        unavailable_reason=session.unavailable_reason,
+        ceiling_w=_ceiling_w(result),
+    )
+    if isinstance(got, str):
+        return Figure.null(got)
+    att = attribute(cut, got.energy_j, got.timing_bound_j, got.scale_relative)
+    return _Done(cut, got.energy_j, att)
+
+
+def _ceiling_w(result: RunResult) -> float | None:
+    """The measured GPUs' power limits together, where every one is known."""
+    limits = [g.get("power_limit_w") for g in result.hardware.gpus if isinstance(g, dict)]
+    known = [float(w) for w in limits if isinstance(w, (int, float))]
+    if not limits or len(known) < len(limits):
+        return None
+    return sum(known)
+
+
+def _part(p: Any) -> Figure:
+    return Figure(p.energy_j, p.bound_j)
+
+
+def _figures(done: _Done | Figure) -> dict[str, Figure | dict[str, Figure]]:
+    """The phase split, the costs and the fit as figures (all null with the reason)."""
+    if isinstance(done, Figure):
+        return {name: done for name in (*PHASES, "fit")}
+    att, fit = done.att, done.att.fit
+    return {
+        "prefill_j": _part(att.prefill),
+        "decode_j": _part(att.decode),
+        "between_steps_j": _part(att.between),
+        "j_per_prefill_token": Figure.of(fit.a.value, fit.a.null_reason, fit.a.bound),
+        "j_per_decode_token": Figure.of(fit.b.value, fit.b.null_reason, fit.b.bound),
+        "fit": Figure(
+            {
+                "a": fit.a.value,
+                "a_se": fit.a.se,
+                "b": fit.b.value,
+                "b_se": fit.b.se,
+                "p_static_w": fit.p_static.value,
+                "p_static_se": fit.p_static.se,
+                "r2": fit.r2,
+                "n_steps": fit.n_steps,
+                "split": att.split_method,
+            }
+        ),
+    }
+
+
+def _fit_reasons(result: RunResult, where: str, done: _Done | Figure) -> None:
+    """Why an entry of ``fit`` is null: ``null_reasons["<where>.fit.<key>"]``."""
+    for key in [k for k in result.null_reasons if k.startswith(f"{where}.fit.")]:
+        del result.null_reasons[key]
+    if isinstance(done, Figure):
+        return
+    fit = done.att.fit
+    for key, c in (("a", fit.a), ("b", fit.b), ("p_static_w", fit.p_static)):
+        if c.value is None:
+            result.null_reasons[f"{where}.fit.{key}"] = c.null_reason or "not identified"
+        elif c.se is None:
+            result.null_reasons[f"{where}.fit.{key}_se"] = c.se_null_reason or "unknown"
+    if fit.r2 is None:
+        result.null_reasons[f"{where}.fit.r2"] = fit.r2_null_reason or "unknown"
+    if done.att.split_null_reason:
+        result.null_reasons[f"{where}.fit.split"] = done.att.split_null_reason
+
+
+def _steady(
+    result: RunResult,
+    steps: Sequence[EngineStep] | None,
+    why_none: str,
+    window: WindowResult,
+    session: MeasurementSession,
+) -> None:
+    section = result.steady_state
+    if section is None:
+        return
+    t0, t1 = window.start_s + section.start_s, window.start_s + section.end_s
+    done = _attribute(steps, why_none, window, t0, t1, session, result)
+    updated, reasons = with_figures(section, "steady_state", _figures(done))
+    method = None if isinstance(done, Figure) else f"{METHOD}; {SPAN_METHOD}"
+    result.steady_state = dataclasses.replace(updated, attribution_method=method)
+    result.null_reasons.update(reasons)
+    _fit_reasons(result, "steady_state", done)
+
+
+def _requests_file(result: RunResult, run_dir: Path, done: _Done | Figure) -> None:
+    """requests.jsonl with each request's energy (null with the reason where there is none)."""
+    path = run_dir / "requests.jsonl"
+    if not path.exists():
+        return
+    per_request = None if isinstance(done, Figure) else done.att.requests
+    if per_request is None:
+        reason = done.null_reason if isinstance(done, Figure) else done.att.requests_null_reason
+        result.null_reasons["requests.energy_j"] = reason or "not attributed"
+        return
+    result.null_reasons.pop("requests.energy_j", None)
+    records = []
+    for r in read_requests(run_dir):
+        got = per_request.get(r.request_id)
+        if got is None:
+            records.append(r)
+            continue
+        per_token = got.energy_j / r.output_tokens if r.output_tokens > 0 else None
+        records.append(
+            dataclasses.replace(
+                r,
+                energy_j=round(got.energy_j, 6),
+                j_per_output_token=None if per_token is None else round(per_token, 9),
+                prefill_j=round(got.prefill_j, 6),
+                decode_j=round(got.decode_j, 6),
+                bound_j=round(got.bound_j, 6),
+            )
+        )
+    write_requests(run_dir, records)
+
+
+def _steps_file(run_dir: Path, done: _Done | Figure, origin_s: float) -> None:
+    """steps.csv with each step's energy, once ``StepRecord`` has its ``energy_j`` field."""
+    has_field = any(f.name == "energy_j" for f in dataclasses.fields(StepRecord))
+    if isinstance(done, Figure) or not has_field or not (run_dir / "steps.csv").exists():
+        return
+    by_end = {
+        round(s.end_s - origin_s, 6): e
+        for s, e in zip(done.cut, done.energy_j, strict=True)
+        if s.step is not None
+    }
+    rows = []
+    for r in read_steps(run_dir):
+        joules = by_end.get(round(r.end_s, 6))
+        extra: dict[str, Any] = {"energy_j": None if joules is None else round(joules, 6)}
+        rows.append(dataclasses.replace(r, **extra))
+    write_steps(run_dir, rows)
