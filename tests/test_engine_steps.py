@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from llem.backends.pytorch.cb_steps import StepRecorder
-from llem.backends.types import BatchOutput, EngineStep, StepShare
+from llem.backends.types import BatchOutput, EngineStep, ServeOutput, StepShare
 from llem.figures.engine_steps import STATIC_CLOCK, static_steps, steps_from_batches
-from llem.result import read_requests, read_steps
-from llem.runner.steps import running_mean, window_steps
+from llem.result import Concurrency, RunResult, read_requests, read_steps
+from llem.runner.steps import fill_engine_steps, running_mean, window_steps
 from llem.testing.cli import run_tiny
 
 BASE = ("measurement.warmup=0", "decoder.max_new_tokens=5", "dataset.n_prompts=4")
@@ -232,3 +232,24 @@ def test_a_changed_internal_stops_the_recording_never_generation() -> None:
     assert state.generated_tokens == [7, 7]  # generation went on
     assert rec.take() == []
     assert rec.broken is not None and "initial_tokens" in rec.broken
+
+
+def test_an_engine_without_steps_says_why_in_the_result(tmp_path: Path) -> None:
+    """No steps.csv, the running-batch figures and the clock null with the engine's reason."""
+    served = ServeOutput(0.0, 1.0, [], "scheduled send", steps=None, step_clock="no hook here")
+    result = RunResult(status="ok", concurrency=Concurrency())
+    fill_engine_steps(result, window_steps(served, [], 0.0, 1.0), tmp_path)
+    assert result.concurrency is not None and result.concurrency.engine_step_clock is None
+    assert result.null_reasons["concurrency.engine_step_clock"] == "no hook here"
+    assert result.null_reasons["concurrency.engine_running_mean"] == "no hook here"
+    assert not (tmp_path / "steps.csv").exists()
+
+
+def test_attributed_step_energy_reaches_steps_csv(tmp_path: Path) -> None:
+    ws = window_steps(None, [_batch()], 10.0, 10.4)
+    result = RunResult(status="ok", concurrency=Concurrency())
+    fill_engine_steps(result, ws, tmp_path, energy_j=[1.5, 0.5, None])
+    assert [s.energy_j for s in read_steps(tmp_path)] == [1.5, 0.5, None]
+    assert read_steps(tmp_path)[0].start_s == 0.0
+    with pytest.raises(ValueError, match="2 step energies for 3 steps"):
+        fill_engine_steps(result, ws, tmp_path, energy_j=[1.0, 2.0])

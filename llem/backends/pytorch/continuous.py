@@ -69,8 +69,6 @@ _MAX_BATCH_TOKENS = 8192
 _SAFETY_MARGIN = 0.15
 _DEFAULT_BLOCK = 256
 _WATCH_S = 1.0  # how often a waiting request checks that the manager's thread is still alive
-# Record the manager's steps (``cb_steps``); the step-timing bench switches it off to compare.
-RECORD_STEPS = True
 
 
 # ------------------------------------------------------------------------------------- rules
@@ -169,7 +167,7 @@ def start(sections: Sections, loaded: LoadedModel, prompts: Sequence[Prompt]) ->
         generation_config=gen, continuous_batching_config=_cb_config(sections, size)
     )
     manager.warmup()
-    steps = StepRecorder.attach(manager) if RECORD_STEPS else "step recording switched off"
+    steps = StepRecorder.attach(manager)
     _start_as_daemon(manager)
     startup = time.perf_counter() - t0
     log.info("continuous batching started in %.3f s (%s)", startup, size)
