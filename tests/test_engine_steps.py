@@ -223,6 +223,21 @@ def test_the_recorder_follows_a_chunked_prefill_into_decode() -> None:
     assert rec.broken is None
 
 
+def test_under_async_batching_a_step_starts_where_the_previous_one_ended() -> None:
+    """Async batching prepares batch k+1 before updating batch k: each update takes the oldest
+    prepared batch, and steps do not overlap."""
+    state = SimpleNamespace(
+        request_id="r", initial_tokens=[1, 2], generated_tokens=[1], position_offset=2
+    )
+    manager, rec = _engine([[_Future(state, 1)] for _ in range(3)], 2)
+    proc = manager.batch_processor
+    for call in ("p", "p", "u", "p", "u", "u"):
+        _ = proc.prepare_next_batch() if call == "p" else proc.update_batch()
+    steps = rec.take()
+    assert [s.shares for s in steps] == [(("r", 0, 1),)] * 3
+    assert steps[1].start_s == steps[0].end_s and steps[2].start_s == steps[1].end_s
+
+
 def test_a_changed_internal_stops_the_recording_never_generation() -> None:
     """Request states without ``initial_tokens``: every step still runs, the recorder says why
     it stopped."""
