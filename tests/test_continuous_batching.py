@@ -92,7 +92,16 @@ def _assert_streams(out, n: int) -> None:
         assert t.chunk_times_s == sorted(t.chunk_times_s) and all(c > 0 for c in t.chunk_tokens)
         assert t.sent_s <= t.chunk_times_s[0]
         assert t.input_tokens > 0 and 1 <= t.output_tokens <= MAX_NEW
-    assert out.steps is None and out.end_s == max(t.finish_s for t in out.requests)
+    assert out.end_s == max(t.finish_s for t in out.requests)
+    # the manager's steps: every request's output tokens, inside the workload, one at a time
+    assert out.steps is not None and out.step_clock == cb.CLOCK
+    made = {t.request_id: 0 for t in out.requests}
+    for s in out.steps:
+        for x in s.shares or ():
+            made[x.request_id] += x.decode_tokens
+    assert made == {t.request_id: t.output_tokens for t in out.requests}
+    assert all(s.start_s is not None and s.start_s <= s.end_s for s in out.steps)
+    assert all(out.start_s <= s.end_s <= out.end_s + 1 for s in out.steps)
 
 
 def test_offline_requests_stream_the_static_paths_greedy_output(served, static_outputs):

@@ -269,8 +269,9 @@ def test_an_offline_generate_run_gets_requests_and_the_serving_sections(
     assert result["null_reasons"]["steady_state"].startswith("too few requests: 3 < 2 x 2 + 1")
     assert result["goodput"] is None and "no SLO set" in result["null_reasons"]["goodput"]
     assert result["validity"]["checks"]["steady_state"] == "condition"
-    assert result["null_reasons"]["concurrency.engine_running_mean"].startswith("not a served")
-    assert not (tmp_path / "steps.csv").exists()
+    # static batches have engine steps too: a prefill step, then decode steps, per batch
+    assert conc["engine_running_max"] == 2 and conc["engine_running_mean"] is not None
+    assert len(read_steps(tmp_path)) == 2 * 3
     warned = [r.getMessage() for r in caplog.records if "maximum batch" in r.getMessage()]
     assert warned == [
         "3 requests < 2 x the maximum batch pytorch.batch_size=2: the batch fills and drains "

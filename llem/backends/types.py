@@ -52,6 +52,11 @@ class BatchOutput:
     # Prompt tokens per request whose KV came from a prefix cache instead of prefill (engines
     # with a prefix cache that report it; None where unknown).
     cached_input_tokens: list[int] | None = None
+    # The engine's own steps where it schedules the batch itself (vLLM's offline engine), with
+    # request ids numbered from 0 in the order of ``input_tokens``; None where it does not say
+    # (static batches' steps follow from ``step_times_s``: ``llem.figures.engine_steps``).
+    steps: list[EngineStep] | None = None
+    step_clock: str | None = None  # how the engine's step times were taken (one sentence)
 
 
 @dataclass(frozen=True)
@@ -140,7 +145,8 @@ class ServeOutput:
     ttft_origin: str  # "scheduled send" | "actual send" | "batch start"
     steps: list[EngineStep] | None = None  # None: the engine does not expose its steps
     num_beams: int = 1
-    step_clock: str | None = None  # how the engine's step times were taken (one sentence)
+    # how the engine's step times were taken (one sentence); with ``steps`` None, why it has none
+    step_clock: str | None = None
 
 
 @dataclass(frozen=True)

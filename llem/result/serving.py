@@ -66,6 +66,8 @@ class Concurrency:
     # the engine's own running batch per step (steps.csv), step-duration-weighted over the window
     engine_running_mean: float | None = None
     engine_running_max: int | None = None
+    # how the engine's step times (steps.csv) were taken; null with the reason when it has none
+    engine_step_clock: str | None = None
     definition: str = (
         "requests in flight = sent and not yet finished (queued ones included); running = "
         "between their first and last token; mean = the count's time integral / span"

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from llem.backends.types import EngineStep, ServeOutput
+from llem.backends.types import EngineStep
 from llem.figures.attribution import METHOD, Attribution, Span, attribute, spans
 from llem.measure import MeasurementSession
 from llem.measure.energy import WindowResult
@@ -24,9 +24,7 @@ from llem.measure.span_energy import METHOD as SPAN_METHOD
 from llem.measure.span_energy import span_energies
 from llem.result import Figure, RunResult, read_requests, read_steps, write_requests, write_steps
 from llem.result.figure import with_figures
-from llem.result.steps import StepRecord
 
-NOT_SERVED = "not a served workload: generate batches expose no engine steps"
 NO_STEPS = "the engine exposes no per-step record, so energy cannot be attributed to its steps"
 PHASES = ("prefill_j", "decode_j", "between_steps_j", "j_per_prefill_token", "j_per_decode_token")
 
@@ -36,11 +34,6 @@ class _Done:
     cut: list[Span]
     energy_j: tuple[float, ...]
     att: Attribution
-
-
-def why_no_steps(served: ServeOutput | None) -> str:
-    """Why a run has no engine steps to attribute to."""
-    return NOT_SERVED if served is None else NO_STEPS
 
 
 def fill_attribution(
@@ -206,9 +199,8 @@ def _requests_file(result: RunResult, run_dir: Path, done: _Done | Figure) -> No
 
 
 def _steps_file(run_dir: Path, done: _Done | Figure, origin_s: float) -> None:
-    """steps.csv with each step's energy, once ``StepRecord`` has its ``energy_j`` field."""
-    has_field = any(f.name == "energy_j" for f in dataclasses.fields(StepRecord))
-    if isinstance(done, Figure) or not has_field or not (run_dir / "steps.csv").exists():
+    """steps.csv with each step's energy (matched on the step's end)."""
+    if isinstance(done, Figure) or not (run_dir / "steps.csv").exists():
         return
     by_end = {
         round(s.end_s - origin_s, 6): e
@@ -218,6 +210,5 @@ def _steps_file(run_dir: Path, done: _Done | Figure, origin_s: float) -> None:
     rows = []
     for r in read_steps(run_dir):
         joules = by_end.get(round(r.end_s, 6))
-        extra: dict[str, Any] = {"energy_j": None if joules is None else round(joules, 6)}
-        rows.append(dataclasses.replace(r, **extra))
+        rows.append(dataclasses.replace(r, energy_j=None if joules is None else round(joules, 6)))
     write_steps(run_dir, rows)

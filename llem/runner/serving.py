@@ -34,9 +34,10 @@ from llem.config.traffic import TrafficConfig, TrafficKind, edge_requests, is_op
 from llem.figures.serving import Slo, SteadyRule, request_records
 from llem.figures.timelines import timelines_from_batches
 from llem.measure import MeasurementSession
-from llem.result import RunResult, StepRecord, write_requests, write_steps
-from llem.runner.attribution import fill_attribution, why_no_steps
+from llem.result import RunResult, write_requests
+from llem.runner.attribution import fill_attribution
 from llem.runner.serving_sections import SectionInputs, fill_sections
+from llem.runner.steps import fill_engine_steps, window_steps
 
 log = logging.getLogger("llem.run")
 
@@ -160,47 +161,12 @@ def fill_serving(
         ),
     )
     write_requests(run_dir, request_records(timelines, window.start_s, slo))
-    _engine_steps(result, ran.served, window.start_s, window.end_s, run_dir)
-    steps = ran.served.steps if ran.served is not None else None
-    fill_attribution(result, steps, session, run_dir, why_no_steps(ran.served))
+    steps = window_steps(ran.served, ran.outputs, window.start_s, window.end_s)
+    fill_engine_steps(result, steps, run_dir)
+    # after requests.jsonl and steps.csv: the attribution adds each request's and step's energy
+    fill_attribution(result, steps.steps, session, run_dir, steps.clock)
     if ran.served is not None and result.compute.decode_bandwidth_utilisation is None:
         result.null_reasons["compute.decode_bandwidth_utilisation"] = SERVED_BANDWIDTH
-
-
-NO_STEPS_SERVED = "the engine exposes no per-step record (transformers' continuous batching)"
-NO_STEPS_GENERATE = "not a served workload: the running batch of generate batches is the batch"
-
-
-def _engine_steps(
-    result: RunResult, served: ServeOutput | None, t0: float, t1: float, run_dir: Path
-) -> None:
-    """steps.csv and the engine's own running batch over the window, where the engine exposes
-    its steps; null with the reason elsewhere."""
-    steps = [s for s in (served.steps or []) if t0 <= s.end_s <= t1] if served else []
-    conc = result.concurrency
-    if not steps or conc is None:
-        if conc is not None:
-            why = NO_STEPS_SERVED if served is not None else NO_STEPS_GENERATE
-            if served is not None and served.steps is not None:
-                why = "no engine step ended inside the measured window"
-            result.null_reasons["concurrency.engine_running_mean"] = why
-            result.null_reasons["concurrency.engine_running_max"] = why
-        return
-    write_steps(
-        run_dir,
-        [
-            StepRecord(round(s.end_s - t0, 6), s.running, s.prefill_tokens, s.decode_tokens)
-            for s in steps
-        ],
-    )
-    # each step's batch holds from the previous step's end to its own (the first has no start)
-    spans = [(b.end_s - a.end_s, b.running) for a, b in zip(steps, steps[1:], strict=False)]
-    total = sum(d for d, _ in spans)
-    conc.engine_running_max = max(s.running for s in steps)
-    if total > 0:
-        conc.engine_running_mean = round(sum(d * r for d, r in spans) / total, 4)
-    else:
-        result.null_reasons["concurrency.engine_running_mean"] = "fewer than two engine steps"
 
 
 def _timelines(ran: Served) -> tuple[list[RequestTimeline], float, str]:

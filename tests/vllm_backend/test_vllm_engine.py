@@ -6,15 +6,39 @@ from __future__ import annotations
 import csv
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from vllm_backend.vllm_helpers import SMALL_ENGINE, output, read_json, run_llem
 
-from llem.result import read_steps
+from llem.result import read_requests, read_steps
 
 pytestmark = pytest.mark.vllm
 
 N_PROMPTS, N_TOKENS = 4, 8
+
+
+def _check_steps(run_dir: Path, r: dict[str, Any]) -> None:
+    """vLLM's steps against the run's own counts: every prompt token prefilled once (no prefix
+    cache), every output token produced once, each request's share adding up to its tokens;
+    inside the window, in order, one step at a time."""
+    steps = read_steps(run_dir)
+    requests = read_requests(run_dir)
+    assert steps and r["concurrency"]["engine_step_clock"].startswith("time.perf_counter")
+    assert sum(s.prefill_tokens or 0 for s in steps) == r["workload"]["input_tokens"]
+    assert sum(s.decode_tokens or 0 for s in steps) == r["workload"]["output_tokens"]
+    made: dict[int, int] = {}
+    prefill: dict[int, int] = {}
+    for s in steps:
+        assert s.shares is not None
+        for x in s.shares:
+            made[x.request_id] = made.get(x.request_id, 0) + x.decode_tokens
+            prefill[x.request_id] = prefill.get(x.request_id, 0) + x.prefill_tokens
+    assert made == {q.request_id: q.output_tokens for q in requests}
+    assert prefill == {q.request_id: q.input_tokens for q in requests}
+    window = r["energy"]["window_s"]
+    assert all(s.start_s is not None and 0 <= s.start_s <= s.end_s <= window for s in steps)
+    assert all(a.end_s <= (b.start_s or 0) + 1e-6 for a, b in zip(steps, steps[1:], strict=False))
 
 
 def test_run_writes_a_complete_vllm_result(head64_model_dir: Path, tmp_path: Path) -> None:
@@ -52,6 +76,9 @@ def test_run_writes_a_complete_vllm_result(head64_model_dir: Path, tmp_path: Pat
     # prefix caching off by default: the warm-up ran the same prompts, none of them hit a cache
     assert r["lifecycle"]["prefix_caching"] is False
     assert r["lifecycle"]["prefix_cache_hit_rate"] == 0.0
+    # the offline engine's steps, as llem stepped it
+    _check_steps(run_dir, r)
+    assert r["concurrency"]["engine_running_max"] == 2
 
 
 def test_prefix_caching_on_request_is_recorded_with_the_window_hit_rate(
@@ -194,3 +221,4 @@ def test_a_served_vllm_run_writes_its_requests_and_serving_sections(
     steps = read_steps(run_dir)
     assert steps and max(s.running for s in steps) <= 2
     assert 1 <= r["concurrency"]["engine_running_max"] <= 2
+    _check_steps(run_dir, r)

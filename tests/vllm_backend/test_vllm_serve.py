@@ -20,9 +20,17 @@ import pytest
 from vllm_backend.vllm_helpers import engine_processes, serving_backend
 
 from llem.backends import sections
-from llem.backends.types import EngineStep, LoadedModel, Prompt, ScheduledRequest, ServeOutput
+from llem.backends.types import (
+    EngineStep,
+    LoadedModel,
+    Prompt,
+    ScheduledRequest,
+    ServeOutput,
+    StepShare,
+)
 from llem.backends.vllm import VLLMBackend
-from llem.backends.vllm.serve import EngineLoop, engine_step
+from llem.backends.vllm.serve import EngineLoop
+from llem.backends.vllm.steps import LoggedStep, engine_step, with_shares
 from llem.errors import RunError
 
 N_TOKENS = 8
@@ -85,14 +93,19 @@ def test_offline_workload_sends_everything_at_the_origin(
     assert out.ttft_origin == "scheduled send"
     assert all(t.arrival_s == out.start_s and t.scheduled_s == out.start_s for t in out.requests)
     # Engine steps, reported in this process between the origin and the last token: the
-    # scheduler ran at most max_num_seqs requests, prefilled every prompt token once and decoded
-    # every output token but each request's first (its prefill produced it).
+    # scheduler ran at most max_num_seqs requests, prefilled every prompt token once and
+    # produced every output token (each request's first in its prefill step).
     steps = out.steps
     assert steps is not None and steps
     assert all(out.start_s <= s.end_s <= out.end_s + 1.0 for s in steps)
+    assert all(s.start_s is not None and s.start_s <= s.end_s for s in steps)
     assert max(s.running for s in steps) == MAX_NUM_SEQS
     assert sum(s.prefill_tokens or 0 for s in steps) == 6 * 12
-    assert sum(s.decode_tokens or 0 for s in steps) == 6 * (N_TOKENS - 1)
+    assert sum(s.decode_tokens or 0 for s in steps) == 6 * N_TOKENS
+    shares = [x for s in steps for x in s.shares or ()]
+    for i in range(6):
+        assert sum(x.decode_tokens for x in shares if x.request_id == i) == N_TOKENS
+        assert sum(x.prefill_tokens for x in shares if x.request_id == i) == 12
 
 
 @pytest.mark.vllm
@@ -203,7 +216,9 @@ def test_engine_steps_come_from_the_schedulers_iteration_details() -> None:
         is_dummy=False,
     )
     stats = SimpleNamespace(iteration_details=details, num_running_reqs=3)
-    assert engine_step(stats, None, 5.0) == EngineStep(5.0, 4, 30, 3)
+    details.elapsed_ms = 250.0
+    iteration = SimpleNamespace(num_generation_tokens=4)  # 3 decodes and a first token
+    assert engine_step(stats, iteration, 5.0) == EngineStep(5.0, 4, 30, 4, start_s=4.75)
     dummy_details = SimpleNamespace(**{**vars(details), "is_dummy": True})
     dummy = SimpleNamespace(iteration_details=dummy_details)
     assert engine_step(dummy, None, 5.0) is None
@@ -211,7 +226,7 @@ def test_engine_steps_come_from_the_schedulers_iteration_details() -> None:
 
 def test_without_iteration_details_steps_come_from_the_outputs() -> None:
     """Running after the step plus those it finished; prompt tokens of completed prefills;
-    generated tokens less the first token of each request whose prefill completed."""
+    every token produced; no start."""
     stats = SimpleNamespace(iteration_details=None, num_running_reqs=2)
     iteration = SimpleNamespace(
         num_prompt_tokens=20,
@@ -219,8 +234,21 @@ def test_without_iteration_details_steps_come_from_the_outputs() -> None:
         time_to_first_tokens_iter=[0.1, 0.2],
         finished_requests=[object()],
     )
-    assert engine_step(stats, iteration, 1.5) == EngineStep(1.5, 3, 20, 3)
+    assert engine_step(stats, iteration, 1.5) == EngineStep(1.5, 3, 20, 5)
     assert engine_step(stats, None, 1.5) is None
+
+
+def test_each_request_prefills_in_the_step_of_its_first_output() -> None:
+    """vLLM appends a suffix to the ids it is given; a step without outputs has no shares."""
+    logged = [
+        LoggedStep(EngineStep(1.0, 2, 20, 2), (("s-0-ab12", 1), ("s-1-cd34", 1))),
+        LoggedStep(EngineStep(2.0, 1, 9, 0), None),
+        LoggedStep(EngineStep(3.0, 2, 0, 2), (("s-0-ab12", 1), ("s-1-cd34", 1))),
+    ]
+    steps = with_shares(logged, {"s-0": 0, "s-1": 1}, {0: 12, 1: 8})
+    assert steps[0].shares == (StepShare(0, 12, 1), StepShare(1, 8, 1))
+    assert steps[1].shares is None
+    assert steps[2].shares == (StepShare(0, 0, 1), StepShare(1, 0, 1))
 
 
 def test_the_engine_loop_runs_coroutines_on_its_own_thread_until_closed() -> None:

@@ -25,8 +25,9 @@ How the ``pytorch:`` and ``decoder:`` sections map onto it:
 
 The manager starts (cache allocation, its own warm-up) in ``warm_up``, before the measured window,
 and keeps running between runs that reuse the model with the same settings; ``stop`` ends it.
-Per-step records (``ServeOutput.steps``) are None: the manager schedules each step inside its own
-thread and exposes no record of a step's batch (5.17 only reports it to OpenTelemetry metrics).
+Its steps (``ServeOutput.steps``: start, end, each request's prefill and produced tokens) are
+recorded by wrapping its batch processor (``llem.backends.pytorch.cb_steps``); where a
+transformers version does not allow it, steps are None and ``step_clock`` says why.
 """
 
 from __future__ import annotations
@@ -41,16 +42,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from llem.backends.pytorch.cb_steps import CLOCK, RawStep, StepRecorder
 from llem.backends.pytorch.compile import TorchModel
 from llem.backends.pytorch.kwargs import Sections, build_generate_kwargs, is_oom, oom_error
 from llem.backends.tokens import token_lists
 from llem.backends.traffic.driver import drive
 from llem.backends.types import (
+    EngineStep,
     LoadedModel,
     Prompt,
     RequestTimeline,
     ScheduledRequest,
     ServeOutput,
+    StepShare,
 )
 from llem.config.validate import continuous_batching_problems
 from llem.errors import ConfigError, RunError
@@ -88,6 +92,7 @@ class ContinuousEngine:
     max_batch_tokens: int
     max_prompt_tokens: int  # the longest prompt the cache was sized for
     ids: itertools.count[int] = field(default_factory=itertools.count)
+    steps: StepRecorder | str = "steps not recorded"  # the recorder, or why there is none
 
 
 @dataclass
@@ -162,6 +167,7 @@ def start(sections: Sections, loaded: LoadedModel, prompts: Sequence[Prompt]) ->
         generation_config=gen, continuous_batching_config=_cb_config(sections, size)
     )
     manager.warmup()
+    steps = StepRecorder.attach(manager)
     _start_as_daemon(manager)
     startup = time.perf_counter() - t0
     log.info("continuous batching started in %.3f s (%s)", startup, size)
@@ -173,6 +179,7 @@ def start(sections: Sections, loaded: LoadedModel, prompts: Sequence[Prompt]) ->
         num_blocks=size["num_blocks"],
         max_batch_tokens=size["max_batch_tokens"],
         max_prompt_tokens=max(lengths, default=1),
+        steps=steps,
     )
     model.prefix_caching = False
     return model.engine
@@ -230,7 +237,11 @@ def serve(
         engine = start(sections, loaded, prompts)
     token_ids = {r.request_id: t for r, t in zip(requests, ids, strict=True)}
     submit = _Submitter(sections, model, engine, token_ids)
+    recorder = engine.steps
+    if isinstance(recorder, StepRecorder):
+        recorder.take()  # steps before this workload (warm-up, earlier runs) are not its own
     start_s, timelines = asyncio.run(drive(requests, max_concurrency, submit))
+    steps, clock = _engine_steps(recorder, submit.names)
     finishes = [t.finish_s for t in timelines if t.finish_s is not None]
     closed = bool(requests) and all(r.scheduled_s is None for r in requests)
     return ServeOutput(
@@ -238,7 +249,33 @@ def serve(
         end_s=max(finishes, default=time.perf_counter()),
         requests=timelines,
         ttft_origin="actual send" if closed else "scheduled send",
-        steps=None,
+        steps=steps,
+        step_clock=clock,
+    )
+
+
+def _engine_steps(
+    recorder: StepRecorder | str, names: dict[str, int]
+) -> tuple[list[EngineStep] | None, str]:
+    """The recorded steps with llem's request ids (-1 for a request not of this workload), and
+    their clock; or None and why there are none."""
+    if isinstance(recorder, str):
+        return None, recorder
+    raw = recorder.take()
+    if recorder.broken is not None:
+        return None, recorder.broken
+    return [_engine_step(s, names) for s in raw], CLOCK
+
+
+def _engine_step(raw: RawStep, names: dict[str, int]) -> EngineStep:
+    shares = tuple(StepShare(names.get(n, -1), p, d) for n, p, d in raw.shares)
+    return EngineStep(
+        end_s=raw.end_s,
+        running=len(shares),
+        prefill_tokens=sum(s.prefill_tokens for s in shares),
+        decode_tokens=sum(s.decode_tokens for s in shares),
+        start_s=raw.start_s,
+        shares=shares,
     )
 
 
@@ -256,10 +293,12 @@ class _Submitter:
         self.tokenizer = model.tokenizer
         self.engine = engine
         self.token_ids = token_ids
+        self.names: dict[str, int] = {}  # the manager's request id -> llem's request id
 
     async def __call__(self, request: ScheduledRequest, arrival_s: float) -> RequestTimeline:
         manager = self.engine.manager
         name = f"llem-{next(self.engine.ids)}"
+        self.names[name] = request.request_id
         inbox: asyncio.Queue[tuple[float, Any]] = asyncio.Queue()
         manager.register_result_handler(
             name, lambda out: inbox.put_nowait((time.perf_counter(), out))

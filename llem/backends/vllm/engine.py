@@ -41,6 +41,7 @@ from llem.backends.vllm.serve import (
     start_async_engine,
 )
 from llem.backends.vllm.shape import engine_shape
+from llem.backends.vllm.steps import OFFLINE_CLOCK, OfflineSteps
 from llem.config.vllm import VLLMConfig
 from llem.errors import RunError, first_line
 
@@ -218,10 +219,11 @@ class VLLMBackend:
         self._calls += 1
         ids = [f"llem-{self._calls}-{i}" for i in range(len(tokens))]
         start = time.perf_counter()
+        log = OfflineSteps(start)
         try:
             for rid, engine_input in zip(ids, inputs, strict=True):
                 engine.add_request(rid, engine_input, params)
-            times, counts, steps, cached = _step_until_done(engine, ids)
+            times, counts, steps, cached = _step_until_done(engine, ids, log)
         except Exception as exc:
             engine.abort_request(ids)
             raise RunError(
@@ -238,6 +240,8 @@ class VLLMBackend:
             request_step_times_s=times,
             request_step_tokens=counts,
             cached_input_tokens=cached,
+            steps=log.engine_steps(_prefill(tokens, cached)),
+            step_clock=OFFLINE_CLOCK,
         )
 
     def unload(self, loaded: LoadedModel | None) -> None:
@@ -257,12 +261,19 @@ class VLLMBackend:
         free_memory()
 
 
+def _prefill(tokens: list[list[int]], cached: list[int] | None) -> list[int]:
+    """Prompt tokens each request computed: its prompt less its prefix-cache hits."""
+    hits = cached if cached is not None else [0] * len(tokens)
+    return [len(t) - c for t, c in zip(tokens, hits, strict=True)]
+
+
 def _step_until_done(
-    engine: Any, ids: list[str]
+    engine: Any, ids: list[str], log: OfflineSteps
 ) -> tuple[list[list[float]], list[list[int]], list[float], list[int] | None]:
     """Step the engine until every request is done: each request's token arrival times and
     counts, the times of the steps that produced any token, and each request's prompt tokens
-    served from the prefix cache (``RequestOutput.num_cached_tokens``; None if not reported)."""
+    served from the prefix cache (``RequestOutput.num_cached_tokens``; None if not reported).
+    Each step's tokens per request go to ``log``."""
     index = {rid: i for i, rid in enumerate(ids)}
     times: list[list[float]] = [[] for _ in ids]
     counts: list[list[int]] = [[] for _ in ids]
@@ -271,7 +282,7 @@ def _step_until_done(
     while engine.has_unfinished_requests():
         outputs = engine.step()
         now = time.perf_counter()
-        produced = False
+        made = []
         for out in outputs:
             i = index[out.request_id]
             hits = getattr(out, "num_cached_tokens", None)
@@ -281,8 +292,9 @@ def _step_until_done(
             if n:
                 times[i].append(now)
                 counts[i].append(n)
-                produced = True
-        if produced:
+                made.append((i, n))
+        if made:
             steps.append(now)
+        log.step(now, made)
     known = [c for c in cached if c is not None]
     return times, counts, steps, known if len(known) == len(ids) else None

@@ -12,11 +12,10 @@ every ``serve`` call submit their coroutines to it. The engine core runs in a sp
 a script that starts one needs an ``if __name__ == "__main__":`` guard (``python -m llem`` has
 one).
 
-Engine steps come from vLLM's stat-logger interface (``StatLoggerBase.record``), called in this
-process once per engine step as the step's outputs arrive: ``EngineStep.end_s`` is
-``time.perf_counter`` at that moment (the clock of the request timelines), not the engine core's
-own step end. The serving engine turns on ``enable_logging_iteration_details``, so each step
-carries what the scheduler ran: its requests, prompt (prefill) tokens and decode tokens.
+Engine steps come from vLLM's stat-logger interface and the engine's outputs of each step
+(``llem.backends.vllm.steps``). The serving engine turns on ``enable_logging_iteration_details``,
+so each step carries what the scheduler ran: its requests, prompt (prefill) tokens and the core's
+model-execution time.
 """
 
 from __future__ import annotations
@@ -24,13 +23,21 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Callable, Coroutine, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Coroutine, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from llem.backends.tokens import token_lists
 from llem.backends.traffic.driver import drive
-from llem.backends.types import EngineStep, RequestTimeline, ScheduledRequest, ServeOutput
+from llem.backends.types import RequestTimeline, ScheduledRequest, ServeOutput
+from llem.backends.vllm.steps import (
+    SERVE_CLOCK,
+    LoggedStep,
+    StepLog,
+    step_logger_factory,
+    watch_outputs,
+    with_shares,
+)
 from llem.errors import RunError, first_line
 
 T = TypeVar("T")
@@ -85,71 +92,6 @@ class EngineLoop:
 
 
 @dataclass
-class StepLog:
-    """The engine's steps as vLLM's stat logger reports them (appended on the engine's loop)."""
-
-    steps: list[EngineStep] = field(default_factory=list)
-
-    def record(self, scheduler_stats: Any, iteration_stats: Any) -> None:
-        step = engine_step(scheduler_stats, iteration_stats, time.perf_counter())
-        if step is not None:
-            self.steps.append(step)
-
-
-def engine_step(scheduler_stats: Any, iteration_stats: Any, now: float) -> EngineStep | None:
-    """One step from vLLM's per-step statistics, or None for a report of no work.
-
-    With iteration details (the serving engine's default): the requests the scheduler ran and the
-    prompt and decode tokens it scheduled. Without them: the requests running after the step and
-    the tokens of its outputs (prompt tokens of requests whose prefill completed; generated tokens
-    less each new request's first, which its prefill produced)."""
-    details = getattr(scheduler_stats, "iteration_details", None)
-    if details is not None:
-        if getattr(details, "is_dummy", False):
-            return None
-        return EngineStep(
-            end_s=now,
-            running=int(details.num_ctx_requests + details.num_generation_requests),
-            prefill_tokens=int(details.num_ctx_tokens),
-            decode_tokens=int(details.num_generation_tokens),
-        )
-    if iteration_stats is None:
-        return None
-    first_tokens = len(getattr(iteration_stats, "time_to_first_tokens_iter", ()))
-    running = getattr(scheduler_stats, "num_running_reqs", None)
-    finished = len(getattr(iteration_stats, "finished_requests", ()))
-    return EngineStep(
-        end_s=now,
-        running=int(running) + finished if running is not None else 0,
-        prefill_tokens=int(iteration_stats.num_prompt_tokens),
-        decode_tokens=int(iteration_stats.num_generation_tokens) - first_tokens,
-    )
-
-
-def step_logger_factory(log: StepLog) -> Callable[[Any, int], Any]:
-    """A vLLM per-engine stat-logger factory whose loggers feed ``log``."""
-    from vllm.v1.metrics.loggers import StatLoggerBase
-
-    class StepLogger(StatLoggerBase):
-        def __init__(self, vllm_config: Any, engine_index: int = 0) -> None:
-            self.engine_index = engine_index
-
-        def record(
-            self,
-            scheduler_stats: Any,
-            iteration_stats: Any,
-            mm_cache_stats: Any = None,
-            engine_idx: int = 0,
-        ) -> None:
-            log.record(scheduler_stats, iteration_stats)
-
-        def log_engine_initialized(self) -> None:
-            pass
-
-    return StepLogger
-
-
-@dataclass
 class AsyncEngine:
     """A running ``AsyncLLM``, the loop it lives on and the steps it has reported."""
 
@@ -190,6 +132,7 @@ def start_async_engine(kwargs: dict[str, Any]) -> AsyncEngine:
     except BaseException:
         loop.close()
         raise
+    watch_outputs(engine, steps)
     return AsyncEngine(engine=engine, loop=loop, steps=steps)
 
 
@@ -276,7 +219,7 @@ def serve_requests(
         save_outputs=save_outputs,
     )
 
-    async def run() -> tuple[float, list[RequestTimeline], list[EngineStep]]:
+    async def run() -> tuple[float, list[RequestTimeline], list[LoggedStep]]:
         before = len(aengine.steps.steps)
 
         async def submit(request: ScheduledRequest, arrival_s: float) -> RequestTimeline:
@@ -297,10 +240,13 @@ def serve_requests(
         raise RunError(f"vLLM serving failed: {type(exc).__name__}: {first_line(exc)}") from exc
     finishes = [t.finish_s for t in timelines if t.finish_s is not None]
     closed = bool(requests) and all(r.scheduled_s is None for r in requests)
+    ids = {f"{stream.prefix}-{r.request_id}": r.request_id for r in requests}
+    prefill = {t.request_id: t.input_tokens - (t.cached_input_tokens or 0) for t in timelines}
     return ServeOutput(
         start_s=start,
         end_s=max(finishes, default=start),
         requests=timelines,
         ttft_origin="actual send" if closed else "scheduled send",
-        steps=[s for s in steps if s.end_s >= start],
+        steps=with_shares([s for s in steps if s.step.end_s >= start], ids, prefill),
+        step_clock=SERVE_CLOCK,
     )
