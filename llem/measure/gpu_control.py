@@ -20,6 +20,7 @@ looks at the value, so a user without them gets ``NVMLError_NoPermission``).
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +30,10 @@ PERMISSION_HINT = (
     "setting the power limit or clocks needs root or CAP_SYS_ADMIN, as `nvidia-smi -pl` does: "
     "run llem with sudo (or as root, e.g. a container started with --cap-add SYS_ADMIN)"
 )
+
+
+# how long a power-limit change may take to be enforced before llem reads it back
+ENFORCE_WAIT_S = 2.0
 
 
 class GpuControlError(Exception):
@@ -135,8 +140,20 @@ class GpuControl:
 
     # ------------------------------------------------------------------ changing
     def set_power_limit(self, gpu: Gpu, watts: float) -> None:
+        """Set the limit, then wait (up to ``ENFORCE_WAIT_S``) until the GPU enforces it: on an
+        H100 the enforced limit read right after the call was still the old one."""
         what = f"setting the power limit of GPU {gpu.index} to {watts:g} W"
-        self._call(what, "nvmlDeviceSetPowerManagementLimit", gpu.handle, int(round(watts * 1000)))
+        milliwatts = int(round(watts * 1000))
+        self._call(what, "nvmlDeviceSetPowerManagementLimit", gpu.handle, milliwatts)
+        deadline = time.monotonic() + ENFORCE_WAIT_S
+        while time.monotonic() < deadline:
+            try:
+                enforced = self.n.nvmlDeviceGetEnforcedPowerLimit(gpu.handle)
+            except Exception:  # no enforced reading: nothing to wait for
+                return
+            if abs(enforced - milliwatts) <= 1000:  # another, lower limit may keep it below
+                return
+            time.sleep(0.01)
 
     def lock_sm_clocks(self, gpu: Gpu, lo: int, hi: int) -> None:
         what = f"locking the SM clock of GPU {gpu.index} to {lo}-{hi} MHz"

@@ -31,6 +31,10 @@ class FakeControl:
     no_permission: bool = False  # every change raises NVMLError_NoPermission
     failing_restore: bool = False  # a change back to the original settings fails
     enforced_cap_mw: int | None = None  # another limit in force: enforced = min(set, this)
+    # the enforced limit lags a change by this many reads (an H100 read the old value right after
+    # nvmlDeviceSetPowerManagementLimit returned)
+    enforce_lag_reads: int = 0
+    stale_enforced: list[int] | None = None  # [value, reads left]
     sm_lock: tuple[int, int] | None = None
     memory_lock: tuple[int, int] | None = None
     original_limit_mw: int | None = None  # set on the first change
@@ -95,6 +99,8 @@ class ControlFunctions:
             _raise(_real.NVML_ERROR_INVALID_ARGUMENT)
         if c.original_limit_mw is None and limit != gpu.power_limit_mw:
             c.original_limit_mw = gpu.power_limit_mw
+        if c.enforce_lag_reads:
+            c.stale_enforced = [enforced_mw(gpu), c.enforce_lag_reads]
         gpu.power_limit_mw = limit
         self._saved(gpu, c)
 
@@ -140,6 +146,10 @@ class ControlFunctions:
 
 def enforced_mw(gpu: Any) -> int:
     """What the fake GPU enforces: the limit set, capped by any other limit in force."""
+    stale = gpu.control.stale_enforced
+    if stale is not None and stale[1] > 0:
+        stale[1] -= 1
+        return stale[0]
     cap = gpu.control.enforced_cap_mw
     return int(gpu.power_limit_mw if cap is None else min(gpu.power_limit_mw, cap))
 

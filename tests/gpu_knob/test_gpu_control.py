@@ -29,6 +29,17 @@ def test_state_is_read_in_watts_and_the_enforced_limit_follows_the_set_one(insta
     assert (after.power_limit_w, after.enforced_power_limit_w) == (300.0, 300.0)
 
 
+def test_the_read_back_waits_until_the_gpu_enforces_the_new_limit(install_nvml) -> None:
+    # as on a real H100: the enforced limit read right after the change is still the old one
+    gpu = FakeGpu("GPU-aaaa", power_limit_mw=700_000, control=FakeControl(enforce_lag_reads=3))
+    install_nvml([gpu])
+    nvml = init_nvml()
+    control = GpuControl(nvml)
+    (g,) = nvml.gpus()
+    control.set_power_limit(g, 300)
+    assert control.state(g).enforced_power_limit_w == 300.0
+
+
 def test_locked_clocks_are_what_the_gpu_runs_at_and_reset_unlocks(install_nvml) -> None:
     install_nvml()
     nvml = init_nvml()
