@@ -9,7 +9,7 @@ import pytest
 
 from llem.backends.types import ServeOutput
 from llem.result import RequestRecord, RunResult, SteadyState, read_requests, write_requests
-from llem.runner.attribution import NO_STEPS, NOT_SERVED, fill_attribution, why_no_steps
+from llem.runner.attribution import NO_STEPS, fill_attribution
 from llem.testing.modelled_power import PlantedModel, measure_modelled, simulate
 
 MODEL = PlantedModel(a_j=0.004, b_j=0.05, static_w=120.0, idle_w=60.0)
@@ -60,12 +60,13 @@ def test_the_result_gains_the_phase_split_the_fit_and_each_requests_energy(tmp_p
 
 
 def test_without_engine_steps_every_attributed_figure_is_null_with_the_reason(tmp_path) -> None:
-    m, served, result = _run(tmp_path)
-    fill_attribution(result, None, m.session, tmp_path, why_no_steps(None))
+    m, _, result = _run(tmp_path)
+    why = "the engine exposes no per-step record (an engine's own reason)"
+    fill_attribution(result, None, m.session, tmp_path, why)
     assert result.energy.prefill_j is None
-    assert result.null_reasons["energy.prefill_j"] == NOT_SERVED
-    assert result.null_reasons["requests.energy_j"] == NOT_SERVED
+    assert result.null_reasons["energy.prefill_j"] == why
+    assert result.null_reasons["requests.energy_j"] == why
     assert read_requests(tmp_path)[0].energy_j is None
-    fill_attribution(result, None, m.session, tmp_path, why_no_steps(served))
+    fill_attribution(result, None, m.session, tmp_path)
     assert result.null_reasons["energy.j_per_decode_token"] == NO_STEPS
     assert result.null_reasons["energy.fit"] == NO_STEPS
