@@ -45,6 +45,7 @@ from llem.measure.devices import DeviceInfo
 from llem.measure.energy import WindowResult
 from llem.measure.idle import IdleBaseline
 from llem.measure.throttle import (
+    POWER_CAP_REASONS,
     SLOWDOWN_REASONS,
     decode_reasons,
     power_cap_shares,
@@ -128,12 +129,15 @@ def _throttling(window: WindowResult) -> CheckOutcome:
     ``llem.measure.throttle`` for why)."""
     slowed: dict[str, list[str]] = {}
     capped: dict[str, list[int]] = {}
+    capped_w: dict[str, list[float]] = {}  # power in the samples with a power-cap reason
     for s in window.samples:
         if s.throttle_mask is None:
             continue
         names = decode_reasons(s.throttle_mask)
         slowed.setdefault(s.device, []).extend(n for n in names if n in SLOWDOWN_REASONS)
         capped.setdefault(s.device, []).append(s.throttle_mask)
+        if s.power_w is not None and any(n in POWER_CAP_REASONS for n in names):
+            capped_w.setdefault(s.device, []).append(s.power_w)
     if not capped:
         return _NOT_CHECKED
     problems = [
@@ -149,10 +153,12 @@ def _throttling(window: WindowResult) -> CheckOutcome:
     for uuid, masks in capped.items():
         share, per_reason = power_cap_shares(masks)
         if share:
+            watts = capped_w.get(uuid)
+            drawn = f", drawing {sum(watts) / len(watts):.0f} W on average in them" if watts else ""
             conditions.append(
-                f"{uuid} ran at its power limit in {share:.0%} of the window's samples "
-                f"({', '.join(per_reason)}): a condition of the measurement, recorded in "
-                "thermal.power_capped_fraction; the energy figure is valid for it."
+                f"{uuid}'s clocks were held down for power (NVML's {', '.join(per_reason)}) in "
+                f"{share:.0%} of the window's samples{drawn}: a condition of the measurement, "
+                "recorded in thermal.power_capped_fraction; the energy figure is valid for it."
             )
     return (Check.condition, conditions) if conditions else _PASSED
 

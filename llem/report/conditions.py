@@ -22,7 +22,7 @@ CONDITION = "condition"  # a check's status in validity.checks
 
 #: how the note names the condition each check can find (others by the check's name)
 LABELS = {
-    "throttling": "at the power limit",
+    "throttling": "clocks held down for power (NVML sw_power_cap)",
     "temperature_steady": "warming inside the window",
     "sampler_coverage": "gaps in the power readings beside an energy counter",
 }

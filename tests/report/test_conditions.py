@@ -12,8 +12,9 @@ from report import report_synth as synth
 from llem.report.__main__ import main
 
 CAPPED = (
-    "GPU-a ran at its power limit in 40% of the window's samples (sw_power_cap): a condition of "
-    "the measurement, recorded in thermal.power_capped_fraction; the energy figure is valid for it."
+    "GPU-a's clocks were held down for power (NVML's sw_power_cap) in 40% of the window's "
+    "samples: a condition of the measurement, recorded in thermal.power_capped_fraction; the "
+    "energy figure is valid for it."
 )
 SLOWED = "GPU-a was slowed down during the window (hw_slowdown): a hardware or thermal slowdown."
 
@@ -47,7 +48,10 @@ def test_conditions_stay_in_the_means_and_are_counted(tmp_path: Path, capsys) ->
     assert summary["energy.j_per_output_token.mean"].tolist() == pytest.approx([0.7, 1.9 / 3])
     assert "! 1 run whose energy was judged invalid: 1 left out of every figure" in out
     assert "~ 1 run measured under recorded conditions, kept in the energy statistics" in out
-    assert "at the power limit in 1 (up to 40% of the window)" in " ".join(out.split())
+    assert (
+        "clocks held down for power (NVML sw_power_cap) in 1 (up to 40% of the window)"
+        in " ".join(out.split())
+    )
     results = pd.read_csv(tmp_path / "s" / "results.csv")
     assert results["validity.conditions"].fillna("").tolist().count(CAPPED) == 1
     assert results["thermal.power_capped_fraction"].max() == pytest.approx(0.4)
