@@ -13,8 +13,12 @@ misfit is what the standard error and R^2 show. R^2 is the centred one,
 
 A coefficient the steps cannot separate is null with the reason, never a number: no step computed
 prefill tokens (``a``), none decoded (``b``), or the columns are collinear (one prefill step at
-batch 1 whose decode steps all have the same duration; every step the same shape). Only identified
-coefficients are reported: their least-squares values do not depend on how the others are chosen.
+batch 1 whose decode steps all have the same duration; every step the same shape). A coefficient
+that is fitted but not above zero, or within two standard errors of zero, is null with the reason
+too (a static batch decodes the same number of tokens every step, so its J per decode token and
+static power trade off: an H100 run at batch 64 fitted -0.0025 ± 0.0072 J per decode token). Only
+identified coefficients are reported: their least-squares values do not depend on how the others
+are chosen.
 """
 
 from __future__ import annotations
@@ -93,10 +97,31 @@ def fit_steps(
         se_k = None if se is None else float(se[k])
         value, moved = float(beta[k]), float(timing[k])
         bound = moved + scale_relative * abs(value)
-        coefficients[NAMES[j]] = Coefficient(value, se_k, bound, None, se_reason, moved)
+        unresolved = _unresolved(NAMES[j], value, se_k)
+        coefficients[NAMES[j]] = (
+            Coefficient(None, null_reason=unresolved)
+            if unresolved
+            else Coefficient(value, se_k, bound, None, se_reason, moved)
+        )
     r2, r2_reason = _r2(y, resid)
     c = coefficients
     return Fit(c["a"], c["b"], c["p_static"], r2, n, r2_reason)
+
+
+def _unresolved(name: str, value: float, se: float | None) -> str | None:
+    """Why a fitted coefficient is not published: a cost below zero, or one that does not differ
+    from zero by two standard errors (its column varies too little across the steps beside the
+    others: a static batch decodes the same number of tokens in every step, so J per decode token
+    and static power trade off against each other)."""
+    what = f"{value:.3g}" + ("" if se is None else f" ± {se:.2g} (1 s.e.)")
+    if value <= 0:
+        return f"not resolved: the fitted value {what} is not above 0"
+    if se is not None and value < 2 * se:
+        return (
+            f"not resolved: the fitted value {what} is within 2 standard errors of 0; "
+            f"{_WHAT[name]} vary too little across the window's steps beside the other terms"
+        )
+    return None
 
 
 def _unidentified(x: object) -> dict[str, str]:
