@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -177,8 +178,15 @@ def _default_tokenizer() -> tuple[Any, str] | None:
 
 
 def synthetic_tokenizer() -> Any:
-    """A byte-level BPE of ``SYNTHETIC_VOCAB`` tokens trained on a few sentences, with <pad>,
-    <s>, </s> and <unk>: every text encodes (bytes are in its alphabet), with small ids."""
+    """A byte-level BPE of ``SYNTHETIC_VOCAB`` tokens trained on llem's built-in prompts, with
+    <pad>, <s>, </s> and <unk>: every text encodes (bytes are in its alphabet), with small ids."""
+    corpus = resources.files("llem").joinpath("data/prompts.jsonl").read_text("utf-8")
+    return byte_level_bpe(corpus.splitlines(), SYNTHETIC_VOCAB)
+
+
+def byte_level_bpe(corpus: Sequence[str], vocab_size: int) -> Any:
+    """A byte-level BPE tokenizer of at most ``vocab_size`` tokens trained on ``corpus``, with
+    <pad>, <s>, </s> and <unk> (a transformers ``PreTrainedTokenizerFast``)."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
@@ -186,13 +194,12 @@ def synthetic_tokenizer() -> Any:
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
-        vocab_size=SYNTHETIC_VOCAB,
+        vocab_size=vocab_size,
         special_tokens=["<pad>", "<s>", "</s>", "<unk>"],
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
-    corpus = resources.files("llem").joinpath("data/prompts.jsonl").read_text("utf-8")
-    tok.train_from_iterator(corpus.splitlines(), trainer=trainer)
+    tok.train_from_iterator(list(corpus), trainer=trainer)
     return PreTrainedTokenizerFast(
         tokenizer_object=tok,
         pad_token="<pad>",

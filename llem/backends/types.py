@@ -134,6 +134,18 @@ class EngineStep:
     start_s: float | None = None  # perf_counter seconds
     shares: tuple[StepShare, ...] | None = None
 
+    @classmethod
+    def of_shares(cls, start_s: float, end_s: float, shares: Sequence[StepShare]) -> EngineStep:
+        """The step whose requests computed ``shares``: its totals are theirs."""
+        return cls(
+            end_s=end_s,
+            running=len(shares),
+            prefill_tokens=sum(s.prefill_tokens for s in shares),
+            decode_tokens=sum(s.decode_tokens for s in shares),
+            start_s=start_s,
+            shares=tuple(shares),
+        )
+
 
 @dataclass
 class ServeOutput:

@@ -67,19 +67,8 @@ def static_steps(batch: BatchOutput, first_id: int = 0) -> list[EngineStep]:
             prefill = n_in if j == 0 else 0
             if prefill or made:
                 shares.append(StepShare(first_id + i, prefill * beams, made * beams))
-        out.append(_step(start, end, shares))
+        out.append(EngineStep.of_shares(start, end, shares))
     return out
-
-
-def _step(start: float, end: float, shares: list[StepShare]) -> EngineStep:
-    return EngineStep(
-        end_s=end,
-        running=len(shares),
-        prefill_tokens=sum(s.prefill_tokens for s in shares),
-        decode_tokens=sum(s.decode_tokens for s in shares),
-        start_s=start,
-        shares=tuple(shares),
-    )
 
 
 def _renumbered(steps: Sequence[EngineStep], first: int) -> list[EngineStep]:

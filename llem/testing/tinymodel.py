@@ -68,26 +68,10 @@ def tiny_llama(vocab_size: int = 1000, seed: int = 0, **fields: Any) -> LlamaFor
 
 def tiny_tokenizer() -> PreTrainedTokenizerFast:
     """A byte-level BPE tokenizer of about 300 tokens with <pad>, <s>, </s> and <unk>."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
+    from llem.backends.random_weights import byte_level_bpe
 
-    tok = Tokenizer(models.BPE(unk_token="<unk>"))
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=300,
-        special_tokens=["<pad>", "<s>", "</s>", "<unk>"],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False,
-    )
-    tok.train_from_iterator(_CORPUS * 4, trainer=trainer)
-    return PreTrainedTokenizerFast(
-        tokenizer_object=tok,
-        pad_token="<pad>",
-        bos_token="<s>",
-        eos_token="</s>",
-        unk_token="<unk>",
-    )
+    tok: PreTrainedTokenizerFast = byte_level_bpe(_CORPUS * 4, 300)
+    return tok
 
 
 def build_tiny_model(directory: Path | str, seed: int = 0, **fields: Any) -> Path:

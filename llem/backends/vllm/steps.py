@@ -194,14 +194,5 @@ class OfflineSteps:
             for i, n in made:
                 shares.append(StepShare(i, 0 if i in seen else prefill[i], n))
                 seen.add(i)
-            out.append(
-                EngineStep(
-                    end_s=end,
-                    running=len(shares),
-                    prefill_tokens=sum(s.prefill_tokens for s in shares),
-                    decode_tokens=sum(s.decode_tokens for s in shares),
-                    start_s=start,
-                    shares=tuple(shares),
-                )
-            )
+            out.append(EngineStep.of_shares(start, end, shares))
         return out
