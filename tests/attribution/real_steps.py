@@ -164,8 +164,9 @@ def assert_recovered(steps: list[EngineStep], hz: float, *, fine: bool) -> Recov
 
 def assert_coarse_is_wider(fine: Recovered, coarse: Recovered) -> None:
     """Every bound the coarse timeline gives is wider than the fine one's (a coefficient it
-    cannot resolve is null, which hides nothing)."""
-    assert coarse.median_request_bound_j > 3 * fine.median_request_bound_j, (fine, coarse)
+    cannot resolve is null, which hides nothing). Not by a set factor: a static batch's one
+    prefill step leaves J per prefill token loose at any rate, and its split with it."""
+    assert coarse.median_request_bound_j > fine.median_request_bound_j, (fine, coarse)
     for name in ("a", "b", "p_static"):
         f, c = getattr(fine, f"{name}_bound"), getattr(coarse, f"{name}_bound")
         assert f is not None, name
