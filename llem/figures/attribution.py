@@ -15,7 +15,9 @@ them, which partition the window) whose energies and bounds were measured
   = the window's energy, exactly.
 
 Where the fit cannot identify its three coefficients, steps are split by token share instead (a
-prefill token costs what a decode token does, static power by tokens): ``split_method`` says so.
+prefill token costs what a decode token does, static power by tokens): ``split_method`` says so,
+and the split's bound then covers any costs ``a, b, P_static >= 0`` (its fractions move to the
+extremes they reach at one cost each), since nothing says which hold.
 Fitted coefficients below 0 are taken as 0 for the split.
 
 Bounds (worst case, J): a part's energy ``f x E`` is off by at most ``f x bound(E)`` (the step's
@@ -46,6 +48,9 @@ METHOD = (
 )
 
 Coefficients = tuple[float, float, float]  # a, b, p_static
+# Where the fit cannot be used, any costs >= 0 may hold: a fraction's extremes over them lie at
+# these corners (one cost each), so the token-share split's bound covers every such split.
+_ANY_COSTS: tuple[Coefficients, ...] = ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0))
 
 
 @dataclass(frozen=True)
@@ -177,7 +182,7 @@ def _split_model(fit: Fit) -> tuple[Coefficients, list[Coefficients], str | None
     used (None when it was)."""
     if not fit.identified:
         missing = [c.null_reason for c in (fit.a, fit.b, fit.p_static) if c.null_reason]
-        return (1.0, 1.0, 0.0), [], "; ".join(m for m in missing if m)
+        return (1.0, 1.0, 0.0), list(_ANY_COSTS), "; ".join(m for m in missing if m)
     values = [max(float(c.value or 0.0), 0.0) for c in (fit.a, fit.b, fit.p_static)]
     ranges = []
     for c in (fit.a, fit.b, fit.p_static):
