@@ -63,10 +63,18 @@ class StoredIdle:
 class IdleStore:
     """The stored baselines in ``directory``; ``now`` is the wall clock (s since the epoch)."""
 
-    def __init__(self, directory: Path, now: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self, directory: Path, now: Callable[[], float] = time.time, settings: str = ""
+    ) -> None:
         self.path = Path(directory) / FILE_NAME
         self.now = now
+        # the GPU settings the baselines were measured under (``gpu.*``: a locked clock draws
+        # more at idle); "" for a GPU left as it was. Baselines of other settings are not used.
+        self.settings = settings
         self.warnings: list[str] = []
+
+    def _key(self, uuid: str) -> str:
+        return uuid if not self.settings else f"{uuid} [{self.settings}]"
 
     def _read(self) -> dict[str, StoredIdle]:
         try:
@@ -82,9 +90,9 @@ class IdleStore:
     def lookup(self, uuids: Sequence[str]) -> dict[str, StoredIdle] | None:
         """The stored baselines of all of ``uuids`` (any age), or None when one has none."""
         stored = self._read()
-        if not uuids or any(u not in stored for u in uuids):
+        if not uuids or any(self._key(u) not in stored for u in uuids):
             return None
-        return {u: stored[u] for u in uuids}
+        return {u: stored[self._key(u)] for u in uuids}
 
     def remember(self, baseline: IdleBaseline, max_age_s: float) -> None:
         """Keep each device's part of a measured ``baseline`` where it is cooler than the stored
@@ -95,13 +103,13 @@ class IdleStore:
         changed = False
         for uuid, watts in baseline.per_device_w.items():
             temp = baseline.temperature_c.get(uuid)
-            old = stored.get(uuid)
+            old = stored.get(self._key(uuid))
             if watts <= 0 or temp is None:
                 continue  # not trustworthy: no temperature to judge it by
             if old is None or old.age_s(now) > max_age_s or temp <= old.temperature_c:
                 bound = baseline.per_device_uncertainty_w.get(uuid)
                 started = now - baseline.window_s  # remembered right after its window
-                stored[uuid] = StoredIdle(
+                stored[self._key(uuid)] = StoredIdle(
                     watts, bound, temp, baseline.measured_at, started, baseline.window_s
                 )
                 changed = True

@@ -93,6 +93,7 @@ class MeasurementSession:
         env: Mapping[str, str] | None = None,
         idle_cache: IdleCache | None = None,
         idle_store: IdleStore | None = None,
+        gpu_settings: str = "",
     ) -> None:
         self.cfg = cfg
         self.device_type = device_type
@@ -107,8 +108,10 @@ class MeasurementSession:
         self._cuda_sync = cuda_sync
         self._env = env
         self._idle_cache = idle_cache if idle_cache is not None else IdleCache()
+        # idle baselines are kept per GPU settings (gpu.*: "" when the GPU is left as it was)
+        self._gpu_settings = gpu_settings
         if idle_store is None and (cfg.idle_cache_max_age_s or 0) > 0:
-            idle_store = IdleStore(cache_dir())
+            idle_store = IdleStore(cache_dir(), settings=gpu_settings)
         self._idle_store = idle_store
         self.origin_s: float | None = None
         self.devices: list[DeviceInfo] = []
@@ -165,7 +168,7 @@ class MeasurementSession:
             return IdleBaseline(None, null_reason=f"energy unavailable: {self.unavailable_reason}")
         if secs <= 0:
             return IdleBaseline(None, null_reason="measurement.idle_baseline_s=0: not measured")
-        key = (self.source.kind, tuple(self.source.uuids))
+        key = (f"{self.source.kind} {self._gpu_settings}", tuple(self.source.uuids))
         cached = self._idle_cache.get(key)
         kept = self._stored_idle() if cached is None else self._kept(cached)
         if kept is not None:

@@ -51,7 +51,8 @@ class GpuSettingsError(LlemError):
     """NVML refused a change the pre-flight allowed (another process changed the GPU between)."""
 
 
-def _requested(cfg: GPUConfig) -> str:
+def requested_settings(cfg: GPUConfig) -> str:
+    """The requested ``gpu.*`` settings in one line ("" when the GPU is left as it was)."""
     return " ".join(f"gpu.{k}={v}" for k, v in asdict(cfg).items() if v is not None)
 
 
@@ -69,15 +70,17 @@ def gpu_preflight_problems(cfg: GPUConfig, torch_indices: Sequence[int] | None) 
     try:
         nvml = init_nvml()
     except NvmlUnavailable as exc:
-        return [f"{_requested(cfg)} needs a GPU that NVML can reach ({exc})"]
+        return [f"{requested_settings(cfg)} needs a GPU that NVML can reach ({exc})"]
     try:
         gpus = _targets(nvml, torch_indices)
         if not gpus:
-            return [f"{_requested(cfg)} needs a GPU, and NVML sees none visible to this run"]
+            return [
+                f"{requested_settings(cfg)} needs a GPU, and NVML sees none visible to this run"
+            ]
         control = GpuControl(nvml)
         return [p for gpu in gpus for p in _gpu_problems(control, gpu, cfg)]
     except DeviceMappingError as exc:
-        return [f"{_requested(cfg)}: {exc}"]
+        return [f"{requested_settings(cfg)}: {exc}"]
     finally:
         nvml.shutdown()
 
@@ -130,7 +133,9 @@ class GpuSettings:
         try:
             self._nvml = init_nvml()
         except NvmlUnavailable as exc:
-            raise GpuSettingsError(f"{_requested(self.cfg)}: NVML cannot start ({exc})") from exc
+            raise GpuSettingsError(
+                f"{requested_settings(self.cfg)}: NVML cannot start ({exc})"
+            ) from exc
         control = GpuControl(self._nvml)
         self._gpus = _targets(self._nvml, self.torch_indices)
         before = {g.uuid: control.state(g) for g in self._gpus}
@@ -140,7 +145,7 @@ class GpuSettings:
         for gpu in self._gpus:
             self._set(control, gpu)
             self.section.devices[gpu.uuid] = _read_back(control.state(gpu), before[gpu.uuid])
-        log.info("GPU settings applied: %s", _requested(self.cfg))
+        log.info("GPU settings applied: %s", requested_settings(self.cfg))
 
     def _entry(self, gpu: Gpu, state: GpuState) -> Restore:
         return Restore(

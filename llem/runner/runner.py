@@ -34,7 +34,7 @@ from llem.runner.assemble import (
     new_result,
 )
 from llem.runner.environment import EnvironmentCache, write_environment
-from llem.runner.gpu_settings import GpuSettings
+from llem.runner.gpu_settings import GpuSettings, requested_settings
 from llem.runner.preflight import preflight
 from llem.runner.prepare import prepare
 from llem.runner.progress import BatchProgress
@@ -136,6 +136,7 @@ class Runner:
             torch_device_indices=indices,
             device_type=device,
             idle_cache=self.idle_cache,  # the Runner's idle baselines (llem.measure.idle)
+            gpu_settings=requested_settings(exp.gpu),  # baselines are kept per GPU settings
         )
         loaded = None
         keep = False

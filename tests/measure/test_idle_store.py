@@ -155,3 +155,29 @@ def test_an_unreadable_cache_file_is_a_warning(tmp_path):
     store = IdleStore(tmp_path)
     assert store.lookup(["GPU-a"]) is None
     assert store.warnings and "not readable" in store.warnings[0]
+
+
+def test_a_baseline_measured_under_other_gpu_settings_is_not_used(
+    install_nvml, make_session, clock, tmp_path
+):
+    """A locked clock draws more at idle: a point of a sweep over gpu.* must not take the idle
+    baseline of another setting, neither from this process nor from the cache directory."""
+    install_nvml([gpu()])
+    cfg = make_cfg(idle_baseline_s=2.0, cooldown_s=20.0)
+    shared = IdleCache()  # one process running both points (model reuse)
+
+    def point(settings: str):
+        store = IdleStore(tmp_path, now=lambda: clock.now() + UNIX, settings=settings)
+        s = make_session(cfg, idle_cache=shared, idle_store=store, gpu_settings=settings)
+        s.start()
+        with s.window():
+            clock.sleep(2.0)
+        return s.measurement(output_tokens=100, requests=4).energy
+
+    assert point("").idle_source == "measured_this_run"
+    clock.sleep(12.0)  # cool again
+    locked = point("gpu.sm_clock_mhz=1200")
+    assert locked.idle_source == "measured_this_run"  # neither the in-process nor the stored one
+    stored = json.loads((tmp_path / FILE_NAME).read_text())["gpus"]
+    assert set(stored) == {"GPU-a", "GPU-a [gpu.sm_clock_mhz=1200]"}
+    assert point("gpu.sm_clock_mhz=1200").idle_source != "measured_this_run"  # its own: reused
