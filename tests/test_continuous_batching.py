@@ -252,3 +252,13 @@ def test_a_process_that_never_unloads_still_exits(tiny_model_dir):
         timeout=120,
     )
     assert done.returncode == 0 and "served" in done.stdout, done.stderr[-2000:]
+
+
+def test_a_manager_of_one_request_at_a_time_is_warned_about():
+    # pytorch.batch_size defaults to 1: on an H100 a poisson run at 40 req/s queued behind it
+    def size(batch: int) -> dict[str, int]:
+        return cb.sizing(sections(_exp("unused", batch_size=batch), "pytorch"), [12, 30])
+
+    one = cb.one_at_a_time(size(1))
+    assert one is not None and one.startswith("pytorch.batch_size=1: continuous batching holds")
+    assert cb.one_at_a_time(size(16)) is None

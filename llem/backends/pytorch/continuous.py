@@ -132,6 +132,18 @@ def sizing(sections: Sections, prompt_tokens: Sequence[int]) -> dict[str, int]:
     }
 
 
+def one_at_a_time(size: dict[str, int]) -> str | None:
+    """The warning for a manager sized to one request at a time (pytorch.batch_size=1, the
+    default): requests then queue behind each other and nothing is batched."""
+    if size["max_requests_per_batch"] != 1:
+        return None
+    return (
+        "pytorch.batch_size=1: continuous batching holds one request at a time, so requests "
+        "queue behind each other and nothing is batched; set pytorch.batch_size to the requests "
+        "one step may hold (e.g. pytorch.batch_size=16)"
+    )
+
+
 def _cb_config(sections: Sections, size: dict[str, int]) -> Any:
     from dataclasses import fields
 
@@ -151,6 +163,8 @@ def start(sections: Sections, loaded: LoadedModel, prompts: Sequence[Prompt]) ->
     model = _serving_model(loaded)
     lengths = [len(t) for t in token_lists(model.tokenizer, prompts)]
     size = sizing(sections, lengths)
+    if warning := one_at_a_time(size):
+        log.warning("%s", warning)
     gen = generation_config(sections, model.model)
     settings = json.dumps(
         [size, gen.to_json_string(), sections.run_seed], sort_keys=True, default=str
