@@ -20,7 +20,7 @@ from typing import Any
 from llem.report.labels import knob_headers
 from llem.report.load import Runs
 from llem.report.plots.common import PlotSkipped, fit_labels, label_value, values
-from llem.report.plots.style import new_figure, save, style_axes, titles
+from llem.report.plots.style import new_figure, save, side_legend, style_axes, titles
 from llem.result import read_requests
 
 PLOTS = {"output": "request_energy_vs_output.png", "input": "request_energy_vs_input.png"}
@@ -107,6 +107,6 @@ def draw_request_energy(plot: RequestEnergyPlot, path: Path | None = None) -> An
     ax.set_ylabel("energy per request (J)")
     titles(fig, ax, plot.title, plot.note)
     if len(plot.series) > 1:
-        ax.legend(fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+        side_legend(ax)
     style_axes(ax)
     return save(fig, path)

@@ -46,6 +46,7 @@ from llem.report.plots.style import (
     new_figure,
     plain_log_ticks,
     save,
+    side_legend,
     style_axes,
     titles,
 )
@@ -293,16 +294,7 @@ def _draw_legend(ax: Any, plot: KnobPlot) -> None:
     if plot.failed_label is not None:
         handles.append(failed_handle())
         labels.append(plot.failed_label)
-    ax.legend(
-        handles,
-        labels,
-        title=plot.legend_title,
-        fontsize=8,
-        title_fontsize=8,
-        frameon=False,
-        loc="upper left",
-        bbox_to_anchor=(1.01, 1.0),
-    )
+    side_legend(ax, handles, labels, title=plot.legend_title)
 
 
 def draw_knob(plot: KnobPlot, path: Path | None = None) -> Any:

@@ -27,7 +27,14 @@ import pandas as pd
 
 from llem.report.labels import knob_headers
 from llem.report.plots.common import PlotSkipped, fit_labels, floats, label_value, values
-from llem.report.plots.style import new_figure, plain_log_ticks, save, style_axes, titles
+from llem.report.plots.style import (
+    new_figure,
+    plain_log_ticks,
+    save,
+    side_legend,
+    style_axes,
+    titles,
+)
 from llem.report.window import CONC, JTOK, TOKS, headline, short_window
 
 RATE_KNOB = "traffic.rate_per_s"
@@ -189,13 +196,6 @@ def draw_xy(plot: XYPlot, path: Path | None = None) -> Any:
     ax.set_ylabel(plot.ylabel)
     titles(fig, ax, plot.title, plot.note)
     if len(plot.series) > 1:
-        ax.legend(
-            title=plot.legend_title,
-            fontsize=8,
-            title_fontsize=8,
-            frameon=False,
-            loc="upper left",
-            bbox_to_anchor=(1.01, 1.0),
-        )
+        side_legend(ax, title=plot.legend_title)
     style_axes(ax)
     return save(fig, path)

@@ -48,6 +48,19 @@ def plain_log_ticks(axis: Any) -> None:
     axis.set_minor_formatter(NullFormatter())
 
 
+def side_legend(ax: Any, *handles_labels: Any, title: str | None = None) -> None:
+    """The legend beside the axes, top left of the space right of them (every plot's legend)."""
+    ax.legend(
+        *handles_labels,
+        title=title,
+        fontsize=8,
+        title_fontsize=8,
+        frameon=False,
+        loc="upper left",
+        bbox_to_anchor=(1.01, 1.0),
+    )
+
+
 def style_axes(ax: Any) -> None:
     ax.grid(True, alpha=0.3, linewidth=0.6)
     ax.spines["top"].set_visible(False)

@@ -17,7 +17,7 @@ import pandas as pd
 from llem.report.cells import is_missing
 from llem.report.labels import format_number
 from llem.report.plots.common import PlotSkipped
-from llem.report.plots.style import new_figure, save, style_axes, titles
+from llem.report.plots.style import new_figure, save, side_legend, style_axes, titles
 from llem.report.stats import VALID, judged_invalid
 
 TIMESERIES = "timeseries.csv"
@@ -142,7 +142,7 @@ def draw_timeline(plot: TimelinePlot, path: Path | None = None) -> Any:
             ax.set_ylim(bottom=0)
         ax.set_ylabel(panel.ylabel)
         if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+            side_legend(ax)
         style_axes(ax)
     axes[-1].set_xlabel(plot.xlabel)
     titles(fig, axes[0], plot.title, plot.note)
