@@ -71,7 +71,21 @@ def test_bad_input_raises_the_cli_message_never_system_exit(
         llem.run(["--multirun", "pytorch.batch_size=1,2"])
     assert main(["decoder.temperature=hot"]) == 2
     err = capsys.readouterr().err
-    assert "error: Error merging override decoder.temperature=hot" in err
+    # one line naming the key, the value and what is allowed (Hydra's own text did not say)
+    assert "error: decoder.temperature=hot: not a number (allowed: a number such as 0.7)" in err
+
+
+@pytest.mark.parametrize(
+    ("override", "line"),
+    [
+        ("pytorch.batch_size=four", "pytorch.batch_size=four: not a whole number"),
+        ("measurement.save_outputs=maybe", "measurement.save_outputs=maybe: not true or false"),
+    ],
+)
+def test_a_value_of_the_wrong_type_names_what_is_allowed(capsys, override: str, line: str) -> None:
+    assert main([override]) == 2
+    err = capsys.readouterr().err
+    assert f"error: {line}" in err and len(err.strip().splitlines()) == 1
 
 
 def test_load_results_is_the_report_table(tiny: list[str], tmp_path: Path) -> None:

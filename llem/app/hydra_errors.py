@@ -72,6 +72,16 @@ _IN_FILE = re.compile(r"In '" + GROUP + r"/([^']+)'")
 _FULL_KEY = re.compile(r"full_key:\s*(\S+)")
 _NOT_IN = re.compile(r"Key '[^']+' not in '[^']+'")
 _CANNOT_OVERRIDE = re.compile(r"Could not override '([^']+)'")
+_BAD_VALUE = re.compile(
+    r"Error merging override (?P<key>[^=\s]+)=(?P<value>\S*).*?"
+    r"(?:could not be converted to (?P<type>\w+)|is not a valid (?P<bool>bool))",
+    re.S,
+)
+_ALLOWED = {
+    "Float": ("a number", "a number such as 0.7"),
+    "Integer": ("a whole number", "a whole number such as 4"),
+    "bool": ("true or false", "true or false"),
+}
 
 
 def _config_dir(argv: Sequence[str]) -> str | None:
@@ -150,6 +160,11 @@ def explain_hydra_text(text: str, argv: Sequence[str]) -> str | None:
         elif key and key.group(1) not in detail:
             detail = f"{key.group(1)}: {detail}"
         return f"{where}: {detail}"
+    bad = _BAD_VALUE.search(text)
+    kind = bad and (bad.group("type") or bad.group("bool"))
+    if bad and kind in _ALLOWED:
+        what, allowed = _ALLOWED[kind]
+        return f"{bad.group('key')}={bad.group('value')}: not {what} (allowed: {allowed})"
     cannot = _CANNOT_OVERRIDE.search(text)
     unknown = first_unknown_key(cannot.group(1)) if cannot else None
     return no_such_key(unknown) if unknown else None
