@@ -149,7 +149,8 @@ class Plan:
         return lines
 
 
-def _point_dirs(sweep_dir: Path) -> dict[int, Path]:
+def point_dirs(sweep_dir: Path) -> dict[int, Path]:
+    """The sweep directory's point directories (named by a number) by that number."""
     found: dict[int, Path] = {}
     if sweep_dir.is_dir():
         for d in sweep_dir.iterdir():
@@ -170,7 +171,7 @@ def mark_done(points: list[Point], sweep_dir: Path) -> None:
     Its own directory is preferred; otherwise any point directory holding one (``found_at``).
     """
     finished: dict[tuple, list[int]] = {}
-    for index, d in sorted(_point_dirs(sweep_dir).items()):
+    for index, d in sorted(point_dirs(sweep_dir).items()):
         result = RunResult.read(d)
         key = _finished_key(result) if result is not None else None
         if key is not None:
@@ -196,7 +197,7 @@ def settle_directories(points: list[Point], sweep_dir: Path) -> list[str]:
     directory that a point of this sweep will use (an older result of another configuration, a
     failed or unfinished attempt) moves to ``superseded/<time>/<index>``. Returns log lines.
     """
-    existing = _point_dirs(sweep_dir)
+    existing = point_dirs(sweep_dir)
     moves: dict[int, int] = {
         p.found_at: p.index
         for p in points
@@ -256,12 +257,15 @@ def _renumber(run_dir: Path, old: int, new: int) -> None:
     result.write(run_dir)
 
 
-def write_plan(sweep_dir: Path, plan: Plan, reuse: bool, batch_size: int) -> Path:
+def write_plan(
+    sweep_dir: Path, plan: Plan, reuse: bool, batch_size: int, order: str | None = None
+) -> Path:
+    """The plan file; ``order`` names an order other than the grid's (a search's)."""
     return atomic_write_json(
         sweep_dir / PLAN_FILE,
         {
             "written_at": utc_now(),
-            "order": plan.order.value,
+            "order": order or plan.order.value,
             "seed": plan.seed,
             "reuse_model": reuse,
             "batch_size": batch_size,

@@ -24,6 +24,7 @@ from llem.errors import ConfigError
 from llem.runner import prepare
 from llem.runner.preflight import collect_problems, resolve_device
 from llem.sweep.plan import Point, expand_grid, short_label
+from llem.sweep.search_space import Space, make_space
 
 
 @dataclass
@@ -54,6 +55,15 @@ class Planner:
             return expand_grid(parse_grid(lines, self.hydra_context.config_loader)) or [[]]
         except Exception as exc:
             raise ConfigError(condense_hydra_error(hydra_error_text(exc))) from None
+
+    def space(self, params: dict[str, str], arguments: list[str]) -> Space:
+        """A search's space, from the same sweep expressions as the grid's (``interval()`` too)."""
+        lines = [f"{k}={v}" for k, v in params.items()] + list(arguments)
+        try:
+            parsed = parse_grid(lines, self.hydra_context.config_loader)
+        except Exception as exc:
+            raise ConfigError(condense_hydra_error(hydra_error_text(exc))) from None
+        return make_space(parsed)
 
     def compose(self, index: int, overrides: list[str]) -> DictConfig:
         """The job config of one grid point; a Hydra error becomes a one-line ConfigError."""

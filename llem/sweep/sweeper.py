@@ -107,8 +107,8 @@ class GridSweeper(Sweeper):
             hydra_context=hydra_context, task_function=task_function, config=config
         )
 
-    def sweep(self, arguments: list[str]) -> Any:
-        assert self.config is not None and self.launcher is not None
+    def check_settings(self) -> None:
+        """The sweeper's own settings (``hydra.sweeper.*``); a bad one is a ConfigError."""
         if self.progress not in display.MODES:
             raise ConfigError(
                 f"hydra.sweeper.progress={self.progress}: allowed values are "
@@ -119,6 +119,10 @@ class GridSweeper(Sweeper):
                 raise ConfigError(
                     f"hydra.sweeper.{name}={getattr(self, name)}: must be 0 or more seconds"
                 )
+
+    def sweep(self, arguments: list[str]) -> Any:
+        assert self.config is not None and self.launcher is not None
+        self.check_settings()
         planner = Planner(self.hydra_context, self.config)
         jobs = planner.jobs(self.params, arguments)
         sweep_dir = Path(str(self.config.hydra.sweep.dir))

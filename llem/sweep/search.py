@@ -1,0 +1,333 @@
+"""The search itself: Optuna's ask/tell loop over a space, judged by measured figures.
+
+``Search`` knows nothing of Hydra or of how a trial runs: it proposes knobs (``ask``), is told
+what a trial measured (``tell``, or ``resume`` for a trial found finished), and keeps every trial's
+record. The sweeper (``llem.sweep.search_sweeper``) runs real trials through it; tests and
+``bench/search.py`` run a planted function of the knobs through the same code.
+
+How figures become the sampler's feedback:
+- a trial with the objective is told its value, with one constraint value per declared constraint
+  (``Constraint.violation``: <= 0 met); a constrained figure the trial lacks counts as a large
+  violation, so the trial is infeasible with the reason and the sampler learns to avoid it;
+- a trial without the objective (failed, skipped, energy unavailable) is told as failed: the
+  sampler does not model it, and it is never run again.
+
+A proposal of a configuration already measured is not run again: the sampler is told the same
+outcome and asked again (``repeated_proposals`` counts these). Where the sampler keeps proposing
+measured configurations of a finite space, an untried one is taken at random (seeded); the search
+stops when every configuration of the space has been measured.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from llem.errors import ConfigError
+from llem.sweep.search_file import SearchRecord, TrialRecord
+from llem.sweep.search_space import Space
+from llem.sweep.search_spec import SearchSpec
+
+log = logging.getLogger("llem.sweep")
+
+MISSING_VIOLATION = 1000.0  # a constrained figure the trial lacks: far worse than any miss
+MAX_REPEATED = 100  # proposals of measured configurations in a row before one is taken at random
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What a trial measured, judged against the declaration."""
+
+    objective: float | None
+    constraints: dict[str, float | None]  # constraint text -> measured value
+    violations: dict[str, float]  # constraint text -> the sampler's value (<= 0 met)
+    feasible: bool
+    why_not: str | None
+
+
+def judge(
+    spec: SearchSpec,
+    values: dict[str, float | None],
+    missing: Callable[[str], str] | None = None,
+) -> Verdict:
+    """Judge measured ``values`` (result key -> figure or None); ``missing(key)`` says why a
+    figure is None."""
+
+    def why(key: str) -> str:
+        return missing(key) if missing is not None else f"{key} was not measured"
+
+    reasons: list[str] = []
+    measured: dict[str, float | None] = {}
+    violations: dict[str, float] = {}
+    for c in spec.constraints:
+        value = values.get(c.key)
+        measured[c.text] = value
+        if value is None:
+            violations[c.text] = MISSING_VIOLATION
+            reasons.append(f"{c.text}: {why(c.key)}")
+            continue
+        violations[c.text] = c.violation(value)
+        if not c.met(value):
+            reasons.append(f"{c.text}: measured {value:.4g}")
+    objective = values.get(spec.objective)
+    if objective is None:
+        reasons.insert(0, f"no objective: {why(spec.objective)}")
+    return Verdict(
+        objective=objective,
+        constraints=measured,
+        violations=violations,
+        feasible=objective is not None and not reasons,
+        why_not="; ".join(reasons) or None,
+    )
+
+
+def make_sampler(spec: SearchSpec, budget: int) -> Any:
+    """Optuna's sampler for ``spec.sampler``, seeded; its random start is a third of the budget
+    (3 to 10 trials)."""
+    import optuna
+
+    startup = max(3, min(10, budget // 3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # multivariate TPE is marked experimental
+        if spec.sampler == "random":
+            return optuna.samplers.RandomSampler(seed=spec.seed)
+        if spec.sampler == "gp":
+            try:
+                import scipy  # noqa: F401  (Optuna's GP sampler needs it)
+            except ImportError:
+                raise ConfigError(
+                    "hydra.sweeper.sampler=gp: needs scipy, which is not installed "
+                    "(allowed here: tpe, random; or pip install scipy)"
+                ) from None
+            return optuna.samplers.GPSampler(seed=spec.seed, n_startup_trials=startup)
+        return optuna.samplers.TPESampler(
+            seed=spec.seed,
+            n_startup_trials=startup,
+            multivariate=True,
+            warn_independent_sampling=False,
+        )
+
+
+def import_optuna() -> Any:
+    try:
+        import optuna
+    except ImportError:
+        raise ConfigError(
+            "hydra/sweeper=llem_search: needs optuna, which is not installed (allowed: "
+            "pip install 'llem[search]', or hydra/sweeper=llem for the whole grid)"
+        ) from None
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    return optuna
+
+
+@dataclass
+class Proposal:
+    knobs: dict[str, str]
+    trial: Any  # Optuna's trial (None for a confirmation)
+    kind: str = "search"
+
+
+@dataclass
+class Search:
+    spec: SearchSpec
+    space: Space
+    confirm: int = 0
+    record: SearchRecord = field(init=False)
+    _measured: dict[tuple, Verdict] = field(default_factory=dict, init=False)
+    _in_flight: set[tuple] = field(default_factory=set, init=False)
+
+    def __post_init__(self) -> None:
+        optuna = import_optuna()
+        self._optuna = optuna
+        self.study = optuna.create_study(
+            direction=self.spec.direction, sampler=make_sampler(self.spec, self.spec.budget)
+        )
+        self._rng = random.Random(self.spec.seed)
+        self.record = SearchRecord(
+            objective=self.spec.objective,
+            direction=self.spec.direction,
+            constraints=[c.text for c in self.spec.constraints],
+            budget=self.spec.budget,
+            seed=self.spec.seed,
+            sampler=self.spec.sampler,
+            space=self.space.describe(),
+            fixed=list(self.space.fixed),
+            space_size=self.space.size,
+            confirm=self.confirm,
+        )
+
+    # ------------------------------------------------------------------ bookkeeping
+    @property
+    def searched(self) -> int:
+        """Search trials so far (confirmations are not counted against the budget)."""
+        return sum(1 for t in self.record.trials if t.kind == "search")
+
+    def _exhausted(self) -> bool:
+        size = self.space.size
+        return size is not None and len(self._measured) + len(self._in_flight) >= size
+
+    def stop_reason(self) -> str | None:
+        """Why no further search trial runs (None: the search goes on)."""
+        if self.searched >= self.spec.budget:
+            return f"the budget of {self.spec.budget} trials was spent"
+        if self._exhausted():
+            return f"every configuration of the space ({self.space.size}) was measured"
+        return None
+
+    def _tell_sampler(self, trial: Any, verdict: Verdict) -> None:
+        states = self._optuna.trial.TrialState
+        if verdict.objective is None:
+            self.study.tell(trial, state=states.FAIL)
+            return
+        for name, value in verdict.violations.items():
+            trial.set_constraint(name, value)
+        self.study.tell(trial, verdict.objective)
+
+    def _keep(self, record: TrialRecord) -> TrialRecord:
+        self.record.trials.append(record)
+        self._update_best()
+        return record
+
+    def _update_best(self) -> None:
+        best: TrialRecord | None = None
+        for t in self.record.trials:
+            if t.kind != "search" or not t.feasible or t.objective is None:
+                continue
+            if best is None or self.spec.better(t.objective, best.objective or 0.0):
+                best = t
+        self.record.best = best.number if best is not None else None
+
+    def _trial_record(
+        self, number: int, directory: str, proposal: Proposal, verdict: Verdict, **extra: Any
+    ) -> TrialRecord:
+        return TrialRecord(
+            number=number,
+            dir=directory,
+            kind=proposal.kind,
+            knobs=dict(proposal.knobs),
+            overrides=self.trial_overrides(proposal),
+            status=extra.pop("status", "ok"),
+            objective=verdict.objective,
+            constraints=dict(verdict.constraints),
+            feasible=verdict.feasible,
+            why_not=verdict.why_not,
+            **extra,
+        )
+
+    def trial_overrides(self, proposal: Proposal) -> list[str]:
+        overrides = self.space.overrides(proposal.knobs)
+        if proposal.kind == "confirm":
+            overrides.append(f"repeat={self._confirm_repeat(proposal)}")
+        return overrides
+
+    def _confirm_repeat(self, proposal: Proposal) -> int:
+        done = [t for t in self.record.trials if t.kind == "confirm" and t.knobs == proposal.knobs]
+        return len(done) + 1
+
+    # ------------------------------------------------------------------ the loop
+    def resume(self, directory: str, knobs: dict[str, str], verdict: Verdict, **extra: Any) -> None:
+        """A trial found finished in the sweep directory: the sampler is told, nothing runs."""
+        kind = extra.pop("kind", "search")
+        key = self.space.canonical(knobs)
+        if kind == "search":
+            params = self.space.params(knobs)
+            states = self._optuna.trial.TrialState
+            frozen = self._optuna.trial.create_trial(
+                state=states.COMPLETE if verdict.objective is not None else states.FAIL,
+                value=verdict.objective,
+                params=params,
+                distributions=self.space.distributions(),
+                constraints=dict(verdict.violations) if verdict.objective is not None else None,
+            )
+            self.study.add_trial(frozen)
+            self._measured[key] = verdict
+        proposal = Proposal(knobs=knobs, trial=None, kind=kind)
+        number = len(self.record.trials)
+        self._keep(self._trial_record(number, directory, proposal, verdict, resumed=True, **extra))
+
+    def ask(self) -> Proposal | None:
+        """The next configuration to measure; None when the search is over (``stop_reason``)."""
+        if self.stop_reason() is not None:
+            return self._confirmation()
+        local = self._neighbour()
+        if local is not None:
+            return local
+        for _ in range(MAX_REPEATED):
+            trial = self.study.ask()
+            knobs = self.space.suggest(trial)
+            key = self.space.canonical(knobs)
+            if key in self._in_flight:
+                self.study.tell(trial, state=self._optuna.trial.TrialState.FAIL)
+                continue
+            if key in self._measured:
+                self._tell_sampler(trial, self._measured[key])
+                self.record.repeated_proposals += 1
+                continue
+            self._in_flight.add(key)
+            return Proposal(knobs=knobs, trial=trial)
+        return self._untried()
+
+    def _neighbour(self) -> Proposal | None:
+        """Every other trial after the random start: an untried neighbour of the best feasible
+        trial, so that the search walks along the constraint's edge to the optimum."""
+        startup = max(3, min(10, self.spec.budget // 3))
+        if self.searched < startup or self.searched % 2 == 0 or self.spec.sampler == "random":
+            return None
+        best = self.record.best_trial()
+        if best is None:
+            return None
+        taken = set(self._measured) | self._in_flight
+        options = [k for k in self.space.neighbours(best.knobs)]
+        options = [k for k in options if self.space.canonical(k) not in taken]
+        if not options:
+            return None
+        return self._enqueued(self._rng.choice(options))
+
+    def _enqueued(self, knobs: dict[str, str]) -> Proposal:
+        """``knobs`` as the sampler's next trial (it keeps every trial it is told)."""
+        self.study.enqueue_trial(self.space.params(knobs))
+        trial = self.study.ask()
+        knobs = self.space.suggest(trial)
+        self._in_flight.add(self.space.canonical(knobs))
+        return Proposal(knobs=knobs, trial=trial)
+
+    def _untried(self) -> Proposal | None:
+        """An untried configuration of a finite space, at random; None in a continuous one."""
+        if self.space.size is None:
+            log.warning("the sampler proposed only measured configurations %d times", MAX_REPEATED)
+            return None
+        taken = set(self._measured) | self._in_flight
+        untried = [k for k in self.space.every_point() if self.space.canonical(k) not in taken]
+        if not untried:
+            return None
+        return self._enqueued(self._rng.choice(untried))
+
+    def _confirmation(self) -> Proposal | None:
+        """After the search: the best feasible configuration again, ``confirm`` times."""
+        best = self.record.best_trial()
+        if best is None or len(self.record.confirmations()) >= self.confirm:
+            return None
+        return Proposal(knobs=dict(best.knobs), trial=None, kind="confirm")
+
+    def tell(
+        self, proposal: Proposal, directory: str, verdict: Verdict, **extra: Any
+    ) -> TrialRecord:
+        """What ``proposal``'s trial measured: the sampler learns it and the record keeps it."""
+        number = len(self.record.trials)
+        record = self._trial_record(number, directory, proposal, verdict, **extra)
+        if proposal.kind == "search":
+            key = self.space.canonical(proposal.knobs)
+            self._in_flight.discard(key)
+            self._measured[key] = verdict
+            self._tell_sampler(proposal.trial, verdict)
+        return self._keep(record)
+
+    def abandon(self, proposal: Proposal) -> None:
+        """A proposal that will not be measured (interrupted): the sampler forgets it."""
+        if proposal.trial is not None:
+            self._in_flight.discard(self.space.canonical(proposal.knobs))
+            self.study.tell(proposal.trial, state=self._optuna.trial.TrialState.FAIL)

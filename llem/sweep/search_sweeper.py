@@ -1,0 +1,422 @@
+"""llem's search sweeper (``hydra/sweeper=llem_search``): the grid's points, chosen by a sampler.
+
+The space is the grid's sweep expressions plus ``interval()`` (``llem.sweep.search_space``); the
+declaration is ``hydra.sweeper.objective``, ``direction``, ``constraints``, ``budget``, ``seed``,
+``sampler`` and ``confirm`` (``llem.sweep.search_spec``). Each trial is a point as the grid
+sweeper has it: composed and validated before it runs (an invalid combination is recorded as
+skipped and counts as an infeasible trial, without running), run through the configured launcher
+in ``<sweep dir>/<n>`` with model reuse in-process, and written as its result.json. The search
+itself is ``llem.sweep.search.Search``; ``search.json`` (``llem.sweep.search_file``) is rewritten
+after every trial.
+
+Before anything runs, an objective or constraint on energy where the device measures none (a CPU
+without a replay trace) stops the search with exit 2. A dry run prints the declaration, the space
+and the first point's pre-flight checks.
+
+Resume: the same command again reads every trial directory. A finished trial of this search (its
+overrides are a point of the space and its config hash is that point's) is told to the sampler and
+not run again; anything else (an interrupted trial, another search's) is moved aside to
+``superseded/``, and new trials take the lowest free directory numbers, until the budget is spent.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from llem.app.compose.studies import check_study, record_study
+from llem.config.schema import SweepOrder
+from llem.errors import ConfigError, interrupted_by
+from llem.result import ErrorInfo, RunResult, utc_now
+from llem.result.keys import value_at, why_missing
+from llem.runner.preflight import cuda_available
+from llem.sweep.launch import Launch, in_process, outcome, write_record
+from llem.sweep.lock import SweepLock
+from llem.sweep.plan import SUPERSEDED_DIR, Plan, Point, point_dirs, short_label, write_plan
+from llem.sweep.planner import Planner
+from llem.sweep.progress import SweepProgress
+from llem.sweep.search import Proposal, Search, Verdict, import_optuna, judge
+from llem.sweep.search_spec import SearchSpec, check_energy, make_spec
+from llem.sweep.sweeper import GridSweeper, LlemSweeperConf
+
+log = logging.getLogger("llem.sweep")
+
+# A failed result that says nothing about its configuration: run the trial again on resume.
+_NOT_FINISHED = ("KeyboardInterrupt", "SlurmJobLost", "NoResult")
+
+
+@dataclass
+class LlemSearchSweeperConf(LlemSweeperConf):
+    _target_: str = "hydra_plugins.llem_sweeper.llem_sweeper.LlemSearchSweeper"
+    # a numeric figure of result.json (llem.result.keys), e.g. energy.j_per_output_token
+    objective: str | None = None
+    direction: str = "minimize"  # minimize | maximize
+    # 'KEY OP NUMBER' each, OP one of <=, >=, <, >: 'latency.tpot_ms.p90 <= 50'
+    constraints: list[str] = field(default_factory=list)
+    budget: int = 20  # search trials (configurations measured), resumed ones included
+    seed: int = 0
+    sampler: str = "tpe"  # tpe | gp (needs scipy) | random
+    # after the search, measure the best feasible configuration this many times more
+    confirm: int = 0
+
+
+def verdict_of(spec: SearchSpec, result: RunResult | None) -> Verdict:
+    """A trial's result judged against the declaration (no result: nothing measured)."""
+    if result is None:
+        return judge(spec, {}, lambda key: "the trial left no result.json")
+    values = {key: value_at(result, key) for key in spec.keys}
+    return judge(spec, values, lambda key: why_missing(result, key))
+
+
+def energy_unavailable(cfg: DictConfig, has_cuda: bool, local: bool) -> str | None:
+    """Why a run of ``cfg`` can measure no energy (None: it may). A launcher that runs points
+    elsewhere (a cluster) decides the device there, so only an explicit CPU counts then."""
+    measurement = cfg.get("measurement")
+    energy = str(measurement.get("energy", "auto")) if measurement is not None else "auto"
+    device = str(cfg.get("device", "auto"))
+    if energy.endswith("replay"):
+        return None
+    if energy.endswith("none"):
+        return "measurement.energy=none measures none"
+    on_cpu = device.endswith("cpu") or (device.endswith("auto") and local and not has_cuda)
+    if on_cpu:
+        why = "device=cpu" if device.endswith("cpu") else "device=auto finds no CUDA GPU here"
+        return f"{why}, where NVML measures nothing"
+    return None
+
+
+class SearchSweeper(GridSweeper):
+    """The grid sweeper's planning, records, launching and report; a sampler picks the points."""
+
+    def __init__(
+        self,
+        objective: str | None = None,
+        direction: str = "minimize",
+        constraints: Any = None,
+        budget: Any = 20,
+        seed: Any = 0,
+        sampler: str = "tpe",
+        confirm: Any = 0,
+        **grid: Any,
+    ) -> None:
+        super().__init__(**grid)
+        self.declared = (objective, direction, constraints, budget, seed, sampler)
+        self.confirm = confirm
+
+    def _spec(self) -> SearchSpec:
+        objective, direction, constraints, budget, seed, sampler = self.declared
+        if OmegaConf.is_config(constraints):
+            constraints = OmegaConf.to_container(constraints)
+        spec = make_spec(objective, direction, constraints, budget, seed, sampler)
+        if isinstance(self.confirm, bool) or not isinstance(self.confirm, int) or self.confirm < 0:
+            raise ConfigError(f"hydra.sweeper.confirm={self.confirm}: must be a whole number >= 0")
+        return spec
+
+    def sweep(self, arguments: list[str]) -> Any:
+        assert self.config is not None and self.launcher is not None
+        self.check_settings()
+        spec = self._spec()
+        import_optuna()
+        planner = Planner(self.hydra_context, self.config)
+        space = planner.space(self.params, arguments)
+        if not space.dims:
+            raise ConfigError(
+                "hydra/sweeper=llem_search: nothing to search (allowed: a sweep expression such "
+                "as vllm.max_num_seqs=8,16,32 or gpu.power_limit_w=interval(200,400))"
+            )
+        planner.swept = space.keys
+        sweep_dir = Path(str(self.config.hydra.sweep.dir))
+        check_study(self.config, self.hydra_context.config_loader)
+        first = space.overrides(space.first())
+        settings = planner.settings(first)
+        planner.dry_run = settings.dry_run
+        planner.has_cuda = cuda_available()
+        local = in_process(self.config)
+        cfg = planner.compose(0, first)
+        check_energy(spec, energy_unavailable(cfg, planner.has_cuda, local or self._on_machine()))
+        search = Search(spec, space, confirm=self.confirm)
+        if settings.dry_run:
+            self._started(sweep_dir, None)
+            return self._dry_run_search(planner, search, first)
+        lock = SweepLock(sweep_dir)
+        try:
+            self._started(sweep_dir, lock.acquire())
+            return self._search(planner, search, sweep_dir, settings.reuse_model, settings.seed)
+        finally:
+            if self.listener is None:
+                lock.release()
+
+    def _on_machine(self) -> bool:
+        from llem.sweep.launch import batch_size
+
+        return batch_size(self.launcher, None, 2, False) == 1
+
+    # ------------------------------------------------------------------ dry run
+    def _dry_run_search(self, planner: Planner, search: Search, first: list[str]) -> list[Any]:
+        point = planner.analyse(0, first)
+        size = search.space.size
+        print(f"search plan: {search.spec.describe()}")
+        print(f"  space: {' '.join(search.space.describe())}")
+        print(f"  {size if size is not None else 'continuous'} configurations in the space")
+        if search.space.fixed:
+            print(f"  every trial: {' '.join(search.space.fixed)}")
+        if point.status == "skipped":
+            print(f"  first point [{' '.join(first)}]: skipped: {point.reason}")
+        else:
+            failed = "; ".join(point.preflight)
+            pre = f"pre-flight FAILED: {failed}" if failed else "pre-flight ok"
+            print(f"  first point [{' '.join(first)}]: {pre}")
+        print("dry run: nothing was loaded")
+        self._finished([], preflight_failed=bool(point.preflight))
+        return []
+
+    # ------------------------------------------------------------------ resume
+    def _resume(self, planner: Planner, search: Search, sweep_dir: Path) -> list[str]:
+        """Tell the search every finished trial of it found in ``sweep_dir``; move the rest
+        aside. Returns log lines."""
+        lines: list[str] = []
+        stamp = utc_now().replace(":", "-")
+        for index, d in sorted(point_dirs(sweep_dir).items()):
+            result = RunResult.read(d)
+            why = self._not_a_trial(planner, search, index, result)
+            if why is None and result is not None:
+                knobs = search.space.knobs_of(result.overrides) or {}
+                repeat = int((result.config or {}).get("repeat", 0) or 0)
+                search.resume(
+                    str(index),
+                    knobs,
+                    verdict_of(search.spec, result),
+                    kind="confirm" if repeat else "search",
+                    status=result.status,
+                    config_hash=result.config_hash,
+                )
+                continue
+            target = sweep_dir / SUPERSEDED_DIR / stamp / str(index)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.move(str(d), str(target))
+            lines.append(f"#{index}: {why}; moved aside to {target}")
+        if search.record.trials:
+            lines.append(
+                f"resumed: {search.searched} trial(s) of this search found finished, not run again"
+            )
+        return lines
+
+    def _not_a_trial(
+        self, planner: Planner, search: Search, index: int, result: RunResult | None
+    ) -> str | None:
+        """Why the directory does not hold a finished trial of this search (None: it does)."""
+        if result is None:
+            return "an unfinished attempt"
+        if result.status == "failed" and result.error and result.error.type in _NOT_FINISHED:
+            return f"a trial that did not finish ({result.error.type})"
+        knobs = search.space.knobs_of(result.overrides)
+        if knobs is None:
+            return "not a point of this search's space"
+        repeat = int((result.config or {}).get("repeat", 0) or 0)
+        overrides = search.space.overrides(knobs) + ([f"repeat={repeat}"] if repeat else [])
+        if planner.analyse(index, overrides).config_hash != result.config_hash:
+            return "a result of another configuration"
+        return None
+
+    # ------------------------------------------------------------------ the search
+    def _search(
+        self, planner: Planner, search: Search, sweep_dir: Path, reuse: bool, seed: int
+    ) -> list[Any]:
+        assert self.config is not None
+        for line in self._resume(planner, search, sweep_dir):
+            log.info("%s", line)
+        OmegaConf.save(self.config, sweep_dir / "multirun.yaml")
+        record_study(sweep_dir, self.config, self.hydra_context.config_loader)
+        local = in_process(self.config)
+        plan = Plan(points=[], order=SweepOrder.grouped, seed=seed, run_order=[])
+        plan.swept = search.space.keys
+        self._placeholders(plan, search)
+        outcomes = [
+            outcome(Point(index=int(t.dir), overrides=t.overrides), "done")
+            for t in search.record.trials
+        ]
+        to_run = max(search.spec.budget - search.searched, 0) + search.confirm
+        progress = SweepProgress(to_run, already_done=len(outcomes))
+        log.info("search: %s", search.spec.describe())
+        log.info("  space: %s", " ".join(search.space.describe()))
+        launch = Launch(
+            hydra_context=self.hydra_context,
+            task_function=self.task_function,
+            config=self.config,
+            launcher=self.launcher,
+            composer=planner.composer,
+            plan=plan,
+            sweep_dir=sweep_dir,
+            progress=progress,
+            outcomes=outcomes,
+            local=local,
+            force_no_reuse=reuse and not local,
+            result_grace_s=self.result_grace_s,
+            unstartable_s=self.unstartable_s,
+        )
+        size = 1 if local else max(1, int(self.max_batch_size or 1))
+        returns: list[Any] = []
+        interrupted = False
+        try:
+            with self._display(progress):
+                returns = self._loop(planner, search, plan, launch, sweep_dir, reuse, size)
+            search.record.state = "finished"
+        except BaseException as exc:
+            interrupted = interrupted_by(exc)
+            search.record.state = "interrupted" if interrupted else "stopped"
+            search.record.stopped_because = f"{type(exc).__name__}: {exc}".strip()
+            raise
+        finally:
+            search.record.write(sweep_dir)
+            for line in summary(search):
+                log.info("%s", line)
+            self._summary(plan, outcomes, progress, interrupted)
+        return returns
+
+    def _placeholders(self, plan: Plan, search: Search) -> None:
+        """Plan points for the trials found finished (they keep their directories)."""
+        for t in search.record.trials:
+            self._place(plan, Point(index=int(t.dir), overrides=t.overrides, status="done"))
+
+    @staticmethod
+    def _place(plan: Plan, point: Point) -> None:
+        while len(plan.points) <= point.index:
+            plan.points.append(Point(index=len(plan.points), overrides=[], status="skipped"))
+        plan.points[point.index] = point
+
+    def _loop(
+        self,
+        planner: Planner,
+        search: Search,
+        plan: Plan,
+        launch: Launch,
+        sweep_dir: Path,
+        reuse: bool,
+        size: int,
+    ) -> list[Any]:
+        returns: list[Any] = []
+        while True:
+            batch = self._next_batch(planner, search, plan, sweep_dir, size)
+            if not batch:
+                break
+            runnable = [(p, point) for p, point in batch if point.status == "pending"]
+            for proposal, point in batch:
+                if point.status == "skipped":
+                    self._skipped(search, proposal, point, sweep_dir, launch)
+            if not runnable:
+                continue
+            plan.run_order.extend(point.index for _, point in runnable)
+            write_plan(sweep_dir, plan, reuse, size, order="search")
+            try:
+                returns.extend(launch.batch([point.index for _, point in runnable]))
+            finally:
+                for proposal, point in runnable:
+                    self._told(search, proposal, point, sweep_dir)
+        search.record.stopped_because = search.stop_reason() or (
+            "the sampler proposed no configuration that was not measured"
+        )
+        return returns
+
+    def _next_batch(
+        self, planner: Planner, search: Search, plan: Plan, sweep_dir: Path, size: int
+    ) -> list[tuple[Proposal, Point]]:
+        batch: list[tuple[Proposal, Point]] = []
+        while len(batch) < size:
+            proposal = search.ask()
+            if proposal is None:
+                break
+            overrides = search.trial_overrides(proposal)
+            index = _free_index(plan, sweep_dir)
+            point = planner.analyse(index, overrides)
+            point.label = short_label(overrides, search.space.keys)
+            self._place(plan, point)
+            batch.append((proposal, point))
+        return batch
+
+    def _skipped(
+        self, search: Search, proposal: Proposal, point: Point, sweep_dir: Path, launch: Launch
+    ) -> None:
+        reason = point.reason or "invalid combination"
+        hint = "this combination is invalid; the search went on"
+        write_record(sweep_dir, point, "skipped", ErrorInfo("ConfigError", reason, hint))
+        verdict = judge(search.spec, {}, lambda key: f"skipped: {reason}")
+        search.tell(proposal, str(point.index), verdict, status="skipped")
+        launch.outcomes.append(outcome(point, "skipped", reason))
+        log.info(
+            "  search trial %d #%d [%s]: skipped: %s",
+            search.searched,
+            point.index,
+            point.label,
+            reason,
+        )
+        search.record.write(sweep_dir)
+
+    def _told(self, search: Search, proposal: Proposal, point: Point, sweep_dir: Path) -> None:
+        result = RunResult.read(sweep_dir / str(point.index))
+        if result is None or (result.error and result.error.type == "KeyboardInterrupt"):
+            search.abandon(proposal)
+            return
+        verdict = verdict_of(search.spec, result)
+        record = search.tell(
+            proposal,
+            str(point.index),
+            verdict,
+            status=result.status,
+            config_hash=result.config_hash,
+        )
+        search.record.write(sweep_dir)
+        what = f"{search.spec.objective}={_num(record.objective)}"
+        judged = "feasible" if record.feasible else f"infeasible: {record.why_not}"
+        best = search.record.best_trial()
+        best_text = f"#{best.dir} {_num(best.objective)}" if best else "none feasible yet"
+        log.info(
+            "  %s trial %d #%d [%s]: %s, %s; best so far %s",
+            proposal.kind,
+            record.number + 1,
+            point.index,
+            point.label,
+            what,
+            judged,
+            best_text,
+        )
+
+
+def _free_index(plan: Plan, sweep_dir: Path) -> int:
+    """The lowest trial directory number that neither this search nor the disk uses."""
+    used = {p.index for p in plan.points if p.overrides} | set(point_dirs(sweep_dir))
+    i = 0
+    while i in used:
+        i += 1
+    return i
+
+
+def _num(value: float | None) -> str:
+    return "none" if value is None else f"{value:.4g}"
+
+
+def summary(search: Search) -> list[str]:
+    """The search's closing log lines: why it stopped, and the best feasible configuration."""
+    rec = search.record
+    feasible = sum(1 for t in rec.trials if t.kind == "search" and t.feasible)
+    lines = [
+        f"search {rec.state}: {search.searched} trial(s), {feasible} feasible"
+        + (f"; {rec.stopped_because}" if rec.stopped_because else "")
+    ]
+    best = rec.best_trial()
+    if best is None:
+        lines.append("no feasible configuration was found")
+    else:
+        figures = ", ".join(
+            f"{c.key} {_num(best.constraints.get(c.text))} ({c.op} {c.bound:g})"
+            for c in search.spec.constraints
+        )
+        lines.append(
+            f"best feasible: #{best.dir} [{' '.join(f'{k}={v}' for k, v in best.knobs.items())}] "
+            f"{rec.objective}={_num(best.objective)}" + (f" ({figures})" if figures else "")
+        )
+    return lines
