@@ -22,7 +22,9 @@ SHIPPED = sorted(p.name[:-5] for p in resources.files("llem.conf").joinpath("exp
 #: studies on the vLLM backend: their dry run needs vllm importable to pass pre-flight
 VLLM_STUDIES = {"mlenergy", "batch_scaling_vllm"}
 #: studies that set traffic/slo keys (issue 18's serving config)
-SERVING_STUDIES = {"mlenergy", "batch_scaling_vllm", "serving_rate"}
+SERVING_STUDIES = {"mlenergy", "batch_scaling_vllm", "serving_rate", "energy_under_slo"}
+#: studies that search (an objective on energy: on a machine without a GPU, exit 2 saying so)
+SEARCH_STUDIES = {"energy_under_slo"}
 
 
 def _has(module: str) -> bool:
@@ -216,6 +218,7 @@ def test_every_shipped_preset_is_documented_and_cites_a_source() -> None:
         "batch_scaling",
         "batch_scaling_vllm",
         "decoding",
+        "energy_under_slo",
         "mlenergy",
         "peer_sweep",
         "quantization",
@@ -246,6 +249,9 @@ def test_shipped_preset_dry_run(
 ) -> None:
     if name in SERVING_STUDIES and not _has("llem.config.traffic"):
         pytest.skip("the traffic/slo config has not landed in this tree")
+    if name in SEARCH_STUDIES:
+        _search_study_dry_run(name, tmp_path, monkeypatch, capsys)
+        return
     monkeypatch.chdir(tmp_path)
     extra = [f"model.name_or_path={tiny_model_dir}"] if name == "peer_sweep" else []
     # One repeat per configuration keeps this fast: repeats never change a point's validity.
@@ -269,6 +275,27 @@ def test_shipped_preset_dry_run(
         assert "pre-flight ok" not in out
     else:
         assert code == 0, out + err
+    assert not (tmp_path / "outputs").exists()
+
+
+def _search_study_dry_run(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """A search for least energy: where no GPU measures energy it stops with exit 2 naming the
+    figures that can be searched; with device=cuda its declaration and space are printed, and
+    pre-flight says what this machine lacks (a GPU; vllm where it is not installed)."""
+    pytest.importorskip("optuna")
+    monkeypatch.chdir(tmp_path)
+    code = main(["--multirun", f"+experiment={name}", "dry_run=true"])
+    out, err = capsys.readouterr()
+    if _has("torch") and not __import__("torch").cuda.is_available():
+        assert code == 2 and "needs measured energy" in err, err
+    code = main(["--multirun", f"+experiment={name}", "dry_run=true", "device=cuda"])
+    out, err = capsys.readouterr()
+    assert "search plan: minimize steady_state.j_per_output_token subject to" in out, out + err
+    assert "latency.ttft_ms.p90 <= 500; latency.tpot_ms.p90 <= 50; budget 30 trials" in out
+    assert "gpu.power_limit_w=interval(200,400)" in out
+    assert code in (0, 3) and "dry run: nothing was loaded" in out
     assert not (tmp_path / "outputs").exists()
 
 
@@ -358,7 +385,7 @@ def test_unknown_experiment_lists_shipped_and_local_ones_in_one_line(tmp_path: P
     (line,) = errors(proc.stderr)
     assert "no experiment 'nope'" in line
     assert (
-        "aienergyscore, batch_scaling, batch_scaling_vllm, decoding, mlenergy, peer_sweep, "
+        "aienergyscore, batch_scaling, batch_scaling_vllm, decoding, energy_under_slo, mlenergy, peer_sweep, "
         "quantization, serving_rate (shipped with llem)" in line
     )
     assert "mine (./conf/experiment)" in line

@@ -24,6 +24,13 @@ def condense_hydra_error(text: str) -> str:
     """Hydra's multi-line composition error as one line that keeps the key, value and options."""
     if "Traceback (most recent call last)" in text:
         return [line.strip() for line in text.splitlines() if line.strip()][-1]
+    grammar = _GRAMMAR.search(text)
+    if grammar is not None:
+        return (
+            f"{grammar['override'].strip()}: Hydra's override grammar cannot read it (allowed: "
+            "quote a value holding spaces or < > characters, e.g. "
+            "\"hydra.sweeper.constraints=['latency.tpot_ms.p90 <= 50']\")"
+        )
     parts: list[str] = []
     options: list[str] = []
     options_head: str | None = None
@@ -67,6 +74,7 @@ def as_config_error(exc: BaseException, prefix: str = "") -> ConfigError:
     return ConfigError(prefix + condense_hydra_error(hydra_error_text(exc)))
 
 
+_GRAMMAR = re.compile(r"^(?:Lexer|Parser)?\w*Exception: (?P<override>.+)$\s+\^", re.M)
 _NOT_FOUND = re.compile(r"Could not find '" + GROUP + r"/([^']+)'")
 _IN_FILE = re.compile(r"In '" + GROUP + r"/([^']+)'")
 _FULL_KEY = re.compile(r"full_key:\s*(\S+)")

@@ -42,7 +42,7 @@ from llem.sweep.planner import Planner
 from llem.sweep.progress import SweepProgress
 from llem.sweep.search import Proposal, Search, Verdict, import_optuna, judge
 from llem.sweep.search_spec import SearchSpec, check_energy, make_spec
-from llem.sweep.sweeper import GridSweeper, LlemSweeperConf
+from llem.sweep.sweeper import GridSweeper, GridSweeperConf
 
 log = logging.getLogger("llem.sweep")
 
@@ -51,8 +51,13 @@ _NOT_FINISHED = ("KeyboardInterrupt", "SlurmJobLost", "NoResult")
 
 
 @dataclass
-class LlemSearchSweeperConf(LlemSweeperConf):
-    _target_: str = "hydra_plugins.llem_sweeper.llem_sweeper.LlemSearchSweeper"
+class LlemSweeperConf(GridSweeperConf):
+    """``hydra/sweeper=llem`` and ``hydra/sweeper=llem_search`` (``search=true``). One set of
+    options for both, because a study file cannot change the sweeper (the root config's choice of
+    ``llem`` wins over a study's defaults list): a study declares a search by setting
+    ``hydra.sweeper.objective``."""
+
+    search: bool = False  # llem_search: the objective must be declared
     # a numeric figure of result.json (llem.result.keys), e.g. energy.j_per_output_token
     objective: str | None = None
     direction: str = "minimize"  # minimize | maximize
@@ -102,11 +107,13 @@ class SearchSweeper(GridSweeper):
         seed: Any = 0,
         sampler: str = "tpe",
         confirm: Any = 0,
+        search: bool = False,
         **grid: Any,
     ) -> None:
         super().__init__(**grid)
         self.declared = (objective, direction, constraints, budget, seed, sampler)
         self.confirm = confirm
+        self.searching = bool(search) or objective is not None
 
     def _spec(self) -> SearchSpec:
         objective, direction, constraints, budget, seed, sampler = self.declared
@@ -118,6 +125,9 @@ class SearchSweeper(GridSweeper):
         return spec
 
     def sweep(self, arguments: list[str]) -> Any:
+        """A search where one is declared (``llem_search``, or an objective); else the grid."""
+        if not self.searching:
+            return super().sweep(arguments)
         assert self.config is not None and self.launcher is not None
         self.check_settings()
         spec = self._spec()

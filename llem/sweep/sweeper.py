@@ -52,7 +52,10 @@ log = logging.getLogger("llem.sweep")
 
 
 @dataclass
-class LlemSweeperConf:
+class GridSweeperConf:
+    """The grid sweeper's own settings (``llem.sweep.search_sweeper.LlemSweeperConf`` adds the
+    search's: llem's sweeper options are that class)."""
+
     _target_: str = "hydra_plugins.llem_sweeper.llem_sweeper.LlemSweeper"
     # Points handed to the launcher at once (not for the in-process launcher, which always runs
     # one at a time). None: 1 for launchers that run on this machine, every point for the others.
