@@ -108,7 +108,6 @@ def make_sampler(spec: SearchSpec, budget: int) -> Any:
             seed=spec.seed,
             n_startup_trials=startup,
             multivariate=True,
-            warn_independent_sampling=False,
         )
 
 
@@ -272,10 +271,11 @@ class Search:
         return self._untried()
 
     def _neighbour(self) -> Proposal | None:
-        """Every other trial after the random start: an untried neighbour of the best feasible
-        trial, so that the search walks along the constraint's edge to the optimum."""
+        """After the random start, an untried neighbour of the best feasible trial while it has
+        one (the sampler proposes otherwise), so that the search walks along the constraint's
+        edge to the optimum."""
         startup = max(3, min(10, self.spec.budget // 3))
-        if self.searched < startup or self.searched % 2 == 0 or self.spec.sampler == "random":
+        if self.searched < startup or self.spec.sampler == "random":
             return None
         best = self.record.best_trial()
         if best is None:

@@ -13,16 +13,14 @@ Before anything runs, an objective or constraint on energy where the device meas
 without a replay trace) stops the search with exit 2. A dry run prints the declaration, the space
 and the first point's pre-flight checks.
 
-Resume: the same command again reads every trial directory. A finished trial of this search (its
-overrides are a point of the space and its config hash is that point's) is told to the sampler and
-not run again; anything else (an interrupted trial, another search's) is moved aside to
-``superseded/``, and new trials take the lowest free directory numbers, until the budget is spent.
+Resume: the same command again tells the search every finished trial of it in the sweep directory
+(``llem.sweep.search_results``); new trials take the lowest free directory numbers, until the
+budget is spent.
 """
 
 from __future__ import annotations
 
 import logging
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,22 +30,19 @@ from omegaconf import DictConfig, OmegaConf
 from llem.app.compose.studies import check_study, record_study
 from llem.config.schema import SweepOrder
 from llem.errors import ConfigError, interrupted_by
-from llem.result import ErrorInfo, RunResult, utc_now
-from llem.result.keys import value_at, why_missing
+from llem.result import ErrorInfo, RunResult
 from llem.runner.preflight import cuda_available
 from llem.sweep.launch import Launch, in_process, outcome, write_record
 from llem.sweep.lock import SweepLock
-from llem.sweep.plan import SUPERSEDED_DIR, Plan, Point, point_dirs, short_label, write_plan
+from llem.sweep.plan import Plan, Point, point_dirs, short_label, write_plan
 from llem.sweep.planner import Planner
 from llem.sweep.progress import SweepProgress
-from llem.sweep.search import Proposal, Search, Verdict, import_optuna, judge
+from llem.sweep.search import Proposal, Search, import_optuna, judge
+from llem.sweep.search_results import number, resume, summary, verdict_of
 from llem.sweep.search_spec import SearchSpec, check_energy, make_spec
 from llem.sweep.sweeper import GridSweeper, GridSweeperConf
 
 log = logging.getLogger("llem.sweep")
-
-# A failed result that says nothing about its configuration: run the trial again on resume.
-_NOT_FINISHED = ("KeyboardInterrupt", "SlurmJobLost", "NoResult")
 
 
 @dataclass
@@ -68,14 +63,6 @@ class LlemSweeperConf(GridSweeperConf):
     sampler: str = "tpe"  # tpe | gp (needs scipy) | random
     # after the search, measure the best feasible configuration this many times more
     confirm: int = 0
-
-
-def verdict_of(spec: SearchSpec, result: RunResult | None) -> Verdict:
-    """A trial's result judged against the declaration (no result: nothing measured)."""
-    if result is None:
-        return judge(spec, {}, lambda key: "the trial left no result.json")
-    values = {key: value_at(result, key) for key in spec.keys}
-    return judge(spec, values, lambda key: why_missing(result, key))
 
 
 def energy_unavailable(cfg: DictConfig, has_cuda: bool, local: bool) -> str | None:
@@ -185,60 +172,12 @@ class SearchSweeper(GridSweeper):
         self._finished([], preflight_failed=bool(point.preflight))
         return []
 
-    # ------------------------------------------------------------------ resume
-    def _resume(self, planner: Planner, search: Search, sweep_dir: Path) -> list[str]:
-        """Tell the search every finished trial of it found in ``sweep_dir``; move the rest
-        aside. Returns log lines."""
-        lines: list[str] = []
-        stamp = utc_now().replace(":", "-")
-        for index, d in sorted(point_dirs(sweep_dir).items()):
-            result = RunResult.read(d)
-            why = self._not_a_trial(planner, search, index, result)
-            if why is None and result is not None:
-                knobs = search.space.knobs_of(result.overrides) or {}
-                repeat = int((result.config or {}).get("repeat", 0) or 0)
-                search.resume(
-                    str(index),
-                    knobs,
-                    verdict_of(search.spec, result),
-                    kind="confirm" if repeat else "search",
-                    status=result.status,
-                    config_hash=result.config_hash,
-                )
-                continue
-            target = sweep_dir / SUPERSEDED_DIR / stamp / str(index)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.move(str(d), str(target))
-            lines.append(f"#{index}: {why}; moved aside to {target}")
-        if search.record.trials:
-            lines.append(
-                f"resumed: {search.searched} trial(s) of this search found finished, not run again"
-            )
-        return lines
-
-    def _not_a_trial(
-        self, planner: Planner, search: Search, index: int, result: RunResult | None
-    ) -> str | None:
-        """Why the directory does not hold a finished trial of this search (None: it does)."""
-        if result is None:
-            return "an unfinished attempt"
-        if result.status == "failed" and result.error and result.error.type in _NOT_FINISHED:
-            return f"a trial that did not finish ({result.error.type})"
-        knobs = search.space.knobs_of(result.overrides)
-        if knobs is None:
-            return "not a point of this search's space"
-        repeat = int((result.config or {}).get("repeat", 0) or 0)
-        overrides = search.space.overrides(knobs) + ([f"repeat={repeat}"] if repeat else [])
-        if planner.analyse(index, overrides).config_hash != result.config_hash:
-            return "a result of another configuration"
-        return None
-
     # ------------------------------------------------------------------ the search
     def _search(
         self, planner: Planner, search: Search, sweep_dir: Path, reuse: bool, seed: int
     ) -> list[Any]:
         assert self.config is not None
-        for line in self._resume(planner, search, sweep_dir):
+        for line in resume(planner, search, sweep_dir):
             log.info("%s", line)
         OmegaConf.save(self.config, sweep_dir / "multirun.yaml")
         record_study(sweep_dir, self.config, self.hydra_context.config_loader)
@@ -380,10 +319,10 @@ class SearchSweeper(GridSweeper):
             config_hash=result.config_hash,
         )
         search.record.write(sweep_dir)
-        what = f"{search.spec.objective}={_num(record.objective)}"
+        what = f"{search.spec.objective}={number(record.objective)}"
         judged = "feasible" if record.feasible else f"infeasible: {record.why_not}"
         best = search.record.best_trial()
-        best_text = f"#{best.dir} {_num(best.objective)}" if best else "none feasible yet"
+        best_text = f"#{best.dir} {number(best.objective)}" if best else "none feasible yet"
         log.info(
             "  %s trial %d #%d [%s]: %s, %s; best so far %s",
             proposal.kind,
@@ -403,30 +342,3 @@ def _free_index(plan: Plan, sweep_dir: Path) -> int:
     while i in used:
         i += 1
     return i
-
-
-def _num(value: float | None) -> str:
-    return "none" if value is None else f"{value:.4g}"
-
-
-def summary(search: Search) -> list[str]:
-    """The search's closing log lines: why it stopped, and the best feasible configuration."""
-    rec = search.record
-    feasible = sum(1 for t in rec.trials if t.kind == "search" and t.feasible)
-    lines = [
-        f"search {rec.state}: {search.searched} trial(s), {feasible} feasible"
-        + (f"; {rec.stopped_because}" if rec.stopped_because else "")
-    ]
-    best = rec.best_trial()
-    if best is None:
-        lines.append("no feasible configuration was found")
-    else:
-        figures = ", ".join(
-            f"{c.key} {_num(best.constraints.get(c.text))} ({c.op} {c.bound:g})"
-            for c in search.spec.constraints
-        )
-        lines.append(
-            f"best feasible: #{best.dir} [{' '.join(f'{k}={v}' for k, v in best.knobs.items())}] "
-            f"{rec.objective}={_num(best.objective)}" + (f" ({figures})" if figures else "")
-        )
-    return lines

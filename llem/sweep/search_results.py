@@ -1,0 +1,110 @@
+"""A search's trials as results: each judged from its result.json, and the sweep directory read
+for the trials of this search that already finished (resume).
+
+Resume reads every trial directory. A finished trial of this search (its overrides are a point of
+the space and its config hash is that point's) is told to the search and not run again; anything
+else (an interrupted or lost trial, another search's, another configuration's) is moved aside to
+``superseded/<time>/<n>``, so that nothing older stands for a new trial.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from llem.result import RunResult, utc_now
+from llem.result.keys import value_at, why_missing
+from llem.sweep.plan import SUPERSEDED_DIR, point_dirs
+from llem.sweep.planner import Planner
+from llem.sweep.search import Search, Verdict, judge
+from llem.sweep.search_spec import SearchSpec
+
+# A failed result that says nothing about its configuration: the trial runs again on resume.
+_NOT_FINISHED = ("KeyboardInterrupt", "SlurmJobLost", "NoResult")
+
+
+def verdict_of(spec: SearchSpec, result: RunResult | None) -> Verdict:
+    """A trial's result judged against the declaration (no result: nothing measured)."""
+    if result is None:
+        return judge(spec, {}, lambda key: "the trial left no result.json")
+    values = {key: value_at(result, key) for key in spec.keys}
+    return judge(spec, values, lambda key: why_missing(result, key))
+
+
+def _repeat(result: RunResult) -> int:
+    return int((result.config or {}).get("repeat", 0) or 0)
+
+
+def not_a_trial(
+    planner: Planner, search: Search, index: int, result: RunResult | None
+) -> str | None:
+    """Why a directory does not hold a finished trial of this search (None: it does)."""
+    if result is None:
+        return "an unfinished attempt"
+    if result.status == "failed" and result.error and result.error.type in _NOT_FINISHED:
+        return f"a trial that did not finish ({result.error.type})"
+    knobs = search.space.knobs_of(result.overrides)
+    if knobs is None:
+        return "not a point of this search's space"
+    repeat = _repeat(result)
+    overrides = search.space.overrides(knobs) + ([f"repeat={repeat}"] if repeat else [])
+    if planner.analyse(index, overrides).config_hash != result.config_hash:
+        return "a result of another configuration"
+    return None
+
+
+def resume(planner: Planner, search: Search, sweep_dir: Path) -> list[str]:
+    """Tell ``search`` every finished trial of it in ``sweep_dir``; move the rest aside.
+    Returns the log lines."""
+    lines: list[str] = []
+    stamp = utc_now().replace(":", "-")
+    for index, d in sorted(point_dirs(sweep_dir).items()):
+        result = RunResult.read(d)
+        why = not_a_trial(planner, search, index, result)
+        if why is None and result is not None:
+            search.resume(
+                str(index),
+                search.space.knobs_of(result.overrides) or {},
+                verdict_of(search.spec, result),
+                kind="confirm" if _repeat(result) else "search",
+                status=result.status,
+                config_hash=result.config_hash,
+            )
+            continue
+        target = sweep_dir / SUPERSEDED_DIR / stamp / str(index)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(str(d), str(target))
+        lines.append(f"#{index}: {why}; moved aside to {target}")
+    if search.record.trials:
+        lines.append(
+            f"resumed: {search.searched} trial(s) of this search found finished, not run again"
+        )
+    return lines
+
+
+def number(value: float | None) -> str:
+    return "none" if value is None else f"{value:.4g}"
+
+
+def summary(search: Search) -> list[str]:
+    """The search's closing log lines: why it stopped, and the best feasible configuration."""
+    rec = search.record
+    feasible = sum(1 for t in rec.trials if t.kind == "search" and t.feasible)
+    lines = [
+        f"search {rec.state}: {search.searched} trial(s), {feasible} feasible"
+        + (f"; {rec.stopped_because}" if rec.stopped_because else "")
+    ]
+    best = rec.best_trial()
+    if best is None:
+        lines.append("no feasible configuration was found")
+        return lines
+    figures = ", ".join(
+        f"{c.key} {number(best.constraints.get(c.text))} ({c.op} {c.bound:g})"
+        for c in search.spec.constraints
+    )
+    knobs = " ".join(f"{k}={v}" for k, v in best.knobs.items())
+    lines.append(
+        f"best feasible: #{best.dir} [{knobs}] {rec.objective}={number(best.objective)}"
+        + (f" ({figures})" if figures else "")
+    )
+    return lines
