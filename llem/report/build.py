@@ -14,6 +14,8 @@ from llem.atomic import atomic_write
 from llem.report.conditions import render_conditions
 from llem.report.load import Runs, load_runs
 from llem.report.plots import draw_all
+from llem.report.search import find_search, write_search_csv
+from llem.report.search_section import render_search
 from llem.report.stats import summary_frame
 from llem.report.table import (
     DEFAULT_WIDTH,
@@ -91,9 +93,9 @@ def build_report(
     for note in _notes(runs, width):
         if note:
             parts += ["", note]
-    problems = render_problems(runs, width=width)
-    if problems:
-        parts += ["", problems]
+    for section in (render_problems(runs, width=width), _search(runs, out_dir, width, files)):
+        if section:
+            parts += ["", section]
     return Report(
         runs=runs,
         summary=summary,
@@ -102,6 +104,15 @@ def build_report(
         files=files,
         skipped=skipped,
     )
+
+
+def _search(runs: Runs, out_dir: Path, width: int, files: list[Path]) -> str:
+    """The search section (llem.report.search), writing search_trials.csv; '' without a search."""
+    search = find_search(runs)
+    if search is None:
+        return ""
+    files.append(write_search_csv(search, out_dir))
+    return render_search(search, width=width)
 
 
 def _notes(runs: Runs, width: int) -> list[str]:

@@ -8,6 +8,8 @@ labels drawn, a frozen dataclass) and then drawn on matplotlib's Agg canvas (no 
 * :mod:`.timeline`: ``timeline.png`` for a report over a single run, titled by what it draws.
 * :mod:`.serving`: ``ttft_p90_vs_throughput.png`` and ``tpot_p90_vs_throughput.png`` over a rate
   sweep, ``j_per_token_vs_concurrency.png`` where runs recorded the concurrency that ran.
+* :mod:`.search`: ``search_trials.png`` where the directory holds a search (``search.json``): the
+  objective against the trial number, infeasible trials marked, the best feasible so far.
 * :mod:`.attribution`: ``request_energy_vs_output.png`` and ``request_energy_vs_input.png`` where
   runs recorded each request's energy (requests.jsonl), one colour per configuration.
 
@@ -55,6 +57,7 @@ from llem.report.plots.pareto import (
     pareto_front,
     prepare_pareto,
 )
+from llem.report.plots.search import SEARCH_PLOT, SearchPlot, draw_search, prepare_search_plot
 from llem.report.plots.serving import (
     RATE_KNOB,
     XYPlot,
@@ -70,6 +73,7 @@ from llem.report.plots.timeline import (
     read_timeseries,
     timeline_figure,
 )
+from llem.report.search import find_search
 from llem.report.stats import GPU
 from llem.report.window import CONC, headline
 
@@ -101,10 +105,11 @@ OWN_PATTERNS = (
     "ttft_p90_vs_throughput.png",
     "tpot_p90_vs_throughput.png",
     "request_energy_vs_*.png",
+    SEARCH_PLOT,
 )
 
 CONCURRENCY_PLOT = "j_per_token_vs_concurrency.png"
-Plot = KnobPlot | ParetoPlot | TimelinePlot | XYPlot | RequestEnergyPlot
+Plot = KnobPlot | ParetoPlot | TimelinePlot | XYPlot | RequestEnergyPlot | SearchPlot
 
 
 @dataclass(frozen=True)
@@ -200,6 +205,9 @@ def prepare_all(runs: Runs, summary: pd.DataFrame) -> PlotSet:
     out.plots += request_plots(runs)
     if runs.n_runs == 1:
         _single_run(runs, out)
+    search = find_search(runs)  # llem.report.search: where a directory holds search.json
+    if search is not None:
+        out.add(SEARCH_PLOT, prepare_search_plot, search)
     return PlotSet(tuple(out.plots), tuple(out.skipped))
 
 
@@ -228,6 +236,8 @@ def draw(plot: Plot, path: Path | None = None) -> Any:
         return draw_xy(plot, path)
     if isinstance(plot, RequestEnergyPlot):
         return draw_request_energy(plot, path)
+    if isinstance(plot, SearchPlot):
+        return draw_search(plot, path)
     return draw_timeline(plot, path)
 
 
