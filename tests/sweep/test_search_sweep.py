@@ -153,7 +153,7 @@ def test_an_invalid_combination_is_an_infeasible_trial_that_never_runs(
 @pytest.mark.parametrize(
     ("args", "names"),
     [
-        (["hydra.sweeper.objective=throughput.tokens"], "hydra.sweeper.objective=throughput.tokens"),
+        (["hydra.sweeper.objective=throughput.tok"], "hydra.sweeper.objective=throughput.tok"),
         (
             ["hydra.sweeper.objective=throughput.output_tokens_per_s", "hydra.sweeper.budget=0"],
             "hydra.sweeper.budget=0",
