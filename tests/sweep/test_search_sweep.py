@@ -115,15 +115,23 @@ def test_an_energy_objective_searches_on_a_replayed_trace(tiny: list[str], tmp_p
         "measurement.idle_baseline_s=0",
         "hydra.sweeper.objective=energy.j_per_output_token",
         "hydra.sweeper.budget=2",
+        "hydra.sweeper.confirm=1",
         "pytorch.batch_size=1,4",
     )
     assert code == 0
     rec = record(d)
+    searched = [t for t in rec["trials"] if t["kind"] == "search"]
     for t in rec["trials"]:
         energy = result(d, int(t["dir"]))["energy"]
         assert t["objective"] == pytest.approx(energy["j_per_output_token"])
     best = next(t for t in rec["trials"] if t["number"] == rec["best"])
-    assert best["objective"] == min(t["objective"] for t in rec["trials"])
+    assert best["objective"] == min(t["objective"] for t in searched)
+    # The best measured once more, as repeat 1 of the same configuration, in its own directory.
+    (confirm,) = [t for t in rec["trials"] if t["kind"] == "confirm"]
+    assert confirm["knobs"] == best["knobs"] and confirm["dir"] == "2"
+    again = result(d, 2)
+    assert again["config"]["repeat"] == 1
+    assert again["config_hash"] == result(d, int(best["dir"]))["config_hash"]
 
 
 def test_an_invalid_combination_is_an_infeasible_trial_that_never_runs(
