@@ -35,7 +35,10 @@ from llem.sweep.search_spec import SearchSpec
 log = logging.getLogger("llem.sweep")
 
 MISSING_VIOLATION = 1000.0  # a constrained figure the trial lacks: far worse than any miss
-MAX_REPEATED = 100  # proposals of measured configurations in a row before one is taken at random
+# Proposals of measured configurations in a row before an untried one is taken at random. TPE's
+# proposals cost microseconds; each GP proposal refits its model to every trial told so far (each
+# repeat is told too), so a GP search that has run out of neighbours would spend minutes repeating.
+MAX_REPEATED = {"tpe": 100, "random": 100, "gp": 3}
 
 
 @dataclass(frozen=True)
@@ -255,7 +258,7 @@ class Search:
         local = self._neighbour()
         if local is not None:
             return local
-        for _ in range(MAX_REPEATED):
+        for _ in range(MAX_REPEATED[self.spec.sampler]):
             trial = self.study.ask()
             knobs = self.space.suggest(trial)
             key = self.space.canonical(knobs)
@@ -298,7 +301,10 @@ class Search:
     def _untried(self) -> Proposal | None:
         """An untried configuration of a finite space, at random; None in a continuous one."""
         if self.space.size is None:
-            log.warning("the sampler proposed only measured configurations %d times", MAX_REPEATED)
+            log.warning(
+                "the sampler proposed only measured configurations %d times",
+                MAX_REPEATED[self.spec.sampler],
+            )
             return None
         taken = set(self._measured) | self._in_flight
         untried = [k for k in self.space.every_point() if self.space.canonical(k) not in taken]
