@@ -156,3 +156,52 @@ def test_a_cancelled_job_fails_its_point_the_rest_finish_and_resume_reruns_only_
     rerun = result(sweep, 1)
     assert rerun["status"] == "ok"
     assert rerun["lifecycle"]["slurm_job_id"] != lost["lifecycle"]["slurm_job_id"]
+
+
+def test_a_search_runs_its_trials_as_slurm_jobs_two_at_a_time(
+    slurm: str, readable_model: list[str], sweep: Path
+) -> None:
+    """hydra/sweeper=llem_search through the cluster launcher: the search asks for two trials at
+    once (max_batch_size=2), each runs as its own job, search.json and the report's search section
+    come from their results."""
+    pytest.importorskip("optuna")
+    proc = subprocess.run(
+        llem_cmd(
+            "hydra/sweeper=llem_search",
+            "hydra.sweeper.objective=throughput.output_tokens_per_s",
+            "hydra.sweeper.direction=maximize",
+            "hydra.sweeper.constraints=['latency.ttft_ms.p90 <= 60000']",
+            "hydra.sweeper.budget=2",
+            "hydra.sweeper.max_batch_size=2",
+            *slurm_args(slurm),
+            *readable_model,
+            *FAST,
+            "pytorch.batch_size=1,2,4",
+            f"hydra.sweep.dir={sweep}",
+        ),
+        cwd=REPO,
+        env=llem_env(),
+        capture_output=True,
+        text=True,
+        timeout=480,
+    )
+    assert proc.returncode == 0, output(proc)
+    record = json.loads((sweep / "search.json").read_text())
+    trials = record["trials"]
+    assert [t["dir"] for t in trials] == ["0", "1"], output(proc)
+    assert "budget of 2 trials was spent" in record["stopped_because"]
+    results = [result(sweep, int(t["dir"])) for t in trials]
+    assert [r["status"] for r in results] == ["ok", "ok"]
+    ids = [r["lifecycle"]["slurm_job_id"] for r in results]
+    assert all(i and i.isdigit() for i in ids) and len(set(ids)) == 2
+    # both were submitted together: one array of two tasks
+    logs = list((sweep / ".submitit").glob("*/*_log.out"))
+    assert len(logs) == 2 and len({p.parent.name.split("_")[0] for p in logs}) == 1
+    for t, r in zip(trials, results, strict=True):
+        assert r["config"]["pytorch"]["batch_size"] == int(t["knobs"]["pytorch.batch_size"])
+        assert t["objective"] == pytest.approx(r["throughput"]["output_tokens_per_s"])
+        assert t["feasible"]
+    best = max(trials, key=lambda t: t["objective"])
+    assert record["best"] == best["number"]
+    assert "best feasible configuration: #" + best["dir"] in proc.stdout
+    assert (sweep / "search_trials.csv").exists()
