@@ -32,6 +32,13 @@ def llem_cmd(*args: str) -> list[str]:
     return llem_command(*args, multirun=True)
 
 
+def run_sweep(*args: str) -> subprocess.CompletedProcess[str]:
+    """``llem --multirun ARGS`` to its end (bounded), its output captured."""
+    return subprocess.run(
+        llem_cmd(*args), cwd=REPO, env=llem_env(), capture_output=True, text=True, timeout=480
+    )
+
+
 @pytest.fixture()
 def readable_model(cluster_model: Path) -> list[str]:
     return ["model=hf", f"model.name_or_path={cluster_model}"]
@@ -56,19 +63,12 @@ def node_names(partition: str) -> list[str]:
 def test_a_sweep_runs_through_slurm_and_records_its_jobs(
     slurm: str, readable_model: list[str], sweep: Path
 ) -> None:
-    proc = subprocess.run(
-        llem_cmd(
-            *slurm_args(slurm),
-            *readable_model,
-            *FAST,
-            "pytorch.batch_size=1,2",
-            f"hydra.sweep.dir={sweep}",
-        ),
-        cwd=REPO,
-        env=llem_env(),
-        capture_output=True,
-        text=True,
-        timeout=480,
+    proc = run_sweep(
+        *slurm_args(slurm),
+        *readable_model,
+        *FAST,
+        "pytorch.batch_size=1,2",
+        f"hydra.sweep.dir={sweep}",
     )
     assert proc.returncode == 0, output(proc)
     results = [result(sweep, i) for i in (0, 1)]
@@ -165,25 +165,18 @@ def test_a_search_runs_its_trials_as_slurm_jobs_two_at_a_time(
     once (max_batch_size=2), each runs as its own job, search.json and the report's search section
     come from their results."""
     pytest.importorskip("optuna")
-    proc = subprocess.run(
-        llem_cmd(
-            "hydra/sweeper=llem_search",
-            "hydra.sweeper.objective=throughput.output_tokens_per_s",
-            "hydra.sweeper.direction=maximize",
-            "hydra.sweeper.constraints=['latency.ttft_ms.p90 <= 60000']",
-            "hydra.sweeper.budget=2",
-            "hydra.sweeper.max_batch_size=2",
-            *slurm_args(slurm),
-            *readable_model,
-            *FAST,
-            "pytorch.batch_size=1,2,4",
-            f"hydra.sweep.dir={sweep}",
-        ),
-        cwd=REPO,
-        env=llem_env(),
-        capture_output=True,
-        text=True,
-        timeout=480,
+    proc = run_sweep(
+        "hydra/sweeper=llem_search",
+        "hydra.sweeper.objective=throughput.output_tokens_per_s",
+        "hydra.sweeper.direction=maximize",
+        "hydra.sweeper.constraints=['latency.ttft_ms.p90 <= 60000']",
+        "hydra.sweeper.budget=2",
+        "hydra.sweeper.max_batch_size=2",
+        *slurm_args(slurm),
+        *readable_model,
+        *FAST,
+        "pytorch.batch_size=1,2,4",
+        f"hydra.sweep.dir={sweep}",
     )
     assert proc.returncode == 0, output(proc)
     record = json.loads((sweep / "search.json").read_text())
