@@ -120,3 +120,60 @@ def test_a_run_under_a_power_limit_records_it_and_restores_the_original(tmp_path
     finally:
         nvml.shutdown()
     assert after.power_limit_w == pytest.approx(before.power_limit_w, abs=1)
+
+
+def test_an_energy_search_over_a_power_limit_interval_runs_on_nvml(tmp_path, tiny_model_dir):
+    """hydra/sweeper=llem_search for the least J/token over batch size and a power-limit
+    interval, measured by NVML: each trial ran under the limit it was given and restored it."""
+    pytest.importorskip("optuna")
+    nvml, _, _, before, low = _power_limit_target()
+    nvml.shutdown()
+    high = min(low + 100, before.power_range_w[1])
+    if high <= low:
+        pytest.skip(f"GPU 0's power range {before.power_range_w} has no room for an interval")
+    sweep = tmp_path / "search"
+    proc = llem(
+        tmp_path,
+        "--multirun",
+        "hydra/sweeper=llem_search",
+        "hydra.sweeper.objective=energy.j_per_output_token",
+        "hydra.sweeper.constraints=['latency.ttft_ms.p90 <= 60000']",
+        "hydra.sweeper.budget=3",
+        "device=cuda",
+        "model=hf",
+        f"model.name_or_path={tiny_model_dir}",
+        "decoder.max_new_tokens=4",
+        "dataset.n_prompts=4",
+        "measurement.warmup=0",
+        "measurement.idle_baseline_s=1",
+        "measurement.min_window_s=2",
+        "measurement.gpu_indices=[0]",
+        "pytorch.batch_size=1,4",
+        f"gpu.power_limit_w=interval({low:.0f},{high:.0f})",
+        f"hydra.sweep.dir={sweep}",
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    record = json.loads((sweep / "search.json").read_text())
+    trials = record["trials"]
+    assert len(trials) == 3
+    for t in trials:
+        result = json.loads((sweep / t["dir"] / "result.json").read_text())
+        assert result["energy"]["source"] in ("nvml_counter", "nvml_power")
+        assert t["objective"] == pytest.approx(result["energy"]["j_per_output_token"])
+        asked = float(t["knobs"]["gpu.power_limit_w"])
+        assert round(low) <= asked <= round(high)
+        (device,) = result["gpu"]["devices"].values()
+        assert device["enforced_power_limit_w"] == pytest.approx(asked, abs=1)
+        assert result["gpu"]["restored"] is True
+    feasible = [t for t in trials if t["feasible"]]
+    assert feasible and record["best"] == min(feasible, key=lambda t: t["objective"])["number"]
+    from llem.measure.gpu_control import GpuControl
+    from llem.measure.nvml import init_nvml
+
+    nvml = init_nvml()
+    try:
+        after = GpuControl(nvml).state(nvml.gpus()[0])
+    finally:
+        nvml.shutdown()
+    assert after.power_limit_w == pytest.approx(before.power_limit_w, abs=1)
