@@ -89,8 +89,44 @@ def knob_headers(knobs: Sequence[str]) -> dict[str, str]:
             depth[k] += 1
 
 
-#: a knob's name ending -> the unit of its values, shown on a plot's axis ("gpu.power_limit_w (W)")
-KNOB_UNITS = {"_w": "W", "_mhz": "MHz"}
+#: a figure's or knob's name ending -> the unit of its values
+UNIT_ENDINGS = {
+    "_ms": "ms",
+    "_s": "s",
+    "_j": "J",
+    "_w": "W",
+    "_mb": "MB",
+    "_mhz": "MHz",
+    "_c": "°C",
+}
+#: the parts of a ``X_per_Y`` figure name that read as units
+_PART_UNITS = {"j": "J", "wh": "Wh", "s": "s", "w": "W"}
+#: the knob endings whose unit a plot's axis spells out ("gpu.power_limit_w (W)")
+KNOB_UNITS = {ending: UNIT_ENDINGS[ending] for ending in ("_w", "_mhz")}
+
+
+def figure_unit(key: str) -> str | None:
+    """The unit a result key's name spells: 'latency.ttft_ms.p90' → 'ms',
+    'energy.j_per_output_token' → 'J/output token', 'throughput.output_tokens_per_s' →
+    'output tokens/s'; None where the name has none."""
+    parts = key.split(".")
+    name = parts[-2] if parts[-1].startswith("p") and parts[-1][1:].isdigit() else parts[-1]
+    if "_per_" in name:
+        top, _, per = name.partition("_per_")
+        return f"{_unit_part(top)}/{_unit_part(per)}"
+    return next((unit for end, unit in UNIT_ENDINGS.items() if name.endswith(end)), None)
+
+
+def _unit_part(part: str) -> str:
+    if part.endswith("bytes"):
+        return "B"
+    return _PART_UNITS.get(part, part.replace("_", " "))
+
+
+def figure_axis_label(key: str) -> str:
+    """A result key with the unit its name spells: 'latency.ttft_ms.p90 (ms)'."""
+    unit = figure_unit(key)
+    return f"{key} ({unit})" if unit else key
 
 
 def knob_axis_label(knob: str) -> str:

@@ -57,6 +57,12 @@ def in_process(config: DictConfig) -> bool:
     return str(choices.get("hydra/launcher", "basic")) == "basic"
 
 
+def runs_here(launcher: Any) -> bool:
+    """Whether ``launcher`` runs its jobs on this machine (joblib, submitit's local one)."""
+    names = {f"{c.__module__}.{c.__qualname__}" for c in type(launcher).__mro__}
+    return bool(names & _LOCAL_LAUNCHERS)
+
+
 def batch_size(launcher: Any, max_batch_size: int | None, n_points: int, local: bool) -> int:
     """Points handed to the launcher at once: 1 in-process and, unless ``max_batch_size`` says
     otherwise, for launchers on this machine; every point for a cluster launcher."""
@@ -64,8 +70,7 @@ def batch_size(launcher: Any, max_batch_size: int | None, n_points: int, local: 
         return 1
     if max_batch_size:
         return max(1, int(max_batch_size))
-    names = {f"{c.__module__}.{c.__qualname__}" for c in type(launcher).__mro__}
-    return 1 if names & _LOCAL_LAUNCHERS else max(n_points, 1)
+    return 1 if runs_here(launcher) else max(n_points, 1)
 
 
 def job_overrides(point: Point, force_no_reuse: bool) -> list[str]:

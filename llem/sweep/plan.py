@@ -30,11 +30,11 @@ from llem.app.overrides import key_of, swept_keys
 from llem.atomic import atomic_write_json
 from llem.config.schema import SweepOrder
 from llem.result import RunResult, SweepPosition, utc_now
+from llem.sweep.superseded import supersede, supersede_stamp
 
 log = logging.getLogger("llem.sweep")
 
 PLAN_FILE = "sweep_plan.json"
-SUPERSEDED_DIR = "superseded"
 
 
 @dataclass
@@ -209,15 +209,13 @@ def settle_directories(points: list[Point], sweep_dir: Path) -> list[str]:
     for j in moves:
         staging.mkdir(exist_ok=True)
         shutil.move(str(existing[j]), str(staging / str(j)))
-    stamp = utc_now().replace(":", "-")
+    stamp = supersede_stamp()
     for p in points:
         d = sweep_dir / str(p.index)
         if p.index in keep or not d.exists():
             continue
-        target = sweep_dir / SUPERSEDED_DIR / stamp / str(p.index)
-        target.parent.mkdir(parents=True, exist_ok=True)
         what = _older_contents(d, p.overrides)
-        shutil.move(str(d), str(target))
+        target = supersede(d, p.index, stamp)
         lines.append(f"#{p.index}: {what} moved aside to {target}")
     for j, i in moves.items():
         _renumber(staging / str(j), j, i)

@@ -88,12 +88,17 @@ def judge(
     )
 
 
+def startup_trials(budget: int) -> int:
+    """The random start: a third of the budget, 3 to 10 trials."""
+    return max(3, min(10, budget // 3))
+
+
 def make_sampler(spec: SearchSpec, budget: int) -> Any:
-    """Optuna's sampler for ``spec.sampler``, seeded; its random start is a third of the budget
-    (3 to 10 trials)."""
+    """Optuna's sampler for ``spec.sampler``, seeded, with its random start
+    (``startup_trials``)."""
     import optuna
 
-    startup = max(3, min(10, budget // 3))
+    startup = startup_trials(budget)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # multivariate TPE is marked experimental
         if spec.sampler == "random":
@@ -277,8 +282,7 @@ class Search:
         """After the random start, an untried neighbour of the best feasible trial while it has
         one (the sampler proposes otherwise), so that the search walks along the constraint's
         edge to the optimum."""
-        startup = max(3, min(10, self.spec.budget // 3))
-        if self.searched < startup or self.spec.sampler == "random":
+        if self.searched < startup_trials(self.spec.budget) or self.spec.sampler == "random":
             return None
         best = self.record.best_trial()
         if best is None:

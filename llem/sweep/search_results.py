@@ -9,15 +9,15 @@ else (an interrupted or lost trial, another search's, another configuration's) i
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
-from llem.result import RunResult, utc_now
+from llem.result import RunResult
 from llem.result.keys import value_at, why_missing
-from llem.sweep.plan import SUPERSEDED_DIR, point_dirs
+from llem.sweep.plan import point_dirs
 from llem.sweep.planner import Planner
 from llem.sweep.search import Search, Verdict, judge
 from llem.sweep.search_spec import SearchSpec
+from llem.sweep.superseded import supersede, supersede_stamp
 
 # A failed result that says nothing about its configuration: the trial runs again on resume.
 _NOT_FINISHED = ("KeyboardInterrupt", "SlurmJobLost", "NoResult")
@@ -57,7 +57,7 @@ def resume(planner: Planner, search: Search, sweep_dir: Path) -> list[str]:
     """Tell ``search`` every finished trial of it in ``sweep_dir``; move the rest aside.
     Returns the log lines."""
     lines: list[str] = []
-    stamp = utc_now().replace(":", "-")
+    stamp = supersede_stamp()
     for index, d in sorted(point_dirs(sweep_dir).items()):
         result = RunResult.read(d)
         why = not_a_trial(planner, search, index, result)
@@ -71,9 +71,7 @@ def resume(planner: Planner, search: Search, sweep_dir: Path) -> list[str]:
                 config_hash=result.config_hash,
             )
             continue
-        target = sweep_dir / SUPERSEDED_DIR / stamp / str(index)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.move(str(d), str(target))
+        target = supersede(d, index, stamp)
         lines.append(f"#{index}: {why}; moved aside to {target}")
     if search.record.trials:
         lines.append(

@@ -32,7 +32,7 @@ from llem.config.schema import SweepOrder
 from llem.errors import ConfigError, interrupted_by
 from llem.result import ErrorInfo, RunResult
 from llem.runner.preflight import cuda_available
-from llem.sweep.launch import Launch, in_process, outcome, write_record
+from llem.sweep.launch import Launch, in_process, outcome, runs_here, write_record
 from llem.sweep.lock import SweepLock
 from llem.sweep.plan import Plan, Point, point_dirs, short_label, write_plan
 from llem.sweep.planner import Planner
@@ -135,7 +135,8 @@ class SearchSweeper(GridSweeper):
         planner.has_cuda = cuda_available()
         local = in_process(self.config)
         cfg = planner.compose(0, first)
-        check_energy(spec, energy_unavailable(cfg, planner.has_cuda, local or self._on_machine()))
+        on_this_machine = local or runs_here(self.launcher)
+        check_energy(spec, energy_unavailable(cfg, planner.has_cuda, on_this_machine))
         search = Search(spec, space, confirm=self.confirm)
         if settings.dry_run:
             self._started(sweep_dir, None)
@@ -147,11 +148,6 @@ class SearchSweeper(GridSweeper):
         finally:
             if self.listener is None:
                 lock.release()
-
-    def _on_machine(self) -> bool:
-        from llem.sweep.launch import batch_size
-
-        return batch_size(self.launcher, None, 2, False) == 1
 
     # ------------------------------------------------------------------ dry run
     def _dry_run_search(self, planner: Planner, search: Search, first: list[str]) -> list[Any]:
@@ -193,21 +189,7 @@ class SearchSweeper(GridSweeper):
         progress = SweepProgress(to_run, already_done=len(outcomes))
         log.info("search: %s", search.spec.describe())
         log.info("  space: %s", " ".join(search.space.describe()))
-        launch = Launch(
-            hydra_context=self.hydra_context,
-            task_function=self.task_function,
-            config=self.config,
-            launcher=self.launcher,
-            composer=planner.composer,
-            plan=plan,
-            sweep_dir=sweep_dir,
-            progress=progress,
-            outcomes=outcomes,
-            local=local,
-            force_no_reuse=reuse and not local,
-            result_grace_s=self.result_grace_s,
-            unstartable_s=self.unstartable_s,
-        )
+        launch = self._launch(planner, plan, sweep_dir, progress, outcomes, local, reuse)
         size = 1 if local else max(1, int(self.max_batch_size or 1))
         returns: list[Any] = []
         interrupted = False

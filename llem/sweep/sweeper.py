@@ -202,20 +202,8 @@ class GridSweeper(Sweeper):
         progress = SweepProgress(
             len(plan.run_order), skipped=len(plan.skipped), already_done=len(plan.done)
         )
-        launch = Launch(
-            hydra_context=self.hydra_context,
-            task_function=self.task_function,
-            config=self.config,
-            launcher=self.launcher,
-            composer=planner.composer,
-            plan=plan,
-            sweep_dir=sweep_dir,
-            progress=progress,
-            outcomes=outcomes,
-            local=local,
-            force_no_reuse=settings.reuse_model and not local,
-            result_grace_s=self.result_grace_s,
-            unstartable_s=self.unstartable_s,
+        launch = self._launch(
+            planner, plan, sweep_dir, progress, outcomes, local, settings.reuse_model
         )
         returns: list[Any] = []
         interrupted = False
@@ -229,6 +217,35 @@ class GridSweeper(Sweeper):
         finally:
             self._summary(plan, outcomes, progress, interrupted)
         return returns
+
+    def _launch(
+        self,
+        planner: Planner,
+        plan: Plan,
+        sweep_dir: Path,
+        progress: SweepProgress,
+        outcomes: list[JobOutcome],
+        local: bool,
+        reuse_model: bool,
+    ) -> Launch:
+        """How ``plan``'s points reach the launcher; a launcher that runs each point in its own
+        process cannot reuse a model, so its jobs are told not to."""
+        assert self.config is not None
+        return Launch(
+            hydra_context=self.hydra_context,
+            task_function=self.task_function,
+            config=self.config,
+            launcher=self.launcher,
+            composer=planner.composer,
+            plan=plan,
+            sweep_dir=sweep_dir,
+            progress=progress,
+            outcomes=outcomes,
+            local=local,
+            force_no_reuse=reuse_model and not local,
+            result_grace_s=self.result_grace_s,
+            unstartable_s=self.unstartable_s,
+        )
 
     def _summary(
         self, plan: Plan, outcomes: list[JobOutcome], progress: SweepProgress, interrupted: bool

@@ -12,9 +12,10 @@ from report import report_synth as synth
 
 from llem.report.build import build_report
 from llem.report.callback import ReportCallback
+from llem.report.labels import figure_axis_label as axis_label
 from llem.report.load import load_runs
 from llem.report.plots import prepare_all
-from llem.report.plots.search import axis_label, prepare_search_plot
+from llem.report.plots.search import prepare_search_plot
 from llem.report.search import find_search
 from llem.report.stats import summarise, summary_frame
 from llem.sweep.search_file import SearchRecord, TrialRecord

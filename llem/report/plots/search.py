@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from llem.report.labels import format_number, shorten
+from llem.report.labels import figure_axis_label, format_number, shorten
 from llem.report.plots.common import PlotSkipped
 from llem.report.plots.style import (
     draw_failed,
@@ -30,18 +30,6 @@ from llem.report.plots.style import (
 from llem.report.search import SearchView
 
 SEARCH_PLOT = "search_trials.png"
-#: a figure name's ending -> its unit
-_SUFFIX_UNITS = (
-    ("_ms", "ms"),
-    ("_s", "s"),
-    ("_j", "J"),
-    ("_w", "W"),
-    ("_mb", "MB"),
-    ("_mhz", "MHz"),
-    ("_c", "°C"),
-)
-#: the parts of a ``X_per_Y`` name that read as units
-_PART_UNITS = {"j": "J", "wh": "Wh", "s": "s", "w": "W"}
 MAX_NOTE = 110
 
 
@@ -67,29 +55,6 @@ class SearchPlot:
     best_on_top: bool  # maximised: the best is high, so its annotation goes under it
     n_trials: int
     log_y: bool
-
-
-def figure_unit(key: str) -> str | None:
-    """The unit a result key's name spells: 'latency.ttft_ms.p90' → 'ms',
-    'energy.j_per_output_token' → 'J/output token', 'throughput.output_tokens_per_s' →
-    'output tokens/s'; None where the name has none."""
-    parts = key.split(".")
-    name = parts[-2] if parts[-1].startswith("p") and parts[-1][1:].isdigit() else parts[-1]
-    if "_per_" in name:
-        top, _, per = name.partition("_per_")
-        return f"{_unit_part(top)}/{_unit_part(per)}"
-    return next((unit for end, unit in _SUFFIX_UNITS if name.endswith(end)), None)
-
-
-def _unit_part(part: str) -> str:
-    if part.endswith("bytes"):
-        return "B"
-    return _PART_UNITS.get(part, part.replace("_", " "))
-
-
-def axis_label(key: str) -> str:
-    unit = figure_unit(key)
-    return f"{key} ({unit})" if unit else key
 
 
 _LABELS = {
@@ -151,7 +116,7 @@ def prepare_search_plot(view: SearchView) -> SearchPlot:
     return SearchPlot(
         title="Search trials",
         note=shorten(f"{view.record.direction} {objective} subject to {where}", MAX_NOTE),
-        ylabel=axis_label(objective),
+        ylabel=figure_axis_label(objective),
         marks=marks,
         missing=tuple(missing),
         best_so_far=tuple(_best_so_far(view)),
