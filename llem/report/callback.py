@@ -10,10 +10,13 @@ Registered in ``llem/conf/config.yaml``::
 A report failure is logged and never fails the sweep: every run's result.json is already on disk,
 and ``python -m llem.report <sweep dir>`` rebuilds the report later.
 
-When the sweep starts, a report worker (``llem.report.worker``) is started so that the report's
-imports overlap the sweep; when it ends, the worker builds the report. Where no worker could be
-started or it failed, the report is built in this process, with the same output
-(``worker: false`` turns the worker off).
+When a sweep whose points run in this process (Hydra's default launcher) starts, a report worker
+(``llem.report.worker``) is started so that the report's imports overlap the sweep's planning;
+every job starts only once the worker has finished them and waits, using no CPU, so nothing of the
+report runs beside a point's measured window. When the sweep ends, the worker builds the report.
+Launchers that run points in other processes get no early worker (it would run beside their
+points): the report is built in this process at the end, as it is where no worker could be started
+or it failed, with the same output (``worker: false`` turns the worker off).
 """
 
 from __future__ import annotations
@@ -26,8 +29,13 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
 from llem.report.worker import Answer, ReportWorker
+from llem.sweep.launch import in_process
 
 log = logging.getLogger(__name__)
+
+# Seconds a job waits for the worker's imports before the worker is ended (the report is then
+# built in this process): they take a second or two, more on a busy machine.
+READY_TIMEOUT_S = 120.0
 
 
 class ReportCallback(Callback):
@@ -45,8 +53,16 @@ class ReportCallback(Callback):
         return {**self.__dict__, "_worker": None}
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        if self.worker and not config.get("dry_run"):
+        if self.worker and not config.get("dry_run") and in_process(config):
             self._worker = ReportWorker.start()
+
+    def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
+        """A job of an in-process sweep runs here only once the worker waits for its own job."""
+        worker = self._worker
+        if worker is not None and not worker.wait_ready(READY_TIMEOUT_S):
+            log.debug("the report worker was not ready; the report is built in this process")
+            worker.kill()
+            self._worker = None
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         worker, self._worker = self._worker, None

@@ -1,12 +1,14 @@
 """The end-of-sweep report, built by a process started when the sweep starts.
 
-The report needs pandas, pyarrow and matplotlib, whose imports cost about a second. A sweep starts
-by importing torch and loading a model, which is single-threaded work: a worker started then does
-its imports on another core, waits, and builds the report from the files on disk when the sweep
-ends. The table, the files and the log line are the same as when the report is built in the
-sweep's own process (which is what happens whenever the worker cannot be used).
+The report needs pandas, pyarrow and matplotlib, whose imports cost about a second of CPU. A worker
+started with the sweep does them while the sweep plans its points, says ``ready``, then waits for
+its job, using no CPU, and builds the report from the files on disk when the sweep ends. The sweep
+starts its first point only once the worker is ready (``ReportWorker.wait_ready``, called by
+``llem.report.callback`` before every job), so the worker never runs beside a point. The table,
+the files and the log line are the same as when the report is built in the sweep's own process
+(which is what happens whenever the worker cannot be used).
 
-    python -m llem.report.worker     # one JSON job on stdin -> one JSON answer on stdout
+    python -m llem.report.worker     # "ready" on stdout; one JSON job on stdin -> one JSON answer
 
 The job is ``{"sweep_dir": ..., "plots": bool}``; the answer ``{"text", "out_dir", "files"}``, or
 ``{"error_type", "error"}`` when the report could not be built. End of input without a job (the
@@ -18,14 +20,19 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
+import select
 import signal
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
 log = logging.getLogger(__name__)
+
+READY = "ready"  # the worker's first line: its imports are done and it waits for its job
 
 # What the report imports; done before the job arrives.
 _WARM = (
@@ -53,6 +60,7 @@ class ReportWorker:
 
     def __init__(self, proc: subprocess.Popen[str]) -> None:
         self._proc = proc
+        self._ready = False
 
     @classmethod
     def start(cls) -> ReportWorker | None:
@@ -70,6 +78,27 @@ class ReportWorker:
             log.debug("no report worker: %s", exc)
             return None
         return cls(proc)
+
+    def wait_ready(self, timeout_s: float) -> bool:
+        """Wait until the worker has done its imports and waits for its job, after which it uses
+        no CPU until ``build``; False when it ended or is not ready within ``timeout_s``."""
+        if self._ready:
+            return True
+        assert self._proc.stdout is not None
+        fd = self._proc.stdout.fileno()
+        seen = b""
+        deadline = time.monotonic() + timeout_s
+        while not seen.endswith(b"\n"):
+            left = deadline - time.monotonic()
+            # the pipe is read below Python's buffer, which stays empty for communicate()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                return False
+            chunk = os.read(fd, 1)
+            if not chunk:  # the worker ended
+                return False
+            seen += chunk
+        self._ready = seen.decode().strip() == READY
+        return self._ready
 
     def build(self, sweep_dir: Path, plots: bool) -> Answer | None:
         """The worker's answer for ``sweep_dir``; None when the worker is gone or said nothing."""
@@ -90,6 +119,13 @@ class ReportWorker:
             with contextlib.suppress(OSError, ValueError):
                 self._proc.communicate("", timeout=30)
 
+    def kill(self) -> None:
+        """End the worker now, whatever it is doing."""
+        with contextlib.suppress(OSError):
+            self._proc.kill()
+        with contextlib.suppress(OSError, ValueError):
+            self._proc.communicate(timeout=30)
+
 
 def _answer(job: dict[str, Any]) -> Answer:
     from llem.report.build import build_report
@@ -105,7 +141,9 @@ def main(stdin: IO[str] = sys.stdin, stdout: IO[str] = sys.stdout) -> int:
     logging.basicConfig(format="[%(asctime)s][%(levelname)s] %(message)s", datefmt="%H:%M:%S")
     for name in _WARM:
         __import__(name)
-    line = stdin.readline()
+    stdout.write(READY + "\n")
+    stdout.flush()
+    line = stdin.readline()  # blocks, using no CPU, until the sweep ends
     if not line.strip():
         return 0
     with contextlib.redirect_stdout(sys.stderr):  # stdout carries the answer alone

@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 from omegaconf import OmegaConf
 
+from llem.report import callback as callback_mod
 from llem.report import worker as worker_mod
 from llem.report.callback import ReportCallback
 from llem.report.worker import ReportWorker
@@ -78,7 +79,9 @@ def test_the_worker_answers_one_json_line(realistic_sweep: Path) -> None:
     out = io.StringIO()
     job = json.dumps({"sweep_dir": str(realistic_sweep), "plots": False}) + "\n"
     assert worker_mod.main(io.StringIO(job), out) == 0
-    answer = json.loads(out.getvalue())
+    ready, line = out.getvalue().splitlines()
+    assert ready == worker_mod.READY
+    answer = json.loads(line)
     assert answer["out_dir"] == str(realistic_sweep) and answer["files"] == 3
     assert "batch_size" in answer["text"] and answer["error_type"] is None
 
@@ -94,3 +97,38 @@ def test_a_callback_with_a_worker_pickles_without_it(realistic_sweep: Path, caps
     assert copy._worker is None and copy.plots and copy.print_table
     cb.on_multirun_end(_config(realistic_sweep))  # the original still builds through its worker
     assert "batch_size  quantization" in capsys.readouterr().out
+
+
+def test_a_job_starts_only_once_the_worker_is_ready(realistic_sweep: Path, capsys) -> None:
+    cb = ReportCallback()
+    cb.on_multirun_start(_config(realistic_sweep))
+    assert cb._worker is not None
+    cb.on_job_start(_config(realistic_sweep))
+    # ready: its imports are done, and it is blocked reading its job
+    assert cb._worker is not None and cb._worker._ready
+    state = Path(f"/proc/{cb._worker._proc.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    assert state == "S"
+    cb.on_multirun_end(_config(realistic_sweep))
+    assert "batch_size  quantization" in capsys.readouterr().out
+
+
+def test_a_worker_not_ready_in_time_is_ended_and_the_report_built_here(
+    realistic_sweep: Path, capsys, monkeypatch
+) -> None:
+    monkeypatch.setattr(callback_mod, "READY_TIMEOUT_S", 0.001)
+    cb = ReportCallback()
+    cb.on_multirun_start(_config(realistic_sweep))
+    worker = cb._worker
+    assert worker is not None
+    cb.on_job_start(_config(realistic_sweep))
+    assert cb._worker is None and worker._proc.returncode is not None
+    cb.on_multirun_end(_config(realistic_sweep))
+    assert "batch_size  quantization" in capsys.readouterr().out
+
+
+def test_launchers_that_run_points_elsewhere_get_no_early_worker(realistic_sweep: Path) -> None:
+    config = _config(realistic_sweep)
+    config.hydra.runtime = {"choices": {"hydra/launcher": "joblib"}}
+    cb = ReportCallback()
+    cb.on_multirun_start(config)
+    assert cb._worker is None  # it would run beside points of other processes

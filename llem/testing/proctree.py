@@ -1,0 +1,68 @@
+"""The processes a process started, and the CPU time each has used, read from Linux's /proc.
+
+For the tests and the benches that check what runs beside a measured window (the report worker a
+sweep starts, anything else llem starts). Linux only; elsewhere every answer is empty.
+
+    cpu_s = descendants_cpu_s(os.getpid())   # {pid: user + system CPU seconds}
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+_PROC = Path("/proc")
+_TICKS_PER_S = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _stat_fields(pid: int) -> list[str] | None:
+    """The fields of /proc/<pid>/stat after the command name (state first), None when gone."""
+    try:
+        text = (_PROC / str(pid) / "stat").read_text()
+    except OSError:
+        return None
+    return text[text.rindex(")") + 2 :].split()
+
+
+def _parents() -> dict[int, int]:
+    """{pid: parent pid} of every process now."""
+    out: dict[int, int] = {}
+    for entry in _PROC.iterdir() if _PROC.is_dir() else ():
+        if entry.name.isdigit():
+            fields = _stat_fields(int(entry.name))
+            if fields is not None:
+                out[int(entry.name)] = int(fields[1])
+    return out
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process ``pid`` started, and theirs, now alive (zombies included)."""
+    children: dict[int, list[int]] = {}
+    for child, parent in _parents().items():
+        children.setdefault(parent, []).append(child)
+    found: list[int] = []
+    todo = list(children.get(pid, []))
+    while todo:
+        p = todo.pop()
+        found.append(p)
+        todo.extend(children.get(p, []))
+    return sorted(found)
+
+
+def cpu_s(pid: int) -> float | None:
+    """User + system CPU seconds ``pid`` has used (all its threads; resolution one clock tick,
+    usually 10 ms); None when it is gone."""
+    fields = _stat_fields(pid)
+    if fields is None:
+        return None
+    return (int(fields[11]) + int(fields[12])) / _TICKS_PER_S
+
+
+def descendants_cpu_s(pid: int) -> dict[int, float]:
+    """{pid: CPU seconds} of every process ``pid`` started (``descendants``) still readable."""
+    out = {}
+    for p in descendants(pid):
+        used = cpu_s(p)
+        if used is not None:
+            out[p] = used
+    return out
