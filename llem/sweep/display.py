@@ -3,11 +3,15 @@
     sweep ━━━━━━━━━╺━━━━━━━ 5/10 · 4 ok · 1 failed · 2 skipped · elapsed 1m12s · ETA 1m12s
       now #6 [decoder=creative pytorch.batch_size=4]
 
-It is drawn at the bottom of the terminal and redrawn a few times a second; everything the sweep
-and its runs print or log scrolls above it. While it is shown, the standard streams are rich's
-proxies, and logging handlers that wrote to the real streams write to the proxies (restored
-afterwards), so no line tears the display. Where the output is not a terminal (CI, SLURM job
-logs, a pipe) there is no display: ``llem.sweep.progress`` logs plain lines instead.
+It is drawn at the bottom of the terminal; everything the sweep and its runs print or log scrolls
+above it. It is redrawn when the progress changes (a point starts or ends) and when a line is
+printed, in the thread that changed or printed it: no thread of its own runs beside the measured
+window of a point on this machine. Only where every point runs on other machines (a cluster's
+launcher, ``tick=True``) is it also redrawn a few times a second, so that the elapsed time runs.
+While it is shown, the standard streams are rich's proxies, and logging handlers that wrote to the
+real streams write to the proxies (restored afterwards), so no line tears the display. Where the
+output is not a terminal (CI, SLURM job logs, a pipe) there is no display: ``llem.sweep.progress``
+logs plain lines instead.
 """
 
 from __future__ import annotations
@@ -42,10 +46,14 @@ class LiveSweepDisplay:
     """
 
     def __init__(
-        self, progress: SweepProgress, on_terminal: Callable[[bool], None] | None = None
+        self,
+        progress: SweepProgress,
+        on_terminal: Callable[[bool], None] | None = None,
+        tick: bool = False,
     ) -> None:
         self.progress = progress
         self._on_terminal = on_terminal
+        self.tick = tick
         self._live: Any = None
         self._swapped: list[tuple[logging.StreamHandler, Any]] = []
 
@@ -85,6 +93,7 @@ class LiveSweepDisplay:
         self._live = Live(
             self,
             console=console,
+            auto_refresh=self.tick,  # True starts rich's refresh thread
             refresh_per_second=4,
             redirect_stdout=True,
             redirect_stderr=True,
@@ -93,6 +102,7 @@ class LiveSweepDisplay:
         real = {id(sys.stdout): "stdout", id(sys.stderr): "stderr"}
         self._live.start()
         self.progress.live = True
+        self.progress.on_change = self._live.refresh
         if self._on_terminal is not None:
             self._on_terminal(True)
         proxies: dict[str, Any] = {"stdout": sys.stdout, "stderr": sys.stderr}
@@ -105,6 +115,7 @@ class LiveSweepDisplay:
 
     def __exit__(self, *exc: Any) -> None:
         self.progress.live = False
+        self.progress.on_change = None
         if self._on_terminal is not None:
             self._on_terminal(False)
         self.progress.current = ""

@@ -50,6 +50,7 @@ class SweepProgress:
         self.current = ""  # the point (or batch) running now, for the live display
         self.live = False  # a live display shows the progress: log only failures
         self.waiting = ""  # why points wait in a scheduler's queue ("2 pending: Resources ×2")
+        self.on_change: Callable[[], None] | None = None  # the live display's redraw
         self._clock = clock
         self._t0 = clock()
 
@@ -74,6 +75,7 @@ class SweepProgress:
         self.current = f"#{index} [{label}]"
         if not self.live:
             log.info(line)
+        self._changed()
         return line
 
     def launching(self, first: int, last: int, labels: list[str]) -> str:
@@ -84,6 +86,7 @@ class SweepProgress:
         self.current = f"points {first}-{last} ({len(labels)} jobs launched together)"
         if not self.live:
             log.info(line)
+        self._changed()
         return line
 
     def pending(self, reasons: dict[int, str]) -> str:
@@ -97,6 +100,7 @@ class SweepProgress:
         if text and text != self.waiting and not self.live:
             log.info("waiting: %s", text)
         self.waiting = text
+        self._changed()
         return text
 
     def done(self, index: int, label: str, status: str, quiet: bool = False) -> str:
@@ -108,7 +112,12 @@ class SweepProgress:
         )
         if (not quiet and not self.live) or (self.live and status != "ok"):
             log.info(line)
+        self._changed()
         return line
+
+    def _changed(self) -> None:
+        if self.on_change is not None:
+            self.on_change()
 
 
 class ResultWatcher:

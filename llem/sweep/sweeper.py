@@ -41,7 +41,7 @@ from llem.errors import ConfigError, interrupted_by
 from llem.result import ErrorInfo
 from llem.runner.preflight import cuda_available
 from llem.sweep import display
-from llem.sweep.launch import Launch, batch_size, in_process, outcome, write_record
+from llem.sweep.launch import Launch, batch_size, in_process, outcome, runs_here, write_record
 from llem.sweep.lock import SweepLock
 from llem.sweep.outcomes import JobOutcome, SweepListener, listener_of
 from llem.sweep.plan import Plan, make_plan, settle_directories, write_plan
@@ -266,4 +266,6 @@ class GridSweeper(Sweeper):
         if not progress.total or not display.wanted(self.progress):
             return contextlib.nullcontext()
         on_terminal = self.listener.terminal_taken if self.listener is not None else None
-        return display.LiveSweepDisplay(progress, on_terminal)
+        # a display that ticks has a thread of its own: only where no point runs on this machine
+        tick = not in_process(self.config) and not runs_here(self.launcher)
+        return display.LiveSweepDisplay(progress, on_terminal, tick=tick)

@@ -105,3 +105,24 @@ def test_auto_means_live_only_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setattr(sys, "stdout", Tty())
     monkeypatch.setattr(sys, "stderr", Tty())
     assert display.wanted("auto") and not display.wanted("plain")
+
+
+@pytest.mark.parametrize("tick", [False, True])
+def test_the_display_redraws_on_progress_with_a_thread_only_when_it_ticks(
+    tick: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+    import threading
+
+    out = Tty()
+    monkeypatch.setattr(sys, "stdout", out)
+    monkeypatch.setattr(sys, "stderr", Tty())
+    before = set(threading.enumerate())
+    p = SweepProgress(2)
+    with LiveSweepDisplay(p, tick=tick):
+        started = set(threading.enumerate()) - before
+        p.starting(1, 7, "repeat=0")
+        assert "now #7 [repeat=0]" in out.getvalue()  # drawn when the point starts
+    # a thread beside the points only for a cluster's launcher (tick=True)
+    assert bool(started) is tick
+    assert p.on_change is None

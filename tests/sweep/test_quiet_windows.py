@@ -1,9 +1,10 @@
 """Nothing of llem's own runs beside a sweep point's measured window.
 
-A real in-process sweep on the tiny model, with the end-of-sweep report on: at each measured
-window's edges the test reads the CPU time of every process this one started (the report worker)
-and the Python threads alive, and asserts none of them used CPU or appeared while the window was
-open. The report worker is made slow to start (a planted ``sitecustomize`` spins on the CPU in the
+A real in-process sweep on the tiny model, with the end-of-sweep report on, with and without the
+live display: at each measured window's edges the test reads the CPU time of every process this
+one started (the report worker) and the Python threads alive, and asserts none of them used CPU
+or appeared while the window was open (the sampler's thread, which single runs have too, aside).
+The report worker is made slow to start (a planted ``sitecustomize`` spins on the CPU in the
 worker alone, until the first window has closed or 6 s have passed), as it is on a busy machine
 where its imports of pandas and matplotlib outlast the sweep's first model load.
 """
@@ -65,8 +66,9 @@ def _watch_windows(monkeypatch: pytest.MonkeyPatch, stop: Path) -> list[dict[str
     return windows
 
 
+@pytest.mark.parametrize("progress", ["plain", "live"])
 def test_no_process_or_thread_of_llems_runs_beside_a_measured_window(
-    tiny: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    progress: str, tiny: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     site = tmp_path / "site"
     site.mkdir()
@@ -77,7 +79,16 @@ def test_no_process_or_thread_of_llems_runs_beside_a_measured_window(
     threads_before = set(threading.enumerate())
     sweep_dir = tmp_path / "sweep"
 
-    code = main(["--multirun", *tiny, *POINT, f"hydra.sweep.dir={sweep_dir}", "repeat=range(3)"])
+    code = main(
+        [
+            "--multirun",
+            *tiny,
+            *POINT,
+            f"hydra.sweep.dir={sweep_dir}",
+            f"hydra.sweeper.progress={progress}",  # live: the display a terminal gets
+            "repeat=range(3)",
+        ]
+    )
 
     assert code == 0
     assert [result(sweep_dir, i)["status"] for i in range(3)] == ["ok"] * 3
