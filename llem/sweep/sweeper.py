@@ -265,6 +265,7 @@ class GridSweeper(Sweeper):
         """The live display on a terminal (``hydra.sweeper.progress``), else nothing."""
         if not progress.total or not display.wanted(self.progress):
             return contextlib.nullcontext()
+        assert self.config is not None
         on_terminal = self.listener.terminal_taken if self.listener is not None else None
         # a display that ticks has a thread of its own: only where no point runs on this machine
         tick = not in_process(self.config) and not runs_here(self.launcher)
