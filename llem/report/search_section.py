@@ -79,15 +79,18 @@ def _ran(view: SearchView, width: int) -> list[str]:
 
 
 def _why_infeasible(view: SearchView) -> str:
-    """'failed ×1, latency.tpot_ms.p90 <= 50 missed ×2' over the infeasible search trials: a
-    trial without the objective by its status, the others by each constraint they missed."""
+    """'failed ×1, energy not valid ×1, latency.tpot_ms.p90 <= 50 missed ×2' over the infeasible
+    search trials: a trial whose run does not count or that has no objective by its status (or
+    'energy not valid'), the others by each constraint they missed."""
     counts: dict[str, int] = {}
     for t in view.searched:
         rec = t.record
         if rec.feasible:
             continue
         reasons = [rec.status if rec.status != "ok" else "no objective"]
-        if rec.objective is not None:
+        if rec.discounted is not None and rec.status == "ok":
+            reasons = ["energy not valid"]
+        elif rec.objective is not None and rec.discounted is None:
             reasons = [
                 f"{c.text} {'not measured' if v is None else 'missed'}"
                 for c in view.constraints

@@ -10,7 +10,10 @@ How figures become the sampler's feedback:
   (``Constraint.violation``: <= 0 met); a constrained figure the trial lacks counts as a large
   violation, so the trial is infeasible with the reason and the sampler learns to avoid it;
 - a trial without the objective (failed, skipped, energy unavailable) is told as failed: the
-  sampler does not model it, and it is never run again.
+  sampler does not model it, and it is never run again;
+- a trial whose run does not count (``discount``: its run did not end ok, or its energy is not
+  valid where the objective or a constraint is on energy) is infeasible with that reason, its
+  figures kept in the record, and the sampler is told it failed: no figure of it is learnt.
 
 A proposal of a configuration already measured is not run again: the sampler is told the same
 outcome and asked again (``repeated_proposals`` counts these). Where the sampler keeps proposing
@@ -50,15 +53,25 @@ class Verdict:
     violations: dict[str, float]  # constraint text -> the sampler's value (<= 0 met)
     feasible: bool
     why_not: str | None
+    discounted: str | None = None  # why the run does not count (its figures are not told)
+    note: str | None = None  # what the reader should know of a trial that counts
+
+    @property
+    def counts(self) -> bool:
+        """Whether the sampler may learn the trial's figures."""
+        return self.objective is not None and self.discounted is None
 
 
 def judge(
     spec: SearchSpec,
     values: dict[str, float | None],
     missing: Callable[[str], str] | None = None,
+    discount: str | None = None,
+    note: str | None = None,
 ) -> Verdict:
     """Judge measured ``values`` (result key -> figure or None); ``missing(key)`` says why a
-    figure is None."""
+    figure is None; ``discount`` why the run does not count at all (infeasible whatever its
+    figures); ``note`` what a counted trial's record should say."""
 
     def why(key: str) -> str:
         return missing(key) if missing is not None else f"{key} was not measured"
@@ -79,12 +92,16 @@ def judge(
     objective = values.get(spec.objective)
     if objective is None:
         reasons.insert(0, f"no objective: {why(spec.objective)}")
+    if discount is not None:
+        reasons.insert(0, f"does not count: {discount}")
     return Verdict(
         objective=objective,
         constraints=measured,
         violations=violations,
         feasible=objective is not None and not reasons,
         why_not="; ".join(reasons) or None,
+        discounted=discount,
+        note=note,
     )
 
 
@@ -187,7 +204,7 @@ class Search:
 
     def _tell_sampler(self, trial: Any, verdict: Verdict) -> None:
         states = self._optuna.trial.TrialState
-        if verdict.objective is None:
+        if not verdict.counts:
             self.study.tell(trial, state=states.FAIL)
             return
         for name, value in verdict.violations.items():
@@ -222,6 +239,8 @@ class Search:
             constraints=dict(verdict.constraints),
             feasible=verdict.feasible,
             why_not=verdict.why_not,
+            discounted=verdict.discounted,
+            note=verdict.note,
             **extra,
         )
 
@@ -244,11 +263,11 @@ class Search:
             params = self.space.params(knobs)
             states = self._optuna.trial.TrialState
             frozen = self._optuna.trial.create_trial(
-                state=states.COMPLETE if verdict.objective is not None else states.FAIL,
-                value=verdict.objective,
+                state=states.COMPLETE if verdict.counts else states.FAIL,
+                value=verdict.objective if verdict.counts else None,
                 params=params,
                 distributions=self.space.distributions(),
-                constraints=dict(verdict.violations) if verdict.objective is not None else None,
+                constraints=dict(verdict.violations) if verdict.counts else None,
             )
             self.study.add_trial(frozen)
             self._measured[key] = verdict

@@ -18,7 +18,10 @@ from llem.atomic import atomic_write_json
 from llem.result import utc_now
 
 SEARCH_FILE = "search.json"
-FORMAT_VERSION = 1
+# Format history: 1 the first; 2 a trial's ``discounted`` (why its run does not count: not ok,
+# or energy not valid under an energy objective or constraint) and ``note`` (energy validity
+# not checked). A version 1 file reads with both null.
+FORMAT_VERSION = 2
 
 
 @dataclass
@@ -35,6 +38,10 @@ class TrialRecord:
     why_not: str | None = None  # infeasible: the constraint missed or the figure missing, and why
     config_hash: str | None = None
     resumed: bool = False  # found finished in the sweep directory, not run by this command
+    # why the run does not count, whatever its figures (its status is not ok; or its energy is
+    # not valid, validity.energy_valid false, under an energy objective or constraint)
+    discounted: str | None = None
+    note: str | None = None  # a counted trial: what to know (energy validity not checked)
 
 
 @dataclass

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from llem.result import RunResult
-from llem.result.keys import value_at, why_missing
+from llem.result.keys import needs_energy, value_at, why_missing
 from llem.sweep.plan import point_dirs
 from llem.sweep.planner import Planner
 from llem.sweep.search import Search, Verdict, judge
@@ -24,11 +24,34 @@ _NOT_FINISHED = ("KeyboardInterrupt", "SlurmJobLost", "NoResult")
 
 
 def verdict_of(spec: SearchSpec, result: RunResult | None) -> Verdict:
-    """A trial's result judged against the declaration (no result: nothing measured)."""
+    """A trial's result judged against the declaration (no result: nothing measured). A run
+    that did not end ok, or whose energy is not valid where the search reads energy, does not
+    count (``discount``)."""
     if result is None:
         return judge(spec, {}, lambda key: "the trial left no result.json")
     values = {key: value_at(result, key) for key in spec.keys}
-    return judge(spec, values, lambda key: why_missing(result, key))
+    why_not_counted, note = discount_of(spec, result)
+    return judge(spec, values, lambda key: why_missing(result, key), why_not_counted, note)
+
+
+def discount_of(spec: SearchSpec, result: RunResult) -> tuple[str | None, str | None]:
+    """(why ``result`` does not count, a note on one that does). It counts when its run ended
+    ok and, where the objective or a constraint is an energy figure (``needs_energy``), its
+    energy is valid (``validity.energy_valid``). Validity not checked (null) with energy figures
+    present counts: nothing found it wrong, and the note says it was not checked."""
+    if result.status != "ok":
+        err = result.error
+        return f"the run {result.status}" + (f" ({err.type}: {err.message})" if err else ""), None
+    energy_keys = [k for k in spec.keys if needs_energy(k)]
+    if not energy_keys:
+        return None, None
+    valid = result.validity.energy_valid
+    if valid is False:
+        problems = "; ".join(result.validity.problems) or "no problem recorded"
+        return f"its energy is not valid (validity.energy_valid=false: {problems})", None
+    if valid is None and any(value_at(result, k) is not None for k in energy_keys):
+        return None, "energy validity not checked (validity.energy_valid=null)"
+    return None, None
 
 
 def _repeat(result: RunResult) -> int:
