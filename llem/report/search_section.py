@@ -30,7 +30,7 @@ def _knobs(knobs: dict[str, str]) -> str:
 
 def render_search(view: SearchView, width: int = 100) -> str:
     """The printed "search" section."""
-    lines = _asked(view, width) + _ran(view, width)
+    lines = _asked(view, width) + _ran(view, width) + _demoted(view, width)
     if view.best is not None:
         lines += _best_lines(view, view.best, width) + _front_lines(view, width)
     else:
@@ -76,6 +76,18 @@ def _ran(view: SearchView, width: int) -> list[str]:
     if rec.stopped_because:
         stopped += f": {rec.stopped_because}"
     return _wrap(f"{INDENT}{text}", width) + _wrap(f"{INDENT}search {stopped}", width)
+
+
+def _demoted(view: SearchView, width: int) -> list[str]:
+    """Configurations a confirmation made infeasible (the best is chosen on every run of a
+    configuration), and a best left short of its confirmations."""
+    rec = view.record
+    lines = []
+    for d, why in rec.demoted.items():
+        lines += _wrap(f"{INDENT}demoted: #{d}, feasible when searched; {why}", width)
+    if rec.unconfirmed:
+        lines += _wrap(f"{INDENT}not fully confirmed: {rec.unconfirmed}", width)
+    return lines
 
 
 def _why_infeasible(view: SearchView) -> str:

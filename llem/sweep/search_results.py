@@ -16,6 +16,14 @@ from llem.result.keys import needs_energy, value_at, why_missing
 from llem.sweep.plan import point_dirs
 from llem.sweep.planner import Planner
 from llem.sweep.search import Search, Verdict, judge
+from llem.sweep.search_confirm import (
+    REPEAT,
+    TRAFFIC_SEED,
+    as_searched,
+    confirm_overrides,
+    searched_repeat,
+    value_of,
+)
 from llem.sweep.search_spec import SearchSpec
 from llem.sweep.superseded import supersede, supersede_stamp
 
@@ -54,8 +62,11 @@ def discount_of(spec: SearchSpec, result: RunResult) -> tuple[str | None, str | 
     return None, None
 
 
-def _repeat(result: RunResult) -> int:
-    return int((result.config or {}).get("repeat", 0) or 0)
+def confirmation_of(search: Search, result: RunResult) -> int:
+    """Which confirmation of its configuration ``result`` is (0: the search trial), by its
+    ``repeat`` against the searched one."""
+    repeat = value_of(result.overrides, REPEAT)
+    return max((repeat or 0) - searched_repeat(search.space), 0)
 
 
 def not_a_trial(
@@ -66,11 +77,16 @@ def not_a_trial(
         return "an unfinished attempt"
     if result.status == "failed" and result.error and result.error.type in _NOT_FINISHED:
         return f"a trial that did not finish ({result.error.type})"
-    knobs = search.space.knobs_of(result.overrides)
+    knobs = search.space.knobs_of(as_searched(search.space, result.overrides))
     if knobs is None:
         return "not a point of this search's space"
-    repeat = _repeat(result)
-    overrides = search.space.overrides(knobs) + ([f"repeat={repeat}"] if repeat else [])
+    k = confirmation_of(search, result)
+    seed = value_of(result.overrides, TRAFFIC_SEED)
+    overrides = (
+        confirm_overrides(search.space, knobs, k, None if seed is None else seed - k)
+        if k
+        else search.space.overrides(knobs)
+    )
     if planner.analyse(index, overrides).config_hash != result.config_hash:
         return "a result of another configuration"
     return None
@@ -87,9 +103,9 @@ def resume(planner: Planner, search: Search, sweep_dir: Path) -> list[str]:
         if why is None and result is not None:
             search.resume(
                 str(index),
-                search.space.knobs_of(result.overrides) or {},
+                search.space.knobs_of(as_searched(search.space, result.overrides)) or {},
                 verdict_of(search.spec, result),
-                kind="confirm" if _repeat(result) else "search",
+                kind="confirm" if confirmation_of(search, result) else "search",
                 status=result.status,
                 config_hash=result.config_hash,
             )
@@ -124,8 +140,12 @@ def summary(search: Search) -> list[str]:
         for c in search.spec.constraints
     )
     knobs = " ".join(f"{k}={v}" for k, v in best.knobs.items())
+    runs = f" (mean of {rec.best_runs} runs)" if rec.best_runs > 1 else ""
     lines.append(
-        f"best feasible: #{best.dir} [{knobs}] {rec.objective}={number(best.objective)}"
-        + (f" ({figures})" if figures else "")
+        f"best feasible: #{best.dir} [{knobs}] {rec.objective}={number(rec.best_mean)}{runs}"
+        + (f"; its search trial: {figures}" if figures else "")
     )
+    lines += [f"demoted: #{d} ({why})" for d, why in rec.demoted.items()]
+    if rec.unconfirmed:
+        lines.append(f"not fully confirmed: {rec.unconfirmed}")
     return lines

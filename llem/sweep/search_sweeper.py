@@ -82,6 +82,16 @@ def energy_unavailable(cfg: DictConfig, has_cuda: bool, local: bool) -> str | No
     return None
 
 
+def drawn_seed(cfg: DictConfig) -> int | None:
+    """The searched ``traffic.seed`` where the traffic draws its send times from it (poisson,
+    gamma): confirmations run with the next seeds; None for traffic that draws nothing."""
+    traffic = cfg.get("traffic")
+    if traffic is None or not str(traffic.get("kind", "")).endswith(("poisson", "gamma")):
+        return None
+    seed = traffic.get("seed", 0)
+    return int(seed) if isinstance(seed, int) and not isinstance(seed, bool) else None
+
+
 class SearchSweeper(GridSweeper):
     """The grid sweeper's planning, records, launching and report; a sampler picks the points."""
 
@@ -137,7 +147,7 @@ class SearchSweeper(GridSweeper):
         cfg = planner.compose(0, first)
         on_this_machine = local or runs_here(self.launcher)
         check_energy(spec, energy_unavailable(cfg, planner.has_cuda, on_this_machine))
-        search = Search(spec, space, confirm=self.confirm)
+        search = Search(spec, space, confirm=self.confirm, traffic_seed=drawn_seed(cfg))
         if settings.dry_run:
             self._started(sweep_dir, None)
             return self._dry_run_search(planner, search, first)
