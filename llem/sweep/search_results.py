@@ -18,7 +18,6 @@ from llem.sweep.planner import Planner
 from llem.sweep.search import Search, Verdict, judge
 from llem.sweep.search_confirm import (
     REPEAT,
-    TRAFFIC_SEED,
     as_searched,
     confirm_overrides,
     searched_repeat,
@@ -81,9 +80,10 @@ def not_a_trial(
     if knobs is None:
         return "not a point of this search's space"
     k = confirmation_of(search, result)
-    seed = value_of(result.overrides, TRAFFIC_SEED)
+    # a confirmation's overrides as this search would write them (its traffic seed included: one
+    # run with another seed, or from before confirmations drew one, is another configuration)
     overrides = (
-        confirm_overrides(search.space, knobs, k, None if seed is None else seed - k)
+        confirm_overrides(search.space, knobs, k, search.traffic_seed)
         if k
         else search.space.overrides(knobs)
     )

@@ -7,6 +7,7 @@ seldom infeasible in truth."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from llem.report.search import SearchView, Trial
@@ -148,3 +149,48 @@ def test_the_sweeper_varies_the_traffic_seed_only_for_traffic_drawn_from_it() ->
 
     assert drawn_seed(cfg("poisson")) == 4 and drawn_seed(cfg("gamma", 0)) == 0
     assert drawn_seed(cfg("offline")) is None and drawn_seed(cfg("constant")) is None
+
+
+class HashingPlanner:
+    """A planner whose configuration hash is its overrides' (what the real one hashes differs,
+    not what makes two runs one configuration)."""
+
+    def analyse(self, index: int, overrides: list[str]) -> object:
+        from types import SimpleNamespace
+
+        return SimpleNamespace(
+            config_hash="|".join(sorted(o for o in overrides if "repeat" not in o))
+        )
+
+
+def test_resume_reads_seeded_confirmations_back_and_keeps_confirming_the_best(
+    tmp_path: Path,
+) -> None:
+    """A finished search with a seeded confirmation, resumed with confirm=2: the confirmation is
+    recognised (its seed checked against its repeat), and the best gets its second one with the
+    next seed; a result whose seed does not go with its repeat is another configuration."""
+    from llem.result import Percentiles, RunResult
+    from llem.sweep.search_results import resume
+
+    planner = HashingPlanner()
+    first = Search(SPEC, SPACE, confirm=1, traffic_seed=0)
+    ran = drive(first, planted({b: [(1.0 / int(b), 10.0)] * 3 for b in ("1", "2", "4")}))
+    assert ran[-1] == ("confirm", "4")
+    for t in first.record.trials:
+        r = RunResult(status="ok", overrides=t.overrides)
+        r.config_hash = planner.analyse(0, t.overrides).config_hash  # type: ignore[attr-defined]
+        r.energy = replace(r.energy, source="replay", j_per_output_token=t.objective)
+        r.validity = replace(r.validity, energy_valid=True)
+        r.latency.tpot_ms = Percentiles(10.0, 10.0, 10.0)
+        r.write(tmp_path / t.dir)
+    stray = RunResult(status="ok", overrides=[f"{BATCH}=4", "repeat=1", "traffic.seed=5"])
+    stray.config_hash = planner.analyse(0, stray.overrides).config_hash  # type: ignore[attr-defined]
+    stray.write(tmp_path / "9")
+
+    again = Search(SPEC, SPACE, confirm=2, traffic_seed=0)
+    lines = resume(planner, again, tmp_path)  # type: ignore[arg-type]
+    assert [t.kind for t in again.record.trials] == ["search"] * 3 + ["confirm"]
+    assert any(line.startswith("#9: a result of another configuration") for line in lines)
+    proposal = again.ask()
+    assert proposal is not None and proposal.kind == "confirm"
+    assert again.trial_overrides(proposal) == [f"{BATCH}=4", "repeat=2", "traffic.seed=2"]
