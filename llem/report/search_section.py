@@ -142,6 +142,9 @@ def _best_lines(view: SearchView, best: BestFigures, width: int) -> list[str]:
         runs = f"; {_met_in(best, c)}" if s.n >= 2 else ": met"
         shown = format_with_ci(s.mean, s.ci_half)
         lines += _wrap(f"{INDENT}{c.key:<{pad}}  {shown} ({c.op} {c.bound:g}{runs})", width, under)
+    notes = sorted({r.note for r in best.runs if r.note})
+    if notes:
+        lines += _wrap(f"{INDENT}note: {'; '.join(notes)}", width)
     if best.n_feasible < len(best.runs):
         lines += _wrap(
             f"{INDENT}{len(best.runs) - best.n_feasible} of its {len(best.runs)} runs missed a "

@@ -314,7 +314,9 @@ class SearchSweeper(GridSweeper):
         what = f"{search.spec.objective}={number(record.objective)}"
         judged = "feasible" if record.feasible else f"infeasible: {record.why_not}"
         best = search.record.best_trial()
-        best_text = f"#{best.dir} {number(best.objective)}" if best else "none feasible yet"
+        best_text = (
+            f"#{best.dir} {number(search.record.best_mean)}" if best else "none feasible yet"
+        )
         log.info(
             "  %s trial %d #%d [%s]: %s, %s; best so far %s",
             proposal.kind,

@@ -113,3 +113,16 @@ def test_the_report_section_says_why_they_do_not_count(tmp_path: Any) -> None:
 def test_judge_with_a_discount_keeps_the_figures_but_is_infeasible() -> None:
     v = judge(ENERGY_SPEC, {J: 0.1, TPOT: 10.0}, discount="the run failed")
     assert (v.objective, v.feasible, v.discounted) == (0.1, False, "the run failed")
+
+
+def test_the_report_notes_a_best_whose_energy_validity_was_not_checked(tmp_path: Any) -> None:
+    from llem.report.search import BestFigures
+    from llem.report.stats import summarise
+
+    search = drive({"1": result(j=0.9, energy_valid=None), "2": result(j=1.0), "4": result(j=2.0)})
+    rec = search.record
+    trials = tuple(Trial(t, tmp_path / t.dir, False) for t in rec.trials)
+    (first,) = [t for t in trials if t.record.number == rec.best]
+    best = BestFigures(first, (first.record,), summarise([0.9]), {}, 1)
+    view = SearchView(rec, tmp_path, (), trials, best, None)
+    assert "note: energy validity not checked (validity.energy_valid=null)" in render_search(view)
