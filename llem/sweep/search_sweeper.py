@@ -61,7 +61,9 @@ class LlemSweeperConf(GridSweeperConf):
     budget: int = 20  # search trials (configurations measured), resumed ones included
     seed: int = 0
     sampler: str = "tpe"  # tpe | gp (needs scipy) | random
-    # after the search, measure the best feasible configuration this many times more
+    # after the search, measure the best feasible configuration this many times more (the best
+    # is chosen on the mean of all its runs; one that a confirmation makes infeasible gives way
+    # to the next best, which is confirmed in turn: llem.sweep.search_confirm)
     confirm: int = 0
 
 
@@ -251,6 +253,9 @@ class SearchSweeper(GridSweeper):
                     self._skipped(search, proposal, point, sweep_dir, launch)
             if not runnable:
                 continue
+            # a confirmation that demotes the best adds the next best's to what runs
+            progress = launch.progress
+            progress.total = max(progress.total, progress.finished + len(runnable))
             plan.run_order.extend(point.index for _, point in runnable)
             write_plan(sweep_dir, plan, reuse, size, order="search")
             try:
