@@ -100,7 +100,7 @@ def judge(
     if objective is None:
         reasons.insert(0, f"no objective: {why(spec.objective)}")
     if discount is not None:
-        reasons.insert(0, f"does not count: {discount}")
+        reasons = [f"does not count: {discount}"]  # what it measured says nothing more
     return Verdict(
         objective=objective,
         constraints=measured,

@@ -126,3 +126,10 @@ def test_the_report_notes_a_best_whose_energy_validity_was_not_checked(tmp_path:
     best = BestFigures(first, (first.record,), summarise([0.9]), {}, 1)
     view = SearchView(rec, tmp_path, (), trials, best, None)
     assert "note: energy validity not checked (validity.energy_valid=null)" in render_search(view)
+
+
+def test_a_failed_run_without_figures_gives_one_reason() -> None:
+    v = verdict_of(ENERGY_SPEC, result(j=None, status="failed"))
+    assert v.why_not == (
+        "does not count: the run failed (RuntimeError: the engine died after the window)"
+    )
