@@ -13,6 +13,10 @@ whole and be negligible in a long one, and 10% at each end keeps 80% of the requ
 dropping the ramp-up, where the engine starts empty, and the drain, where no new requests keep it
 busy. AIPerf (``--warmup-request-count``) and vLLM's ``bench serve`` (``--num-warmups``) take a
 count the user chooses; set the two fields to do the same.
+
+How many requests: ``n_requests``, or (open loop) ``duration_s``: requests are sent for that long,
+``ceil(rate_per_s x duration_s)`` of them, so that every rate of a sweep spans the same time and
+its steady state the same share of it; with neither, one request per prompt (``request_count``).
 """
 
 from __future__ import annotations
@@ -74,6 +78,14 @@ class TrafficConfig:
         goes_to=LLEM,
         ge=1,
     )
+    duration_s: float | None = knob(
+        None,
+        doc="Open loop: send requests for this long (s): ceil(rate_per_s x duration_s) of them, "
+        "in place of n_requests (set one of the two).",
+        goes_to=LLEM,
+        gt=0,
+        placeholder="SECONDS",
+    )
     seed: int = knob(0, doc="Seed of the drawn send times (poisson and gamma).", goes_to=LLEM)
     warmup_requests: int | None = knob(
         None,
@@ -93,6 +105,23 @@ class TrafficConfig:
 
 def is_open_loop(traffic: TrafficConfig) -> bool:
     return traffic.kind in OPEN_LOOP
+
+
+def planned_requests(traffic: TrafficConfig) -> int | None:
+    """The requests the traffic names: ``n_requests``; else, for open-loop traffic with
+    ``duration_s``, ``ceil(rate_per_s x duration_s)``; None: one per prompt."""
+    if traffic.n_requests is not None:
+        return traffic.n_requests
+    if traffic.duration_s is not None and traffic.rate_per_s and is_open_loop(traffic):
+        # the product rounded first, so that 8/s x 2.5 s is 20 requests and not 21
+        return max(1, math.ceil(round(traffic.rate_per_s * traffic.duration_s, 9)))
+    return None
+
+
+def request_count(traffic: TrafficConfig, n_prompts: int) -> int:
+    """The requests of the workload (``planned_requests``, else one per prompt)."""
+    planned = planned_requests(traffic)
+    return n_prompts if planned is None else planned
 
 
 def edge_requests(traffic: TrafficConfig, n_requests: int) -> tuple[int, int]:

@@ -37,7 +37,7 @@ from llem.config.schema import (
     TrafficConfig,
     TrafficKind,
 )
-from llem.config.traffic import OPEN_LOOP
+from llem.config.traffic import OPEN_LOOP, planned_requests
 from llem.errors import ConfigError
 
 # Fields whose value does not change what is measured: left out of the config hash so that repeats
@@ -70,6 +70,7 @@ RATE = _key("traffic.rate_per_s")
 BURSTINESS = _key("traffic.burstiness")
 MAX_CONCURRENCY = _key("traffic.max_concurrency")
 N_REQUESTS = _key("traffic.n_requests")
+DURATION = _key("traffic.duration_s")
 WARMUP_REQUESTS = _key("traffic.warmup_requests")
 COOLDOWN_REQUESTS = _key("traffic.cooldown_requests")
 BATCHING = _key("pytorch.batching")
@@ -238,6 +239,7 @@ _TRAFFIC_KNOBS: dict[str, tuple[tuple[TrafficKind, ...], str, str]] = {
     BURSTINESS: ((TrafficKind.gamma,), "traffic=gamma", "SHAPE, > 0; 1 is Poisson"),
     MAX_CONCURRENCY: ((TrafficKind.concurrency,), "traffic=concurrency", "N, >= 1"),
     WARMUP_REQUESTS: (OPEN_LOOP, f"open-loop traffic ({_OPEN_LOOP_NAMES})", ""),
+    DURATION: (OPEN_LOOP, f"open-loop traffic ({_OPEN_LOOP_NAMES})", ""),
     COOLDOWN_REQUESTS: (OPEN_LOOP, f"open-loop traffic ({_OPEN_LOOP_NAMES})", ""),
 }
 
@@ -255,12 +257,19 @@ def _traffic_problems(t: TrafficConfig) -> list[str]:
                 f"{dotted}={show(value)} applies to {which} only (it is traffic={kind}; "
                 "leave it unset)"
             )
+    if t.duration_s is not None and t.n_requests is not None:
+        p.append(
+            f"{DURATION}={show(t.duration_s)} and {N_REQUESTS}={t.n_requests} both size the "
+            f"workload (set one; the other null: {N_REQUESTS}=null or {DURATION}=null)"
+        )
     edges = (t.warmup_requests or 0) + (t.cooldown_requests or 0)
-    if t.kind in OPEN_LOOP and t.n_requests is not None and edges >= t.n_requests:
+    n = planned_requests(t)
+    if t.kind in OPEN_LOOP and n is not None and edges >= n:
+        size = f"{N_REQUESTS}={n}" if t.n_requests is not None else f"{n} requests ({DURATION})"
         p.append(
             f"{WARMUP_REQUESTS}={show(t.warmup_requests)} and "
             f"{COOLDOWN_REQUESTS}={show(t.cooldown_requests)} leave no steady state of "
-            f"{N_REQUESTS}={t.n_requests} (their sum must be below it)"
+            f"{size} (their sum must be below it)"
         )
     return p
 

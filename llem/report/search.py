@@ -205,7 +205,7 @@ def closest(trials: Sequence[Trial], constraints: Sequence[Constraint]) -> Trial
                 missing += 1
             else:
                 excess += max(c.violation(value), 0.0)
-        return (t.record.objective is None, missing, excess)
+        return (t.record.objective is None or t.record.discounted is not None, missing, excess)
 
     candidates = [t for t in trials if t.record.kind == "search"]
     return min(candidates, key=distance) if candidates else None

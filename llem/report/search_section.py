@@ -30,7 +30,7 @@ def _knobs(knobs: dict[str, str]) -> str:
 
 def render_search(view: SearchView, width: int = 100) -> str:
     """The printed "search" section."""
-    lines = _asked(view, width) + _ran(view, width)
+    lines = _asked(view, width) + _ran(view, width) + _demoted(view, width)
     if view.best is not None:
         lines += _best_lines(view, view.best, width) + _front_lines(view, width)
     else:
@@ -78,16 +78,31 @@ def _ran(view: SearchView, width: int) -> list[str]:
     return _wrap(f"{INDENT}{text}", width) + _wrap(f"{INDENT}search {stopped}", width)
 
 
+def _demoted(view: SearchView, width: int) -> list[str]:
+    """Configurations a confirmation made infeasible (the best is chosen on every run of a
+    configuration), and a best left short of its confirmations."""
+    rec = view.record
+    lines = []
+    for d, why in rec.demoted.items():
+        lines += _wrap(f"{INDENT}demoted: #{d}, feasible when searched; {why}", width)
+    if rec.unconfirmed:
+        lines += _wrap(f"{INDENT}not fully confirmed: {rec.unconfirmed}", width)
+    return lines
+
+
 def _why_infeasible(view: SearchView) -> str:
-    """'failed ×1, latency.tpot_ms.p90 <= 50 missed ×2' over the infeasible search trials: a
-    trial without the objective by its status, the others by each constraint they missed."""
+    """'failed ×1, energy not valid ×1, latency.tpot_ms.p90 <= 50 missed ×2' over the infeasible
+    search trials: a trial whose run does not count or that has no objective by its status (or
+    'energy not valid'), the others by each constraint they missed."""
     counts: dict[str, int] = {}
     for t in view.searched:
         rec = t.record
         if rec.feasible:
             continue
         reasons = [rec.status if rec.status != "ok" else "no objective"]
-        if rec.objective is not None:
+        if rec.discounted is not None and rec.status == "ok":
+            reasons = ["energy not valid"]
+        elif rec.objective is not None and rec.discounted is None:
             reasons = [
                 f"{c.text} {'not measured' if v is None else 'missed'}"
                 for c in view.constraints
@@ -127,6 +142,9 @@ def _best_lines(view: SearchView, best: BestFigures, width: int) -> list[str]:
         runs = f"; {_met_in(best, c)}" if s.n >= 2 else ": met"
         shown = format_with_ci(s.mean, s.ci_half)
         lines += _wrap(f"{INDENT}{c.key:<{pad}}  {shown} ({c.op} {c.bound:g}{runs})", width, under)
+    notes = sorted({r.note for r in best.runs if r.note})
+    if notes:
+        lines += _wrap(f"{INDENT}note: {'; '.join(notes)}", width)
     if best.n_feasible < len(best.runs):
         lines += _wrap(
             f"{INDENT}{len(best.runs) - best.n_feasible} of its {len(best.runs)} runs missed a "

@@ -10,7 +10,10 @@ How figures become the sampler's feedback:
   (``Constraint.violation``: <= 0 met); a constrained figure the trial lacks counts as a large
   violation, so the trial is infeasible with the reason and the sampler learns to avoid it;
 - a trial without the objective (failed, skipped, energy unavailable) is told as failed: the
-  sampler does not model it, and it is never run again.
+  sampler does not model it, and it is never run again;
+- a trial whose run does not count (``discount``: its run did not end ok, or its energy is not
+  valid where the objective or a constraint is on energy) is infeasible with that reason, its
+  figures kept in the record, and the sampler is told it failed: no figure of it is learnt.
 
 A proposal of a configuration already measured is not run again: the sampler is told the same
 outcome and asked again (``repeated_proposals`` counts these). Where the sampler keeps proposing
@@ -28,6 +31,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from llem.errors import ConfigError
+from llem.sweep.search_confirm import (
+    MAX_CANDIDATES,
+    Standing,
+    best_standing,
+    confirm_overrides,
+    standings,
+)
 from llem.sweep.search_file import SearchRecord, TrialRecord
 from llem.sweep.search_space import Space
 from llem.sweep.search_spec import SearchSpec
@@ -50,15 +60,25 @@ class Verdict:
     violations: dict[str, float]  # constraint text -> the sampler's value (<= 0 met)
     feasible: bool
     why_not: str | None
+    discounted: str | None = None  # why the run does not count (its figures are not told)
+    note: str | None = None  # what the reader should know of a trial that counts
+
+    @property
+    def counts(self) -> bool:
+        """Whether the sampler may learn the trial's figures."""
+        return self.objective is not None and self.discounted is None
 
 
 def judge(
     spec: SearchSpec,
     values: dict[str, float | None],
     missing: Callable[[str], str] | None = None,
+    discount: str | None = None,
+    note: str | None = None,
 ) -> Verdict:
     """Judge measured ``values`` (result key -> figure or None); ``missing(key)`` says why a
-    figure is None."""
+    figure is None; ``discount`` why the run does not count at all (infeasible whatever its
+    figures); ``note`` what a counted trial's record should say."""
 
     def why(key: str) -> str:
         return missing(key) if missing is not None else f"{key} was not measured"
@@ -79,12 +99,16 @@ def judge(
     objective = values.get(spec.objective)
     if objective is None:
         reasons.insert(0, f"no objective: {why(spec.objective)}")
+    if discount is not None:
+        reasons = [f"does not count: {discount}"]  # what it measured says nothing more
     return Verdict(
         objective=objective,
         constraints=measured,
         violations=violations,
         feasible=objective is not None and not reasons,
         why_not="; ".join(reasons) or None,
+        discounted=discount,
+        note=note,
     )
 
 
@@ -136,6 +160,7 @@ class Proposal:
     knobs: dict[str, str]
     trial: Any  # Optuna's trial (None for a confirmation)
     kind: str = "search"
+    confirmation: int = 0  # a confirmation: its number for this configuration (1, 2, ...)
 
 
 @dataclass
@@ -143,9 +168,14 @@ class Search:
     spec: SearchSpec
     space: Space
     confirm: int = 0
+    # the searched traffic.seed where the traffic draws send times from it (None: it does not);
+    # confirmations run with the next seeds (llem.sweep.search_confirm)
+    traffic_seed: int | None = None
     record: SearchRecord = field(init=False)
     _measured: dict[tuple, Verdict] = field(default_factory=dict, init=False)
     _in_flight: set[tuple] = field(default_factory=set, init=False)
+    _confirming: dict[tuple, int] = field(default_factory=dict, init=False)  # in flight
+    _sampler_spent: bool = field(default=False, init=False)  # proposes only measured points
 
     def __post_init__(self) -> None:
         optuna = import_optuna()
@@ -179,15 +209,17 @@ class Search:
 
     def stop_reason(self) -> str | None:
         """Why no further search trial runs (None: the search goes on)."""
-        if self.searched >= self.spec.budget:
+        if self.searched + len(self._in_flight) >= self.spec.budget:
             return f"the budget of {self.spec.budget} trials was spent"
         if self._exhausted():
             return f"every configuration of the space ({self.space.size}) was measured"
+        if self._sampler_spent:
+            return "the sampler proposed no configuration that was not measured"
         return None
 
     def _tell_sampler(self, trial: Any, verdict: Verdict) -> None:
         states = self._optuna.trial.TrialState
-        if verdict.objective is None:
+        if not verdict.counts:
             self.study.tell(trial, state=states.FAIL)
             return
         for name, value in verdict.violations.items():
@@ -199,14 +231,20 @@ class Search:
         self._update_best()
         return record
 
+    def standings(self) -> list[Standing]:
+        """Every configuration measured, with all its runs."""
+        return standings(self.space, self.record.trials)
+
     def _update_best(self) -> None:
-        best: TrialRecord | None = None
-        for t in self.record.trials:
-            if t.kind != "search" or not t.feasible or t.objective is None:
-                continue
-            if best is None or self.spec.better(t.objective, best.objective or 0.0):
-                best = t
-        self.record.best = best.number if best is not None else None
+        """The best on every run of each configuration (``llem.sweep.search_confirm``)."""
+        ranked = self.standings()
+        best = best_standing(self.spec, ranked)
+        self.record.best = best.first.number if best is not None else None
+        self.record.best_mean = best.mean if best is not None else None
+        self.record.best_runs = len(best.runs) if best is not None else 0
+        self.record.demoted = {
+            s.first.dir: why for s in ranked if (why := s.demotion()) is not None
+        }
 
     def _trial_record(
         self, number: int, directory: str, proposal: Proposal, verdict: Verdict, **extra: Any
@@ -222,18 +260,17 @@ class Search:
             constraints=dict(verdict.constraints),
             feasible=verdict.feasible,
             why_not=verdict.why_not,
+            discounted=verdict.discounted,
+            note=verdict.note,
             **extra,
         )
 
     def trial_overrides(self, proposal: Proposal) -> list[str]:
-        overrides = self.space.overrides(proposal.knobs)
         if proposal.kind == "confirm":
-            overrides.append(f"repeat={self._confirm_repeat(proposal)}")
-        return overrides
-
-    def _confirm_repeat(self, proposal: Proposal) -> int:
-        done = [t for t in self.record.trials if t.kind == "confirm" and t.knobs == proposal.knobs]
-        return len(done) + 1
+            return confirm_overrides(
+                self.space, proposal.knobs, proposal.confirmation, self.traffic_seed
+            )
+        return self.space.overrides(proposal.knobs)
 
     # ------------------------------------------------------------------ the loop
     def resume(self, directory: str, knobs: dict[str, str], verdict: Verdict, **extra: Any) -> None:
@@ -244,11 +281,11 @@ class Search:
             params = self.space.params(knobs)
             states = self._optuna.trial.TrialState
             frozen = self._optuna.trial.create_trial(
-                state=states.COMPLETE if verdict.objective is not None else states.FAIL,
-                value=verdict.objective,
+                state=states.COMPLETE if verdict.counts else states.FAIL,
+                value=verdict.objective if verdict.counts else None,
                 params=params,
                 distributions=self.space.distributions(),
-                constraints=dict(verdict.violations) if verdict.objective is not None else None,
+                constraints=dict(verdict.violations) if verdict.counts else None,
             )
             self.study.add_trial(frozen)
             self._measured[key] = verdict
@@ -309,19 +346,44 @@ class Search:
                 "the sampler proposed only measured configurations %d times",
                 MAX_REPEATED[self.spec.sampler],
             )
-            return None
+            self._sampler_spent = True
+            return self._confirmation()
         taken = set(self._measured) | self._in_flight
         untried = [k for k in self.space.every_point() if self.space.canonical(k) not in taken]
         if not untried:
-            return None
+            return self._confirmation()
         return self._enqueued(self._rng.choice(untried))
 
     def _confirmation(self) -> Proposal | None:
-        """After the search: the best feasible configuration again, ``confirm`` times."""
-        best = self.record.best_trial()
-        if best is None or len(self.record.confirmations()) >= self.confirm:
+        """After the search: the best configuration again until it has ``confirm``
+        confirmations; one that a confirmation demotes gives way to the next best."""
+        if self._in_flight or self.confirm <= 0:
+            return None  # the best is chosen once every search trial is told
+        best = best_standing(self.spec, self.standings())
+        if best is None:
             return None
-        return Proposal(knobs=dict(best.knobs), trial=None, kind="confirm")
+        key = self.space.canonical(best.first.knobs)
+        done = best.confirmations + self._confirming.get(key, 0)
+        if done >= self.confirm:
+            return None
+        ran = len(self.record.confirmations()) + sum(self._confirming.values())
+        if ran >= self.confirm * MAX_CANDIDATES:
+            self.record.unconfirmed = (
+                f"the best, #{best.first.dir}, has {best.confirmations} of {self.confirm} "
+                f"confirmations: {ran} confirmations ran ({MAX_CANDIDATES} candidates' worth)"
+            )
+            return None
+        self._confirming[key] = self._confirming.get(key, 0) + 1
+        return Proposal(dict(best.first.knobs), None, kind="confirm", confirmation=done + 1)
+
+    def _confirmed(self, proposal: Proposal) -> None:
+        """A confirmation told or abandoned: no longer in flight."""
+        key = self.space.canonical(proposal.knobs)
+        left = self._confirming.get(key, 0) - 1
+        if left > 0:
+            self._confirming[key] = left
+        else:
+            self._confirming.pop(key, None)
 
     def tell(
         self, proposal: Proposal, directory: str, verdict: Verdict, **extra: Any
@@ -334,6 +396,8 @@ class Search:
             self._in_flight.discard(key)
             self._measured[key] = verdict
             self._tell_sampler(proposal.trial, verdict)
+        else:
+            self._confirmed(proposal)
         return self._keep(record)
 
     def abandon(self, proposal: Proposal) -> None:
@@ -341,3 +405,5 @@ class Search:
         if proposal.trial is not None:
             self._in_flight.discard(self.space.canonical(proposal.knobs))
             self.study.tell(proposal.trial, state=self._optuna.trial.TrialState.FAIL)
+        elif proposal.kind == "confirm":
+            self._confirmed(proposal)

@@ -18,7 +18,12 @@ from llem.atomic import atomic_write_json
 from llem.result import utc_now
 
 SEARCH_FILE = "search.json"
-FORMAT_VERSION = 1
+# Format history: 1 the first; 2 a trial's ``discounted`` (why its run does not count: not ok,
+# or energy not valid under an energy objective or constraint) and ``note`` (energy validity
+# not checked); the best chosen on the mean over every run of a configuration (``best_mean``,
+# ``best_runs``), ``demoted`` (configurations a confirmation made infeasible) and ``unconfirmed``.
+# A version 1 file reads with these null or empty.
+FORMAT_VERSION = 2
 
 
 @dataclass
@@ -35,6 +40,10 @@ class TrialRecord:
     why_not: str | None = None  # infeasible: the constraint missed or the figure missing, and why
     config_hash: str | None = None
     resumed: bool = False  # found finished in the sweep directory, not run by this command
+    # why the run does not count, whatever its figures (its status is not ok; or its energy is
+    # not valid, validity.energy_valid false, under an energy objective or constraint)
+    discounted: str | None = None
+    note: str | None = None  # a counted trial: what to know (energy validity not checked)
 
 
 @dataclass
@@ -53,7 +62,14 @@ class SearchRecord:
     stopped_because: str | None = None
     repeated_proposals: int = 0  # proposals of configurations already measured (not re-run)
     trials: list[TrialRecord] = field(default_factory=list)
-    best: int | None = None  # the best feasible search trial's number
+    # the best configuration's first (search) trial: feasible in every run, the best mean over
+    # them (llem.sweep.search_confirm)
+    best: int | None = None
+    best_mean: float | None = None  # its objective, the mean over its runs
+    best_runs: int = 0  # its runs: the search trial and its confirmations
+    # a configuration's search trial dir -> the confirmation that made it infeasible, and why
+    demoted: dict[str, str] = field(default_factory=dict)
+    unconfirmed: str | None = None  # confirmations stopped before the best had all of them
     written_at: str = ""
     format_version: int = FORMAT_VERSION
 

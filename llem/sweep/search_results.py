@@ -12,10 +12,17 @@ from __future__ import annotations
 from pathlib import Path
 
 from llem.result import RunResult
-from llem.result.keys import value_at, why_missing
+from llem.result.keys import needs_energy, value_at, why_missing
 from llem.sweep.plan import point_dirs
 from llem.sweep.planner import Planner
 from llem.sweep.search import Search, Verdict, judge
+from llem.sweep.search_confirm import (
+    REPEAT,
+    as_searched,
+    confirm_overrides,
+    searched_repeat,
+    value_of,
+)
 from llem.sweep.search_spec import SearchSpec
 from llem.sweep.superseded import supersede, supersede_stamp
 
@@ -24,15 +31,41 @@ _NOT_FINISHED = ("KeyboardInterrupt", "SlurmJobLost", "NoResult")
 
 
 def verdict_of(spec: SearchSpec, result: RunResult | None) -> Verdict:
-    """A trial's result judged against the declaration (no result: nothing measured)."""
+    """A trial's result judged against the declaration (no result: nothing measured). A run
+    that did not end ok, or whose energy is not valid where the search reads energy, does not
+    count (``discount``)."""
     if result is None:
         return judge(spec, {}, lambda key: "the trial left no result.json")
     values = {key: value_at(result, key) for key in spec.keys}
-    return judge(spec, values, lambda key: why_missing(result, key))
+    why_not_counted, note = discount_of(spec, result)
+    return judge(spec, values, lambda key: why_missing(result, key), why_not_counted, note)
 
 
-def _repeat(result: RunResult) -> int:
-    return int((result.config or {}).get("repeat", 0) or 0)
+def discount_of(spec: SearchSpec, result: RunResult) -> tuple[str | None, str | None]:
+    """(why ``result`` does not count, a note on one that does). It counts when its run ended
+    ok and, where the objective or a constraint is an energy figure (``needs_energy``), its
+    energy is valid (``validity.energy_valid``). Validity not checked (null) with energy figures
+    present counts: nothing found it wrong, and the note says it was not checked."""
+    if result.status != "ok":
+        err = result.error
+        return f"the run {result.status}" + (f" ({err.type}: {err.message})" if err else ""), None
+    energy_keys = [k for k in spec.keys if needs_energy(k)]
+    if not energy_keys:
+        return None, None
+    valid = result.validity.energy_valid
+    if valid is False:
+        problems = "; ".join(result.validity.problems) or "no problem recorded"
+        return f"its energy is not valid (validity.energy_valid=false: {problems})", None
+    if valid is None and any(value_at(result, k) is not None for k in energy_keys):
+        return None, "energy validity not checked (validity.energy_valid=null)"
+    return None, None
+
+
+def confirmation_of(search: Search, result: RunResult) -> int:
+    """Which confirmation of its configuration ``result`` is (0: the search trial), by its
+    ``repeat`` against the searched one."""
+    repeat = value_of(result.overrides, REPEAT)
+    return max((repeat or 0) - searched_repeat(search.space), 0)
 
 
 def not_a_trial(
@@ -43,11 +76,17 @@ def not_a_trial(
         return "an unfinished attempt"
     if result.status == "failed" and result.error and result.error.type in _NOT_FINISHED:
         return f"a trial that did not finish ({result.error.type})"
-    knobs = search.space.knobs_of(result.overrides)
+    knobs = search.space.knobs_of(as_searched(search.space, result.overrides))
     if knobs is None:
         return "not a point of this search's space"
-    repeat = _repeat(result)
-    overrides = search.space.overrides(knobs) + ([f"repeat={repeat}"] if repeat else [])
+    k = confirmation_of(search, result)
+    # a confirmation's overrides as this search would write them (its traffic seed included: one
+    # run with another seed, or from before confirmations drew one, is another configuration)
+    overrides = (
+        confirm_overrides(search.space, knobs, k, search.traffic_seed)
+        if k
+        else search.space.overrides(knobs)
+    )
     if planner.analyse(index, overrides).config_hash != result.config_hash:
         return "a result of another configuration"
     return None
@@ -64,9 +103,9 @@ def resume(planner: Planner, search: Search, sweep_dir: Path) -> list[str]:
         if why is None and result is not None:
             search.resume(
                 str(index),
-                search.space.knobs_of(result.overrides) or {},
+                search.space.knobs_of(as_searched(search.space, result.overrides)) or {},
                 verdict_of(search.spec, result),
-                kind="confirm" if _repeat(result) else "search",
+                kind="confirm" if confirmation_of(search, result) else "search",
                 status=result.status,
                 config_hash=result.config_hash,
             )
@@ -101,8 +140,12 @@ def summary(search: Search) -> list[str]:
         for c in search.spec.constraints
     )
     knobs = " ".join(f"{k}={v}" for k, v in best.knobs.items())
+    runs = f" (mean of {rec.best_runs} runs)" if rec.best_runs > 1 else ""
     lines.append(
-        f"best feasible: #{best.dir} [{knobs}] {rec.objective}={number(best.objective)}"
-        + (f" ({figures})" if figures else "")
+        f"best feasible: #{best.dir} [{knobs}] {rec.objective}={number(rec.best_mean)}{runs}"
+        + (f"; its search trial: {figures}" if figures else "")
     )
+    lines += [f"demoted: #{d} ({why})" for d, why in rec.demoted.items()]
+    if rec.unconfirmed:
+        lines.append(f"not fully confirmed: {rec.unconfirmed}")
     return lines

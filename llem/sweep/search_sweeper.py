@@ -61,7 +61,9 @@ class LlemSweeperConf(GridSweeperConf):
     budget: int = 20  # search trials (configurations measured), resumed ones included
     seed: int = 0
     sampler: str = "tpe"  # tpe | gp (needs scipy) | random
-    # after the search, measure the best feasible configuration this many times more
+    # after the search, measure the best feasible configuration this many times more (the best
+    # is chosen on the mean of all its runs; one that a confirmation makes infeasible gives way
+    # to the next best, which is confirmed in turn: llem.sweep.search_confirm)
     confirm: int = 0
 
 
@@ -80,6 +82,16 @@ def energy_unavailable(cfg: DictConfig, has_cuda: bool, local: bool) -> str | No
         why = "device=cpu" if device.endswith("cpu") else "device=auto finds no CUDA GPU here"
         return f"{why}, where NVML measures nothing"
     return None
+
+
+def drawn_seed(cfg: DictConfig) -> int | None:
+    """The searched ``traffic.seed`` where the traffic draws its send times from it (poisson,
+    gamma): confirmations run with the next seeds; None for traffic that draws nothing."""
+    traffic = cfg.get("traffic")
+    if traffic is None or not str(traffic.get("kind", "")).endswith(("poisson", "gamma")):
+        return None
+    seed = traffic.get("seed", 0)
+    return int(seed) if isinstance(seed, int) and not isinstance(seed, bool) else None
 
 
 class SearchSweeper(GridSweeper):
@@ -137,7 +149,7 @@ class SearchSweeper(GridSweeper):
         cfg = planner.compose(0, first)
         on_this_machine = local or runs_here(self.launcher)
         check_energy(spec, energy_unavailable(cfg, planner.has_cuda, on_this_machine))
-        search = Search(spec, space, confirm=self.confirm)
+        search = Search(spec, space, confirm=self.confirm, traffic_seed=drawn_seed(cfg))
         if settings.dry_run:
             self._started(sweep_dir, None)
             return self._dry_run_search(planner, search, first)
@@ -241,6 +253,9 @@ class SearchSweeper(GridSweeper):
                     self._skipped(search, proposal, point, sweep_dir, launch)
             if not runnable:
                 continue
+            # a confirmation that demotes the best adds the next best's to what runs
+            progress = launch.progress
+            progress.total = max(progress.total, progress.finished + len(runnable))
             plan.run_order.extend(point.index for _, point in runnable)
             write_plan(sweep_dir, plan, reuse, size, order="search")
             try:
@@ -304,7 +319,9 @@ class SearchSweeper(GridSweeper):
         what = f"{search.spec.objective}={number(record.objective)}"
         judged = "feasible" if record.feasible else f"infeasible: {record.why_not}"
         best = search.record.best_trial()
-        best_text = f"#{best.dir} {number(best.objective)}" if best else "none feasible yet"
+        best_text = (
+            f"#{best.dir} {number(search.record.best_mean)}" if best else "none feasible yet"
+        )
         log.info(
             "  %s trial %d #%d [%s]: %s, %s; best so far %s",
             proposal.kind,

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from llem.sweep.search import MAX_REPEATED
+from llem.sweep.search_space import Choices
 from llem.testing.search_double import (
     GOODPUT,
     TPOT,
@@ -64,7 +65,9 @@ def test_the_planted_spaces_are_about_100_points_with_the_issue_shapes() -> None
     spec = serving.spec(0)
     assert spec.direction == "maximize"
     assert [(c.key, c.op) for c in spec.constraints] == [(GOODPUT, ">=")]
-    assert not serving.space().dims[0].ordered and serving.space().dims[1].ordered
+    quant, seqs = serving.space().dims
+    assert isinstance(quant, Choices) and isinstance(seqs, Choices)
+    assert not quant.ordered and seqs.ordered
     assert run.spec(0).constraints[0].key == TPOT
 
 

@@ -113,6 +113,7 @@ def test_an_energy_objective_searches_on_a_replayed_trace(tiny: list[str], tmp_p
         "measurement.energy=replay",
         f"measurement.replay_trace={trace}",
         "measurement.idle_baseline_s=0",
+        "measurement.min_valid_window_s=0",  # a short window's energy would not count
         "hydra.sweeper.objective=energy.j_per_output_token",
         "hydra.sweeper.budget=2",
         "hydra.sweeper.confirm=1",

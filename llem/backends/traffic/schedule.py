@@ -1,7 +1,8 @@
 """When each request of a serving workload is sent: drawn once, before the window, from a seed.
 
-``build_schedule(traffic, prompts)`` returns ``traffic.n_requests`` requests (one per prompt when
-null; more requests than prompts cycle through them) with their ``scheduled_s``, seconds after the
+``build_schedule(traffic, prompts)`` returns ``traffic.n_requests`` requests (or, open loop with
+``traffic.duration_s``, ``ceil(rate x duration)``; one per prompt when neither is set; more requests
+than prompts cycle through them) with their ``scheduled_s``, seconds after the
 workload's origin:
 
 - ``offline``: every request at 0;
@@ -26,7 +27,7 @@ import random
 from collections.abc import Iterator, Sequence
 
 from llem.backends.types import Prompt, ScheduledRequest
-from llem.config.traffic import TrafficConfig, TrafficKind
+from llem.config.traffic import TrafficConfig, TrafficKind, request_count
 
 #: What drew the send times, for the record.
 GENERATOR = "random.Random(traffic.seed)"
@@ -34,7 +35,7 @@ GENERATOR = "random.Random(traffic.seed)"
 
 def build_schedule(traffic: TrafficConfig, prompts: Sequence[Prompt]) -> list[ScheduledRequest]:
     """Every request of the workload, in send order, with its planned send time."""
-    n = len(prompts) if traffic.n_requests is None else traffic.n_requests
+    n = request_count(traffic, len(prompts))
     if n and not prompts:
         raise ValueError("a workload of requests needs at least one prompt")
     times = itertools.islice(_send_times(traffic), n)
