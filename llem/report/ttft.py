@@ -57,8 +57,8 @@ def _meaning(origin: str) -> str:
     return ORIGINS.get(origin, ("", f"from the {origin}"))[1]
 
 
-def _origins(summary: pd.DataFrame) -> list[str]:
-    """The origins of the rows that have a TTFT, in row order."""
+def ttft_origins(summary: pd.DataFrame) -> list[str]:
+    """The origins of the summary rows that have a TTFT, in row order."""
     out: list[str] = []
     for origin, value in zip(col(summary, ORIGIN), col(summary, f"{TTFT_P50}.mean"), strict=True):
         if not is_missing(value) and _origin(origin) not in out:
@@ -69,7 +69,7 @@ def _origins(summary: pd.DataFrame) -> list[str]:
 def ttft_columns(summary: pd.DataFrame) -> list[Column]:
     """``TTFT p50 ms``: one column when every row measures TTFT from the same origin, else one
     column per origin with the origin in its header, each row's figure in its own origin's."""
-    origins = _origins(summary)
+    origins = ttft_origins(summary)
     if len(origins) <= 1:
         return [figure_column(summary, HEADER, TTFT_P50, False)]
     whole = figure_column(summary, HEADER, TTFT_P50, False)
@@ -86,7 +86,7 @@ def ttft_columns(summary: pd.DataFrame) -> list[Column]:
 
 def ttft_note(summary: pd.DataFrame) -> str | None:
     """What the TTFT column(s) are measured from; None when no row has a TTFT."""
-    origins = _origins(summary)
+    origins = ttft_origins(summary)
     if not origins:
         return None
     if len(origins) == 1:

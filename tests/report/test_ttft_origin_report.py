@@ -7,9 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 from report import report_synth as synth
 
 from llem.report.load import load_runs
+from llem.report.plots import PlotSkipped
+from llem.report.plots.serving import prepare_latency_throughput
 from llem.report.stats import summary_frame
 from llem.report.table import render_table
 
@@ -74,3 +77,17 @@ def test_repeats_with_different_origins_are_not_pooled(tmp_path: Path) -> None:
     )
     assert by_origin == {BATCH: 50.0, ALL: 395.0}
     assert list(summary["n"]) == [2, 2]
+
+
+def test_the_ttft_plot_never_draws_two_origins_on_one_axis(tmp_path: Path) -> None:
+    def make(p: dict[str, Any]) -> dict[str, Any]:
+        result = synth.serving_result(rate=p["traffic.rate_per_s"])
+        result["latency"]["ttft_origin"] = ALL if p["traffic.rate_per_s"] == 8 else "actual send"
+        return result
+
+    synth.write_sweep(tmp_path / "r", {"traffic.rate_per_s": [2, 4, 8]}, make)
+    summary, _ = _report(tmp_path / "r")
+    with pytest.raises(PlotSkipped, match="different origins"):
+        prepare_latency_throughput(summary, ["traffic.rate_per_s"], "ttft")
+    one = prepare_latency_throughput(summary.iloc[:2], ["traffic.rate_per_s"], "ttft")
+    assert "TTFT from actual send" in one.note
