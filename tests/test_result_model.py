@@ -48,7 +48,8 @@ def test_a_schema_1_file_from_llem_0_1_0_still_loads(tmp_path: Path) -> None:
     # v1's rate was over generate() time; v2's is over the window energy is measured over.
     assert r.throughput.generate_output_tokens_per_s == 21.453
     assert r.throughput.output_tokens_per_s == round(32 / 1.5261944569999741, 3)
-    assert r.latency.itl_ms.p99 == 479.3105
+    assert r.latency.itl_per_token_ms.p99 == 479.3105  # schema 5: the spread ITL
+    assert r.latency.itl_ms.p99 is None
     assert r.sweep == SweepPosition(grid_index=1, position=2, of=2, order="grouped", seed=0)
     assert r.lifecycle.load_kwargs["trust_remote_code"] is False
     assert r.validity.energy_valid is None  # new in schema 2: absent means not judged
@@ -139,10 +140,10 @@ def test_a_schema_2_file_loads_with_its_serving_sections_null_and_explained(
     """A real result.json written by llem before schema 3 (a tiny-model run, static batches)."""
     shutil.copy(DATA / "result_v2_tiny_run.json", tmp_path / "result.json")
     r = RunResult.read(tmp_path)
-    assert r is not None and r.schema_version == SCHEMA_VERSION == 4
+    assert r is not None and r.schema_version == SCHEMA_VERSION == 5
     assert r.workload.requests == 3 and r.latency.ttft_ms.p50 == 1074.4352
     # every request of a schema-2 run was timed from its generate() call's start
-    assert r.latency.ttft_origin == "batch start"
+    assert r.latency.ttft_origin == "batch start"  # batches of 2 of its 3 prompts
     assert r.latency.tpot_ms == Percentiles() and r.latency.e2e_ms == Percentiles()
     for section in ("traffic", "concurrency", "steady_state", "goodput"):
         assert getattr(r, section) is None
@@ -155,7 +156,8 @@ def test_the_serving_sections_survive_a_round_trip(tmp_path: Path) -> None:
     from llem.result.figure import with_figures
 
     r = RunResult(status="ok")
-    r.latency.ttft_origin = "scheduled send"
+    r.latency.ttft_origin = "actual send"
+    r.latency.ttft_from_schedule_ms = Percentiles(1.0, 2.0, 3.0)
     r.latency.tpot_ms = Percentiles(10.0, 12.0, 15.0)
     r.traffic = Traffic("poisson", 8.0, None, 100, None, 0, Lateness(0.1, 0.9, 1.5))
     r.concurrency = Concurrency("vllm.max_num_seqs", 64, 30.5, 64, 40.0)

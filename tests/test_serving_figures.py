@@ -47,11 +47,14 @@ def test_request_latency_by_the_issues_definitions() -> None:
     t = tl(0, 10.1, [10.5, 10.8, 11.0], [1, 3, 1], arrival=10.0, scheduled=10.0)
     f = request_figures(t)
     assert f.output_tokens == 5
-    assert f.ttft_s == pytest.approx(0.5)  # 10.5 - 10.0 (the arrival, not the send)
-    assert f.e2e_s == pytest.approx(1.0)  # 11.0 - 10.0
-    assert f.tpot_s == pytest.approx((1.0 - 0.5) / (5 - 1))  # 0.125
-    # 0.3 s / 3 tokens three times, then 0.2 s / 1 token
-    assert f.itl_s == pytest.approx((0.1, 0.1, 0.1, 0.2))
+    assert f.ttft_s == pytest.approx(0.4)  # 10.5 - 10.1 (the send, as vLLM bench serve)
+    assert f.e2e_s == pytest.approx(0.9)  # 11.0 - 10.1
+    assert f.tpot_s == pytest.approx((0.9 - 0.4) / (5 - 1))  # 0.125
+    assert f.ttft_from_schedule_s == pytest.approx(0.5)  # 10.5 - 10.0 (the schedule)
+    assert f.e2e_from_schedule_s == pytest.approx(1.0)
+    # one ITL per chunk after the first (vLLM), and llem's spread: 0.3 s / 3 tokens, 0.2 s / 1
+    assert f.itl_s == pytest.approx((0.3, 0.2))
+    assert f.itl_per_token_s == pytest.approx((0.1, 0.1, 0.1, 0.2))
 
 
 def test_one_token_request_has_no_tpot_and_no_itl() -> None:
@@ -203,12 +206,14 @@ def test_records_are_relative_to_the_window_start() -> None:
         pytest.approx(0.5),
         pytest.approx(0.7),
     )
+    # TTFT and e2e from the actual send (100.2); from the scheduled send (100.1) on their own
     assert (r.ttft_ms, r.tpot_ms, r.e2e_ms, r.slo_met) == (
-        pytest.approx(400.0),
+        pytest.approx(300.0),
         pytest.approx(200.0),
-        pytest.approx(600.0),
+        pytest.approx(500.0),
         True,
     )
+    assert r.ttft_from_schedule_ms == pytest.approx(400.0)
 
 
 def test_static_batches_become_timelines_from_the_batch_start() -> None:

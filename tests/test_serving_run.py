@@ -174,12 +174,13 @@ def test_a_served_workload_fills_every_serving_section(served_run) -> None:
     assert result.status == "ok" and fake.served is not None
     assert result.workload.requests == N and result.workload.output_tokens == 4 * N
     assert result.workload.passes == 1  # served once: no pass repetition
-    # latency by the definitions: TTFT 4 ms; e2e 8 (even) / 9 ms (odd); TPOT 4/3 and 5/3 ms
+    # latency by vLLM bench serve's definitions, from the actual send: TTFT 4 ms (even) / 3.5 ms
+    # (odd: sent 0.5 ms late); e2e 8 / 8.5 ms; TPOT 4/3 and 5/3 ms; one ITL per chunk
     lat = result.latency
-    assert lat.ttft_origin == "scheduled send"
-    assert (lat.ttft_ms.p50, lat.e2e_ms.p50) == (pytest.approx(4.0), pytest.approx(8.5))
+    assert lat.ttft_origin == "actual send"
+    assert (lat.ttft_ms.p50, lat.e2e_ms.p50) == (pytest.approx(3.75), pytest.approx(8.25))
     assert lat.tpot_ms.p50 == pytest.approx(1.5)
-    assert lat.itl_ms.p50 == pytest.approx(1.25)  # [2, 1, 1] x 10 and [2.5, 1.25, 1.25] x 10
+    assert lat.itl_ms.p50 == pytest.approx(2.25)  # [2, 2] x 10 and [2.5, 2.5] x 10
     # pacing: 10 on time, 10 sent 0.5 ms late -> p50 between them, p99 and max 0.5
     t = result.traffic
     assert (t.kind, t.rate_per_s, t.n_requests) == ("constant", 100.0, N)
@@ -230,14 +231,26 @@ def test_a_served_workload_fills_every_serving_section(served_run) -> None:
     assert r1.sent_s - r1.scheduled_s == pytest.approx(0.0005, abs=1e-6)
     assert r1.finish_s == pytest.approx(s.start_s, abs=1e-6)  # the steady state's start edge
     assert (r1.ttft_ms, r1.tpot_ms, r1.e2e_ms, r1.slo_met) == (
-        pytest.approx(4.0),
+        pytest.approx(3.5),  # from its actual send, 0.5 ms late
         pytest.approx(5 / 3, rel=1e-3),
-        pytest.approx(9.0),
+        pytest.approx(8.5),
         False,
     )
     assert records[2].scheduled_s - records[0].scheduled_s == pytest.approx(0.02, abs=1e-9)
     written = json.loads((run_dir / "result.json").read_text())
-    assert written["schema_version"] == 4 and written["steady_state"]["rule"] == "open_loop"
+    assert written["schema_version"] == 5 and written["steady_state"]["rule"] == "open_loop"
+
+
+def test_a_served_workload_keeps_llems_own_latency_under_its_own_names(served_run) -> None:
+    """From the schedule (the planted 0.5 ms lateness of odd requests inside), ITL per token."""
+    result, _, run_dir = served_run
+    lat = result.latency
+    assert lat.ttft_from_schedule_ms.p50 == pytest.approx(4.0)
+    assert lat.ttft_from_schedule_ms.p99 == pytest.approx(4.0)
+    assert lat.e2e_from_schedule_ms.p50 == pytest.approx(8.5)  # 8 (even) / 9 ms (odd)
+    assert lat.itl_per_token_ms.p50 == pytest.approx(1.25)  # [2, 1, 1] and [2.5, 1.25, 1.25]
+    r1 = read_requests(run_dir)[1]
+    assert (r1.ttft_ms, r1.ttft_from_schedule_ms) == (pytest.approx(3.5), pytest.approx(4.0))
 
 
 def test_an_offline_generate_run_gets_requests_and_the_serving_sections(
@@ -256,10 +269,12 @@ def test_an_offline_generate_run_gets_requests_and_the_serving_sections(
     )
     records = read_requests(tmp_path)
     assert len(records) == 3 and [r.prompt_index for r in records] == [0, 1, 2]
-    # every request of a static batch arrives at its batch's start
-    assert records[0].scheduled_s == records[1].scheduled_s == records[0].sent_s
-    assert records[2].scheduled_s > records[0].finish_s - 1e-9
-    assert result["latency"]["ttft_origin"] == "batch start"
+    # every request of a static batch is sent at its batch's start; nothing schedules it
+    assert records[0].sent_s == records[1].sent_s
+    assert records[2].sent_s > records[0].finish_s - 1e-9
+    assert all(r.scheduled_s is None and r.ttft_from_schedule_ms is None for r in records)
+    assert result["latency"]["ttft_origin"] == "batch start"  # batches of 2 of the 3 prompts
+    assert result["latency"]["ttft_from_schedule_ms"]["p50"] is None
     assert result["latency"]["e2e_ms"]["p50"] is not None
     assert result["traffic"]["kind"] == "offline" and result["traffic"]["n_requests"] == 3
     conc = result["concurrency"]
@@ -335,7 +350,5 @@ def test_every_traffic_kind_runs_through_continuous_batching_end_to_end(
     records = read_requests(run_dir)
     assert len(records) == 6 and all(x.output_tokens >= 1 for x in records)
     assert all(x.first_token_s is not None and x.sent_s is not None for x in records)
-    assert r["latency"]["ttft_origin"] == (
-        "actual send" if traffic[0] == "traffic=concurrency" else "scheduled send"
-    )
+    assert r["latency"]["ttft_origin"] == "actual send"  # every served request: its own send
     assert "serving:" in proc.stdout or traffic[0] == "traffic=offline"

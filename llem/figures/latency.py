@@ -1,13 +1,18 @@
 """Per-request latency from per-step timestamps: TTFT, inter-token latency, request latency.
 
+result.json's latency figures come from ``llem.figures.serving`` (vLLM ``bench serve``'s
+definitions); ``LatencySamples`` below spreads a step over its tokens, which is the definition of
+``latency.itl_per_token_ms``, not of ``latency.itl_ms``. ``percentiles`` is shared by both.
+
 Every request in a batch starts when its ``generate()`` call starts. Step ``j`` adds
 ``step_tokens[j]`` tokens to every unfinished request and lands at ``step_times_s[j]``. A request
 that generated ``n`` tokens (up to and including its EOS) therefore received its first token at the
 first step and its last token at the step where the running token count reaches ``n``.
 
 - TTFT (ms): first step time - batch start (prefill plus the first decode).
-- ITL (ms): for each later step within the request's lifetime, the step's duration divided by the
-  tokens it added (so prompt-lookup steps that add several tokens count each token once).
+- ITL per token (ms): for each later step within the request's lifetime, the step's duration
+  divided by the tokens it added (so prompt-lookup steps that add several tokens count each
+  token once).
 - request latency (s): the request's last step time - batch start.
 
 Engines with continuous batching (vllm) report each request's own arrival times and token counts

@@ -1,16 +1,30 @@
 """Serving figures from request timelines: per-request latency, concurrency, the steady state and
 goodput. Pure functions over ``RequestTimeline`` lists (``llem.backends.types``); no engine.
 
-Per request (every time on the run's one clock, ``time.perf_counter`` seconds):
+Per request (every time on the run's one clock, ``time.perf_counter`` seconds), the figures
+published as ``ttft_ms``, ``itl_ms``, ``tpot_ms`` and ``e2e_ms`` follow vLLM's ``bench serve``
+(``vllm/benchmarks/lib/endpoint_request_func.py``: ``st = time.perf_counter()`` when the request
+is sent, ``output.ttft = timestamp - st`` at the first chunk, ``output.itl.append(timestamp -
+most_recent_timestamp)`` at every later chunk, ``output.latency = most_recent_timestamp - st``;
+``vllm/benchmarks/serve.py``, ``calculate_metrics``: ``tpot = (latency - ttft) /
+(output_len - 1)``):
 
-- TTFT = first token - arrival, where arrival is the TTFT origin (``ServeOutput.ttft_origin``: the
-  scheduled send time for open-loop and offline traffic, the actual send for closed loop, the
-  batch's start for static batches);
-- end-to-end (e2e) = finish (the last token) - arrival;
+- TTFT = first token - the request's send (``RequestTimeline.sent_s``: when the engine was handed
+  the request; for ``generate`` batches, the batch's start, and ``ttft_origin`` says which);
+- end-to-end (e2e) = finish (the last token) - the send;
 - TPOT = (e2e - TTFT) / (output tokens - 1); none for a request of one token;
-- ITL: for each streamed chunk after the first, the time since the previous chunk divided by the
-  tokens it carries, counted once per token (a chunk of 3 tokens 30 ms after the last one gives
-  three ITLs of 10 ms).
+- ITL: one entry per streamed chunk after the first, the time since the previous chunk, whatever
+  the tokens the chunk carries (chunks of 1, 3 and 1 tokens arriving 30 ms and 10 ms apart give
+  [30, 10] ms), so that the ITLs of a request add up to e2e - TTFT.
+
+llem's own definitions, under their own names:
+
+- ITL per token (``itl_per_token_ms``): a chunk's gap divided by the tokens it carries, counted
+  once per token (the chunks above give [10, 10, 10, 10] ms);
+- TTFT and e2e from the schedule (``ttft_from_schedule_ms``, ``e2e_from_schedule_ms``): from the
+  request's scheduled send (open-loop and offline traffic), so the pacing driver's lateness
+  (``traffic.pacing_lateness_ms``, actual - scheduled send) is inside them; none for requests
+  without a planned send time (closed loop, ``generate`` batches).
 
 Concurrency is the number of requests in flight (sent, not yet finished) at an instant, queued
 ones included, and the running batch is the number between their first and last token (what
@@ -48,7 +62,7 @@ requests that missed included.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from llem.backends.types import RequestTimeline
@@ -68,10 +82,13 @@ class RequestFigures:
 
     request_id: int
     output_tokens: int
-    ttft_s: float | None  # None: the request produced no token
-    e2e_s: float | None
+    ttft_s: float | None  # from the send; None: the request produced no token
+    e2e_s: float | None  # from the send
     tpot_s: float | None  # None: fewer than 2 tokens
-    itl_s: tuple[float, ...]
+    itl_s: tuple[float, ...]  # one per chunk after the first (vLLM bench serve)
+    itl_per_token_s: tuple[float, ...] = ()  # each chunk's gap spread over its tokens (llem)
+    ttft_from_schedule_s: float | None = None  # None: no scheduled send time
+    e2e_from_schedule_s: float | None = None
 
 
 def request_figures(t: RequestTimeline) -> RequestFigures:
@@ -79,15 +96,25 @@ def request_figures(t: RequestTimeline) -> RequestFigures:
     first, finish, n = t.first_token_s, t.finish_s, t.output_tokens
     if first is None or finish is None:
         return RequestFigures(t.request_id, n, None, None, None, ())
-    ttft, e2e = first - t.arrival_s, finish - t.arrival_s
+    ttft, e2e = first - t.sent_s, finish - t.sent_s
     tpot = (e2e - ttft) / (n - 1) if n > 1 else None
-    itl: list[float] = []
-    for k in range(1, len(t.chunk_times_s)):
-        tokens = t.chunk_tokens[k]
+    gaps = [t.chunk_times_s[k] - t.chunk_times_s[k - 1] for k in range(1, len(t.chunk_times_s))]
+    per_token: list[float] = []
+    for gap, tokens in zip(gaps, t.chunk_tokens[1:], strict=True):
         if tokens > 0:
-            gap = t.chunk_times_s[k] - t.chunk_times_s[k - 1]
-            itl.extend([gap / tokens] * tokens)
-    return RequestFigures(t.request_id, n, ttft, e2e, tpot, tuple(itl))
+            per_token.extend([gap / tokens] * tokens)
+    scheduled = t.scheduled_s
+    return RequestFigures(
+        request_id=t.request_id,
+        output_tokens=n,
+        ttft_s=ttft,
+        e2e_s=e2e,
+        tpot_s=tpot,
+        itl_s=tuple(gaps),
+        itl_per_token_s=tuple(per_token),
+        ttft_from_schedule_s=None if scheduled is None else first - scheduled,
+        e2e_from_schedule_s=None if scheduled is None else finish - scheduled,
+    )
 
 
 @dataclass(frozen=True)
@@ -98,14 +125,24 @@ class LatencyFigures:
     tpot_ms: dict[str, float] | None
     itl_ms: dict[str, float] | None
     e2e_ms: dict[str, float] | None
+    itl_per_token_ms: dict[str, float] | None = None
+    ttft_from_schedule_ms: dict[str, float] | None = None
+    e2e_from_schedule_ms: dict[str, float] | None = None
+
+
+def _ms(values: Iterable[float | None]) -> dict[str, float] | None:
+    return percentiles((v for v in values if v is not None), 1000.0)
 
 
 def latency_figures(figures: Sequence[RequestFigures]) -> LatencyFigures:
     return LatencyFigures(
-        ttft_ms=percentiles((f.ttft_s for f in figures if f.ttft_s is not None), 1000.0),
-        tpot_ms=percentiles((f.tpot_s for f in figures if f.tpot_s is not None), 1000.0),
-        itl_ms=percentiles((x for f in figures for x in f.itl_s), 1000.0),
-        e2e_ms=percentiles((f.e2e_s for f in figures if f.e2e_s is not None), 1000.0),
+        ttft_ms=_ms(f.ttft_s for f in figures),
+        tpot_ms=_ms(f.tpot_s for f in figures),
+        itl_ms=_ms(x for f in figures for x in f.itl_s),
+        e2e_ms=_ms(f.e2e_s for f in figures),
+        itl_per_token_ms=_ms(x for f in figures for x in f.itl_per_token_s),
+        ttft_from_schedule_ms=_ms(f.ttft_from_schedule_s for f in figures),
+        e2e_from_schedule_ms=_ms(f.e2e_from_schedule_s for f in figures),
     )
 
 
@@ -382,6 +419,7 @@ def request_records(
                 tpot_ms=ms(f.tpot_s),
                 e2e_ms=ms(f.e2e_s),
                 slo_met=slo_met(f, slo),
+                ttft_from_schedule_ms=ms(f.ttft_from_schedule_s),
             )
         )
     return out

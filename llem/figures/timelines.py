@@ -1,5 +1,17 @@
 """Request timelines of ``generate`` batches, so offline runs get the serving figures too (see
-``llem.figures.serving`` for the definitions)."""
+``llem.figures.serving`` for the definitions), and what their TTFT is measured from.
+
+A request of a ``generate`` batch is sent when its batch starts, so its TTFT runs from there. What
+that means depends on how the prompts were cut into batches (``TTFT_ORIGINS``):
+
+- ``"batch start"``: batches of fewer than all the prompts (PyTorch static batches of
+  ``pytorch.batch_size``): a request's TTFT leaves out the time it waited for earlier batches;
+- ``"all prompts at once"``: every batch holds every prompt (vLLM's offline ``generate``, which
+  hands all N prompts to the engine and lets it schedule ``vllm.max_num_seqs`` at a time; PyTorch
+  with a batch of all the prompts): a request's TTFT includes its wait in the engine's queue.
+
+Served workloads (``Backend.serve``) time each request from its own send: ``"actual send"``.
+"""
 
 from __future__ import annotations
 
@@ -8,10 +20,24 @@ from collections.abc import Sequence
 
 from llem.backends.types import BatchOutput, RequestTimeline
 
+ACTUAL_SEND = "actual send"
+BATCH_START = "batch start"
+ALL_AT_ONCE = "all prompts at once"
+#: every value of ``latency.ttft_origin`` (result schema 5)
+TTFT_ORIGINS = (ACTUAL_SEND, BATCH_START, ALL_AT_ONCE)
+
+
+def batches_ttft_origin(batches: Sequence[BatchOutput], n_prompts: int) -> str:
+    """What the TTFT of ``generate`` batches is measured from (see the module docstring)."""
+    if batches and all(len(b.output_tokens) >= n_prompts for b in batches):
+        return ALL_AT_ONCE
+    return BATCH_START
+
 
 def timelines_from_batches(batches: Sequence[BatchOutput], n_prompts: int) -> list[RequestTimeline]:
     """Timelines of ``generate`` batches (static PyTorch batches, vLLM's offline generate): every
-    request arrives, is sent and is scheduled at its batch's start. Requests are numbered in
+    request arrives and is sent at its batch's start (nothing schedules it: ``scheduled_s`` is
+    None). Requests are numbered in
     order over the batches; the prompt index cycles through the ``n_prompts`` prompts the way
     the run's passes do."""
     out: list[RequestTimeline] = []
@@ -24,7 +50,7 @@ def timelines_from_batches(batches: Sequence[BatchOutput], n_prompts: int) -> li
                     request_id=i,
                     prompt_index=i % n_prompts if n_prompts > 0 else i,
                     arrival_s=b.start_s,
-                    scheduled_s=b.start_s,
+                    scheduled_s=None,
                     sent_s=b.start_s,
                     chunk_times_s=times,
                     chunk_tokens=tokens,

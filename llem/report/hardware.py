@@ -20,6 +20,7 @@ from typing import Any, NamedTuple, Protocol
 import pandas as pd
 
 from llem.report.cells import is_missing
+from llem.report.ttft import origin_of_rows, split_by_origin
 
 
 class _Runs(Protocol):
@@ -166,11 +167,13 @@ class Group:
 
 
 def configuration_groups(runs: _Runs) -> list[Group]:
-    """Runs pooled for statistics: same ``config_hash`` AND same hardware key.
+    """Runs pooled for statistics: same ``config_hash``, same hardware key AND same TTFT origin
+    (``llem.report.ttft``: TTFTs from different origins are different figures).
 
     A run that recorded no hardware (failed, skipped, missing) joins its configuration's ok runs
-    when they all ran on one kind of hardware; otherwise it stands on its own. Groups come in the
-    order of their first row (``runs.frame`` is sorted by knob values).
+    when they all ran on one kind of hardware, and their origin when they have one; otherwise it
+    stands on its own. Groups come in the order of their first row (``runs.frame`` is sorted by
+    knob values).
     """
     frame = runs.frame
     hashes = [str(h) for h in frame["config_hash"].astype(object).tolist()]
@@ -179,12 +182,15 @@ def configuration_groups(runs: _Runs) -> list[Group]:
     for h, k in zip(hashes, keys, strict=True):
         if k is not None and k not in known.setdefault(h, []):
             known[h].append(k)
-    groups: dict[tuple[str, HardwareKey | None], list[int]] = {}
-    for i, (h, k) in enumerate(zip(hashes, keys, strict=True)):
+    pooled: list[tuple[str, HardwareKey | None]] = []
+    for h, k in zip(hashes, keys, strict=True):
         if k is None and len(known.get(h, [])) == 1:
             k = known[h][0]
-        groups.setdefault((h, k), []).append(i)
-    return [Group(h, k, rows) for (h, k), rows in groups.items()]
+        pooled.append((h, k))
+    groups: dict[Any, list[int]] = {}
+    for i, key in enumerate(split_by_origin(pooled, origin_of_rows(frame))):
+        groups.setdefault(key, []).append(i)
+    return [Group(h, k, rows) for ((h, k), _), rows in groups.items()]
 
 
 def hardware_varies(groups: Sequence[Group]) -> bool:

@@ -41,6 +41,7 @@ from llem.report.hardware import (
 )
 from llem.report.load import Runs
 from llem.report.student_t import t_cdf, t_quantile
+from llem.report.ttft import ORIGIN
 from llem.report.window import (
     HEADLINES,
     RULE,
@@ -172,6 +173,16 @@ SERVING_METRICS = (
     "latency.e2e_ms.p50",
     "latency.e2e_ms.p90",
     "latency.e2e_ms.p99",
+    # llem's own latency definitions (result schema 5; llem.figures.serving)
+    "latency.itl_per_token_ms.p50",
+    "latency.itl_per_token_ms.p90",
+    "latency.itl_per_token_ms.p99",
+    "latency.ttft_from_schedule_ms.p50",
+    "latency.ttft_from_schedule_ms.p90",
+    "latency.ttft_from_schedule_ms.p99",
+    "latency.e2e_from_schedule_ms.p50",
+    "latency.e2e_from_schedule_ms.p90",
+    "latency.e2e_from_schedule_ms.p99",
     "concurrency.mean",
     "concurrency.running_mean",
     "concurrency.max",
@@ -259,7 +270,8 @@ def summary_frame(runs: Runs, include_invalid: bool = False) -> pd.DataFrame:
     there is nothing to compute.
 
     Serving runs (result schema 3) add: after the knobs, the traffic the configuration served
-    (:data:`TRAFFIC_FIELDS` some run recorded, unless they are knobs); the statistics of
+    (:data:`TRAFFIC_FIELDS` some run recorded, unless they are knobs) and ``latency.ttft_origin``
+    (what TTFT is measured from; runs with different origins are different rows); the statistics of
     :data:`SERVING_METRICS` some run has; and where some run has a steady state, ``window``,
     ``window.rule`` and the headline statistics ``headline.<figure>.<stat>``
     (``llem.report.window``).
@@ -270,9 +282,10 @@ def summary_frame(runs: Runs, include_invalid: bool = False) -> pd.DataFrame:
     details = varying_details([g.hardware for g in groups])
     keys = runs.config_keys
     traffic = [k for k in columns.traffic if k not in keys]
+    origin = [ORIGIN] if columns.present(ORIGIN) else []  # part of what pools (report.ttft)
     rows = []
     for group in groups:
-        row, used = _group_row(columns, group, [*keys, *traffic], include_invalid)
+        row, used = _group_row(columns, group, [*keys, *traffic, *origin], include_invalid)
         if show_hardware:
             row = with_hardware(row, group, device_column(runs.frame), details)
         for m in columns.metrics:  # every figure of the row from the same runs

@@ -5,18 +5,19 @@ when that is ambiguous), ``GPU`` (model ×count) when the runs ran on different 
 ``tok/s`` and ``J/tok`` (mean over ok repeats, ``±`` the Student-t 95% CI half-width over the
 repeats, none with fewer than two), ``J/tok bound`` (``±`` the runs' mean worst-case instrument
 bound, in its own column because it is not a confidence interval; only when some row has one),
-``TTFT p50 ms``, ``peak MB``, ``n`` (the runs every figure of the row comes from; only when some
-row left runs out) and ``status`` (``ok ×3``, ``ok ×2, failed ×1``). Serving runs (result schema
-3) add, where some row has them (``llem.report.columns``): ``traffic`` after the knobs (kind, rate,
-closed-loop concurrency, less what the knob columns already say; only when some traffic is not
-offline), ``window`` (steady | whole, only when rows differ), ``conc`` (mean running batch)
-after J/tok, and ``good`` (% of requests meeting every SLO) and ``good tok/s`` after TTFT. Where
-some run has a steady state, tok/s, J/tok and conc come from each configuration's window
-(``llem.report.window``) and a note says which. A ``!`` after J/tok marks a
-configuration with runs whose energy was judged invalid (left out of every figure of the row
-unless ``--include-invalid``); a note under the table counts them and
-:func:`render_invalid` lists their problems. Empty cells are figures that do not exist (no energy
-on CPU, failed runs, every run invalid); they are never shown as 0.
+``TTFT p50 ms`` (one column per TTFT origin where rows differ, the origin in the header; a note
+names each: ``llem.report.ttft``), ``peak MB``, ``n`` (the runs every figure of the row comes from;
+only when some row left runs out) and ``status`` (``ok ×3``, ``ok ×2, failed ×1``). Serving runs
+(result schema 3) add, where some row has them (``llem.report.columns``): ``traffic`` after the
+knobs (kind, rate, closed-loop concurrency, less what the knob columns already say; only when some
+traffic is not offline), ``window`` (steady | whole, only when rows differ), ``conc`` (mean running
+batch) after J/tok, and ``good`` (% of requests meeting every SLO) and ``good tok/s`` after TTFT.
+Where some run has a steady state, tok/s, J/tok and conc come from each configuration's window
+(``llem.report.window``) and a note says which. A ``!`` after J/tok marks a configuration with runs
+whose energy was judged invalid (left out of every figure of the row unless ``--include-invalid``);
+a note under the table counts them and :func:`render_invalid` lists their problems. Empty cells are
+figures that do not exist (no energy on CPU, failed runs, every run invalid); they are never shown
+as 0.
 
 Figures: a mean to 3 significant digits; its ``±`` to 2 significant digits but never to more
 decimals than the mean shows (``386 ±19``, ``22.5 ±0.4``). A half-width that rounds away at the
@@ -73,6 +74,7 @@ from llem.report.notes import (
     render_problems,
 )
 from llem.report.stats import BOUND_SUFFIX, GPU, N_INVALID, N_LEFT_OUT, N_USED
+from llem.report.ttft import ttft_columns, ttft_note
 from llem.report.window import headline, window_note
 
 __all__ = [
@@ -269,7 +271,7 @@ def _metric_columns(
         _figure_column(summary, "J/tok", jtok_name, with_ci, marks),
         *bound,
         *concurrency_column(summary),
-        _figure_column(summary, "TTFT p50 ms", "latency.ttft_ms.p50", False),
+        *ttft_columns(summary),
         *goodput_columns(summary),
         *phase_columns(summary),
         memory,
@@ -327,6 +329,9 @@ def _notes(summary: pd.DataFrame, plus_minus: bool, has_ci: bool, mem: str | Non
         )
     if mem:
         notes.append(f"peak MB = {mem}")
+    ttft = ttft_note(summary)
+    if ttft:
+        notes.append(ttft)
     serving = [n for n in (window_note(summary), serving_note(summary)) if n]
     return (["; ".join(notes)] if notes else []) + serving
 

@@ -14,6 +14,15 @@ Schema history:
   4  ``gpu``: the power limit and clocks a run asked for, got and put back (``llem.result.gpu``;
      null when the run left the GPU as it was). Version 3 files migrate: ``gpu`` is null
      ("not recorded before result schema 4").
+  5  latency follows vLLM ``bench serve``'s definitions: ``ttft_ms``, ``e2e_ms`` and
+     ``request_latency_s`` from each request's actual send, ``itl_ms`` one entry per streamed
+     chunk; llem's own under their own names: ``itl_per_token_ms`` (a chunk's gap spread over its
+     tokens: version 4's ``itl_ms``), ``ttft_from_schedule_ms`` and ``e2e_from_schedule_ms`` (from
+     the scheduled send: version 4's open-loop ``ttft_ms`` and ``e2e_ms``). ``ttft_origin`` is
+     "actual send", "batch start" (generate batches of fewer than all prompts) or "all prompts
+     at once" (a generate batch of every prompt: vLLM offline). Version 4 files migrate keeping
+     their meaning: their ITLs become ``itl_per_token_ms``; open-loop TTFT and e2e become the
+     from-schedule figures; what they did not record is null with the reason.
 """
 
 from __future__ import annotations
@@ -22,7 +31,7 @@ from typing import Any
 
 from llem.version import __version__
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 # the sections schema 3 adds; older files have none of them
 SERVING_SECTIONS = ("traffic", "concurrency", "steady_state", "goodput")
@@ -48,7 +57,73 @@ def migrate(data: dict[str, Any]) -> dict[str, Any]:
         version = 3
     if version == 3:
         data = _migrate_3_to_4(data)
+        version = 4
+    if version == 4:
+        data = _migrate_4_to_5(data)
     return data
+
+
+_PCT = dict.fromkeys(("p50", "p90", "p99"))
+NOT_PER_CHUNK = (
+    "not recorded before result schema 5 (its ITLs spread each chunk's gap over the chunk's "
+    "tokens: latency.itl_per_token_ms)"
+)
+FROM_SCHEDULE = (
+    "not recorded before result schema 5 (its {what} ran from the scheduled send, pacing "
+    "lateness included: latency.{key})"
+)
+
+
+def _migrate_4_to_5(data: dict[str, Any]) -> dict[str, Any]:
+    data = dict(data)
+    data["schema_version"] = 5
+    latency = data.get("latency")
+    if not isinstance(latency, dict):
+        return data
+    latency = dict(latency)
+    reasons = dict(data.get("null_reasons") or {})
+    _moved(latency, reasons, "itl_ms", "itl_per_token_ms", NOT_PER_CHUNK)
+    origin = latency.get("ttft_origin")
+    if origin == "scheduled send":
+        for old, new, what in (
+            ("ttft_ms", "ttft_from_schedule_ms", "TTFT"),
+            ("e2e_ms", "e2e_from_schedule_ms", "end-to-end latency"),
+        ):
+            _moved(latency, reasons, old, new, FROM_SCHEDULE.format(what=what, key=new))
+        latency["request_latency_s"] = dict(_PCT)
+        reasons["latency.request_latency_s"] = FROM_SCHEDULE.format(
+            what="request latency", key="e2e_from_schedule_ms"
+        )
+        latency["ttft_origin"] = "actual send"
+    elif origin == "batch start" and _all_at_once(data):
+        latency["ttft_origin"] = "all prompts at once"
+    for key in ("ttft_from_schedule_ms", "e2e_from_schedule_ms"):
+        if key not in latency:
+            latency[key] = dict(_PCT)
+            if data.get("status") == "ok":
+                reasons.setdefault(f"latency.{key}", "no scheduled send time was recorded")
+    data["latency"], data["null_reasons"] = latency, reasons
+    return data
+
+
+def _moved(latency: dict[str, Any], reasons: dict[str, Any], old: str, new: str, why: str) -> None:
+    """``latency[old]`` moves to ``latency[new]``; ``old`` is left null with ``why``."""
+    latency[new] = latency.get(old) or dict(_PCT)
+    if f"latency.{old}" in reasons:
+        reasons[f"latency.{new}"] = reasons[f"latency.{old}"]
+    latency[old] = dict(_PCT)
+    if any(v is not None for v in latency[new].values()):
+        reasons[f"latency.{old}"] = why
+
+
+def _all_at_once(data: dict[str, Any]) -> bool:
+    """A version-4 run of generate batches that each held every prompt: vLLM's offline generate
+    (one batch of all prompts, whatever ``max_num_seqs``) or a batch size of all the prompts."""
+    work = data.get("workload") or {}
+    n, size = work.get("n_prompts"), work.get("batch_size")
+    if data.get("backend") == "vllm":
+        return True
+    return isinstance(n, int) and isinstance(size, int) and size >= n
 
 
 def _migrate_3_to_4(data: dict[str, Any]) -> dict[str, Any]:

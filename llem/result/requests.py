@@ -4,7 +4,9 @@ writes it.
 Each line is a ``RequestRecord``: its id, the prompt it used, when it was scheduled and sent, when
 its first and last tokens reached the host (seconds from the measured window's start), its input
 and output tokens, its TTFT, TPOT and end-to-end latency (ms; the definitions are in
-``llem.figures.serving``) and whether it met every SLO (null: no SLO set); and, where the
+``llem.figures.serving``: from the request's actual send since result schema 5, from the scheduled
+send before it for open-loop traffic; ``ttft_from_schedule_ms``, null where nothing was scheduled,
+is TTFT from the scheduled send) and whether it met every SLO (null: no SLO set); and, where the
 engine said which requests ran in each step and energy was measured, the request's share of the
 window's energy (``llem.figures.attribution``): ``energy_j`` with its worst-case ``bound_j``, its
 ``prefill_j`` and ``decode_j`` parts and ``j_per_output_token`` (null otherwise; the reason is
@@ -49,10 +51,18 @@ class RequestRecord:
     prefill_j: float | None = None
     decode_j: float | None = None
     bound_j: float | None = None  # worst-case bound of energy_j
+    ttft_from_schedule_ms: float | None = None  # None: no scheduled send (or result schema < 5)
 
 
 _FIELDS = tuple(f.name for f in dataclasses.fields(RequestRecord))
-_OPTIONAL = ("energy_j", "j_per_output_token", "prefill_j", "decode_j", "bound_j")
+_OPTIONAL = (
+    "energy_j",
+    "j_per_output_token",
+    "prefill_j",
+    "decode_j",
+    "bound_j",
+    "ttft_from_schedule_ms",
+)
 _REQUIRED = tuple(f for f in _FIELDS if f not in _OPTIONAL)
 
 

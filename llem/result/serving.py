@@ -1,5 +1,6 @@
 """The serving sections of result.json (schema 3): ``traffic``, ``concurrency``, ``steady_state``,
-``goodput``, and the latency figures serving adds (``ttft_origin``, ``tpot_ms``, ``e2e_ms``).
+``goodput``, and the latency figures serving adds (``ttft_origin``, ``tpot_ms``, ``e2e_ms``, and
+from schema 5 ``itl_per_token_ms``, ``ttft_from_schedule_ms``, ``e2e_from_schedule_ms``).
 
 The definitions (TTFT, TPOT, ITL, end-to-end, concurrency, the steady state's edges, goodput) are
 in ``llem.figures.serving``. A section that does not apply is null, with the reason in
@@ -15,18 +16,22 @@ from llem.result.figure import bound, check_bounds, figure, figure_specs
 from llem.result.sections import Latency as _WindowLatency
 from llem.result.sections import Percentiles
 
-TTFT_ORIGINS = ("scheduled send", "actual send", "batch start")
-
 
 @dataclass
 class Latency(_WindowLatency):
-    """Every request's latency. ``ttft_ms``, ``itl_ms`` and ``request_latency_s`` keep their
-    schema-2 meaning, now measured from each request's arrival (``ttft_origin``); ``tpot_ms`` and
-    ``e2e_ms`` are new in schema 3."""
+    """Every request's latency. ``ttft_ms``, ``itl_ms``, ``tpot_ms``, ``e2e_ms`` and
+    ``request_latency_s`` follow vLLM's ``bench serve`` (from each request's send; one ITL per
+    streamed chunk); ``ttft_origin`` says what the send was (``llem.figures.timelines``:
+    actual send | batch start | all prompts at once). llem's own figures have their own names:
+    ``itl_per_token_ms`` (a chunk's gap spread over its tokens) and ``ttft_from_schedule_ms`` /
+    ``e2e_from_schedule_ms`` (from the scheduled send, pacing lateness included)."""
 
-    ttft_origin: str | None = None  # scheduled send | actual send | batch start
+    ttft_origin: str | None = None  # actual send | batch start | all prompts at once
     tpot_ms: Percentiles = field(default_factory=Percentiles)
     e2e_ms: Percentiles = field(default_factory=Percentiles)
+    itl_per_token_ms: Percentiles = field(default_factory=Percentiles)
+    ttft_from_schedule_ms: Percentiles = field(default_factory=Percentiles)
+    e2e_from_schedule_ms: Percentiles = field(default_factory=Percentiles)
 
 
 @dataclass

@@ -32,7 +32,7 @@ from llem.backends.types import (
 from llem.config.schema import ExperimentConfig
 from llem.config.traffic import TrafficConfig, TrafficKind, edge_requests, is_open_loop
 from llem.figures.serving import Slo, SteadyRule, request_records
-from llem.figures.timelines import timelines_from_batches
+from llem.figures.timelines import ACTUAL_SEND, batches_ttft_origin, timelines_from_batches
 from llem.measure import MeasurementSession
 from llem.result import RunResult, write_requests
 from llem.runner.attribution import fill_attribution
@@ -171,10 +171,11 @@ def fill_serving(
 
 def _timelines(ran: Served) -> tuple[list[RequestTimeline], float, str]:
     if ran.served is not None:
-        return list(ran.served.requests), ran.served.start_s, ran.served.ttft_origin
+        # TTFT runs from each request's send (llem.figures.serving), whatever the pacing
+        return list(ran.served.requests), ran.served.start_s, ACTUAL_SEND
     timelines = timelines_from_batches(ran.outputs, ran.n_prompts)
     origin = ran.outputs[0].start_s if ran.outputs else 0.0
-    return timelines, origin, "batch start"
+    return timelines, origin, batches_ttft_origin(ran.outputs, ran.n_prompts)
 
 
 def _knob(exp: ExperimentConfig, traffic: TrafficConfig, max_batch: int) -> tuple[str, int]:

@@ -102,17 +102,24 @@ def _pct(values: dict[str, float] | None) -> Percentiles:
     return Percentiles(**{k: round(v, 4) for k, v in values.items()})
 
 
+NO_SCHEDULE = "no request had a scheduled send time (closed-loop traffic or generate batches)"
+
+
 def _latency(result: RunResult, figures: Sequence[Any], ttft_origin: str) -> None:
     lat = latency_figures(figures)
     latency = result.latency
     latency.ttft_origin = ttft_origin
     e2e_s = None if lat.e2e_ms is None else {k: v / 1000.0 for k, v in lat.e2e_ms.items()}
+    no_tokens, one_token = "no tokens were generated", "no request produced more than one token"
     for key, values, why in (
-        ("ttft_ms", lat.ttft_ms, "no tokens were generated"),
-        ("itl_ms", lat.itl_ms, "no request produced more than one token"),
-        ("tpot_ms", lat.tpot_ms, "no request produced more than one token"),
-        ("e2e_ms", lat.e2e_ms, "no tokens were generated"),
-        ("request_latency_s", e2e_s, "no tokens were generated"),
+        ("ttft_ms", lat.ttft_ms, no_tokens),
+        ("itl_ms", lat.itl_ms, one_token),
+        ("tpot_ms", lat.tpot_ms, one_token),
+        ("e2e_ms", lat.e2e_ms, no_tokens),
+        ("request_latency_s", e2e_s, no_tokens),
+        ("itl_per_token_ms", lat.itl_per_token_ms, one_token),
+        ("ttft_from_schedule_ms", lat.ttft_from_schedule_ms, NO_SCHEDULE),
+        ("e2e_from_schedule_ms", lat.e2e_from_schedule_ms, NO_SCHEDULE),
     ):
         setattr(latency, key, _pct(values))
         if values is None:

@@ -413,17 +413,17 @@ def serving_result(
     energy: bool = True,
     valid: bool | None = None,
 ) -> dict[str, Any]:
-    """A schema-3 result: ``ok_result``'s whole window plus the serving sections.
+    """A schema-5 result: ``ok_result``'s whole window plus the serving sections.
 
     ``steady`` (keys tok_s, j_tok, conc) is the steady state's figures (None: no steady state);
     ``goodput`` is (fraction, good output tokens/s) (None: no SLO set).
     """
     problems = ["energy window too short"] if valid is False else []
     result = ok_result(tok_s=tok_s, j_tok=j_tok, energy=energy, valid=valid, problems=problems)
-    result["schema_version"] = 3
+    result["schema_version"] = 5
     lat = result["latency"]
     lat["ttft_ms"]["p90"] = ttft_p90
-    lat["ttft_origin"] = "batch start" if kind == "offline" else "scheduled send"
+    lat["ttft_origin"] = "batch start" if kind == "offline" else "actual send"
     lat["tpot_ms"] = {"p50": tpot_p90 * 0.8, "p90": tpot_p90, "p99": tpot_p90 * 1.3}
     lat["e2e_ms"] = {"p50": 600.0, "p90": 700.0, "p99": 800.0}
     result["traffic"] = {

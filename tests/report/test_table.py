@@ -29,7 +29,8 @@ batch_size  quantization      tok/s         J/tok  TTFT p50 ms  peak MB  status
          4  bnb-4bit      84.0 ±4.0  0.770 ±0.037         39.2      246  ok ×3
         16  none            386 ±19  0.205 ±0.010         58.0      634  ok ×3
         16  bnb-4bit        301 ±14  0.248 ±0.012         81.2      414  ok ×3
-mean of ok repeats ± 95% CI half-width (Student t); peak MB = memory.peak_allocated_mb"""
+mean of ok repeats ± 95% CI half-width (Student t); peak MB = memory.peak_allocated_mb; TTFT from
+the start of the request's own batch (earlier batches' wait left out)"""
 
 
 def _table(*dirs: Path, width: int = 100) -> str:
@@ -168,6 +169,7 @@ def test_one_run_per_config_has_no_plus_minus_and_missing_energy_is_blank(cpu_sw
         "----------------------------------------------------",
         "greedy     12.5                21.0           ok",
         "creative   11.0                21.0           ok",
+        "TTFT from the start of the request's own batch (earlier batches' wait left out)",
     ]
     assert "±" not in text and " 0 " not in text
 
@@ -247,7 +249,7 @@ def test_cpu_runs_show_host_memory(tmp_path: Path) -> None:
     synth.write_sweep(tmp_path / "s", {"pytorch.batch_size": [1, 2]}, make)
     lines = _table(tmp_path / "s").splitlines()
     assert lines[2].split() == ["1", "13.1", "21.0", "412", "ok"]
-    assert lines[-1] == "peak MB = memory.peak_host_rss_mb"
+    assert lines[-2].startswith("peak MB = memory.peak_host_rss_mb; TTFT from")
 
 
 def test_gpu_column_when_hardware_varies(tmp_path: Path) -> None:
@@ -354,6 +356,6 @@ def test_one_run_with_a_bound_shows_its_bound(tmp_path: Path) -> None:
     assert lines[2].split()[:4] == ["1", "100", "0.700", "±0.002"]  # tok/s: no bound, no ±
     assert lines[3].split()[:4] == ["4", "100", "0.175", "±0.002"]
     assert lines[2].index("±") > lines[0].index("J/tok bound")
-    notes = " ".join(lines[-2:])
+    notes = " ".join(lines[4:])
     assert "95% CI" not in notes and "no CI: fewer than 2 repeats" in notes
     assert "J/tok bound = the runs' mean worst-case instrument bound" in notes

@@ -63,6 +63,8 @@ def test_run_writes_a_complete_vllm_result(head64_model_dir: Path, tmp_path: Pat
     assert w["batch_size"] == 2  # workload.batch_size is vllm.max_num_seqs
     lat = r["latency"]
     assert lat["ttft_ms"]["p50"] > 0 and lat["itl_ms"]["p50"] > 0
+    # offline generate hands every prompt over at once: TTFT includes the wait in the queue
+    assert lat["ttft_origin"] == "all prompts at once"
     # At most 2 sequences at a time: the last two requests get their first token only after the
     # first two finished, so per-request TTFT spreads by at least a request's decode time.
     assert lat["ttft_ms"]["p99"] - lat["ttft_ms"]["p50"] > (N_TOKENS - 1) * lat["itl_ms"]["p50"] / 2
@@ -178,10 +180,10 @@ def test_preflight_reports_every_vllm_problem_before_an_engine_starts(
 @pytest.mark.parametrize(
     ("traffic", "origin"),
     [
-        (["traffic=poisson", "traffic.rate_per_s=20"], "scheduled send"),
+        (["traffic=poisson", "traffic.rate_per_s=20"], "actual send"),
         (["traffic=concurrency", "traffic.max_concurrency=2"], "actual send"),
-        (["traffic=gamma", "traffic.rate_per_s=20", "traffic.burstiness=0.5"], "scheduled send"),
-        (["traffic=constant", "traffic.rate_per_s=20"], "scheduled send"),
+        (["traffic=gamma", "traffic.rate_per_s=20", "traffic.burstiness=0.5"], "actual send"),
+        (["traffic=constant", "traffic.rate_per_s=20"], "actual send"),
     ],
 )
 def test_a_served_vllm_run_writes_its_requests_and_serving_sections(

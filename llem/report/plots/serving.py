@@ -35,6 +35,7 @@ from llem.report.plots.style import (
     style_axes,
     titles,
 )
+from llem.report.ttft import ttft_origins
 from llem.report.window import CONC, JTOK, TOKS, headline, short_window
 
 RATE_KNOB = "traffic.rate_per_s"
@@ -147,6 +148,12 @@ def prepare_latency_throughput(summary: pd.DataFrame, knobs: Sequence[str], whic
     axes = (toks, metric, "achieved throughput (output tokens/s)", ylabel)
     window = short_window(summary)
     note = f" (tokens/s: {window}; latency: every request)" if window else ""
+    if which == "ttft":
+        origins = ttft_origins(summary)
+        if len(origins) > 1:  # never one axis for TTFTs from different origins
+            found = ", ".join(origins)
+            raise PlotSkipped(f"its rows measure TTFT from different origins ({found})")
+        note += f"; TTFT from {origins[0]}" if origins else ""
     return _plot(summary, knobs, RATE_KNOB, axes, f"{title} vs throughput", "/s", note)
 
 
