@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -99,6 +100,12 @@ def test_a_callback_with_a_worker_pickles_without_it(realistic_sweep: Path, caps
     assert "batch_size  quantization" in capsys.readouterr().out
 
 
+def _stat(path: Path) -> tuple[str, int]:
+    """A process's state letter and CPU ticks (user + system)."""
+    fields = path.read_text().rsplit(")", 1)[1].split()
+    return fields[0], int(fields[11]) + int(fields[12])
+
+
 def test_a_job_starts_only_once_the_worker_is_ready(realistic_sweep: Path, capsys) -> None:
     cb = ReportCallback()
     cb.on_multirun_start(_config(realistic_sweep))
@@ -106,8 +113,14 @@ def test_a_job_starts_only_once_the_worker_is_ready(realistic_sweep: Path, capsy
     cb.on_job_start(_config(realistic_sweep))
     # ready: its imports are done, and it is blocked reading its job
     assert cb._worker is not None and cb._worker._ready
-    state = Path(f"/proc/{cb._worker._proc.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    assert state == "S"
+    stat = Path(f"/proc/{cb._worker._proc.pid}/stat")
+    # after its 'ready' line it may run a moment longer (a loaded machine schedules it late)
+    deadline = time.monotonic() + 5.0
+    while _stat(stat)[0] != "S" and time.monotonic() < deadline:
+        time.sleep(0.01)
+    state, cpu = _stat(stat)
+    time.sleep(0.3)
+    assert state == "S" and _stat(stat) == ("S", cpu)  # blocked, and no CPU used meanwhile
     cb.on_multirun_end(_config(realistic_sweep))
     assert "batch_size  quantization" in capsys.readouterr().out
 
