@@ -87,9 +87,7 @@ def _part(name: str, p: object, truth: float, why: str | None) -> Figure:
 
 def figures_of(att: Attribution, run: h.Run, linear: bool) -> tuple[list[Figure], list[Figure]]:
     t = run.truth
-    a_true, b_true = (
-        (LINEAR.a_j, LINEAR.b_j) if linear else h.marginal_costs(run.trace, Gpu())
-    )
+    a_true, b_true = (LINEAR.a_j, LINEAR.b_j) if linear else h.marginal_costs(run.trace, Gpu())
     fit, why = att.fit, att.split_null_reason
     out = [
         _part("prefill J", att.prefill, t.prefill_j, why),
@@ -140,7 +138,8 @@ def print_rows(rows: list[Row]) -> None:
         bounds = [(q.bound or 0) / q.truth for q in r.requests] or [float("nan")]
         inside = sum(1 for q in r.requests if q.covered)
         print(
-            f"{r.schedule:<10} {r.hz:>4g}Hz {r.seed:>4} {r.step_ms:>4.1f}ms  " + "  ".join(cells)
+            f"{r.schedule:<10} {r.hz:>4g}Hz {r.seed:>4} {r.step_ms:>4.1f}ms  "
+            + "  ".join(cells)
             + f"   {100 * statistics.median(errs):5.1f}% {100 * statistics.median(bounds):5.0f}%"
             + f"  {inside}/{len(r.requests)}"
         )
@@ -159,9 +158,7 @@ def verdicts(rows: list[Row]) -> list[Target | Check]:
     out.append(
         Target("figures outside their bound, every schedule, rate and seed", len(outside), "<=", 0)
     )
-    ratios = [
-        (f.bound or 0) / abs(f.error) for f in judged if f.error and f.covered and f.bound
-    ]
+    ratios = [(f.bound or 0) / abs(f.error) for f in judged if f.error and f.covered and f.bound]
     if ratios:
         print(
             f"bound / |error| over the {len(ratios)} figures within bound: median "

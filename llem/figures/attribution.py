@@ -312,7 +312,9 @@ def _weights(cut: Sequence[Span], b: Bins, c: Coefficients) -> Weights:
                 add(("unattributed", 0), k, g)
                 continue
             row = _row(span)
-            pre, dec = fractions([(row.prefill_tokens, 0), (0, row.decode_tokens)], row, c, (False, True))
+            pre, dec = fractions(
+                [(row.prefill_tokens, 0), (0, row.decode_tokens)], row, c, (False, True)
+            )
             add(("prefill", 0), k, g * pre)
             add(("decode", 0), k, g * dec)
             shares = span.step.shares

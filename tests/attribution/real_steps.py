@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from llem.backends.types import EngineStep
-from llem.figures.attribution import FIT_SPLIT, Attribution, attribute, spans
+from llem.figures.attribution import FIT_SPLIT, Attribution, attribute
 from llem.result import read_steps
 from llem.runner.attribution import attribute_window
 from llem.testing.modelled_power import (

@@ -71,7 +71,11 @@ class Gpu:
         mem, cmp = self._times(work)
         d = self.duration_s(work)
         u_c, u_m = min(cmp / d, 1.0), min(mem / d, 1.0)
-        return self.busy_w + self.compute_w * u_c**self.compute_exp + self.memory_w * u_m**self.memory_exp
+        return (
+            self.busy_w
+            + self.compute_w * u_c**self.compute_exp
+            + self.memory_w * u_m**self.memory_exp
+        )
 
     def parts(self, work: Sequence[Work]) -> list[tuple[float, float]]:
         """Each request's (prefill J, decode J) of the step (module docstring)."""
@@ -119,7 +123,9 @@ class LinearGpu:
             n = w.prefill_tokens + w.decode_tokens
             static = self.static_w * d * (n / tokens if tokens else 1.0 / len(work))
             out.append(
-                (self.a_j * w.prefill_tokens + static * (w.prefill_tokens > 0),
-                 self.b_j * w.decode_tokens + static * (w.prefill_tokens == 0))
+                (
+                    self.a_j * w.prefill_tokens + static * (w.prefill_tokens > 0),
+                    self.b_j * w.decode_tokens + static * (w.prefill_tokens == 0),
+                )
             )
         return out

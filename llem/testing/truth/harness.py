@@ -140,7 +140,9 @@ def measure(
     power = step_power(trace, gpu, offset)
     sensed = Sensed(power, sensor.update_s, sensor.sampled_fraction)
     fake = FakeGpu(
-        "GPU-simulated", power=sensed, counter_update_s=sensor.update_s,
+        "GPU-simulated",
+        power=sensed,
+        counter_update_s=sensor.update_s,
         power_limit_mw=int(POWER_LIMIT_W * 1000),
     )
     steps = [_shifted(s, offset) for s in trace.steps]
@@ -189,8 +191,12 @@ def _session(clock: SteppingClock, sample_hz: float) -> MeasurementSession:
 
 def _shifted(s: EngineStep, by_s: float) -> EngineStep:
     return EngineStep(
-        s.end_s + by_s, s.running, s.prefill_tokens, s.decode_tokens,
-        None if s.start_s is None else s.start_s + by_s, s.shares,
+        s.end_s + by_s,
+        s.running,
+        s.prefill_tokens,
+        s.decode_tokens,
+        None if s.start_s is None else s.start_s + by_s,
+        s.shares,
     )
 
 

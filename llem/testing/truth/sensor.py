@@ -29,7 +29,12 @@ class StepPower(Waveform):
     def __init__(
         self, starts: Sequence[float], ends: Sequence[float], watts: Sequence[float], idle_w: float
     ) -> None:
-        self.starts, self.ends, self.watts, self.idle_w = list(starts), list(ends), list(watts), idle_w
+        self.starts, self.ends, self.watts, self.idle_w = (
+            list(starts),
+            list(ends),
+            list(watts),
+            idle_w,
+        )
         self._cum = [0.0]  # extra energy above idle up to each step's end
         for a, b, w in zip(starts, ends, watts, strict=True):
             self._cum.append(self._cum[-1] + (w - idle_w) * (b - a))
