@@ -48,7 +48,7 @@ from dataclasses import dataclass
 
 from llem.backends.types import EngineStep
 from llem.figures.bins import Bins, linear_bound, per_span
-from llem.figures.energy_fit import Fit, StepRow, fit_steps
+from llem.figures.energy_fit import Coefficient, Fit, StepRow, fit_steps
 
 FIT_SPLIT = "linear_fit"
 TOKEN_SPLIT = "token_share"
@@ -166,7 +166,8 @@ def attribute(
         )
     weights = _weights(cut, b, coeffs)
     moved = [_weights(cut, b, corner) for corner in box]
-    figures = {k: _figure(k, weights, moved, b, scale_relative, total) for k in weights}
+    keys = set(weights).union(*moved)  # a figure that is 0 at the point may not be at a corner
+    figures = {k: _figure(k, weights, moved, b, scale_relative, total) for k in keys}
     requests, req_why = _requests(figures, weights, b)
     return Attribution(
         total_j=total,
@@ -232,24 +233,35 @@ def _split_model(fit: Fit) -> tuple[Coefficients, list[Coefficients], str | None
     """The coefficients a split uses, the corners of their bound box, and why the fit was not
     used (None when it was). ``P_between`` not fitted: ``P_static``, anywhere from 0 to its
     upper bound."""
-    if not fit.splittable:
-        missing = [c.null_reason for c in (fit.a, fit.b, fit.p_static) if c.usable is None]
-        return (1.0, 1.0, 0.0, 0.0), list(_ANY_COSTS), "; ".join(m for m in missing if m)
+    unusable = [c for c in (fit.a, fit.b, fit.p_static) if not _usable(c)]
+    if unusable:
+        missing = [c.null_reason or _BELOW_ZERO for c in unusable]
+        return (1.0, 1.0, 0.0, 0.0), list(_ANY_COSTS), "; ".join(missing)
     ranges, values = [], []
     for c in (fit.a, fit.b, fit.p_static):
         v, d = float(c.usable or 0.0), float(c.timing_bound or 0.0)
         values.append(max(v, 0.0))
         ranges.append((max(v - d, 0.0), max(v + d, 0.0)))
     gap = fit.p_between
-    if gap.usable is None:
+    if not _usable(gap):
         values.append(values[2])
         ranges.append((0.0, ranges[2][1]))
     else:
-        v, d = float(gap.usable), float(gap.timing_bound or 0.0)
+        v, d = float(gap.usable or 0.0), float(gap.timing_bound or 0.0)
         values.append(max(v, 0.0))
         ranges.append((max(v - d, 0.0), max(v + d, 0.0)))
     corners = [(a, b, p, g) for a, b, p, g in itertools.product(*ranges)]
     return (values[0], values[1], values[2], values[3]), corners, None
+
+
+_BELOW_ZERO = "not resolved: the fitted cost and its whole bound are below 0, which no cost is"
+
+
+def _usable(c: Coefficient) -> bool:
+    """A split may use a fitted coefficient whose bound reaches 0 or above: one whose whole bound
+    is below 0 says the model does not hold there (a cost is never negative)."""
+    v = c.usable
+    return v is not None and v + float(c.timing_bound or 0.0) > 0
 
 
 def fractions(

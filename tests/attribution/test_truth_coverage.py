@@ -20,7 +20,7 @@ CASES = [
     for schedule in ("open loop", "chunked")
     for seed in (1, 2)
     for hz in (DEFAULT_HZ, FINE_HZ)
-]
+] + [("open loop", 1, 5.0)]  # slower than the readings: a gap cost fitted below 0
 
 
 @pytest.mark.parametrize(("schedule", "seed", "hz"), CASES)
