@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import dataclasses
 import statistics
+from pathlib import Path
 
 import pytest
 
 from attribution.truth_runs import DEFAULT_HZ, FINE_HZ, PART_TIME, attribute_run, simulated
 from llem.backends.types import EngineStep, StepShare
 from llem.figures.attribution import Attribution
+from llem.result import RunResult, SteadyState
+from llem.runner.attribution import fill_attribution
+from llem.testing.truth.harness import POWER_LIMIT_W
 
 CASES = [
     (schedule, seed, hz)
@@ -101,3 +105,34 @@ def test_chunks_placed_in_the_first_output_step_misattribute_requests() -> None:
     assert statistics.median(errors(wrong)) > 0.25
     assert wrong.requests is not None
     assert any(abs(r.energy_j - truth[k]) > r.bound_j for k, r in wrong.requests.items())
+
+
+@pytest.mark.parametrize("hz", [DEFAULT_HZ, FINE_HZ])
+def test_the_runs_energy_and_steady_state_split_are_within_bound_of_the_truth(
+    hz: float, tmp_path: Path
+) -> None:
+    """What the run writes (llem.runner.attribution.fill_attribution): result.json's energy split
+    over the window and steady_state's over its own part of it, against the physics' truth over
+    the same spans, and the fitted costs shown only with their bounds."""
+    run, _ = simulated("open loop", 1, hz, PART_TIME)
+    w = run.window
+    result = RunResult(status="ok")
+    result.hardware.gpus = [{"uuid": "GPU-simulated", "power_limit_w": POWER_LIMIT_W}]
+    result.steady_state = SteadyState("open_loop", 1.0, 5.0, 4.0, 40, 1000, 250.0, 8.0)
+    fill_attribution(result, run.steps, run.session, tmp_path)
+    for section, truth in (
+        (result.energy, run.truth),
+        (result.steady_state, run.truth_between(w.start_s + 1.0, w.start_s + 5.0)),
+    ):
+        for name, true_j in (
+            ("prefill_j", truth.prefill_j),
+            ("decode_j", truth.decode_j),
+            ("between_steps_j", truth.between_j),
+        ):
+            value = getattr(section, name)
+            bound = getattr(section, f"{name}_uncertainty")
+            assert value is not None and bound is not None, name
+            assert abs(value - true_j) <= bound, (name, value, bound, true_j)
+        for name in ("j_per_prefill_token", "j_per_decode_token"):
+            if getattr(section, name) is not None:
+                assert getattr(section, f"{name}_uncertainty") is not None

@@ -59,8 +59,14 @@ class Run:
     steps: list[EngineStep]  # on the session's clock
     window: WindowResult
     session: MeasurementSession
-    truth: Truth
+    truth: Truth  # over the measured window
     power: StepPower
+    gpu: Physics
+    offset_s: float  # the trace's time 0 on the session's clock
+
+    def truth_between(self, t0: float, t1: float) -> Truth:
+        """The truth over part of the window (a steady state, say), session-clock seconds."""
+        return truth_of(self.trace, self.gpu, self.offset_s, t0, t1)
 
 
 @dataclass(frozen=True)
@@ -97,24 +103,26 @@ def simulate(schedule: Schedule, gpu: Physics, seed: int = 0) -> Trace:
 
 
 def truth_of(trace: Trace, gpu: Physics, offset_s: float, t0: float, t1: float) -> Truth:
-    """The physics' own accounting of the steps (shifted by ``offset_s``) over ``[t0, t1]``."""
+    """The physics' own accounting of the steps (shifted by ``offset_s``) over ``[t0, t1]``: a
+    step's parts count for the fraction of the step inside it (its power is constant), the rest
+    of ``[t0, t1]`` is between steps. Tokens: of the steps that end inside it."""
     power = step_power(trace, gpu, offset_s)
     pre = dec = 0.0
     request: dict[int, float] = {}
-    for work in trace.work:
+    p_tokens = q_tokens = 0
+    for step, work in zip(trace.steps, trace.work, strict=True):
+        a, b = float(step.start_s or 0.0) + offset_s, step.end_s + offset_s
+        inside = max(min(b, t1) - max(a, t0), 0.0) / (b - a)
+        if t0 < b <= t1:
+            p_tokens += step.prefill_tokens or 0
+            q_tokens += step.decode_tokens or 0
+        if inside <= 0:
+            continue
         for w, (p, q) in zip(work, gpu.parts(work), strict=True):
-            pre, dec = pre + p, dec + q
-            request[w.request_id] = request.get(w.request_id, 0.0) + p + q
+            pre, dec = pre + inside * p, dec + inside * q
+            request[w.request_id] = request.get(w.request_id, 0.0) + inside * (p + q)
     window = power.energy(t0, t1)
-    return Truth(
-        window,
-        pre,
-        dec,
-        window - pre - dec,
-        request,
-        sum(s.prefill_tokens or 0 for s in trace.steps),
-        sum(s.decode_tokens or 0 for s in trace.steps),
-    )
+    return Truth(window, pre, dec, window - pre - dec, request, p_tokens, q_tokens)
 
 
 def step_power(trace: Trace, gpu: Physics, offset_s: float) -> StepPower:
@@ -165,7 +173,7 @@ def measure(
     w = session.last_window
     assert w is not None
     truth = truth_of(trace, gpu, offset, w.start_s, w.end_s)
-    return Run(trace, steps, w, session, truth, power)
+    return Run(trace, steps, w, session, truth, power, gpu, offset)
 
 
 def _session(clock: SteppingClock, sample_hz: float) -> MeasurementSession:
