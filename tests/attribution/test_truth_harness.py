@@ -81,3 +81,15 @@ def test_the_sensor_sees_only_part_of_each_window_and_the_counter_sums_its_readi
     assert part.energy(0.0, 0.3) == pytest.approx(30.0)  # it missed the step's 8 J
     flat = Sensed(Constant(250.0), 0.1, 0.25)
     assert flat.energy(0.013, 2.47) == pytest.approx(250.0 * (2.47 - 0.013))
+
+
+def test_every_requests_output_tokens_are_sampled_once_whatever_the_preemptions() -> None:
+    """The truth of a J per output token (a steady state's, a search objective's): each request
+    samples exactly its output tokens, recomputes included, in steps that the truth counts."""
+    plan = h.chunked(24, seed=1)
+    gpu = Gpu()
+    trace = h.simulate(plan, gpu, 1)
+    assert trace.preemptions > 0
+    truth = h.truth_of(trace, gpu, 0.0, -1.0, trace.steps[-1].end_s + 1.0)
+    assert truth.output_tokens == sum(r.output_tokens for r in plan.requests)
+    assert truth.j_per_output_token == pytest.approx(truth.window_j / truth.output_tokens)

@@ -14,5 +14,7 @@ Three parts, none of which calls the code under test (``llem.figures.attribution
   only part of its window (A100/H100 sample ~25 ms of each 100 ms, arXiv 2312.02741), the energy
   counter summing those readings, ``nvmlDeviceGetPowerUsage`` their trailing 1 s mean;
 * ``harness``: a whole run: schedule, physics, sensor, llem's real measurement session on a
-  virtual clock, and the truth per phase and per request, from the physics alone.
+  virtual clock, and the truth per phase and per request, from the physics alone, over the
+  window or any part of it (``Run.truth_between``: a steady state's), with the output tokens
+  sampled there (``Truth.j_per_output_token``: a steady state's or a search objective's truth).
 """

@@ -78,6 +78,7 @@ class _State:
 class Trace:
     steps: list[EngineStep] = field(default_factory=list)
     work: list[tuple[Work, ...]] = field(default_factory=list)
+    sampled: list[int] = field(default_factory=list)  # output tokens sampled by each step
     preemptions: int = 0
     chunked_requests: int = 0  # requests whose prompt took more than one step
 
@@ -111,7 +112,8 @@ def run(requests: Sequence[Request], spec: EngineSpec, gpu: Timing, seed: int = 
         trace.work.append(tuple(work))
         for w in work:
             chunks[w.request_id] = chunks.get(w.request_id, 0) + (w.prefill_tokens > 0)
-        running = _advance(running, work)
+        running, sampled = _advance(running, work)
+        trace.sampled.append(sampled)
         t += d + rng.uniform(*spec.host_gap_s)
     trace.chunked_requests = sum(1 for n in chunks.values() if n > 1)
     return trace
@@ -151,15 +153,17 @@ def _blocks(running: Sequence[_State], work: Sequence[Work], spec: EngineSpec) -
     return need
 
 
-def _advance(running: list[_State], work: Sequence[Work]) -> list[_State]:
+def _advance(running: list[_State], work: Sequence[Work]) -> tuple[list[_State], int]:
+    """The requests still running after the step, and the output tokens it sampled."""
     by_id = {w.request_id: w for w in work}
-    out = []
+    out, sampled = [], 0
     for s in running:
         w = by_id.get(s.req.request_id)
         if w is not None:
             s.computed += w.prefill_tokens + w.decode_tokens
             if s.to_prefill == 0:  # its last prompt token, or a decode: one token sampled
                 s.generated += 1
+                sampled += 1
         if s.generated < s.req.output_tokens:
             out.append(s)
-    return out
+    return out, sampled

@@ -51,6 +51,13 @@ class Truth:
     request_j: dict[int, float]
     prefill_tokens: int
     decode_tokens: int
+    output_tokens: int  # sampled by the steps that end inside
+
+    @property
+    def j_per_output_token(self) -> float | None:
+        """The window's energy per output token (a steady state's or a search objective's
+        truth)."""
+        return self.window_j / self.output_tokens if self.output_tokens else None
 
 
 @dataclass(frozen=True)
@@ -109,20 +116,21 @@ def truth_of(trace: Trace, gpu: Physics, offset_s: float, t0: float, t1: float) 
     power = step_power(trace, gpu, offset_s)
     pre = dec = 0.0
     request: dict[int, float] = {}
-    p_tokens = q_tokens = 0
-    for step, work in zip(trace.steps, trace.work, strict=True):
+    p_tokens = q_tokens = out_tokens = 0
+    for step, work, sampled in zip(trace.steps, trace.work, trace.sampled, strict=True):
         a, b = float(step.start_s or 0.0) + offset_s, step.end_s + offset_s
         inside = max(min(b, t1) - max(a, t0), 0.0) / (b - a)
         if t0 < b <= t1:
             p_tokens += step.prefill_tokens or 0
             q_tokens += step.decode_tokens or 0
+            out_tokens += sampled
         if inside <= 0:
             continue
         for w, (p, q) in zip(work, gpu.parts(work), strict=True):
             pre, dec = pre + inside * p, dec + inside * q
             request[w.request_id] = request.get(w.request_id, 0.0) + inside * (p + q)
     window = power.energy(t0, t1)
-    return Truth(window, pre, dec, window - pre - dec, request, p_tokens, q_tokens)
+    return Truth(window, pre, dec, window - pre - dec, request, p_tokens, q_tokens, out_tokens)
 
 
 def step_power(trace: Trace, gpu: Physics, offset_s: float) -> StepPower:
