@@ -20,13 +20,14 @@ what is computed from the spans:
   right but may misplace it in time by up to the timeline's resolution ``r`` (the largest gap
   between samples or, on NVML, the 100 ms between refreshes of its readings where that is longer
   (``READING_REFRESH_S``), plus the averaging length of the readings), so at most ``R x min(d, 2r)``
-  joules can move across the span's two edges, ``R`` being the range (peak minus minimum) of the
-  scaled timeline over the window; plus the trapezoid bound of the sample intervals wholly inside
+  joules can move across the span's two edges, ``R`` being a range (peak minus minimum) of the
+  scaled timeline (below); plus the trapezoid bound of the sample intervals wholly inside
   the span (``llem.measure.uncertainty``: power that changes between two samples); plus the part
   of the span's energy that the counter scaling added or removed (``|1 - 1/scale| x E``), whose
-  place in time the samples do not show. ``R`` is the range the samples saw where a sample
-  lies inside the span (its power was seen; power that spikes and falls back between two samples
-  is missed, as by every sampled figure); where none does, the span's power was not seen at all,
+  place in time the samples do not show. ``R`` is the range the samples saw within ``2r`` of
+  the span's edges (where energy can be moved across them) where a sample lies inside the span
+  (its power was seen; power that spikes and falls back between two samples is missed, as by
+  every sampled figure); where none does, the span's power was not seen at all,
   so ``R`` is the devices' power ceiling (their enforced power limits, ``ceiling_w``; the scaled
   peak sample where it is unknown): a timeline too coarse for the steps widens the bound instead
   of trusting the samples.
@@ -99,6 +100,7 @@ class _Timeline:
     peak_w: float = 0.0  # the scaled peak sample
     seen: Callable[[float, float], bool] = lambda a, b: True  # a sample lies in [a, b]
     unseen_w: float = 0.0  # the range of a span no sample saw
+    local_w: Callable[[float, float], float] | None = None  # the samples' range in [a, b]
 
 
 def span_energies(
@@ -177,7 +179,12 @@ def _with_ceiling(lines: list[_Timeline], ceiling_w: float | None) -> list[_Time
 
 def moved_j(line: _Timeline, a: float, b: float) -> float:
     """The energy the timeline may move across the edges of ``[a, b]`` (module docstring)."""
-    power_range = line.range_w if line.seen(a, b) else line.unseen_w
+    if not line.seen(a, b):
+        return line.unseen_w * min(b - a, 2 * line.resolution_s)
+    power_range = line.range_w
+    if line.local_w is not None:  # what the samples near its edges show
+        r = line.resolution_s
+        power_range = max(line.local_w(a - 2 * r, a + 2 * r), line.local_w(b - 2 * r, b + 2 * r))
     return power_range * min(b - a, 2 * line.resolution_s)
 
 
@@ -222,7 +229,21 @@ def _timeline(window: WindowResult, d: DeviceEnergy, source: PowerSource) -> _Ti
         d.energy_j,
         scale * max(watts),
         _seen(times),
+        local_w=_local_range(times, [scale * w for w in watts]),
     )
+
+
+def _local_range(times: Sequence[float], watts: Sequence[float]) -> Callable[[float, float], float]:
+    """(a, b) -> the range of the samples in [a, b], with the samples on either side of it (the
+    timeline between them reaches into it)."""
+
+    def local(a: float, b: float) -> float:
+        lo = max(bisect.bisect_left(times, a) - 1, 0)
+        hi = min(bisect.bisect_right(times, b) + 1, len(times))
+        near = watts[lo:hi]
+        return max(near) - min(near) if near else 0.0
+
+    return local
 
 
 def _seen(times: Sequence[float]) -> Callable[[float, float], bool]:
