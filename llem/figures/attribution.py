@@ -47,7 +47,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from llem.backends.types import EngineStep
-from llem.figures.bins import Bins, linear_bound, per_span
+from llem.figures.bins import Bins, linear_bound, per_span, sparse_bound
 from llem.figures.energy_fit import Coefficient, Fit, StepRow, fit_steps
 
 FIT_SPLIT = "linear_fit"
@@ -69,6 +69,7 @@ _ANY_COSTS: tuple[Coefficients, ...] = (
     (0.0, 0.0, 1.0, 0.0),
 )
 Key = tuple[str, int]  # ("prefill"|"decode"|"between"|"unattributed", 0) or ("req*", id)
+_BOUNDED = ("prefill", "decode", "between", "unattributed", "req")  # figures with a bound
 Weights = dict[Key, dict[int, float]]  # figure -> interval -> weight of its energy
 
 
@@ -167,7 +168,9 @@ def attribute(
     weights = _weights(cut, b, coeffs)
     moved = [_weights(cut, b, corner) for corner in box]
     keys = set(weights).union(*moved)  # a figure that is 0 at the point may not be at a corner
-    figures = {k: _figure(k, weights, moved, b, scale_relative, total) for k in keys}
+    figures = {
+        k: _figure(k, weights, moved, b, scale_relative, total) for k in keys if k[0] in _BOUNDED
+    }
     requests, req_why = _requests(figures, weights, b)
     return Attribution(
         total_j=total,
@@ -196,9 +199,9 @@ def _figure(
     total: float,
 ) -> Part:
     """A figure ``sum_i w_i E_i`` with its bound (module docstring)."""
-    value = _value(weights.get(key, {}), b)
     w = weights.get(key, {})
-    timing = linear_bound([w.get(i, 0.0) for i in range(len(b.groups))], b)
+    value = _value(w, b)
+    timing = sparse_bound(w, b)
     shift = max((abs(_value(m.get(key, {}), b) - value) for m in moved), default=0.0)
     bound = timing + scale_relative * abs(value) + shift
     cap = total * (1.0 + scale_relative)

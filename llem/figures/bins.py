@@ -80,3 +80,12 @@ def linear_bound(weights: Sequence[float], bins: Bins) -> float:
     w = [0.0, *weights, 0.0]
     edges = sum(abs(w[j] - w[j + 1]) * e for j, e in enumerate(bins.edge_bound_j))
     return edges + sum(abs(x) * r for x, r in zip(weights, bins.rest_bound_j, strict=True))
+
+
+def sparse_bound(weights: dict[int, float], bins: Bins) -> float:
+    """``linear_bound`` of weights given only where they are not 0 (interval -> weight)."""
+    edges = {j for i in weights for j in (i, i + 1)}
+    moved = sum(
+        abs(weights.get(j - 1, 0.0) - weights.get(j, 0.0)) * bins.edge_bound_j[j] for j in edges
+    )
+    return moved + sum(abs(x) * bins.rest_bound_j[i] for i, x in weights.items())
