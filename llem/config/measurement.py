@@ -31,7 +31,9 @@ class MeasurementConfig:
     )
     sample_hz: float = knob(
         10.0,
-        doc="Rate of the power, temperature and memory sampler.",
+        doc="Rate of the power, temperature and memory sampler (Hz). 10 Hz sees every NVML "
+        "reading (its energy counter and power readings change about every 100 ms); a faster "
+        "sampler repeats readings and resolves no shorter span.",
         goes_to=LLEM,
         gt=0,
         le=1000,

@@ -1,15 +1,24 @@
-"""The linear energy model of engine steps, fitted by least squares over a window's steps:
+"""The linear energy model of engine steps, fitted by least squares over intervals of a window
+(each an engine step, or consecutive steps and the gaps between them, ``llem.figures.bins``):
 
-    E_step = a x prefill tokens + b x decode tokens + P_static x step duration
+    E_interval = a x prefill tokens + b x decode tokens + P_static x step seconds
+                 + P_between x seconds between steps
 
 ``a`` is joules per prefill token, ``b`` joules per decode token, ``P_static`` watts drawn while a
-step runs whatever it computes. Each coefficient carries its standard error (from the residuals:
-``s^2 (X'X)^-1``, ``s^2 = RSS / (n - rank)``) and a worst-case bound from the steps' energy bounds:
-``sum_i |L_ji| x timing_i`` (``L`` the least-squares solution operator: how far the coefficient
-moves when every step's energy moves within its own timing bound) ``+ rho x |coefficient|`` (a
-relative error ``rho`` common to every step scales every coefficient alike). The model's own
-misfit is what the standard error and R^2 show. R^2 is the centred one,
-``1 - RSS / sum (E - mean E)^2``.
+step runs whatever it computes, ``P_between`` watts between steps (fitted only where some
+interval holds time between steps). Each coefficient carries its standard error (from the
+residuals: ``s^2 (X'X)^-1``, ``s^2 = RSS / (n - rank)``) and a worst-case bound from the
+intervals' energy bounds: the timing part is how far the coefficient moves when every interval's
+energy moves within its timing bound (``L`` the least-squares solution operator: by default
+``sum_i |L_ji| x timing_i``; ``bound_of`` gives a tighter one where the intervals' errors are
+tied, as adjacent intervals' are: ``llem.figures.bins.linear_bound``) ``+ rho x |coefficient|``
+(a relative error ``rho`` common to every interval scales every coefficient alike). The model's
+own misfit is what the standard error and R^2 show. R^2 is the centred one,
+``1 - RSS / sum (E - mean E)^2``. The standard error means what it says only where the
+intervals' errors are independent: intervals no shorter than the power timeline's resolution
+(``llem.figures.bins``), not steps shorter than it, whose energies a coarse timeline smooths
+(regressors then explain a smoothed energy, and the coefficients shrink while the residuals
+stay small).
 
 A coefficient the steps cannot separate is null with the reason, never a number: no step computed
 prefill tokens (``a``), none decoded (``b``), or the columns are collinear (one prefill step at
@@ -23,12 +32,17 @@ are chosen.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-NAMES = ("a", "b", "p_static")
-_WHAT = {"a": "prefill tokens", "b": "decode tokens", "p_static": "step duration"}
+NAMES = ("a", "b", "p_static", "p_between")
+_WHAT = {
+    "a": "prefill tokens",
+    "b": "decode tokens",
+    "p_static": "step duration",
+    "p_between": "time between steps",
+}
 _RANK_TOL = 1e-9  # singular values below this x the largest (columns scaled to unit norm) are 0
 
 
@@ -42,6 +56,14 @@ class Coefficient:
     null_reason: str | None = None
     se_null_reason: str | None = None
     timing_bound: float | None = None  # the part of ``bound`` that can change shares
+    # the least-squares value where it is not published for being unresolved (a split may still
+    # use it, within its timing bound); None where the coefficient is not identified
+    fitted: float | None = None
+
+    @property
+    def usable(self) -> float | None:
+        """The value a split may use: the published one, else the unresolved fitted one."""
+        return self.value if self.value is not None else self.fitted
 
 
 @dataclass(frozen=True)
@@ -50,22 +72,33 @@ class Fit:
     b: Coefficient  # J per decode token
     p_static: Coefficient  # W
     r2: float | None
-    n_steps: int
+    n_steps: int  # intervals fitted (engine steps where each is its own interval)
     r2_null_reason: str | None = None
+    p_between: Coefficient = Coefficient(None, null_reason="no time between steps was fitted")
 
     @property
     def identified(self) -> bool:
         return all(c.value is not None for c in (self.a, self.b, self.p_static))
 
+    @property
+    def splittable(self) -> bool:
+        """Every coefficient a split needs is fitted (published or not)."""
+        return all(c.usable is not None for c in (self.a, self.b, self.p_static))
+
     def coefficient(self, name: str) -> Coefficient:
-        return {"a": self.a, "b": self.b, "p_static": self.p_static}[name]
+        return {"a": self.a, "b": self.b, "p_static": self.p_static, "p_between": self.p_between}[
+            name
+        ]
 
 
 @dataclass(frozen=True)
 class StepRow:
+    """An interval's regressors: tokens, seconds in steps, seconds between steps."""
+
     prefill_tokens: int
     decode_tokens: int
-    duration_s: float
+    duration_s: float  # seconds in engine steps
+    between_s: float = 0.0  # seconds between steps
 
 
 def fit_steps(
@@ -73,15 +106,20 @@ def fit_steps(
     energy_j: Sequence[float],
     timing_bound_j: Sequence[float],
     scale_relative: float = 0.0,
+    bound_of: Callable[[Any], float] | None = None,
 ) -> Fit:
-    """The fit over ``rows`` with their energies and energy bounds (module docstring)."""
+    """The fit over ``rows`` with their energies and energy bounds (module docstring);
+    ``bound_of(w)``: the worst-case timing error of ``sum_i w_i E_i``."""
     import numpy as np
 
     n = len(rows)
     if n == 0:
         null = Coefficient(None, null_reason="no engine step in the window")
         return Fit(null, null, null, None, 0, "no engine step in the window")
-    x = np.array([[r.prefill_tokens, r.decode_tokens, r.duration_s] for r in rows], dtype=float)
+    x = np.array(
+        [[r.prefill_tokens, r.decode_tokens, r.duration_s, r.between_s] for r in rows],
+        dtype=float,
+    )
     y = np.asarray(energy_j, dtype=float)
     reasons = _unidentified(x)
     keep = [j for j, name in enumerate(NAMES) if name not in reasons]
@@ -91,7 +129,8 @@ def fit_steps(
     resid = y - xs @ beta
     rank = int(np.linalg.matrix_rank(xs)) if keep else 0
     se, se_reason = _standard_errors(xs, resid, n - rank)
-    timing = np.abs(solve) @ np.asarray(timing_bound_j, dtype=float)
+    tau = np.asarray(timing_bound_j, dtype=float)
+    timing = [bound_of(w) if bound_of else float(np.abs(w) @ tau) for w in solve]
     coefficients = {name: Coefficient(None, null_reason=why) for name, why in reasons.items()}
     for k, j in enumerate(keep):
         se_k = None if se is None else float(se[k])
@@ -99,13 +138,13 @@ def fit_steps(
         bound = moved + scale_relative * abs(value)
         unresolved = _unresolved(NAMES[j], value, se_k)
         coefficients[NAMES[j]] = (
-            Coefficient(None, null_reason=unresolved)
+            Coefficient(None, null_reason=unresolved, timing_bound=moved, fitted=value)
             if unresolved
             else Coefficient(value, se_k, bound, None, se_reason, moved)
         )
     r2, r2_reason = _r2(y, resid)
     c = coefficients
-    return Fit(c["a"], c["b"], c["p_static"], r2, n, r2_reason)
+    return Fit(c["a"], c["b"], c["p_static"], r2, n, r2_reason, c["p_between"])
 
 
 def _unresolved(name: str, value: float, se: float | None) -> str | None:
@@ -132,7 +171,11 @@ def _unidentified(x: object) -> dict[str, str]:
     reasons: dict[str, str] = {}
     for j, name in enumerate(NAMES):
         if not np.any(m[:, j]):
-            reasons[name] = f"not identified: no step in the window has {_WHAT[name]}"
+            reasons[name] = (
+                "not fitted: no interval holds time between steps"
+                if name == "p_between"
+                else f"not identified: no step in the window has {_WHAT[name]}"
+            )
     keep = [j for j, name in enumerate(NAMES) if name not in reasons]
     if not keep:
         return reasons
@@ -143,7 +186,7 @@ def _unidentified(x: object) -> dict[str, str]:
             others = " and ".join(_WHAT[NAMES[i]] for i in keep if i != j)
             reasons[NAMES[j]] = (
                 f"not identified: {_WHAT[NAMES[j]]} are collinear with {others} over the "
-                f"window's {m.shape[0]} steps (every step has the same shape)"
+                f"window's {m.shape[0]} intervals (every interval has the same shape)"
             )
     return reasons
 

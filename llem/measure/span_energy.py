@@ -18,14 +18,16 @@ what is computed from the spans:
 
 * ``timing_bound_j`` (``timing_bound_j()``): the timeline places each sample interval's energy
   right but may misplace it in time by up to the timeline's resolution ``r`` (the largest gap
-  between samples, plus the averaging length of the readings), so at most ``R x min(d, 2r)``
-  joules can move across the span's two edges, ``R`` being the range (peak minus minimum) of the
-  scaled timeline over the window; plus the trapezoid bound of the sample intervals wholly inside
+  between samples or, on NVML, the 100 ms between refreshes of its readings where that is longer
+  (``READING_REFRESH_S``), plus the averaging length of the readings), so at most ``R x min(d, 2r)``
+  joules can move across the span's two edges, ``R`` being a range (peak minus minimum) of the
+  scaled timeline (below); plus the trapezoid bound of the sample intervals wholly inside
   the span (``llem.measure.uncertainty``: power that changes between two samples); plus the part
   of the span's energy that the counter scaling added or removed (``|1 - 1/scale| x E``), whose
-  place in time the samples do not show. ``R`` is the range the samples saw where a sample
-  lies inside the span (its power was seen; power that spikes and falls back between two samples
-  is missed, as by every sampled figure); where none does, the span's power was not seen at all,
+  place in time the samples do not show. ``R`` is the range the samples saw within ``2r`` of
+  the span's edges (where energy can be moved across them) where a sample lies inside the span
+  (its power was seen; power that spikes and falls back between two samples is missed, as by
+  every sampled figure); where none does, the span's power was not seen at all,
   so ``R`` is the devices' power ceiling (their enforced power limits, ``ceiling_w``; the scaled
   peak sample where it is unknown): a timeline too coarse for the steps widens the bound instead
   of trusting the samples.
@@ -33,7 +35,15 @@ what is computed from the spans:
   trapezoid) as a fraction of its energy. It scales every span alike: it moves a span by at most
   ``scale_relative x E`` and leaves the spans' shares of each other unchanged.
 
-``bound_j`` is their sum per span.
+``bound_j`` is their sum per span; ``edge_j`` is the part of ``timing_bound_j`` that is energy
+moved across the span's edges (``R x min(d, 2r)``), which one span loses and its neighbour gains.
+
+On NVML the readings themselves change only every ~100 ms: the energy counter is refreshed about
+every 100 ms, and on A100/H100 the power sensor reports one reading per 100 ms window, averaged
+over ~25 ms of it (arXiv 2312.02741). Sampling faster than that repeats readings; it does not
+resolve shorter spans, so the resolution is never taken finer than ``READING_REFRESH_S``. What the
+sensor misses in the 75 % of each window it does not sample is not in these bounds
+(``llem.measure.uncertainty``).
 """
 
 from __future__ import annotations
@@ -48,6 +58,7 @@ from llem.measure.interval import _points
 from llem.measure.replay import ReplaySource
 
 _EDGE_SLACK_S = 1e-9
+READING_REFRESH_S = 0.1  # NVML's counter and power readings change about every 100 ms
 
 METHOD = (
     "step energy: the sampled power timeline scaled to the energy counter, integrated over each "
@@ -67,6 +78,7 @@ class SpanEnergies:
     resolution_s: float
     power_range_w: float
     method: str
+    edge_j: tuple[float, ...] = ()  # the part of timing_bound_j moved across the span's edges
 
     @property
     def bound_j(self) -> tuple[float, ...]:
@@ -88,6 +100,7 @@ class _Timeline:
     peak_w: float = 0.0  # the scaled peak sample
     seen: Callable[[float, float], bool] = lambda a, b: True  # a sample lies in [a, b]
     unseen_w: float = 0.0  # the range of a span no sample saw
+    local_w: Callable[[float, float], float] | None = None  # the samples' range in [a, b]
 
 
 def span_energies(
@@ -115,6 +128,7 @@ def span_energies(
     lines = _with_ceiling(lines, ceiling_w)
     energy = [0.0] * (len(cut) - 1)
     bounds = [0.0] * (len(cut) - 1)
+    edge = [0.0] * (len(cut) - 1)
     for line in lines:
         cum = [line.cumulative(t) for t in cut]
         for i in range(len(cut) - 1):
@@ -122,6 +136,7 @@ def span_energies(
             energy[i] += joules
             bounds[i] += timing_bound_j(line, joules, cut[i], cut[i + 1])
             bounds[i] += line.inner(cut[i], cut[i + 1])
+            edge[i] += moved_j(line, cut[i], cut[i + 1])
     return SpanEnergies(
         tuple(energy),
         tuple(bounds),
@@ -129,6 +144,7 @@ def span_energies(
         max(line.resolution_s for line in lines),
         sum(line.range_w for line in lines),
         METHOD,
+        tuple(edge),
     )
 
 
@@ -161,10 +177,20 @@ def _with_ceiling(lines: list[_Timeline], ceiling_w: float | None) -> list[_Time
     return [dataclasses.replace(x, unseen_w=max(share, x.peak_w)) for x in lines]
 
 
+def moved_j(line: _Timeline, a: float, b: float) -> float:
+    """The energy the timeline may move across the edges of ``[a, b]`` (module docstring)."""
+    if not line.seen(a, b):
+        return line.unseen_w * min(b - a, 2 * line.resolution_s)
+    power_range = line.range_w
+    if line.local_w is not None:  # what the samples near its edges show
+        r = line.resolution_s
+        power_range = max(line.local_w(a - 2 * r, a + 2 * r), line.local_w(b - 2 * r, b + 2 * r))
+    return power_range * min(b - a, 2 * line.resolution_s)
+
+
 def timing_bound_j(line: _Timeline, joules: float, a: float, b: float) -> float:
     """The timing part of the bound of the span ``[a, b]`` (module docstring)."""
-    power_range = line.range_w if line.seen(a, b) else line.unseen_w
-    moved = power_range * min(b - a, 2 * line.resolution_s)
+    moved = moved_j(line, a, b)
     scaling = abs(1.0 - 1.0 / line.scale) * abs(joules) if line.scale > 0 else 0.0
     return moved + scaling
 
@@ -191,7 +217,8 @@ def _timeline(window: WindowResult, d: DeviceEnergy, source: PowerSource) -> _Ti
     scale = d.energy_j / whole if scaled else 1.0
     cumulative = _cumulative(times, watts, start, scale)
     gaps = [b - a for a, b in zip([start, *times], [*times, window.end_s], strict=False)]
-    resolution = max(gaps) + source.power_averaging_s(d.uuid)
+    refresh = READING_REFRESH_S if d.method in ("nvml_counter", "nvml_power") else 0.0
+    resolution = max(max(gaps), refresh) + source.power_averaging_s(d.uuid)
     return _Timeline(
         cumulative,
         _inner_trapezoid(times, watts, scale),
@@ -202,7 +229,21 @@ def _timeline(window: WindowResult, d: DeviceEnergy, source: PowerSource) -> _Ti
         d.energy_j,
         scale * max(watts),
         _seen(times),
+        local_w=_local_range(times, [scale * w for w in watts]),
     )
+
+
+def _local_range(times: Sequence[float], watts: Sequence[float]) -> Callable[[float, float], float]:
+    """(a, b) -> the range of the samples in [a, b], with the samples on either side of it (the
+    timeline between them reaches into it)."""
+
+    def local(a: float, b: float) -> float:
+        lo = max(bisect.bisect_left(times, a) - 1, 0)
+        hi = min(bisect.bisect_right(times, b) + 1, len(times))
+        near = watts[lo:hi]
+        return max(near) - min(near) if near else 0.0
+
+    return local
 
 
 def _seen(times: Sequence[float]) -> Callable[[float, float], bool]:

@@ -17,11 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from llem.backends.types import EngineStep
-from llem.figures.attribution import METHOD, Attribution, Span, attribute, spans
+from llem.figures.attribution import METHOD, Attribution, Part, Span, attribute, spans
+from llem.figures.bins import BIN_RESOLUTIONS, Bins, group, per_span
 from llem.measure import MeasurementSession
-from llem.measure.energy import WindowResult
+from llem.measure.energy import PowerSource, WindowResult
 from llem.measure.span_energy import METHOD as SPAN_METHOD
-from llem.measure.span_energy import span_energies
+from llem.measure.span_energy import SpanEnergies, span_energies
 from llem.result import Figure, RunResult, read_requests, read_steps, write_requests, write_steps
 from llem.result.figure import with_figures
 
@@ -32,8 +33,62 @@ PHASES = ("prefill_j", "decode_j", "between_steps_j", "j_per_prefill_token", "j_
 @dataclasses.dataclass(frozen=True)
 class _Done:
     cut: list[Span]
-    energy_j: tuple[float, ...]
     att: Attribution
+
+
+def attribute_window(
+    steps: Sequence[EngineStep],
+    window: WindowResult,
+    source: PowerSource | None,
+    t0: float,
+    t1: float,
+    *,
+    unavailable_reason: str | None = None,
+    ceiling_w: float | None = None,
+) -> tuple[list[Span], Attribution] | str:
+    """The attribution of ``steps`` over ``[t0, t1]`` of a measured window (its spans grouped
+    into intervals the timeline resolves, ``llem.figures.bins``), or the reason there is none."""
+    cut = spans(steps, t0, t1)
+    if not any(s.step is not None for s in cut):
+        return "no engine step ended inside the span"
+    edges = [s.start_s for s in cut] + [cut[-1].end_s]
+
+    def measure(at: Sequence[float]) -> SpanEnergies | str:
+        return span_energies(
+            window, at, source=source, unavailable_reason=unavailable_reason, ceiling_w=ceiling_w
+        )
+
+    got = measure(edges)
+    if isinstance(got, str):
+        return got
+    bins = _bins(cut, got, measure)
+    if isinstance(bins, str):
+        return bins
+    return cut, attribute(cut, got.energy_j, got.timing_bound_j, got.scale_relative, bins)
+
+
+def _bins(cut: Sequence[Span], got: SpanEnergies, measure: Any) -> Bins | str:
+    """The spans grouped into intervals of at least ``BIN_RESOLUTIONS`` x the timeline's
+    resolution, measured as such: energy moved across an inner edge is bounded by half the
+    larger of its two intervals' moved energy (``R x min(d, 2r)``: ``R r`` per edge); none
+    crosses the window's outer edges, where the timeline is held to the measured total."""
+    groups = group([s.end_s - s.start_s for s in cut], BIN_RESOLUTIONS * got.resolution_s)
+    if all(hi - lo == 1 for lo, hi in groups):
+        b = per_span(got.energy_j, got.timing_bound_j)
+        return dataclasses.replace(b, resolution_s=got.resolution_s)
+    edges = [cut[lo].start_s for lo, _ in groups] + [cut[-1].end_s]
+    whole = measure(edges)
+    if isinstance(whole, str):
+        return whole
+    moved = whole.edge_j
+    inner = [max(moved[j - 1], moved[j]) / 2 for j in range(1, len(moved))]
+    return Bins(
+        tuple(groups),
+        whole.energy_j,
+        tuple(max(t - m, 0.0) for t, m in zip(whole.timing_bound_j, moved, strict=True)),
+        (0.0, *inner, 0.0),
+        got.resolution_s,
+    )
 
 
 def fill_attribution(
@@ -50,7 +105,9 @@ def fill_attribution(
     whole = _attribute(steps, why_none, window, window.start_s, window.end_s, session, result)
     figures = _figures(whole)
     figures["unattributed_j"] = (
-        whole if isinstance(whole, Figure) else _part(whole.att.unattributed)
+        whole
+        if isinstance(whole, Figure)
+        else _part(whole.att.unattributed, whole.att.split_null_reason)
     )
     result.set_figures("energy", figures)
     method = None if isinstance(whole, Figure) else f"{METHOD}; {SPAN_METHOD}"
@@ -73,21 +130,18 @@ def _attribute(
     """The attribution over ``[t0, t1]``, or a null figure with the reason."""
     if steps is None:
         return Figure.null(why_none)
-    cut = spans(steps, t0, t1)
-    if not any(s.step is not None for s in cut):
-        return Figure.null("no engine step ended inside the span")
-    edges = [s.start_s for s in cut] + [cut[-1].end_s]
-    got = span_energies(
+    got = attribute_window(
+        steps,
         window,
-        edges,
-        source=session.source,
+        session.source,
+        t0,
+        t1,
         unavailable_reason=session.unavailable_reason,
         ceiling_w=_ceiling_w(result),
     )
     if isinstance(got, str):
         return Figure.null(got)
-    att = attribute(cut, got.energy_j, got.timing_bound_j, got.scale_relative)
-    return _Done(cut, got.energy_j, att)
+    return _Done(*got)
 
 
 def _ceiling_w(result: RunResult) -> float | None:
@@ -99,7 +153,9 @@ def _ceiling_w(result: RunResult) -> float | None:
     return sum(known)
 
 
-def _part(p: Any) -> Figure:
+def _part(p: Part | None, why: str | None) -> Figure:
+    if p is None:
+        return Figure.null(why or "not attributed")
     return Figure(p.energy_j, p.bound_j)
 
 
@@ -108,10 +164,11 @@ def _figures(done: _Done | Figure) -> dict[str, Figure | dict[str, Figure]]:
     if isinstance(done, Figure):
         return {name: done for name in (*PHASES, "fit")}
     att, fit = done.att, done.att.fit
+    why = att.split_null_reason
     return {
-        "prefill_j": _part(att.prefill),
-        "decode_j": _part(att.decode),
-        "between_steps_j": _part(att.between),
+        "prefill_j": _part(att.prefill, why),
+        "decode_j": _part(att.decode, why),
+        "between_steps_j": _part(att.between, why),
         "j_per_prefill_token": Figure.of(fit.a.value, fit.a.null_reason, fit.a.bound),
         "j_per_decode_token": Figure.of(fit.b.value, fit.b.null_reason, fit.b.bound),
         "fit": Figure(
@@ -122,8 +179,11 @@ def _figures(done: _Done | Figure) -> dict[str, Figure | dict[str, Figure]]:
                 "b_se": fit.b.se,
                 "p_static_w": fit.p_static.value,
                 "p_static_se": fit.p_static.se,
+                "p_between_w": fit.p_between.value,
                 "r2": fit.r2,
-                "n_steps": fit.n_steps,
+                "n_steps": sum(1 for s in done.cut if s.step is not None),
+                "n_intervals": fit.n_steps,
+                "interval_min_s": att.bins.min_s,
                 "split": att.split_method,
             }
         ),
@@ -137,7 +197,12 @@ def _fit_reasons(result: RunResult, where: str, done: _Done | Figure) -> None:
     if isinstance(done, Figure):
         return
     fit = done.att.fit
-    for key, c in (("a", fit.a), ("b", fit.b), ("p_static_w", fit.p_static)):
+    for key, c in (
+        ("a", fit.a),
+        ("b", fit.b),
+        ("p_static_w", fit.p_static),
+        ("p_between_w", fit.p_between),
+    ):
         if c.value is None:
             result.null_reasons[f"{where}.fit.{key}"] = c.null_reason or "not identified"
         elif c.se is None:
@@ -202,9 +267,10 @@ def _steps_file(run_dir: Path, done: _Done | Figure, origin_s: float) -> None:
     """steps.csv with each step's energy (matched on the step's end)."""
     if isinstance(done, Figure) or not (run_dir / "steps.csv").exists():
         return
+    energies = done.att.span_energy_j or (None,) * len(done.cut)
     by_end = {
         round(s.end_s - origin_s, 6): e
-        for s, e in zip(done.cut, done.energy_j, strict=True)
+        for s, e in zip(done.cut, energies, strict=True)
         if s.step is not None
     }
     rows = []

@@ -1,6 +1,8 @@
 """A modelled power source for tests and the bench: power as a known function of what the engine
 is doing, so that the attribution (``llem.figures.attribution``) can be checked against a planted
-truth.
+truth on real engines' step schedules (the truth itself is the tests' own: the planted costs of
+each request's tokens; a GPU that does not draw the fitted model, a simulated engine and an
+NVML-like sensor are ``llem.testing.truth``'s).
 
 ``ModelledPower`` is a ``fake_pynvml`` waveform built from a list of engine steps and a
 ``PlantedModel``: during a step of ``d`` seconds that computes ``p`` prefill and ``q`` decode
@@ -27,14 +29,14 @@ from dataclasses import dataclass
 
 from llem.backends.types import EngineStep, StepShare
 from llem.config.schema import EnergySource, MeasurementConfig
-from llem.figures.attribution import Span, fractions, spans
-from llem.figures.energy_fit import StepRow
+from llem.figures.attribution import Span, spans
 from llem.measure import MeasurementSession
 from llem.measure import devices as measure_devices
 from llem.measure.energy import WindowResult
 from llem.measure.idle import IdleCache
 from llem.testing.clocks import SteppingClock
 from llem.testing.fake_pynvml import FakeGpu, FakeNvml, Waveform
+from llem.testing.truth.sensor import Sensed
 
 
 @dataclass(frozen=True)
@@ -86,22 +88,6 @@ class ModelledPower(Waveform):
 
     def energy(self, a: float, b: float) -> float:
         return self._until(b) - self._until(a)
-
-    def request_truth_j(self) -> dict[int, float]:
-        """Each request's energy under the planted model: every step's exact energy shared by
-        the planted costs of the tokens each request computed (the attribution's definition)."""
-        m = self.model
-        out: dict[int, float] = {}
-        for s in self.steps:
-            shares = s.shares or ()
-            row = StepRow(
-                s.prefill_tokens or 0, s.decode_tokens or 0, s.end_s - float(s.start_s or s.end_s)
-            )
-            weights = [(x.prefill_tokens, x.decode_tokens) for x in shares]
-            f = fractions(weights, row, (m.a_j, m.b_j, m.static_w)) if weights else []
-            for x, fk in zip(shares, f, strict=True):
-                out[x.request_id] = out.get(x.request_id, 0.0) + fk * self.step_j(s)
-        return out
 
 
 @dataclass(frozen=True)
@@ -192,15 +178,21 @@ def measure_modelled(
     counter_update_s: float = 0.1,
     lead_s: float = 0.2,
     tail_s: float = 0.2,
+    sampled_fraction: float | None = None,
 ) -> Measured:
     """Run a measured window over ``steps`` (moved to start ``lead_s`` after the window's start)
-    with a fake NVML GPU whose power follows ``model``, on a virtual clock."""
+    with a fake NVML GPU whose power follows ``model``, on a virtual clock. With
+    ``sampled_fraction`` the GPU is read through NVML's sensor (``llem.testing.truth.sensor``:
+    readings per ``counter_update_s`` window from that fraction of it), else exactly."""
     clock = SteppingClock()
     window_start = clock.now() + 0.1
     first = min(float(s.start_s or s.end_s) for s in steps)
     placed = shifted(steps, window_start + lead_s - first)
     power = ModelledPower(placed, model)
-    gpu = FakeGpu("GPU-modelled", power=power, counter_update_s=counter_update_s)
+    shown: Waveform = power
+    if sampled_fraction is not None:
+        shown = Sensed(power, counter_update_s, sampled_fraction)
+    gpu = FakeGpu("GPU-modelled", power=shown, counter_update_s=counter_update_s)
     saved_nvml, saved_uuids = sys.modules.get("pynvml"), measure_devices.torch_device_uuids
     sys.modules["pynvml"] = FakeNvml([gpu], clock)
     measure_devices.torch_device_uuids = lambda indices: None

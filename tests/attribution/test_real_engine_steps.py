@@ -2,9 +2,10 @@
 static batch of 8 (large for the tiny model) and transformers' continuous batching under Poisson
 (open-loop) arrivals run on the tiny model; their steps.csv, with its real durations, token
 counts and shares, drives the modelled power source (a planted J per prefill token, J per decode
-token, static and idle power), measured at 10 kHz and at 10 Hz with a 100 ms counter refresh.
-The attribution recovers the planted figures and each request's planted energy within its bounds;
-the coarse timeline's bounds are wider (helpers: real_steps.py; vLLM:
+token, static and idle power), attributed on an exact timeline and on NVML's at 10 Hz (readings
+per 100 ms window). The attribution recovers the planted figures and each request's planted energy
+within its bounds, or is null with the reason where the window is too short for NVML's timeline;
+the NVML timeline's bounds are wider (helpers: real_steps.py; vLLM:
 vllm_backend/test_vllm_attribution.py)."""
 
 from __future__ import annotations
@@ -79,14 +80,13 @@ def test_the_real_schedules_are_what_each_case_claims(runs: dict[str, Path]) -> 
 
 @pytest.mark.parametrize("case", list(CASES))
 def test_the_planted_truth_is_the_modelled_sources_energy(runs: dict[str, Path], case: str) -> None:
-    """The test's own per-request truth (the attribution's definition, computed here) adds up
-    to the energy the modelled source draws in the steps, and agrees with its own split."""
+    """The test's own per-request truth (the planted costs, computed here) adds up to the energy
+    the modelled source draws in the steps."""
     steps = _steps(runs, case)
     truth = planted_request_j(steps)
     power = ModelledPower(steps, MODEL)
     drawn = sum(power.energy(s.start_s or s.end_s, s.end_s) for s in steps)
     assert sum(truth.values()) == pytest.approx(drawn, rel=1e-9)
-    assert truth == pytest.approx(power.request_truth_j(), rel=1e-9)
 
 
 @pytest.mark.parametrize("case", list(CASES))
@@ -102,20 +102,27 @@ def test_planted_costs_and_each_requests_energy_are_recovered_on_real_steps(
 def test_the_runs_own_attribution_writes_the_recovered_energy_to_requests_jsonl(
     runs: dict[str, Path], tmp_path: Path
 ) -> None:
-    """llem.runner.attribution's fill_attribution, given the modelled window, writes each
-    request's energy and bound into the run's requests.jsonl (matched by the ids in steps.csv),
-    within its bound of the planted truth, and the phase split into result.json's energy."""
+    """llem.runner.attribution's fill_attribution, given the modelled window at 1 kHz, writes
+    each request's energy and bound into the run's requests.jsonl (matched by the ids in
+    steps.csv), within its bound of the planted truth, and the phase split into result.json's
+    energy; where the window is too short for the timeline's intervals, every one of them is null
+    with the reason."""
     case = "continuous, poisson"
     run_dir = tmp_path / "run"
     shutil.copytree(runs[case], run_dir)
     steps = _steps(runs, case)
-    m, got = attribute_modelled(steps, FINE_HZ)
+    m, got = attribute_modelled(steps, 1000.0)
     result = RunResult.from_json(run_dir / "result.json")
     result.hardware.gpus = [{"power_limit_w": ceiling_w(steps)}]
     fill_attribution(result, m.steps, m.session, run_dir)
     truth = planted_request_j(steps)
     records = read_requests(run_dir)
     assert {r.request_id for r in records} == set(truth)
+    if got.requests is None:
+        assert all(r.energy_j is None for r in records)
+        assert "too coarse" in result.null_reasons["requests.energy_j"]
+        assert result.energy.prefill_j is None
+        return
     for r in records:
         assert r.energy_j is not None and r.bound_j is not None
         assert abs(r.energy_j - truth[r.request_id]) <= r.bound_j + 1e-6

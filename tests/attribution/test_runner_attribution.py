@@ -53,10 +53,11 @@ def test_the_result_gains_the_phase_split_the_fit_and_each_requests_energy(tmp_p
     assert sum(r.energy_j for r in records) + e.unattributed_j == pytest.approx(total, rel=1e-6)
     r0 = records[0]
     assert r0.j_per_output_token == pytest.approx(r0.energy_j / r0.output_tokens, rel=1e-6)
+    # 0.4 s of steady state is two intervals of a 100 ms timeline: too few to fit, so its split
+    # is null with the reason, not the smoothed steps' split
     s = result.steady_state
-    assert s.prefill_j is not None and s.decode_j is not None and s.between_steps_j is not None
-    steady_j = m.power.energy(w.start_s + 0.3, w.start_s + 0.7)
-    assert s.prefill_j + s.decode_j + s.between_steps_j == pytest.approx(steady_j, rel=0.02)
+    assert s.prefill_j is None and s.decode_j is None and s.between_steps_j is None
+    assert "too coarse to read each step's energy" in result.null_reasons["steady_state.prefill_j"]
 
 
 def test_without_engine_steps_every_attributed_figure_is_null_with_the_reason(tmp_path) -> None:

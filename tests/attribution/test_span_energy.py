@@ -68,9 +68,10 @@ def test_spans_add_up_to_the_counter_and_the_bound_grows_with_the_sample_interva
         assert sum(got.energy_j) == pytest.approx(800.0, rel=1e-12)
         for joules, bound, exact in zip(got.energy_j, got.bound_j, truth, strict=False):
             assert abs(joules - exact) <= bound
-    # a 0.5 s timeline may misplace energy across a long span's edges 50 x more than a 10 ms one
-    assert coarse.timing_bound_j[4] > 10 * fine.timing_bound_j[4]
-    assert coarse.resolution_s == pytest.approx(0.5) and fine.resolution_s == pytest.approx(0.01)
+    # a 0.5 s timeline may misplace energy across a long span's edges 5 x more than a 10 ms one
+    # on NVML, whose readings change only every 100 ms: samples 10 ms apart resolve no more
+    assert coarse.timing_bound_j[4] > 4 * fine.timing_bound_j[4]
+    assert coarse.resolution_s == pytest.approx(0.5) and fine.resolution_s == pytest.approx(0.1)
     # the window's own bound scales every span alike: 80.002 J of 800 J
     assert fine.scale_relative == pytest.approx(0.1000025)
 

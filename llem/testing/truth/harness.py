@@ -1,0 +1,238 @@
+"""A whole simulated run: a schedule served by the simulated engine on the simulated GPU, read
+through the NVML-like sensor by llem's real measurement session on a virtual clock, with the
+truth per phase and per request from the physics alone.
+
+    trace = engine.run(requests, spec, gpu)
+    run = measure(trace, gpu, sample_hz=10.0)
+    run.truth.prefill_j, run.truth.request_j[7], run.window, run.steps
+
+The steps are planted on the clock before the window runs (a sampler reads power *now*, while an
+engine reports a step when it ends); they start ``lead_s`` after the window opens, and the
+window closes ``tail_s`` after the last step.
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from llem.backends.types import EngineStep
+from llem.config.schema import EnergySource, MeasurementConfig
+from llem.measure import MeasurementSession
+from llem.measure import devices as measure_devices
+from llem.measure.energy import WindowResult
+from llem.measure.idle import IdleCache
+from llem.testing.clocks import SteppingClock
+from llem.testing.fake_pynvml import FakeGpu, FakeNvml
+from llem.testing.truth import engine
+from llem.testing.truth.engine import EngineSpec, Request, Trace, Work
+from llem.testing.truth.gpu import Gpu, Physics
+from llem.testing.truth.sensor import Sensed, StepPower
+
+POWER_LIMIT_W = 700.0
+
+
+@dataclass(frozen=True)
+class Sensor:
+    update_s: float = 0.1
+    sampled_fraction: float = 0.25  # A100/H100; 1.0: a sensor that sees its whole window
+
+
+@dataclass(frozen=True)
+class Truth:
+    """From the physics (``gpu``): joules over the measured window and each request's joules."""
+
+    window_j: float
+    prefill_j: float
+    decode_j: float
+    between_j: float
+    request_j: dict[int, float]
+    prefill_tokens: int
+    decode_tokens: int
+    output_tokens: int  # sampled by the steps that end inside
+
+    @property
+    def j_per_output_token(self) -> float | None:
+        """The window's energy per output token (a steady state's or a search objective's
+        truth)."""
+        return self.window_j / self.output_tokens if self.output_tokens else None
+
+
+@dataclass(frozen=True)
+class Run:
+    trace: Trace
+    steps: list[EngineStep]  # on the session's clock
+    window: WindowResult
+    session: MeasurementSession
+    truth: Truth  # over the measured window
+    power: StepPower
+    gpu: Physics
+    offset_s: float  # the trace's time 0 on the session's clock
+
+    def truth_between(self, t0: float, t1: float) -> Truth:
+        """The truth over part of the window (a steady state, say), session-clock seconds."""
+        return truth_of(self.trace, self.gpu, self.offset_s, t0, t1)
+
+
+@dataclass(frozen=True)
+class Schedule:
+    name: str
+    requests: tuple[Request, ...]
+    spec: EngineSpec
+
+
+def open_loop(n: int, seed: int, rate_per_s: float = 20.0) -> Schedule:
+    """Poisson arrivals, prompts of 32-512 tokens and 16-96 output tokens under a 512-token
+    budget: steps of 10-30 ms on ``Gpu``."""
+    rng = random.Random(seed)
+    t, reqs = 0.0, []
+    for i in range(n):
+        t += rng.expovariate(rate_per_s)
+        reqs.append(Request(i, t, rng.randint(32, 512), rng.randint(16, 96)))
+    return Schedule("open loop", tuple(reqs), EngineSpec())
+
+
+def chunked(n: int, seed: int) -> Schedule:
+    """Prompts of 600-3000 tokens under a 256-token budget (every prompt chunked) and a KV cache
+    small enough that requests are preempted and recomputed."""
+    rng = random.Random(seed)
+    t, reqs = 0.0, []
+    for i in range(n):
+        t += rng.expovariate(6.0)
+        reqs.append(Request(i, t, rng.randint(600, 3000), rng.randint(16, 64)))
+    return Schedule("chunked", tuple(reqs), EngineSpec(max_num_batched_tokens=256, kv_blocks=640))
+
+
+def simulate(schedule: Schedule, gpu: Physics, seed: int = 0) -> Trace:
+    return engine.run(schedule.requests, schedule.spec, gpu, seed)
+
+
+def truth_of(trace: Trace, gpu: Physics, offset_s: float, t0: float, t1: float) -> Truth:
+    """The physics' own accounting of the steps (shifted by ``offset_s``) over ``[t0, t1]``: a
+    step's parts count for the fraction of the step inside it (its power is constant), the rest
+    of ``[t0, t1]`` is between steps. Tokens: of the steps that end inside it."""
+    power = step_power(trace, gpu, offset_s)
+    pre = dec = 0.0
+    request: dict[int, float] = {}
+    p_tokens = q_tokens = out_tokens = 0
+    for step, work, sampled in zip(trace.steps, trace.work, trace.sampled, strict=True):
+        a, b = float(step.start_s or 0.0) + offset_s, step.end_s + offset_s
+        inside = max(min(b, t1) - max(a, t0), 0.0) / (b - a)
+        if t0 < b <= t1:
+            p_tokens += step.prefill_tokens or 0
+            q_tokens += step.decode_tokens or 0
+            out_tokens += sampled
+        if inside <= 0:
+            continue
+        for w, (p, q) in zip(work, gpu.parts(work), strict=True):
+            pre, dec = pre + inside * p, dec + inside * q
+            request[w.request_id] = request.get(w.request_id, 0.0) + inside * (p + q)
+    window = power.energy(t0, t1)
+    return Truth(window, pre, dec, window - pre - dec, request, p_tokens, q_tokens, out_tokens)
+
+
+def step_power(trace: Trace, gpu: Physics, offset_s: float) -> StepPower:
+    starts = [float(s.start_s or 0.0) + offset_s for s in trace.steps]
+    ends = [s.end_s + offset_s for s in trace.steps]
+    return StepPower(starts, ends, [gpu.power_w(w) for w in trace.work], gpu.idle_w)
+
+
+def measure(
+    trace: Trace,
+    gpu: Physics,
+    *,
+    sample_hz: float,
+    sensor: Sensor = Sensor(),
+    lead_s: float = 0.25,
+    tail_s: float = 0.25,
+) -> Run:
+    """``trace`` run on ``gpu`` under llem's measurement session at ``sample_hz`` (module
+    docstring)."""
+    clock = SteppingClock()
+    window_start = clock.now() + 0.1
+    offset = window_start + lead_s - float(trace.steps[0].start_s or 0.0)
+    power = step_power(trace, gpu, offset)
+    sensed = Sensed(power, sensor.update_s, sensor.sampled_fraction)
+    fake = FakeGpu(
+        "GPU-simulated",
+        power=sensed,
+        counter_update_s=sensor.update_s,
+        power_limit_mw=int(POWER_LIMIT_W * 1000),
+    )
+    steps = [_shifted(s, offset) for s in trace.steps]
+    saved_nvml, saved_uuids = sys.modules.get("pynvml"), measure_devices.torch_device_uuids
+    sys.modules["pynvml"] = FakeNvml([fake], clock)
+    measure_devices.torch_device_uuids = lambda indices: None
+    try:
+        session = _session(clock, sample_hz)
+        session.start()
+        clock.sleep(0.1)
+        with session.window():
+            clock.sleep(steps[-1].end_s + tail_s - clock.now())
+        session.close()
+    finally:
+        measure_devices.torch_device_uuids = saved_uuids
+        if saved_nvml is None:
+            sys.modules.pop("pynvml", None)
+        else:
+            sys.modules["pynvml"] = saved_nvml
+    w = session.last_window
+    assert w is not None
+    truth = truth_of(trace, gpu, offset, w.start_s, w.end_s)
+    return Run(trace, steps, w, session, truth, power, gpu, offset)
+
+
+def _session(clock: SteppingClock, sample_hz: float) -> MeasurementSession:
+    cfg = MeasurementConfig(
+        idle_baseline_s=0.0,
+        sample_hz=sample_hz,
+        cooldown_s=0.0,
+        min_window_s=0.1,
+        min_valid_window_s=0.1,
+        energy=EnergySource.nvml,
+    )
+    return MeasurementSession(
+        cfg,
+        [0],
+        "cuda",
+        clock=clock,
+        powercap_root="/nonexistent-powercap",
+        cuda_sync=lambda: None,
+        env={},
+        idle_cache=IdleCache(),
+    )
+
+
+def _shifted(s: EngineStep, by_s: float) -> EngineStep:
+    return EngineStep(
+        s.end_s + by_s,
+        s.running,
+        s.prefill_tokens,
+        s.decode_tokens,
+        None if s.start_s is None else s.start_s + by_s,
+        s.shares,
+    )
+
+
+def marginal_costs(trace: Trace, gpu: Physics) -> tuple[float, float]:
+    """The physics' mean marginal J per prefill token and per decode token over the run's steps
+    (one more prefill token in a step's first chunk, or one more decoding request of the step's
+    mean context): what a fitted J per token is compared with where the GPU is not linear."""
+    da, db = [], []
+    for work in trace.work:
+        e = gpu.power_w(work) * gpu.duration_s(work)
+        ctx = sum(w.context_tokens for w in work) // max(len(work), 1)
+        more_p = [*work, Work(-1, 1, 0, 0)]
+        more_q = [*work, Work(-2, 0, 1, ctx)]
+        da.append(_energy(gpu, more_p) - e)
+        db.append(_energy(gpu, more_q) - e)
+    return sum(da) / len(da), sum(db) / len(db)
+
+
+def _energy(gpu: Physics, work: Sequence[Work]) -> float:
+    return gpu.power_w(work) * gpu.duration_s(work)
+
+
+__all__ = ["Gpu", "Run", "Schedule", "Sensor", "Truth", "chunked", "measure", "open_loop"]

@@ -1,0 +1,95 @@
+"""The truth harness itself (llem.testing.truth): the engine chunks long prompts under its token
+budget and preempts with recompute when the KV cache runs out, placing each chunk in the step
+that computed it; the physics' truth accounts for every joule the simulated GPU drew; the sensor
+reads it as NVML does (readings per 100 ms window from part of the window, a counter that sums
+them). No llem figure is used to build any of it."""
+
+from __future__ import annotations
+
+import pytest
+
+from llem.testing.fake_pynvml import Constant
+from llem.testing.truth import harness as h
+from llem.testing.truth.engine import EngineSpec, Request, run
+from llem.testing.truth.gpu import Gpu
+from llem.testing.truth.sensor import Sensed, StepPower
+
+
+def test_long_prompts_are_prefilled_in_chunks_within_the_token_budget() -> None:
+    plan = h.chunked(24, seed=1)
+    trace = h.simulate(plan, Gpu(), 1)
+    budget = plan.spec.max_num_batched_tokens
+    assert all((s.prefill_tokens or 0) + (s.decode_tokens or 0) <= budget for s in trace.steps)
+    assert trace.chunked_requests == 24
+    assert trace.preemptions > 0  # the small KV cache forces recomputes
+    prefilled: dict[int, int] = {}
+    for s in trace.steps:
+        for x in s.shares or ():
+            prefilled[x.request_id] = prefilled.get(x.request_id, 0) + x.prefill_tokens
+    for r in plan.requests:  # every prompt token, and recomputed ones, in some step's share
+        assert prefilled[r.request_id] >= r.prompt_tokens
+
+
+def test_a_preempted_request_recomputes_its_prompt_and_generated_tokens() -> None:
+    spec = EngineSpec(max_num_batched_tokens=64, max_num_seqs=2, kv_blocks=6, block_tokens=16)
+    reqs = [Request(0, 0.0, 40, 30), Request(1, 0.0, 40, 30)]
+    trace = run(reqs, spec, Gpu())
+    assert trace.preemptions > 0
+    decoded = {0: 0, 1: 0}
+    prefilled = {0: 0, 1: 0}
+    for s in trace.steps:
+        for x in s.shares or ():
+            decoded[x.request_id] += x.decode_tokens
+            prefilled[x.request_id] += x.prefill_tokens
+    # each request samples 30 tokens: one per finished prefill, the rest by decode steps
+    assert sum(prefilled.values()) > 80  # some prompt (and generated) tokens computed twice
+    for rid in (0, 1):
+        assert decoded[rid] < 30
+
+
+def test_the_truth_accounts_for_every_joule_the_gpu_drew() -> None:
+    gpu = Gpu()
+    trace = h.simulate(h.open_loop(24, seed=2), gpu, 2)
+    truth = h.truth_of(trace, gpu, 0.0, -0.5, trace.steps[-1].end_s + 0.5)
+    drawn = sum(gpu.power_w(w) * gpu.duration_s(w) for w in trace.work)
+    assert truth.prefill_j + truth.decode_j == pytest.approx(drawn, rel=1e-9)
+    assert sum(truth.request_j.values()) == pytest.approx(drawn, rel=1e-9)
+    gaps = truth.window_j - drawn
+    idle_s = trace.steps[-1].end_s + 1.0 - sum(s.end_s - (s.start_s or 0) for s in trace.steps)
+    assert truth.between_j == pytest.approx(gaps) and gaps == pytest.approx(gpu.idle_w * idle_s)
+
+
+def test_the_physics_is_not_linear_in_the_tokens() -> None:
+    """Doubling a decode batch does not double its tokens' energy above static power."""
+    from llem.testing.truth.engine import Work
+
+    gpu = Gpu()
+
+    def dynamic_j(n: int) -> float:
+        work = [Work(i, 0, 1, 500) for i in range(n)]
+        return (gpu.power_w(work) - gpu.busy_w) * gpu.duration_s(work)
+
+    assert dynamic_j(32) / dynamic_j(16) < 1.8
+
+
+def test_the_sensor_sees_only_part_of_each_window_and_the_counter_sums_its_readings() -> None:
+    true = StepPower([0.05], [0.07], [500.0], 100.0)  # 20 ms at 500 W in a 100 ms window
+    part, full = Sensed(true, 0.1, 0.25), Sensed(true, 0.1, 1.0)
+    assert part.power(0.09) == pytest.approx(100.0)  # the step fell outside the 25 ms it saw
+    assert full.power(0.09) == pytest.approx(100.0 + 400.0 * 0.2)
+    assert full.energy(0.0, 0.1) == pytest.approx(true.energy(0.0, 0.1))
+    assert part.energy(0.0, 0.3) == pytest.approx(30.0)  # it missed the step's 8 J
+    flat = Sensed(Constant(250.0), 0.1, 0.25)
+    assert flat.energy(0.013, 2.47) == pytest.approx(250.0 * (2.47 - 0.013))
+
+
+def test_every_requests_output_tokens_are_sampled_once_whatever_the_preemptions() -> None:
+    """The truth of a J per output token (a steady state's, a search objective's): each request
+    samples exactly its output tokens, recomputes included, in steps that the truth counts."""
+    plan = h.chunked(24, seed=1)
+    gpu = Gpu()
+    trace = h.simulate(plan, gpu, 1)
+    assert trace.preemptions > 0
+    truth = h.truth_of(trace, gpu, 0.0, -1.0, trace.steps[-1].end_s + 1.0)
+    assert truth.output_tokens == sum(r.output_tokens for r in plan.requests)
+    assert truth.j_per_output_token == pytest.approx(truth.window_j / truth.output_tokens)
