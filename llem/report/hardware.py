@@ -20,7 +20,7 @@ from typing import Any, NamedTuple, Protocol
 import pandas as pd
 
 from llem.report.cells import is_missing
-from llem.report.ttft import origin_of_rows, split_by_origin
+from llem.report.ttft_origin import origin_of_rows, split_by_origin
 
 
 class _Runs(Protocol):
@@ -168,7 +168,7 @@ class Group:
 
 def configuration_groups(runs: _Runs) -> list[Group]:
     """Runs pooled for statistics: same ``config_hash``, same hardware key AND same TTFT origin
-    (``llem.report.ttft``: TTFTs from different origins are different figures).
+    (``llem.report.ttft_origin``: TTFTs from different origins are different figures).
 
     A run that recorded no hardware (failed, skipped, missing) joins its configuration's ok runs
     when they all ran on one kind of hardware, and their origin when they have one; otherwise it

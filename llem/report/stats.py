@@ -41,7 +41,7 @@ from llem.report.hardware import (
 )
 from llem.report.load import Runs
 from llem.report.student_t import t_cdf, t_quantile
-from llem.report.ttft import ORIGIN
+from llem.report.ttft_origin import ORIGIN
 from llem.report.window import (
     HEADLINES,
     RULE,
