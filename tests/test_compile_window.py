@@ -66,3 +66,35 @@ def test_without_torch_compile_nothing_is_counted(tiny_model_dir: Path, tmp_path
     result = _run(tiny_model_dir, tmp_path, "dataset.n_prompts=3", "pytorch.batch_size=2")
     assert result["lifecycle"]["compilations_in_window"] is None
     assert "compilations_in_window" not in result["validity"]["checks"]
+
+
+def test_an_eager_fallback_in_the_window_is_counted_and_labelled(
+    tiny_model_dir: Path, tmp_path: Path
+) -> None:
+    """Dynamo's recompile limit reached in the warm-up: it stops compiling the forward, and every
+    shape its one compiled graph does not fit (the other batch, each decode step's length) runs
+    eagerly in the window, without a compilation or a warning. The run says what ran."""
+    import torch
+
+    with torch._dynamo.config.patch(recompile_limit=1, automatic_dynamic_shapes=False):
+        result = _run(tiny_model_dir, tmp_path, *COMPILE)
+    assert result["status"] == "ok"
+    life, validity = result["lifecycle"], result["validity"]
+    eager = life["eager_calls_in_window"]
+    assert eager >= 1
+    assert life["torch_compile"].startswith(f"eager fallback: {eager} of ")
+    assert (
+        "forward calls in the window ran eagerly (Dynamo's recompile limit"
+        in (life["torch_compile"])
+    )
+    assert validity["checks"]["compilations_in_window"] == "condition"
+    assert any(
+        f"torch.compile ran {eager} forward call(s) in the measured window eagerly" in c
+        for c in validity["conditions"]
+    )
+
+
+def test_a_fully_compiled_window_runs_no_call_eagerly(tiny_model_dir: Path, tmp_path: Path) -> None:
+    result = _run(tiny_model_dir, tmp_path, *COMPILE)
+    assert result["lifecycle"]["eager_calls_in_window"] == 0
+    assert result["lifecycle"]["torch_compile"] == "active"

@@ -226,6 +226,11 @@ class LoadedModel:
         difference across it), or None when nothing compiles lazily here (torch.compile off)."""
         return None
 
+    def forward_calls(self) -> tuple[int, int] | None:
+        """(forward calls, those that ran eagerly although compiled: Dynamo's recompile limit)
+        so far (running counts), or None when nothing is compiled here (torch.compile off)."""
+        return None
+
 
 ConfigT = TypeVar("ConfigT")
 ConfigT_co = TypeVar("ConfigT_co", covariant=True)

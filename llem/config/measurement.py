@@ -121,7 +121,8 @@ class MeasurementConfig:
     )
     idle_power_max_fraction: float = knob(
         0.5,
-        doc="Validity: idle power above this share of the GPU's power limit is implausible.",
+        doc="Validity: idle power above this share of the GPU's default power limit (not the "
+        "limit set) is implausible.",
         goes_to=LLEM,
         gt=0,
         le=1,

@@ -45,6 +45,8 @@ class DeviceInfo:
     mig_uuid: str | None = None  # the MIG instance torch used, when it was one
     null_reasons: Mapping[str, str] = field(default_factory=dict)
     power_limit_w: float | None = None  # NVML's enforced power limit
+    # the limit the GPU ships with (nvmlDeviceGetPowerManagementDefaultLimit), whatever is set now
+    default_power_limit_w: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -55,6 +57,7 @@ class DeviceInfo:
             "memory_total_mb": self.memory_total_mb,
             "memory_bandwidth_bytes_per_s": self.memory_bandwidth_bytes_per_s,
             "power_limit_w": self.power_limit_w,
+            "default_power_limit_w": self.default_power_limit_w,
         }
 
 
@@ -94,6 +97,7 @@ def describe(
         mig_uuid,
         dict(facts.null_reasons),
         facts.power_limit_w,
+        facts.default_power_limit_w,
     )
 
 

@@ -154,6 +154,7 @@ def hardware(devices: Sequence[DeviceInfo]) -> Hardware:
                 "name": d.name,
                 "memory_total_mb": d.memory_total_mb,
                 "power_limit_w": d.power_limit_w,
+                "default_power_limit_w": d.default_power_limit_w,
             }
             for d in devices
         ],

@@ -52,14 +52,16 @@ class Gpu:
 
 @dataclass(frozen=True)
 class GpuFacts:
-    """What a GPU is: name, total memory (MB), peak memory bandwidth (bytes/s) and enforced power
-    limit (W); each None that NVML cannot report has its reason in ``null_reasons``."""
+    """What a GPU is: name, total memory (MB), peak memory bandwidth (bytes/s), enforced power
+    limit (W) and the default power limit it ships with (W, whatever limit is set now); each None
+    that NVML cannot report has its reason in ``null_reasons``."""
 
     name: str
     memory_total_mb: float | None
     memory_bandwidth_bytes_per_s: float | None
     power_limit_w: float | None
     null_reasons: Mapping[str, str] = field(default_factory=dict)
+    default_power_limit_w: float | None = None
 
 
 class Nvml:
@@ -131,7 +133,7 @@ class Nvml:
         return bus_bits / 8 * mem_mhz * 1e6 * 2, None
 
     def facts(self, gpu: Gpu) -> GpuFacts:
-        """Name, total memory, memory bandwidth and power limit of one physical GPU."""
+        """Name, total memory, memory bandwidth and power limits of one physical GPU."""
         n, h, reasons = self.module, gpu.handle, {}
         name = self.name(gpu)
         total_mb: float | None = None
@@ -144,14 +146,22 @@ class Nvml:
         bandwidth, why = self.memory_bandwidth(gpu)
         if why:
             reasons["memory_bandwidth_bytes_per_s"] = why
-        limit_w: float | None = None
+        limit_w = self._watts(h, "nvmlDeviceGetEnforcedPowerLimit", "power_limit_w", reasons)
+        default_w = self._watts(
+            h, "nvmlDeviceGetPowerManagementDefaultLimit", "default_power_limit_w", reasons
+        )
+        return GpuFacts(name, total_mb, bandwidth, limit_w, reasons, default_w)
+
+    def _watts(self, handle: Any, function: str, key: str, reasons: dict[str, str]) -> float | None:
+        """``pynvml.<function>(handle)`` in W; None with its reason under ``reasons[key]``."""
         try:
-            limit_w = n.nvmlDeviceGetEnforcedPowerLimit(h) / 1000.0
+            return float(getattr(self.module, function)(handle)) / 1000.0
         except Exception as exc:
             if not (self.is_not_supported(exc) or self.is_error(exc)):
                 raise
-            reasons["power_limit_w"] = f"NVML cannot report the power limit ({error_text(exc)})"
-        return GpuFacts(name, total_mb, bandwidth, limit_w, reasons)
+            what = key.removesuffix("_w").replace("_", " ")
+            reasons[key] = f"NVML cannot report the {what} ({error_text(exc)})"
+            return None
 
     def device(self, gpu: Gpu) -> NvmlDevice:
         """A reader of ``gpu``'s energy, power and the rest of a sample."""

@@ -212,6 +212,7 @@ def _open_replay(path: str, origin_s: float) -> OpenedSource:
         "memory_total_mb",
         "memory_bandwidth_bytes_per_s",
         "power_limit_w",
+        "default_power_limit_w",
     )
     devices = [
         DeviceInfo(

@@ -22,8 +22,9 @@
   configuration's energy. A linear fit, not last-minus-first, so NVML's whole-degree readings do
   not flip the outcome on one reading.
 * ``idle_power_plausible``: each device's idle power is at least ``idle_power_min_w`` and, where its
-  power limit is known, at most ``idle_power_max_fraction`` of that limit (not checked without a
-  baseline).
+  power limit is known, at most ``idle_power_max_fraction`` of its *default* power limit (NVML's
+  ``nvmlDeviceGetPowerManagementDefaultLimit``), not of the limit set for the run: idle draw does
+  not depend on the cap (not checked without a baseline).
 * ``energy_nonzero``: no device's energy read 0 J (or less).
 * ``whole_gpu``: no measured device is a MIG instance: NVML's power and energy are the whole
   GPU's, shared with its other instances, so a slice's share cannot be measured (not checked
@@ -225,15 +226,27 @@ def _temperature_steady(window: WindowResult, cfg: MeasurementConfig) -> CheckOu
     return (Check.condition, conditions) if conditions else _PASSED
 
 
+def idle_reference_limit(device: DeviceInfo) -> tuple[float | None, str]:
+    """The power limit idle power is judged against, and its name: the GPU's default limit.
+
+    An idle GPU draws far below any limit, so its idle power does not depend on the limit set:
+    judged against a lowered limit (``gpu.power_limit_w``), a plausible idle would look busy and
+    the low end of a power-limit sweep would drop out. The enforced limit stands in only where
+    NVML cannot report the default (then it cannot change the limit either)."""
+    if device.default_power_limit_w:
+        return device.default_power_limit_w, "default power limit"
+    return device.power_limit_w, "power limit (NVML reports no default limit)"
+
+
 def _idle_power(
     idle: IdleBaseline, devices: Sequence[DeviceInfo], cfg: MeasurementConfig
 ) -> CheckOutcome:
     if idle.power_w is None or not idle.per_device_w:
         return _NOT_CHECKED
-    limits = {d.uuid: d.power_limit_w for d in devices}
+    limits = {d.uuid: idle_reference_limit(d) for d in devices}
     problems = []
     for uuid, watts in idle.per_device_w.items():
-        limit = limits.get(uuid)
+        limit, limit_name = limits.get(uuid, (None, ""))
         if watts < cfg.idle_power_min_w:
             problems.append(
                 f"The idle power of {uuid}, {watts:.1f} W, is implausibly low (below "
@@ -244,7 +257,7 @@ def _idle_power(
             problems.append(
                 f"The idle power of {uuid}, {watts:.1f} W, is implausibly high (above "
                 f"measurement.idle_power_max_fraction={cfg.idle_power_max_fraction:g} of its "
-                f"{limit:.0f} W power limit): the GPU was busy while idle was measured."
+                f"{limit:.0f} W {limit_name}): the GPU was busy while idle was measured."
             )
     return _outcome(problems)
 

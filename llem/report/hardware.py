@@ -1,12 +1,17 @@
 """What a run ran on, as far as it changes the numbers: the key the summary never pools across.
 
-A run's hardware key is its device, GPU model and GPU count; for a CPU run also its host and CPU
-model (``hardware.hostname``, ``environment.cpu.model``); for a GPU run also the GPUs' power limit
-and the NVIDIA driver (``hardware.gpus.power_limit_w``, ``environment.driver_version``) where the
-run recorded them; for every run the CPU threads torch used (``hardware.torch_threads``: runs on
-2 threads and on 1 are not pooled; a result that did not record them stands apart as "threads
-not recorded"). Only ok runs record their hardware; see :func:`configuration_groups` for the
-others.
+A run is keyed by what measured each of its figures. Its hardware key is its device, GPU model and
+GPU count; for a CPU run also its host and CPU model (``hardware.hostname``,
+``environment.cpu.model``); for a GPU run also the GPUs' power limit and the NVIDIA driver
+(``hardware.gpus.power_limit_w``, ``environment.driver_version``) where the run recorded them; for
+a replayed run (``measurement.energy=replay``; its GPU model reads ``replay:<trace file>``) the
+trace measured the energy and this host the throughput and latency, so its key is the trace's
+name and device count with the host and CPU model (a replayed device has no power limit or
+driver; on device=cuda, the GPU that ran it is not recorded, and the host stands for it); for
+every run the
+CPU threads torch used (``hardware.torch_threads``: runs on 2 threads and on 1 are not pooled; a
+result that did not record them stands apart as "threads not recorded"). Only ok runs record their
+hardware; see :func:`configuration_groups` for the others.
 """
 
 from __future__ import annotations
@@ -31,6 +36,9 @@ class _Runs(Protocol):
 
 #: the summary's hardware label column (present when the hardware differs between runs)
 GPU = "gpu"
+
+#: how a replayed run's GPU model starts (``replay:<trace file name>``, llem.measure.sources)
+REPLAY = "replay:"
 
 
 class HardwareKey(NamedTuple):
@@ -106,12 +114,13 @@ def hardware_key(frame: pd.DataFrame, i: int) -> HardwareKey | None:
         int(float(count)) if count and model else None,
         threads=str(int(float(threads))) if threads else None,
     )
+    host = key._replace(host=cell(DETAILS["host"][0]), cpu_model=cell(DETAILS["cpu_model"][0]))
+    if model is not None and model.startswith(REPLAY):
+        return host  # the trace measured the energy, this host everything else
     if model is not None:
         limits = cell(DETAILS["power_limit_w"][0])
         return key._replace(power_limit_w=limits, driver=cell(DETAILS["driver"][0]))
-    if device == "cpu":
-        return key._replace(host=cell(DETAILS["host"][0]), cpu_model=cell(DETAILS["cpu_model"][0]))
-    return key
+    return host if device == "cpu" else key
 
 
 def varying_details(keys: Sequence[HardwareKey | None]) -> list[str]:
@@ -126,10 +135,13 @@ def varying_details(keys: Sequence[HardwareKey | None]) -> list[str]:
 
 
 def _applies(key: HardwareKey, name: str) -> bool:
-    gpu = key.gpu_model is not None
+    replayed = key.gpu_model is not None and key.gpu_model.startswith(REPLAY)
+    gpu = key.gpu_model is not None and not replayed
     if name == "threads":
         return True
-    return gpu if name in ("power_limit_w", "driver") else (not gpu and key.device == "cpu")
+    if name in ("power_limit_w", "driver"):
+        return gpu
+    return replayed or (not gpu and key.device == "cpu")
 
 
 def hardware_label(key: HardwareKey | None, details: Sequence[str] = ()) -> str:

@@ -220,10 +220,14 @@ class Lifecycle:
     model_reused: bool | None = None
     model_source: str | None = None
     load_kwargs: dict[str, Any] = field(default_factory=dict)
-    torch_compile: str | None = None  # what ran in the window: active | failed: ... | None (off)
+    # what ran in the window: active | eager fallback: ... | failed: ... | None (off)
+    torch_compile: str | None = None
     # torch.compile on: Dynamo's compilations inside the window (0 when the warm-up covered every
     # batch shape; more fails validity check compilations_in_window); null when it is off
     compilations_in_window: int | None = None
+    # torch.compile on: forward calls in the window that ran eagerly (no compiled graph ran: a
+    # frame past Dynamo's recompile limit); null when it is off
+    eager_calls_in_window: int | None = None
     seed: int | None = None  # torch seed of this run (seed + repeat for a sampling decoder)
     # vllm: whether the engine's prefix cache was on, and the share of the window's prompt tokens
     # it served instead of prefill (null for pytorch, which has none)

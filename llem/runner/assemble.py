@@ -21,6 +21,7 @@ from llem.measure import Measurement
 from llem.result import (
     Compute,
     Figure,
+    Lifecycle,
     RunResult,
     SweepPosition,
     quantization_label,
@@ -120,23 +121,52 @@ def fill_measurement(
     return m.memory_bandwidth_by_torch_index()
 
 
+def label_eager_fallback(
+    life: Lifecycle, before: tuple[int, int] | None, after: tuple[int, int] | None
+) -> None:
+    """``lifecycle.eager_calls_in_window`` from the running (forward, eager) call counts across
+    the window, and ``lifecycle.torch_compile`` saying what ran when any call ran eagerly."""
+    if before is None or after is None:
+        return
+    total, eager = after[0] - before[0], after[1] - before[1]
+    life.eager_calls_in_window = eager
+    if eager and life.torch_compile == "active":
+        life.torch_compile = (
+            f"eager fallback: {eager} of {total} forward calls in the window ran eagerly "
+            "(Dynamo's recompile limit, torch._dynamo.config.recompile_limit)"
+        )
+
+
 def fill_compilations(result: RunResult) -> None:
     """With torch.compile on, the check ``compilations_in_window``: a compilation inside the
-    window puts compile time (and any eager fallback) into the measured energy and time, so it
-    fails the check, adds its problem and makes a measured energy invalid."""
-    n = result.lifecycle.compilations_in_window
+    window puts compile time into the measured energy and time, so it fails the check, adds its
+    problem and makes a measured energy invalid. Forward calls that ran eagerly (Dynamo's
+    recompile limit: no compile time, but not the compiled model either) are a condition."""
+    life = result.lifecycle
+    n = life.compilations_in_window
     if n is None:
         return
     v = result.validity
-    checks = {**v.checks, "compilations_in_window": "failed" if n else "passed"}
-    problems = list(v.problems)
+    eager = life.eager_calls_in_window or 0
+    status = "failed" if n else ("condition" if eager else "passed")
+    checks = {**v.checks, "compilations_in_window": status}
+    problems, conditions = list(v.problems), list(v.conditions)
     if n:
         problems.append(
             f"torch.compile compiled {n} time(s) inside the measured window (a batch shape the "
-            "warm-up did not cover, or Dynamo's recompile limit and its fallback to eager): "
-            "the window's time and energy include compilation."
+            "warm-up did not cover, or a frame reaching Dynamo's recompile limit): the window's "
+            "time and energy include compilation."
         )
-    result.validity = dataclasses.replace(v, checks=checks, problems=problems)
+    if eager:
+        conditions.append(
+            f"torch.compile ran {eager} forward call(s) in the measured window eagerly: Dynamo's "
+            "recompile limit (torch._dynamo.config.recompile_limit) had stopped it compiling new "
+            "shapes, so the figures are those of that mix (lifecycle.torch_compile), as "
+            "torch.compile runs this workload, not of a fully compiled model."
+        )
+    result.validity = dataclasses.replace(
+        v, checks=checks, problems=problems, conditions=conditions
+    )
     if n and v.energy_valid:
         result.set_figure("validity.energy_valid", Figure(False))
 

@@ -31,6 +31,7 @@ from llem.runner.assemble import (
     fill_memory,
     fill_prefix_cache,
     fill_workload,
+    label_eager_fallback,
     new_result,
 )
 from llem.runner.environment import EnvironmentCache, write_environment
@@ -207,12 +208,13 @@ class Runner:
         if cuda_devices:
             reset_peak_memory(cuda_devices)
         serving = plan(exp, prompt_set.prompts)  # send times drawn before the window
-        compiled_before = loaded.compilations()
+        compiled_before, calls_before = loaded.compilations(), loaded.forward_calls()
         measured = self._window(exp, backend, loaded, session, batches, serving)
         measured.n_prompts = len(prompt_set.prompts)
         compiled_after = loaded.compilations()
         if compiled_before is not None and compiled_after is not None:
             life.compilations_in_window = compiled_after - compiled_before
+        label_eager_fallback(life, calls_before, loaded.forward_calls())
         peaks = peak_memory(cuda_devices) if cuda_devices else None
         return measured, peaks
 

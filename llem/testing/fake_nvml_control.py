@@ -80,6 +80,14 @@ class ControlFunctions:
             _raise(_real.NVML_ERROR_NOT_SUPPORTED)
         return int(gpu.power_limit_mw)
 
+    def nvmlDeviceGetPowerManagementDefaultLimit(self, handle: Any) -> int:
+        gpu, c = self._control(handle, "nvmlDeviceGetPowerManagementDefaultLimit")
+        if gpu.power_limit_mw is None or c.power_range_mw is None:
+            _raise(_real.NVML_ERROR_NOT_SUPPORTED)
+        if gpu.default_power_limit_mw is not None:
+            return int(gpu.default_power_limit_mw)
+        return int(gpu.power_limit_mw if c.original_limit_mw is None else c.original_limit_mw)
+
     def nvmlDeviceGetPowerManagementLimitConstraints(self, handle: Any) -> list[int]:
         _, c = self._control(handle, "nvmlDeviceGetPowerManagementLimitConstraints")
         if c.power_range_mw is None:

@@ -155,6 +155,9 @@ class FakeGpu:
     fail_code: int = _real.NVML_ERROR_GPU_IS_LOST
     calls: int = 0
     power_limit_mw: int | None = 700_000  # None: not supported
+    # nvmlDeviceGetPowerManagementDefaultLimit; None: the limit the GPU started with (the one
+    # before the first change, else power_limit_mw)
+    default_power_limit_mw: int | None = None
     control: FakeControl = field(default_factory=FakeControl)  # power limit range, clocks, locks
     # (pid, used bytes or None) of compute processes; None: listing them is not supported
     processes: list[tuple[int, int | None]] | None = field(default_factory=list)

@@ -119,6 +119,7 @@ def test_session_devices_and_bandwidth(nvml, make_session, monkeypatch):
         "memory_total_mb": 80e9 / 2**20,  # MB = 2**20 bytes, like torch's figures
         "memory_bandwidth_bytes_per_s": 5120 / 8 * 2619e6 * 2,  # 3.35 TB/s, the H100 SXM figure
         "power_limit_w": 700.0,
+        "default_power_limit_w": 700.0,
     }
     assert rep.devices[1].nvml_index == 2
     assert rep.devices[1].memory_bandwidth_bytes_per_s is None
@@ -134,6 +135,7 @@ def test_session_devices_and_bandwidth(nvml, make_session, monkeypatch):
         "name": "NVIDIA H100 80GB HBM3",
         "memory_total_mb": 80e9 / 2**20,
         "power_limit_w": 700.0,
+        "default_power_limit_w": 700.0,
     }
 
 

@@ -11,6 +11,7 @@ from llem.measure.energy import DeviceEnergy, WindowResult
 from llem.measure.idle import IdleBaseline
 from llem.measure.sampler import Sample
 from llem.measure.validity import CHECKS, assess, temperature_rise_c
+from llem.testing.fake_nvml_control import FakeControl
 from llem.testing.fake_pynvml import Constant, FakeGpu, Step
 
 from .conftest import make_cfg
@@ -200,6 +201,36 @@ def test_idle_power_plausibility(
     assert statuses(rep)["idle_power_plausible"] == status
     if words:
         assert words in rep.validity.problems[0]
+
+
+L4 = dict(
+    name="NVIDIA L4", power_limit_mw=72_000, control=FakeControl(power_range_mw=(40_000, 72_000))
+)
+
+
+@pytest.mark.parametrize(
+    "idle_w, limit_mw, status",
+    [(24.0, 72_000, "passed"), (24.0, 40_000, "passed"), (40.0, 40_000, "failed")],
+)
+def test_idle_power_is_judged_against_the_default_limit(
+    install_nvml, make_session, clock, idle_w, limit_mw, status
+):
+    """An L4 (72 W by default) idles at 24 W whatever its limit: lowered to 40 W for a point of a
+    power-limit sweep, its idle is as plausible as at 72 W. 40 W of idle is more than half of the
+    default limit at any limit set."""
+    gpu = FakeGpu("GPU-a", power=Step(idle_w, 35.0, T0 + 1.0), **L4)
+    fake = install_nvml([gpu])
+    fake.nvmlDeviceSetPowerManagementLimit(fake.nvmlDeviceGetHandleByIndex(0), limit_mw)
+    s = make_session(make_cfg(idle_baseline_s=1.0))
+    s.start()
+    with s.window():
+        clock.sleep(2.0)
+    rep = s.measurement(output_tokens=10, requests=1)
+    assert rep.devices[0].power_limit_w == limit_mw / 1000
+    assert rep.devices[0].default_power_limit_w == 72.0
+    assert statuses(rep)["idle_power_plausible"] == status
+    if status == "failed":
+        assert "of its 72 W default power limit" in rep.validity.problems[0]
 
 
 def test_no_idle_baseline_is_not_checked(install_nvml, make_session, clock):

@@ -184,6 +184,33 @@ def test_cpu_runs_on_other_hosts_and_cpus_are_not_pooled(tmp_path: Path) -> None
     assert summary["throughput.output_tokens_per_s.mean"].tolist() == [50.0, 90.0]
 
 
+def test_replayed_runs_measured_on_other_hosts_are_not_pooled(tmp_path: Path) -> None:
+    """A replay run's energy comes from the trace, its throughput from this host's CPU: runs of
+    one trace on two hosts with different CPUs are two rows (keyed by host and CPU as well as the
+    trace); on the same host they pool."""
+    hosts = {0: ("node-a", "Intel Xeon Gold 6338", 50.0), 1: ("node-b", "AMD EPYC 7763", 90.0)}
+    hosts[2] = hosts[0]
+
+    def make(p):
+        host, _, tok_s = hosts[p["repeat"]]
+        result = synth.ok_result(gpu_model="replay:trace.csv", hostname=host, tok_s=tok_s)
+        result["device"] = "cpu"
+        result["energy"]["source"] = "replay"
+        return result
+
+    dirs = synth.write_sweep(tmp_path / "s", {"pytorch.batch_size": [1]}, make, repeats=3)
+    for r, d in enumerate(dirs):
+        _environment(d, hosts[r][1], None)
+    summary = _summary(tmp_path / "s")
+    assert summary["gpu"].tolist() == [
+        "replay:trace.csv ×1 · on node-a · Intel Xeon Gold 6338",
+        "replay:trace.csv ×1 · on node-b · AMD EPYC 7763",
+    ]
+    assert summary["n"].tolist() == [2, 1]
+    assert summary["throughput.output_tokens_per_s.mean"].tolist() == [50.0, 90.0]
+    assert "hardware.gpus.power_limit_w" not in summary.columns
+
+
 def test_gpu_runs_at_other_power_limits_or_drivers_are_not_pooled(tmp_path: Path) -> None:
     """Same GPU model, but one node caps it at 250 W and another runs another driver. GPU runs
     on different hosts with the same GPU, limit and driver still pool."""

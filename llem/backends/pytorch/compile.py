@@ -6,12 +6,22 @@ The state lives on the loaded model (``TorchModel``): ``torch_compile`` is what 
 back to, ``compile_settled`` whether the window may begin (a compile error then fails the run).
 Every batch shape the window will see is compiled in the warm-up (``warm_up_shapes``), and
 ``TorchModel.compilations`` counts Dynamo's compilations so the run can tell any left in the window.
+
+Dynamo's silent fallback is counted too: once a frame reaches
+``torch._dynamo.config.recompile_limit`` (8), Dynamo warns once and stops compiling it; every later
+input its compiled graphs do not fit runs eagerly, with no compilation and no counter moved. So the
+backend torch.compile would use is wrapped to count each run of a compiled graph, and
+``model.forward`` to count its calls: a forward call in which no compiled graph ran ran eagerly
+(``TorchModel.forward_calls``). A call that ran some of its graphs and fell back in a nested frame
+counts as compiled.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from llem.backends.types import LoadedModel
@@ -30,6 +40,7 @@ class TorchModel(LoadedModel):
 
     eager_forward: Any = None
     compile_settled: bool = False
+    calls: CallCounts = field(default_factory=lambda: CallCounts())
 
     def compilations(self) -> int | None:
         """Frames Dynamo has tried to compile in this process (a cache miss each: a first
@@ -40,6 +51,70 @@ class TorchModel(LoadedModel):
         from torch._dynamo.utils import counters
 
         return int(counters["frames"]["total"])
+
+    def forward_calls(self) -> tuple[int, int] | None:
+        """(forward calls through the compiled wrapper, those in which no compiled graph ran) so
+        far; None with torch.compile off."""
+        if self.torch_compile is None:
+            return None
+        return self.calls.forward, self.calls.eager
+
+
+@dataclass
+class CallCounts:
+    """Running counts: forward calls, those that ran eagerly, and runs of compiled graphs."""
+
+    forward: int = 0
+    eager: int = 0
+    graphs: int = 0
+
+
+class CountingBackend:
+    """A torch.compile backend: ``inner`` (what torch.compile would build from the backend name
+    and mode), with every run of a graph it compiled counted in ``counts.graphs``."""
+
+    def __init__(self, inner: Callable[..., Any], counts: CallCounts) -> None:
+        self.inner, self.counts = inner, counts
+        self.__name__ = f"counted_{getattr(inner, 'compiler_name', 'backend')}"
+
+    def __call__(self, gm: Any, example_inputs: Any) -> Any:
+        compiled_fn = self.inner(gm, example_inputs)
+        counts = self.counts
+
+        @functools.wraps(compiled_fn)  # keeps Inductor's _boxed_call and the like
+        def run(*args: Any) -> Any:
+            counts.graphs += 1
+            return compiled_fn(*args)
+
+        return run
+
+    def reset(self) -> None:
+        if hasattr(self.inner, "reset"):
+            self.inner.reset()
+
+
+def _inner_backend(config: PyTorchConfig) -> Callable[..., Any]:
+    """The backend object ``torch.compile(backend=..., mode=...)`` builds from the config."""
+    import torch
+
+    name = config.torch_compile_backend or "inductor"
+    if name == "inductor":
+        return torch._TorchCompileInductorWrapper(config.torch_compile_mode, None, None)
+    return torch._TorchCompileWrapper(name, config.torch_compile_mode, None, None)
+
+
+def _counted(forward: Callable[..., Any], counts: CallCounts) -> Callable[..., Any]:
+    """``forward``, counting its calls and those in which no compiled graph ran (eager)."""
+
+    @functools.wraps(forward)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        graphs = counts.graphs
+        out = forward(*args, **kwargs)
+        counts.forward += 1
+        counts.eager += counts.graphs == graphs
+        return out
+
+    return run
 
 
 def is_compile_error(exc: BaseException) -> bool:
@@ -60,14 +135,10 @@ def wrap_compiled(loaded: TorchModel, config: PyTorchConfig) -> None:
     import torch
 
     model = loaded.model
-    opts = {
-        k: v
-        for k, v in (("mode", config.torch_compile_mode), ("backend", config.torch_compile_backend))
-        if v is not None
-    }
     try:
         loaded.eager_forward = model.forward
-        model.forward = torch.compile(model.forward, **opts)  # type: ignore[call-overload]
+        backend = CountingBackend(_inner_backend(config), loaded.calls)
+        model.forward = _counted(torch.compile(model.forward, backend=backend), loaded.calls)
         loaded.torch_compile = COMPILE_PENDING
     except Exception as exc:  # e.g. an unknown backend name: the run goes on eagerly
         log.warning("torch.compile failed, running eagerly: %s", first_line(exc))
