@@ -98,3 +98,22 @@ def test_a_fully_compiled_window_runs_no_call_eagerly(tiny_model_dir: Path, tmp_
     result = _run(tiny_model_dir, tmp_path, *COMPILE)
     assert result["lifecycle"]["eager_calls_in_window"] == 0
     assert result["lifecycle"]["torch_compile"] == "active"
+
+
+def test_without_torchs_backend_wrappers_it_still_compiles_and_leaves_eager_calls_unchecked(
+    tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The eager-fallback count builds on torch's private backend wrappers: a torch without them
+    compiles as before, with the count null rather than the run losing torch.compile."""
+    from llem.backends.pytorch import compile as compile_mod
+
+    def gone(config: Any) -> Any:
+        raise AttributeError("module 'torch' has no attribute '_TorchCompileWrapper'")
+
+    monkeypatch.setattr(compile_mod, "_inner_backend", gone)
+    result = _run(tiny_model_dir, tmp_path, *COMPILE)
+    assert result["status"] == "ok"
+    life = result["lifecycle"]
+    assert life["torch_compile"] == "active"
+    assert life["eager_calls_in_window"] is None
+    assert life["compilations_in_window"] == 0

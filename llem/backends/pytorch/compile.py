@@ -54,8 +54,8 @@ class TorchModel(LoadedModel):
 
     def forward_calls(self) -> tuple[int, int] | None:
         """(forward calls through the compiled wrapper, those in which no compiled graph ran) so
-        far; None with torch.compile off."""
-        if self.torch_compile is None:
+        far; None with torch.compile off or where its graph runs could not be counted."""
+        if self.torch_compile is None or not self.calls.counted:
             return None
         return self.calls.forward, self.calls.eager
 
@@ -67,6 +67,7 @@ class CallCounts:
     forward: int = 0
     eager: int = 0
     graphs: int = 0
+    counted: bool = True  # False: torch.compile's own backend ran uncounted (see wrap_compiled)
 
 
 class CountingBackend:
@@ -137,8 +138,16 @@ def wrap_compiled(loaded: TorchModel, config: PyTorchConfig) -> None:
     model = loaded.model
     try:
         loaded.eager_forward = model.forward
-        backend = CountingBackend(_inner_backend(config), loaded.calls)
-        model.forward = _counted(torch.compile(model.forward, backend=backend), loaded.calls)
+        try:
+            backend = CountingBackend(_inner_backend(config), loaded.calls)
+        except (AttributeError, TypeError) as exc:  # torch's backend wrappers are private
+            log.warning("eager fallbacks will not be counted: %s", first_line(exc))
+            loaded.calls.counted = False
+            opts = {"mode": config.torch_compile_mode, "backend": config.torch_compile_backend}
+            chosen = {k: v for k, v in opts.items() if v is not None}
+            model.forward = torch.compile(model.forward, **chosen)  # type: ignore[call-overload]
+        else:
+            model.forward = _counted(torch.compile(model.forward, backend=backend), loaded.calls)
         loaded.torch_compile = COMPILE_PENDING
     except Exception as exc:  # e.g. an unknown backend name: the run goes on eagerly
         log.warning("torch.compile failed, running eagerly: %s", first_line(exc))
