@@ -1,4 +1,5 @@
-"""llem.figures.serving on synthetic timelines, against figures and windows computed by hand."""
+"""llem.figures.serving and llem.figures.steady_state on synthetic timelines, against figures and
+windows computed by hand."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ import pytest
 from llem.backends.types import BatchOutput, RequestTimeline
 from llem.figures.serving import (
     Slo,
-    SteadyRule,
     concurrency,
     finished_between,
     goodput,
@@ -16,9 +16,9 @@ from llem.figures.serving import (
     request_figures,
     request_records,
     slo_met,
-    steady_state,
     tokens_between,
 )
+from llem.figures.steady_state import SteadyRule, steady_state
 from llem.figures.timelines import timelines_from_batches
 
 

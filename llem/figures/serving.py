@@ -1,5 +1,7 @@
-"""Serving figures from request timelines: per-request latency, concurrency, the steady state and
-goodput. Pure functions over ``RequestTimeline`` lists (``llem.backends.types``); no engine.
+"""Serving figures from request timelines: per-request latency, concurrency, the requests and
+tokens within a span, and goodput. Pure functions over ``RequestTimeline`` lists
+(``llem.backends.types``); no engine. The steady state, the part of the window these figures are
+also read over, is ``llem.figures.steady_state``'s.
 
 Per request (every time on the run's one clock, ``time.perf_counter`` seconds), the figures
 published as ``ttft_ms``, ``itl_ms``, ``tpot_ms`` and ``e2e_ms`` follow vLLM's ``bench serve``
@@ -31,28 +33,6 @@ ones included, and the running batch is the number between their first and last 
 the engine's batch held, as near as request timelines tell: a request in prefill is not counted
 yet); a mean over a span is time-weighted (the integral of that count over the span / the span).
 
-The steady state is the part of the window where the engine runs as it was configured to:
-
-- offline and closed-loop traffic, ML.ENERGY benchmark v3's rule (ml-energy/benchmark,
-  ``mlenergy/benchmark/llm/benchmark.py``, class ``RequestTracker``: ``notify_request_started``
-  sets the start once ``max_num_seqs`` requests have their first token, ``notify_request_finished``
-  the end once ``num_requests - max_num_seqs - 1`` requests have finished; the ``- 1`` ends it
-  slightly early so that no ramp-down is included): from the instant the B-th request (in
-  first-token order) has its first token to the instant the (N - B - 1)-th request (in finish
-  order) finishes, B being the configured maximum batch (for closed loop, the smaller of it and
-  ``traffic.max_concurrency``) and N the requests of the window. It needs N >= 2B + 1.
-- open-loop traffic: from the instant ``traffic.warmup_requests`` requests have finished (the
-  workload's origin when 0) to the arrival of the first of the last ``traffic.cooldown_requests``
-  requests (the last finish when 0); the run takes 10 % of the requests, rounded up, for an edge
-  left null. The warm-up/cool-down exclusion of vLLM's ``bench serve`` and AIPerf.
-
-A steady state shorter than ``measurement.min_steady_state_s``, or (ML.ENERGY's rule only) whose
-mean running batch is under ``measurement.min_steady_concurrency`` x B, is no steady state, with the
-reason. (ML.ENERGY's ``scripts/validate_results.py`` flags runs whose steady state is shorter than
-30 s, ``check_steady_state_duration``, or whose mean running batch is under 80 % of
-``max_num_seqs``, ``check_batch_size_saturation``; llem's defaults are configuration.) Open-loop
-traffic is not judged by concurrency: its offered load, not the engine's batch, sets it.
-
 Goodput: a request meets the SLOs when its TTFT, TPOT and e2e are each within ``slo.ttft_ms``,
 ``slo.tpot_ms``, ``slo.e2e_ms`` (a null SLO is not judged; a one-token request has no TPOT and is
 not judged on it). The J per output token of goodput is the window's whole energy divided by the
@@ -68,10 +48,6 @@ from dataclasses import dataclass
 from llem.backends.types import RequestTimeline
 from llem.figures.latency import percentiles
 from llem.result.requests import RequestRecord
-
-OPEN_LOOP = "open_loop"
-BATCH_RULE = "mlenergy_v3"
-
 
 # --------------------------------------------------------------------------- per request
 
@@ -211,110 +187,6 @@ def concurrency(
     mean, peak = _count(_spans(timelines), t0, t1)
     running_mean, running_peak = _count(_running_spans(timelines), t0, t1)
     return ConcurrencyFigures(mean, peak, running_mean, running_peak)
-
-
-# --------------------------------------------------------------------------- steady state
-
-
-@dataclass(frozen=True)
-class SteadyRule:
-    """How the steady state is chosen (see the module docstring)."""
-
-    open_loop: bool
-    max_batch: int  # B: the configured maximum batch
-    warmup_requests: int = 0
-    cooldown_requests: int = 0
-    min_s: float = 0.0  # measurement.min_steady_state_s
-    min_concurrency: float = 0.0  # measurement.min_steady_concurrency (fraction of B)
-
-
-@dataclass(frozen=True)
-class SteadyState:
-    """The steady state's edges (perf_counter seconds) and mean concurrency, or None with the
-    reason it does not exist."""
-
-    start_s: float | None
-    end_s: float | None
-    mean_concurrency: float | None  # requests in flight (queued included)
-    rule: str  # "mlenergy_v3" | "open_loop"
-    null_reason: str | None = None
-    mean_running: float | None = None  # requests running (first token .. finish)
-
-
-def _batch_edges(timelines: Sequence[RequestTimeline], b: int) -> tuple[float, float] | str:
-    n = len(timelines)
-    if b < 1:
-        return f"the configured maximum batch is {b}"
-    if n < 2 * b + 1:
-        return (
-            f"too few requests: {n} < 2 x {b} + 1 (ML.ENERGY's rule needs the maximum batch "
-            f"B={b} running before N - B - 1 requests finish)"
-        )
-    firsts = sorted(t.first_token_s for t in timelines if t.first_token_s is not None)
-    finishes = sorted(t.finish_s for t in timelines if t.finish_s is not None)
-    if len(firsts) < b or len(finishes) < n - b - 1:
-        return "too few requests produced tokens"
-    return firsts[b - 1], finishes[n - b - 2]
-
-
-def _open_edges(
-    timelines: Sequence[RequestTimeline], origin_s: float, warmup: int, cooldown: int
-) -> tuple[float, float] | str:
-    n = len(timelines)
-    if n <= warmup + cooldown:
-        return (
-            f"too few requests: {n} <= traffic.warmup_requests={warmup} + "
-            f"traffic.cooldown_requests={cooldown}"
-        )
-    finishes = sorted(t.finish_s for t in timelines if t.finish_s is not None)
-    if len(finishes) < max(warmup, 1):
-        return "too few requests produced tokens"
-    start = finishes[warmup - 1] if warmup > 0 else origin_s
-    if cooldown > 0:
-        arrivals = sorted(t.arrival_s for t in timelines)
-        return start, arrivals[n - cooldown]
-    return start, finishes[-1]
-
-
-def steady_state(
-    timelines: Sequence[RequestTimeline], rule: SteadyRule, origin_s: float
-) -> SteadyState:
-    """The steady state of ``timelines`` under ``rule`` (``origin_s``: the workload's origin, the
-    open-loop steady state's start when ``warmup_requests`` is 0)."""
-    name = OPEN_LOOP if rule.open_loop else BATCH_RULE
-    edges = (
-        _open_edges(timelines, origin_s, rule.warmup_requests, rule.cooldown_requests)
-        if rule.open_loop
-        else _batch_edges(timelines, rule.max_batch)
-    )
-    if isinstance(edges, str):
-        return SteadyState(None, None, None, name, edges)
-    start, end = edges
-    if end <= start:
-        return SteadyState(None, None, None, name, "the steady state would end before it starts")
-    if end - start < rule.min_s:
-        return SteadyState(
-            None,
-            None,
-            None,
-            name,
-            f"the steady state lasts {end - start:.3f} s < measurement.min_steady_state_s="
-            f"{rule.min_s:g} (send more requests: traffic.n_requests)",
-        )
-    conc = concurrency(timelines, start, end)
-    mean = conc.mean if conc is not None else 0.0
-    running = conc.running_mean if conc is not None else 0.0
-    floor = rule.min_concurrency * rule.max_batch
-    if not rule.open_loop and running < floor:
-        return SteadyState(
-            None,
-            None,
-            None,
-            name,
-            f"mean running batch {running:.2f} < measurement.min_steady_concurrency="
-            f"{rule.min_concurrency:g} x the maximum batch {rule.max_batch} = {floor:.2f}",
-        )
-    return SteadyState(start, end, mean, name, mean_running=running)
 
 
 def tokens_between(timelines: Sequence[RequestTimeline], t0: float, t1: float) -> int:

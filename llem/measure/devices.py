@@ -25,7 +25,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from llem.measure.nvml import Gpu, GpuFacts, Nvml
+from llem.measure.gpu_facts import GpuFacts, gpu_facts
+from llem.measure.nvml import Gpu, Nvml
 
 
 class DeviceMappingError(Exception):
@@ -243,5 +244,5 @@ def resolve_devices(
             )
             continue
         done[gpu.uuid] = ti
-        out.append((describe(nvml.facts(gpu), gpu, ti, mig), gpu))
+        out.append((describe(gpu_facts(nvml, gpu), gpu, ti, mig), gpu))
     return out, warnings

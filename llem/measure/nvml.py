@@ -1,10 +1,11 @@
-"""NVML: the only module that calls it (``pynvml``, imported inside functions only).
+"""NVML: the only module that imports it (``pynvml``, imported inside functions only).
 
 ``init_nvml()`` returns an ``Nvml``: the initialised library, asked through typed methods (GPUs,
-names, MIG instances, memory, bandwidth, power limit, ``NvmlDevice`` readers); other modules never
-see ``pynvml``. ``system_snapshot`` and ``persistence_mode_off`` serve the environment snapshot and
-pre-flight. NVML units are converted here, once: mW to W, mJ to J, bytes to MB (2**20 bytes, the
-unit of torch's memory figures in result.json).
+names, MIG instances, ``NvmlDevice`` readers); other modules ask through it and never see
+``pynvml`` itself (what a GPU is, its memory, bandwidth and power limits, is read through it in
+``llem.measure.gpu_facts``). ``system_snapshot`` and ``persistence_mode_off`` serve the environment
+snapshot and pre-flight. NVML units are converted where they are read, once: mW to W, mJ to J,
+bytes to MB (2**20 bytes, the unit of torch's memory figures in result.json).
 
 NVML numbers *all* GPUs in PCI bus order, ignoring ``CUDA_VISIBLE_DEVICES`` (see
 ``llem.measure.devices`` for how torch's device indices map onto NVML's).
@@ -14,8 +15,8 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from llem.measure.energy import OtherProcess
@@ -48,20 +49,6 @@ class Gpu:
     index: int
     handle: Any
     uuid: str
-
-
-@dataclass(frozen=True)
-class GpuFacts:
-    """What a GPU is: name, total memory (MB), peak memory bandwidth (bytes/s), enforced power
-    limit (W) and the default power limit it ships with (W, whatever limit is set now); each None
-    that NVML cannot report has its reason in ``null_reasons``."""
-
-    name: str
-    memory_total_mb: float | None
-    memory_bandwidth_bytes_per_s: float | None
-    power_limit_w: float | None
-    null_reasons: Mapping[str, str] = field(default_factory=dict)
-    default_power_limit_w: float | None = None
 
 
 class Nvml:
@@ -116,52 +103,6 @@ class Nvml:
             except n.NVMLError:
                 continue  # empty slot
         return uuids
-
-    def memory_bandwidth(self, gpu: Gpu) -> tuple[float | None, str | None]:
-        """Peak memory bandwidth in bytes/s = bus width (bits) / 8 * max memory clock (Hz) * 2."""
-        n, h = self.module, gpu.handle
-        try:
-            bus_bits = n.nvmlDeviceGetMemoryBusWidth(h)
-            mem_mhz = n.nvmlDeviceGetMaxClockInfo(h, n.NVML_CLOCK_MEM)
-        except Exception as exc:
-            if self.is_not_supported(exc) or self.is_error(exc):
-                return None, f"NVML cannot report memory bus width or clock ({error_text(exc)})"
-            raise
-        if not bus_bits or not mem_mhz:
-            why = f"NVML reported bus width {bus_bits} bits and max memory clock {mem_mhz} MHz"
-            return None, why
-        return bus_bits / 8 * mem_mhz * 1e6 * 2, None
-
-    def facts(self, gpu: Gpu) -> GpuFacts:
-        """Name, total memory, memory bandwidth and power limits of one physical GPU."""
-        n, h, reasons = self.module, gpu.handle, {}
-        name = self.name(gpu)
-        total_mb: float | None = None
-        try:
-            total_mb = n.nvmlDeviceGetMemoryInfo(h).total / MB
-        except Exception as exc:
-            if not self.is_not_supported(exc):
-                raise
-            reasons["memory_total_mb"] = f"NVML cannot report total memory ({error_text(exc)})"
-        bandwidth, why = self.memory_bandwidth(gpu)
-        if why:
-            reasons["memory_bandwidth_bytes_per_s"] = why
-        limit_w = self._watts(h, "nvmlDeviceGetEnforcedPowerLimit", "power_limit_w", reasons)
-        default_w = self._watts(
-            h, "nvmlDeviceGetPowerManagementDefaultLimit", "default_power_limit_w", reasons
-        )
-        return GpuFacts(name, total_mb, bandwidth, limit_w, reasons, default_w)
-
-    def _watts(self, handle: Any, function: str, key: str, reasons: dict[str, str]) -> float | None:
-        """``pynvml.<function>(handle)`` in W; None with its reason under ``reasons[key]``."""
-        try:
-            return float(getattr(self.module, function)(handle)) / 1000.0
-        except Exception as exc:
-            if not (self.is_not_supported(exc) or self.is_error(exc)):
-                raise
-            what = key.removesuffix("_w").replace("_", " ")
-            reasons[key] = f"NVML cannot report the {what} ({error_text(exc)})"
-            return None
 
     def device(self, gpu: Gpu) -> NvmlDevice:
         """A reader of ``gpu``'s energy, power and the rest of a sample."""

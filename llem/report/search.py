@@ -10,9 +10,10 @@ constrained figure beside its bound; then the feasible Pareto front.
 
 **The best's uncertainty.** Confirmation trials (``hydra.sweeper.confirm=N``, ``kind`` confirm)
 measure the best configuration again: the objective is then the mean over all its runs with a
-Student-t 95% CI (``llem.report.stats.summarise``). A single run has no CI; where its result holds
-the measurement's own bound (``<key>_uncertainty``, e.g. ``energy.j_per_output_token_uncertainty``,
-read from the report's loaded runs) that bound is shown, and the section says how to get a CI.
+Student-t 95% CI (``llem.report.repeat_stats.summarise``). A single run has no CI; where its result
+holds the measurement's own bound (``<key>_uncertainty``, e.g.
+``energy.j_per_output_token_uncertainty``, read from the report's loaded runs) that bound is shown,
+and the section says how to get a CI.
 
 **The front.** The feasible search trials that no other feasible search trial beats on both the
 objective (in its direction) and the first constraint's figure (lower is better under ``<=``/``<``,
@@ -40,7 +41,8 @@ from pathlib import Path
 from llem.atomic import atomic_write
 from llem.errors import ConfigError
 from llem.report.load import Runs
-from llem.report.stats import UNCERTAINTY_SUFFIX, Summary, summarise
+from llem.report.repeat_stats import Summary, summarise
+from llem.report.stats import UNCERTAINTY_SUFFIX
 from llem.sweep.search_file import SearchRecord, TrialRecord
 from llem.sweep.search_spec import Constraint, parse_constraint
 

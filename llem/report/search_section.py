@@ -9,8 +9,8 @@ from __future__ import annotations
 import textwrap
 
 from llem.report.labels import format_number, format_with_ci, knob_headers, shorten
+from llem.report.repeat_stats import summarise
 from llem.report.search import BestFigures, SearchView
-from llem.report.stats import summarise
 from llem.sweep.search_spec import Constraint
 
 CONFIRM_HINT = "hydra.sweeper.confirm=N re-measures the best"

@@ -1,9 +1,9 @@
 """Which window the report's headline figures come from: the steady state, or the whole window.
 
-A run of schema 3 may have a ``steady_state`` section (``llem.figures.serving``: ML.ENERGY v3's rule
-for offline and closed-loop traffic, warm-up/cool-down edges for open loop). The report's tokens/s,
-J/token and mean concurrency (its *headline* figures: the table, the plots) come from the steady
-state where it exists and from the whole measured window otherwise.
+A run of schema 3 may have a ``steady_state`` section (``llem.figures.steady_state``: ML.ENERGY v3's
+rule for offline and closed-loop traffic, warm-up/cool-down edges for open loop). The report's
+tokens/s, J/token and mean concurrency (its *headline* figures: the table, the plots) come from the
+steady state where it exists and from the whole measured window otherwise.
 
 One configuration never mixes windows in one mean: its headline figures come from the steady state
 only when every run its statistics use has one; when some repeats have none (too short, too few

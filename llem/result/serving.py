@@ -2,9 +2,10 @@
 ``goodput``, and the latency figures serving adds (``ttft_origin``, ``tpot_ms``, ``e2e_ms``, and
 from schema 5 ``itl_per_token_ms``, ``ttft_from_schedule_ms``, ``e2e_from_schedule_ms``).
 
-The definitions (TTFT, TPOT, ITL, end-to-end, concurrency, the steady state's edges, goodput) are
-in ``llem.figures.serving``. A section that does not apply is null, with the reason in
-``null_reasons`` under the section's name (``"steady_state"``).
+The definitions (TTFT, TPOT, ITL, end-to-end, concurrency, goodput) are in
+``llem.figures.serving``, the steady state's edges in ``llem.figures.steady_state``. A section that
+does not apply is null, with the reason in ``null_reasons`` under the section's name
+(``"steady_state"``).
 """
 
 from __future__ import annotations
@@ -84,7 +85,7 @@ class SteadyState:
     """The steady state: its edges (seconds from the measured window's start), what was generated
     in it and its energy (read at its edges; see ``llem.measure.interval``)."""
 
-    rule: str  # mlenergy_v3 | open_loop (see llem.figures.serving)
+    rule: str  # mlenergy_v3 | open_loop (see llem.figures.steady_state)
     start_s: float
     end_s: float
     window_s: float

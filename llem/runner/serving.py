@@ -4,7 +4,8 @@ latency of every request) with ``requests.jsonl``, for every run, offline ``gene
 included (their batches become request timelines that arrive at their batch's start).
 
 A run serves (``serves``) when its traffic is not offline, or ``pytorch.batching=continuous``;
-vLLM's offline runs keep calling ``generate``. Definitions: ``llem.figures.serving``.
+vLLM's offline runs keep calling ``generate``. Definitions: ``llem.figures.serving``
+and ``llem.figures.steady_state``.
 
 The traffic, SLO and steady-state settings come from ``traffic:``, ``slo:``,
 ``measurement.min_steady_state_s`` and ``measurement.min_steady_concurrency``.
@@ -31,7 +32,8 @@ from llem.backends.types import (
 )
 from llem.config.schema import ExperimentConfig
 from llem.config.traffic import TrafficConfig, TrafficKind, edge_requests, is_open_loop
-from llem.figures.serving import Slo, SteadyRule, request_records
+from llem.figures.serving import Slo, request_records
+from llem.figures.steady_state import SteadyRule
 from llem.figures.timelines import ACTUAL_SEND, batches_ttft_origin, timelines_from_batches
 from llem.measure import MeasurementSession
 from llem.result import RunResult, write_requests

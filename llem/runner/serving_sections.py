@@ -1,6 +1,6 @@
 """Filling the result's serving sections from the window's request timelines (the figures are
-``llem.figures.serving``'s; the steady state's energy is read at its edges by
-``llem.measure.interval``).
+``llem.figures.serving``'s, the steady state ``llem.figures.steady_state``'s; the steady state's
+energy is read at its edges by ``llem.measure.interval``).
 """
 
 from __future__ import annotations
@@ -13,20 +13,17 @@ from typing import Any
 from llem.backends.types import RequestTimeline
 from llem.config.traffic import TrafficConfig
 from llem.figures.serving import (
-    BATCH_RULE,
-    OPEN_LOOP,
     Slo,
-    SteadyRule,
     concurrency,
     finished_between,
     goodput,
     latency_figures,
     pacing_lateness_ms,
     request_figures,
-    steady_state,
     tokens_between,
 )
-from llem.figures.serving import SteadyState as SteadyEdges
+from llem.figures.steady_state import BATCH_RULE, OPEN_LOOP, SteadyRule, steady_state
+from llem.figures.steady_state import SteadyState as SteadyEdges
 from llem.measure.energy import PowerSource, WindowResult
 from llem.measure.interval import interval_energy
 from llem.result import (

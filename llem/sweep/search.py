@@ -5,7 +5,7 @@ what a trial measured (``tell``, or ``resume`` for a trial found finished), and 
 record. The sweeper (``llem.sweep.search_sweeper``) runs real trials through it; tests and
 ``bench/search.py`` run a planted function of the knobs through the same code.
 
-How figures become the sampler's feedback:
+How figures become the sampler's feedback (the judging itself: ``llem.sweep.search_verdict``):
 - a trial with the objective is told its value, with one constraint value per declared constraint
   (``Constraint.violation``: <= 0 met); a constrained figure the trial lacks counts as a large
   violation, so the trial is infeasible with the reason and the sampler learns to avoid it;
@@ -26,7 +26,6 @@ from __future__ import annotations
 import logging
 import random
 import warnings
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,75 +40,14 @@ from llem.sweep.search_confirm import (
 from llem.sweep.search_file import SearchRecord, TrialRecord
 from llem.sweep.search_space import Space
 from llem.sweep.search_spec import SearchSpec
+from llem.sweep.search_verdict import Verdict
 
 log = logging.getLogger("llem.sweep")
 
-MISSING_VIOLATION = 1000.0  # a constrained figure the trial lacks: far worse than any miss
 # Proposals of measured configurations in a row before an untried one is taken at random. TPE's
 # proposals cost microseconds; each GP proposal refits its model to every trial told so far (each
 # repeat is told too), so a GP search that has run out of neighbours would spend minutes repeating.
 MAX_REPEATED = {"tpe": 100, "random": 100, "gp": 3}
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """What a trial measured, judged against the declaration."""
-
-    objective: float | None
-    constraints: dict[str, float | None]  # constraint text -> measured value
-    violations: dict[str, float]  # constraint text -> the sampler's value (<= 0 met)
-    feasible: bool
-    why_not: str | None
-    discounted: str | None = None  # why the run does not count (its figures are not told)
-    note: str | None = None  # what the reader should know of a trial that counts
-
-    @property
-    def counts(self) -> bool:
-        """Whether the sampler may learn the trial's figures."""
-        return self.objective is not None and self.discounted is None
-
-
-def judge(
-    spec: SearchSpec,
-    values: dict[str, float | None],
-    missing: Callable[[str], str] | None = None,
-    discount: str | None = None,
-    note: str | None = None,
-) -> Verdict:
-    """Judge measured ``values`` (result key -> figure or None); ``missing(key)`` says why a
-    figure is None; ``discount`` why the run does not count at all (infeasible whatever its
-    figures); ``note`` what a counted trial's record should say."""
-
-    def why(key: str) -> str:
-        return missing(key) if missing is not None else f"{key} was not measured"
-
-    reasons: list[str] = []
-    measured: dict[str, float | None] = {}
-    violations: dict[str, float] = {}
-    for c in spec.constraints:
-        value = values.get(c.key)
-        measured[c.text] = value
-        if value is None:
-            violations[c.text] = MISSING_VIOLATION
-            reasons.append(f"{c.text}: {why(c.key)}")
-            continue
-        violations[c.text] = c.violation(value)
-        if not c.met(value):
-            reasons.append(f"{c.text}: measured {value:.4g}")
-    objective = values.get(spec.objective)
-    if objective is None:
-        reasons.insert(0, f"no objective: {why(spec.objective)}")
-    if discount is not None:
-        reasons = [f"does not count: {discount}"]  # what it measured says nothing more
-    return Verdict(
-        objective=objective,
-        constraints=measured,
-        violations=violations,
-        feasible=objective is not None and not reasons,
-        why_not="; ".join(reasons) or None,
-        discounted=discount,
-        note=note,
-    )
 
 
 def startup_trials(budget: int) -> int:

@@ -15,7 +15,7 @@ from llem.result import RunResult
 from llem.result.keys import needs_energy, value_at, why_missing
 from llem.sweep.plan import point_dirs
 from llem.sweep.planner import Planner
-from llem.sweep.search import Search, Verdict, judge
+from llem.sweep.search import Search
 from llem.sweep.search_confirm import (
     REPEAT,
     as_searched,
@@ -24,6 +24,7 @@ from llem.sweep.search_confirm import (
     value_of,
 )
 from llem.sweep.search_spec import SearchSpec
+from llem.sweep.search_verdict import Verdict, judge
 from llem.sweep.superseded import supersede, supersede_stamp
 
 # A failed result that says nothing about its configuration: the trial runs again on resume.

@@ -37,9 +37,10 @@ from llem.sweep.lock import SweepLock
 from llem.sweep.plan import Plan, Point, point_dirs, short_label, write_plan
 from llem.sweep.planner import Planner
 from llem.sweep.progress import SweepProgress
-from llem.sweep.search import Proposal, Search, import_optuna, judge
+from llem.sweep.search import Proposal, Search, import_optuna
 from llem.sweep.search_results import number, resume, summary, verdict_of
 from llem.sweep.search_spec import SearchSpec, check_energy, make_spec
+from llem.sweep.search_verdict import judge
 from llem.sweep.sweeper import GridSweeper, GridSweeperConf
 
 log = logging.getLogger("llem.sweep")

@@ -31,10 +31,11 @@ import math
 import random
 from dataclasses import dataclass, field
 
-from llem.sweep.search import Search, judge
+from llem.sweep.search import Search
 from llem.sweep.search_file import SearchRecord
 from llem.sweep.search_space import Choices, Space
 from llem.sweep.search_spec import Constraint, SearchSpec
+from llem.sweep.search_verdict import judge
 
 BATCH = "pytorch.batch_size"
 POWER = "gpu.power_limit_w"

@@ -16,8 +16,9 @@ from llem.report.labels import figure_axis_label as axis_label
 from llem.report.load import load_runs
 from llem.report.plots import prepare_all
 from llem.report.plots.search import prepare_search_plot
+from llem.report.repeat_stats import summarise
 from llem.report.search import find_search
-from llem.report.stats import summarise, summary_frame
+from llem.report.stats import summary_frame
 from llem.sweep.search_file import SearchRecord, TrialRecord
 
 J = "energy.j_per_output_token"

@@ -9,7 +9,8 @@ import pytest
 from report import report_synth as synth
 
 from llem.report.load import load_runs
-from llem.report.stats import summarise, summary_frame, t_cdf, t_quantile
+from llem.report.repeat_stats import summarise
+from llem.report.stats import summary_frame, t_cdf, t_quantile
 
 # scipy.stats.t.ppf reference values
 T_975 = {

@@ -12,10 +12,11 @@ from pathlib import Path
 
 from llem.report.search import SearchView, Trial
 from llem.report.search_section import render_search
-from llem.sweep.search import Search, judge
+from llem.sweep.search import Search
 from llem.sweep.search_confirm import as_searched, confirm_overrides
 from llem.sweep.search_space import Choices, Space
 from llem.sweep.search_spec import Constraint, SearchSpec
+from llem.sweep.search_verdict import judge
 from llem.testing.search_double import PlantedRun, search_until
 
 J = "energy.j_per_output_token"

@@ -14,9 +14,10 @@ from llem.app.overrides import parse_grid
 from llem.errors import ConfigError
 from llem.result import ErrorInfo, Percentiles, RunResult
 from llem.result.keys import needs_energy, numeric_keys, value_at, why_missing
-from llem.sweep.search import MISSING_VIOLATION, Search, judge
+from llem.sweep.search import Search
 from llem.sweep.search_space import Choices, Interval, Space, make_space
 from llem.sweep.search_spec import Constraint, SearchSpec, check_energy, make_spec
+from llem.sweep.search_verdict import MISSING_VIOLATION, judge
 
 J = "energy.j_per_output_token"
 TPOT = "latency.tpot_ms.p90"

@@ -10,10 +10,11 @@ from typing import Any
 from llem.report.search import SearchView, Trial
 from llem.report.search_section import render_search
 from llem.result import ErrorInfo, Percentiles, RunResult
-from llem.sweep.search import Search, judge
+from llem.sweep.search import Search
 from llem.sweep.search_results import verdict_of
 from llem.sweep.search_space import Choices, Space
 from llem.sweep.search_spec import Constraint, SearchSpec
+from llem.sweep.search_verdict import judge
 
 J = "energy.j_per_output_token"
 TPOT = "latency.tpot_ms.p90"
@@ -116,8 +117,8 @@ def test_judge_with_a_discount_keeps_the_figures_but_is_infeasible() -> None:
 
 
 def test_the_report_notes_a_best_whose_energy_validity_was_not_checked(tmp_path: Any) -> None:
+    from llem.report.repeat_stats import summarise
     from llem.report.search import BestFigures
-    from llem.report.stats import summarise
 
     search = drive({"1": result(j=0.9, energy_valid=None), "2": result(j=1.0), "4": result(j=2.0)})
     rec = search.record

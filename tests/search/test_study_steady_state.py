@@ -2,7 +2,7 @@
 
 Each study's grid (``hydra.sweeper.params``: every choice; an interval's two ends; one repeat) is
 composed with Hydra, point by point. For open-loop traffic, llem's own steady-state rule
-(``llem.figures.serving``: from the instant ``warmup_requests`` requests have finished to the
+(``llem.figures.steady_state``: from the instant ``warmup_requests`` requests have finished to the
 arrival of the first of the last ``cooldown_requests``) is applied to the point's schedule as llem
 draws it (``build_schedule``), for the study's traffic seed and the next ones (a search's
 confirmations draw those): the window lasts at least

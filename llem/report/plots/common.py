@@ -14,13 +14,13 @@ import pandas as pd
 from llem.report.cells import is_missing
 from llem.report.labels import basenames, format_number, shorten
 from llem.report.load import Runs
+from llem.report.repeat_stats import summarise
 from llem.report.stats import (
     N_INVALID,
     N_LEFT_OUT,
     VALID,
     configuration_groups,
     judged_invalid,
-    summarise,
 )
 from llem.report.window import HEADLINES, source, whole_metric, windows
 
