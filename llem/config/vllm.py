@@ -72,7 +72,10 @@ class VLLMConfig:
         ge=0,
     )
     seed: int | None = knob(
-        None, doc="Engine seed; null uses llem's top-level seed.", goes_to=ENGINE, ge=0
+        None,
+        doc="Engine seed; null uses the run's seed (lifecycle.seed: seed + repeat when sampling).",
+        goes_to=ENGINE,
+        ge=0,
     )
     engine_kwargs: dict[str, Any] = knob(
         factory=dict, doc="Any other engine argument, merged last.", goes_to=ENGINE
