@@ -66,3 +66,37 @@ def test_totals_that_do_not_add_up_are_not_forced_onto_requests() -> None:
     placed = place(recs, {0: 100}, {0: 100})
     assert placed.unplaced is not None and "step 0" in placed.unplaced
     assert placed.shares[0] == (StepShare(0, 100, 1),)
+
+
+def test_the_serving_log_places_chunks_of_steps_that_delivered_no_outputs() -> None:
+    """The serving engine's stat logger: a step of prefill chunks only comes with no iteration
+    stats (vLLM's AsyncLLM makes them only for steps with outputs); it is still a step, and the
+    chunk is its request's share there."""
+    from types import SimpleNamespace as NS
+
+    from llem.backends.vllm.steps import StepLog, with_shares
+
+    def stats(ctx: int, gen: int) -> NS:
+        d = NS(
+            num_ctx_requests=1,
+            num_generation_requests=0,
+            num_ctx_tokens=ctx,
+            num_generation_tokens=gen,
+            elapsed_ms=1.0,
+            is_dummy=False,
+        )
+        return NS(iteration_details=d)
+
+    log = StepLog()
+    for ctx in (64, 64):  # chunks only: no outputs, no iteration stats
+        log.record(stats(ctx, 0), None)
+    it = NS(num_generation_tokens=1, num_prompt_tokens=0, finished_requests=[])
+    log.outputs(it, [NS(request_id="llem-serve-1-0-abc", new_token_ids=[7])])
+    log.record(stats(32, 0), it)  # last chunk and first token
+    steps, note = with_shares(log.steps, {"llem-serve-1-0": 0}, {0: 160}, {0: 160})
+    assert [s.shares for s in steps] == [
+        (StepShare(0, 64, 0),),
+        (StepShare(0, 64, 0),),
+        (StepShare(0, 32, 1),),
+    ]
+    assert note is not None and "placed in the steps that computed them" in note

@@ -98,6 +98,8 @@ def _rebuild(
         _settle(left, made, "prefill", lambda rid: rid not in spoke)
         for rid, n in spoke.items():  # a request gone quiet before its end was preempted
             if rid not in made and rid not in redo and last.get(rid, -1) > k:
+                if rid not in prompt:
+                    raise _Mismatch(f"request {rid} went quiet and its prompt is unknown")
                 redo[rid] = prompt[rid] + n
         decoding = [rid for rid in made if rid in spoke and rid not in redo]
         again = _fill(redo, int(rec.gen_tokens or 0) - len(decoding), k, "recompute")

@@ -33,7 +33,7 @@ SERVE_CLOCK = (
 @dataclass(frozen=True)
 class LoggedStep:
     """One step as logged: the step (no shares yet) and the tokens each engine request id got
-    from it (None where the step delivered no outputs: the engine does not say who ran)."""
+    from it (None where llem could not read the step's outputs: ``StepLog.broken``)."""
 
     step: EngineStep
     made: tuple[tuple[str, int], ...] | None
@@ -58,7 +58,8 @@ class StepLog:
         made.extend((str(o.request_id), len(o.new_token_ids)) for o in outputs)
 
     def record(self, scheduler_stats: Any, iteration_stats: Any) -> None:
-        made = self._made.pop(id(iteration_stats), None) if iteration_stats is not None else None
+        # no iteration stats: the step delivered no outputs (e.g. prefill chunks only)
+        made = self._made.pop(id(iteration_stats), None) if iteration_stats is not None else []
         step = engine_step(scheduler_stats, iteration_stats, time.perf_counter())
         if step is None:
             return
