@@ -175,6 +175,11 @@ def test_sampling_seeds_the_engine_not_each_request() -> None:
     assert kwargs("repeat=2", "vllm.seed=11")[1]["seed"] == 11
     greedy = sections(experiment("+backend=vllm", "seed=5", "repeat=2"))
     assert build_engine_kwargs(greedy, "cuda", "m")["seed"] == 5
+    # opt-in: every request carries the run's seed (vLLM's per-request generators)
+    assert kwargs("repeat=2", "vllm.per_request_seed=true")[0]["seed"] == 7
+    assert "seed" not in build_sampling_kwargs(
+        sections(experiment("+backend=vllm", "vllm.per_request_seed=true"))
+    )  # greedy: nothing to seed
 
 
 def test_decoder_changes_keep_the_engine_and_engine_knobs_rebuild_it() -> None:

@@ -265,3 +265,45 @@ def test_chunked_prefill_lands_in_the_steps_that_computed_it_and_texts_are_saved
         assert sum(n for _, n, _ in chunks) == q.input_tokens
     lines = [json.loads(x) for x in (run_dir / "generations.jsonl").read_text().splitlines()]
     assert len(lines) == 2 and all(isinstance(x["text"], str) and x["text"] for x in lines)
+
+
+def test_sampling_repeats_differ_and_per_request_seeds_repeat_the_same_text(
+    head64_model_dir: Path, tmp_path: Path
+) -> None:
+    """By default no request carries a seed: the engine's own seed (seed + repeat) keeps repeats
+    distinct, and the result says how sampling was seeded and that the text repeats only under
+    the same batching. With vllm.per_request_seed=true, repeat 0 run twice writes the same texts
+    whatever its engine ran before."""
+    sweep = tmp_path / "sweep"
+    proc = run_llem(
+        "--multirun",
+        "+backend=vllm",
+        "model=hf",
+        f"model.name_or_path={head64_model_dir}",
+        "dataset.n_prompts=2",
+        "decoder=creative",
+        "decoder.max_new_tokens=8",
+        "decoder.min_new_tokens=8",
+        "seed=5",
+        "vllm.per_request_seed=false,true",
+        "repeat=0,1,0",
+        "measurement.save_outputs=true",
+        *SMALL_ENGINE,
+        f"hydra.sweep.dir={sweep}",
+    )
+    assert proc.returncode == 0, output(proc)
+    runs = {}
+    for job in sorted(p for p in sweep.iterdir() if (p / "result.json").exists()):
+        r = read_json(job / "result.json")
+        lines = (job / "generations.jsonl").read_text().splitlines()
+        texts = [json.loads(x)["text"] for x in lines]
+        assert len(texts) == 2 and all(isinstance(x, str) and x for x in texts)
+        key = (r["config"]["vllm"]["per_request_seed"], r["config"]["repeat"])
+        runs.setdefault(key, []).append((texts, r["lifecycle"]["load_kwargs"]))
+    assert len(runs) == 4
+    (t0, kw0), (t1, kw1) = runs[(False, 0)][0], runs[(False, 1)][0]
+    assert t0 != t1 and [kw0["seed"], kw1["seed"]] == [5, 6]
+    assert "no per-request generators" in kw0["llem_sampling_seed"]
+    first, again = runs[(True, 0)]
+    assert first[0] == again[0] != runs[(True, 1)][0][0]
+    assert "unless vllm.per_request_seed=true" in first[1]["llem_sampling_seed"]
