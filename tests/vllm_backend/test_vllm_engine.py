@@ -224,8 +224,13 @@ def test_a_served_vllm_run_writes_its_requests_and_serving_sections(
     _check_steps(run_dir, r)
 
 
+@pytest.mark.parametrize(
+    "traffic",
+    [[], ["traffic=concurrency", "traffic.max_concurrency=2", "traffic.n_requests=2"]],
+    ids=["offline", "served"],
+)
 def test_chunked_prefill_lands_in_the_steps_that_computed_it_and_texts_are_saved(
-    head64_model_dir: Path, tmp_path: Path
+    head64_model_dir: Path, tmp_path: Path, traffic: list[str]
 ) -> None:
     """Two 160-token prompts through a 64-token step budget: each prompt is prefilled in chunks
     of at most 64 tokens, in successive steps before (and with) its first output, and its chunks
@@ -245,6 +250,7 @@ def test_chunked_prefill_lands_in_the_steps_that_computed_it_and_texts_are_saved
         "vllm.max_num_batched_tokens=64",
         "measurement.save_outputs=true",
         *SMALL_ENGINE,
+        *traffic,
         f"hydra.run.dir={run_dir}",
     )
     assert proc.returncode == 0, output(proc)
