@@ -100,3 +100,19 @@ def test_the_serving_log_places_chunks_of_steps_that_delivered_no_outputs() -> N
         (StepShare(0, 32, 1),),
     ]
     assert note is not None and "placed in the steps that computed them" in note
+
+
+def test_asynchronous_scheduling_counts_and_overshoots_are_taken_as_they_come() -> None:
+    """With asynchronous scheduling (vLLM's default where the executor supports it) a request's
+    first decode is scheduled before its first token is known, so the scheduler counts it as a
+    prompt token; and a request that just finished may get one more token scheduled."""
+    recs = [
+        StepRecord(((0, 1),), 100, 0),  # 0's prefill and first token
+        StepRecord(((0, 1), (1, 1)), 1 + 50, 0),  # 0's decode counted as prompt; 1's prefill
+        StepRecord(((1, 1),), 1, 1),  # 0 ended last step: one token overshoot; 1 decodes
+        StepRecord(((1, 1),), 0, 1),
+    ]
+    placed = place(recs, {0: 100, 1: 50}, {0: 100, 1: 50})
+    assert placed.unplaced is None
+    assert placed.shares[1] == (StepShare(1, 50, 1), StepShare(0, 0, 1))
+    assert placed.shares[2] == (StepShare(1, 0, 1),)

@@ -10,16 +10,21 @@ compute_iteration_details``): the prompt tokens scheduled for requests that have
 decoding request, plus a resumed request's recompute).
 
 The placement rebuilds each request's chunks from those totals the way vLLM's scheduler hands
-out its token budget: first come, first served (running requests in the order they were
-admitted, then waiting ones in arrival order). It is checked against what vLLM did report: each
-request's prefill must end in the step of its first output, a recompute in the step the request
-speaks again, and every scheduled token must find its request. Where a check fails, or the
+out its token budget: one token to each request that decodes in the step, the rest first come,
+first served (prompts in arrival order, then the recomputes of preempted requests). The two
+totals are taken together: under asynchronous scheduling a request's first decode is scheduled
+before its first token is known, and vLLM counts it with the prompt tokens. The placement is
+checked against what vLLM did report: each request's prefill must end in the step of its first
+output, a recompute in the step the request speaks again, and every scheduled token must find
+its request (less one per request that finished the step before: an asynchronous scheduler may
+have scheduled it once more). Where a check fails, or the
 totals are missing, a request's prefill is spread evenly over the steps from its arrival to its
 first output instead, and ``Placement.unplaced`` says why.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -88,22 +93,28 @@ def _rebuild(
     records: Sequence[StepRecord], prefill: Mapping[int, int], prompt: Mapping[int, int]
 ) -> list[tuple[StepShare, ...]]:
     last = {rid: k for k, rec in enumerate(records) for rid, _ in rec.made}
+    ended = Counter(last.values())  # requests whose last output came in each step
     left = {rid: n for rid, n in prefill.items() if n > 0}  # prefill still to compute
     spoke: dict[int, int] = {}  # tokens produced so far, per request that has spoken
     redo: dict[int, int] = {}  # recompute still to do, in preemption order
     out = []
     for k, rec in enumerate(records):
         made = dict(rec.made)
-        chunk = _fill(left, int(rec.ctx_tokens or 0), k, "prompt")
-        _settle(left, made, "prefill", lambda rid: rid not in spoke)
         for rid, n in spoke.items():  # a request gone quiet before its end was preempted
             if rid not in made and rid not in redo and last.get(rid, -1) > k:
                 if rid not in prompt:
                     raise _Mismatch(f"request {rid} went quiet and its prompt is unknown")
                 redo[rid] = prompt[rid] + n
         decoding = [rid for rid in made if rid in spoke and rid not in redo]
-        again = _fill(redo, int(rec.gen_tokens or 0) - len(decoding), k, "recompute")
+        pool = int(rec.ctx_tokens or 0) + int(rec.gen_tokens or 0) - len(decoding)
+        chunk, pool = _fill(left, pool)
+        _settle(left, made, "prefill", lambda rid: rid not in spoke)
+        again, pool = _fill(redo, pool)
         _settle(redo, made, "recompute", lambda rid: True)
+        # asynchronous scheduling may schedule one more token for a request that had just
+        # finished (it schedules before the previous step's output is known)
+        if not 0 <= pool <= ended.get(k - 1, 0):
+            raise _Mismatch(f"step {k}'s scheduled tokens ({pool} left over) match no request")
         order = dict.fromkeys([*chunk, *again, *made])
         out.append(
             tuple(StepShare(r, chunk.get(r, 0) + again.get(r, 0), made.get(r, 0)) for r in order)
@@ -127,8 +138,9 @@ def _settle(
         del left[rid]
 
 
-def _fill(left: dict[int, int], budget: int, step: int, what: str) -> dict[int, int]:
-    """Hand ``budget`` tokens to the requests of ``left`` in order (first come first served)."""
+def _fill(left: dict[int, int], budget: int) -> tuple[dict[int, int], int]:
+    """Hand ``budget`` tokens to the requests of ``left`` in order (first come first served):
+    what each got, and what is left over."""
     got: dict[int, int] = {}
     for rid in left:
         if budget <= 0:
@@ -138,9 +150,7 @@ def _fill(left: dict[int, int], budget: int, step: int, what: str) -> dict[int, 
             got[rid] = take
             left[rid] -= take
             budget -= take
-    if budget != 0:
-        raise _Mismatch(f"step {step}'s {what} tokens ({budget} of them) match no request")
-    return got
+    return got, budget
 
 
 def _spread(
