@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from llem.config.knobs import Destination, knob
+from llem.config.knobs import LLEM, Destination, knob
 
 ENGINE = Destination(
     "vllm engine",
@@ -72,7 +72,17 @@ class VLLMConfig:
         ge=0,
     )
     seed: int | None = knob(
-        None, doc="Engine seed; null uses llem's top-level seed.", goes_to=ENGINE, ge=0
+        None,
+        doc="Engine seed; null uses the run's seed (lifecycle.seed: seed + repeat when sampling).",
+        goes_to=ENGINE,
+        ge=0,
+    )
+    per_request_seed: bool | None = knob(
+        None,
+        doc="true: each sampling request carries the run's seed (SamplingParams.seed), so a "
+        "repeat samples the same text however the engine batches it, on vLLM's slower "
+        "sampling path (no FlashInfer top-k/top-p); null/false: only the engine is seeded.",
+        goes_to=LLEM,
     )
     engine_kwargs: dict[str, Any] = knob(
         factory=dict, doc="Any other engine argument, merged last.", goes_to=ENGINE

@@ -296,7 +296,7 @@ def _init_cuda() -> None:
 
 def _seed(exp: ExperimentConfig) -> int:
     """Seed torch; a sampling decoder gets ``seed + repeat`` so repeats sample differently (the
-    vLLM backend passes the same seed in each request's ``SamplingParams``)."""
+    vLLM backend seeds its engine with it, ``llem.backends.vllm.kwargs.SAMPLING_SEED``)."""
     import torch
 
     seed = run_seed(exp)

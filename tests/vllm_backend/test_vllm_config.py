@@ -158,21 +158,28 @@ def test_sampling_decoder_maps_onto_sampling_params() -> None:
         "temperature": 1.0,
         "top_p": 0.95,
         "top_k": 50,
-        "seed": 0,
     }
 
 
-def test_sampling_requests_carry_the_recorded_seed_of_each_repeat() -> None:
-    """lifecycle.seed records seed + repeat for a sampling decoder: each request samples with it,
-    so repeats on a fresh engine differ; greedy requests carry no seed."""
+def test_sampling_seeds_the_engine_not_each_request() -> None:
+    """No request carries a seed (vLLM's per-request generators disable its FlashInfer top-k/top-p
+    path); the engine is seeded once with lifecycle.seed (seed + repeat when sampling), so repeats
+    differ and each is reproducible, and the result records how."""
 
-    def seed(*overrides: str) -> int | None:
-        exp = experiment("+backend=vllm", "decoder=creative", "seed=5", *overrides)
-        return build_sampling_kwargs(sections(exp)).get("seed")
+    def kwargs(*overrides: str) -> tuple[dict, dict]:  # type: ignore[type-arg]
+        s = sections(experiment("+backend=vllm", "decoder=creative", "seed=5", *overrides))
+        return build_sampling_kwargs(s), build_engine_kwargs(s, "cuda", "m")
 
-    assert [seed(), seed("repeat=1"), seed("repeat=2")] == [5, 6, 7]
-    greedy = build_sampling_kwargs(sections(experiment("+backend=vllm", "seed=5", "repeat=2")))
-    assert "seed" not in greedy
+    assert all("seed" not in kwargs(*o)[0] for o in [(), ("repeat=1",)])
+    assert [kwargs()[1]["seed"], kwargs("repeat=2")[1]["seed"]] == [5, 7]
+    assert kwargs("repeat=2", "vllm.seed=11")[1]["seed"] == 11
+    greedy = sections(experiment("+backend=vllm", "seed=5", "repeat=2"))
+    assert build_engine_kwargs(greedy, "cuda", "m")["seed"] == 5
+    # opt-in: every request carries the run's seed (vLLM's per-request generators)
+    assert kwargs("repeat=2", "vllm.per_request_seed=true")[0]["seed"] == 7
+    assert "seed" not in build_sampling_kwargs(
+        sections(experiment("+backend=vllm", "vllm.per_request_seed=true"))
+    )  # greedy: nothing to seed
 
 
 def test_decoder_changes_keep_the_engine_and_engine_knobs_rebuild_it() -> None:

@@ -224,3 +224,94 @@ def test_a_served_vllm_run_writes_its_requests_and_serving_sections(
     assert steps and max(s.running for s in steps) <= 2
     assert 1 <= r["concurrency"]["engine_running_max"] <= 2
     _check_steps(run_dir, r)
+
+
+@pytest.mark.parametrize(
+    "traffic",
+    [[], ["traffic=concurrency", "traffic.max_concurrency=2", "traffic.n_requests=2"]],
+    ids=["offline", "served"],
+)
+def test_chunked_prefill_lands_in_the_steps_that_computed_it_and_texts_are_saved(
+    head64_model_dir: Path, tmp_path: Path, traffic: list[str]
+) -> None:
+    """Two 160-token prompts through a 64-token step budget: each prompt is prefilled in chunks
+    of at most 64 tokens, in successive steps before (and with) its first output, and its chunks
+    add up to its prompt; measurement.save_outputs=true writes every request's text."""
+    run_dir = tmp_path / "run"
+    proc = run_llem(
+        "+backend=vllm",
+        "model=hf",
+        f"model.name_or_path={head64_model_dir}",
+        "dataset=synthetic",
+        "dataset.n_prompts=2",
+        "dataset.input_tokens=160",
+        "decoder.max_new_tokens=4",
+        "decoder.min_new_tokens=4",
+        "vllm.max_num_seqs=2",
+        "vllm.enable_chunked_prefill=true",
+        "vllm.max_num_batched_tokens=64",
+        "measurement.save_outputs=true",
+        *SMALL_ENGINE,
+        *traffic,
+        f"hydra.run.dir={run_dir}",
+    )
+    assert proc.returncode == 0, output(proc)
+    r = read_json(run_dir / "result.json")
+    assert "placed in the steps that computed them" in r["concurrency"]["engine_step_clock"]
+    _check_steps(run_dir, r)
+    steps = read_steps(run_dir)
+    for q in read_requests(run_dir):
+        chunks = [
+            (k, x.prefill_tokens, x.decode_tokens)
+            for k, s in enumerate(steps)
+            for x in s.shares or ()
+            if x.request_id == q.request_id and x.prefill_tokens
+        ]
+        assert len(chunks) >= 3 and all(n <= 64 for _, n, _ in chunks), chunks
+        assert [k for k, _, _ in chunks] == list(range(chunks[0][0], chunks[-1][0] + 1))
+        assert [d for _, _, d in chunks] == [0] * (len(chunks) - 1) + [1]
+        assert sum(n for _, n, _ in chunks) == q.input_tokens
+    lines = [json.loads(x) for x in (run_dir / "generations.jsonl").read_text().splitlines()]
+    assert len(lines) == 2 and all(isinstance(x["text"], str) and x["text"] for x in lines)
+
+
+def test_sampling_repeats_differ_and_per_request_seeds_repeat_the_same_text(
+    head64_model_dir: Path, tmp_path: Path
+) -> None:
+    """By default no request carries a seed: the engine's own seed (seed + repeat) keeps repeats
+    distinct, and the result says how sampling was seeded and that the text repeats only under
+    the same batching. With vllm.per_request_seed=true, repeat 0 run twice writes the same texts
+    whatever its engine ran before."""
+    sweep = tmp_path / "sweep"
+    proc = run_llem(
+        "--multirun",
+        "+backend=vllm",
+        "model=hf",
+        f"model.name_or_path={head64_model_dir}",
+        "dataset.n_prompts=2",
+        "decoder=creative",
+        "decoder.max_new_tokens=8",
+        "decoder.min_new_tokens=8",
+        "seed=5",
+        "vllm.per_request_seed=false,true",
+        "repeat=0,1,0",
+        "measurement.save_outputs=true",
+        *SMALL_ENGINE,
+        f"hydra.sweep.dir={sweep}",
+    )
+    assert proc.returncode == 0, output(proc)
+    runs = {}
+    for job in sorted(p for p in sweep.iterdir() if (p / "result.json").exists()):
+        r = read_json(job / "result.json")
+        lines = (job / "generations.jsonl").read_text().splitlines()
+        texts = [json.loads(x)["text"] for x in lines]
+        assert len(texts) == 2 and all(isinstance(x, str) and x for x in texts)
+        key = (r["config"]["vllm"]["per_request_seed"], r["config"]["repeat"])
+        runs.setdefault(key, []).append((texts, r["lifecycle"]["load_kwargs"]))
+    assert len(runs) == 4
+    (t0, kw0), (t1, kw1) = runs[(False, 0)][0], runs[(False, 1)][0]
+    assert t0 != t1 and [kw0["seed"], kw1["seed"]] == [5, 6]
+    assert "no per-request generators" in kw0["llem_sampling_seed"]
+    first, again = runs[(True, 0)]
+    assert first[0] == again[0] != runs[(True, 1)][0][0]
+    assert "unless vllm.per_request_seed=true" in first[1]["llem_sampling_seed"]

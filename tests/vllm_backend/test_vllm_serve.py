@@ -238,17 +238,21 @@ def test_without_iteration_details_steps_come_from_the_outputs() -> None:
     assert engine_step(stats, None, 1.5) is None
 
 
-def test_each_request_prefills_in_the_step_of_its_first_output() -> None:
-    """vLLM appends a suffix to the ids it is given; a step without outputs has no shares."""
+def test_each_request_prefills_in_the_steps_the_scheduler_ran_it() -> None:
+    """vLLM appends a suffix to the ids it is given; with the scheduler's totals each request's
+    prompt lands where it was computed; where a step's outputs could not be read, no step
+    carries shares."""
     logged = [
-        LoggedStep(EngineStep(1.0, 2, 20, 2), (("s-0-ab12", 1), ("s-1-cd34", 1))),
-        LoggedStep(EngineStep(2.0, 1, 9, 0), None),
-        LoggedStep(EngineStep(3.0, 2, 0, 2), (("s-0-ab12", 1), ("s-1-cd34", 1))),
+        LoggedStep(EngineStep(1.0, 2, 20, 2), (("s-0-ab12", 1), ("s-1-cd34", 1)), 20, 0),
+        LoggedStep(EngineStep(3.0, 2, 0, 2), (("s-0-ab12", 1), ("s-1-cd34", 1)), 0, 2),
     ]
-    steps = with_shares(logged, {"s-0": 0, "s-1": 1}, {0: 12, 1: 8})
+    steps, note = with_shares(logged, {"s-0": 0, "s-1": 1}, {0: 12, 1: 8}, {0: 12, 1: 8})
     assert steps[0].shares == (StepShare(0, 12, 1), StepShare(1, 8, 1))
-    assert steps[1].shares is None
-    assert steps[2].shares == (StepShare(0, 0, 1), StepShare(1, 0, 1))
+    assert steps[1].shares == (StepShare(0, 0, 1), StepShare(1, 0, 1))
+    assert note is not None
+    unread = [logged[0], LoggedStep(EngineStep(2.0, 1, 9, 0), None), logged[1]]
+    steps, note = with_shares(unread, {"s-0": 0, "s-1": 1}, {0: 12, 1: 8}, {0: 12, 1: 8})
+    assert all(s.shares is None for s in steps) and note is None
 
 
 def test_the_engine_loop_runs_coroutines_on_its_own_thread_until_closed() -> None:

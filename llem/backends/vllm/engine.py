@@ -27,6 +27,7 @@ from llem.backends.memory import free_memory
 from llem.backends.tokens import token_lists
 from llem.backends.types import BatchOutput, LoadedModel, Prompt, ScheduledRequest, ServeOutput
 from llem.backends.vllm.kwargs import (
+    SAMPLING_SEED,
     Sections,
     build_engine_kwargs,
     build_sampling_kwargs,
@@ -41,11 +42,31 @@ from llem.backends.vllm.serve import (
     start_async_engine,
 )
 from llem.backends.vllm.shape import engine_shape
-from llem.backends.vllm.steps import OFFLINE_CLOCK, OfflineSteps
+from llem.backends.vllm.steps import (
+    OFFLINE_CLOCK,
+    OfflineSteps,
+    scheduled_tokens,
+    watch_scheduler_stats,
+)
 from llem.config.vllm import VLLMConfig
 from llem.errors import RunError, first_line
 
 log = logging.getLogger(__name__)
+
+#: Engine arguments the offline engine sets unless the user did (``vllm.engine_kwargs``): the
+#: engine core's per-step statistics with the scheduler's iteration details, so that each step's
+#: scheduled prompt tokens place prefill chunks (``llem.backends.vllm.chunks``). vLLM's default
+#: stat loggers stay silent (they log at INFO; llem keeps vLLM at WARNING).
+OFFLINE_DEFAULTS: dict[str, Any] = {
+    "disable_log_stats": False,
+    "enable_logging_iteration_details": True,
+}
+
+
+def offline_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The engine arguments with the offline engine's defaults under them."""
+    return {**OFFLINE_DEFAULTS, **kwargs}
+
 
 ENGINE_PROCESS_NOTE = (
     "the vLLM engine runs in its own processes; this process's allocator and RSS do not see it "
@@ -78,7 +99,7 @@ class VLLMBackend:
         """Equal keys build equal engines: model and every engine argument (decoder and dataset
         changes keep the engine)."""
         kwargs = build_engine_kwargs(self.sections, device, model_label(self.sections))
-        key: dict[str, Any] = {"engine": kwargs, "device": device}
+        key: dict[str, Any] = {"engine": offline_kwargs(kwargs), "device": device}
         if self.sections.serving:  # another engine object (AsyncLLM) with other defaults
             key["serving"] = serving_kwargs(kwargs)
         return json.dumps(key, sort_keys=True, default=str)
@@ -117,10 +138,11 @@ class VLLMBackend:
                     if isinstance(v, (str, int, float, bool, dict, list)) or v is None
                     else repr(v)
                     for k, v in (
-                        serving_kwargs(kwargs) if self.sections.serving else kwargs
+                        serving_kwargs(kwargs) if self.sections.serving else offline_kwargs(kwargs)
                     ).items()
                 },
                 **random_weights.described(self.sections.model),
+                "llem_sampling_seed": SAMPLING_SEED.format(seed=kwargs["seed"]),
             },
             load_key=self.load_key(device),
             load_s=load_s,
@@ -145,7 +167,7 @@ class VLLMBackend:
             )
             if self.sections.serving:
                 return start_async_engine(kwargs), tokenizer
-            return LLM(**kwargs), tokenizer
+            return LLM(**offline_kwargs(kwargs)), tokenizer
         except Exception as exc:
             shown = ", ".join(
                 f"{k}={v}" for k, v in kwargs.items() if k not in ("model", "tokenizer")
@@ -223,25 +245,27 @@ class VLLMBackend:
         try:
             for rid, engine_input in zip(ids, inputs, strict=True):
                 engine.add_request(rid, engine_input, params)
-            times, counts, steps, cached = _step_until_done(engine, ids, log)
+            run = _step_until_done(engine, ids, log, self.sections.save_outputs)
         except Exception as exc:
             engine.abort_request(ids)
             raise RunError(
                 f"vLLM generation failed: {type(exc).__name__}: {first_line(exc)}"
             ) from exc
         end = time.perf_counter()
+        steps, placement = log.engine_steps(_prefill(tokens, run.cached), [len(t) for t in tokens])
         return BatchOutput(
             start_s=start,
             end_s=end,
             input_tokens=[len(t) for t in tokens],
-            output_tokens=[sum(c) for c in counts],
-            step_times_s=steps,
-            step_tokens=[1] * len(steps),
-            request_step_times_s=times,
-            request_step_tokens=counts,
-            cached_input_tokens=cached,
-            steps=log.engine_steps(_prefill(tokens, cached)),
-            step_clock=OFFLINE_CLOCK,
+            output_tokens=[sum(c) for c in run.counts],
+            step_times_s=run.steps,
+            step_tokens=[1] * len(run.steps),
+            request_step_times_s=run.times,
+            request_step_tokens=run.counts,
+            cached_input_tokens=run.cached,
+            texts=run.texts,
+            steps=steps,
+            step_clock=f"{OFFLINE_CLOCK}; {placement}",
         )
 
     def unload(self, loaded: LoadedModel | None) -> None:
@@ -267,18 +291,32 @@ def _prefill(tokens: list[list[int]], cached: list[int] | None) -> list[int]:
     return [len(t) - c for t, c in zip(tokens, hits, strict=True)]
 
 
+@dataclass
+class _Stepped:
+    """What stepping the engine to the end gave: per request its token arrival times and
+    counts, its prefix-cache hits (None if any was not reported) and its text (None unless
+    asked for); the times of the steps that produced any token."""
+
+    times: list[list[float]]
+    counts: list[list[int]]
+    steps: list[float]
+    cached: list[int] | None
+    texts: list[str] | None
+
+
 def _step_until_done(
-    engine: Any, ids: list[str], log: OfflineSteps
-) -> tuple[list[list[float]], list[list[int]], list[float], list[int] | None]:
-    """Step the engine until every request is done: each request's token arrival times and
-    counts, the times of the steps that produced any token, and each request's prompt tokens
-    served from the prefix cache (``RequestOutput.num_cached_tokens``; None if not reported).
-    Each step's tokens per request go to ``log``."""
+    engine: Any, ids: list[str], log: OfflineSteps, keep_text: bool = False
+) -> _Stepped:
+    """Step the engine until every request is done (``RequestOutput.num_cached_tokens`` gives
+    the prefix-cache hits). Each step's tokens per request and the scheduler's totals (where the
+    engine reports them) go to ``log``."""
     index = {rid: i for i, rid in enumerate(ids)}
     times: list[list[float]] = [[] for _ in ids]
     counts: list[list[int]] = [[] for _ in ids]
+    texts: list[list[str]] = [[] for _ in ids]
     cached: list[int | None] = [None for _ in ids]
     steps: list[float] = []
+    stats = watch_scheduler_stats(engine)
     while engine.has_unfinished_requests():
         outputs = engine.step()
         now = time.perf_counter()
@@ -289,12 +327,20 @@ def _step_until_done(
             if isinstance(hits, int):
                 cached[i] = max(hits, cached[i] or 0)
             n = sum(len(c.token_ids) for c in out.outputs)
+            if keep_text and out.outputs:
+                texts[i].append(out.outputs[0].text)
             if n:
                 times[i].append(now)
                 counts[i].append(n)
                 made.append((i, n))
         if made:
             steps.append(now)
-        log.step(now, made)
+        log.step(now, made, scheduled_tokens(stats.pop()))
     known = [c for c in cached if c is not None]
-    return times, counts, steps, known if len(known) == len(ids) else None
+    return _Stepped(
+        times=times,
+        counts=counts,
+        steps=steps,
+        cached=known if len(known) == len(ids) else None,
+        texts=["".join(t) for t in texts] if keep_text else None,
+    )

@@ -82,7 +82,7 @@ def build_engine_kwargs(s: Sections, device: str, source: str) -> dict[str, Any]
         "model": source,
         "tokenizer": source,
         "trust_remote_code": m.trust_remote_code,
-        "seed": v.seed if v.seed is not None else s.seed,
+        "seed": v.seed if v.seed is not None else s.run_seed,
     }
     if m.dtype is not None:
         kwargs["dtype"] = m.dtype.value
@@ -106,11 +106,24 @@ def build_engine_kwargs(s: Sections, device: str, source: str) -> dict[str, Any]
     return kwargs
 
 
+#: How the vLLM engine's sampling is seeded (recorded with the engine's arguments: the engine is
+#: kept across runs that differ only in ``vllm.per_request_seed``, which each run's config holds).
+SAMPLING_SEED = (
+    "engine-level seed {seed} (vllm.seed, else the run's seed: seed + repeat when sampling), "
+    "set once when the engine starts; requests carry no seed of their own unless "
+    "vllm.per_request_seed=true, so vLLM draws every row's sampling noise from the one "
+    "generator (no per-request generators) and a repeat samples the same text only where the "
+    "engine batches its requests the same way"
+)
+
+
 def build_sampling_kwargs(s: Sections) -> dict[str, Any]:
     """Keyword arguments for ``vllm.SamplingParams``: greedy is temperature 0, and greedy decoding
-    drops the sampling knobs (as the pytorch backend does). A sampling decoder samples with the
-    run's seed (``lifecycle.seed``, seed + repeat) in every request, so repeats on a fresh engine
-    sample differently and a repeat's sampling is reproducible whatever the engine ran before."""
+    drops the sampling knobs (as the pytorch backend does). No request carries a ``seed`` unless
+    ``vllm.per_request_seed=true``: in vLLM's sampler a per-request generator turns off the
+    FlashInfer top-k/top-p kernels and adds work per seeded row and step, which a deployment
+    without seeds does not pay. Repeats sample differently through the engine's own seed
+    instead (``SAMPLING_SEED``)."""
     d = s.decoder
     kwargs: dict[str, Any] = {"max_tokens": d.max_new_tokens}
     if d.min_new_tokens is not None:
@@ -123,7 +136,8 @@ def build_sampling_kwargs(s: Sections) -> dict[str, Any]:
         kwargs["temperature"] = 0.0
         return kwargs
     kwargs["temperature"] = 1.0 if d.temperature is None else d.temperature
-    kwargs["seed"] = s.run_seed
+    if s.engine.per_request_seed:
+        kwargs["seed"] = s.run_seed
     for name in ("top_p", "top_k", "min_p"):
         value = getattr(d, name)
         if value is not None:

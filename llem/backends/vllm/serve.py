@@ -241,12 +241,18 @@ def serve_requests(
     finishes = [t.finish_s for t in timelines if t.finish_s is not None]
     closed = bool(requests) and all(r.scheduled_s is None for r in requests)
     ids = {f"{stream.prefix}-{r.request_id}": r.request_id for r in requests}
-    prefill = {t.request_id: t.input_tokens - (t.cached_input_tokens or 0) for t in timelines}
+    sent = sorted(timelines, key=lambda t: t.sent_s)  # vLLM serves first come first
+    prefill = {t.request_id: t.input_tokens - (t.cached_input_tokens or 0) for t in sent}
+    prompt = {t.request_id: t.input_tokens for t in sent}
+    arrival = {t.request_id: t.sent_s for t in sent}
+    shared, placement = with_shares(
+        [s for s in steps if s.step.end_s >= start], ids, prefill, prompt, arrival
+    )
     return ServeOutput(
         start_s=start,
         end_s=max(finishes, default=start),
         requests=timelines,
         ttft_origin="actual send" if closed else "scheduled send",
-        steps=with_shares([s for s in steps if s.step.end_s >= start], ids, prefill),
-        step_clock=SERVE_CLOCK,
+        steps=shared,
+        step_clock=SERVE_CLOCK if placement is None else f"{SERVE_CLOCK}; {placement}",
     )

@@ -5,9 +5,9 @@ that step per request (the engine's output processor, watched by ``watch_outputs
 A step's ``end_s`` is ``time.perf_counter`` when its statistics arrive (the clock of the request
 timelines), not the engine core's own step end; its start is the core's model-execution time
 (``SchedulerIterationDetails.elapsed_ms``, with ``enable_logging_iteration_details``) earlier. The
-shares: each request's produced tokens in the step, and its whole prefill (prompt less prefix-cache
-hits) in the step of its first output. Under chunked prefill a prompt's earlier chunks count in
-their own steps' ``prefill_tokens`` but in no share (the engine reports no output for them).
+shares: each request's produced tokens in the step, and the prompt tokens it computed there: its
+prefill chunks and any recompute after preemption, placed by ``llem.backends.vllm.chunks`` from
+the scheduler's per-step totals (or spread, with the reason, where those do not add up).
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from llem.backends.types import EngineStep, StepShare
+from llem.backends.types import EngineStep
+from llem.backends.vllm.chunks import StepRecord, place
 
 #: How the serving engine's step times are taken (``ServeOutput.step_clock``).
 SERVE_CLOCK = (
@@ -32,10 +33,12 @@ SERVE_CLOCK = (
 @dataclass(frozen=True)
 class LoggedStep:
     """One step as logged: the step (no shares yet) and the tokens each engine request id got
-    from it (None where the step delivered no outputs: the engine does not say who ran)."""
+    from it (None where llem could not read the step's outputs: ``StepLog.broken``)."""
 
     step: EngineStep
     made: tuple[tuple[str, int], ...] | None
+    ctx_tokens: int | None = None  # scheduled prompt tokens of requests with no output yet
+    gen_tokens: int | None = None  # scheduled tokens of requests with output (recompute too)
 
 
 @dataclass
@@ -55,14 +58,27 @@ class StepLog:
         made.extend((str(o.request_id), len(o.new_token_ids)) for o in outputs)
 
     def record(self, scheduler_stats: Any, iteration_stats: Any) -> None:
-        made = self._made.pop(id(iteration_stats), None) if iteration_stats is not None else None
+        # no iteration stats: the step delivered no outputs (e.g. prefill chunks only)
+        made = self._made.pop(id(iteration_stats), None) if iteration_stats is not None else []
         step = engine_step(scheduler_stats, iteration_stats, time.perf_counter())
         if step is None:
             return
         if self.steps and step.start_s is not None:
             step.start_s = max(step.start_s, self.steps[-1].step.end_s)
         known = made is not None and self.broken is None
-        self.steps.append(LoggedStep(step, tuple(made) if known and made is not None else None))
+        ctx, gen = scheduled_tokens(scheduler_stats)
+        self.steps.append(
+            LoggedStep(step, tuple(made) if known and made is not None else None, ctx, gen)
+        )
+
+
+def scheduled_tokens(scheduler_stats: Any) -> tuple[int | None, int | None]:
+    """The step's scheduled tokens from its iteration details: those of requests with no output
+    yet (prefill chunks), and those of the others (decodes and recomputes); None without them."""
+    details = getattr(scheduler_stats, "iteration_details", None)
+    if details is None or getattr(details, "is_dummy", False):
+        return None, None
+    return int(details.num_ctx_tokens), int(details.num_generation_tokens)
 
 
 def engine_step(scheduler_stats: Any, iteration_stats: Any, now: float) -> EngineStep | None:
@@ -119,25 +135,36 @@ def watch_outputs(engine: Any, log: StepLog) -> None:
 
 
 def with_shares(
-    logged: Sequence[LoggedStep], ids: dict[str, int], prefill: dict[int, int]
-) -> list[EngineStep]:
-    """The steps with each request's share: its produced tokens, and its whole prefill
-    (``prefill``: prompt tokens less prefix-cache hits) in the step of its first output. Engine
-    ids map to llem's through ``ids`` (vLLM appends ``-<suffix>`` to the ids it is given)."""
-    seen: set[int] = set()
-    out = []
-    for ls in logged:
-        if ls.made is None:
-            out.append(ls.step)
-            continue
-        shares = []
-        for name, n in ls.made:
-            rid = ids.get(name, ids.get(name.rsplit("-", 1)[0], -1))
-            first = rid not in seen
-            seen.add(rid)
-            shares.append(StepShare(rid, prefill.get(rid, 0) if first else 0, n))
-        out.append(dataclasses.replace(ls.step, shares=tuple(shares)))
-    return out
+    logged: Sequence[LoggedStep],
+    ids: dict[str, int],
+    prefill: dict[int, int],
+    prompt: dict[int, int],
+    arrival_s: dict[int, float] | None = None,
+) -> tuple[list[EngineStep], str | None]:
+    """The steps with each request's share (``llem.backends.vllm.chunks.place``: its produced
+    tokens and the prompt tokens it computed in the step), and how the prefill was placed (None
+    where the steps carry no shares). Engine ids map to llem's through ``ids`` (vLLM appends
+    ``-<suffix>`` to the ids it is given); ``arrival_s``: when each request was sent."""
+    if not logged or any(ls.made is None for ls in logged):
+        return [ls.step for ls in logged], None
+    records = [
+        StepRecord(
+            tuple((ids.get(n, ids.get(n.rsplit("-", 1)[0], -1)), k) for n, k in ls.made or ()),
+            ls.ctx_tokens,
+            ls.gen_tokens,
+        )
+        for ls in logged
+    ]
+    arrival = {
+        rid: next((k for k, ls in enumerate(logged) if ls.step.end_s > t), len(logged))
+        for rid, t in (arrival_s or {}).items()
+    }
+    placed = place(records, prefill, prompt, arrival)
+    steps = [
+        dataclasses.replace(ls.step, shares=shares)
+        for ls, shares in zip(logged, placed.shares, strict=True)
+    ]
+    return steps, placed.note
 
 
 def step_logger_factory(log: StepLog) -> Callable[[Any, int], Any]:
@@ -173,26 +200,69 @@ OFFLINE_CLOCK = (
 
 class OfflineSteps:
     """The offline engine's steps as llem steps it (``LLMEngine.step``): each call that returned
-    outputs is a step, with the tokens each request (its index in the batch) got from it."""
+    outputs, or reported the scheduler's totals (a step of prefill chunks only), is a step, with
+    the tokens each request (its index in the batch) got from it."""
 
     def __init__(self, start_s: float) -> None:
         self._last = start_s
-        self._raw: list[tuple[float, float, tuple[tuple[int, int], ...]]] = []
+        self._raw: list[tuple[float, float, StepRecord]] = []
 
-    def step(self, now: float, made: Sequence[tuple[int, int]]) -> None:
-        if made:
-            self._raw.append((self._last, now, tuple(made)))
+    def step(
+        self,
+        now: float,
+        made: Sequence[tuple[int, int]],
+        scheduled: tuple[int | None, int | None] = (None, None),
+    ) -> None:
+        ctx, gen = scheduled
+        if made or ctx or gen:
+            self._raw.append((self._last, now, StepRecord(tuple(made), ctx, gen)))
             self._last = now
 
-    def engine_steps(self, prefill: Sequence[int]) -> list[EngineStep]:
-        """The steps, each request's whole ``prefill`` (prompt less prefix-cache hits) in the
-        step of its first output."""
-        seen: set[int] = set()
-        out = []
-        for start, end, made in self._raw:
-            shares = []
-            for i, n in made:
-                shares.append(StepShare(i, 0 if i in seen else prefill[i], n))
-                seen.add(i)
-            out.append(EngineStep.of_shares(start, end, shares))
-        return out
+    def engine_steps(
+        self, prefill: Sequence[int], prompt: Sequence[int]
+    ) -> tuple[list[EngineStep], str]:
+        """The steps with each request's share (``chunks.place``: ``prefill`` is each request's
+        prompt less prefix-cache hits, ``prompt`` its whole prompt), and how they were placed."""
+        placed = place(
+            [r for _, _, r in self._raw], dict(enumerate(prefill)), dict(enumerate(prompt))
+        )
+        steps = [
+            EngineStep.of_shares(start, end, shares)
+            for (start, end, _), shares in zip(self._raw, placed.shares, strict=True)
+        ]
+        return steps, placed.note
+
+
+class LatestStats:
+    """The scheduler statistics of the engine's latest step (``pop`` takes them)."""
+
+    def __init__(self) -> None:
+        self._latest: Any = None
+
+    def put(self, stats: Any) -> None:
+        if stats is not None:
+            self._latest = stats
+
+    def pop(self) -> Any:
+        latest, self._latest = self._latest, None
+        return latest
+
+
+def watch_scheduler_stats(engine: Any) -> LatestStats:
+    """Each step's ``SchedulerStats`` as ``LLMEngine.step`` hands them to its output processor
+    (``update_scheduler_stats``; with stats logging on, they carry the iteration details).
+    Where the engine has no such hook the steps carry no totals (their prefill is spread)."""
+    latest = LatestStats()
+    processor: Any = getattr(engine, "output_processor", None)
+    original = getattr(processor, "update_scheduler_stats", None)
+    if not callable(original) or getattr(original, "_llem_watched", None) is not None:
+        return getattr(original, "_llem_watched", latest)
+
+    def update_scheduler_stats(stats: Any, *args: Any, **kwargs: Any) -> Any:
+        watcher.put(stats)
+        return original(stats, *args, **kwargs)
+
+    watcher = latest
+    update_scheduler_stats._llem_watched = latest  # type: ignore[attr-defined]
+    processor.update_scheduler_stats = update_scheduler_stats
+    return latest
