@@ -23,20 +23,18 @@ from __future__ import annotations
 
 import bisect
 import random
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from llem.backends.types import EngineStep, StepShare
-from llem.config.schema import EnergySource, MeasurementConfig
 from llem.figures.attribution import Span, spans
 from llem.measure import MeasurementSession
-from llem.measure import devices as measure_devices
 from llem.measure.energy import WindowResult
-from llem.measure.idle import IdleCache
 from llem.testing.clocks import SteppingClock
-from llem.testing.fake_pynvml import FakeGpu, FakeNvml, Waveform
+from llem.testing.fake_pynvml import FakeGpu, Waveform
 from llem.testing.truth.sensor import Sensed
+from llem.testing.virtual_window import measure_window
+from llem.testing.virtual_window import shifted as moved
 
 
 @dataclass(frozen=True)
@@ -149,17 +147,7 @@ def _step(t: float, shares: list[StepShare], timing: StepTiming, rng: random.Ran
 
 
 def shifted(steps: Sequence[EngineStep], by_s: float) -> list[EngineStep]:
-    return [
-        EngineStep(
-            s.end_s + by_s,
-            s.running,
-            s.prefill_tokens,
-            s.decode_tokens,
-            None if s.start_s is None else s.start_s + by_s,
-            s.shares,
-        )
-        for s in steps
-    ]
+    return [moved(s, by_s) for s in steps]
 
 
 @dataclass(frozen=True)
@@ -193,39 +181,8 @@ def measure_modelled(
     if sampled_fraction is not None:
         shown = Sensed(power, counter_update_s, sampled_fraction)
     gpu = FakeGpu("GPU-modelled", power=shown, counter_update_s=counter_update_s)
-    saved_nvml, saved_uuids = sys.modules.get("pynvml"), measure_devices.torch_device_uuids
-    sys.modules["pynvml"] = FakeNvml([gpu], clock)
-    measure_devices.torch_device_uuids = lambda indices: None
-    try:
-        cfg = MeasurementConfig(
-            idle_baseline_s=0.0,
-            sample_hz=sample_hz,
-            cooldown_s=0.0,
-            min_window_s=0.1,
-            min_valid_window_s=0.1,
-            energy=EnergySource.nvml,
-        )
-        session = MeasurementSession(
-            cfg,
-            [0],
-            "cuda",
-            clock=clock,
-            powercap_root="/nonexistent-powercap",
-            cuda_sync=lambda: None,
-            env={},
-            idle_cache=IdleCache(),
-        )
-        session.start()
-        clock.sleep(0.1)
-        with session.window():
-            clock.sleep(max(s.end_s for s in placed) + tail_s - clock.now())
-        session.close()
-    finally:
-        measure_devices.torch_device_uuids = saved_uuids
-        if saved_nvml is None:
-            sys.modules.pop("pynvml", None)
-        else:
-            sys.modules["pynvml"] = saved_nvml
+    until = max(st.end_s for st in placed) + tail_s
+    session = measure_window(gpu, clock, sample_hz=sample_hz, until_s=until)
     assert session.last_window is not None
     return Measured(session.last_window, session, placed, power)
 

@@ -14,22 +14,19 @@ window closes ``tail_s`` after the last step.
 from __future__ import annotations
 
 import random
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from llem.backends.types import EngineStep
-from llem.config.schema import EnergySource, MeasurementConfig
 from llem.measure import MeasurementSession
-from llem.measure import devices as measure_devices
 from llem.measure.energy import WindowResult
-from llem.measure.idle import IdleCache
 from llem.testing.clocks import SteppingClock
-from llem.testing.fake_pynvml import FakeGpu, FakeNvml
+from llem.testing.fake_pynvml import FakeGpu
 from llem.testing.truth import engine
 from llem.testing.truth.engine import EngineSpec, Request, Trace, Work
 from llem.testing.truth.gpu import Gpu, Physics
 from llem.testing.truth.sensor import Sensed, StepPower
+from llem.testing.virtual_window import measure_window, shifted
 
 POWER_LIMIT_W = 700.0
 
@@ -161,59 +158,12 @@ def measure(
         counter_update_s=sensor.update_s,
         power_limit_mw=int(POWER_LIMIT_W * 1000),
     )
-    steps = [_shifted(s, offset) for s in trace.steps]
-    saved_nvml, saved_uuids = sys.modules.get("pynvml"), measure_devices.torch_device_uuids
-    sys.modules["pynvml"] = FakeNvml([fake], clock)
-    measure_devices.torch_device_uuids = lambda indices: None
-    try:
-        session = _session(clock, sample_hz)
-        session.start()
-        clock.sleep(0.1)
-        with session.window():
-            clock.sleep(steps[-1].end_s + tail_s - clock.now())
-        session.close()
-    finally:
-        measure_devices.torch_device_uuids = saved_uuids
-        if saved_nvml is None:
-            sys.modules.pop("pynvml", None)
-        else:
-            sys.modules["pynvml"] = saved_nvml
+    steps = [shifted(s, offset) for s in trace.steps]
+    session = measure_window(fake, clock, sample_hz=sample_hz, until_s=steps[-1].end_s + tail_s)
     w = session.last_window
     assert w is not None
     truth = truth_of(trace, gpu, offset, w.start_s, w.end_s)
     return Run(trace, steps, w, session, truth, power, gpu, offset)
-
-
-def _session(clock: SteppingClock, sample_hz: float) -> MeasurementSession:
-    cfg = MeasurementConfig(
-        idle_baseline_s=0.0,
-        sample_hz=sample_hz,
-        cooldown_s=0.0,
-        min_window_s=0.1,
-        min_valid_window_s=0.1,
-        energy=EnergySource.nvml,
-    )
-    return MeasurementSession(
-        cfg,
-        [0],
-        "cuda",
-        clock=clock,
-        powercap_root="/nonexistent-powercap",
-        cuda_sync=lambda: None,
-        env={},
-        idle_cache=IdleCache(),
-    )
-
-
-def _shifted(s: EngineStep, by_s: float) -> EngineStep:
-    return EngineStep(
-        s.end_s + by_s,
-        s.running,
-        s.prefill_tokens,
-        s.decode_tokens,
-        None if s.start_s is None else s.start_s + by_s,
-        s.shares,
-    )
 
 
 def marginal_costs(trace: Trace, gpu: Physics) -> tuple[float, float]:
