@@ -11,8 +11,9 @@ finished and ends when the last ``cooldown_requests`` requests arrive. Left null
 of the run's requests, rounded up (``edge_requests``): a fixed count would swallow a short run
 whole and be negligible in a long one, and 10% at each end keeps 80% of the requests while
 dropping the ramp-up, where the engine starts empty, and the drain, where no new requests keep it
-busy. AIPerf (``--warmup-request-count``) and vLLM's ``bench serve`` (``--num-warmups``) take a
-count the user chooses; set the two fields to do the same.
+busy. This is llem's own rule: vLLM's ``bench serve`` sends ``--num-warmups`` extra requests
+before its clock starts and leaves no cool-down out, so its figures cover every measured request;
+set both edges to 0 for figures over the whole run.
 
 How many requests: ``n_requests``, or (open loop) ``duration_s``: requests are sent for that long,
 ``ceil(rate_per_s x duration_s)`` of them, so that every rate of a sweep spans the same time and

@@ -14,7 +14,8 @@ The steady state is the part of the window where the engine runs as it was confi
 - open-loop traffic: from the instant ``traffic.warmup_requests`` requests have finished (the
   workload's origin when 0) to the arrival of the first of the last ``traffic.cooldown_requests``
   requests (the last finish when 0); the run takes 10 % of the requests, rounded up, for an edge
-  left null. The warm-up/cool-down exclusion of vLLM's ``bench serve`` and AIPerf.
+  left null. This is llem's own rule: vLLM's ``bench serve`` sends ``--num-warmups`` extra
+  requests before its clock starts and leaves no cool-down out.
 
 A steady state shorter than ``measurement.min_steady_state_s``, or (ML.ENERGY's rule only) whose
 mean running batch is under ``measurement.min_steady_concurrency`` x B, is no steady state, with the
@@ -119,7 +120,7 @@ def steady_state(
             None,
             name,
             f"the steady state lasts {end - start:.3f} s < measurement.min_steady_state_s="
-            f"{rule.min_s:g} (send more requests: traffic.n_requests)",
+            f"{rule.min_s:g} (send for longer: traffic.duration_s, or more: traffic.n_requests)",
         )
     conc = concurrency(timelines, start, end)
     mean = conc.mean if conc is not None else 0.0

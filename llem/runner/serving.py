@@ -140,7 +140,8 @@ def fill_serving(
     if len(timelines) < 2 * rule.max_batch:
         log.warning(
             "%d requests < 2 x the maximum batch %s=%d: the batch fills and drains within the "
-            "window and there is no steady state (send more requests: traffic.n_requests)",
+            "window and there is no steady state (send more requests: traffic.n_requests, or "
+            "traffic.duration_s)",
             len(timelines),
             knob[0],
             rule.max_batch,
