@@ -148,6 +148,11 @@ def test_too_short_and_too_thin_steady_states_are_none_with_the_reason() -> None
     assert short.null_reason is not None and "lasts 2.900 s < measurement.min_steady_state_s=5" in (
         short.null_reason
     )
+    assert "traffic.duration_s" not in short.null_reason  # a batch rule: more requests, not time
+    sent = [tl(i, 0.1 * i, [0.1 * i + 0.05, 0.1 * i + 0.2]) for i in range(20)]
+    open_loop = SteadyRule(open_loop=True, max_batch=2, min_s=5.0)
+    hint = steady_state(sent, open_loop, origin_s=0.0).null_reason
+    assert hint is not None and "traffic.duration_s or traffic.n_requests" in hint
     # closed loop with 2 slots (sent when one finishes), B = 4 configured: mean 2 < 0.85 x 4
     ts = [tl(i, (i // 2) * 1.0, [(i // 2) + 0.1, (i // 2) + 1.0]) for i in range(20)]
     thin = steady_state(

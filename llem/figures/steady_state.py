@@ -114,13 +114,14 @@ def steady_state(
     if end <= start:
         return SteadyState(None, None, None, name, "the steady state would end before it starts")
     if end - start < rule.min_s:
+        more = "traffic.duration_s or traffic.n_requests" if rule.open_loop else "traffic.n_requests"
         return SteadyState(
             None,
             None,
             None,
             name,
             f"the steady state lasts {end - start:.3f} s < measurement.min_steady_state_s="
-            f"{rule.min_s:g} (send for longer: traffic.duration_s, or more: traffic.n_requests)",
+            f"{rule.min_s:g} (send more requests: {more})",
         )
     conc = concurrency(timelines, start, end)
     mean = conc.mean if conc is not None else 0.0

@@ -140,8 +140,7 @@ def fill_serving(
     if len(timelines) < 2 * rule.max_batch:
         log.warning(
             "%d requests < 2 x the maximum batch %s=%d: the batch fills and drains within the "
-            "window and there is no steady state (send more requests: traffic.n_requests, or "
-            "traffic.duration_s)",
+            "window and there is no steady state (send more requests: traffic.n_requests)",
             len(timelines),
             knob[0],
             rule.max_batch,
