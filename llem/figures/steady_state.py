@@ -114,7 +114,9 @@ def steady_state(
     if end <= start:
         return SteadyState(None, None, None, name, "the steady state would end before it starts")
     if end - start < rule.min_s:
-        more = "traffic.duration_s or traffic.n_requests" if rule.open_loop else "traffic.n_requests"
+        more = "traffic.n_requests"
+        if rule.open_loop:
+            more = "traffic.duration_s or traffic.n_requests"
         return SteadyState(
             None,
             None,
