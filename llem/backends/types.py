@@ -57,6 +57,9 @@ class BatchOutput:
     # (static batches' steps follow from ``step_times_s``: ``llem.figures.engine_steps``).
     steps: list[EngineStep] | None = None
     step_clock: str | None = None  # how the engine's step times were taken (one sentence)
+    # Why the steps' per-request shares are llem's estimate, not the engine's record (None: the
+    # engine's, or no shares): a request's energy is then not published.
+    shares_estimated: str | None = None
 
 
 @dataclass(frozen=True)
@@ -159,6 +162,7 @@ class ServeOutput:
     num_beams: int = 1
     # how the engine's step times were taken (one sentence); with ``steps`` None, why it has none
     step_clock: str | None = None
+    shares_estimated: str | None = None  # as ``BatchOutput.shares_estimated``
 
 
 @dataclass(frozen=True)

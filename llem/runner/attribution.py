@@ -97,8 +97,11 @@ def fill_attribution(
     session: MeasurementSession,
     run_dir: Path,
     why_none: str = NO_STEPS,
+    shares_estimated: str | None = None,
 ) -> None:
-    """The attribution's fields of the result and its files (module docstring)."""
+    """The attribution's fields of the result and its files (module docstring).
+    ``shares_estimated``: why the steps' per-request shares are an estimate (the engine did not
+    say where each request's prompt was computed); each request's energy is then null with it."""
     window = session.last_window
     if window is None:
         return
@@ -114,7 +117,7 @@ def fill_attribution(
     result.energy = dataclasses.replace(result.energy, attribution_method=method)
     _fit_reasons(result, "energy", whole)
     _steady(result, steps, why_none, window, session)
-    _requests_file(result, run_dir, whole)
+    _requests_file(result, run_dir, whole, shares_estimated)
     _steps_file(run_dir, whole, window.start_s)
 
 
@@ -232,12 +235,20 @@ def _steady(
     _fit_reasons(result, "steady_state", done)
 
 
-def _requests_file(result: RunResult, run_dir: Path, done: _Done | Figure) -> None:
+def _requests_file(
+    result: RunResult, run_dir: Path, done: _Done | Figure, shares_estimated: str | None
+) -> None:
     """requests.jsonl with each request's energy (null with the reason where there is none)."""
     path = run_dir / "requests.jsonl"
     if not path.exists():
         return
     per_request = None if isinstance(done, Figure) else done.att.requests
+    if per_request is not None and shares_estimated:
+        result.null_reasons["requests.energy_j"] = (
+            f"not published: the engine did not say which steps computed each request's prompt "
+            f"({shares_estimated}), so a request's share of the steps is a guess"
+        )
+        return
     if per_request is None:
         reason = done.null_reason if isinstance(done, Figure) else done.att.requests_null_reason
         result.null_reasons["requests.energy_j"] = reason or "not attributed"

@@ -166,7 +166,7 @@ def fill_serving(
     steps = window_steps(ran.served, ran.outputs, window.start_s, window.end_s)
     fill_engine_steps(result, steps, run_dir)
     # after requests.jsonl and steps.csv: the attribution adds each request's and step's energy
-    fill_attribution(result, steps.steps, session, run_dir, steps.clock)
+    fill_attribution(result, steps.steps, session, run_dir, steps.clock, steps.shares_estimated)
     if ran.served is not None and result.compute.decode_bandwidth_utilisation is None:
         result.null_reasons["compute.decode_bandwidth_utilisation"] = SERVED_BANDWIDTH
 

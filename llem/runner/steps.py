@@ -32,6 +32,7 @@ class WindowSteps:
     clock: str
     start_s: float
     end_s: float
+    shares_estimated: str | None = None  # why the steps' request shares are an estimate
 
 
 def window_steps(
@@ -40,12 +41,14 @@ def window_steps(
     """The run's engine steps inside the window [t0, t1] (perf_counter seconds)."""
     if served is not None:
         steps, clock = served.steps, served.step_clock or NO_STEPS_SERVED
+        estimated = served.shares_estimated
     else:
         steps, clock = steps_from_batches(outputs)
+        estimated = next((o.shares_estimated for o in outputs if o.shares_estimated), None)
     if steps is None:
         return WindowSteps(None, clock, t0, t1)
     inside = [_clipped(s, t0) for s in steps if t0 <= s.end_s <= t1]
-    return WindowSteps(inside, clock, t0, t1)
+    return WindowSteps(inside, clock, t0, t1, estimated)
 
 
 def _clipped(step: EngineStep, t0: float) -> EngineStep:

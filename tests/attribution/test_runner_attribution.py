@@ -71,3 +71,18 @@ def test_without_engine_steps_every_attributed_figure_is_null_with_the_reason(tm
     fill_attribution(result, None, m.session, tmp_path)
     assert result.null_reasons["energy.j_per_decode_token"] == NO_STEPS
     assert result.null_reasons["energy.fit"] == NO_STEPS
+
+
+def test_requests_whose_prompt_steps_the_engine_did_not_say_get_no_energy(tmp_path) -> None:
+    """vLLM's chunks placed by llem's fallback (spread from arrival to first output) are a guess
+    at each request's share: the phase split stays, each request's energy is null with the why."""
+    from llem.runner.steps import window_steps
+
+    m, served, result = _run(tmp_path)
+    served.shares_estimated = "prefill spread evenly (a placement check failed)"
+    steps = window_steps(served, [], m.window.start_s, m.window.end_s)
+    fill_attribution(result, steps.steps, m.session, tmp_path, steps.clock, steps.shares_estimated)
+    assert result.energy.prefill_j is not None
+    why = result.null_reasons["requests.energy_j"]
+    assert why.startswith("not published") and "a placement check failed" in why
+    assert all(r.energy_j is None and r.bound_j is None for r in read_requests(tmp_path))

@@ -22,7 +22,7 @@ def chunked_run() -> OfflineSteps:
 
 
 def test_each_prefill_chunk_is_in_the_step_that_computed_it() -> None:
-    steps, note = chunked_run().engine_steps([200, 4000], [200, 4000])
+    steps, placed = chunked_run().engine_steps([200, 4000], [200, 4000])
     shares = [s.shares for s in steps]
     assert shares[0] == (StepShare(0, 200, 1),)
     for k in range(1, 8):
@@ -31,7 +31,7 @@ def test_each_prefill_chunk_is_in_the_step_that_computed_it() -> None:
     assert shares[9] == (StepShare(0, 0, 1), StepShare(1, 0, 1))
     assert sum(x.prefill_tokens for s in steps for x in s.shares or () if x.request_id == 1) == 4000
     assert [s.prefill_tokens for s in steps] == [200, *[511] * 7, 423, 0]
-    assert "placed in the steps that computed them" in note
+    assert "placed in the steps that computed them" in placed.note and placed.unplaced is None
 
 
 def test_a_preempted_requests_recompute_lands_where_it_was_recomputed() -> None:
@@ -93,13 +93,13 @@ def test_the_serving_log_places_chunks_of_steps_that_delivered_no_outputs() -> N
     it = NS(num_generation_tokens=1, num_prompt_tokens=0, finished_requests=[])
     log.outputs(it, [NS(request_id="llem-serve-1-0-abc", new_token_ids=[7])])
     log.record(stats(32, 0), it)  # last chunk and first token
-    steps, note = with_shares(log.steps, {"llem-serve-1-0": 0}, {0: 160}, {0: 160})
+    steps, placed = with_shares(log.steps, {"llem-serve-1-0": 0}, {0: 160}, {0: 160})
     assert [s.shares for s in steps] == [
         (StepShare(0, 64, 0),),
         (StepShare(0, 64, 0),),
         (StepShare(0, 32, 1),),
     ]
-    assert note is not None and "placed in the steps that computed them" in note
+    assert placed is not None and "placed in the steps that computed them" in placed.note
 
 
 def test_asynchronous_scheduling_counts_and_overshoots_are_taken_as_they_come() -> None:

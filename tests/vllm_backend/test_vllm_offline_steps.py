@@ -49,13 +49,13 @@ def test_chunk_only_steps_are_steps_and_texts_are_kept() -> None:
     log = OfflineSteps(0.0)
     run = _step_until_done(engine, ["a"], log, keep_text=True)
     assert run.texts == ["Hello"] and run.counts == [[1, 1]]
-    steps, note = log.engine_steps([100], [100])
+    steps, placed = log.engine_steps([100], [100])
     assert [s.shares for s in steps] == [
         (StepShare(0, 64, 0),),
         (StepShare(0, 36, 1),),
         (StepShare(0, 0, 1),),
     ]
-    assert "placed in the steps that computed them" in note
+    assert "placed in the steps that computed them" in placed.note
 
 
 def test_texts_are_not_kept_unless_asked() -> None:

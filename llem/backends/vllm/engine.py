@@ -265,7 +265,8 @@ class VLLMBackend:
             cached_input_tokens=run.cached,
             texts=run.texts,
             steps=steps,
-            step_clock=f"{OFFLINE_CLOCK}; {placement}",
+            step_clock=f"{OFFLINE_CLOCK}; {placement.note}",
+            shares_estimated=placement.unplaced and placement.note,
         )
 
     def unload(self, loaded: LoadedModel | None) -> None:

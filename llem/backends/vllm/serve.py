@@ -254,5 +254,6 @@ def serve_requests(
         requests=timelines,
         ttft_origin="actual send" if closed else "scheduled send",
         steps=shared,
-        step_clock=SERVE_CLOCK if placement is None else f"{SERVE_CLOCK}; {placement}",
+        step_clock=SERVE_CLOCK if placement is None else f"{SERVE_CLOCK}; {placement.note}",
+        shares_estimated=None if placement is None else placement.unplaced and placement.note,
     )

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from llem.backends.types import EngineStep
-from llem.backends.vllm.chunks import StepRecord, place
+from llem.backends.vllm.chunks import Placement, StepRecord, place
 
 #: How the serving engine's step times are taken (``ServeOutput.step_clock``).
 SERVE_CLOCK = (
@@ -140,7 +140,7 @@ def with_shares(
     prefill: dict[int, int],
     prompt: dict[int, int],
     arrival_s: dict[int, float] | None = None,
-) -> tuple[list[EngineStep], str | None]:
+) -> tuple[list[EngineStep], Placement | None]:
     """The steps with each request's share (``llem.backends.vllm.chunks.place``: its produced
     tokens and the prompt tokens it computed in the step), and how the prefill was placed (None
     where the steps carry no shares). Engine ids map to llem's through ``ids`` (vLLM appends
@@ -164,7 +164,7 @@ def with_shares(
         dataclasses.replace(ls.step, shares=shares)
         for ls, shares in zip(logged, placed.shares, strict=True)
     ]
-    return steps, placed.note
+    return steps, placed
 
 
 def step_logger_factory(log: StepLog) -> Callable[[Any, int], Any]:
@@ -220,7 +220,7 @@ class OfflineSteps:
 
     def engine_steps(
         self, prefill: Sequence[int], prompt: Sequence[int]
-    ) -> tuple[list[EngineStep], str]:
+    ) -> tuple[list[EngineStep], Placement]:
         """The steps with each request's share (``chunks.place``: ``prefill`` is each request's
         prompt less prefix-cache hits, ``prompt`` its whole prompt), and how they were placed."""
         placed = place(
@@ -230,7 +230,7 @@ class OfflineSteps:
             EngineStep.of_shares(start, end, shares)
             for (start, end, _), shares in zip(self._raw, placed.shares, strict=True)
         ]
-        return steps, placed.note
+        return steps, placed
 
 
 class LatestStats:
