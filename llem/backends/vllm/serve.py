@@ -238,9 +238,21 @@ def serve_requests(
         raise
     except Exception as exc:
         raise RunError(f"vLLM serving failed: {type(exc).__name__}: {first_line(exc)}") from exc
+    return _output(start, timelines, steps, requests, stream.prefix)
+
+
+def _output(
+    start: float,
+    timelines: list[RequestTimeline],
+    steps: list[LoggedStep],
+    requests: Sequence[ScheduledRequest],
+    prefix: str,
+) -> ServeOutput:
+    """The served workload's output: the timelines, and the steps since its origin with each
+    request's share (its chunks placed by ``with_shares``)."""
     finishes = [t.finish_s for t in timelines if t.finish_s is not None]
     closed = bool(requests) and all(r.scheduled_s is None for r in requests)
-    ids = {f"{stream.prefix}-{r.request_id}": r.request_id for r in requests}
+    ids = {f"{prefix}-{r.request_id}": r.request_id for r in requests}
     sent = sorted(timelines, key=lambda t: t.sent_s)  # vLLM serves first come first
     prefill = {t.request_id: t.input_tokens - (t.cached_input_tokens or 0) for t in sent}
     prompt = {t.request_id: t.input_tokens for t in sent}
