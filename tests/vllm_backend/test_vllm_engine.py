@@ -217,7 +217,7 @@ def test_a_served_vllm_run_writes_its_requests_and_serving_sections(
     rows = [json.loads(line) for line in (run_dir / "requests.jsonl").read_text().splitlines()]
     assert [row["output_tokens"] for row in rows] == [N_TOKENS] * n_requests
     assert all(row["first_token_s"] <= row["finish_s"] for row in rows)
-    if origin == "actual send":
+    if "traffic=concurrency" in traffic:  # closed loop: at most max_concurrency in flight
         assert r["concurrency"]["max"] <= 2
     # vLLM exposes its steps: steps.csv, and its running batch never above max_num_seqs
     steps = read_steps(run_dir)
