@@ -23,8 +23,9 @@ Figures: a mean to 3 significant digits; its ``±`` to 2 significant digits but 
 decimals than the mean shows (``386 ±19``, ``22.5 ±0.4``). A half-width that rounds away at the
 mean's precision is written as a limit, ``4.09 ±<0.01``, not as ``±0.000000004``
 (:func:`llem.report.labels.format_with_ci`). A wide CI, a half-width of at least half the mean
-(two repeats multiply their spread by Student's t = 12.7), gets a ``*`` after it and a note under
-the table saying that more repeats are needed.
+(two repeats multiply their spread by Student's t = 12.7, three by 4.30), gets a ``*`` after it
+and a note under the table saying that more repeats are needed, with the t of the marked rows'
+repeat counts.
 
 When the table would be wider than the terminal, path values go to their last component first,
 then the traffic column goes (it comes back once the ``±`` parts have gone, if it then fits), then
@@ -76,6 +77,7 @@ from llem.report.notes import (
     render_problems,
 )
 from llem.report.stats import BOUND_SUFFIX, GPU, N_INVALID, N_LEFT_OUT, N_USED
+from llem.report.student_t import t_quantile
 from llem.report.ttft import ttft_columns, ttft_note
 from llem.report.window import headline, window_note
 
@@ -107,7 +109,7 @@ MEMORY_FIELDS = (
 )
 WIDE_NOTE = (
     f"{WIDE_MARK} wide 95% CI (half-width at least half the mean): too few repeats to pin the "
-    "mean down (with 2 repeats the spread is multiplied by t = 12.7); add repeats"
+    "mean down ({why}); add repeats"
 )
 #: (paths to their last component, with ±, with the traffic column): tried in turn until the
 #: table fits; then the knobs move into a legend (nothing is ever cut: ``llem.report.layout``)
@@ -332,6 +334,26 @@ def _notes(summary: pd.DataFrame, plus_minus: bool, has_ci: bool, mem: str | Non
     return (["; ".join(notes)] if notes else []) + serving
 
 
+def _wide_note(summary: pd.DataFrame) -> str:
+    """The wide-CI note, with Student's t for the repeat counts of the figures marked wide (the
+    runs each figure's CI comes from: ``<metric>.n``)."""
+    counts: set[int] = set()
+    for metric in (headline(summary, TOKS), headline(summary, JTOK)):
+        means, halves = _col(summary, f"{metric}.mean"), _col(summary, f"{metric}.ci95_half")
+        ns = _col(summary, f"{metric}.n")
+        counts |= {
+            int(n)
+            for m, h, n in zip(means, halves, ns, strict=True)
+            if ci_is_wide(m, h) and not is_missing(n)
+        }
+    parts = [
+        f"with {n} repeats the spread is multiplied by t = {t_quantile(0.975, n - 1):.3g}"
+        for n in sorted(counts)
+        if n >= 2
+    ]
+    return WIDE_NOTE.format(why="; ".join(parts) or "Student's t grows as repeats fall")
+
+
 def _invalid_note(summary: pd.DataFrame) -> str | None:
     """What the ``!`` marks mean: how many runs, left out or kept in."""
     n_inv = sum(_count(v) for v in _col(summary, N_INVALID))
@@ -368,7 +390,7 @@ def render_table(runs: Runs, summary: pd.DataFrame, width: int = DEFAULT_WIDTH) 
         lines += textwrap.wrap(note, width=width)
     columns = [c for part in layout.parts for c in part]
     if _wide_shown(columns):
-        lines += textwrap.wrap(WIDE_NOTE, width=width, subsequent_indent="  ")
+        lines += textwrap.wrap(_wide_note(summary), width=width, subsequent_indent="  ")
     invalid = _invalid_note(summary)
     if invalid:
         lines += textwrap.wrap(invalid, width=width, subsequent_indent="  ")

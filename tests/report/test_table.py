@@ -424,3 +424,38 @@ def test_many_knobs_split_beside_their_legend_keys(tmp_path: Path) -> None:
     headers = [line for line in text.splitlines() if line.startswith("config")]
     assert len(headers) >= 2 and "status" in headers[-1]
     assert sum(line.endswith("ok ×3") for line in text.splitlines()) == 64
+
+
+def test_the_wide_ci_note_names_the_repeats_of_the_rows_it_marks(tmp_path: Path) -> None:
+    """Rows of 3 repeats marked wide: the note gives t for 3 repeats (4.30), not the 12.7 of
+    two; rows of 2 and of 3 marked wide: both."""
+    far = {0: 2.0, 1: 6.2, 2: 11.0}  # 3 repeats: mean 6.4, sd 4.5, ±11.2: wide
+    synth.write_sweep(
+        tmp_path / "s",
+        {"pytorch.batch_size": [1, 4]},
+        lambda p: synth.ok_result(
+            tok_s=far[p["repeat"]] if p["pytorch.batch_size"] == 1 else 40.0 + p["repeat"],
+            j_tok=None,
+            energy=False,
+            peak_mb=None,
+        ),
+        repeats=3,
+    )
+    text = " ".join(_table(tmp_path / "s").split())
+    assert "6.40 ±11*" in text
+    assert "with 3 repeats the spread is multiplied by t = 4.3" in text
+    assert "2 repeats" not in text and "12.7" not in text
+    # one more sweep of 2 repeats, merged: each count with its own t
+    synth.write_sweep(
+        tmp_path / "two",
+        {"pytorch.batch_size": [16]},
+        lambda p: synth.ok_result(
+            tok_s={0: 2.0, 1: 6.2}[p["repeat"]], j_tok=None, energy=False, peak_mb=None
+        ),
+        repeats=2,
+    )
+    both = " ".join(_table(tmp_path / "s", tmp_path / "two").split())
+    assert (
+        "with 2 repeats the spread is multiplied by t = 12.7; with 3 repeats the spread is "
+        "multiplied by t = 4.3" in both
+    )
