@@ -12,10 +12,12 @@ from llem.report.plots import (
     TOKS,
     PlotSkipped,
     draw_all,
+    draw_pareto,
     invalid_points,
     knob_figure,
     pareto_figure,
     pareto_front,
+    prepare_pareto,
     timeline_figure,
     with_hardware,
 )
@@ -361,3 +363,31 @@ def test_the_pareto_subtitle_says_which_points_are_labelled(tmp_path: Path) -> N
     quiet = [t.get_text() for t in ax.texts if t.get_fontsize() == 7]
     assert quiet == ["power_limit_w=300"]  # a dominated point, labelled in grey
     assert "front labelled in black, the others in grey" in ax.get_title(loc="left")
+
+
+def test_pareto_ci_bars_and_axes_are_cut_at_zero_and_the_note_says_so(tmp_path: Path) -> None:
+    """Two repeats far apart: a ±5000 tok/s bar around 500 tok/s ran the axes to -4500 tok/s
+    and squeezed the points; the bars stop at 0, the axes start there, the subtitle says so."""
+    tok = {0: 100.0, 1: 900.0}
+    jtk = {0: 0.1, 1: 1.5}
+    synth.write_sweep(
+        tmp_path / "s",
+        {"pytorch.batch_size": [1, 8]},
+        lambda p: synth.ok_result(
+            tok_s=tok[p["repeat"]] * p["pytorch.batch_size"], j_tok=jtk[p["repeat"]]
+        ),
+        repeats=2,
+    )
+    runs, summary = _load(tmp_path / "s")
+    plot = prepare_pareto(summary, runs.knobs)
+    points = (*plot.front, *plot.dominated)
+    assert all(p.xerr > p.x for p in points)  # the CI reaches below zero ...
+    assert all(p.xlow == p.x and p.ylow == p.y for p in points)  # ... its bar stops at 0
+    assert plot.cut and "95% CI bars cut at 0" in plot.note
+    fig = draw_pareto(plot)
+    ax = fig.axes[0]
+    assert ax.get_xlim()[0] >= 0 and ax.get_ylim()[0] >= 0
+    for bars in ax.collections:
+        for segment in getattr(bars, "get_segments", lambda: [])():
+            assert segment[:, 0].min() >= 0 and segment[:, 1].min() >= 0
+    assert "95% CI bars cut at 0" in ax.get_title(loc="left")
