@@ -391,3 +391,41 @@ def test_pareto_ci_bars_and_axes_are_cut_at_zero_and_the_note_says_so(tmp_path: 
         for segment in getattr(bars, "get_segments", lambda: [])():
             assert segment[:, 0].min() >= 0 and segment[:, 1].min() >= 0
     assert "95% CI bars cut at 0" in ax.get_title(loc="left")
+
+
+def test_a_legend_of_many_long_series_fits_its_figure_and_each_line_is_told_apart(
+    tmp_path: Path,
+) -> None:
+    """16 series of 4-line labels (a merged report): the legend was cut at the figure's edge and
+    constrained layout warned that the axes collapsed; the figure now grows to hold it, and
+    series past the 10 colours take another marker."""
+    import warnings
+
+    grid = {
+        "pytorch.batch_size": [1, 4],
+        "model.name_or_path": [f"/scratch/u/Llama-3.1-8B-Instruct-finetuned-run-{c}" for c in "ab"],
+        "decoder.temperature": [0.0, 0.7],
+        "model.dtype": ["float16", "bfloat16"],
+        "quantization": ["none", "bnb-4bit"],
+    }
+    synth.write_sweep(
+        tmp_path / "s",
+        grid,
+        lambda p: synth.ok_result(tok_s=10.0 * p["pytorch.batch_size"] + p["repeat"]),
+        repeats=2,
+    )
+    runs, summary = _load(tmp_path / "s")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # constrained layout's "axes sizes collapsed to zero"
+        fig = knob_figure(summary, runs.knobs, "pytorch.batch_size", TOKS)
+        fig.savefig(tmp_path / "plot.png")
+    ax = fig.axes[0]
+    legend = ax.get_legend()
+    texts = [t.get_text() for t in legend.get_texts()]
+    assert len(texts) == 16 and all(len(t.splitlines()) == 4 for t in texts)
+    renderer = fig.canvas.get_renderer()
+    box, frame = legend.get_window_extent(renderer), fig.bbox
+    assert box.x0 >= frame.x0 and box.x1 <= frame.x1 and box.y0 >= frame.y0 and box.y1 <= frame.y1
+    assert ax.get_position().width > 0.3  # the axes keep their room
+    styles = {(c.lines[0].get_color(), c.lines[0].get_marker()) for c in ax.containers}
+    assert len(styles) == 16

@@ -266,6 +266,10 @@ def prepare_knob(
 
 # --------------------------------------------------------------------------- drawing
 
+#: matplotlib's default colour cycle's length, and a marker for each time round it
+COLOURS = 10
+MARKERS = ("o", "s", "^", "D", "v", "P")
+
 
 def _draw_x_axis(ax: Any, plot: KnobPlot) -> None:
     from matplotlib.ticker import FixedLocator, NullLocator
@@ -301,12 +305,13 @@ def draw_knob(plot: KnobPlot, path: Path | None = None) -> Any:
     """Draw ``plot`` on a new Agg figure, write it to ``path`` as a PNG; return the figure."""
     fig = new_figure()
     ax = fig.add_subplot()
-    for s in plot.series:
+    for i, s in enumerate(plot.series):
         bars = ax.errorbar(
             list(s.xs),
             list(s.ys),
             yerr=list(s.errs) if s.errs is not None else None,
-            marker="o",
+            # the colour cycle has 10 colours: the 11th series on take another marker
+            marker=MARKERS[i // COLOURS % len(MARKERS)],
             markersize=5,
             linewidth=1.6,
             # categories have no order and no in-between: markers only, no line joins them
