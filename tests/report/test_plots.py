@@ -21,6 +21,7 @@ from llem.report.plots import (
     timeline_figure,
     with_hardware,
 )
+from llem.report.plots.timeline import draw_timeline, prepare_timeline, read_timeseries
 from llem.report.stats import summary_frame
 
 
@@ -429,3 +430,30 @@ def test_a_legend_of_many_long_series_fits_its_figure_and_each_line_is_told_apar
     assert ax.get_position().width > 0.3  # the axes keep their room
     styles = {(c.lines[0].get_color(), c.lines[0].get_marker()) for c in ax.containers}
     assert len(styles) == 16
+
+
+def test_a_replayed_power_timeline_says_it_was_replayed(tmp_path: Path) -> None:
+    """measurement.energy=replay plays a recorded trace as if it were a GPU: the timeline must
+    not read as a measurement."""
+    body = synth.ok_result()
+    body["energy"]["source"] = "replay"
+    body["hardware"]["gpu_model"] = "replay:h100_trace.csv"
+    run = synth.write_run(
+        tmp_path / "r",
+        ["measurement.energy=replay", "measurement.replay_trace=/data/h100_trace.csv"],
+        body,
+        timeseries=synth.timeseries_csv(seconds=4),
+    )
+    runs, _ = _load(run)
+    row = dict(zip(runs.frame.columns, runs.frame.astype(object).iloc[0].tolist(), strict=True))
+    plot = prepare_timeline(read_timeseries(run), row, run / "timeseries.csv")
+    assert plot.title.startswith("Power and temperature (replayed)")
+    assert "power replayed from h100_trace.csv (measurement.energy=replay), not measured" in (
+        plot.note
+    )
+    fig = draw_timeline(plot)
+    assert "(replayed)" in fig.get_suptitle()
+    assert "not measured" in fig.axes[0].get_title(loc="left")
+    measured = dict(row, **{"energy.source": "nvml_counter"})
+    plain = prepare_timeline(read_timeseries(run), measured, run / "timeseries.csv")
+    assert "(replayed)" not in plain.title and "power replayed" not in plain.note
