@@ -17,6 +17,7 @@ from llem.report.plots import (
     knob_figure,
     pareto_figure,
     pareto_front,
+    prepare_all,
     prepare_pareto,
     timeline_figure,
     with_hardware,
@@ -457,3 +458,35 @@ def test_a_replayed_power_timeline_says_it_was_replayed(tmp_path: Path) -> None:
     measured = dict(row, **{"energy.source": "nvml_counter"})
     plain = prepare_timeline(read_timeseries(run), measured, run / "timeseries.csv")
     assert "(replayed)" not in plain.title and "power replayed" not in plain.note
+
+
+def test_a_merged_report_plots_no_measurement_setting_that_only_differs_between_sweeps(
+    tmp_path: Path,
+) -> None:
+    """Two sweeps, one on a replayed trace and one measured: 'throughput vs replay_trace' and
+    'vs measurement.energy' compared two ways of measuring as if they were knobs. They still
+    split the rows; they get no plot, and the report says so. A methodology sweep (a
+    measurement setting swept within one sweep) keeps its plot."""
+    replayed = {
+        "measurement.energy": ["replay"],
+        "measurement.replay_trace": ["/data/h100.csv"],
+        "pytorch.batch_size": [1, 4],
+    }
+    synth.write_sweep(tmp_path / "a", replayed, lambda p: synth.ok_result())
+    measured = {"measurement.energy": ["auto"], "pytorch.batch_size": [1, 4]}
+    synth.write_sweep(tmp_path / "b", measured, lambda p: synth.ok_result(tok_s=150.0))
+    runs, summary = _load(tmp_path / "a", tmp_path / "b")
+    assert {"measurement.energy", "measurement.replay_trace"} <= set(runs.knobs)
+    plots = prepare_all(runs, summary)
+    names = [name for name, _ in plots.plots]
+    assert "tokens_per_s_vs_pytorch.batch_size.png" in names
+    assert not [n for n in names if "measurement" in n]
+    assert any(
+        s.startswith("no plot against measurement.energy, measurement.replay_trace")
+        for s in plots.skipped
+    )
+    assert len(summary) == 4  # the rows stay apart
+    methodology = {"measurement.sample_hz": [10, 50], "pytorch.batch_size": [1, 4]}
+    synth.write_sweep(tmp_path / "c", methodology, lambda p: synth.ok_result())
+    names = [name for name, _ in prepare_all(*_load(tmp_path / "c")).plots]
+    assert "tokens_per_s_vs_measurement.sample_hz.png" in names
