@@ -18,6 +18,7 @@ from llem.report.plots import (
     pareto_figure,
     pareto_front,
     prepare_all,
+    prepare_knob,
     prepare_pareto,
     timeline_figure,
     with_hardware,
@@ -490,3 +491,29 @@ def test_a_merged_report_plots_no_measurement_setting_that_only_differs_between_
     synth.write_sweep(tmp_path / "c", methodology, lambda p: synth.ok_result())
     names = [name for name, _ in prepare_all(*_load(tmp_path / "c")).plots]
     assert "tokens_per_s_vs_measurement.sample_hz.png" in names
+
+
+def test_a_point_alone_at_its_x_sits_on_its_tick(tmp_path: Path) -> None:
+    """Two series share batch 1 and 4 (spread apart there, so neither hides the other); only
+    one has batch 8, drawn on its tick, not at ~8.3."""
+    synth.write_sweep(
+        tmp_path / "a",
+        {"pytorch.batch_size": [1, 4, 8], "quantization": ["none"]},
+        lambda p: synth.ok_result(tok_s=10.0 * p["pytorch.batch_size"] + p["repeat"]),
+        repeats=2,
+    )
+    synth.write_sweep(
+        tmp_path / "b",
+        {"pytorch.batch_size": [1, 4], "quantization": ["bnb-4bit"]},
+        lambda p: synth.ok_result(tok_s=8.0 * p["pytorch.batch_size"] + p["repeat"]),
+        repeats=2,
+    )
+    runs, summary = _load(tmp_path / "a", tmp_path / "b")
+    plot = prepare_knob(summary, runs.knobs, "pytorch.batch_size", TOKS)
+    xs = {s.label: s.xs for s in plot.series}
+    assert xs["none"][2] == 8.0  # alone at 8
+    assert xs["none"][0] != xs["bnb-4bit"][0] and xs["none"][1] != xs["bnb-4bit"][1]
+    assert all(abs(a - t) < 1 for a, t in zip(xs["none"], (1, 4, 8), strict=True))
+    fig = knob_figure(summary, runs.knobs, "pytorch.batch_size", TOKS)
+    lines = {c.get_label(): c.lines[0] for c in fig.axes[0].containers}
+    assert list(lines["none"].get_xdata())[2] == 8.0

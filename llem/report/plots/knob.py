@@ -131,6 +131,21 @@ def _min_step(xs: list[float]) -> float:
     return min(steps) if steps else 1.0
 
 
+def _dodge(series: Sequence[list[int]], x: Sequence[float], drawn: Sequence[bool]) -> list[float]:
+    """Per summary row, its offset from its tick: the series with something drawn at one x are
+    spread apart there, in series order; a point alone at its x sits on its tick."""
+    at: dict[float, list[int]] = {}
+    for rows in series:
+        for i in rows:
+            if drawn[i]:
+                at.setdefault(x[i], []).append(i)
+    shift = [0.0] * len(x)
+    for rows in at.values():
+        for i, s in zip(rows, _shifts(len(rows)), strict=True):
+            shift[i] = s
+    return shift
+
+
 def _shifts(n: int) -> list[float]:
     """Each series' offset from the middle, so that lines at one x do not sit on each other."""
     if n <= 1:
@@ -171,10 +186,15 @@ def _series(
     n_ok, status = values(summary, "n"), values(summary, "status")
     why = [no_result(s, n) for s, n in zip(status, n_ok, strict=True)]
     labels = _series_labels(list(rows), others, headers)
+    drawn = [
+        not math.isnan(means[i]) or not math.isnan(marks[i]) or why[i] is not None
+        for i in range(len(raw))
+    ]
+    shifts = _dodge(list(rows.values()), [axis.position.get(v, 0.0) for v in raw], drawn)
     out = []
-    for shift, label, idx in zip(_shifts(len(rows)), labels, rows.values(), strict=True):
+    for label, idx in zip(labels, rows.values(), strict=True):
         idx = sorted(idx, key=lambda i: axis.position[raw[i]])
-        xs = tuple(axis.place(raw[i], shift) for i in idx)
+        xs = tuple(axis.place(raw[i], shifts[i]) for i in idx)
         errs = tuple(0.0 if math.isnan(halves[i]) else halves[i] for i in idx)
         hollow = tuple(
             (x, marks[i]) for x, i in zip(xs, idx, strict=True) if not math.isnan(marks[i])
