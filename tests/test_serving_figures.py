@@ -18,7 +18,7 @@ from llem.figures.serving import (
     slo_met,
     tokens_between,
 )
-from llem.figures.steady_state import SteadyRule, steady_state
+from llem.figures.steady_state import STATIC_REASON, SteadyRule, below, steady_state
 from llem.figures.timelines import timelines_from_batches
 
 
@@ -256,3 +256,30 @@ def test_static_batches_become_timelines_from_the_batch_start() -> None:
     )
     (tv,) = timelines_from_batches([v], n_prompts=1)
     assert tv.chunk_times_s == [1.4, 1.9] and request_figures(tv).ttft_s == pytest.approx(0.4)
+
+
+def test_static_batches_get_no_steady_state_and_no_condition() -> None:
+    """Static batches fill and drain: no steady state is meant, so none is judged (a full one
+    would pass ML.ENERGY's rule here, 9 requests at B = 2)."""
+    ts = _wave(9, 2)
+    judged = steady_state(ts, SteadyRule(open_loop=False, max_batch=2), origin_s=0.0)
+    assert judged.start_s is not None and judged.judged
+    static = steady_state(
+        ts, SteadyRule(open_loop=False, max_batch=2, static_batches=True), origin_s=0.0
+    )
+    assert static.start_s is None and not static.judged
+    assert static.null_reason == STATIC_REASON
+
+
+def test_a_running_batch_just_under_its_floor_never_reads_as_equal_to_it() -> None:
+    """At B = 1 a running batch of 0.8493 under the floor 0.85 x 1 was written 0.85 < 0.85."""
+    assert below(0.8493, 0.85) == ("0.849", "0.850")
+    assert below(1.8, 3.4) == ("1.80", "3.40")
+    # B = 1, steady state [0.1, 1.95]: running 0.9 + 0.8562 s of 1.85 s = 0.9493 < 0.95 x 1
+    ts = [tl(0, 0.0, [0.1, 1.0]), tl(1, 1.0, [1.0938, 1.95])]
+    ts += [tl(2, 1.95, [2.0, 3.0]), tl(3, 3.0, [3.1, 4.0])]
+    s = steady_state(ts, SteadyRule(open_loop=False, max_batch=1, min_concurrency=0.95), 0.0)
+    assert s.null_reason is not None
+    number = s.null_reason.split("mean running batch ")[1].split(" <")[0]
+    floor = s.null_reason.rsplit("= ", 1)[1]
+    assert float(number) < float(floor) and number != floor

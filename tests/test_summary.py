@@ -62,6 +62,32 @@ def test_summary_puts_energy_on_its_own_line(tmp_path: Path) -> None:
     assert lines[2] == f"result: {tmp_path / 'result.json'}"
 
 
+def test_a_sweep_says_an_energy_reason_every_point_shares_once(tmp_path: Path) -> None:
+    """No GPU and no RAPL: the first point of a sweep says so, the others do not repeat it; a
+    measured figure is printed for every point, the CPU reason beside it only the first time;
+    single runs (no multirun.yaml above them) always say it."""
+    sweep = tmp_path / "sweep"
+    sweep.mkdir()
+    (sweep / "multirun.yaml").write_text("hydra: {}\n")
+    result = RunResult(status="ok", model="m", device="cpu", dtype="float32")
+    result.energy = _unavailable()
+    first, second = (summary_line(result, sweep / str(i)) for i in (0, 1))
+    assert energy_line(result.energy) in first.splitlines()
+    assert not [line for line in second.splitlines() if line.startswith("energy")]
+    assert second.splitlines()[-1] == f"result: {sweep / '1' / 'result.json'}"
+    gpu = RunResult(status="ok", model="m", device="cuda", dtype="float16")
+    gpu.energy = Energy(source="nvml_counter", total_j=100.0, cpu_unavailable_reason=NO_RAPL)
+    gpu_sweep = tmp_path / "gpu"
+    gpu_sweep.mkdir()
+    (gpu_sweep / "multirun.yaml").write_text("hydra: {}\n")
+    lines = [summary_line(gpu, gpu_sweep / str(i)).splitlines()[1] for i in (0, 1)]
+    assert lines == [f"energy: 100.0 J (nvml_counter); CPU package energy: {NO_RAPL}"] + [
+        "energy: 100.0 J (nvml_counter)"
+    ]
+    for run in ("a", "b"):
+        assert energy_line(result.energy) in summary_line(result, tmp_path / run).splitlines()
+
+
 def test_a_served_run_gets_one_serving_line(tmp_path: Path) -> None:
     from llem.result import Goodput, Traffic
     from llem.result.sections import Percentiles
@@ -110,15 +136,17 @@ def _reason(sweep: Path) -> str:
     return str(reason)
 
 
-def test_each_run_prints_one_energy_line(cpu_sweep: tuple[str, Path]) -> None:
+def test_a_sweep_prints_the_energy_line_its_points_share_once(
+    cpu_sweep: tuple[str, Path],
+) -> None:
     text, sweep = cpu_sweep
     reason = _reason(sweep)
     energy_lines = [line for line in text.splitlines() if line.startswith("energy: ")]
-    assert len(energy_lines) == 2, text  # one per run
-    assert all(line.startswith(f"energy: unavailable: {reason}") for line in energy_lines)
+    assert len(energy_lines) == 1, text  # the first point's; the second's is the same
+    assert energy_lines[0].startswith(f"energy: unavailable: {reason}")
     assert "no GPU energy to measure" not in text
     run_text = text.split("sweep finished")[0]  # the runs' own output, before the report
-    assert run_text.count(reason) == 2, run_text
+    assert run_text.count(reason) == 1, run_text
 
 
 def test_thermal_and_memory_null_reasons_are_about_their_own_field(

@@ -23,6 +23,11 @@ reason. (ML.ENERGY's ``scripts/validate_results.py`` flags runs whose steady sta
 30 s, ``check_steady_state_duration``, or whose mean running batch is under 80 % of
 ``max_num_seqs``, ``check_batch_size_saturation``; llem's defaults are configuration.) Open-loop
 traffic is not judged by concurrency: its offered load, not the engine's batch, sets it.
+
+Static batches (an engine that runs each batch to its end before the next starts, PyTorch's
+``generate``) have no steady state to judge: every batch fills and drains, so the running batch
+never holds at B. They get none, with that reason, and no condition is recorded
+(``SteadyState.judged`` is false); their figures are the whole window's.
 """
 
 from __future__ import annotations
@@ -47,6 +52,7 @@ class SteadyRule:
     cooldown_requests: int = 0
     min_s: float = 0.0  # measurement.min_steady_state_s
     min_concurrency: float = 0.0  # measurement.min_steady_concurrency (fraction of B)
+    static_batches: bool = False  # each batch runs to its end before the next: none is judged
 
 
 @dataclass(frozen=True)
@@ -60,6 +66,24 @@ class SteadyState:
     rule: str  # "mlenergy_v3" | "open_loop"
     null_reason: str | None = None
     mean_running: float | None = None  # requests running (first token .. finish)
+    judged: bool = True  # False: none is meant (static batches), so its absence is no condition
+
+
+STATIC_REASON = (
+    "static batches: each batch fills and drains before the next starts, so no steady state is "
+    "judged (the figures are the whole window's)"
+)
+
+
+def below(value: float, floor: float) -> tuple[str, str]:
+    """``value`` and ``floor`` written with the fewest decimals (2 to 6) that tell them apart,
+    so that a value just under its floor never reads as equal to it (0.849 < 0.85, not
+    0.85 < 0.85)."""
+    for digits in range(2, 7):
+        a, b = f"{value:.{digits}f}", f"{floor:.{digits}f}"
+        if a != b:
+            return a, b
+    return f"{value:.6g}", f"{floor:.6g}"
 
 
 def _batch_edges(timelines: Sequence[RequestTimeline], b: int) -> tuple[float, float] | str:
@@ -103,6 +127,8 @@ def steady_state(
     """The steady state of ``timelines`` under ``rule`` (``origin_s``: the workload's origin, the
     open-loop steady state's start when ``warmup_requests`` is 0)."""
     name = OPEN_LOOP if rule.open_loop else BATCH_RULE
+    if rule.static_batches and not rule.open_loop:
+        return SteadyState(None, None, None, name, STATIC_REASON, judged=False)
     edges = (
         _open_edges(timelines, origin_s, rule.warmup_requests, rule.cooldown_requests)
         if rule.open_loop
@@ -130,12 +156,13 @@ def steady_state(
     running = conc.running_mean if conc is not None else 0.0
     floor = rule.min_concurrency * rule.max_batch
     if not rule.open_loop and running < floor:
+        shown, floor_shown = below(running, floor)
         return SteadyState(
             None,
             None,
             None,
             name,
-            f"mean running batch {running:.2f} < measurement.min_steady_concurrency="
-            f"{rule.min_concurrency:g} x the maximum batch {rule.max_batch} = {floor:.2f}",
+            f"mean running batch {shown} < measurement.min_steady_concurrency="
+            f"{rule.min_concurrency:g} x the maximum batch {rule.max_batch} = {floor_shown}",
         )
     return SteadyState(start, end, mean, name, mean_running=running)

@@ -12,6 +12,7 @@ import pandas as pd
 
 from llem.atomic import atomic_write
 from llem.report.conditions import render_conditions
+from llem.report.energy_note import render_gaps
 from llem.report.load import Runs, load_runs
 from llem.report.plots import draw_all
 from llem.report.search import find_search, write_search_csv
@@ -80,30 +81,41 @@ def build_report(
     if plots:
         written, skipped = draw_all(runs, summary, out_dir / PLOTS_DIR)
         files.extend(written)
-        for reason in skipped:
-            log.info("%s", reason)
+        for reason in skipped:  # printed under the table (llem.report.energy_note)
+            log.debug("%s", reason)
 
-    parts = [render_heading(runs, summary), "", render_table(runs, summary, width=width)]
-    invalid = render_invalid(runs, width=width)
-    if invalid:
-        parts += ["", invalid]
-    conditions = render_conditions(runs, width=width)
-    if conditions:
-        parts += ["", conditions]
-    for note in _notes(runs, width):
-        if note:
-            parts += ["", note]
-    for section in (render_problems(runs, width=width), _search(runs, out_dir, width, files)):
-        if section:
-            parts += ["", section]
+    text = _text(runs, summary, skipped, width, (out_dir, files))
     return Report(
         runs=runs,
         summary=summary,
         out_dir=out_dir,
-        text="\n".join(parts),
+        text=text,
         files=files,
         skipped=skipped,
     )
+
+
+def _text(
+    runs: Runs,
+    summary: pd.DataFrame,
+    skipped: Sequence[str],
+    width: int,
+    search_out: tuple[Path, list[Path]],
+) -> str:
+    """What the report prints: heading, table, then each note that has something to say."""
+    parts = [render_heading(runs, summary), "", render_table(runs, summary, width=width)]
+    sections = [
+        render_invalid(runs, width=width),
+        render_gaps(runs, summary, skipped, width=width),
+        render_conditions(runs, width=width),
+        *_notes(runs, width),
+        render_problems(runs, width=width),
+        _search(runs, search_out[0], width, search_out[1]),
+    ]
+    for section in sections:
+        if section:
+            parts += ["", section]
+    return "\n".join(parts)
 
 
 def _search(runs: Runs, out_dir: Path, width: int, files: list[Path]) -> str:

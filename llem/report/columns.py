@@ -15,7 +15,7 @@ import pandas as pd
 
 from llem.report.cells import is_missing
 from llem.report.labels import ci_is_wide, format_number, format_with_ci
-from llem.report.stats import BOUND_SUFFIX
+from llem.report.stats import BOUND_SUFFIX, STATIC
 from llem.report.window import CONC, STEADY, WINDOW, headline, windows
 
 #: the override keys that already show a part of the traffic column's text
@@ -80,11 +80,15 @@ def window_column(summary: pd.DataFrame) -> list[Column]:
 
 
 def concurrency_column(summary: pd.DataFrame) -> list[Column]:
-    """'conc': the mean running batch (headline window), where some row has it."""
+    """'conc': the mean running batch (headline window), where some row has it; blank for a
+    row of static batches (each runs the batch size to its end, so its running batch over the
+    window, prefills and gaps included, reads as a fraction of a request: 0.34 at batch 1)."""
     means = col(summary, f"{headline(summary, CONC)}.mean")
-    if not _present(means):
+    static = [s is True for s in col(summary, STATIC)]
+    cells = ["" if st else format_number(m) for m, st in zip(means, static, strict=True)]
+    if not any(cells):
         return []
-    return [Column("conc", [format_number(m) for m in means], True)]
+    return [Column("conc", cells, True)]
 
 
 def goodput_columns(summary: pd.DataFrame) -> list[Column]:
@@ -101,8 +105,12 @@ def goodput_columns(summary: pd.DataFrame) -> list[Column]:
 def serving_note(summary: pd.DataFrame) -> str | None:
     """What 'conc', 'good' and 'good tok/s' are, where they are shown."""
     notes = []
-    if _present(col(summary, f"{headline(summary, CONC)}.mean")):
-        notes.append("conc = mean running batch (requests between their first and last token)")
+    if concurrency_column(summary):
+        static = any(s is True for s in col(summary, STATIC))
+        blank = "; none for static batches (each runs its batch to the end)" if static else ""
+        notes.append(
+            f"conc = mean running batch (requests between their first and last token){blank}"
+        )
     if _present(col(summary, f"{GOOD_FRACTION}.mean")):
         notes.append(
             "good = requests meeting every SLO; good tok/s = their output tokens/s over the "

@@ -142,6 +142,11 @@ N_INVALID = "n_energy_invalid"
 N_LEFT_OUT = "n_energy_left_out"
 #: the summary.csv column with how many runs every statistic of the row comes from
 N_USED = "n_used"
+#: summary.csv: every run of the row ran static batches, where no steady state is judged
+#: (``llem.figures.steady_state``: the validity check ``steady_state`` is "not checked")
+STATIC = "static_batches"
+STEADY_CHECK = "validity.checks.steady_state"
+NOT_JUDGED = "not checked"
 
 
 def judged_invalid(verdict: object) -> bool:
@@ -271,6 +276,9 @@ def _group_row(
     used = ok if include_invalid else [i for i in ok if i not in invalid]
     row[N_USED] = len(used)
     row["run_dirs"] = "; ".join(str(v) for v in columns.values("run_dir", group.rows))
+    if columns.present(STEADY_CHECK):  # serving sections: did the runs run static batches?
+        checks = columns.values(STEADY_CHECK, used)
+        row[STATIC] = bool(checks) and all(c == NOT_JUDGED for c in checks)
     return row, used
 
 

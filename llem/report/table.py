@@ -23,22 +23,24 @@ Figures: a mean to 3 significant digits; its ``±`` to 2 significant digits but 
 decimals than the mean shows (``386 ±19``, ``22.5 ±0.4``). A half-width that rounds away at the
 mean's precision is written as a limit, ``4.09 ±<0.01``, not as ``±0.000000004``
 (:func:`llem.report.labels.format_with_ci`). A wide CI, a half-width of at least half the mean
-(two repeats multiply their spread by Student's t = 12.7), gets a ``*`` after it and a note under
-the table saying that more repeats are needed.
+(two repeats multiply their spread by Student's t = 12.7, three by 4.30), gets a ``*`` after it
+and a note under the table saying that more repeats are needed, with the t of the marked rows'
+repeat counts.
 
-When the table would be wider than the terminal, long knob values are shortened first (paths to
-their last component, then a middle ellipsis), then the traffic column goes (it comes back once
-the ``±`` parts have gone, if it then fits), then the ``±`` parts, and as a last resort the knobs
-move into a numbered legend under the table. Full values are always in results.csv and
+When the table would be wider than the terminal, path values go to their last component first,
+then the traffic column goes (it comes back once the ``±`` parts have gone, if it then fits), then
+the ``±`` parts; a table still too wide is printed in parts, one under the other, each with the
+knobs of its rows (or, when the knobs take more than half the width, a numbered ``#N`` whose
+legend follows the table). A value or a header is never cut (``llem.report.layout``), and a note
+says what was done. Full values are always in results.csv and
 summary.csv. The text is plain (no colour, no markup), whether or not it goes to a terminal.
 """
 
 from __future__ import annotations
 
-import io
 import textwrap
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
@@ -65,6 +67,7 @@ from llem.report.labels import (
     knob_headers,
     shorten,
 )
+from llem.report.layout import split_columns, table_lines, table_width
 from llem.report.load import Runs
 from llem.report.notes import (
     DEFAULT_WIDTH,
@@ -74,6 +77,7 @@ from llem.report.notes import (
     render_problems,
 )
 from llem.report.stats import BOUND_SUFFIX, GPU, N_INVALID, N_LEFT_OUT, N_USED
+from llem.report.student_t import t_quantile
 from llem.report.ttft import ttft_columns, ttft_note
 from llem.report.window import headline, window_note
 
@@ -105,20 +109,16 @@ MEMORY_FIELDS = (
 )
 WIDE_NOTE = (
     f"{WIDE_MARK} wide 95% CI (half-width at least half the mean): too few repeats to pin the "
-    "mean down (with 2 repeats the spread is multiplied by t = 12.7); add repeats"
+    "mean down ({why}); add repeats"
 )
-#: (knob value limit, with ±, with the traffic column): tried in turn until the table fits;
-#: 0 = last path component only
+#: (paths to their last component, with ±, with the traffic column): tried in turn until the
+#: table fits; then the knobs move into a legend (nothing is ever cut: ``llem.report.layout``)
 FITS = (
-    (None, True, True),
-    (0, True, True),
-    (32, True, True),
-    (24, True, True),
-    (24, True, False),
-    (24, False, True),
-    (24, False, False),
-    (16, False, False),
-    (12, False, False),
+    (False, True, True),
+    (True, True, True),
+    (True, True, False),
+    (True, False, True),
+    (True, False, False),
 )
 _Column = Column
 _col = col
@@ -137,49 +137,6 @@ def memory_field(summary: pd.DataFrame) -> str | None:
     return None
 
 
-# --------------------------------------------------------------------------- rich
-
-
-def _rich_table(columns: Sequence[_Column]) -> Any:
-    """A rich Table: two spaces between columns, a dashed rule under the header, no edges."""
-    from rich.box import Box
-    from rich.table import Table
-    from rich.text import Text
-
-    rule = Box("    \n    \n -- \n    \n    \n    \n    \n    \n", ascii=True)
-    table = Table(box=rule, show_edge=False, pad_edge=False, padding=(0, 1, 0, 0), header_style="")
-    for c in columns:  # Text, not str: knob values are never read as rich markup
-        table.add_column(Text(c.header), justify="right" if c.right else "left", no_wrap=True)
-    for row in zip(*(c.cells for c in columns), strict=True):
-        table.add_row(*(Text(cell) for cell in row))
-    return table
-
-
-def _console(width: int) -> Any:
-    from rich.console import Console
-
-    return Console(
-        file=io.StringIO(),
-        width=width,
-        color_system=None,
-        force_terminal=False,
-        no_color=True,
-        highlight=False,
-        emoji=False,
-        legacy_windows=False,
-    )
-
-
-def _table_width(columns: Sequence[_Column]) -> int:
-    return _console(10_000).measure(_rich_table(columns)).maximum
-
-
-def _table_lines(columns: Sequence[_Column], width: int) -> list[str]:
-    console = _console(width)
-    console.print(_rich_table(columns))
-    return [line.rstrip() for line in console.file.getvalue().splitlines()]
-
-
 # --------------------------------------------------------------------------- columns
 
 
@@ -192,14 +149,24 @@ class _Knobs:
     cells: dict[str, list[str]]
     numeric: dict[str, bool]
 
-    def columns(self, limit: int | None) -> list[_Column]:
+    def columns(self, short_paths: bool) -> list[_Column]:
+        """The knob columns; with ``short_paths``, path-like values as their last component
+        (where those stay distinct: ``labels.basenames``)."""
         cols = []
         for k in self.keys:
             cells = self.cells[k]
-            if limit is not None and not self.numeric[k]:
-                cells = [shorten(v, limit) for v in basenames(cells)]
+            if short_paths and not self.numeric[k]:
+                cells = basenames(cells)
             cols.append(_Column(self.headers[k], cells, self.numeric[k]))
         return cols
+
+    def shortened(self) -> list[str]:
+        """The headers of the knob columns whose values ``columns(True)`` shortens."""
+        return [
+            self.headers[k]
+            for k in self.keys
+            if not self.numeric[k] and basenames(self.cells[k]) != self.cells[k]
+        ]
 
     def describe(self, i: int) -> str:
         return " ".join(f"{self.headers[k]}={self.cells[k][i]}" for k in self.keys)
@@ -285,27 +252,58 @@ def _wide_shown(columns: Sequence[_Column]) -> bool:
     return any(WIDE_MARK in cell for c in columns for cell in c.cells if "±" in cell)
 
 
+@dataclass
+class _Layout:
+    """The table's parts (each a list of columns, printed one under the other), the legend
+    under them (knobs that did not fit), whether the ± parts stayed, and what was done to fit."""
+
+    parts: list[list[_Column]]
+    legend: list[str] = field(default_factory=list)
+    plus_minus: bool = True
+    said: list[str] = field(default_factory=list)
+
+
 def _fit(
     summary: pd.DataFrame, knobs: _Knobs, width: int, has_ci: bool, mem: str | None
-) -> tuple[list[_Column], list[str], bool]:
-    """The columns that fit in ``width``, the legend under them (knobs that did not fit), and
-    whether the ± parts (CIs and the bound column) stayed."""
+) -> _Layout:
+    """The columns laid out in ``width``: paths to their last component, then the traffic and
+    ``±`` parts left out, then the knobs in a legend and the rest split into parts; no value or
+    header is ever cut (``llem.report.layout``)."""
     bounded = has_bound(summary)
     traffic = traffic_column(summary, knobs.keys)
-    for limit, ci, with_traffic in FITS:
-        with_ci = ci and has_ci
-        columns = knobs.columns(limit) + (traffic if with_traffic else [])
-        columns += _metric_columns(summary, with_ci, ci and bounded, mem)
-        if _table_width(columns) <= width:
-            return columns, [], ci
-    ids = [f"#{i + 1}" for i in range(len(summary))]
+    for short_paths, ci, with_traffic in FITS:
+        columns = knobs.columns(short_paths) + (traffic if with_traffic else [])
+        columns += _metric_columns(summary, ci and has_ci, ci and bounded, mem)
+        if table_width(columns) <= width:
+            said = []
+            if short_paths and knobs.shortened():
+                said.append(
+                    f"{', '.join(knobs.shortened())}: the last path component (full paths in "
+                    "summary.csv)"
+                )
+            if traffic and not with_traffic:
+                said.append(f"traffic left out to fit {width} columns (traffic.* in summary.csv)")
+            return _Layout([columns], [], ci, said)
+    rest = traffic + _metric_columns(summary, False, False, mem)
+    keys = knobs.columns(True)
     legend: list[str] = []
-    for i, tag in enumerate(ids):
-        legend += textwrap.wrap(
-            f"{tag}  {knobs.describe(i)}", width=width, subsequent_indent=" " * (len(tag) + 2)
+    if table_width(keys) > width // 2:  # too wide to repeat: the knobs go into a legend
+        ids = [f"#{i + 1}" for i in range(len(summary))]
+        for i, tag in enumerate(ids):
+            legend += textwrap.wrap(
+                f"{tag}  {knobs.describe(i)}", width=width, subsequent_indent=" " * (len(tag) + 2)
+            )
+        keys = [_Column("config", ids, False)]
+    parts = split_columns(keys, rest, width)
+    said = [f"{', '.join(knobs.shortened())}: the last path component (full paths in summary.csv)"]
+    said = said if knobs.shortened() and not legend else []
+    if len(parts) > 1:
+        which = "config (#N)" if legend else "knobs"
+        said.append(
+            f"the table is printed in {len(parts)} parts to fit {width} columns, each with the "
+            f"{which} of its rows"
         )
-    metrics = _metric_columns(summary, with_ci, False, mem)
-    return [_Column("config", ids, False), *metrics], legend, False
+    return _Layout(parts, legend, False, said)
 
 
 # --------------------------------------------------------------------------- the table
@@ -336,6 +334,26 @@ def _notes(summary: pd.DataFrame, plus_minus: bool, has_ci: bool, mem: str | Non
     return (["; ".join(notes)] if notes else []) + serving
 
 
+def _wide_note(summary: pd.DataFrame) -> str:
+    """The wide-CI note, with Student's t for the repeat counts of the figures marked wide (the
+    runs each figure's CI comes from: ``<metric>.n``)."""
+    counts: set[int] = set()
+    for metric in (headline(summary, TOKS), headline(summary, JTOK)):
+        means, halves = _col(summary, f"{metric}.mean"), _col(summary, f"{metric}.ci95_half")
+        ns = _col(summary, f"{metric}.n")
+        counts |= {
+            int(n)
+            for m, h, n in zip(means, halves, ns, strict=True)
+            if ci_is_wide(m, h) and not is_missing(n)
+        }
+    parts = [
+        f"with {n} repeats the spread is multiplied by t = {t_quantile(0.975, n - 1):.3g}"
+        for n in sorted(counts)
+        if n >= 2
+    ]
+    return WIDE_NOTE.format(why="; ".join(parts) or "Student's t grows as repeats fall")
+
+
 def _invalid_note(summary: pd.DataFrame) -> str | None:
     """What the ``!`` marks mean: how many runs, left out or kept in."""
     n_inv = sum(_count(v) for v in _col(summary, N_INVALID))
@@ -362,14 +380,17 @@ def render_table(runs: Runs, summary: pd.DataFrame, width: int = DEFAULT_WIDTH) 
         for m in (headline(summary, TOKS), headline(summary, JTOK))
         for h in _col(summary, f"{m}.ci95_half")
     )
-    columns, legend, plus_minus = _fit(summary, _knobs(runs, summary), width, has_ci, mem)
-    lines = _table_lines(columns, width)
-    if legend:
-        lines += ["", *legend]
-    for note in _notes(summary, plus_minus, has_ci, mem):
+    layout = _fit(summary, _knobs(runs, summary), width, has_ci, mem)
+    lines: list[str] = []
+    for i, part in enumerate(layout.parts):
+        lines += ([""] if i else []) + table_lines(part)
+    if layout.legend:
+        lines += ["", *layout.legend]
+    for note in _notes(summary, layout.plus_minus, has_ci, mem) + layout.said:
         lines += textwrap.wrap(note, width=width)
+    columns = [c for part in layout.parts for c in part]
     if _wide_shown(columns):
-        lines += textwrap.wrap(WIDE_NOTE, width=width, subsequent_indent="  ")
+        lines += textwrap.wrap(_wide_note(summary), width=width, subsequent_indent="  ")
     invalid = _invalid_note(summary)
     if invalid:
         lines += textwrap.wrap(invalid, width=width, subsequent_indent="  ")

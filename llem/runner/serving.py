@@ -136,8 +136,8 @@ def fill_serving(
     traffic = exp.traffic
     max_batch = backend.batch_size(loaded)
     knob = _knob(exp, traffic, max_batch)
-    rule = _rule(exp, traffic, max_batch, len(timelines))
-    if len(timelines) < 2 * rule.max_batch:
+    rule = _rule(exp, traffic, max_batch, len(timelines), static_batches(ran))
+    if not rule.static_batches and len(timelines) < 2 * rule.max_batch:
         log.warning(
             "%d requests < 2 x the maximum batch %s=%d: the batch fills and drains within the "
             "window and there is no steady state (send more requests: traffic.n_requests)",
@@ -180,6 +180,13 @@ def _timelines(ran: Served) -> tuple[list[RequestTimeline], float, str]:
     return timelines, origin, batches_ttft_origin(ran.outputs, ran.n_prompts)
 
 
+def static_batches(ran: Served) -> bool:
+    """Whether the window ran static batches (each to its end before the next starts): batches
+    from ``generate`` whose engine did not schedule each request on its own (no per-request
+    timelines, ``BatchOutput.request_step_times_s``). No steady state is judged for them."""
+    return ran.served is None and all(o.request_step_times_s is None for o in ran.outputs)
+
+
 def _knob(exp: ExperimentConfig, traffic: TrafficConfig, max_batch: int) -> tuple[str, int]:
     """The key that bounds the requests in flight, and its value."""
     if traffic.kind == TrafficKind.concurrency and traffic.max_concurrency is not None:
@@ -189,7 +196,11 @@ def _knob(exp: ExperimentConfig, traffic: TrafficConfig, max_batch: int) -> tupl
 
 
 def _rule(
-    exp: ExperimentConfig, traffic: TrafficConfig, max_batch: int, n_requests: int
+    exp: ExperimentConfig,
+    traffic: TrafficConfig,
+    max_batch: int,
+    n_requests: int,
+    static: bool = False,
 ) -> SteadyRule:
     b = max_batch
     if traffic.kind == TrafficKind.concurrency and traffic.max_concurrency:
@@ -203,4 +214,5 @@ def _rule(
         cooldown_requests=cooldown,
         min_s=m.min_steady_state_s,
         min_concurrency=m.min_steady_concurrency,
+        static_batches=static,
     )

@@ -86,7 +86,7 @@ def fill_sections(result: RunResult, x: SectionInputs) -> None:
         result.null_reasons["steady_state"] = reason
         result.null_reasons["concurrency.steady_state_mean"] = reason
         result.null_reasons["concurrency.steady_state_running_mean"] = reason
-        _record_steady_check(result, f"no steady state: {reason}")
+        _record_steady_check(result, f"no steady state: {reason}" if steady.judged else None)
     else:
         _steady(result, x, steady)
         _record_steady_check(result, None)
@@ -223,8 +223,12 @@ def _goodput(result: RunResult, figures: Sequence[Any], x: SectionInputs) -> Non
 
 def _record_steady_check(result: RunResult, condition: str | None) -> None:
     """The validity record says whether there is a steady state: a recorded condition, never
-    counted against the whole window's energy."""
+    counted against the whole window's energy; "not checked" where none is meant (static
+    batches: ``llem.figures.steady_state``)."""
     v = result.validity
-    checks = {**v.checks, "steady_state": "condition" if condition else "passed"}
+    status = "condition" if condition else "passed"
+    if condition is None and result.steady_state is None:
+        status = "not checked"
+    checks = {**v.checks, "steady_state": status}
     conditions = list(v.conditions) + ([condition] if condition else [])
     result.validity = dataclasses.replace(v, checks=checks, conditions=conditions)

@@ -3,13 +3,21 @@
 llem: m on cpu (float32): 16 requests, 908 output tokens in 33.22 s = 27.3 tokens/s
 energy: unavailable: no NVIDIA GPU/NVML (NVMLError_LibraryNotFound); CPU package energy: no RAPL ...
 result: outputs/2026-11-21/10-00-00/result.json
+
+In a sweep, an energy line that a point of the same sweep printed already is not printed again
+(with no GPU and no RAPL every point would repeat it); a measured figure differs per point, so a
+GPU run's line is printed every time.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from llem.result import Energy, RunResult
+
+CPU_PART = "; CPU package energy: "
+FIGURE = re.compile(r"\d J \(")  # a measured figure ("12.3 J (nvml_counter)"), not a reason
 
 
 def energy_line(e: Energy) -> str:
@@ -31,7 +39,7 @@ def energy_line(e: Energy) -> str:
         cpu = e.cpu_unavailable_reason
     else:
         cpu = None
-    return f"energy: {gpu}" + (f"; CPU package energy: {cpu}" if cpu else "")
+    return f"energy: {gpu}" + (f"{CPU_PART}{cpu}" if cpu else "")
 
 
 def serving_line(result: RunResult) -> str | None:
@@ -65,14 +73,38 @@ def _ms(value: float) -> str:
     return f"{value:.0f}" if value >= 100 else f"{value:.3g}"
 
 
+#: per sweep directory, the energy lines its points have printed in this process
+_SAID: dict[Path, set[str]] = {}
+
+
+def _once_per_sweep(line: str, run_dir: Path) -> str | None:
+    """``line``, less what a point of the same sweep (the run directory's parent holds Hydra's
+    multirun.yaml) printed already in this process: a reason every point shares (no GPU, no
+    RAPL) is said once, not after every point; a single run always says it all. A measured
+    figure differs per point, so its part stays."""
+    sweep = Path(run_dir).parent
+    if not (sweep / "multirun.yaml").is_file():
+        return line
+    said = _SAID.setdefault(sweep.resolve(), set())
+    gpu, sep, cpu = line.partition(CPU_PART)
+    parts = [gpu] + ([sep + cpu] if sep else [])
+    kept = [p for p in parts if p not in said or FIGURE.search(p)]
+    said.update(parts)
+    if not kept:
+        return None
+    return "".join(kept) if kept[0] == gpu else "energy: " + kept[0].removeprefix("; ")
+
+
 def summary_line(result: RunResult, run_dir: Path) -> str:
     w, t = result.workload, result.throughput
     rate = t.output_tokens_per_s
     serving = serving_line(result)
+    energy = _once_per_sweep(energy_line(result.energy), run_dir)
     return (
         f"llem: {result.model} on {result.device} ({result.dtype}): "
         f"{w.requests} requests, {w.output_tokens} output tokens in "
         f"{result.latency.generate_s or 0.0:.2f} s = {rate or 0.0:.1f} tokens/s\n"
         + (f"{serving}\n" if serving else "")
-        + f"{energy_line(result.energy)}\nresult: {Path(run_dir) / 'result.json'}"
+        + (f"{energy}\n" if energy else "")
+        + f"result: {Path(run_dir) / 'result.json'}"
     )

@@ -24,6 +24,19 @@ def test_callback_builds_the_report_for_the_sweep_dir(realistic_sweep: Path, cap
     assert "batch_size  quantization" in capsys.readouterr().out
 
 
+def test_the_sweeps_own_report_says_why_j_per_token_is_blank(cpu_sweep: Path, capsys) -> None:
+    """Not only a later ``python -m llem.report`` on stderr: the report printed at the end of the
+    sweep says why J/tok is blank and why there are no J/token plots."""
+    config = OmegaConf.create({"hydra": {"sweep": {"dir": str(cpu_sweep)}}})
+    ReportCallback(worker=False).on_multirun_end(config)
+    out = " ".join(capsys.readouterr().out.split())
+    assert "decoder" in out and "J/tok" in out
+    assert (
+        "J/tok is blank and no J/token plot or pareto.png is drawn: no run measured energy "
+        "(no NVIDIA GPU (device is cpu))" in out
+    )
+
+
 def test_callback_never_raises(tmp_path: Path, caplog) -> None:
     cb = ReportCallback(print_table=False)
     (tmp_path / "empty").mkdir()

@@ -89,13 +89,22 @@ def test_summary_with_one_run_has_empty_std_and_ci(cpu_sweep: Path) -> None:
     assert results["energy.source"] == "unavailable"
 
 
-def test_cpu_sweep_skips_energy_plots_with_a_logged_reason(cpu_sweep: Path, caplog) -> None:
+def test_cpu_sweep_says_once_under_its_table_why_j_per_token_is_blank(
+    cpu_sweep: Path, caplog, capsys
+) -> None:
+    """The reason is in the report's text (the sweep's own report prints that text too), once
+    for the J/tok column and the plots that need it, and not logged a second time."""
     with caplog.at_level(logging.INFO, logger="llem.report"):
-        assert main([str(cpu_sweep), "-q"]) == 0
+        assert main([str(cpu_sweep)]) == 0
     plots = sorted(p.name for p in (cpu_sweep / "plots").glob("*.png"))
     assert plots == ["tokens_per_s_vs_decoder.png"]
-    messages = " ".join(r.getMessage() for r in caplog.records)
-    assert "J/token plots and pareto.png skipped" in messages and "no NVIDIA GPU" in messages
+    out = " ".join(capsys.readouterr().out.split())
+    assert (
+        "J/tok is blank and no J/token plot or pareto.png is drawn: no run measured energy "
+        "(no NVIDIA GPU (device is cpu))" in out
+    )
+    assert out.count("no NVIDIA GPU") == 1
+    assert "no NVIDIA GPU" not in " ".join(r.getMessage() for r in caplog.records)
 
 
 def test_single_run_gets_a_timeline(single_run: Path, capsys) -> None:

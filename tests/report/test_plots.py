@@ -12,13 +12,18 @@ from llem.report.plots import (
     TOKS,
     PlotSkipped,
     draw_all,
+    draw_pareto,
     invalid_points,
     knob_figure,
     pareto_figure,
     pareto_front,
+    prepare_all,
+    prepare_knob,
+    prepare_pareto,
     timeline_figure,
     with_hardware,
 )
+from llem.report.plots.timeline import draw_timeline, prepare_timeline, read_timeseries
 from llem.report.stats import summary_frame
 
 
@@ -361,3 +366,154 @@ def test_the_pareto_subtitle_says_which_points_are_labelled(tmp_path: Path) -> N
     quiet = [t.get_text() for t in ax.texts if t.get_fontsize() == 7]
     assert quiet == ["power_limit_w=300"]  # a dominated point, labelled in grey
     assert "front labelled in black, the others in grey" in ax.get_title(loc="left")
+
+
+def test_pareto_ci_bars_and_axes_are_cut_at_zero_and_the_note_says_so(tmp_path: Path) -> None:
+    """Two repeats far apart: a ±5000 tok/s bar around 500 tok/s ran the axes to -4500 tok/s
+    and squeezed the points; the bars stop at 0, the axes start there, the subtitle says so."""
+    tok = {0: 100.0, 1: 900.0}
+    jtk = {0: 0.1, 1: 1.5}
+    synth.write_sweep(
+        tmp_path / "s",
+        {"pytorch.batch_size": [1, 8]},
+        lambda p: synth.ok_result(
+            tok_s=tok[p["repeat"]] * p["pytorch.batch_size"], j_tok=jtk[p["repeat"]]
+        ),
+        repeats=2,
+    )
+    runs, summary = _load(tmp_path / "s")
+    plot = prepare_pareto(summary, runs.knobs)
+    points = (*plot.front, *plot.dominated)
+    assert all(p.xerr > p.x for p in points)  # the CI reaches below zero ...
+    assert all(p.xlow == p.x and p.ylow == p.y for p in points)  # ... its bar stops at 0
+    assert plot.cut and "95% CI bars cut at 0" in plot.note
+    fig = draw_pareto(plot)
+    ax = fig.axes[0]
+    assert ax.get_xlim()[0] >= 0 and ax.get_ylim()[0] >= 0
+    for bars in ax.collections:
+        for segment in getattr(bars, "get_segments", lambda: [])():
+            assert segment[:, 0].min() >= 0 and segment[:, 1].min() >= 0
+    assert "95% CI bars cut at 0" in ax.get_title(loc="left")
+
+
+def test_a_legend_of_many_long_series_fits_its_figure_and_each_line_is_told_apart(
+    tmp_path: Path,
+) -> None:
+    """16 series of 4-line labels (a merged report): the legend was cut at the figure's edge and
+    constrained layout warned that the axes collapsed; the figure now grows to hold it, and
+    series past the 10 colours take another marker."""
+    import warnings
+
+    grid = {
+        "pytorch.batch_size": [1, 4],
+        "model.name_or_path": [f"/scratch/u/Llama-3.1-8B-Instruct-finetuned-run-{c}" for c in "ab"],
+        "decoder.temperature": [0.0, 0.7],
+        "model.dtype": ["float16", "bfloat16"],
+        "quantization": ["none", "bnb-4bit"],
+    }
+    synth.write_sweep(
+        tmp_path / "s",
+        grid,
+        lambda p: synth.ok_result(tok_s=10.0 * p["pytorch.batch_size"] + p["repeat"]),
+        repeats=2,
+    )
+    runs, summary = _load(tmp_path / "s")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # constrained layout's "axes sizes collapsed to zero"
+        fig = knob_figure(summary, runs.knobs, "pytorch.batch_size", TOKS)
+        fig.savefig(tmp_path / "plot.png")
+    ax = fig.axes[0]
+    legend = ax.get_legend()
+    texts = [t.get_text() for t in legend.get_texts()]
+    assert len(texts) == 16 and all(len(t.splitlines()) == 4 for t in texts)
+    renderer = fig.canvas.get_renderer()
+    box, frame = legend.get_window_extent(renderer), fig.bbox
+    assert box.x0 >= frame.x0 and box.x1 <= frame.x1 and box.y0 >= frame.y0 and box.y1 <= frame.y1
+    assert ax.get_position().width > 0.3  # the axes keep their room
+    styles = {(c.lines[0].get_color(), c.lines[0].get_marker()) for c in ax.containers}
+    assert len(styles) == 16
+
+
+def test_a_replayed_power_timeline_says_it_was_replayed(tmp_path: Path) -> None:
+    """measurement.energy=replay plays a recorded trace as if it were a GPU: the timeline must
+    not read as a measurement."""
+    body = synth.ok_result()
+    body["energy"]["source"] = "replay"
+    body["hardware"]["gpu_model"] = "replay:h100_trace.csv"
+    run = synth.write_run(
+        tmp_path / "r",
+        ["measurement.energy=replay", "measurement.replay_trace=/data/h100_trace.csv"],
+        body,
+        timeseries=synth.timeseries_csv(seconds=4),
+    )
+    runs, _ = _load(run)
+    row = dict(zip(runs.frame.columns, runs.frame.astype(object).iloc[0].tolist(), strict=True))
+    plot = prepare_timeline(read_timeseries(run), row, run / "timeseries.csv")
+    assert plot.title.startswith("Power and temperature (replayed)")
+    assert "power replayed from h100_trace.csv (measurement.energy=replay), not measured" in (
+        plot.note
+    )
+    fig = draw_timeline(plot)
+    assert "(replayed)" in fig.get_suptitle()
+    assert "not measured" in fig.axes[0].get_title(loc="left")
+    measured = dict(row, **{"energy.source": "nvml_counter"})
+    plain = prepare_timeline(read_timeseries(run), measured, run / "timeseries.csv")
+    assert "(replayed)" not in plain.title and "power replayed" not in plain.note
+
+
+def test_a_merged_report_plots_no_measurement_setting_that_only_differs_between_sweeps(
+    tmp_path: Path,
+) -> None:
+    """Two sweeps, one on a replayed trace and one measured: 'throughput vs replay_trace' and
+    'vs measurement.energy' compared two ways of measuring as if they were knobs. They still
+    split the rows; they get no plot, and the report says so. A methodology sweep (a
+    measurement setting swept within one sweep) keeps its plot."""
+    replayed = {
+        "measurement.energy": ["replay"],
+        "measurement.replay_trace": ["/data/h100.csv"],
+        "pytorch.batch_size": [1, 4],
+    }
+    synth.write_sweep(tmp_path / "a", replayed, lambda p: synth.ok_result())
+    measured = {"measurement.energy": ["auto"], "pytorch.batch_size": [1, 4]}
+    synth.write_sweep(tmp_path / "b", measured, lambda p: synth.ok_result(tok_s=150.0))
+    runs, summary = _load(tmp_path / "a", tmp_path / "b")
+    assert {"measurement.energy", "measurement.replay_trace"} <= set(runs.knobs)
+    plots = prepare_all(runs, summary)
+    names = [name for name, _ in plots.plots]
+    assert "tokens_per_s_vs_pytorch.batch_size.png" in names
+    assert not [n for n in names if "measurement" in n]
+    assert any(
+        s.startswith("no plot against measurement.energy, measurement.replay_trace")
+        for s in plots.skipped
+    )
+    assert len(summary) == 4  # the rows stay apart
+    methodology = {"measurement.sample_hz": [10, 50], "pytorch.batch_size": [1, 4]}
+    synth.write_sweep(tmp_path / "c", methodology, lambda p: synth.ok_result())
+    names = [name for name, _ in prepare_all(*_load(tmp_path / "c")).plots]
+    assert "tokens_per_s_vs_measurement.sample_hz.png" in names
+
+
+def test_a_point_alone_at_its_x_sits_on_its_tick(tmp_path: Path) -> None:
+    """Two series share batch 1 and 4 (spread apart there, so neither hides the other); only
+    one has batch 8, drawn on its tick, not at ~8.3."""
+    synth.write_sweep(
+        tmp_path / "a",
+        {"pytorch.batch_size": [1, 4, 8], "quantization": ["none"]},
+        lambda p: synth.ok_result(tok_s=10.0 * p["pytorch.batch_size"] + p["repeat"]),
+        repeats=2,
+    )
+    synth.write_sweep(
+        tmp_path / "b",
+        {"pytorch.batch_size": [1, 4], "quantization": ["bnb-4bit"]},
+        lambda p: synth.ok_result(tok_s=8.0 * p["pytorch.batch_size"] + p["repeat"]),
+        repeats=2,
+    )
+    runs, summary = _load(tmp_path / "a", tmp_path / "b")
+    plot = prepare_knob(summary, runs.knobs, "pytorch.batch_size", TOKS)
+    xs = {s.label: s.xs for s in plot.series}
+    assert xs["none"][2] == 8.0  # alone at 8
+    assert xs["none"][0] != xs["bnb-4bit"][0] and xs["none"][1] != xs["bnb-4bit"][1]
+    assert all(abs(a - t) < 1 for a, t in zip(xs["none"], (1, 4, 8), strict=True))
+    fig = knob_figure(summary, runs.knobs, "pytorch.batch_size", TOKS)
+    lines = {c.get_label(): c.lines[0] for c in fig.axes[0].containers}
+    assert list(lines["none"].get_xdata())[2] == 8.0

@@ -51,10 +51,12 @@ def test_knob_plot_has_one_series_per_other_knob_value_with_gaps() -> None:
     assert none.ys == (10.0, 40.0, 160.0)
     assert bnb.ys[0] == 8.0 and math.isnan(bnb.ys[1]) and bnb.ys[2] == 120.0  # a gap, not 0
     assert none.errs == (1.0, 2.0, 3.0) and bnb.errs is None  # no CI anywhere: no error bars
-    # 1, 4, 16 span 16x: a log2 axis; the two series nudged apart, either side of the value
+    # 1, 4, 16 span 16x: a log2 axis; the two series nudged apart, either side of the value,
+    # where both have a point
     assert plot.log_x and plot.numeric and plot.ticks == (1.0, 4.0, 16.0)
     assert plot.tick_labels == ("1", "4", "16")
-    assert none.xs[1] < 4.0 < bnb.xs[1] and none.xs[1] * bnb.xs[1] == pytest.approx(16.0)
+    assert none.xs[0] < 1.0 < bnb.xs[0] and none.xs[0] * bnb.xs[0] == pytest.approx(1.0)
+    assert none.xs[1] == 4.0  # bnb-4bit has nothing drawn at 4: none sits on its tick
     assert plot.legend and plot.legend_title == "quantization" and plot.invalid_label is None
     assert plot.note == "mean of ok repeats, error bars: 95% CI (Student t); log scale"
 

@@ -15,7 +15,7 @@ from llem.report.callback import ReportCallback
 from llem.report.labels import figure_axis_label as axis_label
 from llem.report.load import load_runs
 from llem.report.plots import prepare_all
-from llem.report.plots.search import prepare_search_plot
+from llem.report.plots.search import draw_search, prepare_search_plot
 from llem.report.repeat_stats import summarise
 from llem.report.search import find_search
 from llem.report.stats import summary_frame
@@ -223,7 +223,12 @@ def test_the_plot_marks_infeasible_and_missing_trials_and_the_best(tmp_path: Pat
     assert kinds["infeasible"].xs == (2,) and kinds["infeasible"].ys == (0.62,)
     assert kinds["confirm"].xs == (7, 8)
     assert plot.missing == (4,)  # the failed trial: at the bottom edge, without a value
-    assert plot.best == (5, 0.9, "best: #4 0.900")
+    # trial 5 ran in directory 4: the label gives the x axis' trial number, and the directory
+    assert plot.best == (5, 0.9, "best: trial 5 (dir 4) 0.900")
+    fig = draw_search(plot)
+    texts = [t for t in fig.axes[0].texts if t.get_text().startswith("best:")]
+    assert [t.get_text() for t in texts] == ["best: trial 5 (dir 4) 0.900"]
+    assert texts[0].xy[0] == 5  # annotating the marker at trial 5
     assert [y for _, y in plot.best_so_far] == [2.1, 2.1, 1.0, 1.0, 0.9, 0.9, 0.9, 0.9]
     assert plot.ylabel == "energy.j_per_output_token (J/output token)"
     assert axis_label(TTFT) == "latency.ttft_ms.p90 (ms)"

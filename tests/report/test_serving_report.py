@@ -270,3 +270,31 @@ def test_no_serving_plots_for_a_batch_sweep_of_older_results(realistic_sweep: Pa
     assert not [n for n in names if "throughput" in n or "concurrency" in n]
     with pytest.raises(PlotSkipped, match="rate sweep"):
         prepare_latency_throughput(summary, runs.knobs, "ttft")
+
+
+def test_static_batches_show_no_running_batch(tmp_path: Path) -> None:
+    """A static batch runs the batch size to its end: its running batch over the window (0.34 at
+    batch size 1, prefills and gaps in it) reads as a fraction of a request. Its conc cell is
+    blank (summary.csv keeps the figure), the note says why; vLLM's offline rows keep theirs."""
+
+    def make(point: dict) -> dict:
+        static = point["backend"] == "pytorch"
+        body = synth.serving_result(
+            kind="offline", rate=None, concurrency=0.34 if static else 7.2, steady=None
+        )
+        body["validity"]["checks"]["steady_state"] = "not checked" if static else "condition"
+        return body
+
+    synth.write_sweep(tmp_path / "s", {"backend": ["pytorch", "vllm"]}, make, repeats=2)
+    runs, summary = _load(tmp_path / "s")
+    assert summary["static_batches"].tolist() == [True, False]
+    text = render_table(runs, summary)
+    lines = text.splitlines()
+    header = lines[0].split()
+    conc = header.index("conc")
+    assert lines[2].split()[0] == "pytorch" and "0.340" not in lines[2]
+    assert lines[3].split()[0] == "vllm" and "7.20" in lines[3]
+    assert conc > 0
+    assert "none for static batches" in " ".join(text.split())
+    only_static = summary.iloc[:1]
+    assert "conc" not in render_table(runs, only_static).splitlines()[0].split()

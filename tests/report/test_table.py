@@ -359,3 +359,103 @@ def test_one_run_with_a_bound_shows_its_bound(tmp_path: Path) -> None:
     notes = " ".join(lines[4:])
     assert "95% CI" not in notes and "no CI: fewer than 2 repeats" in notes
     assert "J/tok bound = the runs' mean worst-case instrument bound" in notes
+
+
+def _wide_result(point: dict) -> dict:
+    """A serving run with every column the table can show; conc differs in the third digit."""
+    if point["repeat"] == 2 and point["vllm.max_num_seqs"] == 8:
+        return synth.failed_result()
+    conc = {8: 0.511, 64: 0.566}[point["vllm.max_num_seqs"]]
+    body = synth.serving_result(
+        kind="offline",
+        rate=None,
+        concurrency=conc,
+        goodput=(0.9, 100.0),
+        steady={"tok_s": 200.0, "j_tok": 0.7, "conc": conc},
+    )
+    body["energy"].update(
+        prefill_j=20.0,
+        decode_j=70.0,
+        between_steps_j=10.0,
+        j_per_prefill_token=0.004,
+        j_per_decode_token=0.05,
+        j_per_prefill_token_uncertainty=0.0006,
+        j_per_decode_token_uncertainty=0.02,
+    )
+    return body
+
+
+@pytest.mark.parametrize(
+    ("width", "keys"),
+    [(100, ["max_num_seqs", "temperature", "dtype"]), (60, ["config"])],
+)
+def test_no_value_or_header_is_ever_cut(tmp_path: Path, width: int, keys: list[str]) -> None:
+    """A table wider than the terminal is split into parts, each with the knobs of its rows (or,
+    where they take too much room, their legend's #N); rich never gets to cut a cell to '0.5…'
+    (0.511 and 0.566 then read alike) or a header."""
+    grid = {
+        "vllm.max_num_seqs": [8, 64],
+        "decoder.temperature": [0.0, 0.7],
+        "model.dtype": ["float16", "bfloat16"],
+    }
+    synth.write_sweep(tmp_path / "s", grid, _wide_result, repeats=3)
+    text = _table(tmp_path / "s", width=width)
+    lines = text.splitlines()
+    assert "…" not in text
+    assert max(len(line) for line in lines) <= width
+    # every part keeps the knobs, so each row says which configuration it is
+    parts = [i for i, line in enumerate(lines) if line.startswith(keys[0])]
+    assert len(parts) >= 2
+    for header in ("conc", "pre/dec/gap %", "J/prefill tok ±bound", "J/decode tok ±bound"):
+        assert sum(header in lines[i] for i in parts) == 1, header
+    assert sum("0.511" in line for line in lines) == 4
+    assert sum("0.566" in line for line in lines) == 4
+    assert sum(line.endswith("ok ×2, failed ×1") for line in lines) == 4
+    assert all(lines[i].split()[: len(keys)] == keys for i in parts)
+    assert f"the table is printed in {len(parts)} parts to fit {width} columns" in " ".join(lines)
+
+
+def test_many_knobs_split_beside_their_legend_keys(tmp_path: Path) -> None:
+    grid = {f"pytorch.knob_number_{i}": ["alpha-value", "beta-value"] for i in range(6)}
+    synth.write_sweep(tmp_path / "s", grid, lambda p: synth.ok_result(), repeats=3)
+    text = _table(tmp_path / "s", width=40)
+    assert "…" not in text
+    assert max(len(line) for line in text.splitlines()) <= 40
+    headers = [line for line in text.splitlines() if line.startswith("config")]
+    assert len(headers) >= 2 and "status" in headers[-1]
+    assert sum(line.endswith("ok ×3") for line in text.splitlines()) == 64
+
+
+def test_the_wide_ci_note_names_the_repeats_of_the_rows_it_marks(tmp_path: Path) -> None:
+    """Rows of 3 repeats marked wide: the note gives t for 3 repeats (4.30), not the 12.7 of
+    two; rows of 2 and of 3 marked wide: both."""
+    far = {0: 2.0, 1: 6.2, 2: 11.0}  # 3 repeats: mean 6.4, sd 4.5, ±11.2: wide
+    synth.write_sweep(
+        tmp_path / "s",
+        {"pytorch.batch_size": [1, 4]},
+        lambda p: synth.ok_result(
+            tok_s=far[p["repeat"]] if p["pytorch.batch_size"] == 1 else 40.0 + p["repeat"],
+            j_tok=None,
+            energy=False,
+            peak_mb=None,
+        ),
+        repeats=3,
+    )
+    text = " ".join(_table(tmp_path / "s").split())
+    assert "6.40 ±11*" in text
+    assert "with 3 repeats the spread is multiplied by t = 4.3" in text
+    assert "2 repeats" not in text and "12.7" not in text
+    # one more sweep of 2 repeats, merged: each count with its own t
+    synth.write_sweep(
+        tmp_path / "two",
+        {"pytorch.batch_size": [16]},
+        lambda p: synth.ok_result(
+            tok_s={0: 2.0, 1: 6.2}[p["repeat"]], j_tok=None, energy=False, peak_mb=None
+        ),
+        repeats=2,
+    )
+    both = " ".join(_table(tmp_path / "s", tmp_path / "two").split())
+    assert (
+        "with 2 repeats the spread is multiplied by t = 12.7; with 3 repeats the spread is "
+        "multiplied by t = 4.3" in both
+    )

@@ -39,6 +39,7 @@ from llem.report.cells import is_missing
 from llem.report.labels import gpu_short
 from llem.report.load import Runs
 from llem.report.plots.attribution import RequestEnergyPlot, draw_request_energy, request_plots
+from llem.report.plots.axes import left_out_line, plot_axes
 from llem.report.plots.common import (
     JTOK,
     METRIC_LABELS,
@@ -188,7 +189,10 @@ def prepare_all(runs: Runs, summary: pd.DataFrame) -> PlotSet:
     )
     no_energy = f"energy is unavailable in every run ({energy_unavailable_reason(runs)})"
     summary, series = with_hardware(runs, summary)
-    for knob in runs.knobs:
+    axes, left = plot_axes(runs)  # llem.report.plots.axes: no x axis for a non-knob
+    if left:
+        out.skipped.append(left_out_line(left))
+    for knob in axes:
         for metric in (toks, jtok) if has_energy else (toks,):
             name = f"{METRIC_LABELS[metric][1]}_vs_{safe_name(knob)}.png"
             marks = hollow if metric == jtok else hollow_toks
@@ -196,7 +200,7 @@ def prepare_all(runs: Runs, summary: pd.DataFrame) -> PlotSet:
     pareto = len(summary) >= 2  # a Pareto front compares configurations
     if not has_energy:
         # one line for every plot that needs J/token, so the reason is said once
-        missing = [w for w, on in (("J/token plots", runs.knobs), ("pareto.png", pareto)) if on]
+        missing = [w for w, on in (("J/token plots", axes), ("pareto.png", pareto)) if on]
         if missing:
             out.skipped.append(f"{' and '.join(missing)} skipped: {no_energy}")
     elif pareto:

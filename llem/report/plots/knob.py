@@ -131,6 +131,21 @@ def _min_step(xs: list[float]) -> float:
     return min(steps) if steps else 1.0
 
 
+def _dodge(series: Sequence[list[int]], x: Sequence[float], drawn: Sequence[bool]) -> list[float]:
+    """Per summary row, its offset from its tick: the series with something drawn at one x are
+    spread apart there, in series order; a point alone at its x sits on its tick."""
+    at: dict[float, list[int]] = {}
+    for rows in series:
+        for i in rows:
+            if drawn[i]:
+                at.setdefault(x[i], []).append(i)
+    shift = [0.0] * len(x)
+    for rows in at.values():
+        for i, s in zip(rows, _shifts(len(rows)), strict=True):
+            shift[i] = s
+    return shift
+
+
 def _shifts(n: int) -> list[float]:
     """Each series' offset from the middle, so that lines at one x do not sit on each other."""
     if n <= 1:
@@ -171,10 +186,15 @@ def _series(
     n_ok, status = values(summary, "n"), values(summary, "status")
     why = [no_result(s, n) for s, n in zip(status, n_ok, strict=True)]
     labels = _series_labels(list(rows), others, headers)
+    drawn = [
+        not math.isnan(means[i]) or not math.isnan(marks[i]) or why[i] is not None
+        for i in range(len(raw))
+    ]
+    shifts = _dodge(list(rows.values()), [axis.position.get(v, 0.0) for v in raw], drawn)
     out = []
-    for shift, label, idx in zip(_shifts(len(rows)), labels, rows.values(), strict=True):
+    for label, idx in zip(labels, rows.values(), strict=True):
         idx = sorted(idx, key=lambda i: axis.position[raw[i]])
-        xs = tuple(axis.place(raw[i], shift) for i in idx)
+        xs = tuple(axis.place(raw[i], shifts[i]) for i in idx)
         errs = tuple(0.0 if math.isnan(halves[i]) else halves[i] for i in idx)
         hollow = tuple(
             (x, marks[i]) for x, i in zip(xs, idx, strict=True) if not math.isnan(marks[i])
@@ -266,6 +286,10 @@ def prepare_knob(
 
 # --------------------------------------------------------------------------- drawing
 
+#: matplotlib's default colour cycle's length, and a marker for each time round it
+COLOURS = 10
+MARKERS = ("o", "s", "^", "D", "v", "P")
+
 
 def _draw_x_axis(ax: Any, plot: KnobPlot) -> None:
     from matplotlib.ticker import FixedLocator, NullLocator
@@ -301,12 +325,13 @@ def draw_knob(plot: KnobPlot, path: Path | None = None) -> Any:
     """Draw ``plot`` on a new Agg figure, write it to ``path`` as a PNG; return the figure."""
     fig = new_figure()
     ax = fig.add_subplot()
-    for s in plot.series:
+    for i, s in enumerate(plot.series):
         bars = ax.errorbar(
             list(s.xs),
             list(s.ys),
             yerr=list(s.errs) if s.errs is not None else None,
-            marker="o",
+            # the colour cycle has 10 colours: the 11th series on take another marker
+            marker=MARKERS[i // COLOURS % len(MARKERS)],
             markersize=5,
             linewidth=1.6,
             # categories have no order and no in-between: markers only, no line joins them

@@ -3,7 +3,9 @@
 The frontier (no other configuration is both faster and cheaper) is joined up and labelled with
 its knob values; with few points the others are labelled quietly too (in grey, where they fit),
 and the subtitle says which. Invalid energy is drawn
-hollow, and a configuration whose only J/token is invalid takes no part in the front.
+hollow, and a configuration whose only J/token is invalid takes no part in the front. The 95% CI
+bars are cut at 0 (two repeats multiply their spread by t = 12.7, which would run the axes to
+negative tokens/s), the linear axes start at 0 at the least, and the subtitle says so.
 
 :func:`prepare_pareto` turns the summary into a :class:`ParetoPlot`; :func:`draw_pareto` draws it,
 placing each label where it overlaps no other label and no marker.
@@ -54,12 +56,27 @@ HOLLOW_COLORS = {"front": "tab:blue", "dominated": "0.6", "invalid": "0.45"}
 
 @dataclass(frozen=True)
 class ParetoPoint:
-    """A configuration's means with their 95% CI half-widths (0 where there is none)."""
+    """A configuration's means with their 95% CI half-widths (0 where there is none); the bars
+    below the mean are cut at zero (``xlow``, ``ylow``: at most the mean), as neither figure can
+    be negative."""
 
     x: float  # tokens/s
     y: float  # J/token
     xerr: float
     yerr: float
+
+    @property
+    def xlow(self) -> float:
+        return min(self.xerr, max(self.x, 0.0))
+
+    @property
+    def ylow(self) -> float:
+        return min(self.yerr, max(self.y, 0.0))
+
+    @property
+    def cut(self) -> bool:
+        """Whether a CI bar reached below zero and was cut there."""
+        return self.xlow < self.xerr or self.ylow < self.yerr
 
 
 @dataclass(frozen=True)
@@ -95,7 +112,13 @@ class ParetoPlot:
             else "front points labelled"
         )
         window = f"; {self.window}" if self.window else ""
-        return f"mean of ok repeats{window}; better is bottom right; {labelled}{hollow}"
+        cut = "; 95% CI bars cut at 0" if self.cut else ""
+        return f"mean of ok repeats{window}; better is bottom right; {labelled}{hollow}{cut}"
+
+    @property
+    def cut(self) -> bool:
+        """Whether some CI bar reached below zero (it is drawn cut there, the axes from 0)."""
+        return any(p.cut for p in (*self.front, *self.dominated))
 
 
 def pareto_front(points: Sequence[tuple[float, float]]) -> list[int]:
@@ -216,8 +239,8 @@ def _draw_points(ax: Any, points: Sequence[ParetoPoint], color: str, size: int, 
     ax.errorbar(
         xs,
         ys,
-        xerr=[p.xerr for p in points],
-        yerr=[p.yerr for p in points],
+        xerr=[[p.xlow for p in points], [p.xerr for p in points]],
+        yerr=[[p.ylow for p in points], [p.yerr for p in points]],
         fmt="none",
         ecolor=color,
         elinewidth=0.8,
@@ -235,6 +258,11 @@ def _draw_axes(fig: Any, ax: Any, plot: ParetoPlot) -> None:
         ax.set_yscale("log")
         plain_log_ticks(ax.yaxis)
     ax.margins(x=0.12, y=0.12)
+    # neither figure can be negative: the bars are cut at 0, and so are the margins
+    if not plot.log_x and ax.get_xlim()[0] < 0:
+        ax.set_xlim(left=0)
+    if not plot.log_y and ax.get_ylim()[0] < 0:
+        ax.set_ylim(bottom=0)
     ax.set_xlabel(plot.xlabel)
     ax.set_ylabel(plot.ylabel)
     titles(fig, ax, plot.title, plot.note)

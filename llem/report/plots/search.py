@@ -5,7 +5,8 @@ Feasible search trials are filled dots; infeasible ones that have the objective 
 constraint missed); trials without the objective (failed, skipped, the figure not measured) are an
 x at the bottom edge; confirmation trials (the best measured again) are diamonds, filled where
 they met every constraint. A step line follows the best feasible objective so far, and the best
-trial is annotated with its directory and value. The y axis is the objective's key with its unit.
+trial is annotated with its trial number (the x axis'), its directory (the number the printed
+search section gives it, ``#4``) and value. The y axis is the objective's key with its unit.
 """
 
 from __future__ import annotations
@@ -110,7 +111,9 @@ def prepare_search_plot(view: SearchView) -> SearchPlot:
     if view.best is not None:
         rec = view.best.trial.record
         assert rec.objective is not None  # the best feasible trial has it
-        best = (rec.number + 1, rec.objective, f"best: #{rec.dir} {format_number(rec.objective)}")
+        trial = rec.number + 1  # the x axis' number; its directory (the text's #) beside it
+        text = f"best: trial {trial} (dir {rec.dir}) {format_number(rec.objective)}"
+        best = (trial, rec.objective, text)
     where = "; ".join(view.record.constraints) or "no constraints"
     all_y = [y for m in marks for y in m.ys]
     return SearchPlot(

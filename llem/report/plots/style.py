@@ -26,8 +26,32 @@ def new_figure(figsize: tuple[float, float] = FIGSIZE) -> Any:
     return fig
 
 
+#: room a figure keeps beside and above its legend: the axes' least width, the titles' height
+MIN_AXES_WIDTH_IN = 4.0
+TITLES_HEIGHT_IN = 1.0
+
+
+def fit_to_legends(fig: Any) -> None:
+    """Make ``fig`` large enough for its axes' legends (many series, labels of several lines):
+    a legend beside the axes is never cut at the figure's edge, and constrained layout never
+    collapses the axes to make room for it."""
+    renderer = fig.canvas.get_renderer()
+    width, height = fig.get_size_inches()
+    for ax in fig.axes:
+        legend = ax.get_legend()
+        if legend is None:
+            continue
+        box = legend.get_window_extent(renderer)
+        width = max(width, box.width / fig.dpi + MIN_AXES_WIDTH_IN)
+        height = max(height, box.height / fig.dpi + TITLES_HEIGHT_IN)
+    if (width, height) != tuple(fig.get_size_inches()):
+        fig.set_size_inches(width, height)
+
+
 def save(fig: Any, path: Path | None) -> Any:
-    """Write ``fig`` as a PNG to ``path`` (nothing when None); returns the figure."""
+    """Write ``fig`` as a PNG to ``path`` (nothing when None), grown to fit its legends
+    (:func:`fit_to_legends`); returns the figure."""
+    fit_to_legends(fig)
     if path is not None:
         fig.savefig(path)
     return fig

@@ -1,5 +1,6 @@
 """``timeline.png`` for a report over a single run: power and temperature from timeseries.csv
-(whichever of the two it has samples of; the title names what is drawn).
+(whichever of the two it has samples of; the title names what is drawn, and says "replayed" where
+the power was a recorded trace played back, ``measurement.energy=replay``).
 
 :func:`read_timeseries` reads the file, :func:`prepare_timeline` turns it and the run's row into a
 :class:`TimelinePlot` (the lines and levels drawn), :func:`draw_timeline` draws it.
@@ -21,6 +22,8 @@ from llem.report.plots.style import new_figure, save, side_legend, style_axes, t
 from llem.report.stats import VALID, judged_invalid
 
 TIMESERIES = "timeseries.csv"
+#: energy.source of a run whose power was a recorded trace played back
+REPLAY_SOURCE = "replay"
 PANELS = (("power_w", "power (W)"), ("temperature_c", "temperature (°C)"))
 #: the title names what is drawn: "Power", "Temperature" or "Power and temperature"
 TITLES = {"power_w": "power", "temperature_c": "temperature"}
@@ -120,11 +123,25 @@ def prepare_timeline(ts: pd.DataFrame, row: Mapping[str, Any], source: Path) -> 
         "; energy judged invalid (see validity.problems)" if judged_invalid(row.get(VALID)) else ""
     )
     plotted = " and ".join(TITLES[column] for column, _ in columns)
+    replay = _replayed(row)
     return TimelinePlot(
-        title=f"{plotted[0].upper()}{plotted[1:]}{what}",
-        note=f"{where}: {len(ts)} samples from {TIMESERIES}{invalid}",
+        title=f"{plotted[0].upper()}{plotted[1:]}{' (replayed)' if replay else ''}{what}",
+        note=f"{where}: {len(ts)} samples from {TIMESERIES}{replay}{invalid}",
         panels=tuple(panels),
     )
+
+
+def _replayed(row: Mapping[str, Any]) -> str:
+    """'; replayed from trace.csv (measurement.energy=replay), not measured' for a run whose
+    power was a recorded trace played back (``llem.measure.replay``); '' otherwise."""
+    if row.get("energy.source") != REPLAY_SOURCE:
+        return ""
+    trace = row.get("measurement.replay_trace")
+    gpu = row.get("hardware.gpu_model")
+    if (is_missing(trace) or not trace) and isinstance(gpu, str) and gpu.startswith("replay:"):
+        trace = gpu.removeprefix("replay:")
+    name = f" from {Path(str(trace)).name}" if not is_missing(trace) and trace else ""
+    return f"; power replayed{name} (measurement.energy=replay), not measured"
 
 
 def draw_timeline(plot: TimelinePlot, path: Path | None = None) -> Any:
