@@ -41,7 +41,11 @@ def _error_lines(stderr: str) -> list[str]:
 
 BAD = [
     ("decoder.temperature=abc", ["decoder.temperature", "abc"]),
-    ("decoder=nope", ["decoder/nope", "greedy"]),
+    ("decoder=nope", ["decoder=nope", "no option 'nope' in group decoder", "greedy"]),
+    ("decoder=greddy", ["decoder=greddy", "did you mean greedy?", "creative, factual"]),
+    ("device=tpu", ["device=tpu: not an allowed value (allowed: auto, cuda, cpu)"]),
+    ("pytorch.batching=contnuous", ["did you mean continuous?", "allowed: static, continuous"]),
+    ("hydra/launcher=jobib", ["hydra/launcher=jobib", "did you mean joblib?", "submitit_local"]),
     ("decoder.foo=1", ["decoder.foo"]),
     ("+decoder.foo=1", ["decoder.foo", "max_new_tokens"]),
     (
@@ -68,6 +72,38 @@ def test_bad_override_is_one_line_exit_2_and_leaves_no_run_dir(tmp_path, overrid
         assert word in errors[0]
     assert "Traceback" not in proc.stderr + proc.stdout
     assert not any((tmp_path / "outputs").rglob("*")) if (tmp_path / "outputs").exists() else True
+
+
+# A mistake in a swept value or key: llem's line for a single run, before any point runs.
+BAD_SWEEPS = [
+    (
+        ["pytorch.batchsize=1,2"],
+        "pytorch.batchsize: no such key; did you mean pytorch.batch_size? (allowed keys under "
+        "'pytorch': ",
+    ),
+    (
+        ["pytorch.batch_size=1,four"],
+        "pytorch.batch_size=four: not a whole number (allowed: a whole number such as 4)",
+    ),
+    (
+        ["decoder=greddy,greedy"],
+        "decoder=greddy: no option 'greddy' in group decoder; did you mean greedy? "
+        "(allowed: creative, factual, greedy, standard)",
+    ),
+    (["device=tpu,cpu"], "device=tpu: not an allowed value (allowed: auto, cuda, cpu)"),
+]
+
+
+@pytest.mark.parametrize("overrides,line", BAD_SWEEPS)
+def test_a_mistake_in_a_sweep_is_llems_one_line_exit_2(tmp_path, overrides, line):
+    proc = llem(tmp_path, "--multirun", *overrides)
+    assert proc.returncode == 2, proc.stderr
+    lines = [x for x in proc.stderr.splitlines() if x.strip()]
+    assert len(lines) == 2, proc.stderr
+    assert lines[0].startswith(f"error: {line}"), proc.stderr
+    assert lines[1] == "hint: fix the command line; nothing was run"
+    assert "To append to your config" not in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / "multirun").exists() and not (tmp_path / "outputs").exists()
 
 
 def test_config_error_in_process_returns_2(tmp_path, monkeypatch, capsys):

@@ -15,7 +15,7 @@ from typing import Any
 from omegaconf import DictConfig
 
 from llem.app.compose.points import PointComposer
-from llem.app.hydra_errors import condense_hydra_error, hydra_error_text
+from llem.app.hydra_errors import condense_hydra_error, explain_hydra_text, hydra_error_text
 from llem.app.overrides import parse_grid
 from llem.backends import create_backend
 from llem.config.schema import SweepOrder
@@ -70,11 +70,18 @@ class Planner:
         try:
             return self.composer.compose(list(overrides))
         except Exception as exc:
+            raise self._composition_error(index, overrides, exc) from exc
+
+    def _composition_error(self, index: int, overrides: list[str], exc: Exception) -> ConfigError:
+        """llem's one line for what Hydra refused, as a single run gets it (an unknown key with
+        the closest one, a bad value or group option with the allowed ones); Hydra's own words,
+        condensed and naming the grid point, for anything else."""
+        text = hydra_error_text(exc)
+        explained = explain_hydra_text(text, overrides)
+        if explained is None:
             label = short_label(list(overrides), self.swept)
-            raise ConfigError(
-                f"grid point #{index} [{label}]: {condense_hydra_error(hydra_error_text(exc))}",
-                hint="fix the command line; nothing was run",
-            ) from exc
+            explained = f"grid point #{index} [{label}]: {condense_hydra_error(text)}"
+        return ConfigError(explained, hint="fix the command line; nothing was run")
 
     def settings(self, overrides: list[str]) -> SweepSettings:
         cfg = self.compose(0, overrides)
