@@ -206,10 +206,10 @@ def _explain_value(text: str) -> str | None:
     values (``device=tpu``), or a key the schema does not declare."""
     enum = _ENUM.search(text)
     if enum:
-        allowed = [a.strip() for a in enum["allowed"].split(",") if a.strip()]
+        values = [a.strip() for a in enum["allowed"].split(",") if a.strip()]
         return (
             f"{enum['key']}={enum['value']}: not an allowed value"
-            f"{_did_you_mean(enum['value'], allowed)} (allowed: {', '.join(allowed)})"
+            f"{_did_you_mean(enum['value'], values)} (allowed: {', '.join(values)})"
         )
     bad = _BAD_VALUE.search(text)
     kind = bad and (bad.group("type") or bad.group("bool"))
