@@ -22,7 +22,7 @@ from llem.config.schema import SweepOrder
 from llem.config.validate import config_hash
 from llem.errors import ConfigError
 from llem.runner import prepare
-from llem.runner.preflight import collect_problems, resolve_device
+from llem.runner.preflight import PreflightMemo, collect_problems, resolve_device
 from llem.sweep.plan import Point, expand_grid, short_label
 from llem.sweep.search_space import Space, make_space
 
@@ -47,6 +47,10 @@ class Planner:
         self.swept: list[str] = []  # the keys whose value differs between points (for labels)
         self.dry_run = False
         self.has_cuda = False
+        # every point's pre-flight problems (a dry run's always; a sweep whose points run on
+        # this machine's, to refuse a problem they all share before any runs)
+        self.check_preflight = False
+        self.preflight_memo = PreflightMemo()
 
     def jobs(self, params: dict[str, str], arguments: list[str]) -> list[list[str]]:
         """Every grid point's overrides (``hydra.sweeper.params`` first, then the command line)."""
@@ -109,6 +113,6 @@ class Planner:
         point.power_limit_w = exp.gpu.power_limit_w  # the run order steps through the limits
         device = resolve_device(exp.device, self.has_cuda)
         point.load_key = create_backend(exp).load_key(device)
-        if self.dry_run:
-            point.preflight = collect_problems(exp, self.has_cuda)
+        if self.dry_run or self.check_preflight:
+            point.preflight = collect_problems(exp, self.has_cuda, self.preflight_memo)
         return point
