@@ -131,6 +131,18 @@ def test_preflight_reports_every_failure_at_once(tmp_path):
     assert not (tmp_path / "outputs").exists() or not any((tmp_path / "outputs").rglob("*.json"))
 
 
+def test_a_model_path_set_over_the_default_model_says_to_add_model_hf(tmp_path, tiny_model_dir):
+    """The default model's GGUF file name is not looked for in another checkpoint unexplained."""
+    proc = llem(tmp_path, f"model.name_or_path={tiny_model_dir}")
+    assert proc.returncode == 3, proc.stderr
+    assert _error_lines(proc.stderr) == [
+        f"error: 1 pre-flight check failed: model.name_or_path={tiny_model_dir} is set over the "
+        "default model (model=smollm2-135m), whose model.gguf_file=SmolLM2-135M-Instruct.Q4_1.gguf"
+        " is not there: add model=hf to load it on its own (python -m llem model=hf "
+        f"model.name_or_path={tiny_model_dir})"
+    ], proc.stderr
+
+
 def test_help_is_fast_and_exits_0(tmp_path):
     proc = llem(tmp_path, "--help")
     assert proc.returncode == 0 and "decoder" in proc.stdout
