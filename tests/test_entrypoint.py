@@ -148,6 +148,24 @@ def test_help_is_fast_and_exits_0(tmp_path):
     assert proc.returncode == 0 and "decoder" in proc.stdout
 
 
+# Null in a CPU run of the tiny model (as in the default run): each with its reason.
+EXPLAINED_NULLS = [
+    "compute.decode_bandwidth_utilisation",
+    "compute.decode_bytes_per_s",
+    "compute.decode_weight_bytes",
+    "compute.decode_kv_bytes",
+    "compute.memory_bandwidth_bytes_per_s",
+    "compute.non_embedding_parameters",
+    "energy.idle_age_s",
+    "energy.idle_temperature_c",
+    "lifecycle.start_temp_c",
+    "lifecycle.compilations_in_window",
+    "lifecycle.eager_calls_in_window",
+    "lifecycle.prefix_caching",
+    "lifecycle.prefix_cache_hit_rate",
+]
+
+
 def test_one_run_writes_a_complete_result_directory(tmp_path, tiny_model_dir):
     proc = llem(tmp_path, "model=hf", f"model.name_or_path={tiny_model_dir}", *FAST)
     assert proc.returncode == 0, proc.stderr + proc.stdout
@@ -174,6 +192,9 @@ def test_one_run_writes_a_complete_result_directory(tmp_path, tiny_model_dir):
     assert result["energy"]["unavailable_reason"]
     assert result["energy"]["total_j"] is None and result["energy"]["j_per_output_token"] is None
     assert "energy.j_per_output_token" in result["null_reasons"]
+    for key in EXPLAINED_NULLS:  # each null figure says why
+        section, name = key.split(".")
+        assert result[section][name] is not None or result["null_reasons"].get(key), key
     assert "tokens/s" in proc.stdout and str(run / "result.json") in proc.stdout
     env = json.loads((run / "environment.json").read_text())
     assert env["python"] and env["pip_freeze"]
