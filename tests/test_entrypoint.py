@@ -71,7 +71,7 @@ def test_bad_override_is_one_line_exit_2_and_leaves_no_run_dir(tmp_path, overrid
     for word in words:
         assert word in errors[0]
     assert "Traceback" not in proc.stderr + proc.stdout
-    assert not any((tmp_path / "outputs").rglob("*")) if (tmp_path / "outputs").exists() else True
+    assert not (tmp_path / "outputs").exists()  # not even an empty folder
 
 
 # A mistake in a swept value or key: llem's line for a single run, before any point runs.
@@ -111,6 +111,10 @@ def test_config_error_in_process_returns_2(tmp_path, monkeypatch, capsys):
     assert main(["decoder.min_new_tokens=9", "decoder.max_new_tokens=3"]) == 2
     err = capsys.readouterr().err
     assert "decoder.min_new_tokens=9" in err and "decoder.max_new_tokens=3" in err
+    assert not (tmp_path / "outputs").exists()  # not even an empty folder
+    (tmp_path / "outputs" / "older").mkdir(parents=True)  # a folder of other runs stays
+    assert main(["pytorch.batch_size=0"]) == 2
+    assert [p.name for p in (tmp_path / "outputs").iterdir()] == ["older"]
 
 
 def test_preflight_reports_every_failure_at_once(tmp_path):
@@ -128,7 +132,7 @@ def test_preflight_reports_every_failure_at_once(tmp_path):
     for word in ("device=cuda", "/nonexistent/model", "missing.jsonl", "measurement.energy=nvml"):
         assert word in proc.stderr
     assert "Traceback" not in proc.stderr
-    assert not (tmp_path / "outputs").exists() or not any((tmp_path / "outputs").rglob("*.json"))
+    assert not (tmp_path / "outputs").exists()  # nothing was run: no folder is left
 
 
 def test_a_model_path_set_over_the_default_model_says_to_add_model_hf(tmp_path, tiny_model_dir):
