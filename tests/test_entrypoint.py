@@ -196,6 +196,8 @@ def test_one_run_writes_a_complete_result_directory(tmp_path, tiny_model_dir):
     assert result["energy"]["unavailable_reason"]
     assert result["energy"]["total_j"] is None and result["energy"]["j_per_output_token"] is None
     assert "energy.j_per_output_token" in result["null_reasons"]
+    waited, window = result["lifecycle"]["cooldown_waited_s"], result["energy"]["window_s"]
+    assert waited == round(waited, 3) and window == round(window, 6)  # no float noise
     for key in EXPLAINED_NULLS:  # each null figure says why
         section, name = key.split(".")
         assert result[section][name] is not None or result["null_reasons"].get(key), key

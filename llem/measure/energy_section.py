@@ -216,7 +216,7 @@ def energy_section(
     cpu_fields, cpu_j = _cpu(window, cpu_disabled_reason)
     procs = window.other_processes
     figures: dict[str, Figure | Mapping[str, Figure]] = {
-        "window_s": Figure(window.window_s),
+        "window_s": Figure(round(window.window_s, 6)),
         "total_j": totals.total,
         "per_device_j": totals.per_device,
         **_idle_figures(
