@@ -53,16 +53,22 @@ class SweepProgress:
         self.on_change: Callable[[], None] | None = None  # the live display's redraw
         self._clock = clock
         self._t0 = clock()
+        self._last_done_s = 0.0  # elapsed when the last point finished
 
     @property
     def elapsed_s(self) -> float:
         return self._clock() - self._t0
 
     def eta_s(self) -> float | None:
-        """Mean time per finished point × points left (None before the first point finishes)."""
+        """Mean time per finished point × points left, less the time the points running now
+        have already had (down to the mean × the points after them): it counts down while a
+        point runs, never up. None before the first point finishes."""
         if not self.finished:
             return None
-        return self.elapsed_s / self.finished * (self.total - self.finished)
+        mean_s = self._last_done_s / self.finished
+        left = self.total - self.finished
+        running_s = self.elapsed_s - self._last_done_s
+        return max(mean_s * left - running_s, mean_s * max(left - 1, 0))
 
     def _timing(self) -> str:
         eta = self.eta_s()
@@ -105,6 +111,7 @@ class SweepProgress:
 
     def done(self, index: int, label: str, status: str, quiet: bool = False) -> str:
         self.finished += 1
+        self._last_done_s = self.elapsed_s
         self.counts[status] = self.counts.get(status, 0) + 1
         line = (
             f"finished {self.finished}/{self.total} (#{index}) [{label}]: {status} · "
