@@ -116,15 +116,6 @@ class Plan:
             f"{'' if reuse else ' (reuse off)'}"
         )
 
-    def shared_preflight(self) -> list[str]:
-        """The pre-flight problems that every point of the grid has (skipped ones aside): a
-        mistake of the whole sweep rather than of some points. Empty when one point has none
-        (a finished one included) or when nothing is to run."""
-        found = [p.preflight for p in self.points if p.status != "skipped"]
-        if not self.run_order or not found:
-            return []
-        return [problem for problem in found[0] if all(problem in p for p in found[1:])]
-
     def position(self, index: int) -> int | None:
         """1-based place of grid point ``index`` in the run order (None: it does not run)."""
         try:

@@ -285,11 +285,21 @@ class GridSweeper(Sweeper):
         return display.LiveSweepDisplay(progress, on_terminal, tick=tick)
 
 
+def shared_preflight(plan: Plan) -> list[str]:
+    """The pre-flight problems that every point of the grid has (skipped ones aside): a mistake
+    of the whole sweep rather than of some points. Empty when one point has none (a finished one
+    included) or when nothing is to run."""
+    found = [p.preflight for p in plan.points if p.status != "skipped"]
+    if not plan.run_order or not found:
+        return []
+    return [problem for problem in found[0] if all(problem in p for p in found[1:])]
+
+
 def refuse_shared_preflight(plan: Plan, lock: SweepLock) -> None:
     """A pre-flight problem that every point shares stops the sweep before any point runs, as
     it stops a single run: one ``PreflightError`` (exit 3), and nothing left in the sweep
     directory. A problem of some points only fails those points when they run."""
-    shared = plan.shared_preflight()
+    shared = shared_preflight(plan)
     if not shared:
         return
     lock.abandon()
