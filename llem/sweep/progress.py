@@ -180,7 +180,8 @@ class ResultWatcher:
 def summary_lines(
     outcomes: list[JobOutcome], seconds: float, not_run: int = 0, interrupted: bool = False
 ) -> list[str]:
-    """The end-of-sweep screen: counts, then each failed point and why (the first MAX_LISTED)."""
+    """The end-of-sweep screen: counts, then why points failed, each error once with the points
+    it stopped (the first MAX_LISTED errors and points)."""
     counts: dict[str, int] = {}
     for o in outcomes:
         counts[o.status] = counts.get(o.status, 0) + 1
@@ -193,9 +194,16 @@ def summary_lines(
         parts.append(f"{not_run} not run")
     head = "sweep interrupted after" if interrupted else "sweep finished in"
     lines = [f"{head} {fmt_s(seconds)}: " + " · ".join(parts)]
-    failed = [o for o in outcomes if o.status == "failed"]
-    for o in failed[:MAX_LISTED]:
-        lines.append(f"  failed #{o.index} [{o.label}]: {o.error or 'no reason given'}")
-    if len(failed) > MAX_LISTED:
-        lines.append(f"  ... and {len(failed) - MAX_LISTED} more failed (see results.csv)")
+    by_error: dict[str, list[JobOutcome]] = {}  # identical errors said once, in first order
+    for o in outcomes:
+        if o.status == "failed":
+            by_error.setdefault(o.error or "no reason given", []).append(o)
+    groups = list(by_error.items())
+    for error, points in groups[:MAX_LISTED]:
+        named = ", ".join(f"#{o.index} [{o.label}]" for o in points[:MAX_LISTED])
+        more = f" and {len(points) - MAX_LISTED} more" if len(points) > MAX_LISTED else ""
+        lines.append(f"  failed {named}{more}: {error}")
+    rest = sum(len(points) for _, points in groups[MAX_LISTED:])
+    if rest:
+        lines.append(f"  ... and {rest} more failed (see results.csv)")
     return lines
