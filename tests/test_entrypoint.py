@@ -41,7 +41,11 @@ def _error_lines(stderr: str) -> list[str]:
 
 BAD = [
     ("decoder.temperature=abc", ["decoder.temperature", "abc"]),
-    ("decoder=nope", ["decoder/nope", "greedy"]),
+    ("decoder=nope", ["decoder=nope", "no option 'nope' in group decoder", "greedy"]),
+    ("decoder=greddy", ["decoder=greddy", "did you mean greedy?", "creative, factual"]),
+    ("device=tpu", ["device=tpu: not an allowed value (allowed: auto, cuda, cpu)"]),
+    ("pytorch.batching=contnuous", ["did you mean continuous?", "allowed: static, continuous"]),
+    ("hydra/launcher=jobib", ["hydra/launcher=jobib", "did you mean joblib?", "submitit_local"]),
     ("decoder.foo=1", ["decoder.foo"]),
     ("+decoder.foo=1", ["decoder.foo", "max_new_tokens"]),
     (
@@ -67,7 +71,39 @@ def test_bad_override_is_one_line_exit_2_and_leaves_no_run_dir(tmp_path, overrid
     for word in words:
         assert word in errors[0]
     assert "Traceback" not in proc.stderr + proc.stdout
-    assert not any((tmp_path / "outputs").rglob("*")) if (tmp_path / "outputs").exists() else True
+    assert not (tmp_path / "outputs").exists()  # not even an empty folder
+
+
+# A mistake in a swept value or key: llem's line for a single run, before any point runs.
+BAD_SWEEPS = [
+    (
+        ["pytorch.batchsize=1,2"],
+        "pytorch.batchsize: no such key; did you mean pytorch.batch_size? (allowed keys under "
+        "'pytorch': ",
+    ),
+    (
+        ["pytorch.batch_size=1,four"],
+        "pytorch.batch_size=four: not a whole number (allowed: a whole number such as 4)",
+    ),
+    (
+        ["decoder=greddy,greedy"],
+        "decoder=greddy: no option 'greddy' in group decoder; did you mean greedy? "
+        "(allowed: creative, factual, greedy, standard)",
+    ),
+    (["device=tpu,cpu"], "device=tpu: not an allowed value (allowed: auto, cuda, cpu)"),
+]
+
+
+@pytest.mark.parametrize("overrides,line", BAD_SWEEPS)
+def test_a_mistake_in_a_sweep_is_llems_one_line_exit_2(tmp_path, overrides, line):
+    proc = llem(tmp_path, "--multirun", *overrides)
+    assert proc.returncode == 2, proc.stderr
+    lines = [x for x in proc.stderr.splitlines() if x.strip()]
+    assert len(lines) == 2, proc.stderr
+    assert lines[0].startswith(f"error: {line}"), proc.stderr
+    assert lines[1] == "hint: fix the command line; nothing was run"
+    assert "To append to your config" not in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / "multirun").exists() and not (tmp_path / "outputs").exists()
 
 
 def test_config_error_in_process_returns_2(tmp_path, monkeypatch, capsys):
@@ -75,6 +111,10 @@ def test_config_error_in_process_returns_2(tmp_path, monkeypatch, capsys):
     assert main(["decoder.min_new_tokens=9", "decoder.max_new_tokens=3"]) == 2
     err = capsys.readouterr().err
     assert "decoder.min_new_tokens=9" in err and "decoder.max_new_tokens=3" in err
+    assert not (tmp_path / "outputs").exists()  # not even an empty folder
+    (tmp_path / "outputs" / "older").mkdir(parents=True)  # a folder of other runs stays
+    assert main(["pytorch.batch_size=0"]) == 2
+    assert [p.name for p in (tmp_path / "outputs").iterdir()] == ["older"]
 
 
 def test_preflight_reports_every_failure_at_once(tmp_path):
@@ -92,12 +132,42 @@ def test_preflight_reports_every_failure_at_once(tmp_path):
     for word in ("device=cuda", "/nonexistent/model", "missing.jsonl", "measurement.energy=nvml"):
         assert word in proc.stderr
     assert "Traceback" not in proc.stderr
-    assert not (tmp_path / "outputs").exists() or not any((tmp_path / "outputs").rglob("*.json"))
+    assert not (tmp_path / "outputs").exists()  # nothing was run: no folder is left
+
+
+def test_a_model_path_set_over_the_default_model_says_to_add_model_hf(tmp_path, tiny_model_dir):
+    """The default model's GGUF file name is not looked for in another checkpoint unexplained."""
+    proc = llem(tmp_path, f"model.name_or_path={tiny_model_dir}")
+    assert proc.returncode == 3, proc.stderr
+    assert _error_lines(proc.stderr) == [
+        f"error: 1 pre-flight check failed: model.name_or_path={tiny_model_dir} is set over the "
+        "default model (model=smollm2-135m), whose model.gguf_file=SmolLM2-135M-Instruct.Q4_1.gguf"
+        " is not there: add model=hf to load it on its own (python -m llem model=hf "
+        f"model.name_or_path={tiny_model_dir})"
+    ], proc.stderr
 
 
 def test_help_is_fast_and_exits_0(tmp_path):
     proc = llem(tmp_path, "--help")
     assert proc.returncode == 0 and "decoder" in proc.stdout
+
+
+# Null in a CPU run of the tiny model (as in the default run): each with its reason.
+EXPLAINED_NULLS = [
+    "compute.decode_bandwidth_utilisation",
+    "compute.decode_bytes_per_s",
+    "compute.decode_weight_bytes",
+    "compute.decode_kv_bytes",
+    "compute.memory_bandwidth_bytes_per_s",
+    "compute.non_embedding_parameters",
+    "energy.idle_age_s",
+    "energy.idle_temperature_c",
+    "lifecycle.start_temp_c",
+    "lifecycle.compilations_in_window",
+    "lifecycle.eager_calls_in_window",
+    "lifecycle.prefix_caching",
+    "lifecycle.prefix_cache_hit_rate",
+]
 
 
 def test_one_run_writes_a_complete_result_directory(tmp_path, tiny_model_dir):
@@ -126,6 +196,11 @@ def test_one_run_writes_a_complete_result_directory(tmp_path, tiny_model_dir):
     assert result["energy"]["unavailable_reason"]
     assert result["energy"]["total_j"] is None and result["energy"]["j_per_output_token"] is None
     assert "energy.j_per_output_token" in result["null_reasons"]
+    waited, window = result["lifecycle"]["cooldown_waited_s"], result["energy"]["window_s"]
+    assert waited == round(waited, 3) and window == round(window, 6)  # no float noise
+    for key in EXPLAINED_NULLS:  # each null figure says why
+        section, name = key.split(".")
+        assert result[section][name] is not None or result["null_reasons"].get(key), key
     assert "tokens/s" in proc.stdout and str(run / "result.json") in proc.stdout
     env = json.loads((run / "environment.json").read_text())
     assert env["python"] and env["pip_freeze"]

@@ -49,3 +49,15 @@ def test_entry_points_and_parent_packages_are_not_upward() -> None:
         s.Import("llem.result.model", "llem", 1, False),  # the top package: upward
     ]
     assert [i.source for i in s.upward(imports)] == ["llem.result.model"]
+
+
+def test_no_test_edits_sys_path() -> None:
+    """Tests import what they need through pytest's pythonpath (pyproject.toml: tests/, bench/),
+    never by editing ``sys.path``."""
+    edits = ("sys.path.insert", "sys.path.append", "sys.path[")
+    found = [
+        str(path.relative_to(ROOT))
+        for path in sorted((ROOT / "tests").rglob("*.py"))
+        if path.name != Path(__file__).name and any(e in path.read_text() for e in edits)
+    ]
+    assert found == []

@@ -378,6 +378,18 @@ def test_repository_example_study_runs_from_the_repository_root(capsys, monkeypa
     assert "8 points" in out and "every point to run passed pre-flight" in out
 
 
+def test_the_example_study_sends_each_batch_size_enough_requests_to_fill_it() -> None:
+    """llem warns at a point whose requests are fewer than 2 x its batch (the batch fills and
+    drains within the window): the shipped example must not warn at every batch-4 point."""
+    import yaml
+
+    study = yaml.safe_load((REPO / "conf" / "experiment" / "example.yaml").read_text())
+    sizes = [
+        int(b) for b in str(study["hydra"]["sweeper"]["params"]["pytorch.batch_size"]).split(",")
+    ]
+    assert study["dataset"]["n_prompts"] >= 2 * max(sizes)
+
+
 # --------------------------------------------------------------------------- bad input
 def test_unknown_experiment_lists_shipped_and_local_ones_in_one_line(tmp_path: Path) -> None:
     write_study(tmp_path, "mine", "# @package _global_\n")

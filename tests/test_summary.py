@@ -49,7 +49,7 @@ def test_measured_energy() -> None:
     e = Energy(
         source="nvml_counter", total_j=100.0, j_per_output_token=0.5, cpu_unavailable_reason=NO_RAPL
     )
-    assert energy_line(e).startswith("energy: 100.0 J (nvml_counter), 0.5000 J/token; ")
+    assert energy_line(e).startswith("energy: 100.0 J (nvml_counter), 0.5 J/token; ")
 
 
 def test_summary_puts_energy_on_its_own_line(tmp_path: Path) -> None:

@@ -5,11 +5,15 @@ search path, a hint about HYDRA_FULL_ERROR). ``condense_hydra_error`` keeps what
 one line; ``explain_composition_error`` goes further: an unknown study (``+experiment=NAME``)
 lists the available studies, a bad key inside one names the file, and a misspelt key on the
 command line (``decoder.temprature=0.7``, which Hydra answers with "To append to your config use
-+decoder.temprature=0.7") is said not to exist, with the closest key and the allowed ones.
++decoder.temprature=0.7") is said not to exist, with the closest key and the allowed ones; a
+value outside a key's allowed ones (``device=tpu``), of the wrong type (``pytorch.batch_size=four``)
+or a group option that does not exist (``decoder=greddy``) gets the allowed ones and, where one is
+close, "did you mean". A sweep's points get the same lines (``llem.sweep.planner``).
 """
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Sequence
 from importlib import resources
@@ -84,6 +88,14 @@ _BAD_VALUE = re.compile(
     r"Error merging override (?P<key>[^=\s]+)=(?P<value>\S*).*?"
     r"(?:could not be converted to (?P<type>\w+)|is not a valid (?P<bool>bool))",
     re.S,
+)
+_ENUM = re.compile(
+    r"Error merging override (?P<key>[^=\s]+)=(?P<value>\S*)\s+"
+    r"Invalid value '[^']*', expected one of \[(?P<allowed>[^\]]*)\]"
+)
+_NO_OPTION = re.compile(r"Could not find '(?P<group>[^']+)/(?P<option>[^'/]+)'")
+_OPTIONS_OF = re.compile(
+    r"^Available options in '(?P<group>[^']+)':\n(?P<lines>(?:[ \t]+\S.*\n?)+)", re.M
 )
 _ALLOWED = {
     "Float": ("a number", "a number such as 0.7"),
@@ -168,6 +180,37 @@ def explain_hydra_text(text: str, argv: Sequence[str]) -> str | None:
         elif key and key.group(1) not in detail:
             detail = f"{key.group(1)}: {detail}"
         return f"{where}: {detail}"
+    return _explain_value(text) or _explain_option(text)
+
+
+def _did_you_mean(value: str, allowed: Sequence[str]) -> str:
+    near = difflib.get_close_matches(value, list(allowed), n=1, cutoff=0.7)
+    return f"; did you mean {near[0]}?" if near else ""
+
+
+def _explain_option(text: str) -> str | None:
+    """``decoder=greddy``: no such option in its group, the closest and the allowed ones."""
+    missing, listed = _NO_OPTION.search(text), _OPTIONS_OF.search(text)
+    if missing is None or listed is None or listed["group"] != missing["group"]:
+        return None
+    group, option = missing["group"], missing["option"]
+    options = [line.strip() for line in listed["lines"].splitlines() if line.strip()]
+    return (
+        f"{group}={option}: no option '{option}' in group {group}"
+        f"{_did_you_mean(option, options)} (allowed: {', '.join(options)})"
+    )
+
+
+def _explain_value(text: str) -> str | None:
+    """A value of the wrong type (``pytorch.batch_size=four``), one outside a key's allowed
+    values (``device=tpu``), or a key the schema does not declare."""
+    enum = _ENUM.search(text)
+    if enum:
+        values = [a.strip() for a in enum["allowed"].split(",") if a.strip()]
+        return (
+            f"{enum['key']}={enum['value']}: not an allowed value"
+            f"{_did_you_mean(enum['value'], values)} (allowed: {', '.join(values)})"
+        )
     bad = _BAD_VALUE.search(text)
     kind = bad and (bad.group("type") or bad.group("bool"))
     if bad and kind in _ALLOWED:

@@ -7,7 +7,6 @@ the sweep goes on.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import shutil
 import sys
@@ -48,11 +47,20 @@ def run_task(cfg: DictConfig, command: Command) -> JobOutcome:
 
 
 def _discard_run_dir(run_dir: Path) -> None:
-    """Remove a run directory that holds no result (a config or pre-flight error stopped it)."""
-    if run_dir.is_dir() and not (run_dir / "result.json").exists():
-        shutil.rmtree(run_dir, ignore_errors=True)
-        with contextlib.suppress(OSError):
-            run_dir.parent.rmdir()  # the date folder, when this run was its only content
+    """Remove a run directory that holds no result (a config or pre-flight error stopped it, or
+    a dry run), and the folders above it inside the working directory that it leaves empty
+    (``outputs/<date>``, ``outputs``)."""
+    if not run_dir.is_dir() or (run_dir / "result.json").exists():
+        return
+    shutil.rmtree(run_dir, ignore_errors=True)
+    here, run_dir = Path.cwd().resolve(), run_dir.resolve()
+    for folder in run_dir.parents:
+        if folder == here or here not in folder.parents:
+            return
+        try:
+            folder.rmdir()
+        except OSError:  # not empty: it holds other runs
+            return
 
 
 def _hash_or_none(cfg: DictConfig) -> str | None:

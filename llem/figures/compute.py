@@ -47,6 +47,13 @@ from llem.config.pytorch import CacheImplementation
 from llem.figures.latency import decode_time_and_steps
 
 UNKNOWN_SHAPE = "this backend does not describe its model's shape"
+# The decode-traffic figures, computed together (null together, with one reason).
+DECODE_TRAFFIC = (
+    "decode_bandwidth_utilisation",
+    "decode_bytes_per_s",
+    "decode_weight_bytes",
+    "decode_kv_bytes",
+)
 
 
 @dataclass(frozen=True)
@@ -130,7 +137,10 @@ def compute_figures(
         per_s = (w_bytes + kv_bytes) / decode_s
         util = per_s / bandwidth
     else:
-        reasons["compute.decode_bandwidth_utilisation"] = why or "memory bandwidth unknown"
+        for key in DECODE_TRAFFIC:
+            reasons[f"compute.{key}"] = why or "memory bandwidth unknown"
+    if bandwidth is None:
+        reasons["compute.memory_bandwidth_bytes_per_s"] = why or "memory bandwidth unknown"
     return ComputeFigures(
         flops_estimate=flops,
         parameters=shape.n_parameters,
@@ -145,9 +155,8 @@ def compute_figures(
 
 
 def _without_shape() -> ComputeFigures:
-    reasons = {
-        k: UNKNOWN_SHAPE for k in ("compute.flops_estimate", "compute.decode_bandwidth_utilisation")
-    }
+    keys = ("flops_estimate", *DECODE_TRAFFIC, "memory_bandwidth_bytes_per_s")
+    reasons = {f"compute.{k}": UNKNOWN_SHAPE for k in keys}
     return ComputeFigures(
         flops_estimate=None,
         parameters=0,

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from llem.measure import uncertainty
 from llem.measure.energy import WindowResult
-from llem.measure.idle import IdleBaseline
+from llem.measure.idle import IdleBaseline, IdleSource
 from llem.result import Energy, Figure
 from llem.result.figure import with_figures
 
@@ -216,7 +216,7 @@ def energy_section(
     cpu_fields, cpu_j = _cpu(window, cpu_disabled_reason)
     procs = window.other_processes
     figures: dict[str, Figure | Mapping[str, Figure]] = {
-        "window_s": Figure(window.window_s),
+        "window_s": Figure(round(window.window_s, 6)),
         "total_j": totals.total,
         "per_device_j": totals.per_device,
         **_idle_figures(
@@ -242,4 +242,23 @@ def energy_section(
         **fields,  # type: ignore[arg-type]
         **cpu_fields,  # type: ignore[arg-type]
     )
-    return with_figures(energy, "energy", figures)
+    energy, reasons = with_figures(energy, "energy", figures)
+    return energy, {**reasons, **_idle_reasons(energy, idle, unavailable_reason)}
+
+
+def _idle_reasons(
+    energy: Energy, idle: IdleBaseline, unavailable_reason: str | None
+) -> dict[str, str]:
+    """Why the idle baseline's age and temperatures are null."""
+    why = idle.null_reason or unavailable_reason or "no idle baseline was measured"
+    reasons: dict[str, str] = {}
+    if energy.idle_age_s is None:
+        measured_here = idle.source is IdleSource.measured_this_run
+        reasons["energy.idle_age_s"] = (
+            "the idle baseline was measured by this run, right before its window"
+            if measured_here
+            else why
+        )
+    if energy.idle_temperature_c is None:
+        reasons["energy.idle_temperature_c"] = why
+    return reasons

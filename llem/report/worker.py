@@ -141,8 +141,12 @@ def main(stdin: IO[str] = sys.stdin, stdout: IO[str] = sys.stdout) -> int:
     logging.basicConfig(format="[%(asctime)s][%(levelname)s] %(message)s", datefmt="%H:%M:%S")
     for name in _WARM:
         __import__(name)
-    stdout.write(READY + "\n")
-    stdout.flush()
+    try:
+        stdout.write(READY + "\n")
+        stdout.flush()
+    except BrokenPipeError:  # the sweep stopped before it started a point (a config error)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), stdout.fileno())  # nothing to flush at exit
+        return 0
     line = stdin.readline()  # blocks, using no CPU, until the sweep ends
     if not line.strip():
         return 0

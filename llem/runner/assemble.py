@@ -17,7 +17,7 @@ from llem.config.pytorch import CacheImplementation
 from llem.config.schema import ExperimentConfig
 from llem.config.validate import config_hash, plain
 from llem.figures.compute import compute_figures
-from llem.measure import Measurement
+from llem.measure import Measurement, MeasurementSession
 from llem.result import (
     Compute,
     Figure,
@@ -27,6 +27,8 @@ from llem.result import (
     quantization_label,
 )
 from llem.runner.prepare import Prepared
+
+NO_PREFIX_CACHE = "this engine has no prefix cache (it computes every prompt token)"
 
 
 def new_result(
@@ -137,11 +139,32 @@ def label_eager_fallback(
         )
 
 
+def no_temperature_reason(session: MeasurementSession) -> str:
+    """Why ``lifecycle.start_temp_c`` is null: no GPU read, or none reported a temperature."""
+    why = session.no_gpu_reason or session.unavailable_reason
+    return f"no GPU temperature readings ({why})" if why else "no GPU reported its temperature"
+
+
+def explain_compile_counts(result: RunResult) -> None:
+    """Why ``lifecycle.compilations_in_window`` and ``eager_calls_in_window`` are null."""
+    life = result.lifecycle
+    why = (
+        "torch.compile is off (pytorch.torch_compile=false): nothing compiles in the window"
+        if life.torch_compile is None
+        else f"the engine did not count its compilations (lifecycle.torch_compile: "
+        f"{life.torch_compile})"
+    )
+    for key in ("compilations_in_window", "eager_calls_in_window"):
+        if getattr(life, key) is None:
+            result.null_reasons[f"lifecycle.{key}"] = why
+
+
 def fill_compilations(result: RunResult) -> None:
     """With torch.compile on, the check ``compilations_in_window``: a compilation inside the
     window puts compile time into the measured energy and time, so it fails the check, adds its
     problem and makes a measured energy invalid. Forward calls that ran eagerly (Dynamo's
     recompile limit: no compile time, but not the compiled model either) are a condition."""
+    explain_compile_counts(result)
     life = result.lifecycle
     n = life.compilations_in_window
     if n is None:
@@ -205,6 +228,8 @@ def fill_prefix_cache(
     life = result.lifecycle
     life.prefix_caching = loaded.prefix_caching
     if loaded.prefix_caching is None:
+        for key in ("prefix_caching", "prefix_cache_hit_rate"):
+            result.null_reasons[f"lifecycle.{key}"] = NO_PREFIX_CACHE
         return
     cached = [b.cached_input_tokens for b in outputs]
     prompt_tokens = sum(sum(b.input_tokens) for b in outputs)
@@ -242,3 +267,7 @@ def fill_compute(
     )
     result.compute = Compute(**figures.as_dict())
     result.null_reasons.update(figures.null_reasons)
+    result.null_reasons["compute.non_embedding_parameters"] = (
+        "a field of result schema 1, kept for reading older files: compute.matmul_parameters "
+        "replaced it"
+    )

@@ -8,14 +8,18 @@ reported as unavailable.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from llem.backends import sections
 from llem.backends.models import model_problem
+from llem.backends.random_weights import DEFAULT_MODEL_GROUP
 from llem.backends.vllm import preflight_problems as vllm_preflight_problems
 from llem.config.engines import INSTALL_HINTS, VLLM, backend_package
+from llem.config.model import ModelConfig
 from llem.config.schema import AttnImplementation, Device, ExperimentConfig
 from llem.errors import PreflightError
 from llem.measure import MeasurementSession
@@ -58,8 +62,58 @@ def resolve_device(requested: Device, has_cuda: bool) -> str:
     return "cuda" if has_cuda else "cpu"
 
 
-def collect_problems(exp: ExperimentConfig, has_cuda: bool) -> list[str]:
-    """Every pre-flight failure for this configuration (empty when all is well)."""
+class PreflightMemo:
+    """The slow checks' answers (the hub's about a model, a JSONL file read) kept for the points
+    of one sweep, which mostly share their model and dataset: each is asked once."""
+
+    def __init__(self) -> None:
+        self._answers: dict[tuple[str, str], list[str]] = {}
+
+    def answer(self, what: str, section: object, check: Callable[[], list[str]]) -> list[str]:
+        key = (what, repr(section))
+        if key not in self._answers:
+            self._answers[key] = check()
+        return list(self._answers[key])
+
+
+def _model_problems(exp: ExperimentConfig) -> list[str]:
+    access = model_problem(exp.model)
+    if not access:
+        return []
+    return [_default_gguf_carried(exp.model) or access]
+
+
+@functools.lru_cache(maxsize=1)
+def _default_model() -> tuple[str, str | None]:
+    """(name_or_path, gguf_file) of the default model group (llem/conf/model/<default>.yaml)."""
+    from importlib import resources
+
+    import yaml
+
+    path = f"conf/model/{DEFAULT_MODEL_GROUP}.yaml"
+    group = yaml.safe_load(resources.files("llem").joinpath(path).read_text(encoding="utf-8"))
+    return str(group["name_or_path"]), group.get("gguf_file")
+
+
+def _default_gguf_carried(m: ModelConfig) -> str | None:
+    """Where ``model.name_or_path`` was set over the default model (no ``model=hf``), the
+    default's ``model.gguf_file`` is looked for in it: what to add, rather than 'not found'."""
+    path, gguf = _default_model()
+    if gguf is None or m.gguf_file != gguf or m.name_or_path == path:
+        return None
+    return (
+        f"model.name_or_path={m.name_or_path} is set over the default model "
+        f"(model={DEFAULT_MODEL_GROUP}), whose model.gguf_file={gguf} is not there: add model=hf "
+        f"to load it on its own (python -m llem model=hf model.name_or_path={m.name_or_path})"
+    )
+
+
+def collect_problems(
+    exp: ExperimentConfig, has_cuda: bool, memo: PreflightMemo | None = None
+) -> list[str]:
+    """Every pre-flight failure for this configuration (empty when all is well); ``memo`` keeps
+    the slow checks' answers for the next point of a sweep."""
+    memo = memo if memo is not None else PreflightMemo()
     problems: list[str] = []
     if exp.device == Device.cuda and not has_cuda:
         problems.append(
@@ -76,9 +130,7 @@ def collect_problems(exp: ExperimentConfig, has_cuda: bool) -> list[str]:
             )
     if backend == VLLM:
         problems.extend(vllm_preflight_problems(sections(exp, VLLM), device, has_cuda))
-    access = model_problem(exp.model)
-    if access:
-        problems.append(access)
+    problems.extend(memo.answer("model", exp.model, lambda: _model_problems(exp)))
     q = exp.quantization
     if (q.load_in_4bit or q.load_in_8bit) and importlib.util.find_spec("bitsandbytes") is None:
         which = "load_in_4bit" if q.load_in_4bit else "load_in_8bit"
@@ -105,7 +157,7 @@ def collect_problems(exp: ExperimentConfig, has_cuda: bool) -> list[str]:
         problems.append(
             f"pytorch.attn_implementation={attn.value} needs a CUDA device (device={device})"
         )
-    problems.extend(check_dataset(exp.dataset))
+    problems.extend(memo.answer("dataset", exp.dataset, lambda: check_dataset(exp.dataset)))
     session = MeasurementSession(exp.measurement, torch_device_indices=None, device_type=device)
     problems.extend(session.preflight())
     problems.extend(gpu_preflight_problems(exp.gpu, exp.measurement.gpu_indices))

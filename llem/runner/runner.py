@@ -33,6 +33,7 @@ from llem.runner.assemble import (
     fill_workload,
     label_eager_fallback,
     new_result,
+    no_temperature_reason,
 )
 from llem.runner.environment import EnvironmentCache, write_environment
 from llem.runner.gpu_settings import GpuSettings, requested_settings
@@ -202,8 +203,11 @@ class Runner:
         life.torch_compile = loaded.torch_compile
         life.warmup_s = round(time.perf_counter() - t0, 3)
         cooled = session.cooldown()
-        life.cooldown_waited_s = cooled.get("cooldown_waited_s")
+        waited = cooled.get("cooldown_waited_s")
+        life.cooldown_waited_s = None if waited is None else round(waited, 3)
         life.start_temp_c = cooled.get("start_temp_c")
+        if life.start_temp_c is None:
+            result.null_reasons["lifecycle.start_temp_c"] = no_temperature_reason(session)
         cuda_devices = _model_cuda_devices(loaded)
         if cuda_devices:
             reset_peak_memory(cuda_devices)

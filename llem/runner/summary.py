@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from llem.figures.digits import plain
 from llem.result import Energy, RunResult
 
 CPU_PART = "; CPU package energy: "
@@ -30,7 +31,7 @@ def energy_line(e: Energy) -> str:
     else:
         jpt = e.j_per_output_token
         gpu = f"{e.total_j:.1f} J ({e.source})" + (
-            f", {jpt:.4f} J/token" if jpt is not None else ""
+            f", {plain(jpt)} J/token" if jpt is not None else ""
         )
     cpu: str | None
     if e.cpu_package_j is not None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,6 +40,25 @@ _LOCAL_LAUNCHERS = {
     "hydra_plugins.hydra_joblib_launcher.joblib_launcher.JoblibLauncher",
     "hydra_plugins.hydra_submitit_launcher.submitit_launcher.LocalLauncher",
 }
+
+
+# Loggers of Hydra's launchers, which log every batch's directory and each job's overrides at
+# INFO: llem's own line per point (or batch) says which points start.
+_LAUNCHER_LOGGERS = ("hydra_plugins.hydra_joblib_launcher", "hydra_plugins.hydra_submitit_launcher")
+
+
+@contextlib.contextmanager
+def quiet_launcher_log() -> Iterator[None]:
+    """Hydra's launchers log their warnings and errors only, while they launch."""
+    loggers = [logging.getLogger(name) for name in _LAUNCHER_LOGGERS]
+    levels = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        for lg, level in zip(loggers, levels, strict=True):
+            lg.setLevel(level)
 
 
 def fingerprint(path: Path) -> tuple | None:
@@ -283,7 +302,8 @@ class Launch:
                 jobs,
                 initial_job_idx,
             )
-        return self.launcher.launch(jobs, initial_job_idx=initial_job_idx)
+        with quiet_launcher_log():
+            return self.launcher.launch(jobs, initial_job_idx=initial_job_idx)
 
     def batch(self, chunk: list[int]) -> Sequence[Any]:
         """Launch ``chunk`` (grid indices) as one batch; record an outcome for each point."""

@@ -15,14 +15,14 @@ from typing import Any
 from omegaconf import DictConfig
 
 from llem.app.compose.points import PointComposer
-from llem.app.hydra_errors import condense_hydra_error, hydra_error_text
+from llem.app.hydra_errors import condense_hydra_error, explain_hydra_text, hydra_error_text
 from llem.app.overrides import parse_grid
 from llem.backends import create_backend
 from llem.config.schema import SweepOrder
 from llem.config.validate import config_hash
 from llem.errors import ConfigError
 from llem.runner import prepare
-from llem.runner.preflight import collect_problems, resolve_device
+from llem.runner.preflight import PreflightMemo, collect_problems, resolve_device
 from llem.sweep.plan import Point, expand_grid, short_label
 from llem.sweep.search_space import Space, make_space
 
@@ -47,6 +47,10 @@ class Planner:
         self.swept: list[str] = []  # the keys whose value differs between points (for labels)
         self.dry_run = False
         self.has_cuda = False
+        # every point's pre-flight problems (a dry run's always; a sweep whose points run on
+        # this machine's, to refuse a problem they all share before any runs)
+        self.check_preflight = False
+        self.preflight_memo = PreflightMemo()
 
     def jobs(self, params: dict[str, str], arguments: list[str]) -> list[list[str]]:
         """Every grid point's overrides (``hydra.sweeper.params`` first, then the command line)."""
@@ -70,11 +74,18 @@ class Planner:
         try:
             return self.composer.compose(list(overrides))
         except Exception as exc:
+            raise self._composition_error(index, overrides, exc) from exc
+
+    def _composition_error(self, index: int, overrides: list[str], exc: Exception) -> ConfigError:
+        """llem's one line for what Hydra refused, as a single run gets it (an unknown key with
+        the closest one, a bad value or group option with the allowed ones); Hydra's own words,
+        condensed and naming the grid point, for anything else."""
+        text = hydra_error_text(exc)
+        explained = explain_hydra_text(text, overrides)
+        if explained is None:
             label = short_label(list(overrides), self.swept)
-            raise ConfigError(
-                f"grid point #{index} [{label}]: {condense_hydra_error(hydra_error_text(exc))}",
-                hint="fix the command line; nothing was run",
-            ) from exc
+            explained = f"grid point #{index} [{label}]: {condense_hydra_error(text)}"
+        return ConfigError(explained, hint="fix the command line; nothing was run")
 
     def settings(self, overrides: list[str]) -> SweepSettings:
         cfg = self.compose(0, overrides)
@@ -102,6 +113,6 @@ class Planner:
         point.power_limit_w = exp.gpu.power_limit_w  # the run order steps through the limits
         device = resolve_device(exp.device, self.has_cuda)
         point.load_key = create_backend(exp).load_key(device)
-        if self.dry_run:
-            point.preflight = collect_problems(exp, self.has_cuda)
+        if self.dry_run or self.check_preflight:
+            point.preflight = collect_problems(exp, self.has_cuda, self.preflight_memo)
         return point

@@ -53,16 +53,22 @@ class SweepProgress:
         self.on_change: Callable[[], None] | None = None  # the live display's redraw
         self._clock = clock
         self._t0 = clock()
+        self._last_done_s = 0.0  # elapsed when the last point finished
 
     @property
     def elapsed_s(self) -> float:
         return self._clock() - self._t0
 
     def eta_s(self) -> float | None:
-        """Mean time per finished point × points left (None before the first point finishes)."""
+        """Mean time per finished point × points left, less the time the points running now
+        have already had (down to the mean × the points after them): it counts down while a
+        point runs, never up. None before the first point finishes."""
         if not self.finished:
             return None
-        return self.elapsed_s / self.finished * (self.total - self.finished)
+        mean_s = self._last_done_s / self.finished
+        left = self.total - self.finished
+        running_s = self.elapsed_s - self._last_done_s
+        return max(mean_s * left - running_s, mean_s * max(left - 1, 0))
 
     def _timing(self) -> str:
         eta = self.eta_s()
@@ -105,6 +111,7 @@ class SweepProgress:
 
     def done(self, index: int, label: str, status: str, quiet: bool = False) -> str:
         self.finished += 1
+        self._last_done_s = self.elapsed_s
         self.counts[status] = self.counts.get(status, 0) + 1
         line = (
             f"finished {self.finished}/{self.total} (#{index}) [{label}]: {status} · "
@@ -173,7 +180,8 @@ class ResultWatcher:
 def summary_lines(
     outcomes: list[JobOutcome], seconds: float, not_run: int = 0, interrupted: bool = False
 ) -> list[str]:
-    """The end-of-sweep screen: counts, then each failed point and why (the first MAX_LISTED)."""
+    """The end-of-sweep screen: counts, then why points failed, each error once with the points
+    it stopped (the first MAX_LISTED errors and points)."""
     counts: dict[str, int] = {}
     for o in outcomes:
         counts[o.status] = counts.get(o.status, 0) + 1
@@ -186,9 +194,16 @@ def summary_lines(
         parts.append(f"{not_run} not run")
     head = "sweep interrupted after" if interrupted else "sweep finished in"
     lines = [f"{head} {fmt_s(seconds)}: " + " · ".join(parts)]
-    failed = [o for o in outcomes if o.status == "failed"]
-    for o in failed[:MAX_LISTED]:
-        lines.append(f"  failed #{o.index} [{o.label}]: {o.error or 'no reason given'}")
-    if len(failed) > MAX_LISTED:
-        lines.append(f"  ... and {len(failed) - MAX_LISTED} more failed (see results.csv)")
+    by_error: dict[str, list[JobOutcome]] = {}  # identical errors said once, in first order
+    for o in outcomes:
+        if o.status == "failed":
+            by_error.setdefault(o.error or "no reason given", []).append(o)
+    groups = list(by_error.items())
+    for error, points in groups[:MAX_LISTED]:
+        named = ", ".join(f"#{o.index} [{o.label}]" for o in points[:MAX_LISTED])
+        more = f" and {len(points) - MAX_LISTED} more" if len(points) > MAX_LISTED else ""
+        lines.append(f"  failed {named}{more}: {error}")
+    rest = sum(len(points) for _, points in groups[MAX_LISTED:])
+    if rest:
+        lines.append(f"  ... and {rest} more failed (see results.csv)")
     return lines

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from llem.figures.digits import plain
 from llem.sweep.search_spec import SearchSpec
 
 MISSING_VIOLATION = 1000.0  # a constrained figure the trial lacks: far worse than any miss
@@ -62,7 +63,7 @@ def judge(
             continue
         violations[c.text] = c.violation(value)
         if not c.met(value):
-            reasons.append(f"{c.text}: measured {value:.4g}")
+            reasons.append(f"{c.text}: measured {plain(value, 4)}")
     objective = values.get(spec.objective)
     if objective is None:
         reasons.insert(0, f"no objective: {why(spec.objective)}")

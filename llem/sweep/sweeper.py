@@ -2,11 +2,15 @@
 
 Before the first model loads it composes and validates every grid point (``llem.sweep.planner``).
 Points that break a cross-field rule are written as ``status: skipped`` with the reason; a Hydra
-composition error (bad key, bad type) stops everything at once with exit code 2. Finished points
-are not run again (resume); the rest run in the configured order, each in ``<sweep dir>/<grid
+composition error (bad key, bad type) stops everything at once with exit code 2. Where the points
+run on this machine, every point's pre-flight checks run too: a problem that every point
+shares (a missing dataset file) stops the sweep as it stops a single run, in one line with exit code
+3, before anything is written; a problem of some points fails those points when they run. Finished
+points are not run again (resume); the rest run in the configured order, each in ``<sweep dir>/<grid
 index>``, through whichever Hydra launcher is configured (``llem.sweep.launch``). ``dry_run=true``
 prints the plan and pre-flight results and launches nothing. A real sweep holds the sweep
-directory's lock (``llem.sweep.lock``): a second sweep into the same directory stops at once.
+directory's lock (``llem.sweep.lock``), taken before any point is composed when the directory
+exists: a second sweep into the same directory stops at once.
 
 Launching. With Hydra's default (in-process) launcher the points run one at a time in this process,
 on the configs planning composed, and consecutive points with the same load key share one loaded
@@ -37,7 +41,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from llem.app.compose.studies import check_study, record_study
 from llem.app.overrides import swept_keys
-from llem.errors import ConfigError, interrupted_by
+from llem.errors import ConfigError, PreflightError, interrupted_by
 from llem.result import ErrorInfo
 from llem.runner.preflight import cuda_available
 from llem.sweep import display
@@ -139,18 +143,27 @@ class GridSweeper(Sweeper):
             return self._dry_run(planner, jobs, sweep_dir, settings)
         lock = SweepLock(sweep_dir)
         try:
+            if sweep_dir.is_dir():  # a busy directory is refused before any point is composed
+                self._take(lock)
+            planner.check_preflight = in_process(self.config) or runs_here(self.launcher)
             plan = make_plan(
                 jobs,
                 planner.analyse,
                 sweep_dir,
                 settings.order,
                 settings.seed,
-                before_reading=lambda: self._started(sweep_dir, lock.acquire()),
+                before_reading=lambda: self._take(lock),
             )
+            refuse_shared_preflight(plan, lock)
             return self._run(planner, plan, sweep_dir, settings)
         finally:
             if self.listener is None:  # else the listener keeps it until the report is written
                 lock.release()
+
+    def _take(self, lock: SweepLock) -> None:
+        """Hold the sweep directory's lock (once) and tell the listener the sweep started."""
+        if not lock.held:
+            self._started(lock.sweep_dir, lock.acquire())
 
     def _started(self, sweep_dir: Path, lock: SweepLock | None) -> None:
         if self.listener is not None:
@@ -270,3 +283,26 @@ class GridSweeper(Sweeper):
         # a display that ticks has a thread of its own: only where no point runs on this machine
         tick = not in_process(self.config) and not runs_here(self.launcher)
         return display.LiveSweepDisplay(progress, on_terminal, tick=tick)
+
+
+def shared_preflight(plan: Plan) -> list[str]:
+    """The pre-flight problems that every point of the grid has (skipped ones aside): a mistake
+    of the whole sweep rather than of some points. Empty when one point has none (a finished one
+    included) or when nothing is to run."""
+    found = [p.preflight for p in plan.points if p.status != "skipped"]
+    if not plan.run_order or not found:
+        return []
+    return [problem for problem in found[0] if all(problem in p for p in found[1:])]
+
+
+def refuse_shared_preflight(plan: Plan, lock: SweepLock) -> None:
+    """A pre-flight problem that every point shares stops the sweep before any point runs, as
+    it stops a single run: one ``PreflightError`` (exit 3), and nothing left in the sweep
+    directory. A problem of some points only fails those points when they run."""
+    shared = shared_preflight(plan)
+    if not shared:
+        return
+    lock.abandon()
+    n = len(plan.points) - len(plan.skipped)
+    every = f"all {n} points of the sweep share it; " if n > 1 else ""
+    raise PreflightError(shared, hint=f"{every}nothing was run or written")

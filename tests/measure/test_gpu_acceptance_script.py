@@ -2,28 +2,18 @@
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
 
+import gpu_acceptance  # bench/ is on pytest's pythonpath (pyproject.toml), as the script has it
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "gpu_acceptance.py"
-
-
-def load():
-    if str(SCRIPT.parent) not in sys.path:  # as `python bench/gpu_acceptance.py` has it (_verdict)
-        sys.path.insert(0, str(SCRIPT.parent))
-    spec = importlib.util.spec_from_file_location("gpu_acceptance", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["gpu_acceptance"] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+SCRIPT = Path(gpu_acceptance.__file__).resolve()
 
 
 def test_without_a_gpu_it_says_so_and_exits_0():
-    if load().no_gpu_reason() is None:
+    if gpu_acceptance.no_gpu_reason() is None:
         pytest.skip("a GPU is here: the script would run the whole acceptance")
     proc = subprocess.run(
         [sys.executable, str(SCRIPT)], capture_output=True, text=True, timeout=120
@@ -37,4 +27,4 @@ def test_integrated_power_from_a_timeseries(tmp_path):
     rows += [f"{t / 10:.1f},GPU-a,{100 + 10 * t},40" for t in range(11)]  # 100 -> 200 W over 1 s
     rows += [f"{t / 10:.1f},GPU-b,50,40" for t in range(11)] + ["0.5,GPU-b,,40"]
     (tmp_path / "timeseries.csv").write_text("\n".join(rows) + "\n")
-    assert load().integrated_power_j(tmp_path) == pytest.approx(150.0 + 50.0)
+    assert gpu_acceptance.integrated_power_j(tmp_path) == pytest.approx(150.0 + 50.0)

@@ -48,6 +48,20 @@ def test_the_display_shows_counts_the_current_point_elapsed_and_eta() -> None:
     assert "now #5 [decoder=creative pytorch.batch_size=4]" in text
 
 
+def test_the_eta_counts_down_while_a_point_runs() -> None:
+    clock = Clock()
+    p = SweepProgress(3, clock=clock)
+    p.starting(1, 0, "a=1")
+    clock.t = 10
+    p.done(0, "a=1", "ok")
+    assert p.eta_s() == 20  # two points left at 10 s each
+    p.starting(2, 1, "a=2")
+    clock.t = 15
+    assert p.eta_s() == 15  # 5 s into the second point
+    clock.t = 40
+    assert p.eta_s() == 10  # the second point overran: the third's 10 s are left at least
+
+
 def test_live_progress_logs_only_failures(caplog: pytest.LogCaptureFixture) -> None:
     p = SweepProgress(3)
     p.live = True

@@ -120,7 +120,7 @@ def test_dry_run_of_the_quantization_grid_skips_none_with_a_4bit_quant_type(
     [
         ("decoder.bogus=1,2", ["decoder.bogus"]),
         ("pytorch.batch_size=1,abc", ["pytorch.batch_size", "abc"]),
-        ("decoder=greedy,nope", ["decoder/nope", "creative"]),
+        ("decoder=greedy,nope", ["decoder=nope", "creative"]),
     ],
 )
 def test_a_bad_key_or_value_in_a_grid_stops_everything_with_exit_2(

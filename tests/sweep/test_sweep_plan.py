@@ -111,6 +111,20 @@ def test_summary_fits_one_screen() -> None:
     assert "15 more failed" in lines[-1]
 
 
+def test_the_summary_says_an_error_that_several_points_share_once() -> None:
+    oom = "OutOfMemory: CUDA out of memory"
+    outcomes = [
+        JobOutcome(index=0, status="failed", label="b=64", error=oom),
+        JobOutcome(index=1, status="ok", label="b=1"),
+        JobOutcome(index=2, status="failed", label="b=128", error=oom),
+        JobOutcome(index=3, status="failed", label="b=9", error="RunError: boom"),
+    ]
+    assert summary_lines(outcomes, 5.0)[1:] == [
+        f"  failed #0 [b=64], #2 [b=128]: {oom}",
+        "  failed #3 [b=9]: RunError: boom",
+    ]
+
+
 def test_progress_estimates_time_left_from_finished_points() -> None:
     now = [0.0]
     progress = SweepProgress(4, clock=lambda: now[0])
