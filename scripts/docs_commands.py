@@ -32,19 +32,17 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 
-# (category, what in the command marks it): the first match decides.
+# (category, regular expressions that mark a command): the first match decides.
 SKIPS: list[tuple[str, tuple[str, ...]]] = [
-    ("gpu", ("device=cuda", "sudo ", "gpu_acceptance", "llem.gpu ", "gpu.power_limit_w")),
-    ("cluster", ("slurm",)),
-    ("server", (".venv-vllm", "+backend=vllm", "--vllm")),
-    ("network", ("pip install", "wheels.sh", "scripts/setup.sh", "HuggingFaceTB/", "org/model")),
-    (
-        "yours",
-        ("<", "DIR", "/models/", "my_prompts.jsonl", "trace.csv", "sweepA", "my_study"),
-    ),
-    ("yours", ("outputs/multirun/20",)),
-    ("slow", ("bench/", "pytest", "test_oldest_stack")),
-    ("writes", ("> docs/",)),
+    ("gpu", (r"device=cuda", r"^sudo ", r"gpu_acceptance", r"llem\.gpu ", r"gpu\.power_limit_w")),
+    ("cluster", (r"slurm",)),
+    ("server", (r"\.venv-vllm", r"\+backend=vllm", r"--vllm")),
+    ("network", (r"pip install", r"wheels\.sh", r"scripts/setup\.sh")),
+    ("network", (r"=HuggingFaceTB/", r"=org/")),
+    ("yours", (r"<[a-z]", r"\bDIR\b", r"=/models/", r"my_prompts", r"trace\.csv", r"sweepA")),
+    ("yours", (r"my_study", r"outputs/multirun/20")),
+    ("slow", (r"bench/", r"pytest", r"test_oldest_stack")),
+    ("writes", (r"> docs/",)),
 ]
 
 LLEM_RUN = re.compile(r"^(?:\.venv/bin/)?(?:llem|python3? -m llem)(?=\s|$)")
@@ -88,9 +86,9 @@ def page_commands(path: Path) -> list[Command]:
 
 def skip_reason(command: str) -> str | None:
     for category, marks in SKIPS:
-        hit = next((m for m in marks if m in command), None)
+        hit = next((m for m in map(re.compile, marks) if m.search(command)), None)
         if hit is not None:
-            return f"{category} ({hit!r})"
+            return f"{category} ({hit.pattern!r})"
     return None
 
 
