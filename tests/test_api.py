@@ -88,6 +88,7 @@ def test_a_value_of_the_wrong_type_names_what_is_allowed(capsys, override: str, 
     assert f"error: {line}" in err and len(err.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_load_results_is_the_report_table(tiny: list[str], tmp_path: Path) -> None:
     sweep = tmp_path / "sweep"
     assert main(["--multirun", *tiny, "pytorch.batch_size=1,2", f"hydra.sweep.dir={sweep}"]) == 0

@@ -154,6 +154,7 @@ def test_other_hydra_applications_are_left_alone(
 
 
 # --------------------------------------------------------------------------- a user's own study
+@pytest.mark.slow
 def test_own_study_in_a_fresh_directory_dry_run_then_real_run_then_rerun_from_output(
     tmp_path: Path, tiny_model_dir: Path
 ) -> None:
@@ -240,6 +241,7 @@ def _bnb() -> bool:
 
 
 @pytest.mark.parametrize("name", SHIPPED)
+@pytest.mark.slow
 def test_shipped_preset_dry_run(
     name: str,
     tmp_path: Path,
@@ -448,6 +450,7 @@ def test_a_required_value_left_unset_stops_the_study(
     assert "model.name_or_path=..." in err
 
 
+@pytest.mark.slow
 def test_a_local_file_shadowed_by_a_shipped_one_is_reported(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:

@@ -110,6 +110,7 @@ def _reason(sweep: Path) -> str:
     return str(reason)
 
 
+@pytest.mark.slow
 def test_each_run_prints_one_energy_line(cpu_sweep: tuple[str, Path]) -> None:
     text, sweep = cpu_sweep
     reason = _reason(sweep)
@@ -134,6 +135,7 @@ def test_thermal_and_memory_null_reasons_are_about_their_own_field(
     assert "memory" in own["memory.peak_device_used_mb"]
 
 
+@pytest.mark.slow
 def test_the_report_names_the_energy_reason_at_most_once(cpu_sweep: tuple[str, Path]) -> None:
     _, sweep = cpu_sweep
     report = subprocess.run(

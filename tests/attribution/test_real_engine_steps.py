@@ -65,6 +65,7 @@ def _steps(runs: dict[str, Path], case: str) -> list[EngineStep]:
     return steps
 
 
+@pytest.mark.slow
 def test_the_real_schedules_are_what_each_case_claims(runs: dict[str, Path]) -> None:
     """Batch 1 runs one request per step, batch 8 eight, continuous batching a varying batch
     that is joined while others decode (prefill and decode in one step)."""

@@ -28,6 +28,7 @@ CASES = [
 
 
 @pytest.mark.parametrize(("schedule", "seed", "hz"), CASES)
+@pytest.mark.slow
 def test_every_published_figure_is_within_its_bound_of_the_truth(
     schedule: str, seed: int, hz: float
 ) -> None:

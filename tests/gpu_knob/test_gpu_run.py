@@ -59,6 +59,7 @@ def test_set_before_the_warm_up_recorded_and_restored(
     assert on_disk["gpu"]["restored"] is True
 
 
+@pytest.mark.slow
 def test_a_gpu_that_does_not_hold_the_limit_is_a_validity_problem(
     install_nvml, tiny_model_dir, tmp_path
 ) -> None:

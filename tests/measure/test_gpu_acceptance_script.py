@@ -22,6 +22,7 @@ def load():
     return module
 
 
+@pytest.mark.slow
 def test_without_a_gpu_it_says_so_and_exits_0():
     if load().no_gpu_reason() is None:
         pytest.skip("a GPU is here: the script would run the whole acceptance")

@@ -7,6 +7,7 @@ import textwrap
 from pathlib import Path
 
 import pandas as pd
+import pytest
 from hydra.experimental.callback import Callback
 from omegaconf import OmegaConf
 
@@ -65,6 +66,7 @@ hydra:
 """
 
 
+@pytest.mark.slow
 def test_callback_in_a_real_hydra_multirun(tmp_path: Path) -> None:
     """Hydra instantiates the callback and it finds the sweep dir (the default ${now:} one)."""
     (tmp_path / "app.py").write_text(textwrap.dedent(APP))

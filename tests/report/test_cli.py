@@ -170,6 +170,7 @@ def test_replotting_removes_stale_plots(tmp_path: Path) -> None:
     assert not stale.exists() and mine.exists()
 
 
+@pytest.mark.slow
 def test_module_runs_without_a_display(realistic_sweep: Path) -> None:
     env = {
         k: v for k, v in os.environ.items() if k not in ("DISPLAY", "MPLBACKEND", "WAYLAND_DISPLAY")

@@ -112,6 +112,7 @@ def test_random_sampling_with_the_same_budget_finds_it_for_clearly_fewer_seeds(
     assert len(by_random) <= len(by_tpe) - 4, f"{kind}: tpe {by_tpe}, random {by_random}"
 
 
+@pytest.mark.slow
 def test_the_gp_sampler_finds_the_optimum_and_stops_repeating_measured_points() -> None:
     """sampler=gp on the batch x power space. Once the neighbours of the best are measured, the GP
     keeps proposing measured points; each proposal refits it to every trial told, so the search

@@ -92,6 +92,7 @@ def steady_s(traffic: TrafficConfig, n_prompts: int, latency_s: float) -> float:
 
 
 @pytest.mark.parametrize("study", SHIPPED)
+@pytest.mark.slow
 def test_every_open_loop_point_can_reach_its_minimum_steady_state(study: str) -> None:
     short = []
     for overrides, cfg in points(study):

@@ -76,6 +76,7 @@ def test_an_older_result_never_stands_for_a_point_that_failed_before_writing(
     assert set(rows["status"]) == {"failed"}  # superseded/ is not read as part of the sweep
 
 
+@pytest.mark.slow
 def test_a_smaller_grid_reports_its_own_points_and_names_the_older_ones(
     tiny: list[str], tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:

@@ -146,6 +146,7 @@ def expected_order(order: SweepOrder, seed: int, keys: list[str], repeats: list[
 
 
 @pytest.mark.parametrize("order", [o.value for o in SweepOrder])
+@pytest.mark.slow
 def test_each_order_is_followed_and_recorded(tiny: list[str], tmp_path: Path, order: str) -> None:
     sweep_dir = tmp_path / "sweep"
     code = sweep(
