@@ -24,6 +24,7 @@ def tiny(tiny_model_dir: Path) -> list[str]:
     return ["model=hf", f"model.name_or_path={tiny_model_dir}", *FAST]
 
 
+@pytest.mark.slow
 def test_the_api_and_the_cli_produce_the_same_result(tiny: list[str], tmp_path: Path) -> None:
     argv = list(sys.argv)
     r = llem.run([*tiny, "pytorch.batch_size=2"], output_dir=tmp_path / "api")

@@ -375,6 +375,7 @@ def _run(tiny_model_dir, tmp_path, *overrides: str) -> dict:
     return run_tiny(tiny_model_dir, tmp_path / "run", *base, *overrides)
 
 
+@pytest.mark.slow
 def test_generate_only_rate_is_its_own_named_figure(tiny_model_dir, tmp_path):
     result = _run(tiny_model_dir, tmp_path, "measurement.warmup=0")
     t, w = result["throughput"], result["workload"]
@@ -399,6 +400,7 @@ def test_no_generations_file_unless_asked(tiny_model_dir, tmp_path):
     assert not (tmp_path / "run" / "generations.jsonl").exists()
 
 
+@pytest.mark.slow
 def test_sampling_repeats_each_get_their_own_recorded_seed(tiny_model_dir, tmp_path):
     import json
 

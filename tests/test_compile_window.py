@@ -64,12 +64,14 @@ def test_a_compilation_inside_the_window_is_counted_and_named_in_the_problems(
     )
 
 
+@pytest.mark.slow
 def test_without_torch_compile_nothing_is_counted(tiny_model_dir: Path, tmp_path: Path) -> None:
     result = _run(tiny_model_dir, tmp_path, "dataset.n_prompts=3", "pytorch.batch_size=2")
     assert result["lifecycle"]["compilations_in_window"] is None
     assert "compilations_in_window" not in result["validity"]["checks"]
 
 
+@pytest.mark.slow
 def test_an_eager_fallback_in_the_window_is_counted_and_labelled(
     tiny_model_dir: Path, tmp_path: Path
 ) -> None:

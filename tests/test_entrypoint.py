@@ -97,6 +97,7 @@ def test_preflight_reports_every_failure_at_once(tmp_path):
     assert not (tmp_path / "outputs").exists() or not any((tmp_path / "outputs").rglob("*.json"))
 
 
+@pytest.mark.slow
 def test_help_is_fast_and_exits_0(tmp_path):
     proc = llem(tmp_path, "--help")
     assert proc.returncode == 0 and "decoder" in proc.stdout

@@ -109,6 +109,7 @@ def test_the_readme_shows_each_console_script_as_a_command() -> None:
 
 
 @pytest.mark.parametrize("name", sorted(_console_scripts()))
+@pytest.mark.slow
 def test_each_console_script_runs_where_it_is_installed(name: str) -> None:
     script = Path(sys.executable).parent / name
     if not script.exists():

@@ -125,6 +125,7 @@ def test_random_init_is_zero_mean_with_small_variance_and_finite_logits(smollm2)
     assert logits.abs().max().item() < 100
 
 
+@pytest.mark.slow
 def test_source_directory_holds_config_and_a_tokenizer_within_the_vocabulary(smollm2):
     from transformers import AutoTokenizer
 

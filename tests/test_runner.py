@@ -65,6 +65,7 @@ def test_a_different_load_key_frees_the_kept_model_before_loading(
     assert loads[1].model is None  # reuse_model=false: not kept after the run
 
 
+@pytest.mark.slow
 def test_without_reuse_nothing_outlives_the_run(
     tiny_model_dir: Path, tmp_path: Path, loads: list[LoadedModel]
 ) -> None:

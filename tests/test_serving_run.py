@@ -296,6 +296,7 @@ def test_an_offline_generate_run_gets_requests_and_the_serving_sections(
     ]
 
 
+@pytest.mark.slow
 def test_an_offline_generate_run_sends_traffic_n_requests_cycling_through_the_prompts(
     tiny_model_dir: Path, tmp_path: Path
 ) -> None:

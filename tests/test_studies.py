@@ -199,6 +199,7 @@ def test_own_study_in_a_fresh_directory_dry_run_then_real_run_then_rerun_from_ou
     assert "2 points" in again.stdout and "pytorch.batch_size=2" in again.stdout
 
 
+@pytest.mark.slow
 def test_config_dir_still_works(
     tmp_path: Path, tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys
 ) -> None:
@@ -301,6 +302,7 @@ def _search_study_dry_run(
     assert not (tmp_path / "outputs").exists()
 
 
+@pytest.mark.slow
 def test_shipped_presets_set_what_their_protocol_says(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -372,6 +374,7 @@ def test_serving_studies_set_what_their_protocol_says(
     assert c.traffic.duration_s >= 1.5 * c.measurement.min_steady_state_s
 
 
+@pytest.mark.slow
 def test_repository_example_study_runs_from_the_repository_root(capsys, monkeypatch) -> None:
     monkeypatch.chdir(REPO)
     code = main(["--multirun", "+experiment=example", "dry_run=true"])
@@ -381,6 +384,7 @@ def test_repository_example_study_runs_from_the_repository_root(capsys, monkeypa
 
 
 # --------------------------------------------------------------------------- bad input
+@pytest.mark.slow
 def test_unknown_experiment_lists_shipped_and_local_ones_in_one_line(tmp_path: Path) -> None:
     write_study(tmp_path, "mine", "# @package _global_\n")
     proc = llem(tmp_path, "--multirun", "+experiment=nope")
@@ -421,6 +425,7 @@ BAD_STUDIES = [
 
 
 @pytest.mark.parametrize("body,words", BAD_STUDIES)
+@pytest.mark.slow
 def test_bad_study_file_is_rejected_before_anything_loads_naming_file_and_key(
     body: str,
     words: list[str],
@@ -439,6 +444,7 @@ def test_bad_study_file_is_rejected_before_anything_loads_naming_file_and_key(
     assert not (tmp_path / "outputs").exists()
 
 
+@pytest.mark.slow
 def test_a_required_value_left_unset_stops_the_study(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:

@@ -122,6 +122,7 @@ def test_each_run_prints_one_energy_line(cpu_sweep: tuple[str, Path]) -> None:
     assert run_text.count(reason) == 2, run_text
 
 
+@pytest.mark.slow
 def test_thermal_and_memory_null_reasons_are_about_their_own_field(
     cpu_sweep: tuple[str, Path],
 ) -> None:

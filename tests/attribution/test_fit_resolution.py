@@ -49,6 +49,7 @@ PLANTED = {"a": LINEAR.a_j, "b": LINEAR.b_j, "p_static": LINEAR.static_w}
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.slow
 def test_at_the_default_rate_the_fitted_costs_are_unbiased_and_their_errors_mean_what_they_say(
     seed: int,
 ) -> None:

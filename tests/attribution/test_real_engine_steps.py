@@ -32,6 +32,9 @@ from llem.runner.attribution import fill_attribution
 from llem.testing.cli import run_tiny
 from llem.testing.modelled_power import ModelledPower
 
+# Every test reads the real engine runs of the module fixture (about 5 s to make).
+pytestmark = pytest.mark.slow
+
 BASE = ("measurement.warmup=0", "decoder.max_new_tokens=8")
 STATIC = ("decoder.min_new_tokens=8", "pytorch.batching=static")
 CASES = {
@@ -65,7 +68,6 @@ def _steps(runs: dict[str, Path], case: str) -> list[EngineStep]:
     return steps
 
 
-@pytest.mark.slow
 def test_the_real_schedules_are_what_each_case_claims(runs: dict[str, Path]) -> None:
     """Batch 1 runs one request per step, batch 8 eight, continuous batching a varying batch
     that is joined while others decode (prefill and decode in one step)."""

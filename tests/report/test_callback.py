@@ -14,6 +14,7 @@ from omegaconf import OmegaConf
 from llem.report.callback import ReportCallback
 
 
+@pytest.mark.slow
 def test_callback_builds_the_report_for_the_sweep_dir(realistic_sweep: Path, capsys) -> None:
     cb = ReportCallback()
     assert isinstance(cb, Callback)

@@ -23,6 +23,7 @@ def _assert_png(path: Path) -> None:
     assert len(data) > 15_000, f"{path} is suspiciously small ({len(data)} bytes)"
 
 
+@pytest.mark.slow
 def test_sweep_report_writes_tables_and_plots(realistic_sweep: Path, capsys) -> None:
     assert main([str(realistic_sweep)]) == 0
     out = capsys.readouterr().out
@@ -106,6 +107,7 @@ def test_single_run_gets_a_timeline(single_run: Path, capsys) -> None:
     _assert_png(single_run / "plots" / "timeline.png")
 
 
+@pytest.mark.slow
 def test_merging_two_sweeps_into_out_dir(tmp_path: Path, capsys) -> None:
     synth.write_sweep(
         tmp_path / "a",

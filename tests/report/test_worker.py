@@ -45,6 +45,7 @@ def test_the_worker_builds_what_the_process_would(realistic_sweep: Path, capsys,
     assert {p: p.read_bytes() for p in files} == files
 
 
+@pytest.mark.slow
 def test_a_dead_worker_falls_back_to_this_process(realistic_sweep: Path, capsys) -> None:
     cb = ReportCallback()
     cb.on_multirun_start(_config(realistic_sweep))
@@ -56,6 +57,7 @@ def test_a_dead_worker_falls_back_to_this_process(realistic_sweep: Path, capsys)
     assert (realistic_sweep / "summary.csv").is_file()
 
 
+@pytest.mark.slow
 def test_the_workers_error_is_logged_like_the_processs(tmp_path: Path, caplog) -> None:
     (tmp_path / "empty").mkdir()
     messages = []
@@ -70,6 +72,7 @@ def test_the_workers_error_is_logged_like_the_processs(tmp_path: Path, caplog) -
     assert "no runs found" in messages[0][0] and "ReportError: " in messages[0][0]
 
 
+@pytest.mark.slow
 def test_a_worker_without_a_job_builds_nothing(realistic_sweep: Path) -> None:
     w = ReportWorker.start()
     assert w is not None

@@ -83,6 +83,7 @@ def test_the_constraint_matters_better_points_exist_outside_it() -> None:
         assert better and not any(double.feasible(k) for k in better)
 
 
+@pytest.mark.slow
 def test_tpe_finds_and_reports_the_constrained_optimum_for_9_of_10_seeds(
     kind: str, tpe: list[tuple[Planted, Found]]
 ) -> None:
@@ -91,6 +92,7 @@ def test_tpe_finds_and_reports_the_constrained_optimum_for_9_of_10_seeds(
     assert all(f.trials == BUDGET for _, f in tpe)
 
 
+@pytest.mark.slow
 def test_the_best_reported_is_never_infeasible(
     kind: str, tpe: list[tuple[Planted, Found]], random_sampler: list[tuple[Planted, Found]]
 ) -> None:

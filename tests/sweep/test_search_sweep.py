@@ -138,6 +138,7 @@ def test_an_energy_objective_searches_on_a_replayed_trace(tiny: list[str], tmp_p
     assert again["config_hash"] == result(d, int(best["dir"]))["config_hash"]
 
 
+@pytest.mark.slow
 def test_an_invalid_combination_is_an_infeasible_trial_that_never_runs(
     tiny: list[str], tmp_path: Path
 ) -> None:
