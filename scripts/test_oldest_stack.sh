@@ -19,6 +19,7 @@ print("oldest stack:", ", ".join(f"{p} {m.version(p)}" for p in (
     "transformers", "tokenizers", "accelerate", "huggingface_hub", "hydra-core", "omegaconf",
     "torch", "numpy", "pandas")))
 PY
-exec "$LLEM_VENV/bin/python" -m pytest -q -m "not slow" -p no:cacheprovider \
+# Every test of the subset runs, the `slow` ones included (none of them loads the default model).
+exec "$LLEM_VENV/bin/python" -m pytest -q -p no:cacheprovider \
   tests/test_backend_pytorch.py tests/test_continuous_batching.py \
   tests/measure/test_window.py tests/measure/test_session.py tests/test_runner.py tests/report "$@"

@@ -24,6 +24,7 @@ def tiny(tiny_model_dir: Path) -> list[str]:
     return ["model=hf", f"model.name_or_path={tiny_model_dir}", *FAST]
 
 
+@pytest.mark.slow
 def test_the_api_and_the_cli_produce_the_same_result(tiny: list[str], tmp_path: Path) -> None:
     argv = list(sys.argv)
     r = llem.run([*tiny, "pytorch.batch_size=2"], output_dir=tmp_path / "api")
@@ -88,6 +89,7 @@ def test_a_value_of_the_wrong_type_names_what_is_allowed(capsys, override: str, 
     assert f"error: {line}" in err and len(err.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_load_results_is_the_report_table(tiny: list[str], tmp_path: Path) -> None:
     sweep = tmp_path / "sweep"
     assert main(["--multirun", *tiny, "pytorch.batch_size=1,2", f"hydra.sweep.dir={sweep}"]) == 0

@@ -181,6 +181,7 @@ def test_generate_receives_kwargs_and_drops_greedy_sampling_knobs(tiny_model_dir
     assert seen["do_sample"] is False
 
 
+@pytest.mark.slow
 def test_batch_with_unequal_prompts_and_early_eos_counts_exactly(tiny_model_dir):
     """Left padding keeps each row's continuation intact; an EOS mid-batch ends that row's count."""
     exp = _exp(str(tiny_model_dir))
@@ -277,6 +278,7 @@ def _compile_exp(tiny_model_dir, warmup: int = 1) -> ExperimentConfig:
 HELLO = [[Prompt(text="hello", token_ids=None)]]
 
 
+@pytest.mark.slow
 def test_compile_failure_in_warm_up_falls_back_and_the_label_says_so(
     tiny_model_dir, compile_with_broken_backend
 ):
@@ -290,6 +292,7 @@ def test_compile_failure_in_warm_up_falls_back_and_the_label_says_so(
     assert out.output_tokens[0] >= 1
 
 
+@pytest.mark.slow
 def test_warm_up_zero_still_compiles_before_the_window(tiny_model_dir, monkeypatch):
     exp = _compile_exp(tiny_model_dir, warmup=0)
     exp.pytorch.torch_compile_backend = "eager"  # Dynamo traces; no code generation
@@ -317,6 +320,7 @@ def test_an_error_that_is_not_a_compile_error_is_not_swallowed(tiny_model_dir, m
         backend.warm_up(loaded, HELLO, exp.measurement.warmup)
 
 
+@pytest.mark.slow
 def test_a_compile_error_inside_the_window_fails_instead_of_mixing_eager_in(
     tiny_model_dir, monkeypatch
 ):
@@ -335,6 +339,7 @@ def test_a_compile_error_inside_the_window_fails_instead_of_mixing_eager_in(
         backend.generate(loaded, HELLO[0])
 
 
+@pytest.mark.slow
 def test_result_records_the_compile_fallback_that_actually_ran(
     tiny_model_dir, tmp_path, compile_with_broken_backend
 ):
@@ -370,6 +375,7 @@ def _run(tiny_model_dir, tmp_path, *overrides: str) -> dict:
     return run_tiny(tiny_model_dir, tmp_path / "run", *base, *overrides)
 
 
+@pytest.mark.slow
 def test_generate_only_rate_is_its_own_named_figure(tiny_model_dir, tmp_path):
     result = _run(tiny_model_dir, tmp_path, "measurement.warmup=0")
     t, w = result["throughput"], result["workload"]
@@ -394,6 +400,7 @@ def test_no_generations_file_unless_asked(tiny_model_dir, tmp_path):
     assert not (tmp_path / "run" / "generations.jsonl").exists()
 
 
+@pytest.mark.slow
 def test_sampling_repeats_each_get_their_own_recorded_seed(tiny_model_dir, tmp_path):
     import json
 

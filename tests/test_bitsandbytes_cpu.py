@@ -38,6 +38,7 @@ def _run(tiny_model_dir: Path, run_dir: Path, *overrides: str) -> dict[str, Any]
     )
 
 
+@pytest.mark.slow
 def test_bitsandbytes_is_installed_for_the_tests() -> None:
     """A quantization test that skips where bitsandbytes is missing is not a test: CI installs
     it (the test extra includes the quantization extra)."""
@@ -50,6 +51,7 @@ def test_bitsandbytes_is_installed_for_the_tests() -> None:
 @pytest.mark.parametrize(
     ("quantization", "label"), [("bnb-4bit", "bnb-4bit-nf4"), ("bnb-8bit", "bnb-8bit")]
 )
+@pytest.mark.slow
 def test_a_quantized_tiny_model_runs_on_the_cpu(
     model_dir: Path, unquantized: dict[str, Any], tmp_path: Path, quantization: str, label: str
 ) -> None:

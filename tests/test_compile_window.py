@@ -34,6 +34,7 @@ def _run(tiny_model_dir: Path, run_dir: Path, *overrides: str) -> dict[str, Any]
     return run_tiny(tiny_model_dir, run_dir, *TINY_DECODER, *overrides)
 
 
+@pytest.mark.slow
 def test_every_batch_shape_compiles_before_the_window(tiny_model_dir: Path, tmp_path: Path) -> None:
     result = _run(tiny_model_dir, tmp_path, *COMPILE)
     assert result["status"] == "ok"
@@ -44,6 +45,7 @@ def test_every_batch_shape_compiles_before_the_window(tiny_model_dir: Path, tmp_
     assert not any("compiled" in p for p in validity["problems"])
 
 
+@pytest.mark.slow
 def test_a_compilation_inside_the_window_is_counted_and_named_in_the_problems(
     tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -62,12 +64,14 @@ def test_a_compilation_inside_the_window_is_counted_and_named_in_the_problems(
     )
 
 
+@pytest.mark.slow
 def test_without_torch_compile_nothing_is_counted(tiny_model_dir: Path, tmp_path: Path) -> None:
     result = _run(tiny_model_dir, tmp_path, "dataset.n_prompts=3", "pytorch.batch_size=2")
     assert result["lifecycle"]["compilations_in_window"] is None
     assert "compilations_in_window" not in result["validity"]["checks"]
 
 
+@pytest.mark.slow
 def test_an_eager_fallback_in_the_window_is_counted_and_labelled(
     tiny_model_dir: Path, tmp_path: Path
 ) -> None:
@@ -94,12 +98,14 @@ def test_an_eager_fallback_in_the_window_is_counted_and_labelled(
     )
 
 
+@pytest.mark.slow
 def test_a_fully_compiled_window_runs_no_call_eagerly(tiny_model_dir: Path, tmp_path: Path) -> None:
     result = _run(tiny_model_dir, tmp_path, *COMPILE)
     assert result["lifecycle"]["eager_calls_in_window"] == 0
     assert result["lifecycle"]["torch_compile"] == "active"
 
 
+@pytest.mark.slow
 def test_without_torchs_backend_wrappers_it_still_compiles_and_leaves_eager_calls_unchecked(
     tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -72,6 +72,7 @@ def test_every_beam_counts():
     assert four.flops_estimate == 4 * one.flops_estimate
 
 
+@pytest.mark.slow
 def test_four_bit_weights_count_as_the_weights_they_were():
     """bitsandbytes packs two 4-bit weights per byte; numel() of the packed tensor is half."""
     import bitsandbytes as bnb  # in the test extra: this test never skips

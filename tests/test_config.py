@@ -399,6 +399,7 @@ SERVING_ERRORS = [
 
 
 @pytest.mark.parametrize("overrides,line", SERVING_ERRORS, ids=[e[1][:60] for e in SERVING_ERRORS])
+@pytest.mark.slow
 def test_a_serving_setting_no_engine_can_serve_is_one_line_and_exit_2(
     overrides, line, tmp_path, capsys
 ):

@@ -239,6 +239,7 @@ print("served")
 """
 
 
+@pytest.mark.slow
 def test_a_process_that_never_unloads_still_exits(tiny_model_dir):
     """The manager's generation thread must not keep Python alive after a failed or careless run
     that never reached ``unload``."""

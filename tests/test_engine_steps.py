@@ -55,6 +55,7 @@ def _check_run(run_dir: Path, result: dict[str, Any], one_at_a_time: bool = True
 
 
 @pytest.mark.parametrize("batch_size", [1, 4])
+@pytest.mark.slow
 def test_static_batches_record_a_prefill_step_then_decode_steps(
     tiny_model_dir: Path, tmp_path: Path, batch_size: int
 ) -> None:
@@ -77,6 +78,7 @@ def test_static_batches_record_a_prefill_step_then_decode_steps(
         ["traffic=poisson", "traffic.rate_per_s=40"],
     ],
 )
+@pytest.mark.slow
 def test_continuous_batching_records_every_step_with_each_requests_share(
     tiny_model_dir: Path, tmp_path: Path, traffic: list[str]
 ) -> None:

@@ -63,6 +63,7 @@ BAD = [
 
 
 @pytest.mark.parametrize("override,words", BAD)
+@pytest.mark.slow
 def test_bad_override_is_one_line_exit_2_and_leaves_no_run_dir(tmp_path, override, words):
     proc = llem(tmp_path, override)
     assert proc.returncode == 2, proc.stderr
@@ -117,6 +118,7 @@ def test_config_error_in_process_returns_2(tmp_path, monkeypatch, capsys):
     assert [p.name for p in (tmp_path / "outputs").iterdir()] == ["older"]
 
 
+@pytest.mark.slow
 def test_preflight_reports_every_failure_at_once(tmp_path):
     proc = llem(
         tmp_path,
@@ -147,6 +149,7 @@ def test_a_model_path_set_over_the_default_model_says_to_add_model_hf(tmp_path, 
     ], proc.stderr
 
 
+@pytest.mark.slow
 def test_help_is_fast_and_exits_0(tmp_path):
     proc = llem(tmp_path, "--help")
     assert proc.returncode == 0 and "decoder" in proc.stdout
@@ -170,6 +173,7 @@ EXPLAINED_NULLS = [
 ]
 
 
+@pytest.mark.slow
 def test_one_run_writes_a_complete_result_directory(tmp_path, tiny_model_dir):
     proc = llem(tmp_path, "model=hf", f"model.name_or_path={tiny_model_dir}", *FAST)
     assert proc.returncode == 0, proc.stderr + proc.stdout
@@ -206,6 +210,7 @@ def test_one_run_writes_a_complete_result_directory(tmp_path, tiny_model_dir):
     assert env["python"] and env["pip_freeze"]
 
 
+@pytest.mark.slow
 def test_backend_named_explicitly_is_recorded(tmp_path, tiny_model_dir):
     proc = llem(
         tmp_path, "+backend=pytorch", "model=hf", f"model.name_or_path={tiny_model_dir}", *FAST
@@ -215,6 +220,7 @@ def test_backend_named_explicitly_is_recorded(tmp_path, tiny_model_dir):
     assert result["backend"] == "pytorch" and result["lifecycle"]["backend_chosen_by"] == "config"
 
 
+@pytest.mark.slow
 def test_two_point_multirun_writes_two_runs(tmp_path, tiny_model_dir):
     proc = llem(
         tmp_path,
@@ -249,6 +255,7 @@ def test_default_model_runs_offline(tmp_path):
     assert w["chat_template_applied"] is True
 
 
+@pytest.mark.slow
 def test_replay_trace_end_to_end_gives_known_energy(tmp_path, tiny_model_dir):
     """A recorded trace played against the run's clock: 80 W idle for 1 s, then 200 W."""
     trace = tmp_path / "trace.csv"

@@ -102,6 +102,7 @@ def smollm2(shared_cache: Path) -> Any:
     return model, source
 
 
+@pytest.mark.slow
 def test_random_init_is_zero_mean_with_small_variance_and_finite_logits(smollm2):
     import torch
 
@@ -124,6 +125,7 @@ def test_random_init_is_zero_mean_with_small_variance_and_finite_logits(smollm2)
     assert logits.abs().max().item() < 100
 
 
+@pytest.mark.slow
 def test_source_directory_holds_config_and_a_tokenizer_within_the_vocabulary(smollm2):
     from transformers import AutoTokenizer
 
@@ -152,6 +154,7 @@ def _eos_wins(model: Any, eos: int) -> None:
     model.lm_head.register_forward_hook(hook)
 
 
+@pytest.mark.slow
 def test_output_lengths_are_max_new_tokens_even_where_eos_is_the_likeliest(
     shared_cache: Path, monkeypatch: pytest.MonkeyPatch
 ):
@@ -173,6 +176,7 @@ def test_output_lengths_are_max_new_tokens_even_where_eos_is_the_likeliest(
     assert free.generate(loaded, prompts).output_tokens == [1, 1]
 
 
+@pytest.mark.slow
 def test_validation_errors_exit_2_with_one_line(tmp_path: Path):
     for args, start in [
         (["model.architecture=llama-3.1-8b"], "error: model.architecture=llama-3.1-8b needs"),

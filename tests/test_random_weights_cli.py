@@ -48,6 +48,7 @@ def _check_random_run(result: dict[str, Any], requests: list[dict[str, Any]], lo
     assert result["lifecycle"]["load_kwargs"]["weights"] == "random"
 
 
+@pytest.mark.slow
 def test_smollm2_135m_with_random_weights_through_the_cli(tmp_path: Path):
     result, requests, log = _run(tmp_path, "model.architecture=smollm2-135m")
     _check_random_run(result, requests, log)
@@ -65,6 +66,7 @@ def test_llama_3_2_1b_with_random_weights_through_the_cli(tmp_path: Path):
     assert result["model"] == "llama-3.2-1b"
 
 
+@pytest.mark.slow
 def test_a_local_config_json_without_weights_or_tokenizer(tmp_path: Path):
     from llem.testing.tinymodel import tiny_llama_config
 
@@ -78,6 +80,7 @@ def test_a_local_config_json_without_weights_or_tokenizer(tmp_path: Path):
     assert result["model"] == str(model_dir)
 
 
+@pytest.mark.slow
 def test_the_report_never_pools_random_with_pretrained_weights(tmp_path: Path, tiny_model_dir):
     sweep = tmp_path / "sweep"
     for k, extra in enumerate([[], ["model.weights=random"]]):

@@ -34,6 +34,7 @@ def loads(monkeypatch: pytest.MonkeyPatch) -> list[LoadedModel]:
     return seen
 
 
+@pytest.mark.slow
 def test_a_kept_model_serves_the_next_run_with_the_same_load_key(
     tiny_model_dir: Path, tmp_path: Path, loads: list[LoadedModel]
 ) -> None:
@@ -52,6 +53,7 @@ def test_a_kept_model_serves_the_next_run_with_the_same_load_key(
     assert loads[0].model is None  # close() frees the kept model
 
 
+@pytest.mark.slow
 def test_a_different_load_key_frees_the_kept_model_before_loading(
     tiny_model_dir: Path, tmp_path: Path, loads: list[LoadedModel]
 ) -> None:
@@ -63,6 +65,7 @@ def test_a_different_load_key_frees_the_kept_model_before_loading(
     assert loads[1].model is None  # reuse_model=false: not kept after the run
 
 
+@pytest.mark.slow
 def test_without_reuse_nothing_outlives_the_run(
     tiny_model_dir: Path, tmp_path: Path, loads: list[LoadedModel]
 ) -> None:
@@ -72,6 +75,7 @@ def test_without_reuse_nothing_outlives_the_run(
     assert len(loads) == 2 and all(loaded.model is None for loaded in loads)
 
 
+@pytest.mark.slow
 def test_two_runners_do_not_share_a_kept_model(
     tiny_model_dir: Path, tmp_path: Path, loads: list[LoadedModel]
 ) -> None:

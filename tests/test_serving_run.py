@@ -254,6 +254,7 @@ def test_a_served_workload_keeps_llems_own_latency_under_its_own_names(served_ru
     assert (r1.ttft_ms, r1.ttft_from_schedule_ms) == (pytest.approx(3.5), pytest.approx(4.0))
 
 
+@pytest.mark.slow
 def test_an_offline_generate_run_gets_requests_and_the_serving_sections(
     tiny_model_dir: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -295,6 +296,7 @@ def test_an_offline_generate_run_gets_requests_and_the_serving_sections(
     assert not [r for r in caplog.records if "maximum batch" in r.getMessage()]
 
 
+@pytest.mark.slow
 def test_an_offline_generate_run_sends_traffic_n_requests_cycling_through_the_prompts(
     tiny_model_dir: Path, tmp_path: Path
 ) -> None:
@@ -325,6 +327,7 @@ def test_an_offline_generate_run_sends_traffic_n_requests_cycling_through_the_pr
         ["traffic=concurrency", "traffic.max_concurrency=2"],
     ],
 )
+@pytest.mark.slow
 def test_every_traffic_kind_runs_through_continuous_batching_end_to_end(
     tiny_model_dir: Path, tmp_path: Path, traffic: list[str]
 ) -> None:

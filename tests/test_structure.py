@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "structure.py"
 
@@ -22,6 +24,7 @@ def _structure() -> ModuleType:
     return module
 
 
+@pytest.mark.slow
 def test_the_package_keeps_its_shape() -> None:
     proc = subprocess.run(
         [sys.executable, str(SCRIPT), "--check"], capture_output=True, text=True, timeout=120

@@ -154,6 +154,7 @@ def test_other_hydra_applications_are_left_alone(
 
 
 # --------------------------------------------------------------------------- a user's own study
+@pytest.mark.slow
 def test_own_study_in_a_fresh_directory_dry_run_then_real_run_then_rerun_from_output(
     tmp_path: Path, tiny_model_dir: Path
 ) -> None:
@@ -198,6 +199,7 @@ def test_own_study_in_a_fresh_directory_dry_run_then_real_run_then_rerun_from_ou
     assert "2 points" in again.stdout and "pytorch.batch_size=2" in again.stdout
 
 
+@pytest.mark.slow
 def test_config_dir_still_works(
     tmp_path: Path, tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys
 ) -> None:
@@ -240,6 +242,7 @@ def _bnb() -> bool:
 
 
 @pytest.mark.parametrize("name", SHIPPED)
+@pytest.mark.slow
 def test_shipped_preset_dry_run(
     name: str,
     tmp_path: Path,
@@ -299,6 +302,7 @@ def _search_study_dry_run(
     assert not (tmp_path / "outputs").exists()
 
 
+@pytest.mark.slow
 def test_shipped_presets_set_what_their_protocol_says(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -370,6 +374,7 @@ def test_serving_studies_set_what_their_protocol_says(
     assert c.traffic.duration_s >= 1.5 * c.measurement.min_steady_state_s
 
 
+@pytest.mark.slow
 def test_repository_example_study_runs_from_the_repository_root(capsys, monkeypatch) -> None:
     monkeypatch.chdir(REPO)
     code = main(["--multirun", "+experiment=example", "dry_run=true"])
@@ -391,6 +396,7 @@ def test_the_example_study_sends_each_batch_size_enough_requests_to_fill_it() ->
 
 
 # --------------------------------------------------------------------------- bad input
+@pytest.mark.slow
 def test_unknown_experiment_lists_shipped_and_local_ones_in_one_line(tmp_path: Path) -> None:
     write_study(tmp_path, "mine", "# @package _global_\n")
     proc = llem(tmp_path, "--multirun", "+experiment=nope")
@@ -431,6 +437,7 @@ BAD_STUDIES = [
 
 
 @pytest.mark.parametrize("body,words", BAD_STUDIES)
+@pytest.mark.slow
 def test_bad_study_file_is_rejected_before_anything_loads_naming_file_and_key(
     body: str,
     words: list[str],
@@ -449,6 +456,7 @@ def test_bad_study_file_is_rejected_before_anything_loads_naming_file_and_key(
     assert not (tmp_path / "outputs").exists()
 
 
+@pytest.mark.slow
 def test_a_required_value_left_unset_stops_the_study(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:
@@ -460,6 +468,7 @@ def test_a_required_value_left_unset_stops_the_study(
     assert "model.name_or_path=..." in err
 
 
+@pytest.mark.slow
 def test_a_local_file_shadowed_by_a_shipped_one_is_reported(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:

@@ -136,6 +136,7 @@ def _reason(sweep: Path) -> str:
     return str(reason)
 
 
+@pytest.mark.slow
 def test_a_sweep_prints_the_energy_line_its_points_share_once(
     cpu_sweep: tuple[str, Path],
 ) -> None:
@@ -149,6 +150,7 @@ def test_a_sweep_prints_the_energy_line_its_points_share_once(
     assert run_text.count(reason) == 1, run_text
 
 
+@pytest.mark.slow
 def test_thermal_and_memory_null_reasons_are_about_their_own_field(
     cpu_sweep: tuple[str, Path],
 ) -> None:
@@ -162,6 +164,7 @@ def test_thermal_and_memory_null_reasons_are_about_their_own_field(
     assert "memory" in own["memory.peak_device_used_mb"]
 
 
+@pytest.mark.slow
 def test_the_report_names_the_energy_reason_at_most_once(cpu_sweep: tuple[str, Path]) -> None:
     _, sweep = cpu_sweep
     report = subprocess.run(

@@ -110,6 +110,7 @@ def test_an_old_result_without_thread_counts_loads_with_them_null() -> None:
     assert RunResult.from_json(data).hardware.torch_threads is None
 
 
+@pytest.mark.slow
 def test_inter_op_threads_that_can_no_longer_change_are_recorded_as_they_are() -> None:
     """torch sets inter-op threads once per process: a second count keeps the first."""
     code = (
@@ -123,6 +124,7 @@ def test_inter_op_threads_that_can_no_longer_change_are_recorded_as_they_are() -
 
 
 @needs_two_cpus
+@pytest.mark.slow
 def test_a_run_under_omp_num_threads_1_still_uses_every_usable_cpu(
     tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -140,6 +142,7 @@ def test_a_run_under_omp_num_threads_1_still_uses_every_usable_cpu(
 
 
 @needs_two_cpus
+@pytest.mark.slow
 def test_a_joblib_sweep_runs_torch_on_every_cpu(tiny_model_dir: Path, tmp_path: Path) -> None:
     """joblib's workers inherit OMP_NUM_THREADS=1; llem runs their points on every CPU."""
     sweep = tmp_path / "sweep"

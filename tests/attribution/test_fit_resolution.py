@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from llem.figures.energy_fit import StepRow, fit_steps
 
 
@@ -40,7 +42,6 @@ def test_the_same_cost_is_published_where_the_decode_batch_varies():
 
 
 # ---- the fit at the resolution the measurement has (truth: the linear GPU's planted costs)
-import pytest  # noqa: E402
 
 from attribution.truth_runs import DEFAULT_HZ, FINE_HZ, FULL_TIME, LINEAR, simulated  # noqa: E402
 
@@ -48,6 +49,7 @@ PLANTED = {"a": LINEAR.a_j, "b": LINEAR.b_j, "p_static": LINEAR.static_w}
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.slow
 def test_at_the_default_rate_the_fitted_costs_are_unbiased_and_their_errors_mean_what_they_say(
     seed: int,
 ) -> None:
@@ -66,6 +68,7 @@ def test_at_the_default_rate_the_fitted_costs_are_unbiased_and_their_errors_mean
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.slow
 def test_a_fast_sampler_on_a_100_ms_sensor_does_not_claim_a_finer_resolution(seed: int) -> None:
     """At 1 kHz the samples are 1 ms apart but the readings change every 100 ms: a bound built
     on the sample interval was 2-4 x narrower than the error of J per prefill token."""

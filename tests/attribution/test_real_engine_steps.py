@@ -32,6 +32,9 @@ from llem.runner.attribution import fill_attribution
 from llem.testing.cli import run_tiny
 from llem.testing.modelled_power import ModelledPower
 
+# Every test reads the real engine runs of the module fixture (about 5 s to make).
+pytestmark = pytest.mark.slow
+
 BASE = ("measurement.warmup=0", "decoder.max_new_tokens=8")
 STATIC = ("decoder.min_new_tokens=8", "pytorch.batching=static")
 CASES = {

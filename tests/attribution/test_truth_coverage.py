@@ -28,6 +28,7 @@ CASES = [
 
 
 @pytest.mark.parametrize(("schedule", "seed", "hz"), CASES)
+@pytest.mark.slow
 def test_every_published_figure_is_within_its_bound_of_the_truth(
     schedule: str, seed: int, hz: float
 ) -> None:
@@ -108,6 +109,7 @@ def test_chunks_placed_in_the_first_output_step_misattribute_requests() -> None:
 
 
 @pytest.mark.parametrize("hz", [DEFAULT_HZ, FINE_HZ])
+@pytest.mark.slow
 def test_the_runs_energy_and_steady_state_split_are_within_bound_of_the_truth(
     hz: float, tmp_path: Path
 ) -> None:

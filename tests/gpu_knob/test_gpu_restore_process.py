@@ -49,6 +49,7 @@ def _run_until_the_window(tmp_path: Path, tiny_model_dir: Path) -> subprocess.Po
     return proc
 
 
+@pytest.mark.slow
 def test_sigterm_mid_window_restores_and_exits_143(tmp_path, tiny_model_dir) -> None:
     proc = _run_until_the_window(tmp_path, tiny_model_dir)
     held = gpu_state(tmp_path)
@@ -71,6 +72,7 @@ def _killed_mid_window(tmp_path: Path, tiny_model_dir: Path) -> None:
     assert len(restore_records(tmp_path)) == 1
 
 
+@pytest.mark.slow
 def test_a_crash_record_is_restored_by_the_next_llem_start(tmp_path, tiny_model_dir) -> None:
     _killed_mid_window(tmp_path, tiny_model_dir)
     proc = subprocess.run(
@@ -90,6 +92,7 @@ def test_a_crash_record_is_restored_by_the_next_llem_start(tmp_path, tiny_model_
     assert restore_records(tmp_path) == []
 
 
+@pytest.mark.slow
 def test_python_m_llem_gpu_restore_by_hand(tmp_path, tiny_model_dir) -> None:
     _killed_mid_window(tmp_path, tiny_model_dir)
     show = subprocess.run(
@@ -116,6 +119,7 @@ def test_python_m_llem_gpu_restore_by_hand(tmp_path, tiny_model_dir) -> None:
     assert gpu_state(tmp_path)["power_limit_mw"] == ORIGINAL_MW and restore_records(tmp_path) == []
 
 
+@pytest.mark.slow
 def test_a_restore_that_fails_keeps_the_record_and_exits_1(tmp_path, tiny_model_dir) -> None:
     _killed_mid_window(tmp_path, tiny_model_dir)
     env = gpu_env(tmp_path, LLEM_TEST_FAKE_NVML_CONTROL=json.dumps({"failing_restore": True}))

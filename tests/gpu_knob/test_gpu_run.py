@@ -23,6 +23,7 @@ def _run(model_dir: Path, run_dir: Path, *overrides: str) -> dict:
     return Runner().run(compose_tiny(model_dir, *SMALL, *overrides), run_dir).to_json()
 
 
+@pytest.mark.slow
 def test_set_before_the_warm_up_recorded_and_restored(
     install_nvml, tiny_model_dir, tmp_path, monkeypatch
 ) -> None:
@@ -59,6 +60,7 @@ def test_set_before_the_warm_up_recorded_and_restored(
     assert on_disk["gpu"]["restored"] is True
 
 
+@pytest.mark.slow
 def test_a_gpu_that_does_not_hold_the_limit_is_a_validity_problem(
     install_nvml, tiny_model_dir, tmp_path
 ) -> None:
@@ -72,6 +74,7 @@ def test_a_gpu_that_does_not_hold_the_limit_is_a_validity_problem(
     ) in result["validity"]["problems"]
 
 
+@pytest.mark.slow
 def test_a_run_without_the_section_leaves_the_gpu_alone(install_nvml, tiny_model_dir, tmp_path):
     gpu = FakeGpu("GPU-aaaa")
     install_nvml([gpu])

@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 import subprocess
 
+import pytest
+
 from gpu_knob.fake_process import gpu_env, start_gpu
 from llem.config.schema import SweepOrder
 from llem.sweep.plan import Point, order_points
@@ -20,6 +22,7 @@ def _limits_in_run_order(stdout: str) -> list[tuple[str, str]]:
     ]
 
 
+@pytest.mark.slow
 def test_a_dry_run_plan_runs_the_limits_in_order_rising_then_falling(tmp_path, tiny_model_dir):
     start_gpu(tmp_path)
     proc = subprocess.run(

@@ -28,6 +28,7 @@ def constant_trace(tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize("window", ["long", "short"])
+@pytest.mark.slow
 def test_replayed_constant_trace_verdict(tmp_path, tiny_model_dir, constant_trace, window):
     min_window_s = "5.0" if window == "long" else "0"  # 5 s is min_valid_window_s's default
     result = run_llem(
@@ -65,6 +66,7 @@ def test_replayed_constant_trace_verdict(tmp_path, tiny_model_dir, constant_trac
         assert "shorter than measurement.min_valid_window_s=5 s" in problem
 
 
+@pytest.mark.slow
 def test_cpu_run_has_no_verdict(tmp_path, tiny_model_dir):
     result = run_llem(
         tmp_path, "model=hf", f"model.name_or_path={tiny_model_dir}", *FAST, "measurement.warmup=0"

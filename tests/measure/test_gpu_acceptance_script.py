@@ -12,6 +12,7 @@ import pytest
 SCRIPT = Path(gpu_acceptance.__file__).resolve()
 
 
+@pytest.mark.slow
 def test_without_a_gpu_it_says_so_and_exits_0():
     if gpu_acceptance.no_gpu_reason() is None:
         pytest.skip("a GPU is here: the script would run the whole acceptance")

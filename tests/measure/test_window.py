@@ -157,6 +157,7 @@ def test_timeseries_csv(install_nvml, make_session, clock, tmp_path):
     assert rep.energy.peak_power_w == pytest.approx(400.0)
 
 
+@pytest.mark.slow
 def test_real_clock_window_samples_at_the_configured_rate(install_nvml, make_session):
     real = RealClock()
     install_nvml([FakeGpu("GPU-a", power=Constant(150.0))], clock=real)

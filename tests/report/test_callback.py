@@ -7,12 +7,14 @@ import textwrap
 from pathlib import Path
 
 import pandas as pd
+import pytest
 from hydra.experimental.callback import Callback
 from omegaconf import OmegaConf
 
 from llem.report.callback import ReportCallback
 
 
+@pytest.mark.slow
 def test_callback_builds_the_report_for_the_sweep_dir(realistic_sweep: Path, capsys) -> None:
     cb = ReportCallback()
     assert isinstance(cb, Callback)
@@ -78,6 +80,7 @@ hydra:
 """
 
 
+@pytest.mark.slow
 def test_callback_in_a_real_hydra_multirun(tmp_path: Path) -> None:
     """Hydra instantiates the callback and it finds the sweep dir (the default ${now:} one)."""
     (tmp_path / "app.py").write_text(textwrap.dedent(APP))

@@ -8,10 +8,12 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_report_written_at_the_end_of_a_real_multirun(tiny_model_dir: Path, tmp_path: Path) -> None:
     sweep = tmp_path / "sweep"
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}

@@ -23,6 +23,7 @@ def _assert_png(path: Path) -> None:
     assert len(data) > 15_000, f"{path} is suspiciously small ({len(data)} bytes)"
 
 
+@pytest.mark.slow
 def test_sweep_report_writes_tables_and_plots(realistic_sweep: Path, capsys) -> None:
     assert main([str(realistic_sweep)]) == 0
     out = capsys.readouterr().out
@@ -115,6 +116,7 @@ def test_single_run_gets_a_timeline(single_run: Path, capsys) -> None:
     _assert_png(single_run / "plots" / "timeline.png")
 
 
+@pytest.mark.slow
 def test_merging_two_sweeps_into_out_dir(tmp_path: Path, capsys) -> None:
     synth.write_sweep(
         tmp_path / "a",
@@ -179,6 +181,7 @@ def test_replotting_removes_stale_plots(tmp_path: Path) -> None:
     assert not stale.exists() and mine.exists()
 
 
+@pytest.mark.slow
 def test_module_runs_without_a_display(realistic_sweep: Path) -> None:
     env = {
         k: v for k, v in os.environ.items() if k not in ("DISPLAY", "MPLBACKEND", "WAYLAND_DISPLAY")

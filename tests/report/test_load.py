@@ -256,6 +256,7 @@ def _two_orders(tmp_path: Path) -> list[Path]:
     return dirs
 
 
+@pytest.mark.slow
 def test_the_run_order_is_no_knob_and_runs_that_differ_in_it_are_pooled(tmp_path: Path) -> None:
     from llem.report.build import build_report
 

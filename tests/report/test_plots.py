@@ -207,6 +207,7 @@ def test_pareto_keeps_invalid_points_out_of_the_front(tmp_path: Path) -> None:
     ]
 
 
+@pytest.mark.slow
 def test_plots_draw_one_line_per_gpu(tmp_path: Path) -> None:
     for name, gpu, jtok in (
         ("a", "NVIDIA A100-SXM4-80GB", 0.7),

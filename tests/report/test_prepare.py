@@ -198,6 +198,7 @@ def test_timeline_without_power_or_temperature_is_skipped() -> None:
         prepare_timeline(ts, {}, Path("r/timeseries.csv"))
 
 
+@pytest.mark.slow
 def test_preparing_every_plot_needs_no_matplotlib(realistic_sweep: Path) -> None:
     script = textwrap.dedent(
         f"""
@@ -221,6 +222,7 @@ def test_preparing_every_plot_needs_no_matplotlib(realistic_sweep: Path) -> None
     assert modules == "[]"
 
 
+@pytest.mark.slow
 def test_drawing_never_imports_pyplot(realistic_sweep: Path, tmp_path: Path) -> None:
     script = textwrap.dedent(
         f"""

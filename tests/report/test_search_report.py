@@ -7,6 +7,7 @@ import csv
 import math
 from pathlib import Path
 
+import pytest
 from omegaconf import OmegaConf
 from report import report_synth as synth
 
@@ -179,6 +180,7 @@ def test_the_front_lists_the_feasible_trials_no_other_beats_on_both(tmp_path: Pa
     assert rows[0][1:3] == ["0.900", "29.4"]
 
 
+@pytest.mark.slow
 def test_every_line_of_the_section_fits_the_width(tmp_path: Path):
     write_search(tmp_path)
     for width in (100, 60):
@@ -237,6 +239,7 @@ def test_the_plot_marks_infeasible_and_missing_trials_and_the_best(tmp_path: Pat
     assert "search_trials.png" in names
 
 
+@pytest.mark.slow
 def test_the_callback_writes_the_plot_and_prints_the_section(tmp_path: Path, capsys):
     write_search(tmp_path)
     config = OmegaConf.create({"hydra": {"sweep": {"dir": str(tmp_path)}}})

@@ -225,6 +225,7 @@ def test_energy_against_achieved_concurrency(rate_sweep: Path) -> None:
     assert list(line.get_xdata()) == pytest.approx([2.0, 4.0, 8.0, 16.0])
 
 
+@pytest.mark.slow
 def test_report_writes_the_serving_plots_and_the_knob_plots_say_their_window(
     rate_sweep: Path,
 ) -> None:

@@ -214,6 +214,7 @@ def test_long_values_are_shortened_to_fit(tmp_path: Path) -> None:
     assert text.splitlines()[2].startswith("Qwen2.5-0.5B-Instruct-finetuned-0 ")
 
 
+@pytest.mark.slow
 def test_many_knobs_fall_back_to_a_legend(tmp_path: Path) -> None:
     grid = {f"pytorch.knob_number_{i}": ["alpha-value", "beta-value"] for i in range(6)}
     synth.write_sweep(tmp_path / "s", grid, lambda p: synth.ok_result())

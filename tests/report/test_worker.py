@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pandas as pd
+import pytest
 from omegaconf import OmegaConf
 
 from llem.report import callback as callback_mod
@@ -23,6 +24,7 @@ def _config(sweep: Path):
     return OmegaConf.create({"hydra": {"sweep": {"dir": str(sweep)}}})
 
 
+@pytest.mark.slow
 def test_the_worker_builds_what_the_process_would(realistic_sweep: Path, capsys, caplog) -> None:
     cb = ReportCallback()
     cb.on_multirun_start(_config(realistic_sweep))
@@ -43,6 +45,7 @@ def test_the_worker_builds_what_the_process_would(realistic_sweep: Path, capsys,
     assert {p: p.read_bytes() for p in files} == files
 
 
+@pytest.mark.slow
 def test_a_dead_worker_falls_back_to_this_process(realistic_sweep: Path, capsys) -> None:
     cb = ReportCallback()
     cb.on_multirun_start(_config(realistic_sweep))
@@ -54,6 +57,7 @@ def test_a_dead_worker_falls_back_to_this_process(realistic_sweep: Path, capsys)
     assert (realistic_sweep / "summary.csv").is_file()
 
 
+@pytest.mark.slow
 def test_the_workers_error_is_logged_like_the_processs(tmp_path: Path, caplog) -> None:
     (tmp_path / "empty").mkdir()
     messages = []
@@ -68,6 +72,7 @@ def test_the_workers_error_is_logged_like_the_processs(tmp_path: Path, caplog) -
     assert "no runs found" in messages[0][0] and "ReportError: " in messages[0][0]
 
 
+@pytest.mark.slow
 def test_a_worker_without_a_job_builds_nothing(realistic_sweep: Path) -> None:
     w = ReportWorker.start()
     assert w is not None
@@ -87,6 +92,7 @@ def test_the_worker_answers_one_json_line(realistic_sweep: Path) -> None:
     assert "batch_size" in answer["text"] and answer["error_type"] is None
 
 
+@pytest.mark.slow
 def test_a_callback_with_a_worker_pickles_without_it(realistic_sweep: Path, capsys) -> None:
     # submitit and joblib pickle the Hydra context, callbacks included, for every job
     import pickle
@@ -106,6 +112,7 @@ def _stat(path: Path) -> tuple[str, int]:
     return fields[0], int(fields[11]) + int(fields[12])
 
 
+@pytest.mark.slow
 def test_a_job_starts_only_once_the_worker_is_ready(realistic_sweep: Path, capsys) -> None:
     cb = ReportCallback()
     cb.on_multirun_start(_config(realistic_sweep))
@@ -125,6 +132,7 @@ def test_a_job_starts_only_once_the_worker_is_ready(realistic_sweep: Path, capsy
     assert "batch_size  quantization" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_a_worker_not_ready_in_time_is_ended_and_the_report_built_here(
     realistic_sweep: Path, capsys, monkeypatch
 ) -> None:

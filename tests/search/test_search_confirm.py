@@ -10,6 +10,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from llem.report.search import SearchView, Trial
 from llem.report.search_section import render_search
 from llem.sweep.search import Search
@@ -127,6 +129,7 @@ def test_a_search_extended_with_a_larger_budget_confirms_its_new_best() -> None:
     assert again.record.best_runs == 3
 
 
+@pytest.mark.slow
 def test_on_an_slo_edge_with_noise_the_reported_best_is_seldom_infeasible_in_truth() -> None:
     """bench/search_edge.py's case at 2% noise: 4 of 20 searches reported a configuration that
     is infeasible in truth when the best was chosen on single runs."""

@@ -83,6 +83,7 @@ def test_the_constraint_matters_better_points_exist_outside_it() -> None:
         assert better and not any(double.feasible(k) for k in better)
 
 
+@pytest.mark.slow
 def test_tpe_finds_and_reports_the_constrained_optimum_for_9_of_10_seeds(
     kind: str, tpe: list[tuple[Planted, Found]]
 ) -> None:
@@ -91,6 +92,7 @@ def test_tpe_finds_and_reports_the_constrained_optimum_for_9_of_10_seeds(
     assert all(f.trials == BUDGET for _, f in tpe)
 
 
+@pytest.mark.slow
 def test_the_best_reported_is_never_infeasible(
     kind: str, tpe: list[tuple[Planted, Found]], random_sampler: list[tuple[Planted, Found]]
 ) -> None:
@@ -112,6 +114,7 @@ def test_random_sampling_with_the_same_budget_finds_it_for_clearly_fewer_seeds(
     assert len(by_random) <= len(by_tpe) - 4, f"{kind}: tpe {by_tpe}, random {by_random}"
 
 
+@pytest.mark.slow
 def test_the_gp_sampler_finds_the_optimum_and_stops_repeating_measured_points() -> None:
     """sampler=gp on the batch x power space. Once the neighbours of the best are measured, the GP
     keeps proposing measured points; each proposal refits it to every trial told, so the search

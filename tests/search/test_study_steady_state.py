@@ -92,6 +92,7 @@ def steady_s(traffic: TrafficConfig, n_prompts: int, latency_s: float) -> float:
 
 
 @pytest.mark.parametrize("study", SHIPPED)
+@pytest.mark.slow
 def test_every_open_loop_point_can_reach_its_minimum_steady_state(study: str) -> None:
     short = []
     for overrides, cfg in points(study):
@@ -108,6 +109,7 @@ def test_every_open_loop_point_can_reach_its_minimum_steady_state(study: str) ->
 
 
 @pytest.mark.parametrize("study", SHIPPED)
+@pytest.mark.slow
 def test_each_open_loop_request_has_its_own_prompt(study: str) -> None:
     """More requests than prompts would send prompts again, which a prefix cache serves for
     less: a rate's energy per token would depend on how often its prompts repeat."""

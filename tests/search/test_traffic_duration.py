@@ -74,6 +74,7 @@ SERVE = ["pytorch.batching=continuous"]
         ),
     ],
 )  # fmt: skip
+@pytest.mark.slow
 def test_a_bad_duration_is_one_line_and_exit_2(
     overrides: list[str], line: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -51,6 +51,7 @@ def outcome(compose, overrides: list[str]) -> str:
     return cfg if isinstance(cfg, str) else OmegaConf.to_yaml(cfg)
 
 
+@pytest.mark.slow
 def test_each_point_equals_hydras_own_composition(loader_and_master) -> None:
     loader, master = loader_and_master
     composer = PointComposer(loader, master)
@@ -89,6 +90,7 @@ def test_a_bad_value_fails_with_hydras_message(loader_and_master) -> None:
     assert "decoder.temperature=hot" in str(ours.value)
 
 
+@pytest.mark.slow
 def test_a_whole_job_config_equals_what_hydras_launcher_composes(loader_and_master) -> None:
     """The config an in-process sweep hands ``run_job``: hydra node, overrides and all."""
     loader, _ = loader_and_master

@@ -67,6 +67,7 @@ def _watch_windows(monkeypatch: pytest.MonkeyPatch, stop: Path) -> list[dict[str
 
 
 @pytest.mark.parametrize("progress", ["plain", "live"])
+@pytest.mark.slow
 def test_no_process_or_thread_of_llems_runs_beside_a_measured_window(
     progress: str, tiny: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

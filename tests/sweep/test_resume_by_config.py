@@ -27,6 +27,7 @@ def batch_size(sweep_dir: Path, index: int) -> int:
     return int(result(sweep_dir, index)["config"]["pytorch"]["batch_size"])
 
 
+@pytest.mark.slow
 def test_adding_a_grid_value_keeps_finished_configurations_and_runs_only_the_new_one(
     tiny: list[str], tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
@@ -51,6 +52,7 @@ def test_adding_a_grid_value_keeps_finished_configurations_and_runs_only_the_new
     assert set(runs["status"]) == {"ok"}
 
 
+@pytest.mark.slow
 def test_an_older_result_never_stands_for_a_point_that_failed_before_writing(
     tiny: list[str], tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
@@ -79,6 +81,7 @@ def test_an_older_result_never_stands_for_a_point_that_failed_before_writing(
     assert sorted(rows["status"]) == ["failed", "ok"]  # superseded/ is not read with the sweep
 
 
+@pytest.mark.slow
 def test_a_smaller_grid_reports_its_own_points_and_names_the_older_ones(
     tiny: list[str], tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
@@ -97,6 +100,7 @@ def test_a_smaller_grid_reports_its_own_points_and_names_the_older_ones(
     assert [p.name for p in runs.outside_plan] == ["2"]
 
 
+@pytest.mark.slow
 def test_the_report_refuses_a_result_written_for_other_overrides(
     tiny: list[str], tmp_path: Path
 ) -> None:
@@ -110,6 +114,7 @@ def test_the_report_refuses_a_result_written_for_other_overrides(
     assert "other overrides" in row["error.message"]
 
 
+@pytest.mark.slow
 def test_a_configuration_error_inside_a_running_point_fails_it(
     tiny: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -44,6 +44,7 @@ def knobs(trial: dict[str, Any]) -> tuple:
     return tuple(sorted(trial["knobs"].items()))
 
 
+@pytest.mark.slow
 def test_a_budget_6_search_runs_resumes_and_never_reruns_a_finished_trial(
     tiny: list[str], tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
@@ -86,6 +87,7 @@ def test_a_budget_6_search_runs_resumes_and_never_reruns_a_finished_trial(
     assert {t["dir"]: result(d, int(t["dir"]))["started_at"] for t in trials} == before
 
 
+@pytest.mark.slow
 def test_an_interrupted_trial_is_moved_aside_and_run_again(tiny: list[str], tmp_path: Path) -> None:
     d = tmp_path / "search"
     args = [*THROUGHPUT, "hydra.sweeper.budget=2", "pytorch.batch_size=1,2,4"]
@@ -103,6 +105,7 @@ def test_an_interrupted_trial_is_moved_aside_and_run_again(tiny: list[str], tmp_
     assert list((d / "superseded").rglob("1/result.json"))
 
 
+@pytest.mark.slow
 def test_an_energy_objective_searches_on_a_replayed_trace(tiny: list[str], tmp_path: Path) -> None:
     trace = tmp_path / "trace.csv"
     trace.write_text("time_s,device,power_w\n0,GPU-replay-0,200\n3600,GPU-replay-0,200\n")
@@ -135,6 +138,7 @@ def test_an_energy_objective_searches_on_a_replayed_trace(tiny: list[str], tmp_p
     assert again["config_hash"] == result(d, int(best["dir"]))["config_hash"]
 
 
+@pytest.mark.slow
 def test_an_invalid_combination_is_an_infeasible_trial_that_never_runs(
     tiny: list[str], tmp_path: Path
 ) -> None:

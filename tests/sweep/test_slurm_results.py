@@ -41,6 +41,7 @@ def test_a_result_that_shows_up_40_s_after_its_job_ended_is_waited_for(tmp_path:
     assert not w.lost and w.settled(3)
 
 
+@pytest.mark.slow
 def test_the_grace_is_a_sweeper_setting(
     tiny: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -11,6 +11,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
 from conftest import FAST, NO_REPORT, REPO, llem_cmd, llem_env, output, plan, result, run_llem
 
 
@@ -20,6 +21,7 @@ def read_result(run_dir: Path) -> dict | None:
     return json.loads(f.read_text()) if f.exists() else None
 
 
+@pytest.mark.slow
 def test_invalid_combinations_are_skipped_with_reasons_and_the_rest_run(
     tiny: list[str], tmp_path: Path
 ) -> None:
@@ -47,6 +49,7 @@ def test_invalid_combinations_are_skipped_with_reasons_and_the_rest_run(
     assert (sweep / "results.csv").is_file()  # the report still runs at the end
 
 
+@pytest.mark.slow
 def test_a_failing_point_does_not_stop_the_sweep_and_resume_reruns_only_it(
     tiny: list[str], tmp_path: Path, tiny_model_dir: Path
 ) -> None:
@@ -83,6 +86,7 @@ def test_a_failing_point_does_not_stop_the_sweep_and_resume_reruns_only_it(
     assert [p["status"] for p in recorded["points"]] == ["done", "pending"]
 
 
+@pytest.mark.slow
 def test_ctrl_c_keeps_finished_points_and_the_sweep_resumes(
     tiny: list[str], tmp_path: Path
 ) -> None:
@@ -145,6 +149,7 @@ def test_ctrl_c_keeps_finished_points_and_the_sweep_resumes(
     assert f"{n_ok} already done · {4 - n_ok} to run" in dry.stdout
 
 
+@pytest.mark.slow
 def test_submitit_local_runs_each_point_in_its_own_process(tiny: list[str], tmp_path: Path) -> None:
     sweep = tmp_path / "sweep"
     proc = run_llem(
@@ -169,6 +174,7 @@ def test_submitit_local_runs_each_point_in_its_own_process(tiny: list[str], tmp_
     assert (sweep / ".submitit").is_dir()  # the jobs really ran through submitit
 
 
+@pytest.mark.slow
 def test_joblib_batch_reports_outcomes_and_exit_code_from_its_workers(
     tiny_model_dir: Path, tmp_path: Path
 ) -> None:
@@ -195,6 +201,7 @@ def test_joblib_batch_reports_outcomes_and_exit_code_from_its_workers(
     assert f"failed #1 [model.name_or_path={tmp_path / 'missing'}]" in proc.stdout
 
 
+@pytest.mark.slow
 def test_two_sweeps_started_into_one_directory_one_runs_and_the_other_stops_at_once(
     tiny: list[str], tmp_path: Path
 ) -> None:

@@ -91,6 +91,7 @@ def test_dry_run_with_a_point_that_fails_pre_flight_exits_3(
     assert len(failed) == 1 and str(missing) in failed[0]
 
 
+@pytest.mark.slow
 def test_dry_run_of_the_quantization_grid_skips_none_with_a_4bit_quant_type(
     tiny: list[str], tmp_path: Path, capsys: pytest.CaptureFixture, no_model_loads: list[str]
 ) -> None:
@@ -123,6 +124,7 @@ def test_dry_run_of_the_quantization_grid_skips_none_with_a_4bit_quant_type(
         ("decoder=greedy,nope", ["decoder=nope", "creative"]),
     ],
 )
+@pytest.mark.slow
 def test_a_bad_key_or_value_in_a_grid_stops_everything_with_exit_2(
     tiny: list[str], tmp_path: Path, capsys: pytest.CaptureFixture, grid: str, words: list[str]
 ) -> None:
@@ -146,6 +148,7 @@ def expected_order(order: SweepOrder, seed: int, keys: list[str], repeats: list[
 
 
 @pytest.mark.parametrize("order", [o.value for o in SweepOrder])
+@pytest.mark.slow
 def test_each_order_is_followed_and_recorded(tiny: list[str], tmp_path: Path, order: str) -> None:
     sweep_dir = tmp_path / "sweep"
     code = sweep(
@@ -185,6 +188,7 @@ def lifecycle(sweep_dir: Path, n: int) -> dict[int, dict[str, Any]]:
     return {i: result(sweep_dir, i)["lifecycle"] for i in range(n)}
 
 
+@pytest.mark.slow
 def test_model_is_reused_across_decoder_settings_but_not_across_dtypes(
     tiny: list[str], tmp_path: Path
 ) -> None:
@@ -201,6 +205,7 @@ def test_model_is_reused_across_decoder_settings_but_not_across_dtypes(
     assert result(sweep_dir, 1)["dtype"] == "bfloat16"
 
 
+@pytest.mark.slow
 def test_model_reuse_can_be_turned_off(tiny: list[str], tmp_path: Path) -> None:
     sweep_dir = tmp_path / "sweep"
     assert sweep(tiny, sweep_dir, "decoder=greedy,standard", "sweep.reuse_model=false") == 0
@@ -251,6 +256,7 @@ def test_a_launcher_that_cannot_start_fails_every_point_with_its_reason(
 
 
 # --------------------------------------------------------------------------- one sweep at a time
+@pytest.mark.slow
 def test_a_sweep_into_a_directory_another_sweep_holds_stops_with_exit_3(
     tiny: list[str], tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:

@@ -161,6 +161,7 @@ def test_sampling_decoder_maps_onto_sampling_params() -> None:
     }
 
 
+@pytest.mark.slow
 def test_sampling_seeds_the_engine_not_each_request() -> None:
     """No request carries a seed (vLLM's per-request generators disable its FlashInfer top-k/top-p
     path); the engine is seeded once with lifecycle.seed (seed + repeat when sampling), so repeats

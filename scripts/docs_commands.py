@@ -1,0 +1,171 @@
+"""Run the commands the docs show, and say which pass.
+
+    python scripts/docs_commands.py              # every page of docs/ and the README
+    python scripts/docs_commands.py docs/guide.md --real --timeout 900
+
+The commands are the lines of the pages' ```bash blocks (a trailing ``\\`` continues a line; a
+``# ...`` comment is dropped). A command that needs what this machine may not have is not run, and
+the line says why: ``gpu`` (an NVIDIA GPU, root), ``cluster`` (SLURM), ``server`` (the vLLM
+environment), ``network`` (pip or the hub), ``yours`` (a file or directory the reader brings:
+``DIR``, ``<...>``, ``/models/...``, an example sweep), ``slow`` (benches, the test suite: minutes
+each) and ``writes`` (writes into the checkout; a test covers it). The rules are ``SKIPS`` below,
+first match first; a new command that fits none of them runs.
+
+A llem run is run as a dry run (``dry_run=true``: composed, validated and pre-flighted, nothing
+loaded), its directory in a temporary folder, so the check takes seconds per command; ``--real``
+runs it as written. Other commands run as written, from the checkout, each page's in order (a page
+may build what its next command uses). Prints PASS, FAIL or SKIP per command and exits 1 when one
+failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+# (category, regular expressions that mark a command): the first match decides.
+SKIPS: list[tuple[str, tuple[str, ...]]] = [
+    ("gpu", (r"device=cuda", r"^sudo ", r"gpu_acceptance", r"llem\.gpu ", r"gpu\.power_limit_w")),
+    ("cluster", (r"slurm",)),
+    ("server", (r"\.venv-vllm", r"\+backend=vllm", r"--vllm")),
+    ("network", (r"pip install", r"wheels\.sh", r"scripts/setup\.sh")),
+    ("network", (r"=HuggingFaceTB/", r"=org/")),
+    ("yours", (r"<[a-z]", r"\bDIR\b", r"=/models/", r"my_prompts", r"trace\.csv", r"sweepA")),
+    ("yours", (r"my_study", r"outputs/multirun/20")),
+    ("slow", (r"bench/", r"pytest", r"test_oldest_stack")),
+    ("writes", (r"> docs/",)),
+]
+
+LLEM_RUN = re.compile(r"^(?:\.venv/bin/)?(?:llem|python3? -m llem)(?=\s|$)")
+PROGRAMS = {
+    "llem-report": [sys.executable, "-m", "llem.report"],
+    "llem": [sys.executable, "-m", "llem"],
+    ".venv/bin/llem": [sys.executable, "-m", "llem"],
+    "python": [sys.executable],
+    "python3": [sys.executable],
+    "mkdocs": [sys.executable, "-m", "mkdocs"],
+}
+
+
+@dataclass(frozen=True)
+class Command:
+    page: str
+    line: int
+    text: str
+
+
+def page_commands(path: Path) -> list[Command]:
+    """The commands of a page's ```bash blocks, with the line each starts on."""
+    text = path.read_text()
+    found = []
+    for block in re.finditer(r"(?ms)^```bash\n(.*?)^```", text):
+        first = text.count("\n", 0, block.start(1)) + 1
+        pending, start = "", 0
+        for offset, raw in enumerate(block.group(1).splitlines()):
+            if not pending:
+                start = first + offset
+            line = raw.strip()
+            if line.endswith("\\"):
+                pending += line[:-1].strip() + " "
+                continue
+            command = re.split(r"\s+#\s", pending + line, maxsplit=1)[0].strip()
+            pending = ""
+            if command and not command.startswith("#"):
+                found.append(Command(path.name, start, command))
+    return found
+
+
+def skip_reason(command: str) -> str | None:
+    for category, marks in SKIPS:
+        hit = next((m for m in map(re.compile, marks) if m.search(command)), None)
+        if hit is not None:
+            return f"{category} ({hit.pattern!r})"
+    return None
+
+
+def argv_text(command: str, real: bool, scratch: Path, n: int) -> str:
+    """The shell text to run: the program replaced by this interpreter's, and a llem run made a
+    dry run into ``scratch`` unless ``real``."""
+    llem_run = LLEM_RUN.match(command) is not None and _runs_something(command)
+    program, _, rest = command.partition(" ")
+    if program in PROGRAMS:
+        command = " ".join([*map(_quote, PROGRAMS[program]), rest]).strip()
+    elif program.startswith(".venv/bin/python"):
+        command = " ".join([_quote(sys.executable), rest])
+    if llem_run and not real:
+        multirun = "--multirun" in command
+        where = "hydra.sweep.dir" if multirun else "hydra.run.dir"
+        if where not in command:
+            command += f" {where}={_quote(str(scratch / f'{n}'))}"
+        if "dry_run=true" not in command:
+            command += " dry_run=true"
+    return command
+
+
+def _runs_something(command: str) -> bool:
+    return not any(flag in command.split() for flag in ("--help", "--cfg", "-h"))
+
+
+def _quote(s: str) -> str:
+    return s if re.fullmatch(r"[\w./=:+-]+", s) else "'" + s.replace("'", "'\\''") + "'"
+
+
+def run(cmd: Command, real: bool, scratch: Path, n: int, timeout: float) -> tuple[str, str]:
+    reason = skip_reason(cmd.text)
+    if reason is not None:
+        return "SKIP", reason
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
+    env.pop("DISPLAY", None)
+    shell = argv_text(cmd.text, real, scratch, n)
+    start = time.perf_counter()
+    try:
+        proc = subprocess.run(
+            ["bash", "-c", shell],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+    except subprocess.TimeoutExpired:
+        return "FAIL", f"no end after {timeout:.0f} s"
+    took = f"{time.perf_counter() - start:.1f} s"
+    dry = " (dry run)" if "dry_run=true" in shell and "dry_run=true" not in cmd.text else ""
+    if proc.returncode == 0:
+        return "PASS", took + dry
+    tail = (proc.stderr.strip() or proc.stdout.strip()).splitlines()[-1:] or ["(no output)"]
+    return "FAIL", f"exit {proc.returncode} after {took}{dry}: {tail[0][:200]}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("pages", nargs="*", type=Path, help="default: docs/*.md and README.md")
+    parser.add_argument("--real", action="store_true", help="run llem runs as written")
+    parser.add_argument("--timeout", type=float, default=300, help="seconds per command")
+    args = parser.parse_args(argv)
+    pages = args.pages or [*sorted((REPO / "docs").glob("*.md")), REPO / "README.md"]
+    counts = {"PASS": 0, "FAIL": 0, "SKIP": 0}
+    with tempfile.TemporaryDirectory(prefix="llem-docs-") as tmp:
+        n = 0
+        for page in pages:
+            for cmd in page_commands(page):
+                n += 1
+                verdict, detail = run(cmd, args.real, Path(tmp), n, args.timeout)
+                counts[verdict] += 1
+                print(f"{verdict}  {cmd.page}:{cmd.line}  {cmd.text}  [{detail}]", flush=True)
+    print(", ".join(f"{v} {k.lower()}" for k, v in counts.items()))
+    return 1 if counts["FAIL"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
