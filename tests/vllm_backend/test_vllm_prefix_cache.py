@@ -66,9 +66,10 @@ def test_an_unreported_hit_rate_is_null_with_the_reason() -> None:
     assert "num_cached_tokens" in result.null_reasons["lifecycle.prefix_cache_hit_rate"]
 
 
-def test_an_engine_without_a_prefix_cache_leaves_both_null() -> None:
+def test_an_engine_without_a_prefix_cache_leaves_both_null_with_the_reason() -> None:
     result = RunResult(status="ok")
     fill_prefix_cache(result, _loaded(None), [_batch([8], None)])
     assert result.lifecycle.prefix_caching is None
     assert result.lifecycle.prefix_cache_hit_rate is None
-    assert not result.null_reasons
+    for key in ("lifecycle.prefix_caching", "lifecycle.prefix_cache_hit_rate"):
+        assert "no prefix cache" in result.null_reasons[key]
