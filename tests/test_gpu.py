@@ -6,7 +6,7 @@ import json
 import time
 
 import pytest
-from test_entrypoint import FAST, llem
+from app.test_entrypoint import FAST, llem
 
 from llem.config.schema import MeasurementConfig
 

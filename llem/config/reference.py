@@ -4,7 +4,7 @@ It prints markdown: every group with its options (``llem/conf/<group>/*.yaml``) 
 and every field of the tree with its type, default, allowed values or range, what it does and where
 it goes, all read from the ``knob()`` / ``section()`` declarations in ``llem/config/`` (one module
 per group, the root in ``schema.py``).
-``docs/configuration.md`` is this output; ``tests/test_reference.py`` fails when it is stale.
+``docs/configuration.md`` is this output; ``tests/config/test_reference.py`` fails when it is stale.
 """
 
 from __future__ import annotations

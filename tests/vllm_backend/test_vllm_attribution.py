@@ -21,6 +21,9 @@ from attribution.real_steps import (
 )
 from vllm_backend.vllm_helpers import SMALL_ENGINE, output, run_llem
 
+# One pytest-xdist worker runs the whole module: its engine (a module fixture) starts once.
+pytestmark = pytest.mark.xdist_group("vllm_attribution")
+
 WORKLOAD = (
     "measurement.warmup=0",
     "dataset.n_prompts=8",

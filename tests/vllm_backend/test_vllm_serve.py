@@ -33,6 +33,9 @@ from llem.backends.vllm.serve import EngineLoop
 from llem.backends.vllm.steps import LoggedStep, engine_step, with_shares
 from llem.errors import RunError
 
+# One pytest-xdist worker runs the whole module: its engine (a module fixture) starts once.
+pytestmark = pytest.mark.xdist_group("vllm_serve")
+
 N_TOKENS = 8
 MAX_NUM_SEQS = 4
 

@@ -19,7 +19,7 @@ import pytest
 
 from llem.testing.cli import llem_env, output, run_llem
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 README = REPO / "README.md"
 
 SWEEP = "llem --multirun pytorch.batch_size=1,4,16 decoder.max_new_tokens=32 'repeat=range(2)'"
@@ -30,16 +30,16 @@ SETUP_TEST = "tests/test_setup_script.py::test_setup_prints_a_line_per_step_and_
 # README command -> "path::test" that runs it, or "skip: why no test runs it".
 RUN_BY: dict[str, str] = {
     "bash scripts/setup.sh": SETUP_TEST,
-    "llem": "tests/test_entrypoint.py::test_default_model_runs_offline",
+    "llem": "tests/app/test_entrypoint.py::test_default_model_runs_offline",
     "llem pytorch.batch_size=8 decoder=creative decoder.temperature=0.7": (
-        "tests/test_newcomer.py::test_the_readme_runs_compose_and_pass_preflight"
+        "tests/app/test_newcomer.py::test_the_readme_runs_compose_and_pass_preflight"
     ),
-    "llem --cfg job": "tests/test_newcomer.py::test_the_readme_runs_compose_and_pass_preflight",
-    SWEEP: "tests/test_newcomer.py::test_the_readme_sweep_and_its_report",
-    REPORT: "tests/test_newcomer.py::test_the_readme_sweep_and_its_report",
+    "llem --cfg job": "tests/app/test_newcomer.py::test_the_readme_runs_compose_and_pass_preflight",
+    SWEEP: "tests/app/test_newcomer.py::test_the_readme_sweep_and_its_report",
+    REPORT: "tests/app/test_newcomer.py::test_the_readme_sweep_and_its_report",
     'python -m pytest -q -m "not slow"': "skip: the fast test loop itself (a test cannot run it)",
-    "python -m pytest -q": "skip: the whole test suite itself (a test cannot run it)",
-    "mkdocs build --strict": "tests/test_newcomer.py::test_the_docs_site_builds_strictly",
+    "python -m pytest -q -n 2": "skip: the whole test suite itself (a test cannot run it)",
+    "mkdocs build --strict": "tests/app/test_newcomer.py::test_the_docs_site_builds_strictly",
 }
 
 

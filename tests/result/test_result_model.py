@@ -22,7 +22,7 @@ from llem.result import (
 )
 from llem.result.figure import figure_specs
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 
 
 def test_a_result_survives_a_round_trip_through_its_file(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ from hydra.core.config_search_path import ConfigSearchPath, SearchPathElement
 
 from llem.app.entrypoint import main
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SHIPPED = sorted(p.name[:-5] for p in resources.files("llem.conf").joinpath("experiment").iterdir())
 #: studies on the vLLM backend: their dry run needs vllm importable to pass pre-flight
 VLLM_STUDIES = {"mlenergy", "batch_scaling_vllm"}

@@ -15,7 +15,7 @@ from llem.config.knobs import Destination, Knob, Section, knob, range_problems, 
 from llem.config.reference import COMMAND, read_groups, render
 from llem.config.schema import ExperimentConfig
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 COMMITTED = ROOT / "docs" / "configuration.md"
 FIELDS = list(knobs.walk_schema(ExperimentConfig))
 
@@ -38,7 +38,9 @@ def test_the_module_prints_the_reference():
     assert out == render()
 
 
-@pytest.mark.parametrize("dotted,field", [(k, f) for k, f, _ in FIELDS], ids=lambda v: str(v))
+@pytest.mark.parametrize(
+    "dotted,field", [(k, f) for k, f, _ in FIELDS], ids=[k for k, _, _ in FIELDS]
+)  # ids by name: a Field's repr holds addresses, which differ between pytest-xdist's workers
 def test_every_field_is_declared_with_a_one_line_doc(dotted, field):
     decl = knobs.declaration(field)
     assert isinstance(decl, (Knob, Section)), f"{dotted}: declare it with knob() or section()"

@@ -16,7 +16,7 @@ from llem.config.traffic import TrafficConfig, edge_requests
 from llem.config.validate import config_hash, cross_field_problems, to_experiment
 from llem.errors import ConfigError
 
-CONF = Path(__file__).resolve().parents[1] / "llem" / "conf"
+CONF = Path(__file__).resolve().parents[2] / "llem" / "conf"
 GROUPS = ["model", "decoder", "quantization", "dataset", "measurement", "traffic"]
 
 

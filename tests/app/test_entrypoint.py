@@ -12,7 +12,7 @@ import pytest
 from llem.app.entrypoint import main
 from llem.testing import cli
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 FAST = [
     "decoder.max_new_tokens=4",
     "dataset.n_prompts=3",
