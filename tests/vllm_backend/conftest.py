@@ -8,6 +8,9 @@ they are skipped with the reason.
 from __future__ import annotations
 
 import importlib.util
+import shutil
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -29,3 +32,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture(scope="session")
 def head64_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_tiny_model_head64(tmp_path_factory.mktemp("tiny-llama-head64"))
+
+
+@pytest.fixture
+def short_tmp() -> Iterator[Path]:
+    """A temporary directory with a short path (pytest's tmp_path leaves too few of the 107
+    characters a Unix socket's path may have for vLLM's sockets below it)."""
+    path = Path(tempfile.mkdtemp(prefix="t", dir="/tmp"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from vllm_backend.vllm_helpers import SMALL_ENGINE, output, read_json, run_llem
+from vllm_backend.vllm_helpers import SMALL_ENGINE, output, read_json, run_llem, sockets_under
 
 from llem.result import read_requests, read_steps
 
@@ -41,8 +41,13 @@ def _check_steps(run_dir: Path, r: dict[str, Any]) -> None:
     assert all(a.end_s <= (b.start_s or 0) + 1e-6 for a, b in zip(steps, steps[1:], strict=False))
 
 
-def test_run_writes_a_complete_vllm_result(head64_model_dir: Path, tmp_path: Path) -> None:
+def test_run_writes_a_complete_vllm_result(
+    head64_model_dir: Path, tmp_path: Path, short_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     run_dir = tmp_path / "run"
+    temporary = short_tmp  # the run's temporary directory: no socket of vLLM's left in it
+    monkeypatch.setenv("TMPDIR", str(temporary))
+    monkeypatch.delenv("VLLM_RPC_BASE_PATH", raising=False)
     proc = run_llem(
         "+backend=vllm",
         "model=hf",
@@ -55,6 +60,7 @@ def test_run_writes_a_complete_vllm_result(head64_model_dir: Path, tmp_path: Pat
         f"hydra.run.dir={run_dir}",
     )
     assert proc.returncode == 0, output(proc)
+    assert not sockets_under(temporary), sockets_under(temporary)
     r = read_json(run_dir / "result.json")
     assert r["status"] == "ok" and r["backend"] == "vllm" and r["device"] == "cpu"
     w = r["workload"]

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import stat
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -70,3 +71,8 @@ def engine_processes() -> set[int]:
         except psutil.NoSuchProcess:
             continue
     return own
+
+
+def sockets_under(root: Path) -> list[Path]:
+    """The Unix socket files anywhere under ``root``."""
+    return [p for p in root.rglob("*") if stat.S_ISSOCK(p.lstat().st_mode)]

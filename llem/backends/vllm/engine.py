@@ -26,6 +26,7 @@ from llem.backends import random_weights
 from llem.backends.memory import free_memory
 from llem.backends.tokens import token_lists
 from llem.backends.types import BatchOutput, LoadedModel, Prompt, ScheduledRequest, ServeOutput
+from llem.backends.vllm.ipc import use_own_ipc_directory
 from llem.backends.vllm.kwargs import (
     SAMPLING_SEED,
     Sections,
@@ -121,6 +122,7 @@ class VLLMBackend:
     # ------------------------------------------------------------------ loading
     def load(self, device: str) -> EngineModel:
         quiet_vllm_logs()
+        use_own_ipc_directory()
         t0 = time.perf_counter()
         source = checkpoint_source(self.sections)
         kwargs = build_engine_kwargs(self.sections, device, source)
