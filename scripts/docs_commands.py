@@ -13,7 +13,9 @@ first match first; a new command that fits none of them runs.
 
 A llem run is run as a dry run (``dry_run=true``: composed, validated and pre-flighted, nothing
 loaded), its directory in a temporary folder, so the check takes seconds per command; ``--real``
-runs it as written. Other commands run as written, from the checkout, each page's in order (a page
+runs it as written. ``--vllm-python PY`` runs only the commands of the vLLM environment's
+interpreter (``.venv-vllm/bin/python ...``), with PY, where that environment exists (CI's vLLM
+part). Other commands run as written, from the checkout, each page's in order (a page
 may build what its next command uses). Prints PASS, FAIL or SKIP per command and exits 1 when one
 failed.
 """
@@ -45,7 +47,8 @@ SKIPS: list[tuple[str, tuple[str, ...]]] = [
     ("writes", (r"> docs/",)),
 ]
 
-LLEM_RUN = re.compile(r"^(?:\.venv/bin/)?(?:llem|python3? -m llem)(?=\s|$)")
+LLEM_RUN = re.compile(r"^(?:\.venv(?:-vllm)?/bin/)?(?:llem|python3? -m llem)(?=\s|$)")
+VLLM_PYTHON = ".venv-vllm/bin/python"  # the docs' vLLM environment (scripts/setup.sh --vllm)
 PROGRAMS = {
     "llem-report": [sys.executable, "-m", "llem.report"],
     "llem": [sys.executable, "-m", "llem"],
@@ -84,20 +87,29 @@ def page_commands(path: Path) -> list[Command]:
     return found
 
 
-def skip_reason(command: str) -> str | None:
+def skip_reason(command: str, vllm_python: str | None = None) -> str | None:
+    """Why ``command`` is not run here (None: it runs). With ``vllm_python``, a command of the
+    vLLM environment's interpreter runs with that one, unless another rule skips it."""
     for category, marks in SKIPS:
+        if category == "server" and vllm_python and command.startswith(VLLM_PYTHON + " "):
+            continue
         hit = next((m for m in map(re.compile, marks) if m.search(command)), None)
         if hit is not None:
             return f"{category} ({hit.pattern!r})"
     return None
 
 
-def argv_text(command: str, real: bool, scratch: Path, n: int) -> str:
-    """The shell text to run: the program replaced by this interpreter's, and a llem run made a
-    dry run into ``scratch`` unless ``real``."""
+def argv_text(
+    command: str, real: bool, scratch: Path, n: int, vllm_python: str | None = None
+) -> str:
+    """The shell text to run: the program replaced by this interpreter's (the vLLM
+    environment's by ``vllm_python``), and a llem run made a dry run into ``scratch`` unless
+    ``real``."""
     llem_run = LLEM_RUN.match(command) is not None and _runs_something(command)
     program, _, rest = command.partition(" ")
-    if program in PROGRAMS:
+    if program == VLLM_PYTHON and vllm_python:
+        command = " ".join([_quote(vllm_python), rest])
+    elif program in PROGRAMS:
         command = " ".join([*map(_quote, PROGRAMS[program]), rest]).strip()
     elif program.startswith(".venv/bin/python"):
         command = " ".join([_quote(sys.executable), rest])
@@ -119,14 +131,16 @@ def _quote(s: str) -> str:
     return s if re.fullmatch(r"[\w./=:+-]+", s) else "'" + s.replace("'", "'\\''") + "'"
 
 
-def run(cmd: Command, real: bool, scratch: Path, n: int, timeout: float) -> tuple[str, str]:
-    reason = skip_reason(cmd.text)
+def run(
+    cmd: Command, real: bool, scratch: Path, n: int, timeout: float, vllm_python: str | None = None
+) -> tuple[str, str]:
+    reason = skip_reason(cmd.text, vllm_python)
     if reason is not None:
         return "SKIP", reason
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
     env.pop("DISPLAY", None)
-    shell = argv_text(cmd.text, real, scratch, n)
+    shell = argv_text(cmd.text, real, scratch, n, vllm_python)
     start = time.perf_counter()
     try:
         proc = subprocess.run(
@@ -152,6 +166,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("pages", nargs="*", type=Path, help="default: docs/*.md and README.md")
     parser.add_argument("--real", action="store_true", help="run llem runs as written")
     parser.add_argument("--timeout", type=float, default=300, help="seconds per command")
+    parser.add_argument(
+        "--vllm-python",
+        metavar="PY",
+        help=f"run the commands of {VLLM_PYTHON} with PY, and only those (CI's vLLM part)",
+    )
     args = parser.parse_args(argv)
     pages = args.pages or [*sorted((REPO / "docs").glob("*.md")), REPO / "README.md"]
     counts = {"PASS": 0, "FAIL": 0, "SKIP": 0}
@@ -159,8 +178,10 @@ def main(argv: list[str] | None = None) -> int:
         n = 0
         for page in pages:
             for cmd in page_commands(page):
+                if args.vllm_python and not cmd.text.startswith(VLLM_PYTHON + " "):
+                    continue
                 n += 1
-                verdict, detail = run(cmd, args.real, Path(tmp), n, args.timeout)
+                verdict, detail = run(cmd, args.real, Path(tmp), n, args.timeout, args.vllm_python)
                 counts[verdict] += 1
                 print(f"{verdict}  {cmd.page}:{cmd.line}  {cmd.text}  [{detail}]", flush=True)
     print(", ".join(f"{v} {k.lower()}" for k, v in counts.items()))
