@@ -32,7 +32,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("config", ["llem.config"]),
     ("vocabulary", ["llem.backends.types", "llem.backends.base"]),
     ("result", ["llem.result", "llem.generations"]),
-    ("figures", ["llem.figures", "llem.compute", "llem.latency"]),
+    ("figures", ["llem.figures", "llem.quality", "llem.compute", "llem.latency"]),
     ("measure", ["llem.measure"]),
     (
         "adapter",
