@@ -9,6 +9,7 @@ reported as unavailable.
 from __future__ import annotations
 
 import functools
+import importlib
 import importlib.util
 import logging
 from collections.abc import Callable
@@ -17,8 +18,7 @@ from dataclasses import dataclass, field
 from llem.backends import sections
 from llem.backends.models import model_problem
 from llem.backends.random_weights import DEFAULT_MODEL_GROUP
-from llem.backends.vllm import preflight_problems as vllm_preflight_problems
-from llem.config.engines import INSTALL_HINTS, VLLM, backend_package
+from llem.config.engines import Engine, active_engine, install_hint
 from llem.config.model import ModelConfig
 from llem.config.schema import AttnImplementation, Device, ExperimentConfig
 from llem.errors import PreflightError
@@ -121,15 +121,7 @@ def collect_problems(
             "use device=auto or device=cpu"
         )
     device = resolve_device(exp.device, has_cuda)
-    backend = exp.backend or "pytorch"
-    for package in sorted({backend_package(backend), "torch"}):
-        if importlib.util.find_spec(package) is None:
-            hint = f"; {INSTALL_HINTS[package]}" if package in INSTALL_HINTS else ""
-            problems.append(
-                f"backend={backend} needs the Python package '{package}' (not installed{hint})"
-            )
-    if backend == VLLM:
-        problems.extend(vllm_preflight_problems(sections(exp, VLLM), device, has_cuda))
+    problems.extend(engine_preflight(exp, active_engine(exp), device, has_cuda))
     problems.extend(memo.answer("model", exp.model, lambda: _model_problems(exp)))
     q = exp.quantization
     if (q.load_in_4bit or q.load_in_8bit) and importlib.util.find_spec("bitsandbytes") is None:
@@ -161,6 +153,24 @@ def collect_problems(
     session = MeasurementSession(exp.measurement, torch_device_indices=None, device_type=device)
     problems.extend(session.preflight())
     problems.extend(gpu_preflight_problems(exp.gpu, exp.measurement.gpu_indices))
+    return problems
+
+
+def engine_preflight(exp: ExperimentConfig, row: Engine, device: str, has_cuda: bool) -> list[str]:
+    """The engine's packages (with its install hint), then its own pre-flight (its row's
+    ``preflight`` function, imported only here)."""
+    problems: list[str] = []
+    for package in sorted(row.packages):
+        if importlib.util.find_spec(package) is None:
+            hint = install_hint(package)
+            problems.append(
+                f"backend={row.name} needs the Python package '{package}' (not installed"
+                f"{'; ' + hint if hint else ''})"
+            )
+    if row.preflight:
+        module, function = row.preflight.split(":")
+        check = getattr(importlib.import_module(module), function)
+        problems.extend(check(sections(exp, row.name), device, has_cuda))
     return problems
 
 
