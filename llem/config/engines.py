@@ -125,6 +125,7 @@ ENGINES: tuple[Engine, ...] = (
         driver="llem.backends.pytorch",
         packages=("transformers", "torch"),
         concurrency_knob="pytorch.batch_size",
+        preflight="llem.backends.pytorch.preflight:preflight_problems",
         threads_knob="pytorch.num_threads",
         offline_serves=_continuous,
         serve_drops_min_new_tokens=True,

@@ -20,7 +20,7 @@ from llem.backends.models import model_problem
 from llem.backends.random_weights import DEFAULT_MODEL_GROUP
 from llem.config.engines import Engine, active_engine, install_hint
 from llem.config.model import ModelConfig
-from llem.config.schema import AttnImplementation, Device, ExperimentConfig
+from llem.config.schema import Device, ExperimentConfig
 from llem.errors import PreflightError
 from llem.measure import MeasurementSession
 from llem.measure.nvml import persistence_mode_off
@@ -128,26 +128,6 @@ def collect_problems(
         which = "load_in_4bit" if q.load_in_4bit else "load_in_8bit"
         problems.append(
             f"quantization.{which}=true needs bitsandbytes (pip install 'llem[quantization]')"
-        )
-    attn = exp.pytorch.attn_implementation
-    if (
-        attn == AttnImplementation.flash_attention_2
-        and importlib.util.find_spec("flash_attn") is None
-    ):
-        problems.append(
-            "pytorch.attn_implementation=flash_attention_2 needs the flash-attn package"
-        )
-    if attn == AttnImplementation.flash_attention_3 and (
-        importlib.util.find_spec("flash_attn_interface") is None
-    ):
-        problems.append(
-            "pytorch.attn_implementation=flash_attention_3 needs the flash-attn-3 package"
-        )
-    if attn in (AttnImplementation.flash_attention_2, AttnImplementation.flash_attention_3) and (
-        device != "cuda"
-    ):
-        problems.append(
-            f"pytorch.attn_implementation={attn.value} needs a CUDA device (device={device})"
         )
     problems.extend(memo.answer("dataset", exp.dataset, lambda: check_dataset(exp.dataset)))
     session = MeasurementSession(exp.measurement, torch_device_indices=None, device_type=device)
