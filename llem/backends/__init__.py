@@ -14,7 +14,7 @@ from typing import Any
 
 from llem.backends.types import Backend, BackendSections
 from llem.config.architectures import run_decoder
-from llem.config.engines import ENGINES, Engine, active_engine, engine
+from llem.config.engines import Engine, active_engine, engine, engines
 from llem.config.schema import ExperimentConfig
 from llem.config.traffic import TrafficKind
 
@@ -22,7 +22,7 @@ from llem.config.traffic import TrafficKind
 def detect_default_backend() -> str | None:
     """The backend used when none is named: the first in the engine table whose package is
     importable (``llem.config.engines``)."""
-    for row in ENGINES:
+    for row in engines().values():
         if importlib.util.find_spec(row.packages[0]) is not None:
             return row.name
     return None

@@ -31,7 +31,7 @@ class Engine:
 
     name: str  # +backend=NAME, and ExperimentConfig.backend
     section: str  # its section's attribute on ExperimentConfig (``exp.<section>``)
-    config: type  # its section's dataclass
+    config: type[Any]  # its section's dataclass
     driver: str  # module with ``create_backend(sections) -> Backend``
     packages: tuple[str, ...]  # importable for it to work; the first one detects it as default
     concurrency_knob: str  # the key bounding its requests in flight (messages, plots)

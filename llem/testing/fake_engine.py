@@ -70,8 +70,8 @@ def plant(monkeypatch: pytest.MonkeyPatch, fake: Engine | None = None) -> Engine
     others = tuple(e for e in engines.ENGINES if e.name != fake.name)
     monkeypatch.setattr(engines, "ENGINES", (*others, fake))
     driver = types.ModuleType(DRIVER)
-    driver.create_backend = FakeBackend  # type: ignore[attr-defined]
-    driver.preflight_problems = _preflight_problems  # type: ignore[attr-defined]
+    setattr(driver, "create_backend", FakeBackend)  # noqa: B010 (a module built here)
+    setattr(driver, "preflight_problems", _preflight_problems)  # noqa: B010
     monkeypatch.setitem(sys.modules, DRIVER, driver)
     return fake
 

@@ -5,6 +5,7 @@ concurrency knob named, and its driver built, with nothing in llem naming it."""
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 
@@ -23,8 +24,10 @@ def _fake(monkeypatch: pytest.MonkeyPatch) -> None:
     fake_engine.plant(monkeypatch)
 
 
-def test_preflight_checks_the_rows_packages_and_runs_its_preflight() -> None:
-    problems = collect_problems(with_section("fake", FakeConfig(slots=3)), has_cuda=False)
+def test_preflight_checks_the_rows_packages_and_runs_its_preflight(tmp_path: Path) -> None:
+    exp = with_section("fake", FakeConfig(slots=3))
+    exp.model.name_or_path = str(tmp_path / "no-model")
+    problems = collect_problems(exp, has_cuda=False)
     assert (
         f"backend=fake needs the Python package '{fake_engine.PACKAGE}' "
         f"(not installed; {fake_engine.INSTALL_HINT})"
