@@ -173,11 +173,6 @@ def known_backends() -> list[str]:
     return sorted(engines())
 
 
-def backend_package(name: str) -> str:
-    """The package whose presence makes ``name`` usable (and picks it as the default)."""
-    return engine(name).packages[0]
-
-
 def install_hint(package: str) -> str | None:
     """How to install ``package``, where an engine's row says."""
     return next((e.install_hint for e in ENGINES if e.packages[0] == package), None)
@@ -192,7 +187,9 @@ def value_of(exp: ExperimentConfig, dotted: str) -> Any:
 
 
 def engine_problems(exp: ExperimentConfig) -> list[str]:
-    """Every rule between the engine and the rest of the configuration that ``exp`` breaks."""
+    """Every rule between the engine and the rest of the configuration that ``exp`` breaks: other
+    engines' keys (``foreign_key_problems``), then the engine's own ``rules``. An unknown backend
+    is reported, and the rest checked as under the default engine."""
     table = engines()
     backend = table.get(exp.backend or default_name(), table[default_name()])
     p = [*foreign_key_problems(exp, backend), *backend.rules(exp)]
