@@ -1,6 +1,7 @@
 """Backends: which module drives each engine, default detection, and building one for a run.
 
-Engine names and the package each needs are configuration (``llem.config.engines``); the shared
+Each engine's row (name, section, driver module, packages) is configuration
+(``llem.config.engines``): nothing here names an engine. The shared
 types (``Prompt``, ``BatchOutput``, ``LoadedModel``, the ``Backend`` protocol) are in
 ``llem.backends.types``.
 """
@@ -13,23 +14,17 @@ from typing import Any
 
 from llem.backends.types import Backend, BackendSections
 from llem.config.architectures import run_decoder
-from llem.config.engines import ENGINE_PACKAGES, PYTORCH
-from llem.config.pytorch import Batching
+from llem.config.engines import Engine, active_engine, engine, engines
 from llem.config.schema import ExperimentConfig
 from llem.config.traffic import TrafficKind
 
-# engine name -> the module that drives it (each has ``create_backend(sections)``)
-_DRIVERS: dict[str, str] = {
-    "pytorch": "llem.backends.pytorch",
-    "vllm": "llem.backends.vllm",
-}
-
 
 def detect_default_backend() -> str | None:
-    """The backend used when none is named: the first whose package is importable."""
-    for name, package in ENGINE_PACKAGES.items():
-        if importlib.util.find_spec(package) is not None:
-            return name
+    """The backend used when none is named: the first in the engine table whose package is
+    importable (``llem.config.engines``)."""
+    for row in engines().values():
+        if importlib.util.find_spec(row.packages[0]) is not None:
+            return row.name
     return None
 
 
@@ -39,35 +34,40 @@ def run_seed(exp: ExperimentConfig) -> int:
     return exp.seed + exp.repeat if exp.decoder.do_sample else exp.seed
 
 
+def _row(exp: ExperimentConfig, name: str | None) -> Engine:
+    return engine(name) if name else active_engine(exp)
+
+
 def serves(exp: ExperimentConfig, name: str | None = None) -> bool:
     """Whether the run serves a workload (``Backend.serve``) rather than ``generate`` batches:
-    its traffic (``traffic.kind``) is not offline, or it is a PyTorch run with
-    ``pytorch.batching=continuous``. vLLM's offline runs keep calling ``generate``."""
-    engine = name or exp.backend or PYTORCH
-    return exp.traffic.kind != TrafficKind.offline or (
-        engine == PYTORCH and exp.pytorch.batching == Batching.continuous
-    )
+    its traffic (``traffic.kind``) is not offline, or its engine serves offline traffic too
+    (``Engine.offline_serves``: PyTorch with ``pytorch.batching=continuous``). vLLM's offline runs
+    keep calling ``generate``."""
+    row = _row(exp, name)
+    return exp.traffic.kind != TrafficKind.offline or row.offline_serves(getattr(exp, row.section))
 
 
 def sections(exp: ExperimentConfig, name: str | None = None) -> BackendSections[Any]:
     """The sections the ``name`` backend (default: ``exp.backend``) is built with."""
-    engine = name or exp.backend or PYTORCH
+    row = _row(exp, name)
+    drops_min_tokens = row.serve_drops_min_new_tokens and serves(exp, row.name)
     return BackendSections(
-        engine=getattr(exp, engine),
+        engine=getattr(exp, row.section),
         model=exp.model,
-        decoder=run_decoder(exp.model, exp.decoder, engine == PYTORCH and serves(exp, engine)),
+        decoder=run_decoder(exp.model, exp.decoder, drops_min_tokens),
         quantization=exp.quantization,
         passthrough_kwargs=dict(exp.passthrough_kwargs),
         seed=exp.seed,
         run_seed=run_seed(exp),
         save_outputs=exp.measurement.save_outputs,
-        serving=serves(exp, engine),
+        serving=serves(exp, row.name),
     )
 
 
 def create_backend(exp: ExperimentConfig) -> Backend[Any]:
-    """The backend ``exp`` names (pytorch when none is named), built with its sections."""
-    name = exp.backend or PYTORCH
-    module = importlib.import_module(_DRIVERS[name])
-    backend: Backend[Any] = module.create_backend(sections(exp, name))
+    """The backend ``exp`` names (the default when none is named), built with its sections by
+    the driver module of its row in the engine table."""
+    row = active_engine(exp)
+    module = importlib.import_module(row.driver)
+    backend: Backend[Any] = module.create_backend(sections(exp, row.name))
     return backend

@@ -1,99 +1,101 @@
-"""The engines llem knows, by name, and the rules that tie each engine to the rest of the tree.
+"""The engines llem knows: one table, one row per engine, and the rules that tie an engine to the
+rest of the tree.
 
-Engine names and the Python package each needs live here, in the configuration layer, so that
-validating a configuration never imports an engine (``llem.backends`` maps a name to its driver).
-``engine_problems(exp)`` lists what the chosen engine cannot honour, each naming its keys.
+Each row (``Engine``) says everything the other layers need to know of an engine: its name
+(``+backend=NAME``), its config section, its driver module, the packages it needs and how to
+install them, which knob bounds its requests in flight, its pre-flight checks, who sets its CPU
+threads, whether offline traffic goes through ``serve``, and what to use with it instead of
+another engine's keys. The run layer asks the row; no module outside the engine's own package
+compares engine names. The table lives in the configuration layer so that validating a
+configuration never imports an engine: the driver and its pre-flight are module paths.
+
+``engine_problems(exp)`` lists what the chosen engine cannot honour, each naming its keys: one
+generic rule (another engine's key set under this backend) and the engine's own rules.
 """
 
 from __future__ import annotations
 
-from dataclasses import fields
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
 from typing import Any
 
-from llem.config.pytorch import PyTorchConfig
+from llem.config.batching import pytorch_batching_problems
+from llem.config.pytorch import Batching, PyTorchConfig
 from llem.config.schema import ExperimentConfig
 from llem.config.vllm import VLLMConfig
 
-PYTORCH = "pytorch"
-VLLM = "vllm"
 
-# engine name -> the package that must be importable for it to work (in detection order)
-ENGINE_PACKAGES: dict[str, str] = {PYTORCH: "transformers", VLLM: "vllm"}
+@dataclass(frozen=True)
+class Engine:
+    """One engine: what the configuration, run and report layers need to know of it."""
 
-# package -> how to install it, for pre-flight messages
-INSTALL_HINTS: dict[str, str] = {
-    "vllm": "pip install 'llem[vllm]' on a GPU machine, or "
-    "LLEM_VENV=.venv-vllm bash scripts/setup.sh --vllm on any machine",
-}
+    name: str  # +backend=NAME, and ExperimentConfig.backend
+    section: str  # its section's attribute on ExperimentConfig (``exp.<section>``)
+    config: type[Any]  # its section's dataclass
+    driver: str  # module with ``create_backend(sections) -> Backend``
+    packages: tuple[str, ...]  # importable for it to work; the first one detects it as default
+    concurrency_knob: str  # the key bounding its requests in flight (messages, plots)
+    install_hint: str | None = None  # how to install packages[0], for pre-flight messages
+    # "module:function" with (sections, device, has_cuda) -> list[str], run before any load
+    preflight: str | None = None
+    threads_knob: str | None = None  # llem sets torch's threads, from this key when given
+    threads_reason: str | None = None  # else: why llem sets none (the engine runs its own)
+    # given its section: whether offline traffic goes through ``serve`` instead of ``generate``
+    offline_serves: Callable[[Any], bool] = lambda _section: False
+    # its ``serve`` drops decoder.min_new_tokens (random weights then hold no EOS instead)
+    serve_drops_min_new_tokens: bool = False
+    # another engine's key -> what to use with this engine instead (refused when not default)
+    instead: Mapping[str, str] = field(default_factory=dict)
+    # its own rules against the rest of the configuration, checked when it is the backend
+    rules: Callable[[ExperimentConfig], list[str]] = lambda _exp: []
 
 
-def known_backends() -> list[str]:
-    return sorted(ENGINE_PACKAGES)
+def _vllm_equivalent(text: str) -> str:
+    return f"vLLM equivalent: {text}"
 
 
-def backend_package(name: str) -> str:
-    return ENGINE_PACKAGES[name]
-
-
-def engine_problems(exp: ExperimentConfig) -> list[str]:
-    """Every rule between the engine and the rest of the configuration that ``exp`` breaks."""
-    p = vllm_problems(exp)
-    if exp.backend is not None and exp.backend not in ENGINE_PACKAGES:
-        p.append(f"backend={exp.backend}: unknown backend (allowed: {', '.join(known_backends())})")
-    return p
-
+_COMPILE = _vllm_equivalent("vllm.enforce_eager; vLLM compiles unless it is true")
+_PAGED = _vllm_equivalent(
+    "vllm.block_size and vllm.kv_cache_dtype; vLLM always uses its paged KV cache"
+)
+_NO_BEAMS = _vllm_equivalent("none; beam search is not measured through the vllm backend")
 
 # pytorch.* knob -> what to use with the vllm backend instead
-_PYTORCH_EQUIVALENT = {
-    "batch_size": "vllm.max_num_seqs; all prompts go to the engine at once",
-    "device_map": "vllm.tensor_parallel_size / vllm.pipeline_parallel_size",
-    "max_memory": "vllm.gpu_memory_utilization or vllm.kv_cache_memory_bytes",
-    "attn_implementation": "+vllm.engine_kwargs.attention_config.backend=NAME; "
-    "vLLM picks one itself",
-    "torch_compile": "vllm.enforce_eager; vLLM compiles unless it is true",
-    "torch_compile_mode": "vllm.enforce_eager; vLLM compiles unless it is true",
-    "torch_compile_backend": "vllm.enforce_eager; vLLM compiles unless it is true",
-    "use_cache": "vllm.block_size and vllm.kv_cache_dtype; vLLM always uses its paged KV cache",
-    "cache_implementation": "vllm.block_size and vllm.kv_cache_dtype; vLLM always uses its "
-    "paged KV cache",
-    "num_beams": "none; beam search is not measured through the vllm backend",
-    "early_stopping": "none; beam search is not measured through the vllm backend",
-    "length_penalty": "none; beam search is not measured through the vllm backend",
-    "no_repeat_ngram_size": "none in vLLM",
-    "prompt_lookup_num_tokens": "+vllm.engine_kwargs.speculative_config with method ngram",
-    "num_threads": "the VLLM_CPU_OMP_THREADS_BIND environment variable on the CPU",
+_VLLM_INSTEAD = {
+    "pytorch.batch_size": _vllm_equivalent(
+        "vllm.max_num_seqs; all prompts go to the engine at once"
+    ),
+    "pytorch.batching": "vLLM always batches continuously; leave it unset",
+    "pytorch.device_map": _vllm_equivalent(
+        "vllm.tensor_parallel_size / vllm.pipeline_parallel_size"
+    ),
+    "pytorch.max_memory": _vllm_equivalent(
+        "vllm.gpu_memory_utilization or vllm.kv_cache_memory_bytes"
+    ),
+    "pytorch.attn_implementation": _vllm_equivalent(
+        "+vllm.engine_kwargs.attention_config.backend=NAME; vLLM picks one itself"
+    ),
+    "pytorch.torch_compile": _COMPILE,
+    "pytorch.torch_compile_mode": _COMPILE,
+    "pytorch.torch_compile_backend": _COMPILE,
+    "pytorch.use_cache": _PAGED,
+    "pytorch.cache_implementation": _PAGED,
+    "pytorch.num_beams": _NO_BEAMS,
+    "pytorch.early_stopping": _NO_BEAMS,
+    "pytorch.length_penalty": _NO_BEAMS,
+    "pytorch.no_repeat_ngram_size": _vllm_equivalent("none in vLLM"),
+    "pytorch.prompt_lookup_num_tokens": _vllm_equivalent(
+        "+vllm.engine_kwargs.speculative_config with method ngram"
+    ),
+    "pytorch.num_threads": _vllm_equivalent(
+        "the VLLM_CPU_OMP_THREADS_BIND environment variable on the CPU"
+    ),
 }
 
 
-def _show(value: Any) -> str:
-    if hasattr(value, "value"):  # Enum
-        return str(value.value)
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
-
-
-def vllm_problems(exp: ExperimentConfig) -> list[str]:
-    """Every rule about the vllm backend that ``exp`` breaks (empty when none)."""
-    v = exp.vllm
-    p: list[str] = []  # ranges are declared with the fields (llem.config.knobs)
-    set_vllm = [f.name for f in fields(VLLMConfig) if getattr(v, f.name) not in (None, {})]
-    if exp.backend != VLLM:
-        for name in set_vllm:
-            p.append(
-                f"vllm.{name}={_show(getattr(v, name))} needs +backend=vllm "
-                f"(the backend is {exp.backend or 'the default, pytorch'})"
-            )
-        return p
-
-    defaults = PyTorchConfig()
-    for name, instead in _PYTORCH_EQUIVALENT.items():
-        value = getattr(exp.pytorch, name)
-        if value != getattr(defaults, name):
-            p.append(
-                f"pytorch.{name}={_show(value)} does not apply to backend=vllm "
-                f"(vLLM equivalent: {instead})"
-            )
+def _vllm_rules(exp: ExperimentConfig) -> list[str]:
+    """What the vllm backend cannot take from the sections every engine shares."""
+    p: list[str] = []
     q = exp.quantization
     if q.load_in_4bit or q.load_in_8bit:
         which = "bnb-4bit" if q.load_in_4bit else "bnb-8bit"
@@ -107,4 +109,124 @@ def vllm_problems(exp: ExperimentConfig) -> list[str]:
             f"passthrough_kwargs ({keys}) are from_pretrained arguments and do not apply to "
             "backend=vllm (use +vllm.engine_kwargs.<engine argument>=VALUE)"
         )
+    return p
+
+
+def _continuous(section: PyTorchConfig) -> bool:
+    return section.batching == Batching.continuous
+
+
+# The table, in detection order: with no backend named, the first whose package imports is used.
+ENGINES: tuple[Engine, ...] = (
+    Engine(
+        name="pytorch",
+        section="pytorch",
+        config=PyTorchConfig,
+        driver="llem.backends.pytorch",
+        packages=("transformers", "torch"),
+        concurrency_knob="pytorch.batch_size",
+        preflight="llem.backends.pytorch.preflight:preflight_problems",
+        threads_knob="pytorch.num_threads",
+        offline_serves=_continuous,
+        serve_drops_min_new_tokens=True,
+        rules=pytorch_batching_problems,
+    ),
+    Engine(
+        name="vllm",
+        section="vllm",
+        config=VLLMConfig,
+        driver="llem.backends.vllm",
+        packages=("vllm", "torch"),
+        concurrency_knob="vllm.max_num_seqs",
+        install_hint="pip install 'llem[vllm]' on a GPU machine, or "
+        "LLEM_VENV=.venv-vllm bash scripts/setup.sh --vllm on any machine",
+        preflight="llem.backends.vllm:preflight_problems",
+        threads_reason="the vLLM engine runs in its own processes with vLLM's own CPU threads "
+        "(VLLM_CPU_OMP_THREADS_BIND on the CPU); llem does not set them",
+        instead=_VLLM_INSTEAD,
+        rules=_vllm_rules,
+    ),
+)
+
+
+def engines() -> dict[str, Engine]:
+    """Every engine by name, in detection order (the table; tests may plant a row here)."""
+    return {e.name: e for e in ENGINES}
+
+
+def default_name() -> str:
+    """The engine a configuration without a backend is validated against (the first row)."""
+    return ENGINES[0].name
+
+
+def engine(name: str) -> Engine:
+    """The row of engine ``name`` (KeyError when there is none)."""
+    return engines()[name]
+
+
+def active_engine(exp: ExperimentConfig) -> Engine:
+    """The row of the engine ``exp`` runs on: its backend, or the default when none is named."""
+    return engine(exp.backend or default_name())
+
+
+def known_backends() -> list[str]:
+    return sorted(engines())
+
+
+def install_hint(package: str) -> str | None:
+    """How to install ``package``, where an engine's row says."""
+    return next((e.install_hint for e in ENGINES if e.packages[0] == package), None)
+
+
+def value_of(exp: ExperimentConfig, dotted: str) -> Any:
+    """The value of ``section.key`` in ``exp`` (``pytorch.num_threads``)."""
+    node: Any = exp
+    for part in dotted.split("."):
+        node = getattr(node, part)
+    return node
+
+
+def engine_problems(exp: ExperimentConfig) -> list[str]:
+    """Every rule between the engine and the rest of the configuration that ``exp`` breaks: other
+    engines' keys (``foreign_key_problems``), then the engine's own ``rules``. An unknown backend
+    is reported, and the rest checked as under the default engine."""
+    table = engines()
+    backend = table.get(exp.backend or default_name(), table[default_name()])
+    p = [*foreign_key_problems(exp, backend), *backend.rules(exp)]
+    if exp.backend is not None and exp.backend not in table:
+        p.append(f"backend={exp.backend}: unknown backend (allowed: {', '.join(known_backends())})")
+    return p
+
+
+def _show(value: Any) -> str:
+    if hasattr(value, "value"):  # Enum
+        return str(value.value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def foreign_key_problems(exp: ExperimentConfig, backend: Engine) -> list[str]:
+    """Every key of another engine's section that ``exp`` sets (not its default) while the
+    backend is ``backend``: with what to use instead where ``backend``'s row says, else with the
+    ``+backend=`` that it needs."""
+    p: list[str] = []
+    now = exp.backend or f"the default, {default_name()}"
+    for other in engines().values():
+        if other.section == backend.section:
+            continue
+        section = getattr(exp, other.section)
+        defaults = other.config()
+        for f in fields(other.config):
+            value = getattr(section, f.name)
+            if value == getattr(defaults, f.name):
+                continue
+            key = f"{other.section}.{f.name}"
+            if key in backend.instead:
+                p.append(
+                    f"{key}={_show(value)} does not apply to backend={backend.name} "
+                    f"({backend.instead[key]})"
+                )
+            else:
+                p.append(f"{key}={_show(value)} needs +backend={other.name} (the backend is {now})")
     return p

@@ -20,12 +20,22 @@ from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
 
 from llem.config import knobs
 from llem.config.architectures import weights_problems
+from llem.config.batching import (
+    CACHE_IMPLEMENTATION,
+    MIN_NEW_TOKENS,
+    NUM_BEAMS,
+    PROMPT_LOOKUP,
+    TORCH_COMPILE,
+    USE_CACHE,
+)
+from llem.config.batching import (  # re-exported: its home before the engine table
+    continuous_batching_problems as continuous_batching_problems,
+)
 from llem.config.dataset import chat_template_problems
-from llem.config.engines import VLLM, engine_problems
+from llem.config.engines import engine_problems
 from llem.config.gpu import gpu_problems
 from llem.config.knobs import Knob, range_problems, section_class, show
 from llem.config.schema import (
-    Batching,
     DatasetConfig,
     DatasetSource,
     DecoderConfig,
@@ -52,13 +62,7 @@ def _key(dotted: str) -> str:
 # Keys named by the cross-field rules, checked against the schema when this module is imported.
 LOAD_IN_4BIT = _key("quantization.load_in_4bit")
 LOAD_IN_8BIT = _key("quantization.load_in_8bit")
-TORCH_COMPILE = _key("pytorch.torch_compile")
-USE_CACHE = _key("pytorch.use_cache")
-CACHE_IMPLEMENTATION = _key("pytorch.cache_implementation")
-NUM_BEAMS = _key("pytorch.num_beams")
-PROMPT_LOOKUP = _key("pytorch.prompt_lookup_num_tokens")
 MAX_MEMORY = _key("pytorch.max_memory")
-MIN_NEW_TOKENS = _key("decoder.min_new_tokens")
 MAX_NEW_TOKENS = _key("decoder.max_new_tokens")
 DATASET_SOURCE = _key("dataset.source")
 DATASET_PATH = _key("dataset.path")
@@ -73,9 +77,6 @@ N_REQUESTS = _key("traffic.n_requests")
 DURATION = _key("traffic.duration_s")
 WARMUP_REQUESTS = _key("traffic.warmup_requests")
 COOLDOWN_REQUESTS = _key("traffic.cooldown_requests")
-BATCHING = _key("pytorch.batching")
-NO_REPEAT_NGRAM = _key("pytorch.no_repeat_ngram_size")
-REPETITION_PENALTY = _key("decoder.repetition_penalty")
 
 # Knobs that only mean something when a switch is on: every bnb_4bit_* field, every torch_compile_*.
 _NEEDS_4BIT = [
@@ -158,7 +159,6 @@ def cross_field_problems(exp: ExperimentConfig) -> list[str]:
         *_dataset_problems(exp.dataset),
         *_measurement_problems(exp.measurement),
         *_traffic_problems(exp.traffic),
-        *_batching_problems(exp),
         *engine_problems(exp),
         *gpu_problems(exp.gpu, exp.device.value),
     ]
@@ -272,55 +272,6 @@ def _traffic_problems(t: TrafficConfig) -> list[str]:
             f"{size} (their sum must be below it)"
         )
     return p
-
-
-def _batching_problems(exp: ExperimentConfig) -> list[str]:
-    """What the chosen engine's batching cannot serve."""
-    pt = exp.pytorch
-    if exp.backend == VLLM:
-        if pt.batching != Batching.static:
-            return [
-                f"{BATCHING}={show(pt.batching)} does not apply to backend=vllm "
-                "(vLLM always batches continuously; leave it unset)"
-            ]
-        return []
-    if pt.batching == Batching.static and exp.traffic.kind != TrafficKind.offline:
-        return [
-            f"{BATCHING}=static cannot serve traffic={show(exp.traffic.kind)}: static batches "
-            f"serve offline traffic only (set {BATCHING}=continuous)"
-        ]
-    return continuous_batching_problems(pt, exp.decoder)
-
-
-def continuous_batching_problems(pt: PyTorchConfig, decoder: DecoderConfig) -> list[str]:
-    """What ``pytorch.batching=continuous`` cannot honour, one line per key (empty when static).
-
-    transformers' continuous batching (5.x) runs no beams or prompt lookup, always keeps its own
-    paged KV cache, recompiles a compiled model at every batch shape, and drops the logits
-    processors of no_repeat_ngram_size, min_new_tokens and repetition_penalty (with a warning
-    only). The PyTorch backend checks the same before it loads anything.
-    """
-    if pt.batching != Batching.continuous:
-        return []
-    unsupported = {
-        NUM_BEAMS: (pt.num_beams, pt.num_beams not in (None, 1)),
-        PROMPT_LOOKUP: (pt.prompt_lookup_num_tokens, pt.prompt_lookup_num_tokens is not None),
-        CACHE_IMPLEMENTATION: (pt.cache_implementation, pt.cache_implementation is not None),
-        NO_REPEAT_NGRAM: (pt.no_repeat_ngram_size, pt.no_repeat_ngram_size is not None),
-        USE_CACHE: (pt.use_cache, pt.use_cache is False),
-        TORCH_COMPILE: (pt.torch_compile, bool(pt.torch_compile)),
-        MIN_NEW_TOKENS: (decoder.min_new_tokens, bool(decoder.min_new_tokens)),
-        REPETITION_PENALTY: (
-            decoder.repetition_penalty,
-            decoder.repetition_penalty not in (None, 1.0),
-        ),
-    }
-    return [
-        f"{dotted}={show(value)} needs {BATCHING}=static "
-        "(transformers' continuous batching does not support it)"
-        for dotted, (value, bad) in unsupported.items()
-        if bad
-    ]
 
 
 def _is_memory_map(value: Any) -> bool:

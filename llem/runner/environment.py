@@ -30,11 +30,13 @@ from pathlib import Path
 from typing import Any, Union
 
 from llem.atomic import atomic_write_text
+from llem.config.engines import ENGINES
 from llem.measure.nvml import NvmlUnavailable, system_snapshot
 from llem.version import __version__
 
-# Distribution names (as pip knows them) whose versions are recorded under "packages".
-PACKAGES = (
+# Distribution names (as pip knows them) whose versions are recorded under "packages": the
+# common stack, then every engine's packages (its row in llem.config.engines).
+_STACK = (
     "torch",
     "transformers",
     "accelerate",
@@ -44,6 +46,7 @@ PACKAGES = (
     "nvidia-ml-py",
     "gguf",
 )
+PACKAGES = tuple(dict.fromkeys([*_STACK, *(p for row in ENGINES for p in row.packages)]))
 DEFAULT_CUDA_HOME = "/usr/local/cuda"
 NVCC_TIMEOUT_S = 5.0
 

@@ -9,6 +9,7 @@ reported as unavailable.
 from __future__ import annotations
 
 import functools
+import importlib
 import importlib.util
 import logging
 from collections.abc import Callable
@@ -17,10 +18,9 @@ from dataclasses import dataclass, field
 from llem.backends import sections
 from llem.backends.models import model_problem
 from llem.backends.random_weights import DEFAULT_MODEL_GROUP
-from llem.backends.vllm import preflight_problems as vllm_preflight_problems
-from llem.config.engines import INSTALL_HINTS, VLLM, backend_package
+from llem.config.engines import Engine, active_engine, install_hint
 from llem.config.model import ModelConfig
-from llem.config.schema import AttnImplementation, Device, ExperimentConfig
+from llem.config.schema import Device, ExperimentConfig
 from llem.errors import PreflightError
 from llem.measure import MeasurementSession
 from llem.measure.nvml import persistence_mode_off
@@ -121,15 +121,7 @@ def collect_problems(
             "use device=auto or device=cpu"
         )
     device = resolve_device(exp.device, has_cuda)
-    backend = exp.backend or "pytorch"
-    for package in sorted({backend_package(backend), "torch"}):
-        if importlib.util.find_spec(package) is None:
-            hint = f"; {INSTALL_HINTS[package]}" if package in INSTALL_HINTS else ""
-            problems.append(
-                f"backend={backend} needs the Python package '{package}' (not installed{hint})"
-            )
-    if backend == VLLM:
-        problems.extend(vllm_preflight_problems(sections(exp, VLLM), device, has_cuda))
+    problems.extend(engine_preflight(exp, active_engine(exp), device, has_cuda))
     problems.extend(memo.answer("model", exp.model, lambda: _model_problems(exp)))
     q = exp.quantization
     if (q.load_in_4bit or q.load_in_8bit) and importlib.util.find_spec("bitsandbytes") is None:
@@ -137,30 +129,28 @@ def collect_problems(
         problems.append(
             f"quantization.{which}=true needs bitsandbytes (pip install 'llem[quantization]')"
         )
-    attn = exp.pytorch.attn_implementation
-    if (
-        attn == AttnImplementation.flash_attention_2
-        and importlib.util.find_spec("flash_attn") is None
-    ):
-        problems.append(
-            "pytorch.attn_implementation=flash_attention_2 needs the flash-attn package"
-        )
-    if attn == AttnImplementation.flash_attention_3 and (
-        importlib.util.find_spec("flash_attn_interface") is None
-    ):
-        problems.append(
-            "pytorch.attn_implementation=flash_attention_3 needs the flash-attn-3 package"
-        )
-    if attn in (AttnImplementation.flash_attention_2, AttnImplementation.flash_attention_3) and (
-        device != "cuda"
-    ):
-        problems.append(
-            f"pytorch.attn_implementation={attn.value} needs a CUDA device (device={device})"
-        )
     problems.extend(memo.answer("dataset", exp.dataset, lambda: check_dataset(exp.dataset)))
     session = MeasurementSession(exp.measurement, torch_device_indices=None, device_type=device)
     problems.extend(session.preflight())
     problems.extend(gpu_preflight_problems(exp.gpu, exp.measurement.gpu_indices))
+    return problems
+
+
+def engine_preflight(exp: ExperimentConfig, row: Engine, device: str, has_cuda: bool) -> list[str]:
+    """The engine's packages (with its install hint), then its own pre-flight (its row's
+    ``preflight`` function, imported only here)."""
+    problems: list[str] = []
+    for package in sorted(row.packages):
+        if importlib.util.find_spec(package) is None:
+            hint = install_hint(package)
+            problems.append(
+                f"backend={row.name} needs the Python package '{package}' (not installed"
+                f"{'; ' + hint if hint else ''})"
+            )
+    if row.preflight:
+        module, function = row.preflight.split(":")
+        check = getattr(importlib.import_module(module), function)
+        problems.extend(check(sections(exp, row.name), device, has_cuda))
     return problems
 
 

@@ -30,6 +30,7 @@ from llem.backends.types import (
     ScheduledRequest,
     ServeOutput,
 )
+from llem.config.engines import active_engine
 from llem.config.schema import ExperimentConfig
 from llem.config.traffic import TrafficConfig, TrafficKind, edge_requests, is_open_loop
 from llem.figures.serving import Slo, request_records
@@ -191,8 +192,7 @@ def _knob(exp: ExperimentConfig, traffic: TrafficConfig, max_batch: int) -> tupl
     """The key that bounds the requests in flight, and its value."""
     if traffic.kind == TrafficKind.concurrency and traffic.max_concurrency is not None:
         return "traffic.max_concurrency", int(traffic.max_concurrency)
-    key = "vllm.max_num_seqs" if exp.backend == "vllm" else "pytorch.batch_size"
-    return key, max_batch
+    return active_engine(exp).concurrency_knob, max_batch
 
 
 def _rule(

@@ -4,7 +4,7 @@ torch takes its thread count from ``OMP_NUM_THREADS`` when it is imported, and l
 variable for their own reasons: joblib's (loky) workers get ``OMP_NUM_THREADS=1``, which left torch
 on one core of two although llem runs one point at a time. So llem chooses the count itself:
 
-- ``pytorch.num_threads`` when it is given;
+- the engine's threads knob (its row's ``threads_knob``: ``pytorch.num_threads``) when it is given;
 - otherwise the CPUs this process may use (its affinity; under SLURM at most the job's
   ``SLURM_CPUS_PER_TASK``) divided by the points the launcher runs at once on this host:
   1 for the in-process launcher and for SLURM (each job has its own CPUs); for joblib and
@@ -13,8 +13,9 @@ on one core of two although llem runs one point at a time. So llem chooses the c
 
 The inter-op pool gets the same count where torch still allows it (only once per process, before
 any parallel work); otherwise it stays as it is. Both counts, as torch reports them afterwards, go
-into ``hardware.torch_threads`` and ``hardware.torch_interop_threads``. The vllm backend's engine
-runs in its own processes with vLLM's threads: both are null there, with the reason.
+into ``hardware.torch_threads`` and ``hardware.torch_interop_threads``. An engine whose row has no
+threads knob runs its own threads (vLLM's engine, in its own processes): both are null there,
+with the reason its row gives.
 """
 
 from __future__ import annotations
@@ -25,15 +26,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from llem.config.engines import active_engine, value_of
 from llem.config.schema import ExperimentConfig
 from llem.result import RunResult
 
 log = logging.getLogger("llem.run")
-
-VLLM_REASON = (
-    "the vLLM engine runs in its own processes with vLLM's own CPU threads "
-    "(VLLM_CPU_OMP_THREADS_BIND on the CPU); llem does not set them"
-)
 
 _JOBLIB = "JoblibLauncher"
 _SUBMITIT_LOCAL = "submitit_launcher.LocalLauncher"
@@ -105,7 +102,7 @@ def _joblib_jobs(n_jobs: Any, cpus: int) -> int:
 
 
 def choose_threads(num_threads: int | None, cpus: int, at_once: int) -> int:
-    """``pytorch.num_threads``, else this process's share of the CPUs."""
+    """The threads knob's value (``pytorch.num_threads``), else this process's share of CPUs."""
     if num_threads:
         return int(num_threads)
     return max(cpus // max(at_once, 1), 1)
@@ -113,15 +110,17 @@ def choose_threads(num_threads: int | None, cpus: int, at_once: int) -> int:
 
 def settle_threads(exp: ExperimentConfig, hydra: Mapping[str, Any] | None = None) -> Threads:
     """Choose and set torch's threads for this run (see the module doc); what torch then uses."""
-    if exp.backend == "vllm":
-        return Threads(None, None, VLLM_REASON)
+    row = active_engine(exp)
+    if row.threads_knob is None:  # the engine runs its own threads (its row says why)
+        return Threads(None, None, row.threads_reason)
     if hydra is None:
         hydra = _hydra_node()
     cpus = usable_cpus()
     at_once, launcher = points_at_once(hydra, cpus)
-    n = choose_threads(exp.pytorch.num_threads, cpus, at_once)
-    if exp.pytorch.num_threads:
-        why = f"pytorch.num_threads={n}"
+    given = value_of(exp, row.threads_knob)
+    n = choose_threads(given, cpus, at_once)
+    if given:
+        why = f"{row.threads_knob}={n}"
     else:
         point = "point" if at_once == 1 else "points"
         why = f"{cpus} usable CPUs / {at_once} {point} at a time, {launcher} launcher"

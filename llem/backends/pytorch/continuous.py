@@ -56,7 +56,7 @@ from llem.backends.types import (
     ServeOutput,
     StepShare,
 )
-from llem.config.validate import continuous_batching_problems
+from llem.config.batching import continuous_batching_problems
 from llem.errors import ConfigError, RunError
 
 log = logging.getLogger(__name__)

@@ -7,8 +7,9 @@ knob value that drove it.
   the latency a server pays for its throughput (vLLM ``bench serve``'s view).
 * ``j_per_token_vs_concurrency.png``: J per output token against the mean running batch (both from
   the headline window), points labelled with the knob that bounds them
-  (``vllm.max_num_seqs``, ``pytorch.batch_size``, ``traffic.max_concurrency``, the rate); the
-  ML.ENERGY leaderboard's energy-per-token curve, on what ran rather than on the knob.
+  (an engine's concurrency knob, ``pytorch.batch_size`` or ``vllm.max_num_seqs``, then
+  ``traffic.max_concurrency``, the rate); the ML.ENERGY leaderboard's energy-per-token curve, on
+  what ran rather than on the knob.
 
 One series per combination of the other knobs. :func:`prepare_latency_throughput` and
 :func:`prepare_energy_concurrency` turn the summary into an :class:`XYPlot`; :func:`draw_xy` draws
@@ -25,6 +26,7 @@ from typing import Any
 
 import pandas as pd
 
+from llem.config.engines import ENGINES
 from llem.report.labels import knob_headers
 from llem.report.plots.common import PlotSkipped, fit_labels, floats, label_value, values
 from llem.report.plots.style import (
@@ -42,8 +44,7 @@ RATE_KNOB = "traffic.rate_per_s"
 #: knobs that bound how many requests are in flight: the concurrency plot labels its points with
 #: the first one that varies, and its series are the other knobs
 LOAD_KNOBS = (
-    "vllm.max_num_seqs",
-    "pytorch.batch_size",
+    *(row.concurrency_knob for row in ENGINES),  # each engine's (llem.config.engines)
     "traffic.max_concurrency",
     RATE_KNOB,
     "traffic.n_requests",
