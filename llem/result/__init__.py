@@ -7,6 +7,7 @@ from llem.result.figure import Figure
 from llem.result.generations import GENERATIONS_FILE, write_generations
 from llem.result.migrate import SCHEMA_VERSION, ResultFormatError, migrate
 from llem.result.model import RESULT_FILE, STATUSES, RunResult, write_record
+from llem.result.quality import Quality
 from llem.result.requests import REQUESTS_FILE, RequestRecord, read_requests, write_requests
 from llem.result.sections import (
     Compute,
@@ -52,6 +53,7 @@ __all__ = [
     "Lifecycle",
     "Memory",
     "Percentiles",
+    "Quality",
     "RequestRecord",
     "ResultFormatError",
     "RunResult",

@@ -23,6 +23,9 @@ Schema history:
      at once" (a generate batch of every prompt: vLLM offline). Version 4 files migrate keeping
      their meaning: their ITLs become ``itl_per_token_ms``; open-loop TTFT and e2e become the
      from-schedule figures; what they did not record is null with the reason.
+  6  ``quality``: the window's answers scored against their references (``llem.result.quality``;
+     null with the reason when the run's prompts had none). Version 5 files migrate: ``quality``
+     is null ("not recorded before result schema 6").
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from typing import Any
 
 from llem.version import __version__
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 # the sections schema 3 adds; older files have none of them
 SERVING_SECTIONS = ("traffic", "concurrency", "steady_state", "goodput")
@@ -60,6 +63,20 @@ def migrate(data: dict[str, Any]) -> dict[str, Any]:
         version = 4
     if version == 4:
         data = _migrate_4_to_5(data)
+        version = 5
+    if version == 5:
+        data = _migrate_5_to_6(data)
+    return data
+
+
+def _migrate_5_to_6(data: dict[str, Any]) -> dict[str, Any]:
+    data = dict(data)
+    data["schema_version"] = 6
+    data.setdefault("quality", None)
+    if data["quality"] is None:
+        reasons = dict(data.get("null_reasons") or {})
+        reasons.setdefault("quality", "not recorded before result schema 6")
+        data["null_reasons"] = reasons
     return data
 
 

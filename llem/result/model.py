@@ -26,6 +26,7 @@ from llem.atomic import atomic_write_text
 from llem.result.figure import Figure, read_figure, with_figures
 from llem.result.gpu import GpuSection
 from llem.result.migrate import SCHEMA_VERSION, ResultFormatError, migrate
+from llem.result.quality import Quality
 from llem.result.sections import (
     Compute,
     Energy,
@@ -80,6 +81,7 @@ class RunResult:
     steady_state: SteadyState | None = None
     goodput: Goodput | None = None
     gpu: GpuSection | None = None  # schema 4 (llem.result.gpu)
+    quality: Quality | None = None  # schema 6 (llem.result.quality); null: nothing was scored
     lifecycle: Lifecycle = field(default_factory=Lifecycle)
     sweep: SweepPosition | None = None
     null_reasons: dict[str, str] = field(default_factory=dict)

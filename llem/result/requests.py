@@ -10,7 +10,9 @@ is TTFT from the scheduled send) and whether it met every SLO (null: no SLO set)
 engine said which requests ran in each step and energy was measured, the request's share of the
 window's energy (``llem.figures.attribution``): ``energy_j`` with its worst-case ``bound_j``, its
 ``prefill_j`` and ``decode_j`` parts and ``j_per_output_token`` (null otherwise; the reason is
-``result.json``'s ``null_reasons["requests.energy_j"]``). The file is written atomically, like
+``result.json``'s ``null_reasons["requests.energy_j"]``); and, where the run's prompts had
+references, whether its answer was ``correct`` and what the scorer ``extracted`` from it
+(``llem.result.quality``). The file is written atomically, like
 result.json: a reader sees the whole file or none. Files written before the energy fields existed
 read with them null.
 """
@@ -52,6 +54,9 @@ class RequestRecord:
     decode_j: float | None = None
     bound_j: float | None = None  # worst-case bound of energy_j
     ttft_from_schedule_ms: float | None = None  # None: no scheduled send (or result schema < 5)
+    # the request's answer judged against its prompt's reference (None: the run scored nothing)
+    correct: bool | None = None
+    extracted: str | None = None  # what the scorer read from the answer (None: nothing)
 
 
 _FIELDS = tuple(f.name for f in dataclasses.fields(RequestRecord))
@@ -62,6 +67,8 @@ _OPTIONAL = (
     "decode_j",
     "bound_j",
     "ttft_from_schedule_ms",
+    "correct",
+    "extracted",
 )
 _REQUIRED = tuple(f for f in _FIELDS if f not in _OPTIONAL)
 
