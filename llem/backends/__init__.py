@@ -14,6 +14,7 @@ from typing import Any
 
 from llem.backends.types import Backend, BackendSections
 from llem.config.architectures import run_decoder
+from llem.config.dataset import scores
 from llem.config.engines import Engine, active_engine, engine, engines
 from llem.config.schema import ExperimentConfig
 from llem.config.traffic import TrafficKind
@@ -59,7 +60,8 @@ def sections(exp: ExperimentConfig, name: str | None = None) -> BackendSections[
         passthrough_kwargs=dict(exp.passthrough_kwargs),
         seed=exp.seed,
         run_seed=run_seed(exp),
-        save_outputs=exp.measurement.save_outputs,
+        # a scored run keeps its texts for scoring after the window (llem.runner.quality)
+        save_outputs=exp.measurement.save_outputs or scores(exp.dataset),
         serving=serves(exp, row.name),
     )
 

@@ -31,7 +31,7 @@ from llem.config.batching import (
 from llem.config.batching import (  # re-exported: its home before the engine table
     continuous_batching_problems as continuous_batching_problems,
 )
-from llem.config.dataset import chat_template_problems
+from llem.config.dataset import chat_template_problems, scoring_problems
 from llem.config.engines import engine_problems
 from llem.config.gpu import gpu_problems
 from llem.config.knobs import Knob, range_problems, section_class, show
@@ -217,6 +217,7 @@ def _dataset_problems(ds: DatasetConfig) -> list[str]:
     if ds.source == DatasetSource.synthetic and ds.input_tokens is None:
         p.append(f"{INPUT_TOKENS} is required for {DATASET_SOURCE}=synthetic")
     p.extend(chat_template_problems(ds))
+    p.extend(scoring_problems(ds))
     if ds.source == DatasetSource.jsonl and not ds.path:
         p.append(f"{DATASET_PATH} is required for {DATASET_SOURCE}=jsonl")
     return p

@@ -1,10 +1,12 @@
 """The built-in arithmetic task: problems with exact answers, generated from a seed.
 
 Each problem is one operation on whole numbers (``a + b``, ``a - b`` or ``a * b``), with its
-operands drawn from ranges that make a small model right on some and wrong on others: sums and
-differences of two-digit numbers, products of a two-digit and a one-digit number. The same seed
-always gives the same problems, so a run's task is reproducible from its configuration. Answers are
-scored with the ``number`` scorer.
+operands drawn from ranges that make a small model right on some and wrong on others: a number up
+to 20 plus or minus a one-digit number (never below zero), and the product of two one-digit
+numbers. The default model (SmolLM2-135M-Instruct) got 12 of 24 such problems right and 0 of 8
+with two-digit operands, so the task tells configurations apart instead of scoring 0 for all. The
+same seed always gives the same problems, so a run's task is reproducible from its
+configuration. Answers are scored with the ``number`` scorer.
 """
 
 from __future__ import annotations
@@ -24,8 +26,8 @@ class Problem:
 
 def _operands(rng: random.Random, op: str) -> tuple[int, int]:
     if op == "*":
-        return rng.randint(11, 99), rng.randint(2, 9)
-    a, b = rng.randint(10, 99), rng.randint(10, 99)
+        return rng.randint(2, 9), rng.randint(2, 9)
+    a, b = rng.randint(2, 20), rng.randint(1, 9)
     return (max(a, b), min(a, b)) if op == "-" else (a, b)
 
 

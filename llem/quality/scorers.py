@@ -95,3 +95,16 @@ def regex(answer: str, reference: str) -> Score:
 
 
 SCORERS: dict[str, Scorer] = {"exact": exact, "number": number, "choice": choice, "regex": regex}
+
+
+def reference_problem(scorer: str, reference: str) -> str | None:
+    """Why ``reference`` cannot be judged by ``scorer`` (None: it can): ``number`` needs a number
+    in it, ``regex`` a valid pattern."""
+    if scorer == "number" and read_number(reference) is None:
+        return f"reference {reference!r} holds no number (dataset.scorer=number)"
+    if scorer == "regex":
+        try:
+            re.compile(reference)
+        except re.error as exc:
+            return f"reference {reference!r} is not a regular expression ({exc})"
+    return None

@@ -43,6 +43,9 @@ from llem.config.dataset import (
     chat_template_problems,
 )
 from llem.errors import ConfigError
+from llem.quality import arithmetic
+from llem.quality.scorers import reference_problem
+from llem.quality.task import Task
 
 BUILTIN_RESOURCE = "prompts.jsonl"  # in llem/data/
 
@@ -55,6 +58,7 @@ __all__ = [
     "check_dataset",
     "load_prompts",
     "prepare_prompts",
+    "read_references",
 ]
 
 
@@ -64,24 +68,36 @@ class PromptSet:
     chat_template_applied: bool
 
 
-def prepare_prompts(cfg: DatasetConfig, tokenizer: Any) -> PromptSet:
-    """The configured prompts, through the tokenizer's chat template where ``chat_template`` says.
+def prepare_prompts(cfg: DatasetConfig, tokenizer: Any, task: Task | None = None) -> PromptSet:
+    """The configured prompts (``task``'s when the run is scored), through the tokenizer's chat
+    template where ``chat_template`` says; a task whose prompts are final (``Task.templated``:
+    lm-eval built them, its chat template included where ``chat_template`` says) is taken as is.
 
     Raises ``ConfigError`` as ``load_prompts`` does, and for ``chat_template=true`` with a
     tokenizer that has no chat template.
     """
-    prompts = load_prompts(cfg, tokenizer)
+    prompts = list(task.prompts) if task is not None else load_prompts(cfg, tokenizer)
+    if task is not None and task.templated:
+        return PromptSet(prompts, uses_chat_template(cfg, tokenizer))
+    if not uses_chat_template(cfg, tokenizer):
+        return PromptSet(prompts, False)
+    return PromptSet([_templated(p, tokenizer) for p in prompts], True)
+
+
+def uses_chat_template(cfg: DatasetConfig, tokenizer: Any) -> bool:
+    """Whether text prompts go through the tokenizer's chat template (never synthetic ones).
+    Raises ``ConfigError`` for ``chat_template=true`` with a tokenizer that has none."""
     mode = chat_template_mode(cfg.chat_template)
     if mode is ChatTemplate.false or _source(cfg) is DatasetSource.synthetic:
-        return PromptSet(prompts, False)
+        return False
     if not getattr(tokenizer, "chat_template", None):
         if mode is ChatTemplate.true:
             raise ConfigError(
                 "dataset.chat_template=true but the model's tokenizer has no chat template",
                 hint="use dataset.chat_template=auto or false, or a model with a chat template",
             )
-        return PromptSet(prompts, False)
-    return PromptSet([_templated(p, tokenizer) for p in prompts], True)
+        return False
+    return True
 
 
 def _templated(prompt: Prompt, tokenizer: Any) -> Prompt:
@@ -103,8 +119,13 @@ def load_prompts(cfg: DatasetConfig, tokenizer: Any = None) -> list[Prompt]:
     """
     source = _source(cfg)
     if source is DatasetSource.synthetic:
-        _check_n_prompts(cfg.n_prompts)
+        _check_n_prompts(cfg.n_prompts, source)
         return _synthetic(cfg, tokenizer)
+    if source is DatasetSource.arithmetic:
+        n = _check_n_prompts(cfg.n_prompts, source)
+        return [Prompt(text=p.prompt) for p in arithmetic.problems(n, cfg.seed)]
+    if source is DatasetSource.lm_eval:
+        raise ValueError("an lm_eval task's prompts come from the task (llem.runner.tasks)")
     if cfg.n_prompts is not None:
         _check_n_prompts(cfg.n_prompts)
     if source is DatasetSource.builtin:
@@ -138,30 +159,47 @@ def check_dataset(cfg: DatasetConfig) -> list[str]:
         source = _source(cfg)
     except ConfigError as exc:
         return exc.problems
-    problems: list[str] = []
-    try:
-        if cfg.n_prompts is not None or source is DatasetSource.synthetic:
-            _check_n_prompts(cfg.n_prompts)
-    except ConfigError as exc:
-        problems.extend(exc.problems)
+    problems = _count_problems(cfg, source)
+    if source in (DatasetSource.arithmetic, DatasetSource.lm_eval):
+        return problems  # generated prompts; an lm_eval task is checked in pre-flight
     if source is DatasetSource.synthetic:
         try:
             _check_input_tokens(cfg.input_tokens)
         except ConfigError as exc:
             problems.extend(exc.problems)
         return problems
+    return problems + _file_problems(cfg, source)
+
+
+def _count_problems(cfg: DatasetConfig, source: DatasetSource) -> list[str]:
+    counted = source in (DatasetSource.synthetic, DatasetSource.arithmetic)
+    try:
+        if cfg.n_prompts is not None or counted:
+            _check_n_prompts(cfg.n_prompts, source)
+    except ConfigError as exc:
+        return list(exc.problems)
+    return []
+
+
+def _file_problems(cfg: DatasetConfig, source: DatasetSource) -> list[str]:
+    """The built-in set's or the JSONL file's problems: too few prompts, missing references."""
     try:
         if source is DatasetSource.builtin:
             available, where = len(builtin_texts()), "the built-in set"
         else:
             available, where = len(_read_jsonl(_jsonl_path(cfg))), f"dataset.path={cfg.path}"
     except ConfigError as exc:
-        return problems + exc.problems
+        return list(exc.problems)
     if available == 0:
-        problems.append(f"{where} holds no prompts (every line is blank)")
-    elif problem := _too_many(cfg.n_prompts, available, where):
-        problems.append(problem)
-    return problems
+        return [f"{where} holds no prompts (every line is blank)"]
+    if problem := _too_many(cfg.n_prompts, available, where):
+        return [problem]
+    if source is DatasetSource.jsonl and cfg.scorer is not None:
+        try:
+            read_references(cfg)
+        except ConfigError as exc:
+            return list(exc.problems)
+    return []
 
 
 @lru_cache(maxsize=1)
@@ -183,10 +221,11 @@ def _source(cfg: DatasetConfig) -> DatasetSource:
         raise ConfigError(f"dataset.source={cfg.source} is not one of: {allowed}") from None
 
 
-def _check_n_prompts(n: Any) -> int:
+def _check_n_prompts(n: Any, source: DatasetSource | None = None) -> int:
     if n is None:
+        name = (source or DatasetSource.synthetic).value
         raise ConfigError(
-            "dataset.n_prompts=null (every prompt) does not apply to dataset.source=synthetic: "
+            f"dataset.n_prompts=null (every prompt) does not apply to dataset.source={name}: "
             "set the number of prompts to draw"
         )
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
@@ -259,7 +298,13 @@ def _read_jsonl(path: Path) -> list[str]:
 
 
 def _parse_lines(lines: Iterable[str], name: str) -> list[str]:
-    texts: list[str] = []
+    return [text for text, _, _ in _parse_records(lines, name)]
+
+
+def _parse_records(lines: Iterable[str], name: str) -> list[tuple[str, str | None, int]]:
+    """Each line's prompt, its ``reference`` (a string or a number; None when absent) and the
+    line's number."""
+    records: list[tuple[str, str | None, int]] = []
     for lineno, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -277,5 +322,36 @@ def _parse_lines(lines: Iterable[str], name: str) -> list[str]:
             raise ConfigError(f'{where}: "prompt" must be a string, not {type(text).__name__}')
         if not text.strip():
             raise ConfigError(f'{where}: "prompt" is empty')
-        texts.append(text)
-    return texts
+        reference = obj.get("reference")
+        if reference is not None and (
+            isinstance(reference, bool) or not isinstance(reference, (str, int, float))
+        ):
+            kind = type(reference).__name__
+            raise ConfigError(f'{where}: "reference" must be a string or a number, not {kind}')
+        records.append((text, None if reference is None else str(reference), lineno))
+    return records
+
+
+def read_references(cfg: DatasetConfig) -> list[str]:
+    """The ``reference`` of each of the run's JSONL prompts (``dataset.scorer`` set), in the order
+    ``load_prompts`` takes them. Raises ``ConfigError`` naming the first line without one."""
+    path = _jsonl_path(cfg)
+    try:
+        with path.open("r", encoding="utf-8") as fh:
+            records = _parse_records(fh, str(path))
+    except (UnicodeDecodeError, OSError):
+        _read_jsonl(path)  # raises the same ConfigError as loading the prompts does
+        raise
+    taken = records[: cfg.n_prompts]
+    missing = [lineno for _, ref, lineno in taken if ref is None]
+    if missing:
+        raise ConfigError(
+            f'dataset.scorer={cfg.scorer} needs a "reference" on every line of dataset.path='
+            f"{cfg.path}: {len(missing)} of its {len(taken)} prompts lack one (first: line "
+            f"{missing[0]})",
+            hint='add a "reference" to each line, or set dataset.scorer=null to measure unscored',
+        )
+    for _, ref, lineno in taken:
+        if ref is not None and (why := reference_problem(str(cfg.scorer), ref)):
+            raise ConfigError(f"dataset.path={cfg.path} line {lineno}: {why}")
+    return [ref for _, ref, _ in taken if ref is not None]

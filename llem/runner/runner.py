@@ -23,6 +23,7 @@ from llem.config.validate import config_hash
 from llem.measure import MeasurementSession
 from llem.measure.gpu_record import restore_leftovers
 from llem.measure.idle import IdleCache
+from llem.quality.task import Task
 from llem.result import ErrorInfo, RunResult, SweepPosition, utc_now, write_generations
 from llem.runner.assemble import (
     fill_compilations,
@@ -41,6 +42,7 @@ from llem.runner.preflight import preflight
 from llem.runner.prepare import prepare
 from llem.runner.progress import BatchProgress
 from llem.runner.prompts import prepare_prompts
+from llem.runner.quality import fill_quality
 from llem.runner.serving import (
     Served,
     ServePlan,
@@ -50,6 +52,7 @@ from llem.runner.serving import (
     plan,
     serve,
 )
+from llem.runner.tasks import load_task
 from llem.runner.threads import settle_threads
 from llem.runner.weights import fill_weights
 
@@ -64,6 +67,7 @@ class _Measured:
     passes: int
     n_prompts: int
     served: ServeOutput | None = None  # the workload, when the run served one (Backend.serve)
+    task: Task | None = None  # the scored prompts' task (None: nothing is scored)
 
 
 class Runner:
@@ -168,6 +172,7 @@ class Runner:
             fill_compute(result, loaded.shape, measured.outputs, exp, device, bandwidths)
             ran = Served(measured.outputs, measured.served, measured.n_prompts)
             fill_serving(result, exp, ran, session, backend, loaded, run_dir)
+            fill_quality(result, measured.task, ran, run_dir)  # after the window and its energy
             if exp.measurement.save_outputs:
                 write_generations(run_dir, measured.outputs, measured.n_prompts)
             session.write_timeseries(run_dir / "timeseries.csv")
@@ -190,7 +195,8 @@ class Runner:
     ) -> tuple[_Measured, dict[str, Any] | None]:
         """Prompts, warm-up and cool-down, then whole passes over the prompts inside the measured
         window; returns the batches and the allocator peaks over the window (CUDA only)."""
-        prompt_set = prepare_prompts(exp.dataset, loaded.tokenizer)
+        task = load_task(exp.dataset, loaded.tokenizer)
+        prompt_set = prepare_prompts(exp.dataset, loaded.tokenizer, task)
         result.workload.chat_template_applied = prompt_set.chat_template_applied
         # offline generate runs take traffic.n_requests too: the prompts cycled to that many
         batches = backend.batches(offline_requests(exp, prompt_set.prompts))
@@ -215,6 +221,7 @@ class Runner:
         compiled_before, calls_before = loaded.compilations(), loaded.forward_calls()
         measured = self._window(exp, backend, loaded, session, batches, serving)
         measured.n_prompts = len(prompt_set.prompts)
+        measured.task = task
         compiled_after = loaded.compilations()
         if compiled_before is not None and compiled_after is not None:
             life.compilations_in_window = compiled_after - compiled_before

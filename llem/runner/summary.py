@@ -2,6 +2,7 @@
 
 llem: m on cpu (float32): 16 requests, 908 output tokens in 33.22 s = 27.3 tokens/s
 energy: unavailable: no NVIDIA GPU/NVML (NVMLError_LibraryNotFound); CPU package energy: no RAPL ...
+quality: arithmetic accuracy 0.406 (95% 0.293-0.531, Wilson), 26/64 correct; J per correct ...
 result: outputs/2026-11-21/10-00-00/result.json
 
 In a sweep, an energy line that a point of the same sweep printed already is not printed again
@@ -69,6 +70,28 @@ def serving_line(result: RunResult) -> str | None:
     return ", ".join(parts)
 
 
+def quality_line(result: RunResult) -> str | None:
+    """One line on a scored run: the task's metric with its interval, the count, and J per
+    correct answer (with its bound) or why there is none."""
+    q = result.quality
+    if q is None:
+        return None
+    if q.value is None:
+        return f"quality: {q.task}: nothing scored ({result.null_reasons.get('quality.value')})"
+    interval = ""
+    if q.ci95_low is not None and q.ci95_high is not None:
+        method = q.interval_method.split(" ", 1)[0] or "interval"
+        interval = f" (95% {q.ci95_low:.3f}-{q.ci95_high:.3f}, {method})"
+    line = (
+        f"quality: {q.task} {q.metric} {q.value:.3f}{interval}, "
+        f"{q.n_correct}/{q.n_scored} correct; J per correct answer: "
+    )
+    if q.j_per_correct_answer is None:
+        return line + str(result.null_reasons.get("quality.j_per_correct_answer", "not measured"))
+    bound = q.j_per_correct_answer_uncertainty
+    return line + plain(q.j_per_correct_answer) + (f" ± {plain(bound)}" if bound else "") + " J"
+
+
 def _ms(value: float) -> str:
     """3 significant digits, never in exponent form (1790, 41.2, 0.512)."""
     return f"{value:.0f}" if value >= 100 else f"{value:.3g}"
@@ -107,5 +130,6 @@ def summary_line(result: RunResult, run_dir: Path) -> str:
         f"{result.latency.generate_s or 0.0:.2f} s = {rate or 0.0:.1f} tokens/s\n"
         + (f"{serving}\n" if serving else "")
         + (f"{energy}\n" if energy else "")
+        + (f"{quality}\n" if (quality := quality_line(result)) else "")
         + f"result: {Path(run_dir) / 'result.json'}"
     )
