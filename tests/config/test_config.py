@@ -38,7 +38,7 @@ def test_every_group_has_the_documented_options():
     assert _options("model") == ["hf", "smollm2-135m"]
     assert _options("decoder") == ["creative", "factual", "greedy", "standard"]
     assert _options("quantization") == ["bnb-4bit", "bnb-4bit-fp4", "bnb-8bit", "none"]
-    assert _options("dataset") == ["builtin", "jsonl", "synthetic"]
+    assert _options("dataset") == ["arithmetic", "builtin", "jsonl", "lm_eval", "synthetic"]
     assert _options("measurement") == ["default"]
     assert _options("traffic") == ["concurrency", "constant", "gamma", "offline", "poisson"]
     assert _options("backend") == ["pytorch", "vllm"]
@@ -49,6 +49,7 @@ def test_every_option_composes_into_the_typed_tree(group, option):
     extra = {
         ("model", "hf"): ["model.name_or_path=some/model"],
         ("dataset", "jsonl"): ["dataset.path=prompts.jsonl"],
+        ("dataset", "lm_eval"): ["dataset.task=gsm8k"],
         **{("traffic", kind): [*SERVE, "traffic.rate_per_s=8"] for kind in ("poisson", "constant")},
         ("traffic", "gamma"): [*SERVE, "traffic.rate_per_s=8", "traffic.burstiness=0.5"],
         ("traffic", "concurrency"): [*SERVE, "traffic.max_concurrency=4"],

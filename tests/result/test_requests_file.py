@@ -59,6 +59,8 @@ def test_records_round_trip_one_json_object_per_line(tmp_path: Path) -> None:
         "decode_j",
         "bound_j",
         "ttft_from_schedule_ms",
+        "correct",
+        "extracted",
     ]
     assert read_requests(tmp_path) == records
     # the write is atomic: nothing but the file is left beside it
