@@ -220,10 +220,12 @@ def test_every_shipped_preset_is_documented_and_cites_a_source() -> None:
         "batch_scaling",
         "batch_scaling_vllm",
         "decoding",
+        "decoding_quality",
         "energy_under_slo",
         "mlenergy",
         "peer_sweep",
         "quantization",
+        "quantization_quality",
         "serving_rate",
     ]
     for name in SHIPPED:
