@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from llem.backends import sections
+from llem.backends.pytorch.quiet import BNB_MATMUL_LOGGER, say_once
 from llem.backends.types import BackendSections
 from llem.config.model import Dtype
 from llem.config.pytorch import PyTorchConfig
@@ -52,6 +53,10 @@ def build_quantization_config(s: Sections) -> Any:
         return None
     from transformers import BitsAndBytesConfig
 
+    if q.load_in_8bit:
+        say_once(
+            BNB_MATMUL_LOGGER
+        )  # else a line per matmul on the CPU (llem.backends.pytorch.quiet)
     kwargs: dict[str, Any] = {"load_in_4bit": q.load_in_4bit, "load_in_8bit": q.load_in_8bit}
     if q.bnb_4bit_compute_dtype is not None:
         kwargs["bnb_4bit_compute_dtype"] = torch_dtype(q.bnb_4bit_compute_dtype)
