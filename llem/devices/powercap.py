@@ -13,8 +13,8 @@ Layout (``/sys/class/powercap``, every zone listed flat, sub-zones included):
   mapped registers (Intel clients with the processor thermal device). Adding both counts the
   package twice (CodeCarbon PR #950). llem keeps the MSR zone (``intel-rapl``): every RAPL
   machine has it, servers have no MMIO zone, and it carries the core/uncore/dram sub-zones, so
-  results from clients and servers come from the same counters. An MMIO zone is used only when
-  no MSR zone of the same name exists.
+  results from clients and servers come from the same counters. An MMIO zone (and its
+  sub-zones) is read only when no MSR zone lists the same package.
 - AMD: since Linux 5.11 (Zen 1/2, family 17h; 19h and 1Ah later) the same ``intel_rapl_msr``
   driver lists AMD sockets under the same names: ``intel-rapl:N`` named ``package-N`` with a
   ``core`` sub-zone; AMD has no ``dram`` and no ``psys`` zone. On multi-die parts (Threadripper,
@@ -165,17 +165,17 @@ def list_zones(root: Path, read_text: ReadText = read_file_text) -> list[Zone]:
     return zones
 
 
-def _why_not_added(zone: Zone, msr_names: set[str]) -> str | None:
+def _why_not_added(zone: Zone, msr_packages: set[int | None]) -> str | None:
     if zone.kind == "psys":
         return "psys is the platform, which already contains the packages: not added to them"
     if zone.kind in ("core", "uncore"):
         return f"{zone.kind} is inside package-{zone.package}: not added to it"
     if zone.kind not in ADDED_KINDS or zone.package is None:
         return f"zone named {zone.name!r} is not a package or DRAM domain: not added"
-    if zone.interface == "mmio" and zone.name in msr_names:
+    if zone.interface == "mmio" and zone.package in msr_packages:
         return (
-            f"the same {zone.name} as the MSR zone (intel-rapl) read instead: "
-            "adding both would count the package twice"
+            f"{zone.name} of package-{zone.package} again: the MSR zone (intel-rapl) read "
+            "instead; adding both would count it twice"
         )
     return None
 
@@ -189,11 +189,11 @@ def discover(
     if not zones:
         no_rapl = f"no RAPL on this machine: {root} has no intel-rapl zones"
         return Discovery(root, (), (), no_rapl)
-    msr_names = {z.name for z in zones if z.interface == "msr" and z.kind == "package"}
+    msr_packages = {z.package for z in zones if z.interface == "msr" and z.kind == "package"}
     chosen: list[Zone] = []
     skipped: list[SkippedZone] = []
     for zone in zones:
-        why = _why_not_added(zone, msr_names)
+        why = _why_not_added(zone, msr_packages)
         if why is None:
             chosen.append(zone)
         else:

@@ -77,6 +77,16 @@ def test_discovery_reads_packages_and_dram_and_says_why_others_are_left_out(serv
     assert "MSR zone (intel-rapl) read instead" in skipped["intel-rapl-mmio:0"]
 
 
+def test_mmio_sub_zones_of_a_package_read_through_msr_are_left_out(server):
+    root, _ = server
+    plant(root, "intel-rapl-mmio:0:0", "dram", 3, DRAM_MAX_UJ)
+    found = discover(root)
+    assert [z.domain for z in found.zones] == ["package-0", "dram-0", "package-1", "dram-1"]
+    assert all(z.interface == "msr" for z in found.zones)
+    skipped = {s.zone.path.name: s.why for s in found.skipped}
+    assert skipped["intel-rapl-mmio:0:0"].startswith("dram of package-0 again")
+
+
 def test_energy_per_domain_with_a_wrap_psys_core_and_mmio_not_added(server):
     root, f = server
     clock = Clock()
