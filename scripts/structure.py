@@ -33,6 +33,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("vocabulary", ["llem.backends.types", "llem.backends.base"]),
     ("result", ["llem.result", "llem.generations"]),
     ("figures", ["llem.figures", "llem.quality", "llem.compute", "llem.latency"]),
+    ("devices", ["llem.devices"]),
     ("measure", ["llem.measure"]),
     (
         "adapter",
