@@ -75,7 +75,7 @@ def _problems(task: str, include_path: str | None) -> list[tuple[type[LlemError]
             )
         ]
     cfg = _config(entry)
-    if cfg is None:  # a Python task without a yaml: checked when it is built
+    if cfg is None or "class" in cfg:  # a Python task: its type is checked when it is built
         return []
     found: list[tuple[type[LlemError], str]] = []
     output_type = cfg.get("output_type", GENERATE)

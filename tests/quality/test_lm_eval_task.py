@@ -200,11 +200,7 @@ def test_hub_dataset_in_the_datasets_cache_loads_offline(
 
 def test_loglikelihood_task_is_refused_with_the_reason(include: str) -> None:
     (problem,) = lm_eval_problems(CHOICE_TASK, include)
-    assert problem == (
-        f"dataset.task={CHOICE_TASK}: lm-eval scores this task by loglikelihood (output_type "
-        "multiple_choice), which generates no text, so there is no generation to measure; "
-        "allowed: tasks with output_type generate_until (e.g. gsm8k)"
-    )
+    assert problem == _refusal_of(CHOICE_TASK)
     with pytest.raises(ConfigError) as err:
         load_lm_eval_task(CHOICE_TASK, include, 3, None, None, False)
     assert err.value.exit_code == 2
@@ -218,6 +214,25 @@ def test_unknown_task_names_close_ones(include: str) -> None:
     assert "close names: llem_arith" in problem
     with pytest.raises(ConfigError):
         load_lm_eval_task("llem_arth", include, 3, None, None, False)
+
+
+def test_lm_eval_s_own_tasks_checked_without_their_data(include: str) -> None:
+    """lm-eval's own tasks: gsm8k's data is not in this test's datasets cache; a group and a
+    multiple-choice task are refused."""
+    (gsm8k,) = lm_eval_problems("gsm8k", include)
+    assert gsm8k.startswith("dataset.task=gsm8k: its dataset openai/gsm8k is not in this")
+    assert "datasets.load_dataset('openai/gsm8k', 'main')" in gsm8k
+    (group,) = lm_eval_problems("mmlu", include)
+    assert group.startswith("dataset.task=mmlu: lm-eval's mmlu is a group of several tasks")
+    assert _refusal_of("hellaswag") in lm_eval_problems("hellaswag", include)
+
+
+def _refusal_of(task: str) -> str:
+    return (
+        f"dataset.task={task}: lm-eval scores this task by loglikelihood (output_type "
+        "multiple_choice), which generates no text, so there is no generation to measure; "
+        "allowed: tasks with output_type generate_until (e.g. gsm8k)"
+    )
 
 
 def test_lm_eval_not_installed_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -298,10 +313,21 @@ def _lm_eval_scores(model_dir: Path, include: str, limit: int, shots: int, chat:
     )
 
 
+@pytest.fixture
+def one_thread() -> Any:
+    """One torch thread: on a shared CPU more threads spin and slow the peer test down."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("chat", [False, True], ids=["plain", "chat-template"])
 def test_peer_lm_eval_scores_the_same_greedy_generations(
-    smollm2: Path, include: str, chat: bool
+    smollm2: Path, include: str, chat: bool, one_thread: None
 ) -> None:
     from transformers import AutoTokenizer
 
