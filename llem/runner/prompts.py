@@ -44,6 +44,7 @@ from llem.config.dataset import (
 )
 from llem.errors import ConfigError
 from llem.quality import arithmetic
+from llem.quality.lm_eval_task import lm_eval_problems
 from llem.quality.scorers import reference_problem
 from llem.quality.task import Task
 
@@ -160,8 +161,10 @@ def check_dataset(cfg: DatasetConfig) -> list[str]:
     except ConfigError as exc:
         return exc.problems
     problems = _count_problems(cfg, source)
+    if source is DatasetSource.lm_eval and cfg.task:
+        return problems + lm_eval_problems(cfg.task, cfg.lm_eval_include)
     if source in (DatasetSource.arithmetic, DatasetSource.lm_eval):
-        return problems  # generated prompts; an lm_eval task is checked in pre-flight
+        return problems  # generated from the seed (an lm_eval task without a name: validation)
     if source is DatasetSource.synthetic:
         try:
             _check_input_tokens(cfg.input_tokens)

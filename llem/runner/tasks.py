@@ -12,9 +12,10 @@ from typing import Any
 from llem.config.dataset import DatasetConfig, DatasetSource, scores
 from llem.errors import ConfigError
 from llem.quality import arithmetic
+from llem.quality.lm_eval_task import load_lm_eval_task
 from llem.quality.scorers import SCORERS, Score
 from llem.quality.task import Task
-from llem.runner.prompts import load_prompts, read_references
+from llem.runner.prompts import load_prompts, read_references, uses_chat_template
 
 SCORER_PHRASES = {
     "exact": "exact: the whole answer equals the reference (case, spacing and outer "
@@ -39,7 +40,17 @@ def load_task(cfg: DatasetConfig, tokenizer: Any) -> Task | None:
         return _scored("arithmetic", scorer, load_prompts(cfg), refs)
     if source is DatasetSource.jsonl and cfg.scorer is not None:
         return _scored("jsonl", cfg.scorer, load_prompts(cfg), read_references(cfg))
-    raise ConfigError(f"dataset.source={source.value} cannot be scored yet")
+    if source is DatasetSource.lm_eval and cfg.task:
+        return load_lm_eval_task(
+            cfg.task,
+            cfg.lm_eval_include,
+            limit=cfg.n_prompts,
+            num_fewshot=cfg.num_fewshot,
+            tokenizer=tokenizer,
+            apply_chat_template=uses_chat_template(cfg, tokenizer),
+            seed=cfg.seed,
+        )
+    raise ConfigError(f"dataset.source={source.value} has nothing to score (dataset.task unset)")
 
 
 def _scored(name: str, scorer: str, prompts: list[Any], refs: list[str]) -> Task:

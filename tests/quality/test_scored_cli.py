@@ -79,3 +79,64 @@ def test_bad_scoring_input_is_one_line_with_its_exit_code(
     proc = run_llem(*_tiny(tiny_model_dir), *args, cwd=tmp_path)
     assert proc.returncode == code, output(proc)
     assert says in proc.stderr and "Traceback" not in proc.stderr, output(proc)
+
+
+DATA = Path(__file__).parent / "data"
+
+
+def _task_dir(tmp_path: Path, data_dir: Path = DATA) -> Path:
+    """lm-eval task yamls naming the test data (``data_dir``: where their data files are)."""
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    for name in ("llem_arith.yaml", "llem_arith_choice.yaml"):
+        text = (DATA / name).read_text().replace("DATA_DIR", str(data_dir))
+        (tasks / name).write_text(text)
+    return tasks
+
+
+def test_an_lm_eval_task_with_local_data_is_scored_like_the_builtin_one(
+    tiny_model_dir: Path, tmp_path: Path
+) -> None:
+    run_dir = tmp_path / "run"
+    proc = run_llem(
+        *_tiny(tiny_model_dir),
+        "dataset=lm_eval",
+        "dataset.task=llem_arith",
+        f"dataset.lm_eval_include={_task_dir(tmp_path)}",
+        "dataset.n_prompts=6",
+        "dataset.num_fewshot=2",
+        "decoder.max_new_tokens=4",
+        "measurement.warmup=0",
+        f"hydra.run.dir={run_dir}",
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, output(proc)
+    q = json.loads((run_dir / "result.json").read_text())["quality"]
+    assert (q["task"], q["n_scored"]) == ("lm_eval:llem_arith", 6)
+    assert q["metric"] == "exact_match,first-number"
+    assert any(x.startswith("quality: lm_eval:llem_arith ") for x in proc.stdout.splitlines())
+
+
+@pytest.mark.parametrize(
+    ("task", "moved", "code", "says"),
+    [
+        ("llem_arith_choice", False, 3, "by loglikelihood (output_type multiple_choice)"),
+        ("llem_arith", True, 3, "nowhere/arith_train.jsonl is not there"),
+    ],
+    ids=["loglikelihood", "missing-data"],
+)
+def test_an_lm_eval_task_that_cannot_be_measured_fails_preflight_in_one_line(
+    tiny_model_dir: Path, tmp_path: Path, task: str, moved: bool, code: int, says: str
+) -> None:
+    tasks = _task_dir(tmp_path, tmp_path / "nowhere" if moved else DATA)
+    proc = run_llem(
+        *_tiny(tiny_model_dir),
+        "dataset=lm_eval",
+        f"dataset.task={task}",
+        f"dataset.lm_eval_include={tasks}",
+        cwd=tmp_path,
+    )
+    assert proc.returncode == code, output(proc)
+    errors = [x for x in proc.stderr.splitlines() if x.startswith("error:")]
+    assert len(errors) == 1 and says in errors[0], output(proc)
+    assert "Traceback" not in proc.stderr
