@@ -40,7 +40,7 @@ SKIPS: list[tuple[str, tuple[str, ...]]] = [
     ("cluster", (r"slurm",)),
     ("server", (r"\.venv-vllm", r"\+backend=vllm", r"--vllm")),
     ("network", (r"pip install", r"wheels\.sh", r"scripts/setup\.sh")),
-    ("network", (r"=HuggingFaceTB/", r"=org/")),
+    ("network", (r"=HuggingFaceTB/", r"=org/", r"dataset\.task=gsm8k")),  # gsm8k: the hub's data
     ("yours", (r"<[a-z]", r"\bDIR\b", r"=/models/", r"my_prompts", r"trace\.csv", r"sweepA")),
     ("yours", (r"my_study", r"outputs/multirun/20")),
     ("slow", (r"bench/", r"pytest", r"test_oldest_stack")),
