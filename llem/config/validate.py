@@ -53,6 +53,11 @@ from llem.errors import ConfigError
 # Fields whose value does not change what is measured: left out of the config hash so that repeats
 # (and re-runs of the same point) group together.
 _HASH_EXCLUDED = ("repeat", "dry_run", "sweep")
+# keys added after results were first written, with their defaults: left out of the hash while
+# at them, so a sweep written before they existed still resumes (its points keep their hashes)
+_HASH_NEW_AT_DEFAULT: dict[str, dict[str, Any]] = {
+    "dataset": {"scorer": None, "task": None, "lm_eval_include": None, "num_fewshot": None},
+}
 
 
 def _key(dotted: str) -> str:
@@ -309,5 +314,9 @@ def config_hash(exp: ExperimentConfig) -> str:
         data.pop(key, None)
     if not any(v is not None for v in data.get("gpu", {}).values()):
         data.pop("gpu", None)  # a GPU left as it is: the hash of configs from before gpu.*
+    for section, defaults in _HASH_NEW_AT_DEFAULT.items():
+        for key, default in defaults.items():
+            if key in data.get(section, {}) and data[section][key] == default:
+                del data[section][key]
     blob = json.dumps(data, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]

@@ -223,6 +223,19 @@ def test_config_hash_ignores_repeat_but_not_knobs():
     assert config_hash(a) != config_hash(c)
 
 
+def test_configs_from_before_the_scoring_keys_keep_their_hashes():
+    # the hashes llem wrote before dataset.scorer, task, lm_eval_include and num_fewshot existed
+    # (main at a7daed3): a sweep written then still resumes
+    from llem.testing.cli import compose_tiny
+
+    model = Path("/nonexistent/m")
+    assert config_hash(to_experiment(compose_tiny(model))) == "2484b38f0a633719"
+    jsonl = compose_tiny(model, "dataset=jsonl", "dataset.path=p.jsonl")
+    assert config_hash(to_experiment(jsonl)) == "4158808c89150df5"
+    scored = compose_tiny(model, "dataset=jsonl", "dataset.path=p.jsonl", "dataset.scorer=exact")
+    assert config_hash(to_experiment(scored)) != "4158808c89150df5"
+
+
 def test_max_memory_takes_gpu_indices_and_cpu_from_the_command_line():
     exp = to_experiment(_compose("pytorch.max_memory={0:20GiB,cpu:64GiB}"))
     assert exp.pytorch.max_memory == {0: "20GiB", "cpu": "64GiB"}
