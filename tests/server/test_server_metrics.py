@@ -55,7 +55,7 @@ def test_llamacpp_text_is_parsed() -> None:
 
 def test_bad_text_is_a_clear_error() -> None:
     with pytest.raises(MetricsFormatError, match="bad value"):
-        parse_prometheus("vllm:num_requests_running{a=\"b\"} lots\n")
+        parse_prometheus('vllm:num_requests_running{a="b"} lots\n')
     with pytest.raises(MetricsFormatError, match="unclosed labels"):
         parse_prometheus('vllm:num_requests_running{a="b} 1\n')
 
