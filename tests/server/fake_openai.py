@@ -19,7 +19,7 @@ MODEL = "fake-model"
 class Plan:
     """What the fake answers: ``chunks`` are (delay before it in seconds, text, token ids or
     None); ``usage`` None leaves it out; ``fault`` one of None, "500", "bad_json", "cut",
-    "hang", "error_event"."""
+    "hang", "error_event", "drop"."""
 
     chunks: list[tuple[float, str, list[int] | None]] = field(
         default_factory=lambda: [(0.0, "a", None), (0.0, "b", None)]
@@ -60,16 +60,25 @@ async def _completions(request: web.Request) -> web.StreamResponse:
         if ids is not None:
             choice["token_ids"] = ids
         await response.write(_event({"choices": [choice]}))
+    await _end(request, response, plan)
+    return response
+
+
+async def _end(request: web.Request, response: web.StreamResponse, plan: Plan) -> None:
+    """The stream's end: the usage and [DONE], or the planted fault instead."""
     if plan.fault == "bad_json":
         await response.write(b'data: {"choices": [oops\n\n')
     if plan.fault == "error_event":
         await response.write(_event({"error": {"message": "engine died"}}))
     if plan.fault == "cut":
-        return response  # no usage, no [DONE]
+        return  # no usage, no [DONE]
+    if plan.fault == "drop":  # the server dies mid-stream: the connection is gone
+        assert request.transport is not None
+        request.transport.abort()
+        return
     if plan.usage is not None:
         await response.write(_event({"choices": [], "usage": plan.usage}))
     await response.write(_event("[DONE]"))
-    return response
 
 
 async def _models(request: web.Request) -> web.Response:

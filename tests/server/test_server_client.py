@@ -132,6 +132,7 @@ def test_non_2xx_names_the_status_and_the_bodys_start() -> None:
         ("bad_json", "malformed stream event"),
         ("cut", r"without \[DONE\]"),
         ("error_event", "error in stream"),
+        ("drop", "the connection failed"),
     ],
 )
 def test_a_malformed_stream_is_an_error(fault: str, match: str) -> None:
