@@ -5,12 +5,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
+import time
 from typing import Any
 
+import aiohttp
 import pytest
 
 from llem.backends.server.client import (
     ClientConfig,
+    HttpClient,
     HttpTimeline,
     ModelNotServed,
     ServerRequestError,
@@ -162,3 +165,21 @@ def test_errors_are_run_errors_and_closed_loop_serves_every_request() -> None:
     assert out.ttft_origin == "actual send"
     assert [t.request_id for t in out.requests] == [0, 1, 2, 3, 4]
     assert all(t.output_tokens == 2 for t in out.requests)
+
+
+def test_sent_s_is_stamped_at_the_send_not_at_arrival() -> None:
+    """``arrival_s`` (the TTFT origin the driver passes) planted 10 s in the past: ``sent_s`` is
+    the moment of sending, and TTFT from it is the fake's planted first-chunk delay."""
+
+    async def go() -> HttpTimeline:
+        async with fake_server(Plan(chunks=[(0.2, "a", None)])) as url:
+            cfg = ClientConfig(base_url=url, model=MODEL, max_tokens=1)
+            async with aiohttp.ClientSession() as session:
+                before = time.perf_counter()
+                t = await HttpClient(cfg, session).submit(_requests()[0], before - 10.0)
+                assert before <= t.sent_s < before + 0.1
+                return t
+
+    t = asyncio.run(go())
+    assert t.arrival_s == pytest.approx(t.sent_s - 10.0, abs=0.1)
+    assert t.first_token_s is not None and 0.2 <= t.first_token_s - t.sent_s < 0.45
