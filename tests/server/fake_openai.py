@@ -1,0 +1,112 @@
+"""An OpenAI-compatible server double (aiohttp.web, in-process on 127.0.0.1, a free port) whose
+answers the tests plant: the chunks and their delays, the usage, and each fault."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+MODEL = "fake-model"
+
+
+@dataclass
+class Plan:
+    """What the fake answers: ``chunks`` are (delay before it in seconds, text, token ids or
+    None); ``usage`` None leaves it out; ``fault`` one of None, "500", "bad_json", "cut",
+    "hang", "error_event", "drop"."""
+
+    chunks: list[tuple[float, str, list[int] | None]] = field(
+        default_factory=lambda: [(0.0, "a", None), (0.0, "b", None)]
+    )
+    usage: dict[str, int] | None = field(
+        default_factory=lambda: {"prompt_tokens": 4, "completion_tokens": 2}
+    )
+    fault: str | None = None
+    metrics: str | None = None  # /metrics text; None: 404
+    seen: list[dict[str, Any]] = field(default_factory=list)  # bodies and headers received
+
+
+PLAN = web.AppKey("plan", Plan)
+
+
+def _event(data: dict[str, Any] | str) -> bytes:
+    return f"data: {data if isinstance(data, str) else json.dumps(data)}\n\n".encode()
+
+
+async def _completions(request: web.Request) -> web.StreamResponse:
+    plan: Plan = request.app[PLAN]
+    body = await request.json()
+    plan.seen.append({"body": body, "headers": dict(request.headers), "path": request.path})
+    if body.get("model") != MODEL:
+        message = f"The model `{body.get('model')}` does not exist."
+        return web.json_response({"error": {"message": message, "code": 404}}, status=404)
+    if plan.fault == "500":
+        return web.Response(status=500, text="internal trouble: " + "x" * 400)
+    if plan.fault == "hang":
+        await asyncio.sleep(3600)
+    response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+    await response.prepare(request)
+    chat = request.path.endswith("/chat/completions")
+    for delay, text, ids in plan.chunks:
+        await asyncio.sleep(delay)
+        choice: dict[str, Any] = {"index": 0, "finish_reason": None}
+        choice.update({"delta": {"content": text}} if chat else {"text": text})
+        if ids is not None:
+            choice["token_ids"] = ids
+        await response.write(_event({"choices": [choice]}))
+    await _end(request, response, plan)
+    return response
+
+
+async def _end(request: web.Request, response: web.StreamResponse, plan: Plan) -> None:
+    """The stream's end: the usage and [DONE], or the planted fault instead."""
+    if plan.fault == "bad_json":
+        await response.write(b'data: {"choices": [oops\n\n')
+    if plan.fault == "error_event":
+        await response.write(_event({"error": {"message": "engine died"}}))
+    if plan.fault == "cut":
+        return  # no usage, no [DONE]
+    if plan.fault == "drop":  # the server dies mid-stream: the connection is gone
+        assert request.transport is not None
+        request.transport.abort()
+        return
+    if plan.usage is not None:
+        await response.write(_event({"choices": [], "usage": plan.usage}))
+    await response.write(_event("[DONE]"))
+
+
+async def _models(request: web.Request) -> web.Response:
+    return web.json_response({"object": "list", "data": [{"id": MODEL, "object": "model"}]})
+
+
+async def _metrics(request: web.Request) -> web.Response:
+    plan: Plan = request.app[PLAN]
+    if plan.metrics is None:
+        return web.Response(status=404, text="Not Found")
+    return web.Response(text=plan.metrics)
+
+
+@asynccontextmanager
+async def fake_server(plan: Plan) -> AsyncIterator[str]:
+    """Serve ``plan`` on 127.0.0.1 (a free port) and yield the base URL."""
+    app = web.Application()
+    app[PLAN] = plan
+    app.router.add_post("/v1/completions", _completions)
+    app.router.add_post("/v1/chat/completions", _completions)
+    app.router.add_get("/v1/models", _models)
+    app.router.add_get("/metrics", _metrics)
+    runner = web.AppRunner(app, shutdown_timeout=0.1)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        await runner.cleanup()

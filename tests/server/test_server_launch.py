@@ -1,0 +1,124 @@
+"""Launching a server command: readiness, early exit, timeout, and the whole process group
+gone on every way out (checked by pid)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from llem.backends.server.launch import (
+    LaunchedServer,
+    ServerLaunchError,
+    launch,
+    llamacpp_command,
+    vllm_command,
+)
+
+FAKE = Path(__file__).with_name("fake_launch_server.py")
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _server(tmp_path: Path, delay_s: float, mode: str = "ok", **kw: float) -> LaunchedServer:
+    port = _port()
+    command = [sys.executable, str(FAKE), str(port), str(delay_s), mode, str(tmp_path / "pids")]
+    return launch(command, f"http://127.0.0.1:{port}", tmp_path / "logs", **kw)
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def _pids(server: LaunchedServer, tmp_path: Path) -> list[int]:
+    assert server.pid is not None
+    return [server.pid, int((tmp_path / "pids").read_text())]
+
+
+def test_ready_after_a_delay_with_its_record_and_gone_after(tmp_path: Path) -> None:
+    with _server(tmp_path, delay_s=1.0) as server:
+        record = server.record
+        assert record is not None
+        assert record.launch_to_ready_s >= 1.0
+        assert record.version == "9.9.9" and record.version_reason is None
+        assert str(FAKE) in record.command_line
+        assert "fake server starting" in Path(record.log_path).read_text()
+        pids = _pids(server, tmp_path)
+        assert not any(_gone(p) for p in pids)
+    assert all(_gone(p) for p in pids)
+
+
+def test_exit_before_ready_is_an_error_with_the_logs_tail(tmp_path: Path) -> None:
+    server = _server(tmp_path, delay_s=0.2, mode="exit")
+    with pytest.raises(ServerLaunchError, match="exited with code 3") as err:
+        server.start()
+    assert "planted failure before ready" in str(err.value)
+    assert all(_gone(p) for p in _pids(server, tmp_path))
+
+
+def test_never_ready_times_out_and_is_stopped(tmp_path: Path) -> None:
+    server = _server(tmp_path, delay_s=0.0, mode="never", ready_timeout_s=1.5)
+    with pytest.raises(ServerLaunchError, match="not ready within ready_timeout_s=1.5"):
+        server.start()
+    assert all(_gone(p) for p in _pids(server, tmp_path))
+
+
+def test_group_gone_after_an_exception_inside(tmp_path: Path) -> None:
+    with pytest.raises(RuntimeError, match="planted"), _server(tmp_path, 0.0) as server:
+        pids = _pids(server, tmp_path)
+        raise RuntimeError("planted")
+    assert all(_gone(p) for p in pids)
+
+
+def test_group_gone_after_keyboard_interrupt_inside(tmp_path: Path) -> None:
+    with pytest.raises(KeyboardInterrupt), _server(tmp_path, 0.0) as server:
+        pids = _pids(server, tmp_path)
+        raise KeyboardInterrupt
+    assert all(_gone(p) for p in pids)
+
+
+def test_sigterm_ignoring_group_is_killed_after_grace(tmp_path: Path) -> None:
+    with _server(tmp_path, 0.0, mode="ignore_term", grace_s=1.0) as server:
+        pids = _pids(server, tmp_path)
+        t0 = time.monotonic()
+    assert time.monotonic() - t0 >= 1.0  # it waited out the grace period first
+    assert all(_gone(p) for p in pids)
+
+
+def test_presets_build_the_command_from_typed_keys_and_passthrough() -> None:
+    spec = vllm_command(
+        "m/dir",
+        8123,
+        dtype="float32",
+        max_num_seqs=4,
+        tensor_parallel_size=2,
+        cpu_kv_cache_gib=1,
+        passthrough={"enforce_eager": True, "max_model_len": 512, "skip": False},
+        python="py",
+    )
+    assert spec.command == (
+        *("py", "-m", "vllm.entrypoints.openai.api_server", "--model", "m/dir"),
+        *("--host", "127.0.0.1", "--port", "8123", "--dtype", "float32"),
+        *("--max-num-seqs", "4", "--tensor-parallel-size", "2"),
+        *("--enforce-eager", "--max-model-len", "512"),
+    )
+    assert spec.env == {"VLLM_CPU_KVCACHE_SPACE": "1"}
+    spec = llamacpp_command("a.gguf", 9000, passthrough={"n_ctx": 2048, "verbose": False})
+    assert spec.command[1:] == (
+        *("-m", "llama_cpp.server", "--model", "a.gguf", "--host", "127.0.0.1"),
+        *("--port", "9000", "--n_ctx", "2048", "--verbose", "False"),
+    )
+    with pytest.raises(ValueError, match="n_parallel=4"):
+        llamacpp_command("a.gguf", 9000, n_parallel=4)
