@@ -12,10 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from llem.config.schema import MeasurementConfig
 from llem.devices.cpu_affinity import package_coverage
 from llem.devices.cpu_energy import CpuEnergy
 from llem.measure.energy import WindowResult
+from llem.measure.energy_section import Counts
 from llem.measure.idle import IdleBaseline
+from llem.measure.sources import DISABLED, energy_mode
 from llem.result import Energy, Figure
 from llem.result.boundary import Boundary
 from llem.result.figure import read_figure, with_figures
@@ -100,16 +103,18 @@ def _coverage_note(packages: Sequence[str]) -> str | None:
 
 def boundary_section(
     window: WindowResult,
-    *,
-    boundary: str,
+    cfg: MeasurementConfig,
     energy: Energy,
     energy_reasons: Mapping[str, str],
     idle: IdleBaseline,
-    output_tokens: int,
-    cpu_disabled_reason: str | None = None,
+    counts: Counts,
 ) -> tuple[Boundary, dict[str, str]]:
-    """The window's ``Boundary`` and the null reasons of its figures (``boundary.X``)."""
+    """The window's ``Boundary`` (``cfg.boundary``) and the null reasons of its figures
+    (``boundary.X``); ``energy`` is the window's energy section, with its null reasons."""
+    boundary = str(getattr(cfg.boundary, "value", cfg.boundary))
     node = boundary == "node"
+    output_tokens = counts.output_tokens
+    cpu_disabled_reason = DISABLED if energy_mode(cfg) == "none" else None
     gpu = {
         "gpu": _plain(read_figure(energy, "energy", "total_j", energy_reasons)),
         **_cpu_figures(window.cpu, node, cpu_disabled_reason),

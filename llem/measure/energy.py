@@ -27,6 +27,7 @@ import logging
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 from llem.devices.cpu_energy import CpuEnergy, RaplReader
@@ -321,6 +322,11 @@ RAPL_READS_PER_INTERVAL = 4
 
 DEFAULT_RAPL_READ_EVERY_S = 30.0
 """How often RAPL is read inside a window when no counter states its range."""
+
+
+def open_rapl(root: str | Path, clock: Clock) -> RaplReader:
+    """The host's RAPL reader on the session clock (tests replace it to plant counters)."""
+    return RaplReader(root, clock=clock.now)
 
 
 def _rapl_read_every_s(rapl: RaplReader | None) -> float:

@@ -199,15 +199,8 @@ def build_measurement(
         warnings=warnings,
         cpu_disabled_reason=cpu_disabled_reason,
     )
-    bounds, boundary_reasons = boundary_section(
-        window,
-        boundary=str(getattr(cfg.boundary, "value", cfg.boundary)),
-        energy=energy,
-        energy_reasons=reasons,
-        idle=idle,
-        output_tokens=counts.output_tokens,
-        cpu_disabled_reason=cpu_disabled_reason,
-    )
+    bounds, boundary_reasons = boundary_section(window, cfg, energy, reasons, idle, counts)
+    reasons.update(boundary_reasons)
     none = _NoReadings(
         (no_gpu_reason or unavailable_reason or "no samples") if not window.samples else None
     )
@@ -227,13 +220,7 @@ def build_measurement(
         peak_device_used_mb=_peak_used(window, none),
         hardware=hardware(devices),
         devices=tuple(devices),
-        null_reasons={
-            **reasons,
-            **thermal_reasons,
-            **_device_reasons(devices),
-            **validity_reasons,
-            **boundary_reasons,
-        },
+        null_reasons={**reasons, **thermal_reasons, **_device_reasons(devices), **validity_reasons},
         window_s=window.window_s,
         memory_bandwidth_bytes_per_s=_bandwidth(devices),
         boundary=bounds,

@@ -35,7 +35,7 @@ from llem.config.schema import MeasurementConfig
 from llem.devices.cpu_energy import RaplReader
 from llem.devices.powercap import DEFAULT_POWERCAP_ROOT
 from llem.measure.devices import DeviceInfo
-from llem.measure.energy import EnergyMeter, PowerSource, SourceError, WindowResult
+from llem.measure.energy import EnergyMeter, PowerSource, SourceError, WindowResult, open_rapl
 from llem.measure.energy_section import Counts
 from llem.measure.idle import IdleBaseline, IdleCache, baseline_from_window
 from llem.measure.idle_store import IdleStore, cache_dir, hot_text, stored_baseline
@@ -79,11 +79,8 @@ class MeasurementSession:
     process (None: a cache of this session's own, so its baseline is measured afresh).
     ``idle_store`` keeps them across processes (None: ``idle_baselines.json`` in llem's cache
     directory, unless ``measurement.idle_cache_max_age_s`` is 0).
-    ``rapl`` reads the host's CPU packages and DRAM (None: a ``RaplReader`` of ``powercap_root``
-    on the session clock, built by ``open_rapl`` at ``start()``); it is read at the window's
-    edges and often enough in between that no counter wraps twice.
-    ``clock``, ``powercap_root``, ``rapl``, ``cuda_sync`` and ``env`` exist for tests and
-    benchmarks.
+    ``rapl`` reads the host's CPU packages and DRAM (None: ``open_rapl(powercap_root)`` at
+    ``start()``). ``clock``, ``powercap_root``, ``rapl``, ``cuda_sync`` and ``env`` are for tests.
     """
 
     def __init__(
@@ -162,9 +159,7 @@ class MeasurementSession:
         self.unavailable_reason = opened.unavailable_reason
         self.no_gpu_reason = opened.no_gpu_reason
         self.setup_warnings += opened.warnings
-        if energy_mode(self.cfg) == "none":
-            self._rapl = None
-        elif self._rapl is None:
+        if self._rapl is None and energy_mode(self.cfg) != "none":
             self._rapl = open_rapl(self._powercap_root, self.clock)
         for w in self.setup_warnings:
             log.warning("%s", w)
@@ -334,9 +329,6 @@ class MeasurementSession:
             ):
                 torch.cuda.synchronize(i)
 
-    def rapl(self) -> RaplReader | None:
-        return self._rapl
-
     # ------------------------------------------------------------------ results
     def measurement(self, output_tokens: int, requests: int, input_tokens: int = 0) -> Measurement:
         """The last window as result sections: energy with uncertainty bounds, thermal, hardware
@@ -400,11 +392,6 @@ class MeasurementSession:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
-
-
-def open_rapl(root: str | Path, clock: Clock) -> RaplReader:
-    """The host's RAPL reader on the session clock (tests replace this to plant counters)."""
-    return RaplReader(root, clock=clock.now)
 
 
 def _cell(value: float | None) -> str:
