@@ -15,6 +15,11 @@ class EnergySource(Enum):
     none = "none"
 
 
+class Boundary(Enum):
+    gpu = "gpu"
+    node = "node"
+
+
 @dataclass
 class MeasurementConfig:
     warmup: int = knob(
@@ -60,6 +65,13 @@ class MeasurementConfig:
     energy: EnergySource = knob(
         EnergySource.auto,
         doc="Energy source: auto is NVML on CUDA when it works, else unavailable with a reason.",
+        goes_to=LLEM,
+    )
+    boundary: Boundary = knob(
+        Boundary.gpu,
+        doc="What the energy covers: gpu (the GPUs the run uses) or node (those GPUs plus this "
+        "host's CPU packages and DRAM, read through RAPL over the same window and idle-adjusted "
+        "the same way). The result's boundary section names what is inside and outside.",
         goes_to=LLEM,
     )
     replay_trace: str | None = knob(

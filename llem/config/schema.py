@@ -19,7 +19,7 @@ from llem.config.dataset import ChatTemplate, DatasetConfig, DatasetSource
 from llem.config.decoder import DecoderConfig
 from llem.config.gpu import GPUConfig
 from llem.config.knobs import FROM_PRETRAINED, LLEM, knob, section
-from llem.config.measurement import EnergySource, MeasurementConfig
+from llem.config.measurement import Boundary, EnergySource, MeasurementConfig
 from llem.config.model import Dtype, ModelConfig
 from llem.config.pytorch import AttnImplementation, Batching, CacheImplementation, PyTorchConfig
 from llem.config.quantization import QuantizationConfig, QuantType
@@ -38,6 +38,7 @@ __all__ = [
     "DecoderConfig",
     "Device",
     "Dtype",
+    "Boundary",
     "EnergySource",
     "ExperimentConfig",
     "GPUConfig",

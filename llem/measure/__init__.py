@@ -3,7 +3,7 @@
 The public entry point is ``MeasurementSession`` (see ``llem.measure.session``). Modules, one
 concept each: ``nvml`` (reading a GPU), ``devices`` (torch index -> NVML device by UUID, memory
 bandwidth), ``sampler`` (the sampler thread and its clock), ``energy`` (the window's joules),
-``replay`` (a recorded trace as a power source), ``rapl`` (CPU package energy), ``throttle`` (clock
+``replay`` (a recorded trace as a power source), ``throttle`` (clock
 throttle reasons), ``energy_section`` and ``validity`` (the figures and the verdict on them),
 ``measurement`` (the frozen ``Measurement`` of a window, made of result sections), ``window`` (the
 context manager), ``idle`` (the idle baseline and the ``IdleCache`` a caller holds). Nothing here

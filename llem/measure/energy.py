@@ -27,10 +27,12 @@ import logging
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
+from llem.devices.cpu_energy import CpuEnergy, RaplReader
+from llem.devices.powercap import Snapshot
 from llem.measure import uncertainty
-from llem.measure.rapl import RaplMeter
 from llem.measure.sampler import Clock, Sample
 
 log = logging.getLogger(__name__)
@@ -139,6 +141,7 @@ class WindowResult:
     cpu_package_j: float | None
     cpu_null_reason: str | None
     other_processes: tuple[OtherProcess, ...] | None = None  # None: the source cannot tell
+    cpu: CpuEnergy | None = None  # each RAPL package and DRAM domain; None: RAPL not read
 
     @property
     def samples(self) -> list[Sample]:
@@ -148,9 +151,11 @@ class WindowResult:
 class EnergyMeter:
     """begin() at the window start, tick(now) from the sampler thread, end() at the window end."""
 
-    def __init__(self, source: PowerSource | None, rapl: RaplMeter | None, clock: Clock) -> None:
+    def __init__(self, source: PowerSource | None, rapl: RaplReader | None, clock: Clock) -> None:
         self.source = source
         self.rapl = rapl
+        self._snapshots: list[Snapshot] = []
+        self._read_every_s = _rapl_read_every_s(rapl)
         self.clock = clock
         self._lock = threading.Lock()
         self._ticks: list[tuple[float, tuple[Sample, ...]]] = []
@@ -206,16 +211,19 @@ class EnergyMeter:
         then the first sample. Returns the start instant."""
         self._note_processes()
         if self.rapl is not None:
-            self.rapl.begin()
+            self._snapshots = [self.rapl.snapshot()]
         self._start, self._start_counters = self._read_counters()
         self._sample(self.clock.now())
         return self._start
 
     def tick(self, now: float) -> None:
-        """Sampler callback: one sample per device, plus a RAPL poll (catches wraparounds)."""
+        """Sampler callback: one sample per device, plus a RAPL snapshot once the last one is
+        ``_read_every_s`` old (so no counter can wrap twice between two snapshots)."""
         self._sample(now)
-        if self.rapl is not None:
-            self.rapl.poll()
+        if self.rapl is not None and self._snapshots:
+            last = self._snapshots[-1].t_s
+            if self.rapl.clock() - last >= self._read_every_s:
+                self._snapshots.append(self.rapl.snapshot())
 
     def end(self, sampler_error: BaseException | None = None) -> WindowResult:
         """End edge, called once the sampler has stopped: the last sample, then the counters
@@ -230,10 +238,10 @@ class EnergyMeter:
             now, end_counters = self._read_counters()
         else:
             now = self.clock.now()
-        cpu_j: float | None = None
-        cpu_reason: str | None = "RAPL not used"
-        if self.rapl is not None:
-            cpu_j, cpu_reason = self.rapl.end()
+        cpu = self._cpu_energy()
+        package = None if cpu is None else cpu.total("package")
+        cpu_j = None if package is None else package.value_j
+        cpu_reason = "RAPL not used" if package is None else package.reason
         self._note_processes()
         with self._lock:
             ticks = tuple(sorted(self._ticks, key=lambda t: t[0]))
@@ -251,7 +259,15 @@ class EnergyMeter:
             cpu_package_j=cpu_j,
             cpu_null_reason=cpu_reason,
             other_processes=None if self._procs is None else tuple(self._procs.values()),
+            cpu=cpu,
         )
+
+    def _cpu_energy(self) -> CpuEnergy | None:
+        """Each RAPL domain's energy from the start snapshot to one taken now (None: not read)."""
+        if self.rapl is None or not self._snapshots:
+            return None
+        self._snapshots.append(self.rapl.snapshot())
+        return self.rapl.energy(*self._snapshots)
 
     def _device_energy(
         self,
@@ -299,6 +315,23 @@ class EnergyMeter:
                     DeviceEnergy(uuid, method, joules, None, uncertainty.combine(parts), parts)
                 )
         return tuple(out)
+
+
+RAPL_READS_PER_INTERVAL = 4
+"""Snapshots per ``max_read_interval_s``: a tick a little late still reads well within it."""
+
+DEFAULT_RAPL_READ_EVERY_S = 30.0
+"""How often RAPL is read inside a window when no counter states its range."""
+
+
+def open_rapl(root: str | Path, clock: Clock) -> RaplReader:
+    """The host's RAPL reader on the session clock (tests replace it to plant counters)."""
+    return RaplReader(root, clock=clock.now)
+
+
+def _rapl_read_every_s(rapl: RaplReader | None) -> float:
+    limit = None if rapl is None else rapl.max_read_interval_s()
+    return DEFAULT_RAPL_READ_EVERY_S if limit is None else limit / RAPL_READS_PER_INTERVAL
 
 
 def _counter_components(

@@ -52,6 +52,19 @@ class IdleBaseline:
     measured_at: str | None = None  # UTC, ISO 8601
     measured_clock_s: float | None = None
     age_s: float | None = None
+    # the host's RAPL domains over the same idle window, W by kind (package, dram); a kind that
+    # could not be read has its reason in cpu_null_reasons instead
+    cpu_power_w: Mapping[str, float] = field(default_factory=dict)
+    cpu_null_reasons: Mapping[str, str] = field(default_factory=dict)
+
+    def cpu_idle_w(self, kind: str) -> tuple[float | None, str | None]:
+        """The idle power (W) of the RAPL domains of ``kind``, or None and why."""
+        if kind in self.cpu_power_w:
+            return self.cpu_power_w[kind], None
+        why = self.cpu_null_reasons.get(kind) or self.null_reason
+        if why is None:
+            why = f"the idle baseline ({self.source.value}) holds no {kind} power"
+        return None, why
 
     def reused(self, now_s: float) -> IdleBaseline:
         age = None if self.measured_clock_s is None else now_s - self.measured_clock_s
@@ -85,6 +98,7 @@ def baseline_from_window(
         d.uuid: d.uncertainty_j / res.window_s for d in res.devices if d.uncertainty_j is not None
     }
     bound_w = sum(bounds.values()) if len(bounds) == len(res.devices) else None
+    cpu_w, cpu_why = cpu_idle_power(res)
     return IdleBaseline(
         power_w=sum(per_device.values()),
         temperature_c=temps,
@@ -96,7 +110,30 @@ def baseline_from_window(
         measured_at=measured_at,
         measured_clock_s=clock_s,
         age_s=0.0,
+        cpu_power_w=cpu_w,
+        cpu_null_reasons=cpu_why,
     )
+
+
+CPU_KINDS = ("package", "dram")
+
+
+def cpu_idle_power(res: WindowResult) -> tuple[dict[str, float], dict[str, str]]:
+    """The RAPL packages' and DRAM's mean power (W) over an idle window, or why not, by kind."""
+    powers: dict[str, float] = {}
+    reasons: dict[str, str] = {}
+    for kind in CPU_KINDS:
+        if res.cpu is None:
+            reasons[kind] = "RAPL was not read during the idle baseline"
+            continue
+        total = res.cpu.total(kind)
+        if total.value_j is None:
+            reasons[kind] = total.reason or "not measured"
+        elif res.cpu.duration_s <= 0:
+            reasons[kind] = "the idle window has no length"
+        else:
+            powers[kind] = total.value_j / res.cpu.duration_s
+    return powers, reasons
 
 
 CacheKey = tuple[str, tuple[str, ...]]

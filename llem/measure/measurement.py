@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from llem.config.schema import MeasurementConfig
+from llem.measure.boundary_section import boundary_section
 from llem.measure.devices import DeviceInfo
 from llem.measure.energy import WindowResult
 from llem.measure.energy_section import Counts, energy_section
@@ -23,6 +24,7 @@ from llem.measure.idle import IdleBaseline
 from llem.measure.throttle import decode_reasons, is_throttling, power_cap_shares, sort_reasons
 from llem.measure.validity import assess, temperature_rises_c
 from llem.result import Energy, Figure, Hardware, Thermal, Validity
+from llem.result.boundary import Boundary
 from llem.result.figure import with_figures
 
 
@@ -46,6 +48,7 @@ class Measurement:
     null_reasons: Mapping[str, str]
     window_s: float
     memory_bandwidth_bytes_per_s: float | None  # summed over the measured devices
+    boundary: Boundary  # what the energy covers, per component (llem.measure.boundary_section)
 
     def memory_bandwidth_by_torch_index(self) -> dict[int, float | None]:
         """Each measured CUDA device's peak memory bandwidth (bytes/s) by its torch index."""
@@ -196,6 +199,8 @@ def build_measurement(
         warnings=warnings,
         cpu_disabled_reason=cpu_disabled_reason,
     )
+    bounds, boundary_reasons = boundary_section(window, cfg, energy, reasons, idle, counts)
+    reasons.update(boundary_reasons)
     none = _NoReadings(
         (no_gpu_reason or unavailable_reason or "no samples") if not window.samples else None
     )
@@ -218,4 +223,5 @@ def build_measurement(
         null_reasons={**reasons, **thermal_reasons, **_device_reasons(devices), **validity_reasons},
         window_s=window.window_s,
         memory_bandwidth_bytes_per_s=_bandwidth(devices),
+        boundary=bounds,
     )

@@ -32,13 +32,14 @@ from pathlib import Path
 from typing import Any
 
 from llem.config.schema import MeasurementConfig
+from llem.devices.cpu_energy import RaplReader
+from llem.devices.powercap import DEFAULT_POWERCAP_ROOT
 from llem.measure.devices import DeviceInfo
-from llem.measure.energy import EnergyMeter, PowerSource, SourceError, WindowResult
+from llem.measure.energy import EnergyMeter, PowerSource, SourceError, WindowResult, open_rapl
 from llem.measure.energy_section import Counts
 from llem.measure.idle import IdleBaseline, IdleCache, baseline_from_window
 from llem.measure.idle_store import IdleStore, cache_dir, hot_text, stored_baseline
 from llem.measure.measurement import Measurement, build_measurement
-from llem.measure.rapl import DEFAULT_POWERCAP_ROOT, RaplMeter
 from llem.measure.sampler import Clock, RealClock
 from llem.measure.sources import DISABLED, energy_mode, open_source, preflight_problems
 from llem.measure.throttle import decode_reasons
@@ -78,7 +79,8 @@ class MeasurementSession:
     process (None: a cache of this session's own, so its baseline is measured afresh).
     ``idle_store`` keeps them across processes (None: ``idle_baselines.json`` in llem's cache
     directory, unless ``measurement.idle_cache_max_age_s`` is 0).
-    ``clock``, ``powercap_root``, ``cuda_sync`` and ``env`` exist for tests and benchmarks.
+    ``rapl`` reads the host's CPU packages and DRAM (None: ``open_rapl(powercap_root)`` at
+    ``start()``). ``clock``, ``powercap_root``, ``rapl``, ``cuda_sync`` and ``env`` are for tests.
     """
 
     def __init__(
@@ -89,6 +91,7 @@ class MeasurementSession:
         *,
         clock: Clock | None = None,
         powercap_root: str | Path = DEFAULT_POWERCAP_ROOT,
+        rapl: RaplReader | None = None,
         cuda_sync: Callable[[], None] | None = None,
         env: Mapping[str, str] | None = None,
         idle_cache: IdleCache | None = None,
@@ -121,7 +124,7 @@ class MeasurementSession:
         self.setup_warnings: list[str] = []
         self.idle = IdleBaseline(None, null_reason="session not started")
         self.last_window: WindowResult | None = None
-        self._rapl: RaplMeter | None = None
+        self._rapl: RaplReader | None = rapl
         self._started = False
         self._closed = False
 
@@ -156,8 +159,8 @@ class MeasurementSession:
         self.unavailable_reason = opened.unavailable_reason
         self.no_gpu_reason = opened.no_gpu_reason
         self.setup_warnings += opened.warnings
-        if energy_mode(self.cfg) != "none":
-            self._rapl = RaplMeter(self._powercap_root)
+        if self._rapl is None and energy_mode(self.cfg) != "none":
+            self._rapl = open_rapl(self._powercap_root, self.clock)
         for w in self.setup_warnings:
             log.warning("%s", w)
         self.idle = self._idle_baseline()
@@ -325,9 +328,6 @@ class MeasurementSession:
                 else range(torch.cuda.device_count())
             ):
                 torch.cuda.synchronize(i)
-
-    def rapl(self) -> RaplMeter | None:
-        return self._rapl
 
     # ------------------------------------------------------------------ results
     def measurement(self, output_tokens: int, requests: int, input_tokens: int = 0) -> Measurement:

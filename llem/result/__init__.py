@@ -3,6 +3,7 @@ sections and figures), ``generations.jsonl`` and ``requests.jsonl``. The only co
 writes run files.
 """
 
+from llem.result.boundary import Boundary
 from llem.result.figure import Figure
 from llem.result.generations import GENERATIONS_FILE, write_generations
 from llem.result.migrate import SCHEMA_VERSION, ResultFormatError, migrate
@@ -41,6 +42,7 @@ __all__ = [
     "RESULT_FILE",
     "SCHEMA_VERSION",
     "STATUSES",
+    "Boundary",
     "Compute",
     "Concurrency",
     "Energy",

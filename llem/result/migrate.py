@@ -24,8 +24,10 @@ Schema history:
      their meaning: their ITLs become ``itl_per_token_ms``; open-loop TTFT and e2e become the
      from-schedule figures; what they did not record is null with the reason.
   6  ``quality``: the window's answers scored against their references (``llem.result.quality``;
-     null with the reason when the run's prompts had none). Version 5 files migrate: ``quality``
-     is null ("not recorded before result schema 6").
+     null with the reason when the run's prompts had none); ``boundary``: what the energy covers
+     (``measurement.boundary``: the GPUs, or the node with its CPU packages and DRAM), what it
+     leaves out, and each component's energy (``llem.result.boundary``). Version 5 files
+     migrate: ``quality`` and ``boundary`` are null ("not recorded before result schema 6").
 """
 
 from __future__ import annotations
@@ -76,6 +78,11 @@ def _migrate_5_to_6(data: dict[str, Any]) -> dict[str, Any]:
     if data["quality"] is None:
         reasons = dict(data.get("null_reasons") or {})
         reasons.setdefault("quality", "not recorded before result schema 6")
+        data["null_reasons"] = reasons
+    data.setdefault("boundary", None)
+    if data["boundary"] is None:
+        reasons = dict(data.get("null_reasons") or {})
+        reasons.setdefault("boundary", "not recorded before result schema 6")
         data["null_reasons"] = reasons
     return data
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from llem.atomic import atomic_write_text
+from llem.result.boundary import Boundary
 from llem.result.figure import Figure, read_figure, with_figures
 from llem.result.gpu import GpuSection
 from llem.result.migrate import SCHEMA_VERSION, ResultFormatError, migrate
@@ -82,6 +83,7 @@ class RunResult:
     goodput: Goodput | None = None
     gpu: GpuSection | None = None  # schema 4 (llem.result.gpu)
     quality: Quality | None = None  # schema 6 (llem.result.quality); null: nothing was scored
+    boundary: Boundary | None = None  # schema 6 (llem.result.boundary): what the energy covers
     lifecycle: Lifecycle = field(default_factory=Lifecycle)
     sweep: SweepPosition | None = None
     null_reasons: dict[str, str] = field(default_factory=dict)

@@ -115,6 +115,7 @@ def fill_measurement(
     m = measurement
     result.energy, result.thermal, result.validity = m.energy, m.thermal, m.validity
     result.hardware = m.hardware
+    result.boundary = m.boundary  # what the energy covers (llem.measure.boundary_section)
     if m.window_s > 0:  # the window energy is measured over: tokens/s and J/token agree
         result.throughput.output_tokens_per_s = round(counts.output_tokens / m.window_s, 3)
         result.throughput.requests_per_s = round(counts.requests / m.window_s, 4)

@@ -92,7 +92,12 @@ def make_session(
 def assert_nulls_explained(m: Measurement) -> None:
     """Every null figure of a measurement has a reason (null with a reason, never 0); so does
     every missing bound of a bounded figure."""
-    sections = {"energy": m.energy, "thermal": m.thermal, "validity": m.validity}
+    sections = {
+        "energy": m.energy,
+        "thermal": m.thermal,
+        "validity": m.validity,
+        "boundary": m.boundary,
+    }
     for where, section in sections.items():
         for name, spec in figure_specs(type(section)).items():
             _assert_figure_explained(m.null_reasons, where, section, name, spec)

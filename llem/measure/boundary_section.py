@@ -1,0 +1,148 @@
+"""The ``boundary`` section of a measured window: what its energy covers, each component's figure.
+
+With ``measurement.boundary=gpu`` the components are the measured GPUs alone (``energy.total_j``);
+the CPU packages and DRAM are listed as outside and their figures are null with that reason. With
+``node`` the host's RAPL package and DRAM domains read over the same window join them; each
+component is idle-adjusted with its own idle power from the same idle window (see
+``llem.measure.idle``). A component that could not be read is null with the reason, and so is every
+total it belongs to: a total never leaves a part out silently.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from llem.config.schema import MeasurementConfig
+from llem.devices.cpu_affinity import package_coverage
+from llem.devices.cpu_energy import CpuEnergy
+from llem.measure.energy import WindowResult
+from llem.measure.energy_section import Counts
+from llem.measure.idle import IdleBaseline
+from llem.measure.sources import DISABLED, energy_mode
+from llem.result import Energy, Figure
+from llem.result.boundary import Boundary
+from llem.result.figure import read_figure, with_figures
+
+ALWAYS_OUTSIDE = (
+    "power supply losses (AC to DC conversion) of this host",
+    "fans, pumps and the rest of the chassis and cooling",
+    "network interfaces, switches and storage",
+    "other hosts (a client, a load balancer, other nodes of a job)",
+    "GPUs of this host that the run does not use",
+)
+CPU_OUTSIDE = (
+    "this host's CPU packages (measurement.boundary=gpu: read into energy.cpu_package_j, "
+    "not added)",
+    "this host's DRAM (measurement.boundary=gpu)",
+)
+OUTSIDE_GPU = "outside the boundary: measurement.boundary=gpu counts the GPUs only"
+COMPONENTS = ("gpu", "cpu_package", "dram")
+
+
+def _plain(f: Figure) -> Figure:
+    """``f`` without its bound (the boundary's figures carry none; the GPUs' is in ``energy``)."""
+    return Figure.of(f.value, f.null_reason)
+
+
+def _cpu_figures(
+    cpu: CpuEnergy | None, node: bool, disabled_reason: str | None
+) -> dict[str, Figure]:
+    out: dict[str, Figure] = {}
+    for name, kind in (("cpu_package", "package"), ("dram", "dram")):
+        if not node:
+            out[name] = Figure.null(OUTSIDE_GPU)
+        elif disabled_reason is not None:
+            out[name] = Figure.null(disabled_reason)
+        elif cpu is None:
+            out[name] = Figure.null("RAPL was not read in this window")
+        else:
+            total = cpu.total(kind)
+            out[name] = Figure.of(total.value_j, total.reason)
+    return out
+
+
+def _sum(parts: Mapping[str, Figure]) -> Figure:
+    """The parts' sum, or null naming each part that is null and why."""
+    missing = [f"{name}: {f.null_reason}" for name, f in parts.items() if f.value is None]
+    if missing:
+        return Figure.null("a component is null (" + "; ".join(missing) + ")")
+    return Figure(sum(float(f.value) for f in parts.values()))
+
+
+def _idle_adjusted(
+    energy_j: Figure, idle: IdleBaseline, kind: str, cpu: CpuEnergy | None
+) -> Figure:
+    if energy_j.value is None:
+        return energy_j
+    idle_w, why = idle.cpu_idle_w(kind)
+    if idle_w is None or cpu is None:
+        return Figure.null(f"no idle {kind} power: {why or 'RAPL was not read'}")
+    return Figure(float(energy_j.value) - idle_w * cpu.duration_s)
+
+
+def _per_token(energy_j: Figure, output_tokens: int) -> Figure:
+    if energy_j.value is None:
+        return energy_j
+    if output_tokens <= 0:
+        return Figure.null("no output tokens")
+    return Figure(float(energy_j.value) / output_tokens)
+
+
+def _domains(cpu: CpuEnergy | None, kind: str) -> list[str]:
+    if cpu is None:
+        return []
+    return [d.domain for d in cpu.domains if d.domain.startswith(kind + "-")]
+
+
+def _coverage_note(packages: Sequence[str]) -> str | None:
+    if not packages:
+        return None
+    numbers = [int(p.split("-", 1)[1]) for p in packages]
+    return package_coverage(numbers).note
+
+
+def boundary_section(
+    window: WindowResult,
+    cfg: MeasurementConfig,
+    energy: Energy,
+    energy_reasons: Mapping[str, str],
+    idle: IdleBaseline,
+    counts: Counts,
+) -> tuple[Boundary, dict[str, str]]:
+    """The window's ``Boundary`` (``cfg.boundary``) and the null reasons of its figures
+    (``boundary.X``); ``energy`` is the window's energy section, with its null reasons."""
+    boundary = str(getattr(cfg.boundary, "value", cfg.boundary))
+    node = boundary == "node"
+    output_tokens = counts.output_tokens
+    cpu_disabled_reason = DISABLED if energy_mode(cfg) == "none" else None
+    gpu = {
+        "gpu": _plain(read_figure(energy, "energy", "total_j", energy_reasons)),
+        **_cpu_figures(window.cpu, node, cpu_disabled_reason),
+    }
+    gpu_adjusted = _plain(read_figure(energy, "energy", "idle_adjusted_j", energy_reasons))
+    adjusted = {
+        "gpu": gpu_adjusted,
+        "cpu_package": _idle_adjusted(gpu["cpu_package"], idle, "package", window.cpu),
+        "dram": _idle_adjusted(gpu["dram"], idle, "dram", window.cpu),
+    }
+    inside = gpu if node else {"gpu": gpu["gpu"]}
+    total = _sum(inside)
+    adjusted_total = _sum({k: adjusted[k] for k in inside})
+    figures: dict[str, Figure | Mapping[str, Figure]] = {
+        **{f"{c}_j": gpu[c] for c in COMPONENTS},
+        "total_j": total,
+        **{f"{c}_idle_adjusted_j": adjusted[c] for c in COMPONENTS},
+        "idle_adjusted_j": adjusted_total,
+        **{f"{c}_j_per_output_token": _per_token(gpu[c], output_tokens) for c in COMPONENTS},
+        "j_per_output_token": _per_token(total, output_tokens),
+    }
+    packages = _domains(window.cpu, "package") if node else []
+    section = Boundary(
+        boundary=boundary,
+        gpus=[d.uuid for d in window.devices],
+        cpu_packages=packages,
+        cpu_packages_note=_coverage_note(packages),
+        dram=_domains(window.cpu, "dram") if node else [],
+        outside=list(ALWAYS_OUTSIDE) + ([] if node else list(CPU_OUTSIDE)),
+    )
+    return with_figures(section, "boundary", figures)

@@ -1,0 +1,48 @@
+"""result.json's ``boundary`` section (schema 6): what the run's energy covers and what it leaves
+out, with each component's energy.
+
+``boundary`` is ``measurement.boundary``: ``gpu`` (the GPUs the run uses) or ``node`` (those GPUs
+plus this host's CPU packages and DRAM, read through RAPL over the same window). ``gpus`` are the
+measured GPUs by UUID, ``cpu_packages`` and ``dram`` the RAPL domains read (package-N, dram-N;
+empty where none could be read), ``cpu_packages_note`` which packages the process may run on next
+to those read, ``outside`` one sentence per thing the figures leave out.
+
+Energy per component over the measured window (J, idle power included, as ``energy.total_j``):
+``gpu_j`` (``energy.total_j``), ``cpu_package_j``, ``dram_j`` and their sum ``total_j``; the
+``idle_adjusted`` figures subtract each component's idle power times the window, as
+``energy.idle_adjusted_j`` does for the GPUs; the ``j_per_output_token`` figures divide by the
+window's output tokens. A component outside the boundary, or that could not be read, is null with
+the reason in ``null_reasons["boundary.<field>"]``, and so is any total it would be part of. The
+GPUs' worst-case bounds are in the ``energy`` section; RAPL states none, so these carry none.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from llem.result.figure import figure, figure_specs
+
+
+@dataclass(frozen=True)
+class Boundary:
+    boundary: str = "gpu"  # gpu | node (measurement.boundary)
+    gpus: list[str] = field(default_factory=list)  # UUIDs measured
+    cpu_packages: list[str] = field(default_factory=list)  # RAPL domains read: package-N
+    cpu_packages_note: str | None = None  # the packages the process may run on
+    dram: list[str] = field(default_factory=list)  # RAPL domains read: dram-N
+    outside: list[str] = field(default_factory=list)  # what the figures leave out
+    gpu_j: float | None = figure()
+    cpu_package_j: float | None = figure()
+    dram_j: float | None = figure()
+    total_j: float | None = figure()
+    gpu_idle_adjusted_j: float | None = figure()
+    cpu_package_idle_adjusted_j: float | None = figure()
+    dram_idle_adjusted_j: float | None = figure()
+    idle_adjusted_j: float | None = figure()
+    gpu_j_per_output_token: float | None = figure()
+    cpu_package_j_per_output_token: float | None = figure()
+    dram_j_per_output_token: float | None = figure()
+    j_per_output_token: float | None = figure()
+
+
+figure_specs(Boundary)
