@@ -57,6 +57,7 @@ _HASH_EXCLUDED = ("repeat", "dry_run", "sweep")
 # at them, so a sweep written before they existed still resumes (its points keep their hashes)
 _HASH_NEW_AT_DEFAULT: dict[str, dict[str, Any]] = {
     "dataset": {"scorer": None, "task": None, "lm_eval_include": None, "num_fewshot": None},
+    "measurement": {"boundary": "gpu"},
 }
 
 

@@ -224,8 +224,8 @@ def test_config_hash_ignores_repeat_but_not_knobs():
 
 
 def test_configs_from_before_the_scoring_keys_keep_their_hashes():
-    # the hashes llem wrote before dataset.scorer, task, lm_eval_include and num_fewshot existed
-    # (main at a7daed3): a sweep written then still resumes
+    # the hashes llem wrote before dataset.scorer, task, lm_eval_include, num_fewshot and
+    # measurement.boundary existed (main at a7daed3): a sweep written then still resumes
     from llem.testing.cli import compose_tiny
 
     model = Path("/nonexistent/m")
@@ -234,6 +234,8 @@ def test_configs_from_before_the_scoring_keys_keep_their_hashes():
     assert config_hash(to_experiment(jsonl)) == "4158808c89150df5"
     scored = compose_tiny(model, "dataset=jsonl", "dataset.path=p.jsonl", "dataset.scorer=exact")
     assert config_hash(to_experiment(scored)) != "4158808c89150df5"
+    node = compose_tiny(model, "dataset=jsonl", "dataset.path=p.jsonl", "measurement.boundary=node")
+    assert config_hash(to_experiment(node)) != "4158808c89150df5"
 
 
 def test_max_memory_takes_gpu_indices_and_cpu_from_the_command_line():
