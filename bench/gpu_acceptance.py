@@ -47,6 +47,7 @@ from _verdict import Check, report
 from llem.testing import cli
 
 BATCHES = (1, 8, 64)
+GROUPS = ("batch", "small", "vllm", "quality", "boundary")  # --only picks among them
 MLENERGY_H100_VLLM = {8: 0.455, 64: 0.119}  # ML.ENERGY v3, Llama-3.1-8B, one H100, J/token
 
 
@@ -334,6 +335,11 @@ def main() -> int:
     ap.add_argument("--architecture", default="llama-3.1-8b", help="random-weight model")
     ap.add_argument("--small", default="smollm2-135m", help="model for the compile/4-bit rows")
     ap.add_argument("--out", type=Path, help="keep the run directories here")
+    ap.add_argument(
+        "--only",
+        default=",".join(GROUPS),
+        help=f"the groups of rows to run, comma-separated (default all: {','.join(GROUPS)})",
+    )
     ap.add_argument("overrides", nargs="*", help="extra llem overrides for every run")
     args = ap.parse_args()
 
@@ -358,12 +364,28 @@ def main() -> int:
     out.mkdir(parents=True, exist_ok=True)
     print(f"run directories under {out}")
 
-    by_batch = batch_sweep(out / "batch", base)
-    rows = [*counter_rows(by_batch), batch_row(by_batch)]
-    rows.append(power_limit_row(out / "power_limit", base, by_batch.get(64, {})))
-    rows.append(attribution_row(by_batch.get(64, {})))
-    rows.extend(small_model_rows(out / "small", small))
-    rows.append(vllm_row(out / "vllm", args.architecture))
+    only = set(args.only.split(","))
+    rows: list[Row] = []
+    if "batch" in only:
+        by_batch = batch_sweep(out / "batch", base)
+        rows += [*counter_rows(by_batch), batch_row(by_batch)]
+        rows.append(power_limit_row(out / "power_limit", base, by_batch.get(64, {})))
+        rows.append(attribution_row(by_batch.get(64, {})))
+    if "small" in only:
+        rows.extend(small_model_rows(out / "small", small))
+    if "vllm" in only:
+        rows.append(vllm_row(out / "vllm", args.architecture))
+    if only & {"quality", "boundary"}:
+        from gpu_rows import boundary_row, quality_row  # they build on this module's helpers
+
+        # the small model at batch 8, its answers capped at 32 tokens; each row picks its dataset
+        scored = [*common, f"model.architecture={args.small}", "pytorch.batch_size=8"]
+        scored += ["decoder.max_new_tokens=32", "measurement.sample_hz=50"]
+        scored += ["measurement.min_window_s=10"]
+        if "quality" in only:
+            rows.append(quality_row(out / "quality", scored))
+        if "boundary" in only:
+            rows.append(boundary_row(out / "boundary", scored))
     print_table(rows)
     checks = [Check(r.check, r.figure, r.target, r.ok) for r in rows if r.ok is not None]
     return 0 if report(checks) else 1
