@@ -8,8 +8,8 @@ what it was before (see ``llem.report.table``).
 of the runs' own 95% intervals (``quality.ci95_low``/``ci95_high``, by the run's
 ``interval_method``: Wilson's for a proportion). Repeats of one configuration answer the same
 prompts, so they do not narrow that interval: it says how far the task's sample of prompts pins
-the accuracy down, and the mean of the runs' intervals is each run's. ``J/correct`` is the mean of ``quality.j_per_correct_answer``, ``±``
-the 95% CI over repeats as J/tok has it.
+the accuracy down, and the mean of the runs' intervals is each run's. ``J/correct`` is the mean
+of ``quality.j_per_correct_answer``, ``±`` the 95% CI over repeats as J/tok has it.
 """
 
 from __future__ import annotations
