@@ -12,6 +12,7 @@ from report import quality_synth as qs
 from report import report_synth as synth
 
 from llem.report.build import build_report
+from llem.report.labels import figure_axis_label
 from llem.report.load import load_runs
 from llem.report.stats import summary_frame
 from llem.report.table import render_table
@@ -98,3 +99,15 @@ def test_a_narrow_table_drops_the_interval_before_the_accuracy(tmp_path: Path) -
     text = render_table(runs, summary_frame(runs), width=80)
     assert "acc %" in text and "(95% CI)" not in text.splitlines()[0]
     assert "75.0%" in text and "(63.0–84.0)" not in text
+
+
+@pytest.mark.parametrize(
+    ("key", "label"),
+    [
+        ("quality.value", "quality.value (proportion correct, 0-1)"),
+        ("quality.j_per_correct_answer", "quality.j_per_correct_answer (J/correct answer)"),
+        ("quality.correct_answers_per_kj", "quality.correct_answers_per_kj (correct answers/kJ)"),
+    ],
+)
+def test_a_searched_quality_figure_is_labelled_with_its_unit(key: str, label: str) -> None:
+    assert figure_axis_label(key) == label
