@@ -69,10 +69,15 @@ def quality_note(summary: pd.DataFrame) -> str | None:
     """What 'acc %' and 'J/correct' are, where they are shown."""
     if not has_quality(summary):
         return None
+    shown = any(not is_missing(v) for v in col(summary, f"{J_PER_CORRECT}.mean"))
+    per_answer = (
+        "; J/correct = the window's energy per correct answer (quality.j_per_correct_answer; "
+        "empty where no answer was correct or no energy was measured)"
+        if shown
+        else ""
+    )
     return (
         "acc % = answers judged correct (quality.value, mean of ok repeats) with the runs' own "
         "95% interval over their scored answers (quality.interval_method; in summary.csv where "
-        "not shown; repeats answer the same prompts, so they do not narrow it); J/correct = the "
-        "window's energy per correct answer (quality.j_per_correct_answer; empty where no answer "
-        "was correct or no energy was measured)"
+        "not shown; repeats answer the same prompts, so they do not narrow it)" + per_answer
     )

@@ -111,3 +111,17 @@ def test_a_narrow_table_drops_the_interval_before_the_accuracy(tmp_path: Path) -
 )
 def test_a_searched_quality_figure_is_labelled_with_its_unit(key: str, label: str) -> None:
     assert figure_axis_label(key) == label
+
+
+def test_scored_runs_without_energy_show_accuracy_and_no_energy_per_answer(tmp_path: Path) -> None:
+    def cpu(point: dict[str, Any]) -> dict[str, Any]:
+        result = qs.quality_result(0.25, (0.102, 0.495))
+        cpu_run = synth.ok_result(energy=False)
+        result.update(energy=cpu_run["energy"], validity=cpu_run["validity"])
+        return result
+
+    synth.write_sweep(tmp_path / "s", {"pytorch.batch_size": [1, 4]}, cpu)
+    runs = load_runs([tmp_path / "s"])
+    text = render_table(runs, summary_frame(runs), width=140)
+    assert "25.0% (10.2–49.5)" in text
+    assert "J/correct" not in text
