@@ -100,7 +100,11 @@ UNIT_ENDINGS = {
     "_c": "°C",
 }
 #: the parts of a ``X_per_Y`` figure name that read as units
-_PART_UNITS = {"j": "J", "wh": "Wh", "s": "s", "w": "W"}
+_PART_UNITS = {"j": "J", "kj": "kJ", "wh": "Wh", "s": "s", "w": "W"}
+#: figures whose name spells no unit, by key: the share of answers judged correct and its ends
+NAMED_UNITS = dict.fromkeys(
+    ("quality.value", "quality.ci95_low", "quality.ci95_high"), "proportion correct, 0-1"
+)
 #: the knob endings whose unit a plot's axis spells out ("gpu.power_limit_w (W)")
 KNOB_UNITS = {ending: UNIT_ENDINGS[ending] for ending in ("_w", "_mhz")}
 
@@ -109,6 +113,8 @@ def figure_unit(key: str) -> str | None:
     """The unit a result key's name spells: 'latency.ttft_ms.p90' → 'ms',
     'energy.j_per_output_token' → 'J/output token', 'throughput.output_tokens_per_s' →
     'output tokens/s'; None where the name has none."""
+    if key in NAMED_UNITS:
+        return NAMED_UNITS[key]
     parts = key.split(".")
     name = parts[-2] if parts[-1].startswith("p") and parts[-1][1:].isdigit() else parts[-1]
     if "_per_" in name:

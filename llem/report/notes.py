@@ -9,7 +9,7 @@ import pandas as pd
 
 from llem.report.cells import is_missing
 from llem.report.load import Runs
-from llem.report.stats import GPU, VALID, judged_invalid
+from llem.report.stats import GPU, N_INVALID, N_LEFT_OUT, VALID, judged_invalid
 
 DEFAULT_WIDTH = 100
 INVALID_MARK = "!"
@@ -91,3 +91,25 @@ def render_heading(runs: Runs, summary: pd.DataFrame) -> str:
         kinds = {str(v) for v in _col(summary, GPU) if not is_missing(v) and v != "unknown"}
         text += f" on {len(kinds)} kinds of hardware ({len(summary)} rows)"
     return text
+
+
+def _count(value: object) -> int:
+    return 0 if is_missing(value) else int(value)  # type: ignore[call-overload]
+
+
+def invalid_note(summary: pd.DataFrame) -> str | None:
+    """What the ``!`` marks mean: how many runs, left out or kept in."""
+    n_inv = sum(_count(v) for v in _col(summary, N_INVALID))
+    if not n_inv:
+        return None
+    n_out = sum(_count(v) for v in _col(summary, N_LEFT_OUT))
+    runs_text = f"{n_inv} run{'s' if n_inv != 1 else ''}"
+    if n_out:
+        return (
+            f"{INVALID_MARK} {runs_text} whose energy was judged invalid: {n_out} left out of "
+            "every figure of their row, tok/s too (n counts the runs used; --include-invalid "
+            "keeps them)"
+        )
+    return (
+        f"{INVALID_MARK} {runs_text} whose energy was judged invalid, kept in (--include-invalid)"
+    )

@@ -123,6 +123,18 @@ SERVING_METRICS = (
     "energy.j_per_prefill_token",
     "energy.j_per_decode_token",
 )
+#: schema 6's quality figures (issue 32): summarised where some run scored its answers
+QUALITY_METRICS = (
+    "quality.value",
+    "quality.ci95_low",
+    "quality.ci95_high",
+    "quality.n_scored",
+    "quality.n_correct",
+    "quality.n_unreadable",
+    "quality.j_per_correct_answer",
+    "quality.correct_answers_per_kj",
+    "quality.scoring_s",
+)
 #: the traffic a configuration served, as summary.csv columns (where runs recorded it)
 TRAFFIC_FIELDS = (
     "traffic.kind",
@@ -197,7 +209,9 @@ def summary_frame(runs: Runs, include_invalid: bool = False) -> pd.DataFrame:
     (what TTFT is measured from; runs with different origins are different rows); the statistics of
     :data:`SERVING_METRICS` some run has; and where some run has a steady state, ``window``,
     ``window.rule`` and the headline statistics ``headline.<figure>.<stat>``
-    (``llem.report.window``).
+    (``llem.report.window``). Scored runs (result schema 6) add the statistics of the quality
+    figures some run has (``QUALITY_METRICS``: ``quality.value``,
+    its interval's ends, ``quality.j_per_correct_answer`` with its ``bound_mean``, ...).
     """
     columns = _Columns(runs.frame)
     groups = configuration_groups(runs)
@@ -227,6 +241,7 @@ class _Columns:
         self._lists: dict[str, list[Any]] = {}
         self.metrics = [m for m in METRICS if m in frame.columns]
         self.metrics += [m for m in SERVING_METRICS if self.present(m)]
+        self.metrics += [m for m in QUALITY_METRICS if self.present(m)]  # schema 6
         #: metrics with per-run bounds in ``<metric>_uncertainty``
         self.bounded = {m for m in self.metrics if f"{m}{UNCERTAINTY_SUFFIX}" in frame.columns}
         #: the traffic columns some run has (the summary's traffic identity)

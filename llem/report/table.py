@@ -12,6 +12,8 @@ only when some row left runs out) and ``status`` (``ok ×3``, ``ok ×2, failed �
 knobs (kind, rate, closed-loop concurrency, less what the knob columns already say; only when some
 traffic is not offline), ``window`` (steady | whole, only when rows differ), ``conc`` (mean running
 batch) after J/tok, and ``good`` (% of requests meeting every SLO) and ``good tok/s`` after TTFT.
+Scored runs (result schema 6) add ``acc %`` with its 95% interval and ``J/correct`` after J/tok
+(``llem.report.quality_columns``).
 Where some run has a steady state, tok/s, J/tok and conc come from each configuration's window
 (``llem.report.window``) and a note says which. A ``!`` after J/tok marks a configuration with runs
 whose energy was judged invalid (left out of every figure of the row unless ``--include-invalid``);
@@ -72,10 +74,12 @@ from llem.report.load import Runs
 from llem.report.notes import (
     DEFAULT_WIDTH,
     INVALID_MARK,
+    invalid_note,
     render_heading,
     render_invalid,
     render_problems,
 )
+from llem.report.quality_columns import quality_columns, quality_note
 from llem.report.stats import BOUND_SUFFIX, GPU, N_INVALID, N_LEFT_OUT, N_USED
 from llem.report.student_t import t_quantile
 from llem.report.ttft import ttft_columns, ttft_note
@@ -216,7 +220,7 @@ def _used_column(summary: pd.DataFrame) -> list[_Column]:
 
 
 def _metric_columns(
-    summary: pd.DataFrame, with_ci: bool, with_bound: bool, mem: str | None
+    summary: pd.DataFrame, with_ci: bool, with_bound: bool, mem: str | None, interval: bool
 ) -> list[_Column]:
     invalid = [_count(v) for v in _col(summary, N_INVALID)]
     marks = [INVALID_MARK if n else " " for n in invalid] if any(invalid) else []
@@ -237,6 +241,7 @@ def _metric_columns(
         _figure_column(summary, "tok/s", toks, with_ci),
         _figure_column(summary, "J/tok", jtok_name, with_ci, marks),
         *bound,
+        *quality_columns(summary, interval, with_ci),
         *concurrency_column(summary),
         *ttft_columns(summary),
         *goodput_columns(summary),
@@ -273,7 +278,7 @@ def _fit(
     traffic = traffic_column(summary, knobs.keys)
     for short_paths, ci, with_traffic in FITS:
         columns = knobs.columns(short_paths) + (traffic if with_traffic else [])
-        columns += _metric_columns(summary, ci and has_ci, ci and bounded, mem)
+        columns += _metric_columns(summary, ci and has_ci, ci and bounded, mem, ci)
         if table_width(columns) <= width:
             said = []
             if short_paths and knobs.shortened():
@@ -284,7 +289,7 @@ def _fit(
             if traffic and not with_traffic:
                 said.append(f"traffic left out to fit {width} columns (traffic.* in summary.csv)")
             return _Layout([columns], [], ci, said)
-    rest = traffic + _metric_columns(summary, False, False, mem)
+    rest = traffic + _metric_columns(summary, False, False, mem, False)
     keys = knobs.columns(True)
     legend: list[str] = []
     if table_width(keys) > width // 2:  # too wide to repeat: the knobs go into a legend
@@ -330,7 +335,8 @@ def _notes(summary: pd.DataFrame, plus_minus: bool, has_ci: bool, mem: str | Non
     ttft = ttft_note(summary)
     if ttft:
         notes.append(ttft)
-    serving = [n for n in (window_note(summary), serving_note(summary)) if n]
+    below = (window_note(summary), serving_note(summary), quality_note(summary))
+    serving = [n for n in below if n]
     return (["; ".join(notes)] if notes else []) + serving
 
 
@@ -354,24 +360,6 @@ def _wide_note(summary: pd.DataFrame) -> str:
     return WIDE_NOTE.format(why="; ".join(parts) or "Student's t grows as repeats fall")
 
 
-def _invalid_note(summary: pd.DataFrame) -> str | None:
-    """What the ``!`` marks mean: how many runs, left out or kept in."""
-    n_inv = sum(_count(v) for v in _col(summary, N_INVALID))
-    if not n_inv:
-        return None
-    n_out = sum(_count(v) for v in _col(summary, N_LEFT_OUT))
-    runs_text = f"{n_inv} run{'s' if n_inv != 1 else ''}"
-    if n_out:
-        return (
-            f"{INVALID_MARK} {runs_text} whose energy was judged invalid: {n_out} left out of "
-            "every figure of their row, tok/s too (n counts the runs used; --include-invalid "
-            "keeps them)"
-        )
-    return (
-        f"{INVALID_MARK} {runs_text} whose energy was judged invalid, kept in (--include-invalid)"
-    )
-
-
 def render_table(runs: Runs, summary: pd.DataFrame, width: int = DEFAULT_WIDTH) -> str:
     """The table, a legend when needed, and a footnote; at most ``width`` columns wide."""
     mem = memory_field(summary)
@@ -391,7 +379,7 @@ def render_table(runs: Runs, summary: pd.DataFrame, width: int = DEFAULT_WIDTH) 
     columns = [c for part in layout.parts for c in part]
     if _wide_shown(columns):
         lines += textwrap.wrap(_wide_note(summary), width=width, subsequent_indent="  ")
-    invalid = _invalid_note(summary)
+    invalid = invalid_note(summary)
     if invalid:
         lines += textwrap.wrap(invalid, width=width, subsequent_indent="  ")
     return "\n".join(lines)

@@ -65,7 +65,7 @@ def needs_energy(key: str) -> bool:
         leaf.endswith("_j")
         or leaf.startswith(("j_per_", "wh_per_"))
         or "power_w" in leaf
-        or leaf.endswith("_per_j")
+        or leaf.endswith(("_per_j", "_per_kj"))
     )
 
 

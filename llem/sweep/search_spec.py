@@ -5,7 +5,10 @@ anything runs: an objective or a constraint that names no numeric figure of resu
 (``llem.result.keys``), a constraint that does not read ``KEY OP NUMBER``, a budget below 1 or an
 unknown direction or sampler is a ``ConfigError`` (exit 2) naming the key. ``check_energy`` turns
 an objective or constraint on energy into the same error where the run's device can measure
-none (a CPU without a replay trace), naming the keys that can be measured there.
+none (a CPU without a replay trace), naming the keys that can be measured there; ``check_quality``
+does the same for a ``quality.*`` key where the run's dataset scores no answer (``dataset=builtin``,
+``synthetic``, a JSONL without ``dataset.scorer``): such a run has a null quality section, and a
+trial without the figure is infeasible with its reason (``llem.sweep.search_verdict``).
 
 A constraint's value for the sampler (Optuna's convention: <= 0 is met) is the relative excess
 over its bound, so that constraints in ms and in fractions weigh alike in how far a trial missed.
@@ -171,4 +174,23 @@ def check_energy(spec: SearchSpec, why_none: str | None) -> None:
         f"{role}: {wanted[0]} needs measured energy, and {why_none} (allowed here: figures "
         f"without energy, such as {shown}; or measurement.energy=replay with "
         "measurement.replay_trace)"
+    )
+
+
+QUALITY_PREFIX = "quality."
+
+
+def check_quality(spec: SearchSpec, why_none: str | None) -> None:
+    """A ConfigError when the search reads a ``quality.*`` figure and ``why_none`` says the
+    run's dataset scores no answer."""
+    if why_none is None:
+        return
+    wanted = [k for k in spec.keys if k.startswith(QUALITY_PREFIX)]
+    if not wanted:
+        return
+    role = "hydra.sweeper.objective" if wanted[0] == spec.objective else "hydra.sweeper.constraints"
+    raise ConfigError(
+        f"{role}: {wanted[0]} needs scored answers, and {why_none} (allowed: dataset=arithmetic, "
+        "dataset=lm_eval with dataset.task, or dataset=jsonl with a reference per line and "
+        "dataset.scorer)"
     )

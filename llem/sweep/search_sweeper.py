@@ -10,7 +10,8 @@ itself is ``llem.sweep.search.Search``; ``search.json`` (``llem.sweep.search_fil
 after every trial.
 
 Before anything runs, an objective or constraint on energy where the device measures none (a CPU
-without a replay trace) stops the search with exit 2. A dry run prints the declaration, the space
+without a replay trace), or on quality where the dataset scores no answer, stops the search with
+exit 2. A dry run prints the declaration, the space
 and the first point's pre-flight checks.
 
 Resume: the same command again tells the search every finished trial of it in the sweep directory
@@ -39,7 +40,7 @@ from llem.sweep.planner import Planner
 from llem.sweep.progress import SweepProgress
 from llem.sweep.search import Proposal, Search, import_optuna
 from llem.sweep.search_results import number, resume, summary, verdict_of
-from llem.sweep.search_spec import SearchSpec, check_energy, make_spec
+from llem.sweep.search_spec import SearchSpec, check_energy, check_quality, make_spec
 from llem.sweep.search_verdict import judge
 from llem.sweep.sweeper import GridSweeper, GridSweeperConf
 
@@ -83,6 +84,28 @@ def energy_unavailable(cfg: DictConfig, has_cuda: bool, local: bool) -> str | No
         why = "device=cpu" if device.endswith("cpu") else "device=auto finds no CUDA GPU here"
         return f"{why}, where NVML measures nothing"
     return None
+
+
+#: the datasets whose answers are scored whatever their scorer (``dataset.source``)
+_SCORED_SOURCES = ("arithmetic", "lm_eval")
+
+
+def quality_unavailable(cfg: DictConfig, swept: list[str]) -> str | None:
+    """Why a run of ``cfg`` scores no answer, so has no quality section (None: it may score,
+    or the dataset is searched over and some point may). The same rule as the dataset's config:
+    the built-in task and lm-eval tasks are scored, a JSONL file where it names a scorer."""
+    if any(k == "dataset" or k.startswith("dataset.") for k in swept):
+        return None
+    dataset = cfg.get("dataset")
+    if dataset is None:
+        return "the run has no dataset section"
+    source = str(dataset.get("source", "builtin")).rsplit(".", 1)[-1]
+    if source in _SCORED_SOURCES:
+        return None
+    if source == "jsonl" and dataset.get("scorer") is not None:
+        return None
+    scorer = "" if source != "jsonl" else " without dataset.scorer"
+    return f"dataset.source={source}{scorer} scores no answer"
 
 
 def drawn_seed(cfg: DictConfig) -> int | None:
@@ -150,6 +173,7 @@ class SearchSweeper(GridSweeper):
         cfg = planner.compose(0, first)
         on_this_machine = local or runs_here(self.launcher)
         check_energy(spec, energy_unavailable(cfg, planner.has_cuda, on_this_machine))
+        check_quality(spec, quality_unavailable(cfg, space.keys))
         search = Search(spec, space, confirm=self.confirm, traffic_seed=drawn_seed(cfg))
         if settings.dry_run:
             self._started(sweep_dir, None)

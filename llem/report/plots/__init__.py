@@ -10,6 +10,8 @@ labels drawn, a frozen dataclass) and then drawn on matplotlib's Agg canvas (no 
   sweep, ``j_per_token_vs_concurrency.png`` where runs recorded the concurrency that ran.
 * :mod:`.search`: ``search_trials.png`` where the directory holds a search (``search.json``): the
   objective against the trial number, infeasible trials marked, the best feasible so far.
+* :mod:`.quality`: ``quality_pareto.png`` where runs scored their answers (result schema 6):
+  accuracy against J per correct answer, the front (accuracy up, energy down) labelled.
 * :mod:`.attribution`: ``request_energy_vs_output.png`` and ``request_energy_vs_input.png`` where
   runs recorded each request's energy (requests.jsonl), one colour per configuration.
 
@@ -58,6 +60,7 @@ from llem.report.plots.pareto import (
     pareto_front,
     prepare_pareto,
 )
+from llem.report.plots.quality import QUALITY_PLOT, prepare_quality_pareto
 from llem.report.plots.search import SEARCH_PLOT, SearchPlot, draw_search, prepare_search_plot
 from llem.report.plots.serving import (
     RATE_KNOB,
@@ -74,6 +77,7 @@ from llem.report.plots.timeline import (
     read_timeseries,
     timeline_figure,
 )
+from llem.report.quality_columns import has_quality
 from llem.report.search import find_search
 from llem.report.stats import GPU
 from llem.report.window import CONC, headline
@@ -107,6 +111,7 @@ OWN_PATTERNS = (
     "tpot_p90_vs_throughput.png",
     "request_energy_vs_*.png",
     SEARCH_PLOT,
+    QUALITY_PLOT,
 )
 
 CONCURRENCY_PLOT = "j_per_token_vs_concurrency.png"
@@ -206,6 +211,8 @@ def prepare_all(runs: Runs, summary: pd.DataFrame) -> PlotSet:
     elif pareto:
         out.add("pareto.png", prepare_pareto, summary, series, hollow, hollow_toks)
     _serving(runs, summary, series, has_energy, out)
+    if len(summary) >= 2 and has_quality(summary):  # llem.report.plots.quality
+        out.add(QUALITY_PLOT, prepare_quality_pareto, summary, series)
     out.plots += request_plots(runs)
     if runs.n_runs == 1:
         _single_run(runs, out)

@@ -65,10 +65,12 @@ class ParetoPoint:
     y: float  # J/token
     xerr: float
     yerr: float
+    xerr_low: float | None = None  # an interval that is not symmetric: the bar below x
 
     @property
     def xlow(self) -> float:
-        return min(self.xerr, max(self.x, 0.0))
+        below = self.xerr if self.xerr_low is None else self.xerr_low
+        return min(below, max(self.x, 0.0))
 
     @property
     def ylow(self) -> float:
@@ -77,7 +79,8 @@ class ParetoPoint:
     @property
     def cut(self) -> bool:
         """Whether a CI bar reached below zero and was cut there."""
-        return self.xlow < self.xerr or self.ylow < self.yerr
+        below = self.xerr if self.xerr_low is None else self.xerr_low
+        return self.xlow < below or self.ylow < self.yerr
 
 
 @dataclass(frozen=True)
@@ -95,9 +98,12 @@ class ParetoPlot:
     window: str | None = None  # which window the figures come from (``llem.report.window``)
     xlabel: str = METRIC_LABELS[TOKS][0] + "  →  faster"
     ylabel: str = METRIC_LABELS[JTOK][0] + "  ↓  cheaper"
+    subtitle: str | None = None  # what the figures and bars are, where not the note below
 
     @property
     def note(self) -> str:
+        if self.subtitle is not None:
+            return self.subtitle
         hollow = "; hollow: invalid energy" if self.hollow else ""
         labelled = (
             "front labelled in black, the others in grey where they fit"
@@ -139,7 +145,7 @@ def _usable(toks: list[float], jtok: list[float], hollow: Hollow | None) -> list
     return usable
 
 
-def _labels(
+def point_labels(
     summary: pd.DataFrame,
     knobs: Sequence[str],
     points: tuple[list[float], dict[int, float]],
@@ -209,7 +215,7 @@ def prepare_pareto(
     roles = {i: "front" if i in front else "dominated" if i in usable else "invalid" for i in marks}
     # drawn points: usable ones at their mean, invalid-only ones at their hollow marker
     ys = {i: jtok[i] for i in usable} | {i: y for i, y in marks.items() if i not in usable}
-    labels = _labels(summary, knobs, (toks, ys), front)
+    labels = point_labels(summary, knobs, (toks, ys), front)
     return ParetoPlot(
         front=tuple(point(i) for i in sorted(front, key=lambda i: toks[i])),
         dominated=tuple(point(i) for i in usable if i not in front),

@@ -1,0 +1,40 @@
+"""A search on quality through llem's entrypoint (issue 32): where the dataset scores no answer,
+a quality constraint stops the search before anything runs, exit 2, one line naming the key."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import NO_REPORT
+
+from llem.app.entrypoint import main
+
+pytest.importorskip("optuna")
+
+
+@pytest.fixture(autouse=True)
+def _keep_argv(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "argv", list(sys.argv))
+
+
+def test_a_quality_constraint_on_a_dataset_without_references_is_exit_2(
+    tiny: list[str], tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    d = tmp_path / "search"
+    args = [
+        "hydra.sweeper.objective=throughput.output_tokens_per_s",
+        "hydra.sweeper.direction=maximize",
+        "hydra.sweeper.constraints=['quality.value >= 0.6']",
+        "pytorch.batch_size=1,2",
+    ]
+    code = main(
+        ["--multirun", "hydra/sweeper=llem_search", *tiny, NO_REPORT, f"hydra.sweep.dir={d}", *args]
+    )
+    assert code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[0].startswith("error: hydra.sweeper.constraints: quality.value needs scored answers")
+    assert "dataset.source=builtin scores no answer" in err[0] and "dataset=arithmetic" in err[0]
+    assert "Traceback" not in "\n".join(err)
+    assert not d.exists() or not list(d.glob("*/result.json"))
