@@ -24,11 +24,12 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from omegaconf import DictConfig, OmegaConf
 
 from llem.app.compose.studies import check_study, record_study
+from llem.config.dataset import DatasetConfig, scores
 from llem.config.schema import SweepOrder
 from llem.errors import ConfigError, interrupted_by
 from llem.result import ErrorInfo, RunResult
@@ -87,23 +88,19 @@ def energy_unavailable(cfg: DictConfig, has_cuda: bool, local: bool) -> str | No
 
 
 #: the datasets whose answers are scored whatever their scorer (``dataset.source``)
-_SCORED_SOURCES = ("arithmetic", "lm_eval")
 
 
 def quality_unavailable(cfg: DictConfig, swept: list[str]) -> str | None:
     """Why a run of ``cfg`` scores no answer, so has no quality section (None: it may score,
-    or the dataset is searched over and some point may). The same rule as the dataset's config:
-    the built-in task and lm-eval tasks are scored, a JSONL file where it names a scorer."""
+    or the dataset is searched over and some point may), by ``llem.config.dataset.scores``."""
     if any(k == "dataset" or k.startswith("dataset.") for k in swept):
         return None
     dataset = cfg.get("dataset")
     if dataset is None:
         return "the run has no dataset section"
+    if scores(cast(DatasetConfig, dataset)):  # the dataset config's own rule
+        return None
     source = str(dataset.get("source", "builtin")).rsplit(".", 1)[-1]
-    if source in _SCORED_SOURCES:
-        return None
-    if source == "jsonl" and dataset.get("scorer") is not None:
-        return None
     scorer = "" if source != "jsonl" else " without dataset.scorer"
     return f"dataset.source={source}{scorer} scores no answer"
 

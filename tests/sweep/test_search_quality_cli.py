@@ -7,7 +7,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import NO_REPORT
+
+NO_REPORT = (
+    "~hydra.callbacks.report"  # as tests/sweep/conftest.py (a bare conftest import is ambiguous)
+)
 
 from llem.app.entrypoint import main
 
