@@ -8,11 +8,9 @@ from pathlib import Path
 
 import pytest
 
-NO_REPORT = (
-    "~hydra.callbacks.report"  # as tests/sweep/conftest.py (a bare conftest import is ambiguous)
-)
-
 from llem.app.entrypoint import main
+
+NO_REPORT = "~hydra.callbacks.report"  # tests/sweep/conftest.py's (a bare `conftest` is ambiguous)
 
 pytest.importorskip("optuna")
 
