@@ -376,7 +376,7 @@ def main() -> int:
     if "vllm" in only:
         rows.append(vllm_row(out / "vllm", args.architecture))
     if only & {"quality", "boundary"}:
-        from gpu_rows import boundary_row, quality_row  # they build on this module's helpers
+        from _gpu_rows import boundary_row, quality_row  # they build on this module's helpers
 
         # the small model at batch 8, its answers capped at 32 tokens; each row picks its dataset
         scored = [*common, f"model.architecture={args.small}", "pytorch.batch_size=8"]

@@ -407,8 +407,9 @@ def test_unknown_experiment_lists_shipped_and_local_ones_in_one_line(tmp_path: P
     (line,) = errors(proc.stderr)
     assert "no experiment 'nope'" in line
     assert (
-        "aienergyscore, batch_scaling, batch_scaling_vllm, decoding, energy_under_slo, "
-        "mlenergy, peer_sweep, quantization, serving_rate (shipped with llem)" in line
+        "aienergyscore, batch_scaling, batch_scaling_vllm, decoding, decoding_quality, "
+        "energy_under_slo, mlenergy, peer_sweep, quantization, quantization_quality, "
+        "serving_rate (shipped with llem)" in line
     )
     assert "mine (./conf/experiment)" in line
     assert not (tmp_path / "outputs").exists()
