@@ -197,7 +197,7 @@ ENGINES: tuple[Engine, ...] = (
         # transformers first: it is the tokenizer's, and never makes the server the default
         packages=("transformers", "aiohttp"),
         concurrency_knob="server.max_num_seqs",
-        install_hint=None,
+        preflight="llem.backends.server.preflight:preflight_problems",
         threads_reason="the server runs in its own processes with its own CPU threads; llem "
         "does not set them",
         offline_serves=lambda _section: True,

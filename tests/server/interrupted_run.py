@@ -13,8 +13,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from llem.backends.server import backend
+from llem.backends.server import backend, preflight
 from llem.backends.server.launch import LaunchSpec
+from llem.config.server import Launch
 from llem.testing.cli import run_tiny
 
 FAKE = Path(__file__).with_name("fake_launch_server.py")
@@ -31,6 +32,7 @@ def main() -> None:
         time.sleep(3600)
 
     backend.launch_spec = spec  # type: ignore[assignment]
+    preflight.LAUNCH_PACKAGES[Launch.vllm] = ("llem", "")  # the fake needs no vllm
     backend.ServerBackend.warm_up = warm_up  # type: ignore[method-assign]
     overrides = ("+backend=server", "server.launch=vllm", "server.model=m")
     run_tiny(Path(model_dir), Path(run_dir), *overrides)

@@ -72,6 +72,26 @@ def test_a_server_without_usage_fails_the_run_instead_of_counting(
     assert result["status"] == "failed"
 
 
+def test_the_api_key_is_sent_and_never_written(
+    tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret = "sk-planted-secret-4711"
+    monkeypatch.setenv("LLEM_TEST_SERVER_KEY", secret)
+    plan = Plan(usage=dict(PLANTED))
+    with fake_in_thread(plan) as url:
+        result = run_tiny(
+            tiny_model_dir,
+            tmp_path / "run",
+            *_overrides(url),
+            "server.api_key_env=LLEM_TEST_SERVER_KEY",
+            "measurement.save_outputs=true",
+        )
+    assert result["status"] == "ok"
+    assert {s["headers"].get("Authorization") for s in plan.seen} == {f"Bearer {secret}"}
+    written = [p for p in (tmp_path / "run").rglob("*") if p.is_file()]
+    assert written and not [p for p in written if secret in p.read_text(errors="replace")]
+
+
 def test_a_model_the_server_does_not_serve_is_named(tiny_model_dir: Path, tmp_path: Path) -> None:
     with fake_in_thread(Plan()) as url, pytest.raises(RunError) as err:
         run_tiny(tiny_model_dir, tmp_path / "run", *_overrides(url), "server.model=other")
@@ -135,3 +155,18 @@ def test_a_refused_url_is_a_failed_point_with_one_line(
     (result,) = _results(tmp_path)
     assert result["status"] == "failed"
     assert f"cannot connect to the server at {url}/v1/models" in result["error"]["message"]
+
+
+def test_preflight_names_a_launch_preset_this_interpreter_cannot_start(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from llem.backends.server import preflight
+    from llem.config.engines import engine
+    from llem.runner.preflight import engine_preflight
+
+    monkeypatch.setitem(preflight.LAUNCH_PACKAGES, Launch.vllm, ("llem_never_installed", "HINT"))
+    exp = ExperimentConfig(backend="server")
+    exp.server.launch = Launch.vllm
+    (problem,) = engine_preflight(exp, engine("server"), "cpu", False)
+    assert problem.startswith("server.launch=vllm starts 'llem_never_installed' with this")
+    assert problem.endswith("where it is not installed (HINT)")
