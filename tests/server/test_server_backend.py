@@ -170,3 +170,26 @@ def test_preflight_names_a_launch_preset_this_interpreter_cannot_start(
     (problem,) = engine_preflight(exp, engine("server"), "cpu", False)
     assert problem.startswith("server.launch=vllm starts 'llem_never_installed' with this")
     assert problem.endswith("where it is not installed (HINT)")
+
+
+@pytest.mark.slow
+def test_a_sweep_keeps_the_server_across_points_that_share_it(
+    tiny_model_dir: Path, tmp_path: Path
+) -> None:
+    with fake_in_thread(Plan(usage=dict(PLANTED))) as url:
+        proc = run_llem(
+            "model=hf",
+            f"model.name_or_path={tiny_model_dir}",
+            "device=cpu",
+            "measurement.energy=none",
+            *_overrides(url),
+            "decoder.max_new_tokens=8,16",
+            multirun=True,
+            cwd=tmp_path,
+            timeout=300,
+        )
+    assert proc.returncode == 0, output(proc)
+    results = _results(tmp_path)
+    assert len(results) == 2
+    reused = sorted(r["lifecycle"]["model_reused"] for r in results)
+    assert reused == [False, True]
