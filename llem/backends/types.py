@@ -225,6 +225,10 @@ class LoadedModel:
     # Whether the engine reuses KV blocks of shared prompt prefixes (vllm); None: no such cache.
     prefix_caching: bool | None = None
 
+    def fill_result(self, result: Any) -> None:
+        """Write what the engine keeps of itself into the run's result (an engine section such
+        as ``server``); nothing for an engine in this process."""
+
     def compilations(self) -> int | None:
         """Compilations this process has run so far (a running count; the window's are the
         difference across it), or None when nothing compiles lazily here (torch.compile off)."""

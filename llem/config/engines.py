@@ -22,6 +22,7 @@ from typing import Any
 from llem.config.batching import pytorch_batching_problems
 from llem.config.pytorch import Batching, PyTorchConfig
 from llem.config.schema import ExperimentConfig
+from llem.config.server import ServerConfig, server_problems
 from llem.config.vllm import VLLMConfig
 
 
@@ -112,6 +113,48 @@ def _vllm_rules(exp: ExperimentConfig) -> list[str]:
     return p
 
 
+def _server_equivalent(text: str) -> str:
+    return f"server equivalent: {text}"
+
+
+_SERVER_ARG = _server_equivalent("+server.args.{name}=VALUE with server.launch=vllm")
+
+# another engine's key -> what to use with the server backend instead
+_SERVER_INSTEAD = {
+    **{
+        f"vllm.{f.name}": _SERVER_ARG.format(name=f.name)
+        for f in fields(VLLMConfig)
+        if f.name not in ("max_num_seqs", "engine_kwargs")
+    },
+    "vllm.max_num_seqs": _server_equivalent("server.max_num_seqs"),
+    "vllm.engine_kwargs": _server_equivalent("+server.args.NAME=VALUE"),
+    "pytorch.batch_size": _server_equivalent(
+        "server.max_num_seqs; the server batches continuously"
+    ),
+    "pytorch.batching": "a server batches continuously; leave it unset",
+    "pytorch.num_threads": _server_equivalent("none; the server runs its own threads"),
+}
+
+
+def _server_rules(exp: ExperimentConfig) -> list[str]:
+    """What the server backend cannot take: its own section's rules, and the transformers-only
+    shared keys."""
+    p = server_problems(exp.server)
+    q = exp.quantization
+    if q.load_in_4bit or q.load_in_8bit:
+        p.append(
+            "quantization=bnb-* is the transformers bitsandbytes path and does not apply to "
+            "backend=server (use quantization=none and the server's own argument in +server.args)"
+        )
+    if exp.passthrough_kwargs:
+        keys = ", ".join(sorted(str(k) for k in exp.passthrough_kwargs))
+        p.append(
+            f"passthrough_kwargs ({keys}) are from_pretrained arguments and do not apply to "
+            "backend=server (use +server.args.NAME=VALUE)"
+        )
+    return p
+
+
 def _continuous(section: PyTorchConfig) -> bool:
     return section.batching == Batching.continuous
 
@@ -145,6 +188,21 @@ ENGINES: tuple[Engine, ...] = (
         "(VLLM_CPU_OMP_THREADS_BIND on the CPU); llem does not set them",
         instead=_VLLM_INSTEAD,
         rules=_vllm_rules,
+    ),
+    Engine(
+        name="server",
+        section="server",
+        config=ServerConfig,
+        driver="llem.backends.server",
+        # transformers first: it is the tokenizer's, and never makes the server the default
+        packages=("transformers", "aiohttp"),
+        concurrency_knob="server.max_num_seqs",
+        preflight="llem.backends.server.preflight:preflight_problems",
+        threads_reason="the server runs in its own processes with its own CPU threads; llem "
+        "does not set them",
+        offline_serves=lambda _section: True,
+        instead=_SERVER_INSTEAD,
+        rules=_server_rules,
     ),
 )
 

@@ -23,6 +23,7 @@ from llem.config.measurement import Boundary, EnergySource, MeasurementConfig
 from llem.config.model import Dtype, ModelConfig
 from llem.config.pytorch import AttnImplementation, Batching, CacheImplementation, PyTorchConfig
 from llem.config.quantization import QuantizationConfig, QuantType
+from llem.config.server import ServerConfig
 from llem.config.slo import SloConfig
 from llem.config.sweep import SweepConfig, SweepOrder
 from llem.config.traffic import TrafficConfig, TrafficKind
@@ -47,6 +48,7 @@ __all__ = [
     "PyTorchConfig",
     "QuantType",
     "QuantizationConfig",
+    "ServerConfig",
     "SloConfig",
     "SweepConfig",
     "SweepOrder",
@@ -75,6 +77,10 @@ class ExperimentConfig:
     )
     vllm: VLLMConfig = section(
         VLLMConfig, doc="The vLLM backend (`+backend=vllm`): engine arguments, batching."
+    )
+    server: ServerConfig = section(
+        ServerConfig,
+        doc="An OpenAI-compatible server (`+backend=server`): a running one, or one llem starts.",
     )
     decoder: DecoderConfig = section(DecoderConfig, doc="How tokens are chosen, and how many.")
     quantization: QuantizationConfig = section(

@@ -315,6 +315,8 @@ def config_hash(exp: ExperimentConfig) -> str:
         data.pop(key, None)
     if not any(v is not None for v in data.get("gpu", {}).values()):
         data.pop("gpu", None)  # a GPU left as it is: the hash of configs from before gpu.*
+    if data.get("server") == plain(ExperimentConfig())["server"]:
+        data.pop("server")  # no server configured: the hash of configs from before server.*
     for section, defaults in _HASH_NEW_AT_DEFAULT.items():
         for key, default in defaults.items():
             if key in data.get(section, {}) and data[section][key] == default:

@@ -26,6 +26,7 @@ from llem.result.sections import (
     quantization_label,
     utc_now,
 )
+from llem.result.server import ServerSection
 from llem.result.serving import (
     Concurrency,
     Goodput,
@@ -41,6 +42,7 @@ __all__ = [
     "REQUESTS_FILE",
     "RESULT_FILE",
     "SCHEMA_VERSION",
+    "ServerSection",
     "STATUSES",
     "Boundary",
     "Compute",

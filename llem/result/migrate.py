@@ -26,8 +26,10 @@ Schema history:
   6  ``quality``: the window's answers scored against their references (``llem.result.quality``;
      null with the reason when the run's prompts had none); ``boundary``: what the energy covers
      (``measurement.boundary``: the GPUs, or the node with its CPU packages and DRAM), what it
-     leaves out, and each component's energy (``llem.result.boundary``). Version 5 files
-     migrate: ``quality`` and ``boundary`` are null ("not recorded before result schema 6").
+     leaves out, and each component's energy (``llem.result.boundary``); ``server``: the
+     OpenAI-compatible server a ``+backend=server`` run measured (``llem.result.server``; null
+     for the in-process engines). Version 5 files migrate: ``quality``, ``boundary`` and
+     ``server`` are null ("not recorded before result schema 6").
 """
 
 from __future__ import annotations
@@ -79,11 +81,12 @@ def _migrate_5_to_6(data: dict[str, Any]) -> dict[str, Any]:
         reasons = dict(data.get("null_reasons") or {})
         reasons.setdefault("quality", "not recorded before result schema 6")
         data["null_reasons"] = reasons
-    data.setdefault("boundary", None)
-    if data["boundary"] is None:
-        reasons = dict(data.get("null_reasons") or {})
-        reasons.setdefault("boundary", "not recorded before result schema 6")
-        data["null_reasons"] = reasons
+    for section in ("boundary", "server"):
+        data.setdefault(section, None)
+        if data[section] is None:
+            reasons = dict(data.get("null_reasons") or {})
+            reasons.setdefault(section, "not recorded before result schema 6")
+            data["null_reasons"] = reasons
     return data
 
 

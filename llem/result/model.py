@@ -42,6 +42,7 @@ from llem.result.sections import (
     Workload,
     utc_now,
 )
+from llem.result.server import ServerSection
 from llem.result.serving import Concurrency, Goodput, Latency, SteadyState, Traffic
 from llem.version import __version__
 
@@ -84,6 +85,7 @@ class RunResult:
     gpu: GpuSection | None = None  # schema 4 (llem.result.gpu)
     quality: Quality | None = None  # schema 6 (llem.result.quality); null: nothing was scored
     boundary: Boundary | None = None  # schema 6 (llem.result.boundary): what the energy covers
+    server: ServerSection | None = None  # schema 6 (llem.result.server); null: in-process engine
     lifecycle: Lifecycle = field(default_factory=Lifecycle)
     sweep: SweepPosition | None = None
     null_reasons: dict[str, str] = field(default_factory=dict)

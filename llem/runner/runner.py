@@ -283,6 +283,7 @@ class Runner:
         life.model_reused = reused
         life.model_source = loaded.source
         life.load_kwargs = loaded.load_kwargs
+        loaded.fill_result(result)  # the engine's own section, if it has one (server)
         return loaded
 
     def _release(self, backend: Backend[Any], loaded: LoadedModel | None, keep: bool) -> None:

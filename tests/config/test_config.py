@@ -41,7 +41,7 @@ def test_every_group_has_the_documented_options():
     assert _options("dataset") == ["arithmetic", "builtin", "jsonl", "lm_eval", "synthetic"]
     assert _options("measurement") == ["default"]
     assert _options("traffic") == ["concurrency", "constant", "gamma", "offline", "poisson"]
-    assert _options("backend") == ["pytorch", "vllm"]
+    assert _options("backend") == ["pytorch", "server", "vllm"]
 
 
 @pytest.mark.parametrize("group,option", [(g, o) for g in GROUPS for o in _options(g)])
@@ -267,7 +267,7 @@ def test_ranges_are_declared_where_the_old_checks_were():
 @pytest.mark.parametrize("key,decl", RANGED, ids=[k for k, _ in RANGED])
 def test_every_declared_range_is_checked_and_names_its_key(key, decl):
     bad = _outside(decl.range)
-    value = f"[{bad}]" if key == "measurement.gpu_indices" else bad
+    value = f"[{bad}]" if key in ("measurement.gpu_indices", "server.gpus") else bad
     with pytest.raises(ConfigError) as err:
         to_experiment(_compose(f"{key}={value}"))
     assert f"{key}={value}" in err.value.message

@@ -1,5 +1,20 @@
 """``+backend=server``: any OpenAI-compatible server, launched by llem or already running.
 
 ``client`` sends and streams the requests (``drive``'s submit), ``metrics`` scrapes the server's
-Prometheus ``/metrics`` during the window, ``launch`` starts and stops a server process group.
+Prometheus ``/metrics`` during the window, ``launch`` starts and stops a server process group,
+``presets`` builds its command from the point's keys, ``backend`` is the engine's driver,
+``loaded`` the loaded server and the result's ``server`` section. Nothing here imports aiohttp
+or transformers at module level.
 """
+
+from __future__ import annotations
+
+from llem.backends.server.backend import Sections, ServerBackend, ServerModel
+from llem.backends.types import Backend
+from llem.config.server import ServerConfig
+
+__all__ = ["ServerBackend", "ServerModel", "create_backend"]
+
+
+def create_backend(sections: Sections) -> Backend[ServerConfig]:
+    return ServerBackend(sections)

@@ -1,0 +1,286 @@
+"""The server backend's driver: a running OpenAI-compatible server (``server.url``), or one started
+for the point (``server.launch``), measured through the HTTP client (``client.serve_http``).
+
+``load`` launches the server (its log in the run directory where Hydra's is known, else in a
+temporary directory) or connects to the running one, and checks that ``GET /v1/models`` lists the
+model asked for. Every workload is served (``serve``; ``generate`` is never called). Token counts
+are the server's own ``usage``: a stream without it fails the run, llem never counts them itself.
+``unload`` stops a launched server's whole process group; while one is running, SIGTERM raises
+``SystemExit`` so that the run's ``finally`` paths stop it too (Ctrl-C does so already).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+import socket
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from llem.backends.server.client import ClientConfig, api_key, serve_http
+from llem.backends.server.launch import LaunchedServer, LaunchRecord, launch
+from llem.backends.server.loaded import ServerModel
+from llem.backends.server.presets import launch_spec
+from llem.backends.types import (
+    BackendSections,
+    BatchOutput,
+    LoadedModel,
+    Prompt,
+    ScheduledRequest,
+    ServeOutput,
+)
+from llem.config.server import Endpoint, ServerConfig
+from llem.errors import RunError, first_line
+
+log = logging.getLogger(__name__)
+
+ENGINE_PROCESS_NOTE = (
+    "the model runs in the server's own processes; this process's allocator and RSS do not see it"
+)
+WARMUP_PROMPTS = 4  # prompts each warm-up round sends at once
+MODELS_TIMEOUT_S = 10.0
+
+Sections = BackendSections[ServerConfig]
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def log_dir() -> Path:
+    """The run directory when Hydra runs this point, else a new temporary directory."""
+    try:
+        from hydra.core.hydra_config import HydraConfig
+
+        return Path(HydraConfig.get().runtime.output_dir)
+    except Exception:  # no Hydra run here (the Python API, tests): a directory of our own
+        return Path(tempfile.mkdtemp(prefix="llem-server-"))
+
+
+def served_models(base_url: str, key: str | None) -> list[str]:
+    """The model ids ``GET /v1/models`` lists; a server that does not answer is a RunError."""
+    url = base_url.rstrip("/") + "/v1/models"
+    request = urllib.request.Request(url)  # noqa: S310 (the configured server)
+    if key is not None:
+        request.add_header("Authorization", f"Bearer {key}")
+    try:
+        with urllib.request.urlopen(request, timeout=MODELS_TIMEOUT_S) as r:  # noqa: S310
+            answer = json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        raise RunError(f"server at {base_url}: GET /v1/models answered HTTP {e.code}") from e
+    except (OSError, ValueError) as e:
+        reason = getattr(e, "reason", e)
+        raise RunError(f"cannot connect to the server at {url} ({reason})") from e
+    data = answer.get("data") if isinstance(answer, dict) else None
+    return [m["id"] for m in data or [] if isinstance(m, dict) and isinstance(m.get("id"), str)]
+
+
+class ServerBackend:
+    """Serves every workload through an OpenAI-compatible server's streaming API."""
+
+    name = "server"
+
+    def __init__(self, sections: Sections) -> None:
+        self.sections = sections
+
+    @property
+    def config(self) -> ServerConfig:
+        return self.sections.engine
+
+    @property
+    def served_name(self) -> str:
+        return self.config.model or self.sections.model.name_or_path
+
+    def load_key(self, device: str) -> str:
+        """Equal keys reuse the server: a running one by its url, a launched one by its launch
+        arguments (a sweep restarts the server only when they change)."""
+        c = self.config
+        key: dict[str, Any] = {"url": c.url, "model": self.served_name, "device": device}
+        if c.launch is not None:
+            key.update(
+                launch=c.launch.value,
+                port=c.port,
+                max_num_seqs=c.max_num_seqs,
+                args=dict(c.args),
+                checkpoint=self.sections.model.name_or_path,
+                gguf_file=self.sections.model.gguf_file,
+                dtype=self.sections.model.dtype,
+            )
+        return json.dumps(key, sort_keys=True, default=str)
+
+    def torch_device_indices(self) -> list[int]:
+        """``server.gpus`` for a running server; a launched one's first tensor-parallel GPUs."""
+        if self.config.gpus is not None:
+            return list(self.config.gpus)
+        return list(range(int(self.config.args.get("tensor_parallel_size") or 1)))
+
+    def batches(self, prompts: Sequence[Prompt]) -> list[list[Prompt]]:
+        return [list(prompts)]
+
+    def batch_size(self, loaded: LoadedModel) -> int:
+        return int(self.config.max_num_seqs or 1)
+
+    # ------------------------------------------------------------------ loading
+    def load(self, device: str) -> ServerModel:
+        t0 = time.perf_counter()
+        tokenizer = self._tokenizer()
+        launched: LaunchedServer | None = None
+        record: LaunchRecord | None = None
+        base_url = (self.config.url or "").rstrip("/")
+        if self.config.launch is not None:
+            launched, record, base_url = self._launch(device)
+        try:
+            self._check_served(base_url)
+        except BaseException:
+            if launched is not None:
+                launched.stop()
+            raise
+        loaded = ServerModel(
+            model=base_url,
+            tokenizer=tokenizer,
+            device=device,
+            dtype=self._dtype(),
+            load_kwargs={"server": self.load_key(device)},
+            load_key=self.load_key(device),
+            load_s=time.perf_counter() - t0,
+            source=base_url,
+            shape=None,
+            engine_process=ENGINE_PROCESS_NOTE,
+            base_url=base_url,
+            served_model=self.served_name,
+            endpoint=self.config.endpoint.value,
+            launched=launched,
+            launch_record=record,
+        )
+        if launched is not None:
+            loaded._previous_sigterm = _stop_on_sigterm()
+        return loaded
+
+    def _dtype(self) -> str:
+        dtype = self.sections.model.dtype
+        return dtype.value if dtype is not None else "the server's own"
+
+    def _tokenizer(self) -> Any:
+        from transformers import AutoTokenizer
+
+        m = self.sections.model
+        try:
+            return AutoTokenizer.from_pretrained(
+                m.name_or_path, trust_remote_code=m.trust_remote_code
+            )
+        except Exception as exc:
+            raise RunError(
+                f"model.name_or_path={m.name_or_path}: its tokenizer (which builds the prompts "
+                f"sent to the server) could not be loaded: {first_line(exc)}"
+            ) from exc
+
+    def _launch(self, device: str) -> tuple[LaunchedServer, LaunchRecord, str]:
+        port = self.config.port or free_port()
+        base_url = f"http://127.0.0.1:{port}"
+        spec = launch_spec(self.sections, port)
+        server = launch(spec, base_url, log_dir(), self.config.ready_timeout_s)
+        record = server.start()
+        log.info("server ready in %.1f s: %s", record.launch_to_ready_s, spec.command_line)
+        return server, record, base_url
+
+    def _check_served(self, base_url: str) -> None:
+        served = served_models(base_url, api_key(self.config.api_key_env))
+        if self.served_name not in served:
+            raise RunError(
+                f"model {self.served_name!r} is not served by {base_url} (served: "
+                f"{', '.join(served) or 'none listed'}); set server.model to the served name"
+            )
+
+    # --------------------------------------------------------------- serving
+    def client_config(self, loaded: ServerModel) -> ClientConfig:
+        d = self.sections.decoder
+        extra: dict[str, Any] = {"temperature": 0.0}
+        if d.do_sample:
+            extra = {"seed": self.sections.run_seed}
+            for k in ("temperature", "top_p", "top_k"):
+                if getattr(d, k) is not None:
+                    extra[k] = getattr(d, k)
+        tokenizer = loaded.tokenizer
+        return ClientConfig(
+            base_url=loaded.base_url,
+            model=loaded.served_model,
+            max_tokens=d.max_new_tokens,
+            chat=self.config.endpoint == Endpoint.chat,
+            min_tokens=d.min_new_tokens,
+            ignore_eos=d.min_new_tokens is not None,
+            api_key_env=self.config.api_key_env,
+            request_timeout_s=self.config.request_timeout_s,
+            extra_body=extra,
+            detokenize=lambda ids: str(tokenizer.decode(list(ids))),
+        )
+
+    def warm_up(
+        self, loaded: LoadedModel, batches: Sequence[Sequence[Prompt]], n_batches: int
+    ) -> None:
+        """``n_batches`` rounds of the first few prompts, sent at once, outside the window."""
+        first = list(batches[0][:WARMUP_PROMPTS]) if batches else []
+        for _ in range(n_batches if first else 0):
+            self.serve(loaded, [ScheduledRequest(k, k, p, 0.0) for k, p in enumerate(first)], None)
+
+    def serve(
+        self, loaded: LoadedModel, requests: Sequence[ScheduledRequest], max_concurrency: int | None
+    ) -> ServeOutput:
+        """The workload through the server; every request's counts are the server's usage."""
+        assert isinstance(loaded, ServerModel)
+        out = serve_http(
+            requests, max_concurrency, self.client_config(loaded), self.sections.save_outputs
+        )
+        for t in out.requests:
+            reason = getattr(t, "usage_reason", None)
+            if reason is not None:
+                raise RunError(
+                    f"request {t.request_id} to {loaded.base_url}: {reason}; llem takes token "
+                    "counts from the server's usage and does not count them itself"
+                )
+        if loaded.launched is not None and not loaded.launched.alive():
+            raise RunError(f"the launched server exited during the window (log: {_log(loaded)})")
+        return out
+
+    def generate(self, loaded: LoadedModel, prompts: Sequence[Prompt]) -> BatchOutput:
+        raise RunError("the server backend serves every workload; generate is never called")
+
+    def unload(self, loaded: LoadedModel | None) -> None:
+        """Stop a launched server (its whole process group)."""
+        if not isinstance(loaded, ServerModel) or loaded.launched is None:
+            return
+        server, loaded.launched = loaded.launched, None
+        try:
+            server.stop()
+        finally:
+            _restore_sigterm(loaded._previous_sigterm)
+
+
+def _log(loaded: ServerModel) -> str:
+    return loaded.launch_record.log_path if loaded.launch_record else "none"
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    raise SystemExit(128 + signum)
+
+
+def _stop_on_sigterm() -> Any:
+    """While a launched server runs, SIGTERM unwinds the run: its ``finally`` paths stop the
+    server and restore the GPU settings. Returns the handler it replaced (None off the main
+    thread, where none can be set)."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGTERM, _on_sigterm)
+
+
+def _restore_sigterm(previous: Any) -> None:
+    if previous is not None and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, previous)

@@ -1,0 +1,38 @@
+"""What ``+backend=server`` checks before anything starts: that the preset ``server.launch``
+names can start with this interpreter (its package is importable), and that its command can be
+built from the point's keys."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+
+from llem.backends.server.presets import launch_spec
+from llem.backends.types import BackendSections
+from llem.config.server import Launch, ServerConfig
+from llem.errors import RunError
+
+#: each preset's package (started as ``python -m ...``) and how to install it
+LAUNCH_PACKAGES: dict[Launch, tuple[str, str]] = {
+    Launch.vllm: ("vllm", "LLEM_VENV=.venv-vllm bash scripts/setup.sh --vllm, then its python"),
+    Launch.llamacpp: ("llama_cpp", "pip install 'llama-cpp-python[server]'"),
+}
+
+
+def preflight_problems(
+    sections: BackendSections[ServerConfig], device: str, has_cuda: bool
+) -> list[str]:
+    launch = sections.engine.launch
+    if launch is None:
+        return []
+    package, hint = LAUNCH_PACKAGES[launch]
+    if importlib.util.find_spec(package) is None:
+        return [
+            f"server.launch={launch.value} starts '{package}' with this interpreter "
+            f"({sys.executable}), where it is not installed ({hint})"
+        ]
+    try:
+        launch_spec(sections, 0)
+    except RunError as exc:
+        return [exc.message]
+    return []

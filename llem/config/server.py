@@ -1,0 +1,123 @@
+"""The ``server:`` group: ``+backend=server``, any OpenAI-compatible server.
+
+A run measures either a server that is already running (``server.url``) or one that llem starts
+for the point (``server.launch``, a preset: ``vllm`` or ``llamacpp``); exactly one of the two is
+set (``server_rules``). The typed launch keys (``max_num_seqs``) and the passthrough ``args`` go
+to the launched server's command line; ``api_key_env`` names the environment variable that holds
+the API key (the key itself is never written to any file llem writes).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from enum import Enum
+from typing import Any
+
+from llem.config.knobs import LLEM, Destination, knob
+
+LAUNCH = Destination(
+    "server launch", "an argument of the server command that `server.launch` starts"
+)
+
+
+class Launch(Enum):
+    vllm = "vllm"
+    llamacpp = "llamacpp"
+
+
+class Endpoint(Enum):
+    completions = "completions"
+    chat = "chat"
+
+
+@dataclass
+class ServerConfig:
+    url: str | None = knob(
+        None,
+        doc="Base URL of a running OpenAI-compatible server (http://127.0.0.1:8000); "
+        "exactly one of url and launch.",
+        goes_to=LLEM,
+    )
+    launch: Launch | None = knob(
+        None,
+        doc="Start a server for the point with this preset (vllm, llamacpp); exactly one of url "
+        "and launch.",
+        goes_to=LLEM,
+    )
+    model: str | None = knob(
+        None,
+        doc="The served model's name in requests; null: model.name_or_path.",
+        goes_to=LLEM,
+    )
+    port: int | None = knob(
+        None,
+        doc="Port of the launched server (launch only); null: a free port.",
+        goes_to=LAUNCH,
+        ge=1,
+        le=65535,
+    )
+    endpoint: Endpoint = knob(
+        Endpoint.completions,
+        doc="completions: /v1/completions (token-id prompts); chat: /v1/chat/completions.",
+        goes_to=LLEM,
+    )
+    ready_timeout_s: float = knob(
+        600.0, doc="Seconds a launched server has to become ready.", goes_to=LLEM, gt=0
+    )
+    request_timeout_s: float = knob(
+        600.0, doc="Seconds one request has to complete.", goes_to=LLEM, gt=0
+    )
+    api_key_env: str | None = knob(
+        None,
+        doc="Name of the environment variable holding the API key (the key is never written).",
+        goes_to=LLEM,
+    )
+    gpus: list[int] | None = knob(
+        None,
+        doc="GPU indices an external server (url) runs on, for its energy.",
+        goes_to=LLEM,
+        ge=0,
+    )
+    max_num_seqs: int | None = knob(
+        None,
+        doc="Requests the launched server runs together (vLLM's --max-num-seqs).",
+        goes_to=LAUNCH,
+        ge=1,
+    )
+    args: dict[str, Any] = knob(
+        factory=dict,
+        doc="Any other argument of the launched server ({name: value}; true: a bare flag).",
+        goes_to=LAUNCH,
+    )
+
+
+#: keys that configure the launched server, refused with ``server.url``
+LAUNCH_ONLY = ("port", "max_num_seqs", "args")
+
+
+def server_problems(config: ServerConfig) -> list[str]:
+    """What ``+backend=server`` cannot run with: one line each, naming the keys."""
+    if (config.url is None) == (config.launch is None):
+        both = "both are set" if config.url is not None else "neither is set"
+        allowed = ", ".join(m.value for m in Launch)
+        return [
+            f"backend=server needs exactly one of server.url (a running server) and "
+            f"server.launch ({allowed}): {both}"
+        ]
+    p: list[str] = []
+    if config.url is not None:
+        if not config.url.startswith(("http://", "https://")):
+            p.append(f"server.url={config.url}: not an http:// or https:// URL")
+        defaults = ServerConfig()
+        for f in fields(ServerConfig):
+            if f.name in LAUNCH_ONLY and getattr(config, f.name) != getattr(defaults, f.name):
+                p.append(
+                    f"server.{f.name} configures a launched server and does not apply to "
+                    f"server.url={config.url}"
+                )
+    elif config.gpus is not None:
+        p.append(
+            "server.gpus is for a server that is already running (server.url); a launched "
+            "server's GPUs come from its own arguments"
+        )
+    return p

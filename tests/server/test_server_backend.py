@@ -1,0 +1,195 @@
+"""``+backend=server`` end to end against the fake OpenAI-compatible server (run in a thread of
+the test): token counts are the server's planted usage, and each fault is a failed point with one
+line, never a guess or a hang."""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from llem.backends import create_backend
+from llem.config.schema import ExperimentConfig
+from llem.config.server import Launch
+from llem.errors import RunError
+from llem.testing.cli import output, run_llem, run_tiny
+from tests.server.fake_openai import Plan
+from tests.server.fake_thread import fake_in_thread
+
+N_REQUESTS = 6
+PLANTED = {"prompt_tokens": 5, "completion_tokens": 7}
+
+
+def _overrides(url: str) -> list[str]:
+    return [
+        "+backend=server",
+        f"server.url={url}",
+        "server.model=fake-model",
+        f"traffic.n_requests={N_REQUESTS}",
+        "measurement.warmup=1",
+    ]
+
+
+def _results(root: Path) -> list[dict[str, Any]]:
+    return [json.loads(p.read_text()) for p in root.glob("outputs/**/result.json")]
+
+
+def _refused_url() -> str:
+    with socket.socket() as s:  # a port that was free a moment ago: nothing listens there
+        s.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{s.getsockname()[1]}"
+
+
+def test_a_run_takes_its_token_counts_from_the_servers_usage(
+    tiny_model_dir: Path, tmp_path: Path
+) -> None:
+    plan = Plan(usage=dict(PLANTED))
+    with fake_in_thread(plan) as url:
+        result = run_tiny(tiny_model_dir, tmp_path / "run", *_overrides(url))
+    assert result["status"] == "ok"
+    w = result["workload"]
+    assert w["requests"] == N_REQUESTS
+    assert w["output_tokens"] == N_REQUESTS * PLANTED["completion_tokens"]
+    assert w["input_tokens"] == N_REQUESTS * PLANTED["prompt_tokens"]
+    assert result["server"]["url"] == url and result["server"]["launched"] is False
+    assert result["null_reasons"]["server.metrics_source"]
+    bodies = [s["body"] for s in plan.seen]
+    assert len(bodies) == N_REQUESTS + 4  # one warm-up round of the first 4 prompts
+    assert {b["max_tokens"] for b in bodies} == {64} and {b["temperature"] for b in bodies} == {0}
+
+
+def test_a_server_without_usage_fails_the_run_instead_of_counting(
+    tiny_model_dir: Path, tmp_path: Path
+) -> None:
+    with fake_in_thread(Plan(usage=None)) as url, pytest.raises(RunError) as err:
+        run_tiny(tiny_model_dir, tmp_path / "run", *_overrides(url))
+    assert "carried no usage" in err.value.message
+    assert "does not count them itself" in err.value.message
+    result = json.loads((tmp_path / "run" / "result.json").read_text())
+    assert result["status"] == "failed"
+
+
+def test_the_api_key_is_sent_and_never_written(
+    tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret = "sk-planted-secret-4711"
+    monkeypatch.setenv("LLEM_TEST_SERVER_KEY", secret)
+    plan = Plan(usage=dict(PLANTED))
+    with fake_in_thread(plan) as url:
+        result = run_tiny(
+            tiny_model_dir,
+            tmp_path / "run",
+            *_overrides(url),
+            "server.api_key_env=LLEM_TEST_SERVER_KEY",
+            "measurement.save_outputs=true",
+        )
+    assert result["status"] == "ok"
+    assert {s["headers"].get("Authorization") for s in plan.seen} == {f"Bearer {secret}"}
+    written = [p for p in (tmp_path / "run").rglob("*") if p.is_file()]
+    assert written and not [p for p in written if secret in p.read_text(errors="replace")]
+
+
+def test_a_model_the_server_does_not_serve_is_named(tiny_model_dir: Path, tmp_path: Path) -> None:
+    with fake_in_thread(Plan()) as url, pytest.raises(RunError) as err:
+        run_tiny(tiny_model_dir, tmp_path / "run", *_overrides(url), "server.model=other")
+    assert err.value.message == (
+        f"model 'other' is not served by {url} (served: fake-model); set server.model to the "
+        "served name"
+    )
+
+
+def test_the_load_key_changes_with_the_launch_arguments_only() -> None:
+    def key(**server: Any) -> str:
+        exp = ExperimentConfig(backend="server")
+        exp.server.launch = Launch.vllm
+        for k, v in server.items():
+            setattr(exp.server, k, v)
+        return create_backend(exp).load_key("cpu")
+
+    assert key(max_num_seqs=4) == key(max_num_seqs=4, request_timeout_s=5.0)
+    assert key(max_num_seqs=4) != key(max_num_seqs=8)
+    assert key(args={"max_model_len": 256}) != key()
+
+
+@pytest.mark.slow
+def test_the_command_line_measures_a_running_server(tiny_model_dir: Path, tmp_path: Path) -> None:
+    plan = Plan(usage=dict(PLANTED))
+    with fake_in_thread(plan) as url:
+        proc = run_llem(
+            "model=hf",
+            f"model.name_or_path={tiny_model_dir}",
+            "device=cpu",
+            "measurement.energy=none",
+            *_overrides(url),
+            cwd=tmp_path,
+            timeout=300,
+        )
+    assert proc.returncode == 0, output(proc)
+    (result,) = _results(tmp_path)
+    assert result["workload"]["output_tokens"] == N_REQUESTS * PLANTED["completion_tokens"]
+    assert result["backend"] == "server" and result["server"]["endpoint"] == "completions"
+
+
+@pytest.mark.slow
+def test_a_refused_url_is_a_failed_point_with_one_line(
+    tiny_model_dir: Path, tmp_path: Path
+) -> None:
+    url = _refused_url()
+    proc = run_llem(
+        "model=hf",
+        f"model.name_or_path={tiny_model_dir}",
+        "device=cpu",
+        "measurement.energy=none",
+        *_overrides(url),
+        cwd=tmp_path,
+        timeout=300,
+    )
+    assert proc.returncode == 1, output(proc)
+    assert "Traceback" not in proc.stderr, output(proc)
+    said = f"cannot connect to the server at {url}"
+    lines = [ln for ln in proc.stderr.splitlines() if said in ln]
+    assert len(lines) == 1, output(proc)
+    (result,) = _results(tmp_path)
+    assert result["status"] == "failed"
+    assert f"cannot connect to the server at {url}/v1/models" in result["error"]["message"]
+
+
+def test_preflight_names_a_launch_preset_this_interpreter_cannot_start(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from llem.backends.server import preflight
+    from llem.config.engines import engine
+    from llem.runner.preflight import engine_preflight
+
+    monkeypatch.setitem(preflight.LAUNCH_PACKAGES, Launch.vllm, ("llem_never_installed", "HINT"))
+    exp = ExperimentConfig(backend="server")
+    exp.server.launch = Launch.vllm
+    (problem,) = engine_preflight(exp, engine("server"), "cpu", False)
+    assert problem.startswith("server.launch=vllm starts 'llem_never_installed' with this")
+    assert problem.endswith("where it is not installed (HINT)")
+
+
+@pytest.mark.slow
+def test_a_sweep_keeps_the_server_across_points_that_share_it(
+    tiny_model_dir: Path, tmp_path: Path
+) -> None:
+    with fake_in_thread(Plan(usage=dict(PLANTED))) as url:
+        proc = run_llem(
+            "model=hf",
+            f"model.name_or_path={tiny_model_dir}",
+            "device=cpu",
+            "measurement.energy=none",
+            *_overrides(url),
+            "decoder.max_new_tokens=8,16",
+            multirun=True,
+            cwd=tmp_path,
+            timeout=300,
+        )
+    assert proc.returncode == 0, output(proc)
+    results = _results(tmp_path)
+    assert len(results) == 2
+    reused = sorted(r["lifecycle"]["model_reused"] for r in results)
+    assert reused == [False, True]

@@ -1,0 +1,58 @@
+"""A launched server's whole process group is gone after the run is interrupted: SIGTERM and
+Ctrl-C (SIGINT) while the run waits in its warm-up, checked by pid (the server and its child)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from llem.backends.server.launch import group_alive
+from llem.testing.cli import llem_env
+
+pytestmark = pytest.mark.slow
+
+SCRIPT = Path(__file__).with_name("interrupted_run.py")
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["sigterm", "ctrl-c"])
+def test_the_launched_group_is_gone_after_an_interrupt(
+    tiny_model_dir: Path, tmp_path: Path, sig: signal.Signals
+) -> None:
+    marker, pidfile = tmp_path / "marker", tmp_path / "pids"
+    args = [str(tiny_model_dir), str(tmp_path / "run"), str(marker), str(pidfile)]
+    proc = subprocess.Popen(
+        [sys.executable, str(SCRIPT), *args],
+        env=llem_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 240
+        while not marker.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert marker.exists(), proc.stdout.read() if proc.poll() is not None else "no marker"
+        time.sleep(0.2)
+        pgid, child = int(marker.read_text()), int(pidfile.read_text())
+        assert group_alive(pgid) and not _gone(child)
+        proc.send_signal(sig)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert not group_alive(pgid)
+    assert _gone(child)
