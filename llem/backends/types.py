@@ -295,7 +295,8 @@ class Backend(Protocol[ConfigT_co]):
         ...
 
     def batch_size(self, loaded: LoadedModel) -> int:
-        """Requests the engine works on together, at most (the result's ``workload.batch_size``)."""
+        """Requests the engine works on together, at most (the result's ``workload.batch_size``);
+        0 when the engine does not know (a running server whose limit llem was not told)."""
         ...
 
     def load(self, device: str) -> LoadedModel: ...

@@ -80,7 +80,9 @@ class ServerConfig:
     )
     max_num_seqs: int | None = knob(
         None,
-        doc="Requests the launched server runs together (vLLM's --max-num-seqs).",
+        doc="Requests the server runs together: passed to a launched server (vLLM's "
+        "--max-num-seqs); for a running one (server.url), its limit as configured there. Unset: "
+        "unknown, and no full-batch steady state is judged.",
         goes_to=LAUNCH,
         ge=1,
     )
@@ -92,7 +94,7 @@ class ServerConfig:
 
 
 #: keys that configure the launched server, refused with ``server.url``
-LAUNCH_ONLY = ("port", "max_num_seqs", "args")
+LAUNCH_ONLY = ("port", "args")
 
 
 def server_problems(config: ServerConfig) -> list[str]:

@@ -47,7 +47,7 @@ class SteadyRule:
     """How the steady state is chosen (see the module docstring)."""
 
     open_loop: bool
-    max_batch: int  # B: the configured maximum batch
+    max_batch: int  # B: the configured maximum batch (0: unknown, none is judged)
     warmup_requests: int = 0
     cooldown_requests: int = 0
     min_s: float = 0.0  # measurement.min_steady_state_s
@@ -69,6 +69,10 @@ class SteadyState:
     judged: bool = True  # False: none is meant (static batches), so its absence is no condition
 
 
+UNKNOWN_BATCH_REASON = (
+    "the engine's maximum batch is unknown (its concurrency knob is not set), so whether the "
+    "batch ran full cannot be judged: set the knob to the engine's limit"
+)
 STATIC_REASON = (
     "static batches: each batch fills and drains before the next starts, so no steady state is "
     "judged (the figures are the whole window's)"
@@ -129,6 +133,8 @@ def steady_state(
     name = OPEN_LOOP if rule.open_loop else BATCH_RULE
     if rule.static_batches and not rule.open_loop:
         return SteadyState(None, None, None, name, STATIC_REASON, judged=False)
+    if rule.max_batch < 1 and not rule.open_loop:
+        return SteadyState(None, None, None, name, UNKNOWN_BATCH_REASON)
     edges = (
         _open_edges(timelines, origin_s, rule.warmup_requests, rule.cooldown_requests)
         if rule.open_loop

@@ -89,7 +89,7 @@ def fill_workload(
     outputs: Sequence[BatchOutput],
     passes: int,
     n_prompts: int,
-    batch_size: int,
+    batch_size: int | None,
 ) -> Counts:
     """Workload counts and the generate-only rate; returns the counts."""
     counts = Counts.of(outputs)

@@ -59,6 +59,7 @@ from llem.runner.weights import fill_weights
 log = logging.getLogger("llem.run")
 
 MAX_PASSES = 10_000
+UNKNOWN_BATCH = "the engine's maximum batch is unknown: its concurrency knob is not set"
 
 
 @dataclass
@@ -153,10 +154,12 @@ class Runner:
             session.start()  # idle baseline: after CUDA init, before the model loads
             loaded = self._acquire(backend, device, reuse, result)
             measured, peaks = self._generate(exp, backend, loaded, session, result)
-            batch_size = backend.batch_size(loaded)
+            batch_size = backend.batch_size(loaded)  # 0: the engine does not know it
             counts = fill_workload(
-                result, measured.outputs, measured.passes, measured.n_prompts, batch_size
+                result, measured.outputs, measured.passes, measured.n_prompts, batch_size or None
             )
+            if not batch_size:
+                result.null_reasons["workload.batch_size"] = UNKNOWN_BATCH
             report = session.measurement(
                 output_tokens=counts.output_tokens,
                 requests=counts.requests,

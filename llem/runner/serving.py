@@ -138,7 +138,7 @@ def fill_serving(
     max_batch = backend.batch_size(loaded)
     knob = _knob(exp, traffic, max_batch)
     rule = _rule(exp, traffic, max_batch, len(timelines), static_batches(ran))
-    if not rule.static_batches and len(timelines) < 2 * rule.max_batch:
+    if not rule.static_batches and rule.max_batch > 0 and len(timelines) < 2 * rule.max_batch:
         log.warning(
             "%d requests < 2 x the maximum batch %s=%d: the batch fills and drains within the "
             "window and there is no steady state (send more requests: traffic.n_requests)",

@@ -66,7 +66,7 @@ def fill_sections(result: RunResult, x: SectionInputs) -> None:
     steady = steady_state(x.timelines, x.rule, x.origin_s)
     result.concurrency = Concurrency(
         knob=x.knob[0],
-        knob_value=x.knob[1],
+        knob_value=x.knob[1] or None,  # 0: the engine does not know its limit
         mean=None if whole is None else round(whole.mean, 4),
         max=None if whole is None else whole.max,
         steady_state_mean=None

@@ -131,6 +131,11 @@ def test_the_command_line_measures_a_running_server(tiny_model_dir: Path, tmp_pa
     (result,) = _results(tmp_path)
     assert result["workload"]["output_tokens"] == N_REQUESTS * PLANTED["completion_tokens"]
     assert result["backend"] == "server" and result["server"]["endpoint"] == "completions"
+    # the running server's batch limit was not given: nothing is made up for it
+    assert result["workload"]["batch_size"] is None and result["concurrency"]["knob_value"] is None
+    why = result["null_reasons"]
+    assert "maximum batch is unknown" in why["workload.batch_size"]
+    assert result["steady_state"] is None and "maximum batch is unknown" in why["steady_state"]
 
 
 @pytest.mark.slow

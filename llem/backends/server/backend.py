@@ -127,7 +127,9 @@ class ServerBackend:
         return [list(prompts)]
 
     def batch_size(self, loaded: LoadedModel) -> int:
-        return int(self.config.max_num_seqs or 1)
+        """server.max_num_seqs; 0 when it is unset: the server's own limit is unknown here, so
+        no full-batch steady state is judged (never a made-up 1)."""
+        return int(self.config.max_num_seqs or 0)
 
     # ------------------------------------------------------------------ loading
     def load(self, device: str) -> ServerModel:
