@@ -8,6 +8,7 @@ usage: interrupted_run.py MODEL_DIR RUN_DIR MARKER PIDFILE
 
 from __future__ import annotations
 
+import signal
 import sys
 import time
 from pathlib import Path
@@ -22,6 +23,10 @@ FAKE = Path(__file__).with_name("fake_launch_server.py")
 
 
 def main() -> None:
+    # Ctrl-C as a terminal delivers it: a process started from a background job of a shell
+    # without job control (a CI script run with `&`) inherits SIGINT ignored, and then no Ctrl-C
+    # reaches the run at all
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     model_dir, run_dir, marker, pidfile = sys.argv[1:5]
 
     def spec(sections: Any, port: int) -> LaunchSpec:
