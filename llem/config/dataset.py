@@ -123,7 +123,7 @@ def chat_template_problems(cfg: DatasetConfig) -> list[str]:
 def scoring_problems(cfg: DatasetConfig) -> list[str]:
     """Config-time problems with the scoring keys: a scorer that is not one, a scorer on prompts
     without references, lm_eval without its task, and lm_eval keys set for another source."""
-    source = cfg.source.value if isinstance(cfg.source, DatasetSource) else str(cfg.source)
+    source = _source_name(cfg)
     problems = []
     if cfg.scorer is not None and cfg.scorer not in SCORER_NAMES:
         problems.append(f"dataset.scorer={cfg.scorer} is not one of: {', '.join(SCORER_NAMES)}")
@@ -155,5 +155,10 @@ def scoring_problems(cfg: DatasetConfig) -> list[str]:
 
 def scores(cfg: DatasetConfig) -> bool:
     """Whether the run's answers are scored after its window."""
-    source = cfg.source.value if isinstance(cfg.source, DatasetSource) else str(cfg.source)
+    source = _source_name(cfg)
     return source in ("arithmetic", "lm_eval") or (source == "jsonl" and cfg.scorer is not None)
+
+
+def _source_name(cfg: DatasetConfig) -> str:
+    """``dataset.source`` as its name (an Enum in the typed tree, a string in a raw config)."""
+    return cfg.source.value if isinstance(cfg.source, DatasetSource) else str(cfg.source)

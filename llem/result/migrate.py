@@ -73,21 +73,24 @@ def migrate(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-def _migrate_5_to_6(data: dict[str, Any]) -> dict[str, Any]:
+def _sections_added(
+    data: dict[str, Any], version: int, sections: tuple[str, ...]
+) -> dict[str, Any]:
+    """``data`` at schema ``version``, whose new ``sections`` it lacks: each null, with the reason
+    "not recorded before result schema ``version``"."""
     data = dict(data)
-    data["schema_version"] = 6
-    data.setdefault("quality", None)
-    if data["quality"] is None:
-        reasons = dict(data.get("null_reasons") or {})
-        reasons.setdefault("quality", "not recorded before result schema 6")
-        data["null_reasons"] = reasons
-    for section in ("boundary", "server"):
+    data["schema_version"] = version
+    reasons = dict(data.get("null_reasons") or {})
+    for section in sections:
         data.setdefault(section, None)
         if data[section] is None:
-            reasons = dict(data.get("null_reasons") or {})
-            reasons.setdefault(section, "not recorded before result schema 6")
-            data["null_reasons"] = reasons
+            reasons.setdefault(section, f"not recorded before result schema {version}")
+    data["null_reasons"] = reasons
     return data
+
+
+def _migrate_5_to_6(data: dict[str, Any]) -> dict[str, Any]:
+    return _sections_added(data, 6, ("quality", "boundary", "server"))
 
 
 _PCT = dict.fromkeys(("p50", "p90", "p99"))
@@ -154,25 +157,11 @@ def _all_at_once(data: dict[str, Any]) -> bool:
 
 
 def _migrate_3_to_4(data: dict[str, Any]) -> dict[str, Any]:
-    data = dict(data)
-    data["schema_version"] = 4
-    data.setdefault("gpu", None)
-    if data["gpu"] is None:
-        reasons = dict(data.get("null_reasons") or {})
-        reasons.setdefault("gpu", "not recorded before result schema 4")
-        data["null_reasons"] = reasons
-    return data
+    return _sections_added(data, 4, ("gpu",))
 
 
 def _migrate_2_to_3(data: dict[str, Any]) -> dict[str, Any]:
-    data = dict(data)
-    data["schema_version"] = 3
-    reasons = dict(data.get("null_reasons") or {})
-    for section in SERVING_SECTIONS:
-        data.setdefault(section, None)
-        if data[section] is None:
-            reasons.setdefault(section, "not recorded before result schema 3")
-    data["null_reasons"] = reasons
+    data = _sections_added(data, 3, SERVING_SECTIONS)
     latency = data.get("latency")
     if isinstance(latency, dict) and data.get("status") == "ok":
         latency = dict(latency)
