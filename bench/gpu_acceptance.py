@@ -67,13 +67,17 @@ def no_gpu_reason() -> str | None:
         return f"torch is not importable ({exc})"
     if not torch.cuda.is_available():
         return "torch.cuda.is_available() is False"
-    from llem.measure.nvml import NvmlUnavailable, system_snapshot
+    from llem.devices.gpu import GpuUnavailable
+    from llem.devices.gpus import open_gpus
 
     try:
-        snap = system_snapshot()
-    except NvmlUnavailable as exc:
-        return f"NVML is unavailable ({exc})"
-    return None if snap["gpus"] else "NVML sees no GPU"
+        lib = open_gpus()
+    except GpuUnavailable as exc:
+        return f"no GPU library can start ({exc})"
+    try:
+        return None if lib.gpus() else f"{lib.api} sees no GPU"
+    finally:
+        lib.shutdown()
 
 
 def llem(*overrides: str, timeout_s: int = 900) -> tuple[int, str]:

@@ -16,16 +16,17 @@ from __future__ import annotations
 import argparse
 import sys
 
+from llem.devices.gpu import GpuUnavailable
+from llem.devices.gpu_control import GpuControl
+from llem.devices.gpus import open_gpus
 from llem.errors import EXIT_OK, EXIT_PREFLIGHT, EXIT_UNEXPECTED
-from llem.measure.gpu_control import GpuControl
 from llem.measure.gpu_record import Record, is_leftover, read_records, restore_record
-from llem.measure.nvml import NvmlUnavailable, init_nvml
 
 
 def _show_gpus() -> None:
     try:
-        nvml = init_nvml()
-    except NvmlUnavailable as exc:
+        nvml = open_gpus()
+    except GpuUnavailable as exc:
         print(f"no GPU: NVML cannot start ({exc})")
         return
     try:
@@ -34,7 +35,7 @@ def _show_gpus() -> None:
             s = control.state(gpu)
             allowed = "?" if s.power_range_w is None else "{:g}-{:g}".format(*s.power_range_w)
             print(
-                f"GPU {s.nvml_index} {s.uuid}: power limit {_w(s.power_limit_w)} "
+                f"GPU {s.index} {s.uuid}: power limit {_w(s.power_limit_w)} "
                 f"(enforced {_w(s.enforced_power_limit_w)}, allowed {allowed} W), "
                 f"SM clock {s.sm_clock_mhz} MHz, memory clock {s.memory_clock_mhz} MHz"
             )

@@ -58,8 +58,8 @@ def test_cuda_run_end_to_end(tmp_path, tiny_model_dir):
 # ------------------------------------------------------------------ the GPU as a knob (gpu.*)
 def _power_limit_target():
     """(NVML, control, GPU 0, its state, the minimum + 100 W); skips without the right to set."""
-    from llem.measure.gpu_control import GpuControl
-    from llem.measure.nvml import init_nvml
+    from llem.devices.gpu_control import GpuControl
+    from llem.devices.nvidia import init_nvml
 
     nvml = init_nvml()
     control = GpuControl(nvml)
@@ -111,8 +111,8 @@ def test_a_run_under_a_power_limit_records_it_and_restores_the_original(tmp_path
     assert device["power_limit_w_before"] == pytest.approx(before.power_limit_w, abs=1)
     assert result["gpu"]["restored"] is True
     assert result["validity"]["checks"]["gpu_settings"] == "passed"
-    from llem.measure.gpu_control import GpuControl
-    from llem.measure.nvml import init_nvml
+    from llem.devices.gpu_control import GpuControl
+    from llem.devices.nvidia import init_nvml
 
     nvml = init_nvml()
     try:
@@ -168,8 +168,8 @@ def test_an_energy_search_over_a_power_limit_interval_runs_on_nvml(tmp_path, tin
         assert result["gpu"]["restored"] is True
     feasible = [t for t in trials if t["feasible"]]
     assert feasible and record["best"] == min(feasible, key=lambda t: t["objective"])["number"]
-    from llem.measure.gpu_control import GpuControl
-    from llem.measure.nvml import init_nvml
+    from llem.devices.gpu_control import GpuControl
+    from llem.devices.nvidia import init_nvml
 
     nvml = init_nvml()
     try:

@@ -25,8 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from llem.measure.gpu_facts import GpuFacts, gpu_facts
-from llem.measure.nvml import Gpu, Nvml
+from llem.devices.gpu import Gpu, GpuFacts, GpuLibrary
 
 
 class DeviceMappingError(Exception):
@@ -103,17 +102,19 @@ def describe(
 
 
 class Inventory:
-    """NVML's GPUs, plus their MIG instances when asked for."""
+    """The vendor library's GPUs, plus their partitions (MIG instances) when asked for."""
 
-    def __init__(self, nvml: Nvml) -> None:
-        self.nvml = nvml
-        self.gpus: list[Gpu] = nvml.gpus()
+    def __init__(self, lib: GpuLibrary) -> None:
+        self.lib = lib
+        self.gpus: list[Gpu] = lib.gpus()
         self._migs: dict[str, Gpu] | None = None  # MIG uuid -> parent GPU
 
     def migs(self) -> dict[str, Gpu]:
         if self._migs is None:
             self._migs = {
-                normalise_uuid(mig): gpu for gpu in self.gpus for mig in self.nvml.mig_uuids(gpu)
+                normalise_uuid(mig): gpu
+                for gpu in self.gpus
+                for mig in self.lib.partition_uuids(gpu)
             }
         return self._migs
 
@@ -203,7 +204,7 @@ def _by_env(
             )
         chosen.append((ti, visible[ti][0], visible[ti][1]))
     by_int = cvd is None or any(re.fullmatch(r"\s*\d+\s*", e) for e in cvd.split(","))
-    names = {inv.nvml.name(g) for g in inv.gpus}
+    names = {inv.lib.name(g) for g in inv.gpus}
     if by_int and len(names) > 1 and env.get("CUDA_DEVICE_ORDER") != "PCI_BUS_ID":
         warnings.append(
             "GPUs of different models and CUDA_DEVICE_ORDER is not PCI_BUS_ID: CUDA may number "
@@ -214,7 +215,7 @@ def _by_env(
 
 
 def resolve_devices(
-    nvml: Nvml,
+    lib: GpuLibrary,
     torch_indices: Sequence[int] | None,
     env: Mapping[str, str],
     torch_uuids: Mapping[int, str] | None = None,
@@ -223,7 +224,7 @@ def resolve_devices(
 
     ``torch_indices`` None means every visible device. Raises ``DeviceMappingError``.
     """
-    inv = Inventory(nvml)
+    inv = Inventory(lib)
     warnings: list[str] = []
     chosen = _by_torch_uuids(inv, torch_uuids, warnings) if torch_uuids else []
     if not chosen:
@@ -244,5 +245,5 @@ def resolve_devices(
             )
             continue
         done[gpu.uuid] = ti
-        out.append((describe(gpu_facts(nvml, gpu), gpu, ti, mig), gpu))
+        out.append((describe(lib.facts(gpu), gpu, ti, mig), gpu))
     return out, warnings

@@ -17,7 +17,8 @@ end read.
 
 Only a failure of the energy figure's own reading (the counter; power where there is no counter)
 voids the energy: sampling stops, the failure is logged, and the window's energy is unavailable with
-the error as its reason. Other readings fail into ``Sample.errors`` (see ``llem.measure.nvml``).
+the error as its reason. Other readings fail into ``Sample.errors`` (see
+``llem.devices.nvidia_reader``).
 """
 
 from __future__ import annotations
@@ -28,30 +29,19 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from llem.devices.cpu_energy import CpuEnergy, RaplReader
 from llem.devices.powercap import Snapshot
+from llem.devices.readings import OtherProcess, Sample
 from llem.measure import uncertainty
-from llem.measure.sampler import Clock, Sample
+from llem.measure.sampler import Clock
 
 log = logging.getLogger(__name__)
 
 
 class SourceError(Exception):
     """A power source failed while measuring; ``str(exc)`` is the reason."""
-
-
-@dataclass(frozen=True)
-class OtherProcess:
-    """A compute process other than this one on a measured GPU (memory in MB, None if hidden)."""
-
-    device: str
-    pid: int
-    used_memory_mb: float | None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"device": self.device, "pid": self.pid, "used_memory_mb": self.used_memory_mb}
 
 
 class PowerSource(Protocol):

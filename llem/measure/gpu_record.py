@@ -24,9 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from llem.atomic import atomic_write_json
-from llem.measure.gpu_control import GpuControl, GpuControlError
+from llem.devices.gpu import Gpu, GpuLibrary, GpuUnavailable
+from llem.devices.gpu_control import GpuControl, GpuControlError
+from llem.devices.gpus import open_gpus
 from llem.measure.idle_store import cache_dir
-from llem.measure.nvml import Gpu, Nvml, NvmlUnavailable, init_nvml
 
 log = logging.getLogger("llem.gpu")
 
@@ -39,7 +40,7 @@ class Restore:
     it) and the clock locks llem set."""
 
     uuid: str
-    nvml_index: int
+    index: int  # in the vendor library's numbering (older records call it nvml_index)
     power_limit_w: float | None = None
     sm_clocks_locked: bool = False
     memory_clocks_locked: bool = False
@@ -52,7 +53,7 @@ class Restore:
             parts.append("SM clock unlocked")
         if self.memory_clocks_locked:
             parts.append("memory clock unlocked")
-        return f"GPU {self.nvml_index} ({self.uuid}): " + ", ".join(parts or ["nothing"])
+        return f"GPU {self.index} ({self.uuid}): " + ", ".join(parts or ["nothing"])
 
 
 @dataclass
@@ -95,11 +96,20 @@ def read_records() -> list[Record]:
     for path in sorted(folder.glob("*.json")):
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
-            gpus = [Restore(**g) for g in data["gpus"]]
+            gpus = [_restore(g) for g in data["gpus"]]
             found.append(Record(data["host"], int(data["pid"]), data["written_at"], gpus, path))
         except (OSError, ValueError, KeyError, TypeError) as exc:
             log.warning("GPU restore record %s is not readable (%s); left as it is", path, exc)
     return found
+
+
+def _restore(entry: dict[str, Any]) -> Restore:
+    """One GPU of a record; a record written before the device layer named the index
+    ``nvml_index``."""
+    entry = dict(entry)
+    if "nvml_index" in entry and "index" not in entry:
+        entry["index"] = entry.pop("nvml_index")
+    return Restore(**entry)
 
 
 def process_alive(pid: int) -> bool:
@@ -138,7 +148,7 @@ def restore_gpu(control: GpuControl, gpu: Gpu, entry: Restore) -> list[str]:
     return failures
 
 
-def restore_entries(nvml: Nvml, entries: list[Restore]) -> list[str]:
+def restore_entries(nvml: GpuLibrary, entries: list[Restore]) -> list[str]:
     """Restore every entry on the GPU with its UUID; the failures (empty: all put back)."""
     control = GpuControl(nvml)
     by_uuid = {g.uuid: g for g in nvml.gpus()}
@@ -155,8 +165,8 @@ def restore_entries(nvml: Nvml, entries: list[Restore]) -> list[str]:
 def restore_record(rec: Record) -> list[str]:
     """Restore one record and remove its file when everything went back; the failures."""
     try:
-        nvml = init_nvml()
-    except NvmlUnavailable as exc:
+        nvml = open_gpus()
+    except GpuUnavailable as exc:
         return [f"NVML cannot start ({exc})"]
     try:
         failures = restore_entries(nvml, rec.gpus)

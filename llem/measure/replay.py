@@ -22,8 +22,9 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from llem.measure.energy import OtherProcess, integrate_linear
-from llem.measure.sampler import Clock, Sample
+from llem.devices.readings import OtherProcess, Sample
+from llem.measure.energy import integrate_linear
+from llem.measure.sampler import Clock
 
 REQUIRED_COLUMNS = ("time_s", "device", "power_w")
 

@@ -1,4 +1,5 @@
-"""The sampler thread, the clock it runs on, and the per-device sample it records.
+"""The sampler thread and the clock it runs on (the sample it records is
+``llem.devices.readings.Sample``).
 
 The sampler calls one ``tick(now)`` function at a fixed rate (``measurement.sample_hz``) on a daemon
 thread until it is stopped. Ticks are scheduled on a fixed grid ``start + k / hz`` so they do not
@@ -15,7 +16,6 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Protocol
 
 log = logging.getLogger(__name__)
@@ -50,24 +50,6 @@ class RealClock:
         if remaining > 0:
             stop.wait(remaining)
         return not stop.is_set()
-
-
-@dataclass(frozen=True)
-class Sample:
-    """One reading of one device. ``time_s`` is on the session clock; None = not readable."""
-
-    time_s: float
-    device: str  # NVML UUID (or the replay trace's device name)
-    power_w: float | None = None
-    temperature_c: float | None = None
-    sm_clock_mhz: float | None = None
-    mem_clock_mhz: float | None = None
-    throttle_mask: int | None = None
-    memory_used_mb: float | None = None  # MB = 2**20 bytes
-    gpu_util_pct: float | None = None
-    mem_util_pct: float | None = None
-    # (column, error text) for each reading that failed in this sample; its column is None
-    errors: tuple[tuple[str, str], ...] = ()
 
 
 class Sampler:

@@ -23,7 +23,6 @@ measured once per process (see ``llem.measure.idle``).
 
 from __future__ import annotations
 
-import csv
 import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -33,6 +32,8 @@ from typing import Any
 
 from llem.config.schema import MeasurementConfig
 from llem.devices.cpu_energy import RaplReader
+from llem.devices.gpu import GpuOpener
+from llem.devices.gpus import open_gpus
 from llem.devices.powercap import DEFAULT_POWERCAP_ROOT
 from llem.measure.devices import DeviceInfo
 from llem.measure.energy import EnergyMeter, PowerSource, SourceError, WindowResult, open_rapl
@@ -42,24 +43,11 @@ from llem.measure.idle_store import IdleStore, cache_dir, hot_text, stored_basel
 from llem.measure.measurement import Measurement, build_measurement
 from llem.measure.sampler import Clock, RealClock
 from llem.measure.sources import DISABLED, energy_mode, open_source, preflight_problems
-from llem.measure.throttle import decode_reasons
+from llem.measure.timeseries import write_timeseries
 from llem.measure.window import MeasurementWindow
 from llem.result import utc_now
 
 log = logging.getLogger(__name__)
-
-TIMESERIES_COLUMNS = (
-    "time_s",
-    "device",
-    "power_w",
-    "temperature_c",
-    "sm_clock_mhz",
-    "mem_clock_mhz",
-    "throttle_reasons",
-    "memory_used_mb",
-    "gpu_util_pct",
-    "mem_util_pct",
-)
 
 
 @dataclass(frozen=True)
@@ -97,6 +85,7 @@ class MeasurementSession:
         idle_cache: IdleCache | None = None,
         idle_store: IdleStore | None = None,
         gpu_settings: str = "",
+        gpus: GpuOpener = open_gpus,
     ) -> None:
         self.cfg = cfg
         self.device_type = device_type
@@ -110,6 +99,7 @@ class MeasurementSession:
         self._powercap_root = powercap_root
         self._cuda_sync = cuda_sync
         self._env = env
+        self._gpus = gpus  # opens the GPUs' vendor library (a test hands its double's)
         self._idle_cache = idle_cache if idle_cache is not None else IdleCache()
         # idle baselines are kept per GPU settings (gpu.*: "" when the GPU is left as it was)
         self._gpu_settings = gpu_settings
@@ -134,7 +124,9 @@ class MeasurementSession:
 
         ``energy=auto`` without NVML is not a problem (energy is then unavailable, with a reason).
         """
-        return preflight_problems(self.cfg, self.device_type, self.torch_indices, self._environ())
+        return preflight_problems(
+            self.cfg, self.device_type, self.torch_indices, self._environ(), self._gpus
+        )
 
     def _environ(self) -> Mapping[str, str]:
         return self._env if self._env is not None else os.environ
@@ -153,7 +145,12 @@ class MeasurementSession:
         self._started = True
         self.origin_s = self.clock.now()
         opened = open_source(
-            self.cfg, self.device_type, self.torch_indices, self._environ(), self.origin_s
+            self.cfg,
+            self.device_type,
+            self.torch_indices,
+            self._environ(),
+            self.origin_s,
+            self._gpus,
         )
         self.source, self.devices = opened.source, opened.devices
         self.unavailable_reason = opened.unavailable_reason
@@ -180,7 +177,7 @@ class MeasurementSession:
         fresh = self._measure_idle(secs)
         if fresh.power_w is not None:
             self._idle_cache.put(key, fresh)
-            if self._idle_store is not None and self.source.kind == "nvml":
+            if self._idle_store is not None and not self.source.kind.startswith("replay"):
                 self._idle_store.remember(fresh, float(self.cfg.idle_cache_max_age_s))
                 self._store_warnings()
         return fresh
@@ -207,7 +204,7 @@ class MeasurementSession:
 
     def _stored_idle(self) -> IdleBaseline | None:
         """The GPUs' baseline from llem's cache directory, or None: measure (only NVML GPUs)."""
-        if self._idle_store is None or self.source is None or self.source.kind != "nvml":
+        if self._idle_store is None or self.source is None or self.source.kind.startswith("replay"):
             return None
         baseline = stored_baseline(
             self._idle_store,
@@ -353,34 +350,10 @@ class MeasurementSession:
         the window start; empty cell = not readable). Returns the number of rows."""
         if self.last_window is None:
             raise RuntimeError("MeasurementSession.write_timeseries() before a window() finished")
-        start = self.last_window.start_s
-        rows = 0
-        with Path(path).open("w", newline="") as fh:
-            out = csv.writer(fh)
-            out.writerow(TIMESERIES_COLUMNS)
-            for s in self.last_window.samples:
-                reasons = (
-                    "" if s.throttle_mask is None else "|".join(decode_reasons(s.throttle_mask))
-                )
-                out.writerow(
-                    [
-                        f"{s.time_s - start:.6f}",
-                        s.device,
-                        _cell(s.power_w),
-                        _cell(s.temperature_c),
-                        _cell(s.sm_clock_mhz),
-                        _cell(s.mem_clock_mhz),
-                        reasons,
-                        _cell(s.memory_used_mb),
-                        _cell(s.gpu_util_pct),
-                        _cell(s.mem_util_pct),
-                    ]
-                )
-                rows += 1
-        return rows
+        return write_timeseries(self.last_window, path)
 
     def close(self) -> None:
-        """Release NVML (``nvmlShutdown``). Idempotent."""
+        """Release the GPUs' library (NVML's ``nvmlShutdown``). Idempotent."""
         if self._closed:
             return
         self._closed = True
@@ -392,7 +365,3 @@ class MeasurementSession:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
-
-
-def _cell(value: float | None) -> str:
-    return "" if value is None else f"{value:.6g}"

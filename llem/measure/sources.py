@@ -12,12 +12,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from llem.config.schema import MeasurementConfig
+from llem.devices.gpu import GpuLibrary, GpuOpener, GpuUnavailable, error_text
+from llem.devices.gpus import open_gpus
 from llem.errors import PreflightError
 from llem.measure import devices as _devices
 from llem.measure.devices import DeviceInfo, DeviceMappingError
 from llem.measure.energy import PowerSource
-from llem.measure.nvml import NvmlUnavailable, error_text, init_nvml
-from llem.measure.nvml_source import NvmlSource
+from llem.measure.gpu_source import GpuSource
 from llem.measure.replay import ReplaySource, TraceError, load_trace
 
 DISABLED = "disabled by measurement.energy=none"
@@ -72,6 +73,7 @@ def preflight_problems(
     device_type: str,
     torch_indices: Sequence[int] | None,
     env: Mapping[str, str],
+    opener: GpuOpener = open_gpus,
 ) -> list[str]:
     """One sentence per problem, naming the key and its value; empty when all is well."""
     mode = energy_mode(cfg)
@@ -79,8 +81,19 @@ def preflight_problems(
     if mode == "nvml" and device_type != "cuda":
         problems.append(_not_cuda(device_type))
     elif mode in ("nvml", "auto") and device_type == "cuda":
-        problems.extend(_nvml_problems(cfg, mode, torch_indices, env))
+        problems.extend(_nvml_problems(cfg, mode, torch_indices, env, opener))
     return problems
+
+
+def _vendor_problem(lib: GpuLibrary, mode: str) -> str | None:
+    """Why ``lib`` is not the library ``measurement.energy=mode`` asks for (None: it is)."""
+    wanted = {"nvml": "NVML"}.get(mode)
+    if wanted is None or lib.api == wanted:
+        return None
+    return (
+        f"measurement.energy={mode} asks for {wanted}, but this machine's GPUs are read "
+        f"through {lib.api} ({lib.vendor})"
+    )
 
 
 def _range_problems(cfg: MeasurementConfig) -> list[str]:
@@ -128,11 +141,16 @@ def _nvml_problems(
     mode: str,
     torch_indices: Sequence[int] | None,
     env: Mapping[str, str],
+    opener: GpuOpener,
 ) -> list[str]:
     try:
-        nvml = init_nvml()
-    except NvmlUnavailable as exc:
+        nvml = opener()
+    except GpuUnavailable as exc:
         return [_no_nvml(exc)] if mode == "nvml" else []
+    vendor_problem = _vendor_problem(nvml, mode)
+    if vendor_problem:
+        nvml.shutdown()
+        return [vendor_problem]
     cvd = env.get("CUDA_VISIBLE_DEVICES")
     shown = "unset" if cvd is None else repr(cvd)
     try:
@@ -160,6 +178,7 @@ def open_source(
     torch_indices: Sequence[int] | None,
     env: Mapping[str, str],
     origin_s: float,
+    opener: GpuOpener = open_gpus,
 ) -> OpenedSource:
     """Open the source ``cfg.energy`` asks for. Raises ``PreflightError`` when an explicit
     ``nvml``/``replay`` request cannot be met."""
@@ -171,8 +190,8 @@ def open_source(
     if device_type != "cuda":
         if mode == "nvml":
             raise PreflightError([_not_cuda(device_type)])
-        return _off_gpu(device_type)
-    return _open_nvml(mode, torch_indices, env)
+        return _off_gpu(device_type, opener)
+    return _open_nvml(mode, torch_indices, env, opener)
 
 
 def short_nvml_error(exc: BaseException) -> str:
@@ -183,12 +202,12 @@ def short_nvml_error(exc: BaseException) -> str:
     return head if head.startswith("NVMLError") else text
 
 
-def _off_gpu(device_type: str) -> OpenedSource:
+def _off_gpu(device_type: str, opener: GpuOpener) -> OpenedSource:
     """A run that is not on a GPU: no energy source. Says whether this machine has NVML at all
     (``no NVIDIA GPU/NVML (NVMLError_LibraryNotFound)``) or the run just is not on its GPU."""
     try:
-        init_nvml().shutdown()
-    except NvmlUnavailable as exc:
+        opener().shutdown()
+    except GpuUnavailable as exc:
         short = short_nvml_error(exc)
         return OpenedSource(
             unavailable_reason=f"no NVIDIA GPU/NVML ({short})",
@@ -224,11 +243,11 @@ def _open_replay(path: str, origin_s: float) -> OpenedSource:
 
 
 def _open_nvml(
-    mode: str, torch_indices: Sequence[int] | None, env: Mapping[str, str]
+    mode: str, torch_indices: Sequence[int] | None, env: Mapping[str, str], opener: GpuOpener
 ) -> OpenedSource:
     try:
-        nvml = init_nvml()
-    except NvmlUnavailable as exc:
+        nvml = opener()
+    except GpuUnavailable as exc:
         if mode == "nvml":
             raise PreflightError([_no_nvml(exc)]) from exc
         short = short_nvml_error(exc)
@@ -236,10 +255,14 @@ def _open_nvml(
             unavailable_reason=f"NVML is not available ({short})",
             no_gpu_reason=f"NVML unavailable: {short}",
         )
+    vendor_problem = _vendor_problem(nvml, mode)
+    if vendor_problem:
+        nvml.shutdown()
+        raise PreflightError([vendor_problem])
     try:
         uuids = _devices.torch_device_uuids(torch_indices)
         resolved, warnings = _devices.resolve_devices(nvml, torch_indices, env, uuids)
-        nvml_devices = [nvml.device(gpu) for _, gpu in resolved]
+        readers = [nvml.reader(gpu) for _, gpu in resolved]
     except Exception as exc:
         nvml.shutdown()
         if isinstance(exc, DeviceMappingError):
@@ -250,7 +273,7 @@ def _open_nvml(
             ) from exc
         why = f"NVML device setup failed ({error_text(exc)})"
         return OpenedSource(unavailable_reason=why, no_gpu_reason=why)
-    source = NvmlSource(nvml, nvml_devices)
+    source = GpuSource(nvml, readers)
     return OpenedSource(
         source, [info for info, _ in resolved], None, warnings + source.setup_warnings()
     )

@@ -31,7 +31,8 @@ from typing import Any, Union
 
 from llem.atomic import atomic_write_text
 from llem.config.engines import ENGINES
-from llem.measure.nvml import NvmlUnavailable, system_snapshot
+from llem.devices.gpu import GpuUnavailable
+from llem.devices.gpus import open_gpus
 from llem.version import __version__
 
 # Distribution names (as pip knows them) whose versions are recorded under "packages": the
@@ -88,6 +89,7 @@ def capture_environment(cuda_home: PathLike | None = None) -> dict:
     env["cuda"] = probe("cuda", lambda: _cuda(cuda_home), default={"version": None, "source": None})
 
     nvml = probe("gpus", _nvml, default={})
+    env["gpu_vendor"] = nvml.get("vendor")
     env["driver_version"] = nvml.get("driver_version")
     env["gpus"] = nvml.get("gpus", [])
     env["gpus_unavailable_reason"] = unavailable.get("gpus")
@@ -276,9 +278,13 @@ def _nvcc_version(nvcc: str) -> str | None:
 def _nvml() -> dict:
     """Driver version and every GPU NVML sees; raises _Unavailable when NVML cannot start."""
     try:
-        return system_snapshot()
-    except NvmlUnavailable as exc:
+        lib = open_gpus()
+    except GpuUnavailable as exc:
         raise _Unavailable(f"NVML is unavailable ({exc})") from None
+    try:
+        return {"vendor": lib.vendor, **lib.snapshot()}
+    finally:
+        lib.shutdown()
 
 
 def _text(value: Any) -> str:

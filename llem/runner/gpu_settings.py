@@ -27,17 +27,18 @@ from types import FrameType
 from typing import Any
 
 from llem.config.gpu import GPUConfig, is_set, parse_clock
-from llem.errors import LlemError
-from llem.measure.devices import DeviceMappingError, resolve_devices, torch_device_uuids
-from llem.measure.gpu_control import (
+from llem.devices.gpu import Gpu, GpuLibrary, GpuUnavailable
+from llem.devices.gpu_control import (
     GpuControl,
     GpuControlError,
     GpuState,
     clock_problem,
     power_problem,
 )
+from llem.devices.gpus import open_gpus
+from llem.errors import LlemError
+from llem.measure.devices import DeviceMappingError, resolve_devices, torch_device_uuids
 from llem.measure.gpu_record import Restore, own_record_path, restore_gpu, write_record
-from llem.measure.nvml import Gpu, Nvml, NvmlUnavailable, init_nvml
 from llem.result import Figure, RunResult
 from llem.result.gpu import GPU_LEFT_AS_IT_WAS, GpuSection
 
@@ -56,7 +57,7 @@ def requested_settings(cfg: GPUConfig) -> str:
     return " ".join(f"gpu.{k}={v}" for k, v in asdict(cfg).items() if v is not None)
 
 
-def _targets(nvml: Nvml, torch_indices: Sequence[int] | None) -> list[Gpu]:
+def _targets(nvml: GpuLibrary, torch_indices: Sequence[int] | None) -> list[Gpu]:
     """The physical GPUs the run uses (every visible one when ``torch_indices`` is None)."""
     found, _ = resolve_devices(nvml, torch_indices, os.environ, torch_device_uuids(torch_indices))
     return [gpu for _, gpu in found]
@@ -68,8 +69,8 @@ def gpu_preflight_problems(cfg: GPUConfig, torch_indices: Sequence[int] | None) 
     if not is_set(cfg):
         return []
     try:
-        nvml = init_nvml()
-    except NvmlUnavailable as exc:
+        nvml = open_gpus()
+    except GpuUnavailable as exc:
         return [f"{requested_settings(cfg)} needs a GPU that NVML can reach ({exc})"]
     try:
         gpus = _targets(nvml, torch_indices)
@@ -114,7 +115,7 @@ class GpuSettings:
         self.cfg = cfg
         self.torch_indices = torch_indices
         self.active = is_set(cfg)
-        self._nvml: Nvml | None = None
+        self._nvml: GpuLibrary | None = None
         self._gpus: list[Gpu] = []
         self._entries: list[Restore] = []
         self._previous_handler: Any = None
@@ -131,8 +132,8 @@ class GpuSettings:
         if not self.active:
             return
         try:
-            self._nvml = init_nvml()
-        except NvmlUnavailable as exc:
+            self._nvml = open_gpus()
+        except GpuUnavailable as exc:
             raise GpuSettingsError(
                 f"{requested_settings(self.cfg)}: NVML cannot start ({exc})"
             ) from exc
@@ -150,7 +151,7 @@ class GpuSettings:
     def _entry(self, gpu: Gpu, state: GpuState) -> Restore:
         return Restore(
             uuid=gpu.uuid,
-            nvml_index=gpu.index,
+            index=gpu.index,
             power_limit_w=state.power_limit_w if self.cfg.power_limit_w is not None else None,
             sm_clocks_locked=self.cfg.sm_clock_mhz is not None,
             memory_clocks_locked=self.cfg.memory_clock_mhz is not None,
@@ -248,7 +249,7 @@ def _as_list(pair: tuple[int, int] | None) -> list[int] | None:
 
 def _read_back(state: GpuState, before: GpuState) -> dict[str, Any]:
     return {
-        "nvml_index": state.nvml_index,
+        "nvml_index": state.index,
         "power_limit_w_before": before.power_limit_w,
         "power_limit_w": state.power_limit_w,
         "enforced_power_limit_w": state.enforced_power_limit_w,
@@ -264,7 +265,7 @@ def _differences(section: GpuSection, state: GpuState) -> list[str]:
     got_w = state.enforced_power_limit_w
     if want_w is not None and (got_w is None or abs(got_w - want_w) > _POWER_TOLERANCE_W):
         out.append(
-            f"GPU {state.nvml_index} enforced a power limit of {got_w} W at the window's end, "
+            f"GPU {state.index} enforced a power limit of {got_w} W at the window's end, "
             f"not the gpu.power_limit_w={want_w:g} asked for"
         )
     for key, want, got in (
@@ -273,7 +274,7 @@ def _differences(section: GpuSection, state: GpuState) -> list[str]:
     ):
         if want is not None and (got is None or not want[0] <= got <= want[1]):
             out.append(
-                f"GPU {state.nvml_index} ran at {got} MHz at the window's end, outside the "
+                f"GPU {state.index} ran at {got} MHz at the window's end, outside the "
                 f"gpu.{key}={want[0]}-{want[1]} asked for"
             )
     return out

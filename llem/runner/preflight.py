@@ -21,9 +21,10 @@ from llem.backends.random_weights import DEFAULT_MODEL_GROUP
 from llem.config.engines import Engine, active_engine, install_hint
 from llem.config.model import ModelConfig
 from llem.config.schema import Device, ExperimentConfig
+from llem.devices.gpu import GpuUnavailable
+from llem.devices.gpus import open_gpus
 from llem.errors import PreflightError
 from llem.measure import MeasurementSession
-from llem.measure.nvml import persistence_mode_off
 from llem.runner.gpu_settings import gpu_preflight_problems
 from llem.runner.prompts import check_dataset
 
@@ -45,7 +46,14 @@ def cuda_available() -> bool:
 
 
 def _persistence_mode_warning() -> list[str]:
-    off = persistence_mode_off()
+    try:
+        lib = open_gpus()
+    except GpuUnavailable:
+        return []
+    try:
+        off = lib.persistence_off()
+    finally:
+        lib.shutdown()
     if not off:
         return []
     return [

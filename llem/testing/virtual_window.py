@@ -1,14 +1,13 @@
 """One measured window over a fake NVML GPU on a virtual clock: llem's real measurement session,
-with ``pynvml`` answered by ``llem.testing.fake_pynvml`` for the window's length and put back
-after it. The modelled power source (``llem.testing.modelled_power``) and the truth harness
+handed NVML over ``llem.testing.fake_pynvml`` (``init_nvml(fake)``) as its GPUs. The modelled
+power source (``llem.testing.modelled_power``) and the truth harness
 (``llem.testing.truth.harness``) both measure through it."""
 
 from __future__ import annotations
 
-import sys
-
 from llem.backends.types import EngineStep
 from llem.config.schema import EnergySource, MeasurementConfig
+from llem.devices.nvidia import init_nvml
 from llem.measure import MeasurementSession
 from llem.measure import devices as measure_devices
 from llem.measure.idle import IdleCache
@@ -21,11 +20,11 @@ def measure_window(
 ) -> MeasurementSession:
     """The session after one window that opens 0.1 s after ``clock``'s now and closes at
     ``until_s`` (the clock's seconds), ``gpu`` sampled at ``sample_hz``."""
-    saved_nvml, saved_uuids = sys.modules.get("pynvml"), measure_devices.torch_device_uuids
-    sys.modules["pynvml"] = FakeNvml([gpu], clock)
+    saved_uuids = measure_devices.torch_device_uuids
+    fake = FakeNvml([gpu], clock)
     measure_devices.torch_device_uuids = lambda indices: None
     try:
-        session = _session(clock, sample_hz)
+        session = _session(clock, sample_hz, fake)
         session.start()
         clock.sleep(0.1)
         with session.window():
@@ -33,14 +32,10 @@ def measure_window(
         session.close()
     finally:
         measure_devices.torch_device_uuids = saved_uuids
-        if saved_nvml is None:
-            sys.modules.pop("pynvml", None)
-        else:
-            sys.modules["pynvml"] = saved_nvml
     return session
 
 
-def _session(clock: SteppingClock, sample_hz: float) -> MeasurementSession:
+def _session(clock: SteppingClock, sample_hz: float, fake: FakeNvml) -> MeasurementSession:
     cfg = MeasurementConfig(
         idle_baseline_s=0.0,
         sample_hz=sample_hz,
@@ -58,6 +53,7 @@ def _session(clock: SteppingClock, sample_hz: float) -> MeasurementSession:
         cuda_sync=lambda: None,
         env={},
         idle_cache=IdleCache(),
+        gpus=lambda: init_nvml(fake),
     )
 
 

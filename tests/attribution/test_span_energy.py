@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from llem.config.schema import EnergySource
+from llem.devices.readings import Sample
 from llem.measure.energy import DeviceEnergy, WindowResult
-from llem.measure.sampler import Sample
 from llem.measure.span_energy import span_energies
 from tests.measure.conftest import make_cfg
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pynvml
 
-from llem.measure.gpu_control import GpuControl, clock_problem, power_problem
-from llem.measure.nvml import init_nvml
+from llem.devices.gpu_control import GpuControl, clock_problem, power_problem
+from llem.devices.nvidia import init_nvml
 from llem.testing.fake_nvml_control import FakeControl
 from llem.testing.fake_pynvml import FAKED_FUNCTIONS, FakeGpu
 

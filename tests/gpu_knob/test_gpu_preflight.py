@@ -76,7 +76,7 @@ def test_no_gpu_is_a_preflight_failure_naming_the_key(tiny_model_dir, tmp_path, 
     # no test double: this machine's NVML (none on a CPU machine; a GPU machine skips the check)
     import pytest
 
-    from llem.measure.nvml import NvmlUnavailable, init_nvml
+    from llem.devices.nvidia import NvmlUnavailable, init_nvml
 
     try:
         init_nvml().shutdown()

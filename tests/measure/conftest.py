@@ -1,12 +1,12 @@
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from llem.config.schema import EnergySource, MeasurementConfig
+from llem.devices.nvidia import Nvml, NvmlUnavailable, init_nvml
 from llem.measure import MeasurementSession
 from llem.measure import devices as measure_devices
 from llem.measure.idle import IdleCache
@@ -28,15 +28,34 @@ def _no_torch_uuids(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def install_nvml(monkeypatch: pytest.MonkeyPatch, clock: SteppingClock) -> Callable[..., FakeNvml]:
-    """``install_nvml([FakeGpu(...), ...], **kw)`` puts a fake pynvml in sys.modules."""
+def gpu_double() -> dict[str, FakeNvml]:
+    """The fake NVML a test installed (``install_nvml``), handed to its sessions."""
+    return {}
+
+
+@pytest.fixture
+def install_nvml(gpu_double: dict[str, FakeNvml], clock: SteppingClock) -> Callable[..., FakeNvml]:
+    """``install_nvml([FakeGpu(...), ...], **kw)``: the fake NVML that ``make_session``'s
+    sessions receive (through ``init_nvml(fake)``; nothing is swapped in ``sys.modules``)."""
 
     def install(gpus: list[FakeGpu], **kw) -> FakeNvml:
         fake = FakeNvml(gpus, kw.pop("clock", clock), **kw)
-        monkeypatch.setitem(sys.modules, "pynvml", fake)
+        gpu_double["nvml"] = fake
         return fake
 
     return install
+
+
+def gpus_of(gpu_double: dict[str, FakeNvml]) -> Callable[[], Nvml]:
+    """The opener a session receives: the installed fake, or no NVML at all."""
+
+    def opener() -> Nvml:
+        fake = gpu_double.get("nvml")
+        if fake is None:
+            raise NvmlUnavailable("NVMLError_LibraryNotFound: NVML Shared Library Not Found")
+        return init_nvml(fake)
+
+    return opener
 
 
 def make_cfg(**overrides) -> MeasurementConfig:
@@ -61,7 +80,7 @@ def idle_cache() -> IdleCache:
 
 @pytest.fixture
 def make_session(
-    clock: SteppingClock, tmp_path: Path, idle_cache: IdleCache
+    clock: SteppingClock, tmp_path: Path, idle_cache: IdleCache, gpu_double: dict[str, FakeNvml]
 ) -> Callable[..., MeasurementSession]:
     """``make_session(cfg, indices=[0], device_type="cuda", env={})`` on the virtual clock; the
     sessions of one test share one idle cache, like the runs of one process."""
@@ -74,6 +93,7 @@ def make_session(
         kw.setdefault("powercap_root", tmp_path / "no-powercap")
         kw.setdefault("cuda_sync", lambda: None)
         kw.setdefault("idle_cache", idle_cache)
+        kw.setdefault("gpus", gpus_of(gpu_double))
         s = MeasurementSession(
             cfg,
             None if indices is None else list(indices),

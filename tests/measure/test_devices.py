@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from llem.devices.nvidia import init_nvml
 from llem.errors import PreflightError
 from llem.measure import devices as measure_devices
 from llem.measure.devices import DeviceMappingError, resolve_devices
-from llem.measure.nvml import init_nvml
 from llem.testing.fake_pynvml import FakeGpu
 
 from .conftest import make_cfg
@@ -26,7 +26,7 @@ def nvml(install_nvml):
 def mapped(nvml, indices, cvd=None, torch_uuids=None, **env):
     if cvd is not None:
         env["CUDA_VISIBLE_DEVICES"] = cvd
-    out, warnings = resolve_devices(init_nvml(), indices, env, torch_uuids)
+    out, warnings = resolve_devices(init_nvml(nvml), indices, env, torch_uuids)
     return [(d.torch_index, d.nvml_index, d.uuid) for d, _ in out], warnings
 
 

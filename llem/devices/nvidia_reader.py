@@ -1,14 +1,7 @@
-"""NVML: the only module that imports it (``pynvml``, imported inside functions only).
+"""One NVIDIA GPU's readings for a window: NVML's energy counter, power and the rest of a sample.
 
-``init_nvml()`` returns an ``Nvml``: the initialised library, asked through typed methods (GPUs,
-names, MIG instances, ``NvmlDevice`` readers); other modules ask through it and never see
-``pynvml`` itself (what a GPU is, its memory, bandwidth and power limits, is read through it in
-``llem.measure.gpu_facts``). ``system_snapshot`` and ``persistence_mode_off`` serve the environment
-snapshot and pre-flight. NVML units are converted where they are read, once: mW to W, mJ to J,
-bytes to MB (2**20 bytes, the unit of torch's memory figures in result.json).
-
-NVML numbers *all* GPUs in PCI bus order, ignoring ``CUDA_VISIBLE_DEVICES`` (see
-``llem.measure.devices`` for how torch's device indices map onto NVML's).
+The ``GpuReader`` of ``llem.devices.gpu`` for NVIDIA, asked through the ``Nvml`` library of
+``llem.devices.nvidia`` (whose ``module`` is pynvml or a test double).
 """
 
 from __future__ import annotations
@@ -16,162 +9,41 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
-from llem.measure.energy import OtherProcess
-from llem.measure.sampler import Sample
+from llem.devices.gpu import SensorSpec, error_text
+from llem.devices.readings import OtherProcess, Sample
 
 log = logging.getLogger(__name__)
 
 MB = float(2**20)
 
-
-class NvmlUnavailable(Exception):
-    """NVML cannot be used; ``str(exc)`` is the reason, e.g. ``NVMLError_LibraryNotFound: ...``."""
-
-
-def error_text(exc: BaseException) -> str:
-    """``NVMLError_GpuIsLost: GPU is lost`` style text for an exception."""
-    text = str(exc)
-    name = type(exc).__name__
-    return f"{name}: {text}" if text and text != name else name
-
-
-def as_str(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
-@dataclass(frozen=True)
-class Gpu:
-    """A physical GPU as NVML numbers it (PCI bus order); ``handle`` is NVML's, opaque elsewhere."""
-
-    index: int
-    handle: Any
-    uuid: str
-
-
-class Nvml:
-    """The initialised NVML library (see ``init_nvml``), asked through typed methods."""
-
-    def __init__(self, module: Any) -> None:
-        self.module = module  # pynvml, or a test double in its place
-
-    def shutdown(self) -> None:
-        """``nvmlShutdown()``, logging instead of raising (it is called from cleanup paths)."""
-        try:
-            self.module.nvmlShutdown()
-        except Exception as exc:
-            log.debug("nvmlShutdown failed: %s", error_text(exc))
-
-    def is_error(self, exc: BaseException) -> bool:
-        return isinstance(exc, self.module.NVMLError)
-
-    def is_not_supported(self, exc: BaseException) -> bool:
-        """True for NVML's 'this device/driver cannot do that' errors (not for real failures)."""
-        if isinstance(exc, AttributeError):  # an older nvidia-ml-py without the function
-            return True
-        n = self.module
-        codes = {n.NVML_ERROR_NOT_SUPPORTED, n.NVML_ERROR_FUNCTION_NOT_FOUND}
-        return self.is_error(exc) and getattr(exc, "value", None) in codes
-
-    def gpus(self) -> list[Gpu]:
-        """Every GPU NVML sees, in its order."""
-        n, out = self.module, []
-        for i in range(n.nvmlDeviceGetCount()):
-            h = n.nvmlDeviceGetHandleByIndex(i)
-            out.append(Gpu(i, h, as_str(n.nvmlDeviceGetUUID(h))))
-        return out
-
-    def name(self, gpu: Gpu) -> str:
-        return as_str(self.module.nvmlDeviceGetName(gpu.handle))
-
-    def mig_uuids(self, gpu: Gpu) -> list[str]:
-        """The UUIDs of ``gpu``'s MIG instances; empty when it has none or cannot say."""
-        n = self.module
-        try:
-            count = n.nvmlDeviceGetMaxMigDeviceCount(gpu.handle)
-        except Exception as exc:
-            if self.is_not_supported(exc) or self.is_error(exc):
-                return []
-            raise
-        uuids = []
-        for j in range(count):
-            try:
-                mig = n.nvmlDeviceGetMigDeviceHandleByIndex(gpu.handle, j)
-                uuids.append(as_str(n.nvmlDeviceGetUUID(mig)))
-            except n.NVMLError:
-                continue  # empty slot
-        return uuids
-
-    def device(self, gpu: Gpu) -> NvmlDevice:
-        """A reader of ``gpu``'s energy, power and the rest of a sample."""
-        return NvmlDevice(self, gpu.handle, gpu.uuid)
-
-
-def init_nvml() -> Nvml:
-    """Import ``pynvml`` and call ``nvmlInit()``. Raises ``NvmlUnavailable``."""
-    try:
-        import pynvml
-    except ImportError as exc:  # nvidia-ml-py missing
-        raise NvmlUnavailable(f"pynvml is not importable ({exc})") from exc
-    try:
-        pynvml.nvmlInit()
-    except Exception as exc:  # NVMLError_LibraryNotFound, DriverNotLoaded, ...
-        raise NvmlUnavailable(error_text(exc)) from exc
-    return Nvml(pynvml)
-
-
-def system_snapshot() -> dict[str, Any]:
-    """Driver version and every GPU NVML sees, for ``environment.json``.
-
-    Returns ``{"driver_version", "gpus": [{index, name, uuid, memory_total_mb}], "unavailable":
-    {key: reason}}``; raises ``NvmlUnavailable`` when NVML cannot start.
-    """
-    nvml = init_nvml()
-    n, unavailable = nvml.module, {}
-    try:
-        driver: str | None = None
-        try:
-            driver = as_str(n.nvmlSystemGetDriverVersion())
-        except Exception as exc:
-            unavailable["driver_version"] = f"NVML: {type(exc).__name__}: {exc}"
-        gpus = []
-        for index in range(n.nvmlDeviceGetCount()):
-            gpu: dict[str, Any] = dict(index=index, name=None, uuid=None, memory_total_mb=None)
-            try:
-                handle = n.nvmlDeviceGetHandleByIndex(index)
-                gpu["name"] = as_str(n.nvmlDeviceGetName(handle))
-                gpu["uuid"] = as_str(n.nvmlDeviceGetUUID(handle))
-                gpu["memory_total_mb"] = int(n.nvmlDeviceGetMemoryInfo(handle).total) // 2**20
-            except Exception as exc:
-                unavailable[f"gpus.{index}"] = f"NVML: {type(exc).__name__}: {exc}"
-            gpus.append(gpu)
-        return {"driver_version": driver, "gpus": gpus, "unavailable": unavailable}
-    finally:
-        nvml.shutdown()
-
-
-def persistence_mode_off() -> list[int]:
-    """NVML indices of GPUs with persistence mode off; empty when NVML is missing or cannot say."""
-    try:
-        nvml = init_nvml()
-    except NvmlUnavailable:
-        return []
-    n = nvml.module
-    try:
-        handles = [n.nvmlDeviceGetHandleByIndex(i) for i in range(n.nvmlDeviceGetCount())]
-        return [i for i, h in enumerate(handles) if n.nvmlDeviceGetPersistenceMode(h) == 0]
-    except Exception:  # unsupported: nothing to warn about
-        return []
-    finally:
-        nvml.shutdown()
+# NVML's counter counts whole mJ and is refreshed about every 100 ms. NVIDIA documents +/- 5 W for
+# nvidia-smi's power.draw (`nvidia-smi --help-query-gpu`: "accurate to within +/- 5 watts") and
+# +/- 5 % of the draw for nvmlDeviceGetPowerUsage (NVML API reference, Fermi and Kepler); llem takes
+# the larger on every GPU. nvmlDeviceGetPowerUsage is a mean over the last 1 s on Ampere and newer.
+COUNTER_RESOLUTION_J = 0.001
+COUNTER_UPDATE_S = 0.1
+SENSOR_RELATIVE = 0.05
+SENSOR_ABSOLUTE_W = 5.0
+POWER_AVERAGE_S = 1.0
+SENSOR_SOURCE = "NVML API reference +/- 5 %, nvidia-smi +/- 5 W"
 
 
 def _field_value(fv: Any) -> float:
     """The number inside an ``nvmlFieldValue_t`` according to its ``valueType``."""
     attr = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal", 6: "usVal"}
     return float(getattr(fv.value, attr.get(int(fv.valueType), "uiVal")))
+
+
+class NvmlLike(Protocol):
+    """What a reader needs of ``llem.devices.nvidia.Nvml``."""
+
+    module: Any
+
+    def is_error(self, exc: BaseException) -> bool: ...
+
+    def is_not_supported(self, exc: BaseException) -> bool: ...
 
 
 class NvmlDevice:
@@ -188,7 +60,7 @@ class NvmlDevice:
     ``Sample.errors``; it never voids the energy.
     """
 
-    def __init__(self, nvml: Nvml, handle: Any, uuid: str) -> None:
+    def __init__(self, nvml: NvmlLike, handle: Any, uuid: str) -> None:
         self._lib, self.nvml, self.handle, self.uuid = nvml, nvml.module, handle, uuid
         pynvml = self.nvml
         self._unsupported: set[str] = set()
@@ -200,6 +72,20 @@ class NvmlDevice:
             self.power_api = "average"
         self._throttle_fn = self._pick_throttle_fn()
         self._processes_fn = self._pick_processes_fn()
+
+    def sensor(self) -> SensorSpec:
+        """NVML's counter step and refresh, its sensor's accuracy, and the 1 s moving average
+        behind ``nvmlDeviceGetPowerUsage`` (0 where the instantaneous field is read)."""
+        averaging = POWER_AVERAGE_S if self.power_api == "average" else 0.0
+        return SensorSpec(
+            COUNTER_RESOLUTION_J,
+            COUNTER_UPDATE_S,
+            SENSOR_RELATIVE,
+            SENSOR_ABSOLUTE_W,
+            averaging,
+            SENSOR_SOURCE,
+            "nvmlDeviceGetPowerUsage",
+        )
 
     def _probe(self, fn: Callable[[], Any]) -> bool:
         try:
@@ -224,7 +110,8 @@ class NvmlDevice:
         for kind in ("Event", "Throttle"):  # the newer name first, then the older one
             fn = getattr(self.nvml, f"nvmlDeviceGetCurrentClocks{kind}Reasons", None)
             if fn is not None and self._probe(functools.partial(fn, self.handle)):
-                return fn
+                picked: Callable[[Any], int] = fn
+                return picked
         return None
 
     def _pick_processes_fn(self) -> Callable[[Any], Any] | None:
@@ -233,7 +120,8 @@ class NvmlDevice:
             return None
         try:
             fn(self.handle)
-            return fn
+            listed: Callable[[Any], Any] = fn
+            return listed
         except Exception as exc:
             if self._lib.is_error(exc):
                 return None  # not supported here (or not permitted): not checked
@@ -248,13 +136,13 @@ class NvmlDevice:
 
     def read_counter_j(self) -> float:
         """Energy counter in joules (since driver load). Raises NVMLError."""
-        return self.nvml.nvmlDeviceGetTotalEnergyConsumption(self.handle) / 1000.0
+        return float(self.nvml.nvmlDeviceGetTotalEnergyConsumption(self.handle)) / 1000.0
 
     def read_power_w(self) -> float | None:
         if self.power_api == "instant":
             return self._instant_power_w()
         if self.power_api == "average":
-            return self.nvml.nvmlDeviceGetPowerUsage(self.handle) / 1000.0
+            return float(self.nvml.nvmlDeviceGetPowerUsage(self.handle)) / 1000.0
         return None
 
     def _reading(
@@ -325,7 +213,8 @@ class NvmlDevice:
         return float(n.nvmlDeviceGetTemperature(self.handle, n.NVML_TEMPERATURE_GPU))
 
     def read_temperature_c(self) -> float | None:
-        return self._reading("temp", self._temperature, [], ("temperature_c",))
+        temp: float | None = self._reading("temp", self._temperature, [], ("temperature_c",))
+        return temp
 
     def other_processes(self, is_own: Callable[[int], bool]) -> list[OtherProcess] | None:
         """Compute processes on this GPU for which ``is_own(pid)`` is false (llem and its

@@ -1,0 +1,178 @@
+"""What llem asks of a GPU, whatever its vendor: the protocols every vendor module implements.
+
+- ``GpuLibrary``: an initialised vendor library (NVML for NVIDIA in ``nvidia``, amdsmi for AMD in
+  ``amd``): the GPUs it sees, what each is (``GpuFacts``), a ``GpuReader`` of each one's energy,
+  power and the rest of a sample, the system snapshot for ``environment.json``, and the primitives
+  of GPU control (power limit and clock locks; the logic around them is ``gpu_control``).
+- ``GpuReader``: one GPU's readings for a measurement window, with the ``SensorSpec`` of its
+  energy counter and power sensor (resolution, update period, accuracy), from which the energy's
+  bounds are computed.
+
+Units are the vendor module's job, converted once where they are read: W, J, MHz, MB (2**20 bytes).
+A vendor library's own errors stay inside it: ``is_error`` tells them apart from llem's bugs, and
+``error_text`` names them. Measurement receives a ``GpuOpener`` (``llem.devices.gpus.open_gpus``
+by default; a test hands it a test double's library) and never imports a vendor's package.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from llem.devices.readings import OtherProcess, Sample
+
+
+class GpuUnavailable(Exception):
+    """No vendor library can be used; ``str(exc)`` is the reason, e.g.
+    ``NVMLError_LibraryNotFound: ...``."""
+
+
+class LibraryMissing(GpuUnavailable):
+    """The vendor's Python package is not importable (raised by a vendor's opener)."""
+
+
+class GpuControlError(Exception):
+    """A read or a change the vendor library refused; ``kind`` is ``permission``,
+    ``not_supported`` or ``failed``; ``str(exc)`` says what and why, ``detail`` the library's own
+    error (``NVMLError_NoPermission: Insufficient Permissions``)."""
+
+    def __init__(self, message: str, kind: str, detail: str = "") -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.detail = detail
+
+
+def error_text(exc: BaseException) -> str:
+    """``NVMLError_GpuIsLost: GPU is lost`` style text for an exception."""
+    text = str(exc)
+    name = type(exc).__name__
+    return f"{name}: {text}" if text and text != name else name
+
+
+@dataclass(frozen=True)
+class Gpu:
+    """A physical GPU as its vendor library numbers it (``index``; NVML and amdsmi both number
+    every GPU of the machine, whatever ``CUDA_VISIBLE_DEVICES``/``HIP_VISIBLE_DEVICES`` say);
+    ``handle`` is the library's own, opaque elsewhere."""
+
+    index: int
+    handle: Any
+    uuid: str
+
+
+@dataclass(frozen=True)
+class GpuFacts:
+    """What a GPU is: name, total memory (MB), peak memory bandwidth (bytes/s), enforced power
+    limit (W) and the default power limit it ships with (W, whatever limit is set now); each None
+    the vendor library cannot report has its reason in ``null_reasons``."""
+
+    name: str
+    memory_total_mb: float | None
+    memory_bandwidth_bytes_per_s: float | None
+    power_limit_w: float | None
+    null_reasons: Mapping[str, str] = field(default_factory=dict)
+    default_power_limit_w: float | None = None
+
+
+@dataclass(frozen=True)
+class SensorSpec:
+    """How exact a GPU's energy readings are, as its vendor documents them (the sources are named
+    in ``source``): the counter's step (J) and refresh period (s), the power sensor's accuracy
+    (relative, and absolute in W: the larger applies), and the length of the moving average behind
+    a power reading (s; 0 for an instantaneous one) and the name of that averaged reading."""
+
+    counter_resolution_j: float
+    counter_update_s: float
+    sensor_relative: float
+    sensor_absolute_w: float
+    power_averaging_s: float
+    source: str
+    averaged_reading: str = ""
+
+
+class GpuReader(Protocol):
+    """One GPU's readings during a window (see ``llem.devices.nvidia_reader`` for NVIDIA's)."""
+
+    uuid: str
+    has_counter: bool  # an energy counter is read; else energy is integrated from power
+    power_api: str | None  # "instant", "average" (a moving average) or None: no power reading
+
+    def sensor(self) -> SensorSpec: ...
+
+    def read_counter_j(self) -> float:
+        """The energy counter in J (since an arbitrary origin; wrap-around undone). Raises the
+        vendor's error."""
+        ...
+
+    def read_power_w(self) -> float | None: ...
+
+    def read_sample(self, now: float) -> Sample:
+        """Everything the sampler records; raises the vendor's error only when the primary reading
+        (power on a GPU without a counter) fails."""
+        ...
+
+    def read_temperature_c(self) -> float | None: ...
+
+    def other_processes(self, is_own: Callable[[int], bool]) -> list[OtherProcess] | None:
+        """Compute processes on this GPU for which ``is_own(pid)`` is false; None: cannot list."""
+        ...
+
+
+class GpuLibrary(Protocol):
+    """An initialised vendor library."""
+
+    vendor: str  # "nvidia" | "amd": what result.json records
+    api: str  # "NVML" | "amdsmi": how messages name it; "nvml"/"amdsmi" tag the energy method
+    visible_devices_var: str  # the variable that numbers the devices torch sees
+
+    def shutdown(self) -> None: ...
+
+    def is_error(self, exc: BaseException) -> bool:
+        """True for the library's own errors (anything else is a bug, and propagates)."""
+        ...
+
+    def gpus(self) -> list[Gpu]: ...
+
+    def name(self, gpu: Gpu) -> str: ...
+
+    def partition_uuids(self, gpu: Gpu) -> list[str]:
+        """UUIDs of ``gpu``'s partitions (NVIDIA's MIG instances); empty where it has none."""
+        ...
+
+    def reader(self, gpu: Gpu) -> GpuReader: ...
+
+    def facts(self, gpu: Gpu) -> GpuFacts: ...
+
+    def snapshot(self) -> dict[str, Any]:
+        """``{"driver_version", "gpus": [{index, name, uuid, memory_total_mb}], "unavailable":
+        {key: reason}}`` for ``environment.json``."""
+        ...
+
+    def persistence_off(self) -> list[int]:
+        """Indices of GPUs whose driver state is dropped when idle (NVIDIA persistence mode off);
+        empty when the library cannot say or the vendor has no such mode."""
+        ...
+
+    # ---- control primitives: W and MHz; each raises ``GpuControlError``
+    def power_limit_w(self, gpu: Gpu) -> float: ...
+
+    def enforced_power_limit_w(self, gpu: Gpu) -> float: ...
+
+    def power_limit_range_w(self, gpu: Gpu) -> tuple[float, float]: ...
+
+    def set_power_limit_w(self, gpu: Gpu, watts: float) -> None: ...
+
+    def clock_mhz(self, gpu: Gpu, domain: str) -> int:
+        """The clock running now; ``domain`` is ``sm`` or ``memory``."""
+        ...
+
+    def supported_clocks_mhz(self, gpu: Gpu, domain: str) -> list[int]: ...
+
+    def lock_clocks(self, gpu: Gpu, domain: str, lo: int, hi: int) -> None: ...
+
+    def reset_clocks(self, gpu: Gpu, domain: str) -> None: ...
+
+
+#: opens a vendor library, or raises ``GpuUnavailable``
+GpuOpener = Callable[[], GpuLibrary]
