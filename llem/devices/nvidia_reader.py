@@ -36,6 +36,20 @@ def _field_value(fv: Any) -> float:
     return float(getattr(fv.value, attr.get(int(fv.valueType), "uiVal")))
 
 
+def nvml_sensor(power_averaging_s: float) -> SensorSpec:
+    """NVML's counter step and refresh and its sensor's accuracy; ``power_averaging_s`` is the
+    length of the moving average behind the power read (1 s or 0)."""
+    return SensorSpec(
+        COUNTER_RESOLUTION_J,
+        COUNTER_UPDATE_S,
+        SENSOR_RELATIVE,
+        SENSOR_ABSOLUTE_W,
+        power_averaging_s,
+        SENSOR_SOURCE,
+        "nvmlDeviceGetPowerUsage",
+    )
+
+
 class NvmlLike(Protocol):
     """What a reader needs of ``llem.devices.nvidia.Nvml``."""
 
@@ -74,18 +88,9 @@ class NvmlDevice:
         self._processes_fn = self._pick_processes_fn()
 
     def sensor(self) -> SensorSpec:
-        """NVML's counter step and refresh, its sensor's accuracy, and the 1 s moving average
-        behind ``nvmlDeviceGetPowerUsage`` (0 where the instantaneous field is read)."""
-        averaging = POWER_AVERAGE_S if self.power_api == "average" else 0.0
-        return SensorSpec(
-            COUNTER_RESOLUTION_J,
-            COUNTER_UPDATE_S,
-            SENSOR_RELATIVE,
-            SENSOR_ABSOLUTE_W,
-            averaging,
-            SENSOR_SOURCE,
-            "nvmlDeviceGetPowerUsage",
-        )
+        """NVML's figures, with the 1 s moving average behind ``nvmlDeviceGetPowerUsage`` where
+        that is what is read (0 where the instantaneous field is)."""
+        return nvml_sensor(POWER_AVERAGE_S if self.power_api == "average" else 0.0)
 
     def _probe(self, fn: Callable[[], Any]) -> bool:
         try:

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Protocol
 
 from llem.devices.cpu_energy import CpuEnergy, RaplReader
+from llem.devices.gpu import SensorSpec
 from llem.devices.powercap import Snapshot
 from llem.devices.readings import OtherProcess, Sample
 from llem.measure import uncertainty
@@ -50,10 +51,11 @@ class PowerSource(Protocol):
     kind: str  # "nvml", "replay:<path>": what the idle baseline is cached under
     uuids: list[str]
 
-    def method(self, uuid: str) -> str | None: ...  # nvml_counter | nvml_power | replay | None
+    # <api>_counter | <api>_power (api: nvml, amdsmi) | replay | None
+    def method(self, uuid: str) -> str | None: ...
 
-    def power_averaging_s(self, uuid: str) -> float:
-        """Length (s) of the moving average behind the device's power readings; 0: instantaneous."""
+    def sensor(self, uuid: str) -> SensorSpec | None:
+        """How exact the device's readings are (None: exact, a replayed trace)."""
         ...
 
     def read_counters_j(self, clock: Clock) -> tuple[float, dict[str, float]]:
@@ -115,6 +117,18 @@ class DeviceEnergy:
     uncertainty_j: float | None = None  # worst-case bound (see llem.measure.uncertainty)
     # what the bound is made of (J each; uncertainty_j is their sum)
     uncertainty_components: Mapping[str, float] = field(default_factory=dict)
+    sensor: SensorSpec | None = None  # the GPU's resolution and accuracy (None: replay)
+
+
+def is_counter(method: str | None) -> bool:
+    """Energy from a counter (``nvml_counter``, ``amdsmi_counter``) or a trace's exact integral:
+    the sampled power shape is scaled to add up to it."""
+    return method is not None and (method.endswith("_counter") or method == "replay")
+
+
+def is_sampled(method: str | None) -> bool:
+    """Energy integrated from power samples (``nvml_power``, ``amdsmi_power``)."""
+    return method is not None and method.endswith("_power")
 
 
 @dataclass(frozen=True)
@@ -270,6 +284,7 @@ class EnergyMeter:
         out = []
         for uuid in self.source.uuids:
             method = self.source.method(uuid)
+            spec = self.source.sensor(uuid)
             pts = sorted(
                 (t, float(s.power_w))
                 for t, group in ticks
@@ -288,22 +303,22 @@ class EnergyMeter:
                 )
             elif uuid in end_counters and uuid in self._start_counters:
                 joules = end_counters[uuid] - self._start_counters[uuid]
-                parts = _counter_components(method, joules, pts, now - self._start)
-                out.append(
-                    DeviceEnergy(uuid, method, joules, None, uncertainty.combine(parts), parts)
-                )
+                parts = _counter_components(method, joules, pts, now - self._start, spec)
+                bound = uncertainty.combine(parts)
+                out.append(DeviceEnergy(uuid, method, joules, None, bound, parts, spec))
             elif len(pts) < 2:
                 out.append(DeviceEnergy(uuid, method, None, "fewer than 2 power samples"))
             else:
                 times = [p[0] for p in pts]
                 watts = [p[1] for p in pts]
                 joules = integrate_linear(times, watts, self._start, now)
+                if spec is None:
+                    raise TypeError(f"{method} energy of {uuid} needs the source's SensorSpec")
                 parts = uncertainty.sampled_components(
-                    times, watts, joules, now - self._start, self.source.power_averaging_s(uuid)
+                    times, watts, joules, now - self._start, spec
                 )
-                out.append(
-                    DeviceEnergy(uuid, method, joules, None, uncertainty.combine(parts), parts)
-                )
+                bound = uncertainty.combine(parts)
+                out.append(DeviceEnergy(uuid, method, joules, None, bound, parts, spec))
         return tuple(out)
 
 
@@ -325,14 +340,18 @@ def _rapl_read_every_s(rapl: RaplReader | None) -> float:
 
 
 def _counter_components(
-    method: str, joules: float, pts: list[tuple[float, float]], window_s: float
+    method: str,
+    joules: float,
+    pts: list[tuple[float, float]],
+    window_s: float,
+    spec: SensorSpec | None,
 ) -> uncertainty.Components:
-    """The bound of a counter delta: replay's rounding, or NVML's resolution and update period
-    at the power of the edge samples (the window's mean power where there are none) and the
-    sensor's accuracy."""
-    if method == "replay":
+    """The bound of a counter delta: replay's rounding, or the counter's resolution and update
+    period at the power of the edge samples (the window's mean power where there are none) and
+    the sensor's accuracy."""
+    if method == "replay" or spec is None:
         return uncertainty.replay_components(joules)
     mean_w = joules / window_s if window_s > 0 else 0.0
     first = pts[0][1] if pts else mean_w
     last = pts[-1][1] if pts else mean_w
-    return uncertainty.counter_components(first, last, joules, window_s)
+    return uncertainty.counter_components(spec, first, last, joules, window_s)

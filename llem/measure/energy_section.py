@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from llem.measure import uncertainty
-from llem.measure.energy import WindowResult
+from llem.measure.energy import WindowResult, is_sampled
 from llem.measure.idle import IdleBaseline, IdleSource
 from llem.result import Energy, Figure
 from llem.result.figure import with_figures
@@ -41,10 +41,13 @@ class _Total:
 
 def source_name(window: WindowResult) -> str:
     """How the measured devices' energy was measured, the least exact method winning."""
-    methods = {d.method for d in window.devices}
+    methods = {d.method for d in window.devices if d.method is not None}
     if "replay" in methods:
         return "replay"
-    return "nvml_power" if "nvml_power" in methods else "nvml_counter"
+    sampled = sorted(m for m in methods if is_sampled(m))
+    if sampled:
+        return sampled[0]
+    return min(methods) if methods else "unavailable"
 
 
 def _device_totals(window: WindowResult, warnings: list[str], source: str) -> _Total:
@@ -206,7 +209,8 @@ def energy_section(
     if unavailable_reason is None:
         source = source_name(window)
         totals = _device_totals(window, warnings, source)
-        fields["uncertainty_method"] = uncertainty.METHOD[source]
+        specs = [d.sensor for d in window.devices if d.method == source]
+        fields["uncertainty_method"] = uncertainty.method_text(source, specs[0] if specs else None)
         fields["uncertainty_components"] = totals.components
         peak = _peak_power(window)
     else:

@@ -41,12 +41,6 @@ class GpuSource:
         """The device's counter resolution and sensor accuracy, as its vendor documents them."""
         return self._by_uuid[uuid].sensor()
 
-    def power_averaging_s(self, uuid: str) -> float:
-        """Length of the moving average behind the device's power readings (NVML's
-        nvmlDeviceGetPowerUsage: a trailing 1 s mean on Ampere and newer, taken as one on every
-        GPU, which overstates the bound on older ones); 0 where an instantaneous reading is read."""
-        return self._by_uuid[uuid].sensor().power_averaging_s
-
     def setup_warnings(self) -> list[str]:
         out = []
         for d in self.readers:

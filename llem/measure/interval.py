@@ -22,7 +22,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from llem.measure import uncertainty
-from llem.measure.energy import DeviceEnergy, PowerSource, WindowResult, integrate_linear
+from llem.measure.energy import (
+    DeviceEnergy,
+    PowerSource,
+    WindowResult,
+    integrate_linear,
+    is_counter,
+)
 from llem.measure.replay import ReplaySource
 from llem.result import Figure
 
@@ -81,14 +87,17 @@ def _device(
         return Figure.null("fewer than 2 power samples in the window")
     inside = integrate_linear(times, watts, t0, t1)
     whole = integrate_linear(times, watts, window.start_s, window.end_s)
-    scaled = d.method in ("nvml_counter", "replay")
+    scaled = is_counter(d.method)
+    spec = source.sensor(d.uuid)
+    if spec is None:
+        return Figure.null(f"{d.method} energy has no sensor figures to bound it")
     if scaled and whole <= 0:
         return Figure.null("the sampled power integrates to 0 J over the window")
     scale = d.energy_j / whole if scaled else 1.0
     joules = inside * scale
-    parts = _inner_components(times, watts, t0, t1, source.power_averaging_s(d.uuid))
+    parts = _inner_components(times, watts, t0, t1, spec.power_averaging_s)
     parts = {k: v * scale for k, v in parts.items()}
-    parts["sensor_accuracy_j"] = uncertainty.sensor_bound_j(joules, t1 - t0)
+    parts["sensor_accuracy_j"] = uncertainty.sensor_bound_j(joules, t1 - t0, spec)
     if scaled and d.energy_j > 0:
         counter = sum(v for k, v in d.uncertainty_components.items() if k != "sensor_accuracy_j")
         parts["counter_share_j"] = counter * joules / d.energy_j

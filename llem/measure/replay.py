@@ -22,6 +22,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from llem.devices.gpu import SensorSpec
 from llem.devices.readings import OtherProcess, Sample
 from llem.measure.energy import integrate_linear
 from llem.measure.sampler import Clock
@@ -143,8 +144,8 @@ class ReplaySource:
     def method(self, uuid: str) -> str | None:
         return "replay"
 
-    def power_averaging_s(self, uuid: str) -> float:
-        return 0.0  # the trace's power is the power itself
+    def sensor(self, uuid: str) -> SensorSpec | None:
+        return None  # the trace's power is the power itself, integrated exactly
 
     def read_counters_j(self, clock: Clock) -> tuple[float, dict[str, float]]:
         """The trace's exact energy up to now (its 'counter'), and now."""

@@ -53,7 +53,13 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from llem.measure.energy import DeviceEnergy, PowerSource, WindowResult, integrate_linear
+from llem.measure.energy import (
+    DeviceEnergy,
+    PowerSource,
+    WindowResult,
+    integrate_linear,
+    is_counter,
+)
 from llem.measure.interval import _points
 from llem.measure.replay import ReplaySource
 
@@ -211,14 +217,16 @@ def _timeline(window: WindowResult, d: DeviceEnergy, source: PowerSource) -> _Ti
         return "fewer than 2 power samples in the window"
     start = window.start_s
     whole = integrate_linear(times, watts, start, window.end_s)
-    scaled = d.method in ("nvml_counter", "replay")
+    scaled = is_counter(d.method)
     if scaled and whole <= 0:
         return "the sampled power integrates to 0 J over the window"
     scale = d.energy_j / whole if scaled else 1.0
     cumulative = _cumulative(times, watts, start, scale)
     gaps = [b - a for a, b in zip([start, *times], [*times, window.end_s], strict=False)]
-    refresh = READING_REFRESH_S if d.method in ("nvml_counter", "nvml_power") else 0.0
-    resolution = max(max(gaps), refresh) + source.power_averaging_s(d.uuid)
+    spec = source.sensor(d.uuid)
+    refresh = 0.0 if spec is None else spec.counter_update_s
+    averaging = 0.0 if spec is None else spec.power_averaging_s
+    resolution = max(max(gaps), refresh) + averaging
     return _Timeline(
         cumulative,
         _inner_trapezoid(times, watts, scale),

@@ -4,28 +4,32 @@ Each bound is a worst-case bound in joules (not a standard deviation): the true 
 window lies within ``figure +/- bound`` as far as the limits named below go. A bound is the sum of
 its components, and the components are recorded beside it (``energy.uncertainty_components``):
 
-* ``sensor_accuracy_j`` (NVML sources): the power sensor's own accuracy, ``max(SENSOR_RELATIVE x
-  E, SENSOR_ABSOLUTE_W x window_s)``. NVIDIA documents +/- 5 W for nvidia-smi's ``power.draw``
+Every GPU figure below comes from the GPU's ``SensorSpec`` (``llem.devices.gpu``), which its vendor
+module fills from its vendor's documentation; NVIDIA's (``llem.devices.nvidia_reader``) are:
+
+* ``sensor_accuracy_j`` (GPU sources): the power sensor's own accuracy, ``max(sensor_relative x
+  E, sensor_absolute_w x window_s)``. NVIDIA documents +/- 5 W for nvidia-smi's ``power.draw``
   (``nvidia-smi --help-query-gpu``: "accurate to within +/- 5 watts", for the average and the
   instant readings alike) and +/- 5 % of the current draw for ``nvmlDeviceGetPowerUsage`` (NVML API
   reference, stated for Fermi and Kepler). llem takes the larger of the two on every GPU. That the
   5 % figure holds on newer GPUs, and that the energy counter is as accurate as the power reading
   (NVIDIA states no accuracy for ``nvmlDeviceGetTotalEnergyConsumption``), are assumptions.
-* ``counter_resolution_j`` + ``counter_update_j`` (``nvml_counter``): NVML's total-energy counter
-  counts whole millijoules and is refreshed about every ``COUNTER_UPDATE_S`` (100 ms); a read
+* ``counter_resolution_j`` + ``counter_update_j`` (``*_counter``): NVML's total-energy counter
+  counts whole millijoules and is refreshed about every 100 ms (``counter_update_s``); a read
   returns the value of its last refresh. Each edge is off by at most one resolution step plus the
   energy of one update period at that edge's power:
-  ``2 * COUNTER_RESOLUTION_J + COUNTER_UPDATE_S * (P_start + P_end)``.
-* ``trapezoid_j`` (``nvml_power``): the trapezoid integral of sampled power. A step change ``dP``
+  ``2 * counter_resolution_j + counter_update_s * (P_start + P_end)``.
+* ``trapezoid_j`` (``*_power``): the trapezoid integral of sampled power. A step change ``dP``
   between two samples ``dt`` apart is off by at most ``dP * dt / 2``; summed over the samples,
   ``sum |P[i+1] - P[i]| * (t[i+1] - t[i]) / 2``. Excursions that go and come back between two
   samples are invisible to it (sample faster to see them).
-* ``averaging_lag_j`` (``nvml_power`` read from ``nvmlDeviceGetPowerUsage``, which returns the mean
-  of the last ``POWER_AVERAGE_S`` = 1 s on Ampere and newer): integrating that moving average over
-  ``[a, b]`` counts power from the second before ``a`` with a weight rising from 0 to 1 and leaves
-  out the power of the last second before ``b`` with a weight of the same shape, so it is off by at
-  most ``POWER_AVERAGE_S x max(A(a), A(b))``, A being the averaged readings at the two edges (each
-  weighted term is between 0 and ``POWER_AVERAGE_S x`` that edge's reading). 0 where the
+* ``averaging_lag_j`` (``*_power`` read from an averaged reading, NVML's
+  ``nvmlDeviceGetPowerUsage`` returning the mean of the last ``power_averaging_s`` = 1 s on Ampere
+  and newer): integrating that moving average over ``[a, b]`` counts power from the second before
+  ``a`` with a weight rising from 0 to 1 and leaves out the power of the last second before ``b``
+  with a weight of the same shape, so it is off by at most ``power_averaging_s x max(A(a), A(b))``,
+  A being the averaged readings at the two edges (each weighted term is between 0 and
+  ``power_averaging_s x`` that edge's reading). 0 where the
   instantaneous field (``NVML_FI_DEV_POWER_INSTANT``) is read.
 * ``float_rounding_j`` (``replay``): the exact integral of the piecewise-linear trace; only
   floating-point rounding remains, bounded by ``REPLAY_RELATIVE_BOUND`` of the figure.
@@ -43,38 +47,37 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-COUNTER_RESOLUTION_J = 0.001  # NVML reports the counter in mJ
-COUNTER_UPDATE_S = 0.1  # NVML refreshes the counter about every 100 ms
-REPLAY_RELATIVE_BOUND = 1e-9  # float rounding of the exact piecewise-linear integral
-SENSOR_RELATIVE = 0.05  # NVML API reference, nvmlDeviceGetPowerUsage: +/- 5 % (Fermi, Kepler)
-SENSOR_ABSOLUTE_W = 5.0  # nvidia-smi --help-query-gpu, power.draw: +/- 5 W
-POWER_AVERAGE_S = 1.0  # nvmlDeviceGetPowerUsage: mean over 1 s on Ampere and newer
+from llem.devices.gpu import SensorSpec
 
-_SENSOR = (
-    f"sensor accuracy max({SENSOR_RELATIVE:.0%} x energy, {SENSOR_ABSOLUTE_W:g} W x window_s) "
-    "(NVML reference +/- 5 %, nvidia-smi +/- 5 W)"
-)
-METHOD = {
-    "nvml_counter": (
-        f"energy counter: 2 x {COUNTER_RESOLUTION_J * 1000:g} mJ resolution + "
-        f"{COUNTER_UPDATE_S * 1000:g} ms update period x (power at start + power at end) + "
-        + _SENSOR
-    ),
-    "nvml_power": (
-        "trapezoid integral: sum of |dP| x dt / 2 over consecutive power samples + "
-        f"averaging lag {POWER_AVERAGE_S:g} s x max(first, last reading) where the readings are "
-        "1 s averages (nvmlDeviceGetPowerUsage) + " + _SENSOR
-    ),
-    "replay": f"exact integral of the trace: float rounding, {REPLAY_RELATIVE_BOUND:g} x energy",
-}
+REPLAY_RELATIVE_BOUND = 1e-9  # float rounding of the exact piecewise-linear integral
+
+
+def method_text(source: str, spec: SensorSpec | None) -> str:
+    """How the bound of energy measured by ``source`` (``nvml_counter``, ``amdsmi_power``,
+    ``replay``...) is made, in words, with the GPU's figures."""
+    if source == "replay" or spec is None:
+        return f"exact integral of the trace: float rounding, {REPLAY_RELATIVE_BOUND:g} x energy"
+    sensor = (
+        f"sensor accuracy max({spec.sensor_relative:.0%} x energy, "
+        f"{spec.sensor_absolute_w:g} W x window_s) ({spec.source})"
+    )
+    if source.endswith("_counter"):
+        return (
+            f"energy counter: 2 x {spec.counter_resolution_j * 1000:g} mJ resolution + "
+            f"{spec.counter_update_s * 1000:g} ms update period x (power at start + power at "
+            "end) + " + sensor
+        )
+    lag = ""
+    if spec.power_averaging_s > 0:
+        lag = (
+            f"averaging lag {spec.power_averaging_s:g} s x max(first, last reading) where the "
+            f"readings are {spec.power_averaging_s:g} s averages ({spec.averaged_reading}) + "
+        )
+    trapezoid = "trapezoid integral: sum of |dP| x dt / 2 over consecutive power samples + "
+    return trapezoid + lag + sensor
+
 
 Components = dict[str, float]
-
-
-def counter_bound_j(power_start_w: float, power_end_w: float) -> float:
-    """Resolution and update-period part of a counter delta's bound, with power
-    ``power_start_w``/``power_end_w`` at the edges."""
-    return 2 * COUNTER_RESOLUTION_J + COUNTER_UPDATE_S * (abs(power_start_w) + abs(power_end_w))
 
 
 def trapezoid_bound_j(times_s: Sequence[float], power_w: Sequence[float]) -> float:
@@ -85,10 +88,10 @@ def trapezoid_bound_j(times_s: Sequence[float], power_w: Sequence[float]) -> flo
     )
 
 
-def sensor_bound_j(energy_j: float, window_s: float) -> float:
+def sensor_bound_j(energy_j: float, window_s: float, spec: SensorSpec) -> float:
     """The sensor's systematic accuracy over a window: the larger of the relative and absolute
-    figures (see the module docstring for their sources)."""
-    return max(SENSOR_RELATIVE * abs(energy_j), SENSOR_ABSOLUTE_W * max(window_s, 0.0))
+    figures of ``spec`` (see the module docstring for NVIDIA's sources)."""
+    return max(spec.sensor_relative * abs(energy_j), spec.sensor_absolute_w * max(window_s, 0.0))
 
 
 def averaging_lag_bound_j(first_w: float, last_w: float, averaging_s: float) -> float:
@@ -98,13 +101,13 @@ def averaging_lag_bound_j(first_w: float, last_w: float, averaging_s: float) -> 
 
 
 def counter_components(
-    power_start_w: float, power_end_w: float, energy_j: float, window_s: float
+    spec: SensorSpec, power_start_w: float, power_end_w: float, energy_j: float, window_s: float
 ) -> Components:
-    """The components of an NVML counter delta's bound."""
+    """The components of an energy counter delta's bound."""
     return {
-        "counter_resolution_j": 2 * COUNTER_RESOLUTION_J,
-        "counter_update_j": COUNTER_UPDATE_S * (abs(power_start_w) + abs(power_end_w)),
-        "sensor_accuracy_j": sensor_bound_j(energy_j, window_s),
+        "counter_resolution_j": 2 * spec.counter_resolution_j,
+        "counter_update_j": spec.counter_update_s * (abs(power_start_w) + abs(power_end_w)),
+        "sensor_accuracy_j": sensor_bound_j(energy_j, window_s, spec),
     }
 
 
@@ -113,14 +116,14 @@ def sampled_components(
     power_w: Sequence[float],
     energy_j: float,
     window_s: float,
-    averaging_s: float,
+    spec: SensorSpec,
 ) -> Components:
-    """The components of the bound of integrated power samples (``averaging_s``: the length of
-    the moving average behind each reading, 0 for instantaneous readings)."""
+    """The components of the bound of integrated power samples (``spec.power_averaging_s``: the
+    length of the moving average behind each reading, 0 for instantaneous readings)."""
     return {
         "trapezoid_j": trapezoid_bound_j(times_s, power_w),
-        "averaging_lag_j": averaging_lag_bound_j(power_w[0], power_w[-1], averaging_s),
-        "sensor_accuracy_j": sensor_bound_j(energy_j, window_s),
+        "averaging_lag_j": averaging_lag_bound_j(power_w[0], power_w[-1], spec.power_averaging_s),
+        "sensor_accuracy_j": sensor_bound_j(energy_j, window_s, spec),
     }
 
 

@@ -43,7 +43,7 @@ from enum import Enum
 
 from llem.config.schema import MeasurementConfig
 from llem.measure.devices import DeviceInfo
-from llem.measure.energy import WindowResult
+from llem.measure.energy import WindowResult, is_sampled
 from llem.measure.idle import IdleBaseline
 from llem.measure.throttle import (
     POWER_CAP_REASONS,
@@ -113,7 +113,7 @@ def _sampler_coverage(window: WindowResult, cfg: MeasurementConfig) -> CheckOutc
             f"measurement.min_sample_coverage={cfg.min_sample_coverage:.0%} at "
             f"measurement.sample_hz={cfg.sample_hz:g})"
         )
-        if d.method == "nvml_power":
+        if is_sampled(d.method):
             problems.append(f"{shortfall}: its energy is integrated from those samples.")
         else:
             conditions.append(

@@ -7,6 +7,8 @@ from __future__ import annotations
 import pytest
 
 from llem.config.schema import EnergySource
+from llem.devices.gpu import SensorSpec
+from llem.devices.nvidia_reader import nvml_sensor
 from llem.devices.readings import Sample
 from llem.measure.energy import DeviceEnergy, WindowResult
 from llem.measure.span_energy import span_energies
@@ -54,8 +56,8 @@ def _window(period_s: float, counter_j: float) -> WindowResult:
 
 
 class _Instant:
-    def power_averaging_s(self, uuid: str) -> float:
-        return 0.0
+    def sensor(self, uuid: str) -> SensorSpec:
+        return nvml_sensor(0.0)
 
 
 def test_spans_add_up_to_the_counter_and_the_bound_grows_with_the_sample_interval() -> None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import pytest
 
 from llem.config.schema import EnergySource
+from llem.devices.gpu import SensorSpec
+from llem.devices.nvidia_reader import nvml_sensor
 from llem.measure.interval import interval_energy
 from llem.testing.fake_pynvml import FakeGpu, Ramp, Step
 
@@ -101,8 +103,8 @@ def test_no_energy_source_or_a_span_outside_the_window_is_null_with_the_reason(
 class _Source:
     """Just what interval_energy asks of a non-replay source."""
 
-    def power_averaging_s(self, uuid: str) -> float:
-        return 1.0
+    def sensor(self, uuid: str) -> SensorSpec:
+        return nvml_sensor(1.0)
 
 
 def test_the_sampled_shape_is_scaled_so_the_window_adds_up_to_the_counter() -> None:

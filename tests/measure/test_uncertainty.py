@@ -179,3 +179,17 @@ def test_inverse_ratio_bound_edges():
     assert uncertainty.inverse_ratio_bound(10, 5.0, 5.0) is None
     assert uncertainty.inverse_ratio_bound(10, None, 1.0) is None
     assert uncertainty.inverse_ratio_bound(10, 10.0, 0.0) == 0.0
+
+
+def test_a_gpu_bound_is_made_of_its_own_vendor_figures() -> None:
+    """The counter and sensor terms come from the GPU's SensorSpec, not from NVML's constants:
+    a planted 15.3 uJ counter refreshed every 1 ms with a 2 % / 3 W sensor."""
+    from llem.devices.gpu import SensorSpec
+
+    spec = SensorSpec(15.3e-6, 0.001, 0.02, 3.0, 0.0, "planted", "")
+    parts = uncertainty.counter_components(spec, 200.0, 300.0, energy_j=1000.0, window_s=4.0)
+    assert parts["counter_resolution_j"] == pytest.approx(2 * 15.3e-6)
+    assert parts["counter_update_j"] == pytest.approx(0.001 * 500.0)
+    assert parts["sensor_accuracy_j"] == pytest.approx(max(0.02 * 1000.0, 3.0 * 4.0))
+    text = uncertainty.method_text("amdsmi_counter", spec)
+    assert "0.0153 mJ resolution" in text and "1 ms update period" in text and "(planted)" in text
