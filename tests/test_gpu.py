@@ -116,7 +116,7 @@ def test_a_run_under_a_power_limit_records_it_and_restores_the_original(tmp_path
 
     nvml = init_nvml()
     try:
-        after = GpuControl(nvml).state(nvml.gpus()[device["nvml_index"]])
+        after = GpuControl(nvml).state(nvml.gpus()[device["vendor_index"]])
     finally:
         nvml.shutdown()
     assert after.power_limit_w == pytest.approx(before.power_limit_w, abs=1)

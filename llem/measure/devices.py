@@ -34,24 +34,29 @@ class DeviceMappingError(Exception):
 
 @dataclass(frozen=True)
 class DeviceInfo:
-    """A measured GPU. Memory in MB (2**20 bytes, as torch figures); bandwidth in bytes/s."""
+    """A measured GPU. Memory in MB (2**20 bytes, as torch figures); bandwidth in bytes/s.
+    ``vendor_index`` is the GPU's number in its vendor library (NVML: PCI bus order, what
+    ``CUDA_VISIBLE_DEVICES`` selects under ``CUDA_DEVICE_ORDER=PCI_BUS_ID``; amdsmi: its
+    processor handles' order); ``vendor`` is ``nvidia`` or ``amd``."""
 
     torch_index: int | None
-    nvml_index: int | None
+    vendor_index: int | None
     uuid: str
     name: str
     memory_total_mb: float | None = None
     memory_bandwidth_bytes_per_s: float | None = None
     mig_uuid: str | None = None  # the MIG instance torch used, when it was one
     null_reasons: Mapping[str, str] = field(default_factory=dict)
-    power_limit_w: float | None = None  # NVML's enforced power limit
+    power_limit_w: float | None = None  # the enforced power limit
     # the limit the GPU ships with (nvmlDeviceGetPowerManagementDefaultLimit), whatever is set now
     default_power_limit_w: float | None = None
+    vendor: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "torch_index": self.torch_index,
-            "nvml_index": self.nvml_index,
+            "vendor": self.vendor,
+            "vendor_index": self.vendor_index,
             "uuid": self.uuid,
             "name": self.name,
             "memory_total_mb": self.memory_total_mb,
@@ -84,9 +89,14 @@ def torch_device_uuids(indices: Sequence[int] | None) -> dict[int, str] | None:
 
 
 def describe(
-    facts: GpuFacts, gpu: Gpu, torch_index: int | None, mig_uuid: str | None = None
+    facts: GpuFacts,
+    gpu: Gpu,
+    torch_index: int | None,
+    mig_uuid: str | None = None,
+    vendor: str | None = None,
 ) -> DeviceInfo:
-    """The measured device ``gpu`` (as torch device ``torch_index``, through ``mig_uuid``)."""
+    """The measured device ``gpu`` of ``vendor`` (as torch device ``torch_index``, through
+    ``mig_uuid``)."""
     return DeviceInfo(
         torch_index,
         gpu.index,
@@ -98,6 +108,7 @@ def describe(
         dict(facts.null_reasons),
         facts.power_limit_w,
         facts.default_power_limit_w,
+        vendor,
     )
 
 
@@ -245,5 +256,5 @@ def resolve_devices(
             )
             continue
         done[gpu.uuid] = ti
-        out.append((describe(lib.facts(gpu), gpu, ti, mig), gpu))
+        out.append((describe(lib.facts(gpu), gpu, ti, mig, lib.vendor), gpu))
     return out, warnings

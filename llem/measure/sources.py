@@ -227,7 +227,8 @@ def _open_replay(path: str, origin_s: float) -> OpenedSource:
     why = "replayed device (no hardware behind it)"
     keys = (
         "torch_index",
-        "nvml_index",
+        "vendor",
+        "vendor_index",
         "memory_total_mb",
         "memory_bandwidth_bytes_per_s",
         "power_limit_w",

@@ -30,15 +30,21 @@ Schema history:
      OpenAI-compatible server a ``+backend=server`` run measured (``llem.result.server``; null
      for the in-process engines). Version 5 files migrate: ``quality``, ``boundary`` and
      ``server`` are null ("not recorded before result schema 6").
+  7  GPUs of any vendor: each measured GPU (``hardware.gpus``) names its ``vendor`` (``nvidia``,
+     ``amd``) and its ``vendor_index`` (the number its vendor library gives it), and the ``gpu``
+     section's devices their ``vendor_index``: version 6's ``nvml_index``. Version 6 files migrate:
+     ``nvml_index`` becomes ``vendor_index`` and ``vendor`` is ``nvidia`` (NVML was the only GPU
+     library llem read before schema 7; null for a replayed device, with its reason).
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from llem.version import __version__
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 # the sections schema 3 adds; older files have none of them
 SERVING_SECTIONS = ("traffic", "concurrency", "steady_state", "goodput")
@@ -70,6 +76,9 @@ def migrate(data: dict[str, Any]) -> dict[str, Any]:
         version = 5
     if version == 5:
         data = _migrate_5_to_6(data)
+        version = 6
+    if version == 6:
+        data = _migrate_6_to_7(data)
     return data
 
 
@@ -91,6 +100,53 @@ def _sections_added(
 
 def _migrate_5_to_6(data: dict[str, Any]) -> dict[str, Any]:
     return _sections_added(data, 6, ("quality", "boundary", "server"))
+
+
+_DEVICE_INDEX = re.compile(r"^devices\[(\d+)\]\.nvml_index$")
+
+
+def _migrate_6_to_7(data: dict[str, Any]) -> dict[str, Any]:
+    data = dict(data)
+    data["schema_version"] = 7
+    reasons = dict(data.get("null_reasons") or {})
+    for key in [k for k in reasons if _DEVICE_INDEX.match(k)]:
+        why = reasons.pop(key)
+        prefix = key.removesuffix("nvml_index")
+        reasons[prefix + "vendor_index"] = why
+        reasons.setdefault(prefix + "vendor", why)
+    data["null_reasons"] = reasons
+    hardware = data.get("hardware")
+    if isinstance(hardware, dict) and isinstance(hardware.get("gpus"), list):
+        hardware = dict(hardware)
+        hardware["gpus"] = [_vendor_named(g) for g in hardware["gpus"]]
+        data["hardware"] = hardware
+    gpu = data.get("gpu")
+    if isinstance(gpu, dict) and isinstance(gpu.get("devices"), dict):
+        gpu = dict(gpu)
+        gpu["devices"] = {u: _renamed_index(d) for u, d in gpu["devices"].items()}
+        data["gpu"] = gpu
+    return data
+
+
+def _renamed_index(entry: Any) -> Any:
+    if not isinstance(entry, dict) or "nvml_index" not in entry:
+        return entry
+    return {("vendor_index" if k == "nvml_index" else k): v for k, v in entry.items()}
+
+
+def _vendor_named(entry: Any) -> Any:
+    """A schema 6 ``hardware.gpus`` entry with ``vendor`` (``nvidia`` where NVML gave it an
+    index) before its ``vendor_index``."""
+    if not isinstance(entry, dict) or "nvml_index" not in entry:
+        return entry
+    out: dict[str, Any] = {}
+    for k, v in entry.items():
+        if k == "nvml_index":
+            out["vendor"] = "nvidia" if v is not None else None
+            out["vendor_index"] = v
+        else:
+            out[k] = v
+    return out
 
 
 _PCT = dict.fromkeys(("p50", "p90", "p99"))

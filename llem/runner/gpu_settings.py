@@ -249,7 +249,7 @@ def _as_list(pair: tuple[int, int] | None) -> list[int] | None:
 
 def _read_back(state: GpuState, before: GpuState) -> dict[str, Any]:
     return {
-        "nvml_index": state.index,
+        "vendor_index": state.index,
         "power_limit_w_before": before.power_limit_w,
         "power_limit_w": state.power_limit_w,
         "enforced_power_limit_w": state.enforced_power_limit_w,

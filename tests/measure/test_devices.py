@@ -27,7 +27,7 @@ def mapped(nvml, indices, cvd=None, torch_uuids=None, **env):
     if cvd is not None:
         env["CUDA_VISIBLE_DEVICES"] = cvd
     out, warnings = resolve_devices(init_nvml(nvml), indices, env, torch_uuids)
-    return [(d.torch_index, d.nvml_index, d.uuid) for d, _ in out], warnings
+    return [(d.torch_index, d.vendor_index, d.uuid) for d, _ in out], warnings
 
 
 def test_unset_maps_index_to_index(nvml):
@@ -113,7 +113,8 @@ def test_session_devices_and_bandwidth(nvml, make_session, monkeypatch):
     rep = s.measurement(output_tokens=10, requests=1)
     assert rep.devices[0].to_dict() == {
         "torch_index": 0,
-        "nvml_index": 3,
+        "vendor": "nvidia",
+        "vendor_index": 3,
         "uuid": UUIDS[3],
         "name": "NVIDIA H100 80GB HBM3",
         "memory_total_mb": 80e9 / 2**20,  # MB = 2**20 bytes, like torch's figures
@@ -121,7 +122,7 @@ def test_session_devices_and_bandwidth(nvml, make_session, monkeypatch):
         "power_limit_w": 700.0,
         "default_power_limit_w": 700.0,
     }
-    assert rep.devices[1].nvml_index == 2
+    assert rep.devices[1].vendor_index == 2
     assert rep.devices[1].memory_bandwidth_bytes_per_s is None
     assert "bus width" in rep.null_reasons["devices[1].memory_bandwidth_bytes_per_s"]
     assert rep.memory_bandwidth_bytes_per_s is None  # not all devices known
