@@ -5,7 +5,10 @@ the CPU packages and DRAM are listed as outside and their figures are null with 
 ``node`` the host's RAPL package and DRAM domains read over the same window join them; each
 component is idle-adjusted with its own idle power from the same idle window (see
 ``llem.measure.idle``). A component that could not be read is null with the reason, and so is every
-total it belongs to: a total never leaves a part out silently.
+total it belongs to: a total never leaves a part out silently. A CPU whose RAPL has no DRAM domain
+at all (AMD CPUs, most Intel clients) is another matter: there is nothing to read, so the node's
+DRAM is listed as outside the boundary (``DRAM_OUTSIDE``) and the node's total is the GPUs and the
+packages, its ``dram_j`` null with that reason.
 """
 
 from __future__ import annotations
@@ -36,6 +39,11 @@ CPU_OUTSIDE = (
     "this host's DRAM (measurement.boundary=gpu)",
 )
 OUTSIDE_GPU = "outside the boundary: measurement.boundary=gpu counts the GPUs only"
+DRAM_OUTSIDE = (
+    "this host's DRAM: its CPU's RAPL has no DRAM domain (AMD CPUs, most Intel clients), so "
+    "there is nothing to read"
+)
+NO_DRAM_DOMAIN = "outside the boundary: this CPU's RAPL has no DRAM domain"
 COMPONENTS = ("gpu", "cpu_package", "dram")
 
 
@@ -58,7 +66,17 @@ def _cpu_figures(
         else:
             total = cpu.total(kind)
             out[name] = Figure.of(total.value_j, total.reason)
+    if node and _no_dram_domain(cpu, disabled_reason):
+        out["dram"] = Figure.null(NO_DRAM_DOMAIN)
     return out
+
+
+def _no_dram_domain(cpu: CpuEnergy | None, disabled_reason: str | None) -> bool:
+    """RAPL was read and lists packages but no DRAM domain: DRAM is outside, not unread."""
+    if cpu is None or disabled_reason is not None or cpu.unavailable_reason is not None:
+        return False
+    kinds = {d.domain.split("-", 1)[0] for d in cpu.domains}
+    return "package" in kinds and "dram" not in kinds
 
 
 def _sum(parts: Mapping[str, Figure]) -> Figure:
@@ -125,7 +143,11 @@ def boundary_section(
         "cpu_package": _idle_adjusted(gpu["cpu_package"], idle, "package", window.cpu),
         "dram": _idle_adjusted(gpu["dram"], idle, "dram", window.cpu),
     }
+    no_dram = node and _no_dram_domain(window.cpu, cpu_disabled_reason)
     inside = gpu if node else {"gpu": gpu["gpu"]}
+    if no_dram:
+        inside = {k: v for k, v in inside.items() if k != "dram"}
+        adjusted["dram"] = Figure.null(NO_DRAM_DOMAIN)
     total = _sum(inside)
     adjusted_total = _sum({k: adjusted[k] for k in inside})
     figures: dict[str, Figure | Mapping[str, Figure]] = {
@@ -143,6 +165,8 @@ def boundary_section(
         cpu_packages=packages,
         cpu_packages_note=_coverage_note(packages),
         dram=_domains(window.cpu, "dram") if node else [],
-        outside=list(ALWAYS_OUTSIDE) + ([] if node else list(CPU_OUTSIDE)),
+        outside=list(ALWAYS_OUTSIDE)
+        + ([] if node else list(CPU_OUTSIDE))
+        + ([DRAM_OUTSIDE] if no_dram else []),
     )
     return with_figures(section, "boundary", figures)

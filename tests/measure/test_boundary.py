@@ -9,7 +9,7 @@ import pytest
 
 from llem.config.schema import Boundary
 from llem.devices.cpu_energy import RaplReader
-from llem.measure.boundary_section import OUTSIDE_GPU
+from llem.measure.boundary_section import DRAM_OUTSIDE, NO_DRAM_DOMAIN, OUTSIDE_GPU
 from llem.testing.fake_pynvml import FakeGpu, Step
 from llem.testing.planted_rapl import PoweredCounters, ScriptedCounters, plant_zone
 
@@ -104,3 +104,31 @@ def test_root_only_dram_is_null_with_the_reason_and_so_is_the_total(make_session
     why = m.null_reasons["boundary.dram_j"]
     assert why.startswith("dram-0: permission denied reading ") and "root" in why
     assert why in m.null_reasons["boundary.total_j"]
+
+
+def test_a_cpu_without_a_dram_domain_puts_dram_outside_and_totals_the_rest(
+    tmp_path, install_nvml, make_session, clock
+):
+    """An AMD-like powercap tree (a package, no DRAM zone): nothing to read, so DRAM is listed
+    outside and the node total is the GPU plus the package, not null."""
+    install_nvml([FakeGpu("GPU-a", power=Step(GPU_IDLE_W, GPU_BUSY_W, T0 + 2.5))])
+    root = tmp_path / "powercap"
+    pkg = plant_zone(root, "intel-rapl:0", "package-0", 0)
+    counters = PoweredCounters([pkg], clock.now)
+    counters.set_power_w(pkg, PKG_IDLE_W)
+    rapl = RaplReader(root, read_text=counters, clock=clock.now)
+    s = make_session(make_cfg(idle_baseline_s=2.0, boundary=Boundary.node), rapl=rapl)
+    s.start()
+    counters.set_power_w(pkg, PKG_BUSY_W)
+    clock.sleep(1.0)
+    with s.window():
+        clock.sleep(WINDOW_S)
+    m = s.measurement(output_tokens=TOKENS, requests=4)
+    b = m.boundary
+    gpu_j, pkg_j = GPU_BUSY_W * WINDOW_S, PKG_BUSY_W * WINDOW_S
+    assert b.dram == [] and b.dram_j is None
+    assert m.null_reasons["boundary.dram_j"] == NO_DRAM_DOMAIN
+    assert b.total_j == pytest.approx(gpu_j + pkg_j, rel=1e-6)
+    assert b.j_per_output_token == pytest.approx((gpu_j + pkg_j) / TOKENS, rel=1e-6)
+    assert DRAM_OUTSIDE in b.outside
+    assert_nulls_explained(m)
