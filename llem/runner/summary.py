@@ -5,6 +5,9 @@ energy: unavailable: no NVIDIA GPU/NVML (NVMLError_LibraryNotFound); CPU package
 quality: arithmetic accuracy 0.422 (95% 0.309-0.544, Wilson), 27/64 correct; J per correct ...
 result: outputs/2026-11-21/10-00-00/result.json
 
+A ``measurement.boundary=node`` run prints one more line after the energy line: what its total
+covers, each component's joules (or why it has none), and the J per output token of the sum.
+
 In a sweep, an energy line that a point of the same sweep printed already is not printed again
 (with no GPU and no RAPL every point would repeat it); a measured figure differs per point, so a
 GPU run's line is printed every time.
@@ -42,6 +45,29 @@ def energy_line(e: Energy) -> str:
     else:
         cpu = None
     return f"energy: {gpu}" + (f"{CPU_PART}{cpu}" if cpu else "")
+
+
+_PARTS = (("GPUs", "gpu_j"), ("CPU packages", "cpu_package_j"), ("DRAM", "dram_j"))
+
+
+def boundary_line(result: RunResult) -> str | None:
+    """``boundary: node = GPUs 500.0 J + CPU packages 160.0 J + DRAM 20.0 J = 680.0 J,
+    0.68 J/token``; a component that has no figure is named with why (a DRAM the CPU does not
+    have says it is outside). None for ``measurement.boundary=gpu``, which the energy line says."""
+    b = result.boundary
+    if b is None or b.boundary != "node":
+        return None
+    parts = []
+    for label, key in _PARTS:
+        value = getattr(b, key)
+        why = result.null_reasons.get(f"boundary.{key}", "not measured")
+        parts.append(f"{label} {value:.1f} J" if value is not None else f"{label}: {why}")
+    if b.total_j is None:
+        total = "no total"
+    else:
+        jpt = b.j_per_output_token
+        total = f"{b.total_j:.1f} J" + (f", {plain(jpt)} J/token" if jpt is not None else "")
+    return "boundary: node = " + " + ".join(parts) + f" = {total}"
 
 
 def serving_line(result: RunResult) -> str | None:
@@ -130,6 +156,7 @@ def summary_line(result: RunResult, run_dir: Path) -> str:
         f"{result.latency.generate_s or 0.0:.2f} s = {rate or 0.0:.1f} tokens/s\n"
         + (f"{serving}\n" if serving else "")
         + (f"{energy}\n" if energy else "")
+        + (f"{node}\n" if (node := boundary_line(result)) else "")
         + (f"{quality}\n" if (quality := quality_line(result)) else "")
         + f"result: {Path(run_dir) / 'result.json'}"
     )

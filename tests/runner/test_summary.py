@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from llem.result import Energy, RunResult
-from llem.runner.summary import energy_line, summary_line
+from llem.runner.summary import boundary_line, energy_line, summary_line
 from llem.testing.cli import llem_env, output, run_llem
 
 NO_NVML = "no NVIDIA GPU/NVML (NVMLError_LibraryNotFound)"
@@ -177,3 +177,21 @@ def test_the_report_names_the_energy_reason_at_most_once(cpu_sweep: tuple[str, P
     text = report.stdout + report.stderr
     assert report.returncode == 0, text
     assert text.count(_reason(sweep)) <= 1, text
+
+
+def test_a_node_run_says_what_its_total_covers_component_by_component() -> None:
+    from llem.result import Boundary
+
+    result = RunResult(status="ok")
+    result.boundary = Boundary(
+        boundary="node", gpu_j=500.0, cpu_package_j=160.0, total_j=660.0, j_per_output_token=0.66
+    )
+    result.null_reasons["boundary.dram_j"] = (
+        "outside the boundary: this CPU's RAPL has no DRAM domain"
+    )
+    assert boundary_line(result) == (
+        "boundary: node = GPUs 500.0 J + CPU packages 160.0 J + DRAM: outside the boundary: "
+        "this CPU's RAPL has no DRAM domain = 660.0 J, 0.66 J/token"
+    )
+    result.boundary = Boundary(boundary="gpu", gpu_j=500.0, total_j=500.0)
+    assert boundary_line(result) is None  # the energy line says it
