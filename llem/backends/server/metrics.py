@@ -27,6 +27,7 @@ A metric with several label sets (several engines, models or ranks) is summed. A
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import math
 import time
@@ -75,6 +76,10 @@ FAMILIES: dict[str, MetricNames] = {
 }
 
 
+#: every name the families above read (what a poll parses of the server's text)
+KNOWN_NAMES = tuple(name for names in FAMILIES.values() for name in dataclasses.astuple(names))
+
+
 class MetricsFormatError(RunError):
     """A /metrics answer that is not Prometheus text."""
 
@@ -99,12 +104,16 @@ def _name_and_rest(line: str) -> tuple[str, str]:
     raise MetricsFormatError(f"/metrics: unclosed labels in {line[:120]!r}")
 
 
-def parse_prometheus(text: str) -> dict[str, float]:
-    """Prometheus text format -> {metric name: value summed over its label sets}."""
+def parse_prometheus(text: str, only: tuple[str, ...] | None = None) -> dict[str, float]:
+    """Prometheus text format -> {metric name: value summed over its label sets}; with ``only``,
+    just the lines that start with one of those names (the rest are skipped unparsed: a server's
+    histograms are most of its text, and the scrape shares the requests' event loop)."""
     values: dict[str, float] = {}
     for raw in text.splitlines():
         line = raw.strip()
         if not line or line.startswith("#"):
+            continue
+        if only is not None and not line.startswith(only):
             continue
         if " " not in line:
             raise MetricsFormatError(f"/metrics: a sample line without a value: {line[:120]!r}")
@@ -265,7 +274,7 @@ class MetricsScraper:
             polls.reason = f"GET {self.url} answered HTTP {status} {polls.failed} time(s)"
             return
         try:
-            values = parse_prometheus(text)
+            values = parse_prometheus(text, KNOWN_NAMES)
         except MetricsFormatError as e:
             polls.failed += 1
             polls.reason = f"{e.message} ({polls.failed} poll(s) unreadable)"

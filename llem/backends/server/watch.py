@@ -18,6 +18,8 @@ from llem.backends.types import ScheduledRequest, ServeOutput
 
 #: how often the server's /metrics is read during the window (milliseconds)
 POLL_MS = 100.0
+#: how long one poll may take (the window's first and last polls are waited for)
+POLL_TIMEOUT_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -37,7 +39,7 @@ async def serve_watched_async(
     poll_ms: float = POLL_MS,
 ) -> Watched:
     """Serve the workload while scraping the server's /metrics (see the module)."""
-    scraper = MetricsScraper(config.base_url, poll_ms)
+    scraper = MetricsScraper(config.base_url, poll_ms, timeout_s=POLL_TIMEOUT_S)
     async with scraper:
         out = await serve_async(requests, max_concurrency, config, save_outputs)
     assert scraper.result is not None
