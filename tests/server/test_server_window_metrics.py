@@ -6,6 +6,7 @@ with the reason; the scraper is stopped on an exception and on a cancellation (C
 from __future__ import annotations
 
 import asyncio
+import logging
 import signal
 import threading
 from pathlib import Path
@@ -41,10 +42,11 @@ def _run(model_dir: Path, run_dir: Path, plan: Plan) -> dict[str, Any]:
 
 
 def test_a_run_records_the_servers_planted_view_of_the_window(
-    tiny_model_dir: Path, tmp_path: Path
+    tiny_model_dir: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     live = LiveMetrics(running=3, waiting=1, prompt_per_request=11, generation_per_request=13)
-    result = _run(tiny_model_dir, tmp_path / "run", Plan(usage=dict(PLANTED), live=live))
+    with caplog.at_level(logging.WARNING, logger="llem.backends.server.loaded"):
+        result = _run(tiny_model_dir, tmp_path / "run", Plan(usage=dict(PLANTED), live=live))
     assert result["status"] == "ok"
     s, why = result["server"], result["null_reasons"]
     assert s["metrics_source"] == "vllm" and s["metrics_url"].endswith("/metrics")
@@ -57,6 +59,8 @@ def test_a_run_records_the_servers_planted_view_of_the_window(
     assert s["usage_prompt_tokens"] == N_REQUESTS * PLANTED["prompt_tokens"]
     assert s["usage_completion_tokens"] == N_REQUESTS * PLANTED["completion_tokens"]
     assert result["workload"]["output_tokens"] == N_REQUESTS * PLANTED["completion_tokens"]
+    said = "the server counted 78 generated tokens over the window, its usage answers 42"
+    assert [r for r in caplog.records if r.getMessage().startswith(said)]
     assert s["metrics_polls"] >= 2 and s["metrics_failed_polls"] == 0
     assert s["metrics_span_s"] > 0 and s["metrics_poll_ms"] == watch.POLL_MS
     # every figure of the view is there: the only null ones are a running server's launch keys

@@ -81,6 +81,11 @@ def window_view(watched: Watched, result: RunResult, run_dir: Path) -> None:
         if value is not None:
             reasons.pop(f"server.{key}", None)
     reasons.update({f"server.{k}": why for k, why in view.reasons.items()})
+    failed = view.fields["metrics_failed_polls"]
+    if failed:
+        log.warning(
+            "%d poll(s) of the server's /metrics gave no sample: %s", failed, watched.metrics.reason
+        )
     served, counted = view.fields["generation_tokens"], view.fields["usage_completion_tokens"]
     if served is not None and counted is not None and served != counted:
         log.warning(
