@@ -58,6 +58,7 @@ class Plan:
     metrics: str | None = None  # /metrics text; None: 404 (unless ``live``)
     live: LiveMetrics | None = None  # /metrics from planted gauges and per-request counters
     metrics_gets: int = 0  # GET /metrics received
+    metrics_delay_s: float = 0.0  # before each /metrics answer
     seen: list[dict[str, Any]] = field(default_factory=list)  # bodies and headers received
 
 
@@ -119,6 +120,7 @@ async def _models(request: web.Request) -> web.Response:
 async def _metrics(request: web.Request) -> web.Response:
     plan: Plan = request.app[PLAN]
     plan.metrics_gets += 1
+    await asyncio.sleep(plan.metrics_delay_s)
     if plan.live is not None:
         return web.Response(text=plan.live.text())
     if plan.metrics is None:

@@ -205,3 +205,20 @@ def test_a_server_section_written_before_the_view_reads_with_it_null() -> None:
     read = RunResult.from_json(old)
     assert read.server is not None and read.server.url == "http://h"
     assert read.server.running_requests_mean is None and read.server.metrics_file is None
+
+
+def test_a_scraper_cancelled_in_its_first_poll_closes_its_session() -> None:
+    plan = Plan(live=LiveMetrics(), metrics_delay_s=5.0)
+
+    async def go() -> watch.MetricsScraper:
+        async with fake_server(plan) as url:
+            scraper = watch.MetricsScraper(url, poll_ms=20)
+            starting = asyncio.ensure_future(scraper.start())
+            await asyncio.sleep(0.2)
+            starting.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await starting
+            return scraper
+
+    scraper = asyncio.run(go())
+    assert plan.metrics_gets == 1 and scraper.session is None and scraper._task is None

@@ -240,7 +240,11 @@ class MetricsScraper:
             import aiohttp
 
             self.session = aiohttp.ClientSession()
-        await self.poll_once()  # the window's first sample, before any traffic
+        try:
+            await self.poll_once()  # the window's first sample, before any traffic
+        except BaseException:  # cancelled (Ctrl-C) or failed before polling began
+            await self.stop(final_poll=False)
+            raise
         self._task = asyncio.ensure_future(self._loop())
 
     async def _loop(self) -> None:
