@@ -45,8 +45,10 @@ def test_a_run_records_the_servers_planted_view_of_the_window(
     tiny_model_dir: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     live = LiveMetrics(running=3, waiting=1, prompt_per_request=11, generation_per_request=13)
+    # each answer takes 0.3 s: polls (every 0.1 s) fall while the requests run
+    plan = Plan(chunks=[(0.15, "a", None), (0.15, "b", None)], usage=dict(PLANTED), live=live)
     with caplog.at_level(logging.WARNING, logger="llem.backends.server.loaded"):
-        result = _run(tiny_model_dir, tmp_path / "run", Plan(usage=dict(PLANTED), live=live))
+        result = _run(tiny_model_dir, tmp_path / "run", plan)
     assert result["status"] == "ok"
     s, why = result["server"], result["null_reasons"]
     assert s["metrics_source"] == "vllm" and s["metrics_url"].endswith("/metrics")
@@ -61,7 +63,7 @@ def test_a_run_records_the_servers_planted_view_of_the_window(
     assert result["workload"]["output_tokens"] == N_REQUESTS * PLANTED["completion_tokens"]
     said = "the server counted 78 generated tokens over the window, its usage answers 42"
     assert [r for r in caplog.records if r.getMessage().startswith(said)]
-    assert s["metrics_polls"] >= 2 and s["metrics_failed_polls"] == 0
+    assert s["metrics_polls"] >= 3 and s["metrics_failed_polls"] == 0
     assert s["metrics_span_s"] > 0 and s["metrics_poll_ms"] == watch.POLL_MS
     # every figure of the view is there: the only null ones are a running server's launch keys
     running_only = {"server.command", "server.version", "server.launch_to_ready_s", "server.log"}
@@ -93,7 +95,7 @@ def _sample(t_s: float, running: float, generated: float) -> MetricsSample:
 
 
 def test_gauges_are_time_weighted_and_a_counter_reset_is_null() -> None:
-    samples = (_sample(10, 0, 100), _sample(11, 4, 150), _sample(13, 2, 190), _sample(14, 9, 20))
+    samples = (_sample(10, 0, 100), _sample(11, 4, 150), _sample(13, 1, 190), _sample(15, 9, 20))
     view = server_view(
         ServerMetrics("vllm", 100.0, samples, polls=5, failed_polls=1),
         "http://h/metrics",
@@ -101,18 +103,34 @@ def test_gauges_are_time_weighted_and_a_counter_reset_is_null() -> None:
         usage=UsageCounts(3, None),
     )
     f, why = view.fields, view.reasons
-    # held until the next poll: 0 x 1 s + 4 x 2 s + 2 x 1 s over 4 s
-    assert f["running_requests_mean"] == 2.5 and f["running_requests_max"] == 9
+    # the polls inside the traffic, each held until the next: 4 x 2 s + 1 x 2 s over 4 s (the
+    # idle edge polls, before the first request and after the last answer, are not averaged)
+    assert f["running_requests_mean"] == 2.5 and f["running_requests_max"] == 4
     assert (
         f["waiting_requests_mean"] is None
         and "vllm:num_requests_waiting" in why["waiting_requests_mean"]
     )
     assert f["generation_tokens"] is None and "went down" in why["generation_tokens"]
     assert f["prompt_tokens"] is None and "vllm:prompt_tokens_total" in why["prompt_tokens"]
-    assert (f["metrics_polls"], f["metrics_failed_polls"], f["metrics_span_s"]) == (5, 1, 4)
+    assert (f["metrics_polls"], f["metrics_failed_polls"], f["metrics_span_s"]) == (5, 1, 5)
     assert f["usage_completion_tokens"] is None and "usage" in why["usage_completion_tokens"]
-    assert [r.time_s for r in view.rows] == [-0.5, 0.5, 2.5, 3.5]
+    assert [r.time_s for r in view.rows] == [-0.5, 0.5, 2.5, 4.5]
     assert [r.generation_tokens_delta for r in view.rows] == [None, 50, 40, -170]
+
+
+def test_a_window_shorter_than_a_poll_gives_no_gauge_figures_but_its_counters() -> None:
+    samples = (_sample(10, 0, 100), _sample(10.04, 0, 148))  # the two edge polls only
+    view = server_view(
+        ServerMetrics("vllm", 100.0, samples, polls=2),
+        "http://h/metrics",
+        origin_s=10.0,
+        usage=UsageCounts(3, 48),
+    )
+    for key in ("running_requests_mean", "running_requests_max", "waiting_requests_max"):
+        assert view.fields[key] is None
+        assert view.reasons[key].startswith("no poll fell between the first request and the last")
+    assert "(40 ms apart, polled every 100 ms)" in view.reasons["running_requests_mean"]
+    assert view.fields["generation_tokens"] == 48
 
 
 def _config(url: str) -> ClientConfig:

@@ -2,7 +2,8 @@
 ``metrics_*``, requests running and waiting, token counter deltas) and as
 ``server_metrics.csv``'s rows, from the scraper's samples (``metrics.ServerMetrics``).
 
-Gauges (running, waiting) are averaged over time: each poll's value holds until the next poll.
+Gauges (running, waiting) are averaged over time over the polls inside the traffic (the first
+and last polls bracket it, idle): each poll's value holds until the next poll.
 Counters (prompt, generation tokens) give how far they grew from the first poll to the last. A
 figure the server does not expose is null with the reason; where no poll gave a sample (no
 ``/metrics``, unknown names, every poll failed) all of them are.
@@ -86,20 +87,35 @@ def server_view(metrics: ServerMetrics, url: str, origin_s: float, usage: UsageC
 
 
 def _gauge(view: View, samples: Sequence[MetricsSample], gauge: str, absent: str) -> None:
-    """``{gauge}_requests_mean`` (time-weighted) and ``_max`` of the polled values."""
-    points = [(s.t_s, getattr(s, gauge)) for s in samples if getattr(s, gauge) is not None]
+    """``{gauge}_requests_mean`` and ``_max`` over the polls inside the traffic: the first poll
+    comes before the first request and the last after the last answer, so neither sees it (with
+    no poll between them, both figures are null with the reason, never the idle edges' 0). Each
+    inside poll's value holds until the next poll (the last one's until the final poll)."""
     mean_key, max_key = f"{gauge}_requests_mean", f"{gauge}_requests_max"
+    inside = samples[1:-1]
+    points = [(s.t_s, getattr(s, gauge)) for s in inside if getattr(s, gauge) is not None]
     if not points:
+        span_ms = (samples[-1].t_s - samples[0].t_s) * 1000
+        why = (
+            absent
+            if inside
+            else (
+                f"no poll fell between the first request and the last answer ({span_ms:.0f} ms "
+                f"apart, polled every {view.fields['metrics_poll_ms']:g} ms): the server was never "
+                "seen under the load"
+            )
+        )
         view.fields.update({mean_key: None, max_key: None})
-        view.reasons.update({mean_key: absent, max_key: absent})
+        view.reasons.update({mean_key: why, max_key: why})
         return
     view.fields[max_key] = max(v for _, v in points)
-    span = points[-1][0] - points[0][0]
-    if len(points) < 2 or span <= 0:
+    ends = [t for t, _ in points[1:]] + [samples[-1].t_s]
+    span = ends[-1] - points[0][0]
+    if span <= 0:
         view.fields[mean_key] = None
-        view.reasons[mean_key] = "fewer than two polls read it: no time to average over"
+        view.reasons[mean_key] = "the polls inside the traffic span no time to average over"
         return
-    held = sum(v * (b[0] - t) for (t, v), b in zip(points, points[1:], strict=False))
+    held = sum(v * (end - t) for (t, v), end in zip(points, ends, strict=True))
     view.fields[mean_key] = round(held / span, 4)
 
 
