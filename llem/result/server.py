@@ -18,8 +18,9 @@ one poll before the first request to one after the last answer (``metrics_span_s
 ``metrics_source`` is the server family its metric names belong to (vllm, llamacpp, sglang, tgi).
 ``metrics_polls`` counts the GETs sent, ``metrics_failed_polls`` those that gave no sample.
 ``running_requests_mean`` and ``waiting_requests_mean`` are the server's gauges of requests
-running (in its batch) and waiting, time-weighted over the span (each poll's value held until the
-next poll); ``..._max`` their largest polled value. ``prompt_tokens`` and ``generation_tokens`` are
+running (in its batch) and waiting, time-weighted over the polls that fell while the requests ran
+(each poll's value held until the next poll; the first and last polls, idle, are left out);
+``..._max`` their largest value there; null with the reason when no poll fell inside. ``prompt_tokens`` and ``generation_tokens`` are
 how far the server's token counters grew over the span (the tokens the server counted, including
 any other client's); ``usage_prompt_tokens`` and ``usage_completion_tokens`` are the same window's
 counts from the ``usage`` of llem's own requests (what every other figure of the run uses): both
