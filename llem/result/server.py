@@ -20,11 +20,12 @@ one poll before the first request to one after the last answer (``metrics_span_s
 ``running_requests_mean`` and ``waiting_requests_mean`` are the server's gauges of requests
 running (in its batch) and waiting, time-weighted over the polls that fell while the requests ran
 (each poll's value held until the next poll; the first and last polls, idle, are left out);
-``..._max`` their largest value there; null with the reason when no poll fell inside. ``prompt_tokens`` and ``generation_tokens`` are
-how far the server's token counters grew over the span (the tokens the server counted, including
-any other client's); ``usage_prompt_tokens`` and ``usage_completion_tokens`` are the same window's
-counts from the ``usage`` of llem's own requests (what every other figure of the run uses): both
-are kept, so that a reader sees where they differ. ``metrics_file`` is ``server_metrics.csv``.
+``..._max`` their largest value there; null with the reason when no poll fell inside.
+``prompt_tokens`` and ``generation_tokens`` are how far the server's token counters grew over
+the span (the tokens the server counted, including any other client's); ``usage_prompt_tokens``
+and ``usage_completion_tokens`` are the same window's counts from the ``usage`` of llem's own
+requests (what every other figure of the run uses): both are kept, so that a reader sees where
+they differ. ``metrics_file`` is ``server_metrics.csv``.
 Where the server exposes no ``/metrics`` (404), or none of the known metric names, every figure of
 its view is null and ``null_reasons`` says why. Results written before these figures existed read
 with them null. The section is null for the in-process engines.
