@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
 from llem.config.decoder import DecoderConfig
@@ -228,6 +229,11 @@ class LoadedModel:
     def fill_result(self, result: Any) -> None:
         """Write what the engine keeps of itself into the run's result (an engine section such
         as ``server``); nothing for an engine in this process."""
+
+    def fill_window(self, result: Any, run_dir: Path) -> None:
+        """After the measured window: what the engine saw of the window itself (a server's own
+        /metrics) into the run's result and run directory; nothing for an engine in this
+        process."""
 
     def compilations(self) -> int | None:
         """Compilations this process has run so far (a running count; the window's are the

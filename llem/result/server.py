@@ -1,5 +1,7 @@
 """result.json's ``server`` section (schema 6): the OpenAI-compatible server a ``+backend=server``
-run measured, and how it was started.
+run measured, how it was started, and the server's own view of the measured window; and
+``server_metrics.csv``, that view poll by poll (this module is the only code that reads or writes
+it).
 
 ``url`` is where the requests went; ``launched`` whether llem started the server for the point
 (``server.launch``) or measured one already running (``server.url``). For a launched server,
@@ -8,14 +10,46 @@ from the variable ``server.api_key_env`` names, and only the variable's name is 
 ``version`` what the server reports (null with the reason where it reports none),
 ``launch_to_ready_s`` the seconds from the launch to its first ready answer and ``log`` its log
 file; for a running server they are null with the reason. ``endpoint`` is the API the requests
-used (completions or chat). ``metrics_source`` is null: the server's Prometheus ``/metrics``
-scraper (``llem.backends.server.metrics``) is not wired into runs yet. The section is null for
-the in-process engines.
+used (completions or chat).
+
+The server's own view (``llem.backends.server.metrics``): while the window's requests are served,
+llem polls ``metrics_url`` (the server's Prometheus ``/metrics``) every ``metrics_poll_ms``, from
+one poll before the first request to one after the last answer (``metrics_span_s`` apart).
+``metrics_source`` is the server family its metric names belong to (vllm, llamacpp, sglang, tgi).
+``metrics_polls`` counts the GETs sent, ``metrics_failed_polls`` those that gave no sample.
+``running_requests_mean`` and ``waiting_requests_mean`` are the server's gauges of requests
+running (in its batch) and waiting, time-weighted over the polls that fell while the requests ran
+(each poll's value held until the next poll; the first and last polls, idle, are left out);
+``..._max`` their largest value there; null with the reason when no poll fell inside.
+``prompt_tokens`` and ``generation_tokens`` are how far the server's token counters grew over
+the span (the tokens the server counted, including any other client's); ``usage_prompt_tokens``
+and ``usage_completion_tokens`` are the same window's counts from the ``usage`` of llem's own
+requests (what every other figure of the run uses): both are kept, so that a reader sees where
+they differ. ``metrics_file`` is ``server_metrics.csv``.
+Where the server exposes no ``/metrics`` (404), or none of the known metric names, every figure of
+its view is null and ``null_reasons`` says why. Results written before these figures existed read
+with them null. The section is null for the in-process engines.
+
+server_metrics.csv: one row per answered poll; ``time_s`` is seconds from the workload's origin
+(the requests' ``scheduled_s`` 0; the first poll comes just before it, so its time is negative),
+``running`` and ``waiting`` the gauges at the poll, ``prompt_tokens_delta`` and
+``generation_tokens_delta`` how far the counters grew since the previous poll (empty in the first
+row and where the server has no such counter). Written atomically.
 """
 
 from __future__ import annotations
 
+import csv
+import io
+from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
+
+from llem.atomic import atomic_write_text
+from llem.result.migrate import ResultFormatError
+
+SERVER_METRICS_FILE = "server_metrics.csv"
+_COLUMNS = ("time_s", "running", "waiting", "prompt_tokens_delta", "generation_tokens_delta")
 
 
 @dataclass(frozen=True)
@@ -28,4 +62,82 @@ class ServerSection:
     version: str | None = None
     launch_to_ready_s: float | None = None
     log: str | None = None  # a launched server's log file
-    metrics_source: str | None = None  # the /metrics scrape (not wired yet: null)
+    # the server's own view of the window (its /metrics); null with the reason where it has none
+    metrics_source: str | None = None  # the family of its metric names: vllm|llamacpp|sglang|tgi
+    metrics_url: str | None = None
+    metrics_poll_ms: float | None = None
+    metrics_polls: int | None = None  # GETs sent during the window
+    metrics_failed_polls: int | None = None  # of those, the ones that gave no sample
+    metrics_span_s: float | None = None  # first to last answered poll
+    running_requests_mean: float | None = None  # time-weighted over the span
+    running_requests_max: float | None = None
+    waiting_requests_mean: float | None = None
+    waiting_requests_max: float | None = None
+    prompt_tokens: float | None = None  # the server's counter, grown over the span
+    generation_tokens: float | None = None
+    usage_prompt_tokens: int | None = None  # llem's requests' usage over the same window
+    usage_completion_tokens: int | None = None
+    metrics_file: str | None = None  # server_metrics.csv, in the run directory
+
+
+@dataclass(frozen=True)
+class ServerMetricsRow:
+    """One answered poll of the server's /metrics (``server_metrics.csv``)."""
+
+    time_s: float
+    running: float | None
+    waiting: float | None
+    prompt_tokens_delta: float | None = None
+    generation_tokens_delta: float | None = None
+
+
+def write_server_metrics(run_dir: Path | str, rows: Iterable[ServerMetricsRow]) -> Path:
+    """Write ``run_dir/server_metrics.csv`` atomically."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(_COLUMNS)
+    for r in rows:
+        writer.writerow(
+            [
+                f"{r.time_s:.6f}",
+                _cell(r.running),
+                _cell(r.waiting),
+                _cell(r.prompt_tokens_delta),
+                _cell(r.generation_tokens_delta),
+            ]
+        )
+    return atomic_write_text(Path(run_dir) / SERVER_METRICS_FILE, buffer.getvalue())
+
+
+def read_server_metrics(run_dir: Path | str) -> list[ServerMetricsRow]:
+    """The rows of ``run_dir/server_metrics.csv`` (FileNotFoundError when the run wrote none)."""
+    path = Path(run_dir) / SERVER_METRICS_FILE
+    rows = list(csv.reader(io.StringIO(path.read_text(encoding="utf-8"))))
+    if not rows or tuple(rows[0]) != _COLUMNS:
+        raise ResultFormatError(f"{path}: expected the header {','.join(_COLUMNS)}")
+    out = []
+    for number, row in enumerate(rows[1:], start=2):
+        try:
+            time_s, running, waiting, prompt, generation = row
+            out.append(
+                ServerMetricsRow(
+                    float(time_s),
+                    _float(running),
+                    _float(waiting),
+                    _float(prompt),
+                    _float(generation),
+                )
+            )
+        except ValueError as exc:
+            raise ResultFormatError(f"{path}:{number}: not a poll row ({exc})") from None
+    return out
+
+
+def _cell(value: float | None) -> str:
+    if value is None:
+        return ""
+    return str(int(value)) if float(value).is_integer() else str(value)
+
+
+def _float(text: str) -> float | None:
+    return float(text) if text else None

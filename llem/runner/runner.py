@@ -175,6 +175,7 @@ class Runner:
             fill_compute(result, loaded.shape, measured.outputs, exp, device, bandwidths)
             ran = Served(measured.outputs, measured.served, measured.n_prompts)
             fill_serving(result, exp, ran, session, backend, loaded, run_dir)
+            loaded.fill_window(result, run_dir)  # the engine's own view of it (server)
             fill_quality(result, measured.task, ran, run_dir)  # after the window and its energy
             if exp.measurement.save_outputs:
                 write_generations(run_dir, measured.outputs, measured.n_prompts)

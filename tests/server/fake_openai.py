@@ -16,6 +16,33 @@ MODEL = "fake-model"
 
 
 @dataclass
+class LiveMetrics:
+    """A vLLM-style ``/metrics`` whose values the test plants: the gauges held at ``running`` and
+    ``waiting``, the token counters grown by ``*_per_request`` as each request's stream ends."""
+
+    running: float = 3.0
+    waiting: float = 1.0
+    prompt_per_request: int = 11
+    generation_per_request: int = 13
+    prompt_total: float = 1000.0  # the counters' values before the test's requests
+    generation_total: float = 5000.0
+
+    def finish_request(self) -> None:
+        self.prompt_total += self.prompt_per_request
+        self.generation_total += self.generation_per_request
+
+    def text(self) -> str:
+        labels = '{engine="0",model_name="fake-model"}'
+        return (
+            "# TYPE vllm:num_requests_running gauge\n"
+            f"vllm:num_requests_running{labels} {self.running}\n"
+            f"vllm:num_requests_waiting{labels} {self.waiting}\n"
+            f"vllm:prompt_tokens_total{labels} {self.prompt_total}\n"
+            f"vllm:generation_tokens_total{labels} {self.generation_total}\n"
+        )
+
+
+@dataclass
 class Plan:
     """What the fake answers: ``chunks`` are (delay before it in seconds, text, token ids or
     None); ``usage`` None leaves it out; ``fault`` one of None, "500", "bad_json", "cut",
@@ -28,7 +55,10 @@ class Plan:
         default_factory=lambda: {"prompt_tokens": 4, "completion_tokens": 2}
     )
     fault: str | None = None
-    metrics: str | None = None  # /metrics text; None: 404
+    metrics: str | None = None  # /metrics text; None: 404 (unless ``live``)
+    live: LiveMetrics | None = None  # /metrics from planted gauges and per-request counters
+    metrics_gets: int = 0  # GET /metrics received
+    metrics_delay_s: float = 0.0  # before each /metrics answer
     seen: list[dict[str, Any]] = field(default_factory=list)  # bodies and headers received
 
 
@@ -76,6 +106,8 @@ async def _end(request: web.Request, response: web.StreamResponse, plan: Plan) -
         assert request.transport is not None
         request.transport.abort()
         return
+    if plan.live is not None:
+        plan.live.finish_request()
     if plan.usage is not None:
         await response.write(_event({"choices": [], "usage": plan.usage}))
     await response.write(_event("[DONE]"))
@@ -87,6 +119,10 @@ async def _models(request: web.Request) -> web.Response:
 
 async def _metrics(request: web.Request) -> web.Response:
     plan: Plan = request.app[PLAN]
+    plan.metrics_gets += 1
+    await asyncio.sleep(plan.metrics_delay_s)
+    if plan.live is not None:
+        return web.Response(text=plan.live.text())
     if plan.metrics is None:
         return web.Response(status=404, text="Not Found")
     return web.Response(text=plan.metrics)

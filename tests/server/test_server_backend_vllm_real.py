@@ -74,3 +74,20 @@ def test_a_launched_vllm_server_run_counts_its_usage_and_is_stopped_after(
     assert "--max-num-seqs 4" in section["command"] and "--dtype float32" in section["command"]
     assert section["launch_to_ready_s"] > 0
     print(f"\nvLLM server launch-to-ready: {section['launch_to_ready_s']:.1f} s")
+    # the server's own view of the window: vLLM's /metrics, its counters beside the usage
+    assert section["metrics_source"] == "vllm", result["null_reasons"].get("server.metrics_source")
+    assert section["usage_completion_tokens"] == MAX_TOKENS * N_REQUESTS
+    print(
+        f"vLLM /metrics over the window: {section['generation_tokens']} generated tokens "
+        f"(usage: {section['usage_completion_tokens']}), running mean "
+        f"{section['running_requests_mean']} max {section['running_requests_max']}, "
+        f"{section['metrics_polls']} polls"
+    )
+    assert section["generation_tokens"] == MAX_TOKENS * N_REQUESTS
+    assert section["prompt_tokens"] == section["usage_prompt_tokens"]
+    if section["running_requests_max"] is None:  # the window was shorter than a poll interval
+        why = result["null_reasons"]["server.running_requests_max"]
+        assert why.startswith("no poll fell between the first request and the last answer")
+    else:
+        assert 0 < section["running_requests_max"] <= 4  # server.max_num_seqs
+    assert (tmp_path / "run" / "server_metrics.csv").exists()

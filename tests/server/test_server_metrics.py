@@ -99,3 +99,15 @@ def test_unknown_metrics_are_null_with_the_reason() -> None:
     result = _scrape(Plan(metrics="some_other_server_up 1\n"))
     assert result.family is None and result.samples == ()
     assert "none of the known servers" in (result.reason or "")
+
+
+def test_a_poll_parses_only_the_known_names() -> None:
+    from llem.backends.server.metrics import KNOWN_NAMES
+
+    text = VLLM_TEXT + (
+        'vllm:e2e_request_latency_seconds_bucket{le="0.3",model_name="m"} 4.0\n'
+        "some_histogram_of_another_kind{le=oops\n"  # never parsed, so never an error
+    )
+    values = parse_prometheus(text, KNOWN_NAMES)
+    assert values["vllm:num_requests_running"] == 5.0 and values["vllm:num_requests_waiting"] == 7
+    assert "vllm:e2e_request_latency_seconds_bucket" not in values

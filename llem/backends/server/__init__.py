@@ -1,7 +1,8 @@
 """``+backend=server``: any OpenAI-compatible server, launched by llem or already running.
 
 ``client`` sends and streams the requests (``drive``'s submit), ``metrics`` scrapes the server's
-Prometheus ``/metrics`` during the window, ``launch`` starts and stops a server process group,
+Prometheus ``/metrics``, ``watch`` runs both on one event loop during the window, ``view`` turns
+the scrape into the result's figures, ``launch`` starts and stops a server process group,
 ``presets`` builds its command from the point's keys, ``backend`` is the engine's driver,
 ``loaded`` the loaded server and the result's ``server`` section. Nothing here imports aiohttp
 or transformers at module level.

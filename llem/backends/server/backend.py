@@ -28,6 +28,7 @@ from llem.backends.server.client import ClientConfig, api_key, serve_http
 from llem.backends.server.launch import LaunchedServer, LaunchRecord, launch
 from llem.backends.server.loaded import ServerModel
 from llem.backends.server.presets import launch_spec
+from llem.backends.server.watch import serve_watched
 from llem.backends.types import (
     BackendSections,
     BatchOutput,
@@ -230,17 +231,28 @@ class ServerBackend:
     ) -> None:
         """``n_batches`` rounds of the first few prompts, sent at once, outside the window."""
         first = list(batches[0][:WARMUP_PROMPTS]) if batches else []
+        assert isinstance(loaded, ServerModel)
+        config = self.client_config(loaded)
         for _ in range(n_batches if first else 0):
-            self.serve(loaded, [ScheduledRequest(k, k, p, 0.0) for k, p in enumerate(first)], None)
+            requests = [ScheduledRequest(k, k, p, 0.0) for k, p in enumerate(first)]
+            self._check(loaded, serve_http(requests, None, config))
 
     def serve(
         self, loaded: LoadedModel, requests: Sequence[ScheduledRequest], max_concurrency: int | None
     ) -> ServeOutput:
-        """The workload through the server; every request's counts are the server's usage."""
+        """The measured window's workload through the server, its /metrics scraped meanwhile
+        (``loaded.watched``, for ``fill_window``); every request's counts are its usage."""
         assert isinstance(loaded, ServerModel)
-        out = serve_http(
+        loaded.watched = None  # a kept server's last window is not this one's
+        watched = serve_watched(
             requests, max_concurrency, self.client_config(loaded), self.sections.save_outputs
         )
+        self._check(loaded, watched.out)
+        loaded.watched = watched
+        return watched.out
+
+    def _check(self, loaded: ServerModel, out: ServeOutput) -> None:
+        """Every request carried its usage, and a launched server is still running."""
         for t in out.requests:
             reason = getattr(t, "usage_reason", None)
             if reason is not None:
@@ -250,7 +262,6 @@ class ServerBackend:
                 )
         if loaded.launched is not None and not loaded.launched.alive():
             raise RunError(f"the launched server exited during the window (log: {_log(loaded)})")
-        return out
 
     def generate(self, loaded: LoadedModel, prompts: Sequence[Prompt]) -> BatchOutput:
         raise RunError("the server backend serves every workload; generate is never called")

@@ -14,7 +14,8 @@ the server's version where it reports one (``GET /version``: vLLM, SGLang; ``GET
 else None with the reason.
 
 Presets build the command from typed keys plus a passthrough dict (``vllm_command``,
-``llamacpp_command``); the passthrough's keys become ``--key value`` (``True``: the bare flag).
+``llamacpp_command``, ``sglang_command``, ``tgi_command``); the passthrough's keys become
+``--key value`` (``True``: the bare flag).
 """
 
 from __future__ import annotations
@@ -137,6 +138,70 @@ def llamacpp_command(
     cmd = [python, "-m", "llama_cpp.server", "--model", model]
     cmd += ["--host", host, "--port", str(port)]
     cmd += _options(passthrough or {}, bool_value=True)
+    return LaunchSpec(tuple(cmd))
+
+
+def sglang_command(
+    model: str,
+    port: int,
+    *,
+    host: str = "127.0.0.1",
+    dtype: str | None = None,
+    max_running_requests: int | None = None,
+    tp_size: int | None = None,
+    passthrough: Mapping[str, Any] | None = None,
+    python: str = sys.executable,
+) -> LaunchSpec:
+    """SGLang's server (``python -m sglang.launch_server``). Its Prometheus ``/metrics``, which
+    llem reads during the window, is on (``--enable-metrics``) unless the passthrough sets
+    ``enable_metrics`` itself; ``max_running_requests`` bounds its running batch."""
+    cmd = [python, "-m", "sglang.launch_server", "--model-path", model]
+    cmd += ["--host", host, "--port", str(port)]
+    if dtype is not None:
+        cmd += ["--dtype", dtype]
+    if max_running_requests is not None:
+        cmd += ["--max-running-requests", str(max_running_requests)]
+    if tp_size is not None:
+        cmd += ["--tp-size", str(tp_size)]
+    options = dict(passthrough or {})
+    options.setdefault("enable_metrics", True)
+    cmd += _options(options, bool_value=False)
+    return LaunchSpec(tuple(cmd))
+
+
+#: the dtypes text-generation-launcher's --dtype takes
+TGI_DTYPES = ("float16", "bfloat16")
+
+
+def tgi_command(
+    model: str,
+    port: int,
+    *,
+    host: str = "127.0.0.1",
+    dtype: str | None = None,
+    max_batch_size: int | None = None,
+    num_shard: int | None = None,
+    passthrough: Mapping[str, Any] | None = None,
+    launcher: str = "text-generation-launcher",
+) -> LaunchSpec:
+    """Hugging Face TGI's launcher (a program of its own, not a Python module). ``dtype`` "auto"
+    or None leaves TGI's choice; float32 is not one of its dtypes. TGI bounds its running batch
+    by tokens (``--max-batch-total-tokens``, a passthrough), and its ``--max-batch-size`` only
+    applies to hardware without unpadded inference, so a request count is refused here."""
+    if max_batch_size is not None:
+        raise ValueError(
+            f"max_batch_size={max_batch_size}: text-generation-launcher bounds its running "
+            "batch by tokens (pass max_batch_total_tokens as a server argument); its "
+            "--max-batch-size applies only to hardware without unpadded inference"
+        )
+    if dtype not in (None, "auto", *TGI_DTYPES):
+        raise ValueError(f"dtype={dtype}: text-generation-launcher takes {', '.join(TGI_DTYPES)}")
+    cmd = [launcher, "--model-id", model, "--hostname", host, "--port", str(port)]
+    if dtype not in (None, "auto"):
+        cmd += ["--dtype", str(dtype)]
+    if num_shard is not None:
+        cmd += ["--num-shard", str(num_shard)]
+    cmd += _options(passthrough or {}, bool_value=False)
     return LaunchSpec(tuple(cmd))
 
 

@@ -1,33 +1,49 @@
 """A loaded server (``ServerModel``: where it is, what it serves, the launched process group) and
-the result's ``server`` section it writes (``llem.result.server``)."""
+the result's ``server`` section it writes (``llem.result.server``): what it is before the window
+(``fill_result``), and the server's own view of the window after it (``fill_window``, with
+``server_metrics.csv``)."""
 
 from __future__ import annotations
 
+import dataclasses
+import logging
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from llem.backends.server.launch import LaunchedServer, LaunchRecord
+from llem.backends.server.view import FIGURES, UsageCounts, server_view
+from llem.backends.server.watch import Watched
 from llem.backends.types import LoadedModel
 from llem.result import RunResult, ServerSection
+from llem.result.server import write_server_metrics
+
+log = logging.getLogger(__name__)
 
 RUNNING = "the server was already running (server.url): llem did not start it"
-METRICS = "the server's /metrics scrape (llem.backends.server.metrics) is not wired into runs yet"
+NO_WINDOW = "the run ended before its measured window did: the server's /metrics was not read"
+USAGE = ("usage_prompt_tokens", "usage_completion_tokens")
 
 
 @dataclass
 class ServerModel(LoadedModel):
-    """A server ready to answer: where it is, the name it serves the model as, and the launched
-    process group where llem started it."""
+    """A server ready to answer: where it is, the name it serves the model as, the launched
+    process group where llem started it, and what the last measured window saw."""
 
     base_url: str = ""
     served_model: str = ""
     endpoint: str = "completions"
     launched: LaunchedServer | None = None
     launch_record: LaunchRecord | None = None
+    watched: Watched | None = None  # the last measured window's serving and /metrics
     _previous_sigterm: Any = field(default=None, repr=False)
 
     def fill_result(self, result: Any) -> None:
         server_section(self, result)
+
+    def fill_window(self, result: Any, run_dir: Path) -> None:
+        if self.watched is not None:
+            window_view(self.watched, result, run_dir)
 
 
 def server_section(loaded: ServerModel, result: RunResult) -> None:
@@ -49,4 +65,42 @@ def server_section(loaded: ServerModel, result: RunResult) -> None:
             reasons[f"server.{key}"] = RUNNING
     elif record.version is None:
         reasons["server.version"] = record.version_reason or "the server reports no version"
-    reasons["server.metrics_source"] = METRICS
+    for key in (*FIGURES, "metrics_url", "metrics_poll_ms", *USAGE):
+        reasons[f"server.{key}"] = NO_WINDOW
+
+
+def window_view(watched: Watched, result: RunResult, run_dir: Path) -> None:
+    """The server's view of the window into ``result.server`` and ``server_metrics.csv``."""
+    assert result.server is not None
+    view = server_view(watched.metrics, watched.metrics_url, watched.out.start_s, usage(watched))
+    if view.rows:
+        write_server_metrics(run_dir, view.rows)
+    result.server = dataclasses.replace(result.server, **view.fields)
+    reasons = result.null_reasons
+    for key, value in view.fields.items():
+        if value is not None:
+            reasons.pop(f"server.{key}", None)
+    reasons.update({f"server.{k}": why for k, why in view.reasons.items()})
+    failed = view.fields["metrics_failed_polls"]
+    if failed:
+        log.warning(
+            "%d poll(s) of the server's /metrics gave no sample: %s", failed, watched.metrics.reason
+        )
+    served, counted = view.fields["generation_tokens"], view.fields["usage_completion_tokens"]
+    if served is not None and counted is not None and served != counted:
+        log.warning(
+            "the server counted %g generated tokens over the window, its usage answers %d "
+            "(both kept in result.json's server section)",
+            served,
+            counted,
+        )
+
+
+def usage(watched: Watched) -> UsageCounts:
+    """The window's prompt and completion tokens from the usage of its requests."""
+    prompt = [getattr(t, "prompt_tokens", None) for t in watched.out.requests]
+    completion = [getattr(t, "completion_tokens", None) for t in watched.out.requests]
+    return UsageCounts(
+        None if None in prompt else sum(p or 0 for p in prompt),
+        None if None in completion else sum(c or 0 for c in completion),
+    )

@@ -27,6 +27,7 @@ A metric with several label sets (several engines, models or ranks) is summed. A
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import math
 import time
@@ -34,7 +35,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from llem.errors import RunError
+from llem.errors import RunError, first_line
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,10 @@ FAMILIES: dict[str, MetricNames] = {
 }
 
 
+#: every name the families above read (what a poll parses of the server's text)
+KNOWN_NAMES = tuple(name for names in FAMILIES.values() for name in dataclasses.astuple(names))
+
+
 class MetricsFormatError(RunError):
     """A /metrics answer that is not Prometheus text."""
 
@@ -99,12 +104,16 @@ def _name_and_rest(line: str) -> tuple[str, str]:
     raise MetricsFormatError(f"/metrics: unclosed labels in {line[:120]!r}")
 
 
-def parse_prometheus(text: str) -> dict[str, float]:
-    """Prometheus text format -> {metric name: value summed over its label sets}."""
+def parse_prometheus(text: str, only: tuple[str, ...] | None = None) -> dict[str, float]:
+    """Prometheus text format -> {metric name: value summed over its label sets}; with ``only``,
+    just the lines that start with one of those names (the rest are skipped unparsed: a server's
+    histograms are most of its text, and the scrape shares the requests' event loop)."""
     values: dict[str, float] = {}
     for raw in text.splitlines():
         line = raw.strip()
         if not line or line.startswith("#"):
+            continue
+        if only is not None and not line.startswith(only):
             continue
         if " " not in line:
             raise MetricsFormatError(f"/metrics: a sample line without a value: {line[:120]!r}")
@@ -172,6 +181,7 @@ class ServerMetrics:
     samples: tuple[MetricsSample, ...] = ()
     reason: str | None = None  # why there are no samples, or why some polls failed
     failed_polls: int = 0
+    polls: int = 0  # GETs sent (answered or not)
 
     def intervals(self) -> list[TokenInterval]:
         """Counter deltas between consecutive samples."""
@@ -197,12 +207,15 @@ class _Polls:
     family: str | None = None
     reason: str | None = None
     failed: int = 0
+    sent: int = 0
     absent: bool = False  # /metrics answered 404 (or names no family): stop polling
 
 
 class MetricsScraper:
     """Polls ``base_url/metrics`` every ``poll_ms`` on the running loop between ``start`` and
-    ``stop`` (or as ``async with``); ``stop`` returns the ``ServerMetrics``."""
+    ``stop`` (or as ``async with``: stopped on every way out of the block, an exception or a
+    cancellation (Ctrl-C under ``asyncio.run``) included); ``stop`` returns the
+    ``ServerMetrics``."""
 
     def __init__(
         self,
@@ -227,7 +240,11 @@ class MetricsScraper:
             import aiohttp
 
             self.session = aiohttp.ClientSession()
-        await self.poll_once()  # the window's first sample, before any traffic
+        try:
+            await self.poll_once()  # the window's first sample, before any traffic
+        except BaseException:  # cancelled (Ctrl-C) or failed before polling began
+            await self.stop(final_poll=False)
+            raise
         self._task = asyncio.ensure_future(self._loop())
 
     async def _loop(self) -> None:
@@ -242,6 +259,7 @@ class MetricsScraper:
         polls = self._polls
         if polls.absent:
             return
+        polls.sent += 1
         try:
             timeout = aiohttp.ClientTimeout(total=self.timeout_s)
             async with self.session.get(self.url, timeout=timeout) as r:
@@ -259,7 +277,13 @@ class MetricsScraper:
             polls.failed += 1
             polls.reason = f"GET {self.url} answered HTTP {status} {polls.failed} time(s)"
             return
-        self._take(parse_prometheus(text), t_s)
+        try:
+            values = parse_prometheus(text, KNOWN_NAMES)
+        except MetricsFormatError as e:
+            polls.failed += 1
+            polls.reason = f"{e.message} ({polls.failed} poll(s) unreadable)"
+            return
+        self._take(values, t_s)
 
     def _take(self, values: dict[str, float], t_s: float) -> None:
         polls = self._polls
@@ -274,16 +298,22 @@ class MetricsScraper:
                 return
         polls.samples.append(sample_of(values, FAMILIES[polls.family], t_s))
 
-    async def stop(self) -> ServerMetrics:
-        """Stop polling (one last sample first) and return what was read."""
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-            self._task = None
-            await self.poll_once()  # the window's last sample, after the traffic
-        if self._own_session and self.session is not None:
-            await self.session.close()
-            self.session = None
+    async def stop(self, final_poll: bool = True) -> ServerMetrics:
+        """Stop polling (with ``final_poll``, one last sample first: the window's end, after the
+        traffic) and return what was read. The session llem opened is closed on every way out."""
+        try:
+            if self._task is not None:
+                task, self._task = self._task, None
+                task.cancel()
+                (ended,) = await asyncio.gather(task, return_exceptions=True)
+                if isinstance(ended, Exception):  # the polls stopped early: say why
+                    self._polls.reason = f"the scrape stopped early: {first_line(ended)}"
+                if final_poll:
+                    await self.poll_once()
+        finally:
+            if self._own_session and self.session is not None:
+                session, self.session = self.session, None
+                await session.close()
         polls = self._polls
         return ServerMetrics(
             family=polls.family if polls.samples else None,
@@ -291,11 +321,13 @@ class MetricsScraper:
             samples=tuple(polls.samples),
             reason=polls.reason if polls.reason or polls.samples else "no poll answered",
             failed_polls=polls.failed,
+            polls=polls.sent,
         )
 
     async def __aenter__(self) -> MetricsScraper:
         await self.start()
         return self
 
-    async def __aexit__(self, *exc: object) -> None:
-        self.result = await self.stop()
+    async def __aexit__(self, exc_type: object, *exc: object) -> None:
+        # leaving on an exception or a cancellation: stop at once, no last poll
+        self.result = await self.stop(final_poll=exc_type is None)
