@@ -1,10 +1,11 @@
 """The ``server:`` group: ``+backend=server``, any OpenAI-compatible server.
 
 A run measures either a server that is already running (``server.url``) or one that llem starts
-for the point (``server.launch``, a preset: ``vllm`` or ``llamacpp``); exactly one of the two is
-set (``server_rules``). The typed launch keys (``max_num_seqs``) and the passthrough ``args`` go
-to the launched server's command line; ``api_key_env`` names the environment variable that holds
-the API key (the key itself is never written to any file llem writes).
+for the point (``server.launch``, a preset: ``vllm``, ``llamacpp``, ``sglang`` or ``tgi``); exactly
+one of the two is set (``server_rules``). The typed launch keys (``max_num_seqs``) and the
+passthrough ``args`` go to the launched server's command line; ``api_key_env`` names the
+environment variable that holds the API key (the key itself is never written to any file llem
+writes).
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ LAUNCH = Destination(
 class Launch(Enum):
     vllm = "vllm"
     llamacpp = "llamacpp"
+    sglang = "sglang"
+    tgi = "tgi"
 
 
 class Endpoint(Enum):
@@ -40,8 +43,8 @@ class ServerConfig:
     )
     launch: Launch | None = knob(
         None,
-        doc="Start a server for the point with this preset (vllm, llamacpp); exactly one of url "
-        "and launch.",
+        doc="Start a server for the point with this preset (vllm, llamacpp, sglang, tgi); exactly "
+        "one of url and launch.",
         goes_to=LLEM,
     )
     model: str | None = knob(
@@ -81,8 +84,9 @@ class ServerConfig:
     max_num_seqs: int | None = knob(
         None,
         doc="Requests the server runs together: passed to a launched server (vLLM's "
-        "--max-num-seqs); for a running one (server.url), its limit as configured there. Unset: "
-        "unknown, and no full-batch steady state is judged.",
+        "--max-num-seqs, llama.cpp's --n_parallel, SGLang's --max-running-requests; TGI has no "
+        "such limit: refused); for a running one (server.url), its limit as configured there. "
+        "Unset: unknown, and no full-batch steady state is judged.",
         goes_to=LAUNCH,
         ge=1,
     )

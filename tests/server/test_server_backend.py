@@ -198,3 +198,24 @@ def test_a_sweep_keeps_the_server_across_points_that_share_it(
     assert len(results) == 2
     reused = sorted(r["lifecycle"]["model_reused"] for r in results)
     assert reused == [False, True]
+
+
+@pytest.mark.parametrize(
+    ("preset", "expected"),
+    [
+        ("sglang", "server.launch=sglang starts 'sglang' with this interpreter"),
+        ("tgi", "server.launch=tgi starts 'text-generation-launcher', which is not on PATH"),
+    ],
+)
+def test_sglang_and_tgi_presets_are_offered_and_checked_before_anything_starts(
+    monkeypatch: pytest.MonkeyPatch, preset: str, expected: str
+) -> None:
+    """Neither SGLang nor TGI is installed here: pre-flight names what the preset starts."""
+    from llem.config.engines import engine
+    from llem.runner.preflight import engine_preflight
+
+    monkeypatch.setenv("PATH", "/nonexistent")
+    exp = ExperimentConfig(backend="server")
+    exp.server.launch = Launch(preset)
+    (problem,) = engine_preflight(exp, engine("server"), "cpu", False)
+    assert problem.startswith(expected)

@@ -1,10 +1,11 @@
 """What ``+backend=server`` checks before anything starts: that the preset ``server.launch``
-names can start with this interpreter (its package is importable), and that its command can be
-built from the point's keys."""
+names can start here (its Python package is importable with this interpreter, or its program is
+on ``PATH``), and that its command can be built from the point's keys."""
 
 from __future__ import annotations
 
 import importlib.util
+import shutil
 import sys
 
 from llem.backends.server.presets import launch_spec
@@ -12,10 +13,18 @@ from llem.backends.types import BackendSections
 from llem.config.server import Launch, ServerConfig
 from llem.errors import RunError
 
-#: each preset's package (started as ``python -m ...``) and how to install it
+#: each preset's Python package (started as ``python -m ...``) and how to install it
 LAUNCH_PACKAGES: dict[Launch, tuple[str, str]] = {
     Launch.vllm: ("vllm", "LLEM_VENV=.venv-vllm bash scripts/setup.sh --vllm, then its python"),
     Launch.llamacpp: ("llama_cpp", "pip install 'llama-cpp-python[server]'"),
+    Launch.sglang: ("sglang", "pip install 'sglang[all]' in an environment of its own"),
+}
+#: the presets that start a program of their own (not this interpreter), and how to get it
+LAUNCH_PROGRAMS: dict[Launch, tuple[str, str]] = {
+    Launch.tgi: (
+        "text-generation-launcher",
+        "install text-generation-inference, or run its container and measure it with server.url",
+    ),
 }
 
 
@@ -25,12 +34,19 @@ def preflight_problems(
     launch = sections.engine.launch
     if launch is None:
         return []
-    package, hint = LAUNCH_PACKAGES[launch]
-    if importlib.util.find_spec(package) is None:
-        return [
-            f"server.launch={launch.value} starts '{package}' with this interpreter "
-            f"({sys.executable}), where it is not installed ({hint})"
-        ]
+    if launch in LAUNCH_PROGRAMS:
+        program, hint = LAUNCH_PROGRAMS[launch]
+        if shutil.which(program) is None:
+            return [
+                f"server.launch={launch.value} starts '{program}', which is not on PATH ({hint})"
+            ]
+    else:
+        package, hint = LAUNCH_PACKAGES[launch]
+        if importlib.util.find_spec(package) is None:
+            return [
+                f"server.launch={launch.value} starts '{package}' with this interpreter "
+                f"({sys.executable}), where it is not installed ({hint})"
+            ]
     try:
         launch_spec(sections, 0)
     except RunError as exc:
