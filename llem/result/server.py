@@ -78,6 +78,8 @@ class ServerSection:
     usage_prompt_tokens: int | None = None  # llem's requests' usage over the same window
     usage_completion_tokens: int | None = None
     metrics_file: str | None = None  # server_metrics.csv, in the run directory
+    # UUIDs of the GPUs a launched server's processes ran on (llem.backends.server.gpus)
+    gpus_used: list[str] | None = None
 
 
 @dataclass(frozen=True)

@@ -66,7 +66,13 @@ def test_a_run_records_the_servers_planted_view_of_the_window(
     assert s["metrics_polls"] >= 3 and s["metrics_failed_polls"] == 0
     assert s["metrics_span_s"] > 0 and s["metrics_poll_ms"] == watch.POLL_MS
     # every figure of the view is there: the only null ones are a running server's launch keys
-    running_only = {"server.command", "server.version", "server.launch_to_ready_s", "server.log"}
+    running_only = {
+        "server.command",
+        "server.version",
+        "server.launch_to_ready_s",
+        "server.log",
+        "server.gpus_used",
+    }
     assert {k for k in why if k.startswith("server.")} == running_only
     rows = read_server_metrics(tmp_path / "run")
     assert s["metrics_file"] == "server_metrics.csv" and len(rows) == s["metrics_polls"]

@@ -11,10 +11,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from llem.backends.server import gpus
 from llem.backends.server.launch import LaunchedServer, LaunchRecord
 from llem.backends.server.view import FIGURES, UsageCounts, server_view
 from llem.backends.server.watch import Watched
 from llem.backends.types import LoadedModel
+from llem.devices.gpus import open_gpus
 from llem.result import RunResult, ServerSection
 from llem.result.server import write_server_metrics
 
@@ -44,6 +46,9 @@ class ServerModel(LoadedModel):
     def fill_window(self, result: Any, run_dir: Path) -> None:
         if self.watched is not None:
             window_view(self.watched, result, run_dir)
+        pid = None if self.launched is None else self.launched.pid
+        if pid is not None and result.server is not None:
+            gpus.record(result, gpus.server_gpus(open_gpus, pid))
 
 
 def server_section(loaded: ServerModel, result: RunResult) -> None:
@@ -61,12 +66,14 @@ def server_section(loaded: ServerModel, result: RunResult) -> None:
     )
     reasons = result.null_reasons
     if record is None:
-        for key in ("command", "version", "launch_to_ready_s", "log"):
+        for key in ("command", "version", "launch_to_ready_s", "log", "gpus_used"):
             reasons[f"server.{key}"] = RUNNING
     elif record.version is None:
         reasons["server.version"] = record.version_reason or "the server reports no version"
     for key in (*FIGURES, "metrics_url", "metrics_poll_ms", *USAGE):
         reasons[f"server.{key}"] = NO_WINDOW
+    if record is not None:
+        reasons["server.gpus_used"] = NO_WINDOW
 
 
 def window_view(watched: Watched, result: RunResult, run_dir: Path) -> None:

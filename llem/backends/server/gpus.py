@@ -1,0 +1,99 @@
+"""Which GPUs a launched server runs on, from its process tree, and whether llem measured them.
+
+The server's processes (its leader, which llem started, and every descendant: vLLM's engine core
+and workers) are found on the GPUs through the vendor library's list of compute processes. A GPU
+the server runs on that llem did not measure makes the run's energy invalid (the server's work
+there is missing from every figure); a measured GPU the server does not run on is a condition (its
+idle power is in the figures). Where the library cannot list processes, or there is no GPU library,
+the GPUs are null with the reason.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from llem.devices.gpu import GpuOpener, GpuUnavailable
+from llem.measure.family import is_own
+from llem.result import Figure, RunResult
+
+CHECK = "server_gpus"
+
+
+@dataclass(frozen=True)
+class ServerGpus:
+    """UUIDs the server's processes hold, or None with ``null_reason``."""
+
+    uuids: list[str] | None
+    null_reason: str | None = None
+
+
+def server_gpus(
+    opener: GpuOpener, server_pid: int, in_tree: Callable[[int, int], bool] = is_own
+) -> ServerGpus:
+    """The GPUs on which a process of ``server_pid``'s tree is a compute process."""
+    try:
+        lib = opener()
+    except GpuUnavailable as exc:
+        return ServerGpus(None, f"no GPU library: {exc}")
+    try:
+        found, unlisted = [], []
+        for gpu in lib.gpus():
+            # the reader lists the processes its predicate calls not own: here, the server's
+            procs = lib.reader(gpu).other_processes(lambda pid: not in_tree(pid, server_pid))
+            if procs is None:
+                unlisted.append(gpu.uuid)
+            elif procs:
+                found.append(gpu.uuid)
+    finally:
+        lib.shutdown()
+    if unlisted and not found:
+        return ServerGpus(
+            None, f"{lib.api} cannot list the compute processes of " + ", ".join(unlisted)
+        )
+    return ServerGpus(found)
+
+
+def record(result: RunResult, found: ServerGpus) -> None:
+    """``found`` into ``result.server.gpus_used``, and its judgement against the GPUs the run
+    measured into ``result.validity`` (check ``server_gpus``)."""
+    assert result.server is not None
+    result.server = dataclasses.replace(result.server, gpus_used=found.uuids)
+    validity = result.validity
+    if found.uuids is None:
+        result.null_reasons["server.gpus_used"] = found.null_reason or "not known"
+        validity.checks[CHECK] = "not checked"
+        return
+    measured = [g.get("uuid") for g in result.hardware.gpus if isinstance(g, dict)]
+    problems, conditions = judge(found.uuids, [u for u in measured if isinstance(u, str)])
+    validity.problems.extend(problems)
+    validity.conditions.extend(conditions)
+    validity.checks[CHECK] = "failed" if problems else ("condition" if conditions else "passed")
+    if problems and validity.energy_valid is not None:
+        result.set_figure("validity.energy_valid", Figure(False))
+
+
+def judge(used: Sequence[str], measured: Sequence[str]) -> tuple[list[str], list[str]]:
+    """(problems, conditions): a GPU the server used that was not measured is a problem; a
+    measured GPU it did not use is a condition."""
+    missing = [u for u in used if u not in measured]
+    idle = [u for u in measured if u not in used]
+    problems = (
+        [
+            f"the server runs on GPU(s) {', '.join(missing)}, which llem did not measure: its work "
+            "there is missing from the energy (set measurement.gpu_indices or the server's "
+            "tensor_parallel_size to cover them)"
+        ]
+        if missing
+        else []
+    )
+    conditions = (
+        [
+            f"GPU(s) {', '.join(idle)} were measured but the server has no process on them: their "
+            "idle power is in the figures"
+        ]
+        if idle
+        else []
+    )
+    return problems, conditions

@@ -1,0 +1,71 @@
+"""A launched server's GPUs, from its process tree, judged against the GPUs llem measured: the
+fake NVML lists planted compute processes, and the tree is planted too."""
+
+from __future__ import annotations
+
+from llem.backends.server import gpus
+from llem.devices.nvidia import NvmlUnavailable, init_nvml
+from llem.result import Figure, RunResult, ServerSection
+from llem.testing.clocks import SteppingClock
+from llem.testing.fake_pynvml import FakeGpu, FakeNvml
+
+SERVER = 4000
+TREE = {4000, 4001, 4002}  # the server, its engine core and a worker
+
+
+def in_tree(pid: int, root: int) -> bool:
+    return root == SERVER and pid in TREE
+
+
+def opener(*gpu_list: FakeGpu):
+    fake = FakeNvml(list(gpu_list), SteppingClock())
+    return lambda: init_nvml(fake)
+
+
+def test_the_gpus_holding_a_process_of_the_servers_tree_are_the_servers() -> None:
+    a = FakeGpu("GPU-a", processes=[(4001, 2**30)])
+    b = FakeGpu("GPU-b", processes=[(9999, 2**30)])  # someone else's
+    c = FakeGpu("GPU-c", processes=[(4002, 2**30), (4001, None)])
+    found = gpus.server_gpus(opener(a, b, c), SERVER, in_tree)
+    assert found == gpus.ServerGpus(["GPU-a", "GPU-c"])
+
+
+def test_no_gpu_library_or_no_process_listing_is_null_with_the_reason() -> None:
+    def missing():
+        raise NvmlUnavailable("NVMLError_LibraryNotFound")
+
+    assert gpus.server_gpus(missing, SERVER, in_tree) == gpus.ServerGpus(
+        None, "no GPU library: NVMLError_LibraryNotFound"
+    )
+    unlisted = gpus.server_gpus(opener(FakeGpu("GPU-a", processes=None)), SERVER, in_tree)
+    assert unlisted.uuids is None and "cannot list the compute processes of GPU-a" in str(
+        unlisted.null_reason
+    )
+
+
+def _result(measured: list[str]) -> RunResult:
+    result = RunResult(status="ok")
+    result.server = ServerSection(
+        url="http://127.0.0.1:1", launched=True, endpoint="completions", model="m"
+    )
+    result.hardware.gpus = [{"uuid": u} for u in measured]
+    result.set_figure("validity.energy_valid", Figure(True))
+    return result
+
+
+def test_a_server_gpu_llem_did_not_measure_invalidates_the_energy_and_names_it() -> None:
+    result = _result(["GPU-a"])
+    gpus.record(result, gpus.ServerGpus(["GPU-a", "GPU-c"]))
+    assert result.server is not None and result.server.gpus_used == ["GPU-a", "GPU-c"]
+    assert result.validity.energy_valid is False
+    assert result.validity.checks["server_gpus"] == "failed"
+    (problem,) = result.validity.problems
+    assert "GPU-c" in problem and "did not measure" in problem
+
+
+def test_a_measured_gpu_the_server_does_not_use_is_a_condition_only() -> None:
+    result = _result(["GPU-a", "GPU-b"])
+    gpus.record(result, gpus.ServerGpus(["GPU-a"]))
+    assert result.validity.energy_valid is True
+    assert result.validity.checks["server_gpus"] == "condition"
+    assert "GPU-b" in result.validity.conditions[0]
