@@ -29,7 +29,7 @@ def main() -> None:
     signal.signal(signal.SIGINT, signal.default_int_handler)
     model_dir, run_dir, marker, pidfile = sys.argv[1:5]
 
-    def spec(sections: Any, port: int) -> LaunchSpec:
+    def spec(sections: Any, port: int, *_: Any) -> LaunchSpec:
         return LaunchSpec((sys.executable, str(FAKE), str(port), "0", "ok", pidfile))
 
     def warm_up(self: Any, loaded: Any, batches: Any, n_batches: int) -> None:

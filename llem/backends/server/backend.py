@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from llem.backends.server import checkpoint
 from llem.backends.server.client import ClientConfig, api_key, serve_http
 from llem.backends.server.launch import LaunchedServer, LaunchRecord, launch
 from llem.backends.server.loaded import ServerModel
@@ -38,7 +39,7 @@ from llem.backends.types import (
     ServeOutput,
 )
 from llem.config.server import Endpoint, ServerConfig
-from llem.errors import RunError, first_line
+from llem.errors import RunError
 
 log = logging.getLogger(__name__)
 
@@ -135,12 +136,14 @@ class ServerBackend:
     # ------------------------------------------------------------------ loading
     def load(self, device: str) -> ServerModel:
         t0 = time.perf_counter()
-        tokenizer = self._tokenizer()
+        m, preset = self.sections.model, self.config.launch
+        served = None if preset is None else checkpoint.launch_checkpoint(m, preset.value)
+        tokenizer = checkpoint.tokenizer(m, served)
         launched: LaunchedServer | None = None
         record: LaunchRecord | None = None
         base_url = (self.config.url or "").rstrip("/")
-        if self.config.launch is not None:
-            launched, record, base_url = self._launch(device)
+        if served is not None:
+            launched, record, base_url = self._launch(device, served)
         try:
             self._check_served(base_url)
         except BaseException:
@@ -172,24 +175,11 @@ class ServerBackend:
         dtype = self.sections.model.dtype
         return dtype.value if dtype is not None else "the server's own"
 
-    def _tokenizer(self) -> Any:
-        from transformers import AutoTokenizer
-
-        m = self.sections.model
-        try:
-            return AutoTokenizer.from_pretrained(
-                m.name_or_path, trust_remote_code=m.trust_remote_code
-            )
-        except Exception as exc:
-            raise RunError(
-                f"model.name_or_path={m.name_or_path}: its tokenizer (which builds the prompts "
-                f"sent to the server) could not be loaded: {first_line(exc)}"
-            ) from exc
-
-    def _launch(self, device: str) -> tuple[LaunchedServer, LaunchRecord, str]:
+    def _launch(self, device: str, model: str) -> tuple[LaunchedServer, LaunchRecord, str]:
+        """Start the preset's server on ``model`` (what it loads), serving it as the run's name."""
         port = self.config.port or free_port()
         base_url = f"http://127.0.0.1:{port}"
-        spec = launch_spec(self.sections, port)
+        spec = launch_spec(self.sections, port, model, self.served_name)
         server = launch(spec, base_url, log_dir(), self.config.ready_timeout_s)
         record = server.start()
         log.info("server ready in %.1f s: %s", record.launch_to_ready_s, spec.command_line)

@@ -3,8 +3,11 @@
 point's own keys: the model, its dtype (vLLM, SGLang, TGI), ``server.max_num_seqs`` and the
 passthrough ``server.args``.
 
-The SGLang and TGI presets are chosen by name (``sglang``, ``tgi``): ``server.launch`` offers
-them once ``llem.config.server.Launch`` lists them.
+The model the server loads is ``checkpoint`` where the caller resolved it (``checkpoint``: a
+``pkg:`` model's directory; llem's converted copy of a GGUF file for vLLM, SGLang and TGI, the
+GGUF file itself for llama.cpp), ``model.name_or_path`` as written otherwise (pre-flight only
+builds the command). The name it serves the model under is the run's (``served``): vLLM's and
+SGLang's ``--served-model-name``, llama.cpp's ``--model_alias``, unless ``server.args`` names one.
 """
 
 from __future__ import annotations
@@ -31,36 +34,56 @@ PARAMETER_KEYS = {
 }
 
 
-def launch_spec(sections: BackendSections[ServerConfig], port: int) -> LaunchSpec:
-    """The command for ``server.launch`` on ``port`` (this interpreter's Python)."""
+#: the option each preset serves the model's name under
+SERVED_NAME_OPTION = {
+    "vllm": "served_model_name",
+    "sglang": "served_model_name",
+    "llamacpp": "model_alias",
+}
+
+
+def launch_spec(
+    sections: BackendSections[ServerConfig],
+    port: int,
+    checkpoint: str | None = None,
+    served: str | None = None,
+) -> LaunchSpec:
+    """The command for ``server.launch`` on ``port`` (this interpreter's Python), loading
+    ``checkpoint`` and serving it as ``served`` (see the module docstring)."""
     c, m = sections.engine, sections.model
     name = c.launch.value if c.launch is not None else None
     dtype = m.dtype.value if m.dtype is not None else None
+    args = dict(c.args)
+    option = SERVED_NAME_OPTION.get(name or "")
+    if served is not None and option is not None:
+        args.setdefault(option, served)
+    model = checkpoint or m.name_or_path
     try:
         if name == "vllm":
             return vllm_command(
-                m.name_or_path,
+                model,
                 port,
                 dtype=dtype,
                 max_num_seqs=c.max_num_seqs,
-                passthrough=dict(c.args),
+                passthrough=args,
                 python=sys.executable,
             )
         if name == "llamacpp":
-            path = os.path.join(m.name_or_path, m.gguf_file) if m.gguf_file else m.name_or_path
-            return llamacpp_command(path, port, n_parallel=c.max_num_seqs, passthrough=dict(c.args))
+            if checkpoint is None and m.gguf_file:
+                model = os.path.join(m.name_or_path, m.gguf_file)
+            return llamacpp_command(model, port, n_parallel=c.max_num_seqs, passthrough=args)
         if name == "sglang":
             return sglang_command(
-                m.name_or_path,
+                model,
                 port,
                 dtype=dtype,
                 max_running_requests=c.max_num_seqs,
-                passthrough=dict(c.args),
+                passthrough=args,
                 python=sys.executable,
             )
         if name == "tgi":
             return tgi_command(
-                m.name_or_path,
+                model,
                 port,
                 dtype=dtype,
                 max_batch_size=c.max_num_seqs,
