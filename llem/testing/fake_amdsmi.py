@@ -90,7 +90,8 @@ class FakeAmdGpu:
     counter_bits: int = 64  # the accumulator wraps at 2**counter_bits ticks
     counter_wraps_at_s: float | None = None  # place the accumulator to wrap at this instant
     counter_update_s: float = 0.0  # the accumulator only moves every this many seconds
-    counter_backwards_at_s: float | None = None  # from then on it reads 1e6 ticks lower
+    counter_backwards_at_s: float | None = None  # from then on it reads lower by:
+    counter_backwards_ticks: int = 10**8
     counter_frozen_at_s: float | None = None  # from then on it stays where it was
     energy_counter: bool = True
     current_socket_power: bool = True  # MI300-style instantaneous socket power
@@ -191,7 +192,7 @@ class FakeAmdSmi(types.ModuleType):
             t = min(t, gpu.counter_frozen_at_s)
         ticks = self._origin[id(gpu)] + self._ticks_between(gpu, 0.0, t)
         if gpu.counter_backwards_at_s is not None and t >= gpu.counter_backwards_at_s:
-            ticks -= 1_000_000
+            ticks -= gpu.counter_backwards_ticks
         return ticks % 2**gpu.counter_bits
 
     def amdsmi_get_energy_count(self, handle: FakeHandle) -> dict[str, Any]:
