@@ -52,7 +52,7 @@ SENSOR_SOURCE = (
 )
 
 # a counter flat this long while the GPU draws at least this much is judged stuck
-FLAT_S = 1.0
+FLAT_S = 2.0  # 20 times the assumed refresh: a slow-refreshing counter is not judged stuck
 FLAT_MIN_W = 10.0
 
 _VIOLATIONS = {

@@ -85,3 +85,16 @@ def test_preflight_cap_out_of_range_names_the_range(amd_machine) -> None:
     assert problem == (
         "gpu.power_limit_w=900 is outside GPU 0's power limit range (allowed: 200 to 750 W)"
     )
+
+
+def test_amdsmi_errors_become_control_errors_of_their_kind(clock) -> None:
+    gpu = FakeAmdGpu("GPU-c", power_cap_range_uw=(200_000_000, 750_000_000))
+    lib = init_amdsmi(FakeAmdSmi([gpu], clock))
+    (g,) = lib.gpus()
+    with pytest.raises(GpuControlError) as failed:
+        lib.set_power_limit_w(g, 900)  # amdsmi refuses it: AMDSMI_STATUS_INVAL
+    assert failed.value.kind == "failed" and "AMDSMI_STATUS_INVAL" in str(failed.value)
+    gpu.gfx_clk_mhz = "N/A"  # type: ignore[assignment]
+    with pytest.raises(GpuControlError) as unsupported:
+        lib.clock_mhz(g, "sm")
+    assert unsupported.value.kind == "not_supported"
