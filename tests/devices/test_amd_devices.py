@@ -63,3 +63,51 @@ def test_measurement_energy_amdsmi_on_an_nvidia_machine_is_one_line(clock, tmp_p
         "measurement.energy=amdsmi asks for amdsmi, but this machine's GPUs are read through "
         "NVML (nvidia)"
     ]
+
+
+def test_facts_and_snapshot_in_llems_units_with_reasons_for_na(clock) -> None:
+    gpu = FakeAmdGpu(UUIDS[0], vram_max_bandwidth_gbps="N/A", power_cap_uw=650_000_000)
+    lib = init_amdsmi(FakeAmdSmi([gpu], clock))
+    facts = lib.facts(lib.gpus()[0])
+    assert (facts.name, facts.memory_total_mb) == ("AMD Instinct MI300X", 196_592.0)
+    assert (facts.power_limit_w, facts.default_power_limit_w) == (650.0, 750.0)
+    assert facts.memory_bandwidth_bytes_per_s is None
+    assert facts.null_reasons["memory_bandwidth_bytes_per_s"] == (
+        "amdsmi reports no vram_max_bandwidth"
+    )
+    snap = lib.snapshot()
+    assert snap["driver_version"] == "6.10.5"
+    assert snap["gpus"] == [
+        {"index": 0, "name": "AMD Instinct MI300X", "uuid": UUIDS[0], "memory_total_mb": 196_592}
+    ]
+
+
+def test_every_amdsmi_call_holds_the_librarys_lock(clock) -> None:
+    """amdsmi is not thread-safe before ROCm 7.2: another thread cannot take the lock while a
+    call is inside amdsmi."""
+    import threading
+
+    from llem.devices.gpu_control import GpuControl
+
+    held: list[bool] = []
+
+    class Watched(FakeAmdSmi):
+        def _gpu(self, handle, function):
+            free = []
+            probe = threading.Thread(target=lambda: free.append(lib.lock.acquire(blocking=False)))
+            probe.start()
+            probe.join()
+            if free[0]:
+                lib.lock.release()
+            held.append(not free[0])
+            return super()._gpu(handle, function)
+
+    lib = init_amdsmi(Watched([FakeAmdGpu(UUIDS[0])], clock))
+    (g,) = lib.gpus()
+    reader = lib.reader(g)
+    reader.read_sample(clock.now())
+    reader.read_counter_j()
+    GpuControl(lib).state(g)
+    lib.set_power_limit_w(g, 500)
+    lib.facts(g)
+    assert len(held) > 15 and all(held)
