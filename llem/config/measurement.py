@@ -11,6 +11,7 @@ from llem.config.knobs import LLEM, knob
 class EnergySource(Enum):
     auto = "auto"
     nvml = "nvml"
+    amdsmi = "amdsmi"
     replay = "replay"
     none = "none"
 
@@ -64,7 +65,8 @@ class MeasurementConfig:
     )
     energy: EnergySource = knob(
         EnergySource.auto,
-        doc="Energy source: auto is NVML on CUDA when it works, else unavailable with a reason.",
+        doc="Energy source: auto is NVML (then amdsmi) on a GPU when it works, else unavailable "
+        "with a reason; nvml or amdsmi insist on that library.",
         goes_to=LLEM,
     )
     boundary: Boundary = knob(

@@ -44,8 +44,9 @@ class GpuControlError(Exception):
 
 
 def error_text(exc: BaseException) -> str:
-    """``NVMLError_GpuIsLost: GPU is lost`` style text for an exception."""
-    text = str(exc)
+    """``NVMLError_GpuIsLost: GPU is lost`` style text for an exception, on one line (amdsmi's
+    own text spans two)."""
+    text = " ".join(str(exc).split())
     name = type(exc).__name__
     return f"{name}: {text}" if text and text != name else name
 

@@ -10,11 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from llem.devices.amd import init_amdsmi
 from llem.devices.gpu import GpuLibrary, GpuUnavailable, LibraryMissing
 from llem.devices.nvidia import init_nvml
 
 #: (vendor, its opener), in the order they are tried
-VENDORS: list[tuple[str, Callable[[], GpuLibrary]]] = [("nvidia", init_nvml)]
+VENDORS: list[tuple[str, Callable[[], GpuLibrary]]] = [
+    ("nvidia", init_nvml),
+    ("amd", init_amdsmi),
+]
 
 
 def open_gpus() -> GpuLibrary:

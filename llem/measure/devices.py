@@ -13,6 +13,13 @@ cuda:0 is NVML device 2 under ``CUDA_VISIBLE_DEVICES=2,0``. The mapping:
    is NVML's (PCI) order only with ``CUDA_DEVICE_ORDER=PCI_BUS_ID``; a warning says so when the GPUs
    differ.
 
+AMD (amdsmi numbers every GPU of the machine too): ROCm's runtime applies ``ROCR_VISIBLE_DEVICES``
+first (indices into amdsmi's list, or ``GPU-<uuid>``), then ``HIP_VISIBLE_DEVICES`` (indices into
+what ROCR left; HIP reads ``CUDA_VISIBLE_DEVICES`` when it is unset), as ROCm's "GPU isolation"
+documentation describes; ``visible_devices`` parses whichever the library's
+``visible_devices_var`` names. A UUID entry is matched against amdsmi's UUID; one amdsmi does not
+list ends the list there, like an index out of range.
+
 A MIG instance is measured through its parent GPU (NVML reports power and energy per physical GPU),
 with a warning, and its energy is judged invalid (``llem.measure.validity``'s ``whole_gpu``); a GPU
 used by several torch devices is measured once.
@@ -181,17 +188,64 @@ def visible_from_env(inv: Inventory, cvd: str | None) -> list[tuple[Gpu, str | N
     return visible
 
 
+def visible_devices(
+    inv: Inventory, env: Mapping[str, str]
+) -> tuple[list[tuple[Gpu, str | None]], str]:
+    """(the devices the runtime makes visible, in its order; the variables that decide it, as
+    messages show them: ``CUDA_VISIBLE_DEVICES is '1,3'``)."""
+    if inv.lib.visible_devices_var == "HIP_VISIBLE_DEVICES":
+        return _hip_visible(inv, env)
+    cvd = env.get("CUDA_VISIBLE_DEVICES")
+    return visible_from_env(inv, cvd), _shown("CUDA_VISIBLE_DEVICES", cvd)
+
+
+def _shown(var: str, value: str | None) -> str:
+    return f"{var} is " + ("unset" if value is None else repr(value))
+
+
+def _select(inv: Inventory, pool: list[Gpu], value: str | None, by_uuid: bool) -> list[Gpu]:
+    """The GPUs of ``pool`` a ROCm visibility variable keeps, in its order; the list ends at
+    the first entry that names no GPU of ``pool`` (or repeats one)."""
+    if value is None:
+        return list(pool)
+    kept: list[Gpu] = []
+    for raw in value.split(","):
+        entry = raw.strip()
+        gpu: Gpu | None = None
+        if re.fullmatch(r"\d+", entry):
+            gpu = pool[int(entry)] if int(entry) < len(pool) else None
+        elif by_uuid and entry.upper().startswith("GPU-"):
+            gpu, _ = inv.by_uuid(entry, prefix=True)
+            gpu = gpu if gpu in pool else None
+        if gpu is None or gpu in kept:
+            break
+        kept.append(gpu)
+    return kept
+
+
+def _hip_visible(
+    inv: Inventory, env: Mapping[str, str]
+) -> tuple[list[tuple[Gpu, str | None]], str]:
+    rocr = env.get("ROCR_VISIBLE_DEVICES")
+    hip_var = "CUDA_VISIBLE_DEVICES" if "HIP_VISIBLE_DEVICES" not in env else "HIP_VISIBLE_DEVICES"
+    hip = env.get(hip_var)
+    visible = _select(inv, _select(inv, inv.gpus, rocr, by_uuid=True), hip, by_uuid=False)
+    shown = [_shown(v, x) for v, x in (("ROCR_VISIBLE_DEVICES", rocr), (hip_var, hip)) if x]
+    return [(g, None) for g in visible], ", ".join(shown) or _shown("HIP_VISIBLE_DEVICES", None)
+
+
 def _by_torch_uuids(
     inv: Inventory, torch_uuids: Mapping[int, str], warnings: list[str]
 ) -> list[tuple[int, Gpu, str | None]]:
-    """torch's devices by the UUIDs torch reports; empty (with a warning) when NVML lacks one."""
+    """torch's devices by the UUIDs torch reports; empty (with a warning) when the library
+    lacks one."""
     chosen = []
     for ti, uuid in sorted(torch_uuids.items()):
         gpu, mig = inv.by_uuid(uuid)
         if gpu is None:
             warnings.append(
-                f"torch device cuda:{ti} has UUID {uuid}, which NVML does not "
-                "list; falling back to CUDA_VISIBLE_DEVICES"
+                f"torch device cuda:{ti} has UUID {uuid}, which {inv.lib.api} does not "
+                f"list; falling back to {inv.lib.visible_devices_var}"
             )
             return []
         chosen.append((ti, gpu, mig))
@@ -201,19 +255,21 @@ def _by_torch_uuids(
 def _by_env(
     inv: Inventory, torch_indices: Sequence[int] | None, env: Mapping[str, str], warnings: list[str]
 ) -> list[tuple[int, Gpu, str | None]]:
-    """torch's devices as ``CUDA_VISIBLE_DEVICES`` numbers them. Raises ``DeviceMappingError``."""
-    cvd = env.get("CUDA_VISIBLE_DEVICES")
-    visible = visible_from_env(inv, cvd)
+    """torch's devices as the visibility variables number them. Raises
+    ``DeviceMappingError``."""
+    visible, shown = visible_devices(inv, env)
     wanted = list(torch_indices) if torch_indices is not None else list(range(len(visible)))
-    shown = "unset" if cvd is None else repr(cvd)
     chosen = []
     for ti in wanted:
         if not 0 <= ti < len(visible):
             raise DeviceMappingError(
-                f"torch device cuda:{ti} is not visible: CUDA_VISIBLE_DEVICES is {shown}, "
-                f"which leaves {len(visible)} of NVML's {len(inv.gpus)} GPUs visible"
+                f"torch device cuda:{ti} is not visible: {shown}, which leaves "
+                f"{len(visible)} of {inv.lib.api}'s {len(inv.gpus)} GPUs visible"
             )
         chosen.append((ti, visible[ti][0], visible[ti][1]))
+    if inv.lib.visible_devices_var != "CUDA_VISIBLE_DEVICES":
+        return chosen
+    cvd = env.get("CUDA_VISIBLE_DEVICES")
     by_int = cvd is None or any(re.fullmatch(r"\s*\d+\s*", e) for e in cvd.split(","))
     names = {inv.lib.name(g) for g in inv.gpus}
     if by_int and len(names) > 1 and env.get("CUDA_DEVICE_ORDER") != "PCI_BUS_ID":

@@ -67,7 +67,9 @@ class GpuSource:
         values = self._guard(
             lambda: {d.uuid: d.read_counter_j() for d in self.readers if d.has_counter}
         )
-        return (before + clock.now()) / 2, values
+        # a reader may drop a counter it finds misbehaving while reading it (amdsmi's)
+        kept = {u: j for u, j in values.items() if self._by_uuid[u].has_counter}
+        return (before + clock.now()) / 2, kept
 
     def read_samples(self, now: float) -> list[Sample]:
         """One sample per device at ``now``. Raises SourceError when a primary reading fails."""
@@ -85,7 +87,14 @@ class GpuSource:
         return [p for x in lists if x is not None for p in x]
 
     def window_warnings(self, start: float, end: float) -> list[str]:
-        return []
+        """What readers noticed during the window (an AMD counter dropped for sampled power)."""
+        out: list[str] = []
+        for d in self.readers:
+            pending = getattr(d, "warnings", None)
+            if pending:
+                out.extend(pending)
+                pending.clear()
+        return out
 
     def close(self) -> None:
         self.lib.shutdown()

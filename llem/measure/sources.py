@@ -1,7 +1,8 @@
 """Opening the power source that ``measurement.energy`` names, and the cheap pre-flight checks.
 
-``auto``: NVML when the run is on CUDA and NVML works, otherwise energy is unavailable with the
-reason (not an error). ``nvml``: NVML or a pre-flight error. ``replay``: the trace in
+``auto``: the first vendor library that works (NVML, then amdsmi) when the run is on a GPU,
+otherwise energy is unavailable with the reason (not an error). ``nvml``/``amdsmi``: that library
+or a pre-flight error. ``replay``: the trace in
 ``measurement.replay_trace``. ``none``: nothing is measured.
 """
 
@@ -47,12 +48,16 @@ class OpenedSource:
     no_gpu_reason: str | None = None
 
 
-def _no_nvml(exc: Exception) -> str:
-    return f"measurement.energy=nvml but NVML is not available ({exc})"
+#: the modes that name a vendor library, and how that library calls itself (``GpuLibrary.api``)
+EXPLICIT = {"nvml": "NVML", "amdsmi": "amdsmi"}
 
 
-def _not_cuda(device_type: str) -> str:
-    return f"measurement.energy=nvml needs a CUDA device but the run is on device={device_type}"
+def _no_nvml(exc: Exception, mode: str = "nvml") -> str:
+    return f"measurement.energy={mode} but {EXPLICIT[mode]} is not available ({exc})"
+
+
+def _not_cuda(device_type: str, mode: str = "nvml") -> str:
+    return f"measurement.energy={mode} needs a CUDA device but the run is on device={device_type}"
 
 
 _NON_NEGATIVE = (
@@ -78,16 +83,16 @@ def preflight_problems(
     """One sentence per problem, naming the key and its value; empty when all is well."""
     mode = energy_mode(cfg)
     problems = _range_problems(cfg) + _replay_problems(cfg, mode)
-    if mode == "nvml" and device_type != "cuda":
-        problems.append(_not_cuda(device_type))
-    elif mode in ("nvml", "auto") and device_type == "cuda":
+    if mode in EXPLICIT and device_type != "cuda":
+        problems.append(_not_cuda(device_type, mode))
+    elif (mode in EXPLICIT or mode == "auto") and device_type == "cuda":
         problems.extend(_nvml_problems(cfg, mode, torch_indices, env, opener))
     return problems
 
 
 def _vendor_problem(lib: GpuLibrary, mode: str) -> str | None:
     """Why ``lib`` is not the library ``measurement.energy=mode`` asks for (None: it is)."""
-    wanted = {"nvml": "NVML"}.get(mode)
+    wanted = EXPLICIT.get(mode)
     if wanted is None or lib.api == wanted:
         return None
     return (
@@ -146,27 +151,27 @@ def _nvml_problems(
     try:
         nvml = opener()
     except GpuUnavailable as exc:
-        return [_no_nvml(exc)] if mode == "nvml" else []
+        return [_no_nvml(exc, mode)] if mode in EXPLICIT else []
     vendor_problem = _vendor_problem(nvml, mode)
     if vendor_problem:
         nvml.shutdown()
         return [vendor_problem]
-    cvd = env.get("CUDA_VISIBLE_DEVICES")
-    shown = "unset" if cvd is None else repr(cvd)
     try:
-        visible = _devices.visible_from_env(_devices.Inventory(nvml), cvd)
+        visible, shown = _devices.visible_devices(_devices.Inventory(nvml), env)
         bad = [i for i in (torch_indices or []) if not 0 <= i < len(visible)]
         if bad:
             key = "measurement.gpu_indices" if cfg.gpu_indices is not None else "torch devices"
             return [
                 f"{key}={list(torch_indices or [])}: only {len(visible)} GPU(s) are visible "
-                f"(CUDA_VISIBLE_DEVICES is {shown})"
+                f"({shown})"
             ]
-        if not visible and mode == "nvml":
-            return [f"measurement.energy=nvml but no GPU is visible (CUDA_VISIBLE_DEVICES={shown})"]
+        if not visible and mode in EXPLICIT:
+            return [f"measurement.energy={mode} but no GPU is visible ({shown})"]
     except Exception as exc:
-        if mode == "nvml":
-            return [f"measurement.energy=nvml but NVML device queries fail ({error_text(exc)})"]
+        if mode in EXPLICIT:
+            return [
+                f"measurement.energy={mode} but {nvml.api} device queries fail ({error_text(exc)})"
+            ]
     finally:
         nvml.shutdown()
     return []
@@ -188,8 +193,8 @@ def open_source(
     if mode == "replay":
         return _open_replay(str(cfg.replay_trace), origin_s)
     if device_type != "cuda":
-        if mode == "nvml":
-            raise PreflightError([_not_cuda(device_type)])
+        if mode in EXPLICIT:
+            raise PreflightError([_not_cuda(device_type, mode)])
         return _off_gpu(device_type, opener)
     return _open_nvml(mode, torch_indices, env, opener)
 
@@ -249,8 +254,8 @@ def _open_nvml(
     try:
         nvml = opener()
     except GpuUnavailable as exc:
-        if mode == "nvml":
-            raise PreflightError([_no_nvml(exc)]) from exc
+        if mode in EXPLICIT:
+            raise PreflightError([_no_nvml(exc, mode)]) from exc
         short = short_nvml_error(exc)
         return OpenedSource(
             unavailable_reason=f"NVML is not available ({short})",
@@ -268,9 +273,9 @@ def _open_nvml(
         nvml.shutdown()
         if isinstance(exc, DeviceMappingError):
             raise PreflightError([f"measurement.gpu_indices / torch devices: {exc}"]) from exc
-        if mode == "nvml":
+        if mode in EXPLICIT:
             raise PreflightError(
-                [f"measurement.energy=nvml but NVML device setup fails ({error_text(exc)})"]
+                [f"measurement.energy={mode} but {nvml.api} device setup fails ({error_text(exc)})"]
             ) from exc
         why = f"NVML device setup failed ({error_text(exc)})"
         return OpenedSource(unavailable_reason=why, no_gpu_reason=why)
