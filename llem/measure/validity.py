@@ -45,9 +45,12 @@ The checks judged per GPU (``PER_DEVICE``) also give each GPU's own outcome
 from __future__ import annotations
 
 from collections.abc import Sequence
-from enum import Enum
 
 from llem.config.schema import MeasurementConfig
+from llem.measure.check_outcome import NOT_CHECKED as _NOT_CHECKED
+from llem.measure.check_outcome import PASSED as _PASSED
+from llem.measure.check_outcome import Check, CheckOutcome, PerDevice, by_device, combined
+from llem.measure.check_outcome import outcome as _outcome
 from llem.measure.devices import DeviceInfo
 from llem.measure.energy import WindowResult, is_sampled
 from llem.measure.idle import IdleBaseline
@@ -82,39 +85,6 @@ PER_DEVICE = (
     "energy_nonzero",
     "energy_read",
 )
-
-
-class Check(Enum):
-    passed = "passed"
-    failed = "failed"
-    condition = "condition"  # found something recorded, not judged (validity.conditions)
-    not_checked = "not checked"
-
-
-#: a check's status and its problems, one sentence each
-CheckOutcome = tuple[Check, list[str]]
-_PASSED: CheckOutcome = (Check.passed, [])
-_NOT_CHECKED: CheckOutcome = (Check.not_checked, [])
-
-
-#: a per-GPU check's outcome on each GPU it could judge (the others: not checked)
-PerDevice = dict[str, CheckOutcome]
-
-
-def _outcome(problems: list[str]) -> CheckOutcome:
-    return (Check.failed, problems) if problems else _PASSED
-
-
-def _combined(per_device: PerDevice) -> CheckOutcome:
-    """A per-GPU check over all GPUs: failed when any GPU failed (its problems), else a condition
-    when any GPU had one, else passed; not checked when no GPU could be judged."""
-    if not per_device:
-        return _NOT_CHECKED
-    for status in (Check.failed, Check.condition):
-        found = [(st, ps) for st, ps in per_device.values() if st is status]
-        if found:
-            return status, [p for _, ps in found for p in ps]
-    return _PASSED
 
 
 def _window_length(window: WindowResult, cfg: MeasurementConfig) -> CheckOutcome:
@@ -383,7 +353,7 @@ def assess(
         "window_length": _window_length(window, cfg),
         "other_processes": _other_processes(window),
         "whole_gpu": _whole_gpu(devices),
-        **{name: _combined(found) for name, found in per_device.items()},
+        **{name: combined(found) for name, found in per_device.items()},
     }
     outcomes = {name: outcomes[name] for name in CHECKS}
     problems = [p for status, ps in outcomes.values() if status is Check.failed for p in ps]
@@ -394,17 +364,6 @@ def assess(
         problems=problems,
         checks=checks,
         conditions=conditions,
-        per_device=_by_device(window, per_device),
+        per_device=by_device([d.uuid for d in window.devices], per_device),
     )
     return with_figures(section, "validity", {"energy_valid": verdict})
-
-
-def _by_device(window: WindowResult, per_device: dict[str, PerDevice]) -> dict[str, dict[str, str]]:
-    """``{uuid: {check: status}}`` for every measured GPU and per-GPU check."""
-    uuids = [d.uuid for d in window.devices]
-    for found in per_device.values():
-        uuids += [u for u in found if u not in uuids]
-    return {
-        u: {name: found.get(u, _NOT_CHECKED)[0].value for name, found in per_device.items()}
-        for u in uuids
-    }
