@@ -127,3 +127,29 @@ def test_one_gpu_throttling_is_named(install_nvml, make_session, clock):
     assert v.per_device["GPU-b"]["throttling"] == "failed"
     assert v.per_device["GPU-a"]["throttling"] == "passed"
     assert rep.energy.total_j is not None  # a slowdown is judged, the energy still measured
+
+
+def test_per_gpu_outcomes_name_the_gpu_for_temperature_and_idle_power(
+    install_nvml, make_session, clock
+):
+    """GPU-b draws 500 W while idle (above 0.5 of its 700 W default limit) and warms 2 C/s in the
+    window; GPU-a is idle at 60 W and steady."""
+    gpus = [
+        FakeGpu("GPU-a", power=Constant(60.0)),
+        FakeGpu("GPU-b", power=Constant(500.0), temperature_c=lambda t: 40.0 + 2.0 * (t - T0)),
+    ]
+    install_nvml(gpus)
+    _, rep, _, _ = run(make_session, clock, 2, idle_baseline_s=1.0)
+    v = rep.validity
+    assert v.checks["idle_power_plausible"] == "failed"
+    assert v.per_device["GPU-b"]["idle_power_plausible"] == "failed"
+    assert v.per_device["GPU-a"]["idle_power_plausible"] == "passed"
+    assert [p for p in v.problems if "idle power" in p][0].startswith("The idle power of GPU-b,")
+    assert v.checks["temperature_steady"] == "condition"
+    assert v.per_device["GPU-b"]["temperature_steady"] == "condition"
+    assert v.per_device["GPU-a"]["temperature_steady"] == "passed"
+    [warmed] = v.conditions
+    assert warmed.startswith("The temperature of GPU-b rose")
+    assert rep.energy.per_device_avg_power_w == pytest.approx(
+        {"GPU-a": 60.0, "GPU-b": 500.0}, abs=1e-3
+    )
