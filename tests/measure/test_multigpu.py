@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from llem.testing.fake_pynvml import Constant, FakeGpu, Ramp, Step
+from llem.testing.fake_pynvml import Constant, FakeGpu, Ramp, Step, Waveform
 
 from .conftest import assert_nulls_explained, make_cfg
 
@@ -152,4 +152,40 @@ def test_per_gpu_outcomes_name_the_gpu_for_temperature_and_idle_power(
     assert warmed.startswith("The temperature of GPU-b rose")
     assert rep.energy.per_device_avg_power_w == pytest.approx(
         {"GPU-a": 60.0, "GPU-b": 500.0}, abs=1e-3
+    )
+
+
+class _Spike(Waveform):
+    """100 W, and 1000 W for 20 ms around ``at_s``."""
+
+    def __init__(self, at_s: float) -> None:
+        self.at_s = at_s
+
+    def power(self, t: float) -> float:
+        return 1000.0 if abs(t - self.at_s) < 0.01 else 100.0
+
+    def energy(self, a: float, b: float) -> float:
+        return 100.0 * (b - a)  # no counter on these GPUs: never asked for the spike's share
+
+
+def test_peak_power_is_never_a_partial_sum(install_nvml, make_session, clock):
+    """GPU-b's power read fails at the tick where GPU-a spikes: that tick's sum is unknown."""
+    gpus = [
+        FakeGpu("GPU-a", architecture=PASCAL, power=_Spike(T0 + 0.5)),
+        # call 1 is the set-up probe, call 2 the window's first sample, call 7 the tick at 0.5 s
+        FakeGpu(
+            "GPU-b",
+            architecture=PASCAL,
+            power=Constant(90.0),
+            failing_calls={"nvmlDeviceGetFieldValues": {7}},
+        ),
+    ]
+    install_nvml(gpus)
+    s, rep, a, _ = run(make_session, clock, 2)
+    assert a == T0
+    missing = [x.time_s for x in s.last_window.samples if x.device == "GPU-b"]
+    assert T0 + 0.5 not in missing and len(missing) == 30
+    assert rep.energy.peak_power_w == pytest.approx(190.0)  # before: 1000 W, GPU-a's alone
+    assert rep.energy.per_device_peak_power_w == pytest.approx(
+        {"GPU-a": 1000.0, "GPU-b": 90.0}, abs=1e-3
     )
