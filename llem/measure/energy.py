@@ -16,8 +16,11 @@ counter delta covers. The first sample is taken after the start read and the las
 end read.
 
 Only a failure of the energy figure's own reading (the counter; power where there is no counter)
-voids the energy: sampling stops, the failure is logged, and the window's energy is unavailable with
-the error as its reason. Other readings fail into ``Sample.errors`` (see
+voids energy, and only that GPU's: a source over several GPUs raises ``DeviceReadError`` with the
+healthy GPUs' readings, the meter keeps sampling them, and the failed GPU's energy is null with the
+error as its reason (``WindowResult.device_failures``; the total is then null, naming it). Only when
+the source fails as a whole (``SourceError``: every GPU, or a replayed trace) does sampling stop and
+the window's energy become unavailable. Other readings fail into ``Sample.errors`` (see
 ``llem.devices.nvidia_reader``).
 """
 
@@ -29,7 +32,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from llem.devices.cpu_energy import CpuEnergy, RaplReader
 from llem.devices.gpu import SensorSpec
@@ -43,6 +46,16 @@ log = logging.getLogger(__name__)
 
 class SourceError(Exception):
     """A power source failed while measuring; ``str(exc)`` is the reason."""
+
+
+class DeviceReadError(SourceError):
+    """Some devices' own reading failed, not all: ``failed`` maps each such device to its error;
+    ``readings`` holds what the other devices read (the call's result without the failed ones)."""
+
+    def __init__(self, failed: Mapping[str, str], readings: Any) -> None:
+        super().__init__("; ".join(f"{u}: {why}" for u, why in failed.items()))
+        self.failed = dict(failed)
+        self.readings = readings
 
 
 class PowerSource(Protocol):
@@ -146,6 +159,8 @@ class WindowResult:
     cpu_null_reason: str | None
     other_processes: tuple[OtherProcess, ...] | None = None  # None: the source cannot tell
     cpu: CpuEnergy | None = None  # each RAPL package and DRAM domain; None: RAPL not read
+    # device -> why its own reading failed in the window (the others were still measured)
+    device_failures: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def samples(self) -> list[Sample]:
@@ -164,6 +179,7 @@ class EnergyMeter:
         self._lock = threading.Lock()
         self._ticks: list[tuple[float, tuple[Sample, ...]]] = []
         self._failure: str | None = None
+        self._device_failures: dict[str, str] = {}  # device -> first failure of its own reading
         self._start_counters: dict[str, float] = {}
         self._start = 0.0
         self._procs: dict[tuple[str, int], OtherProcess] | None = None
@@ -178,11 +194,28 @@ class EnergyMeter:
                     reason,
                 )
 
+    def _fail_devices(self, failed: Mapping[str, str], what: str) -> None:
+        """Devices whose own reading (``what``) failed: their energy is null, the rest measured."""
+        with self._lock:
+            for uuid, why in failed.items():
+                if uuid not in self._device_failures:
+                    self._device_failures[uuid] = f"its {what} failed during the window ({why})"
+                    log.warning(
+                        "%s: %s failed during the measured window; its energy will be reported "
+                        "unavailable, the other GPUs are still measured: %s",
+                        uuid,
+                        what,
+                        why,
+                    )
+
     def _sample(self, now: float) -> None:
         if self.source is None or self._failure is not None:
             return
         try:
             samples = tuple(self.source.read_samples(now))
+        except DeviceReadError as exc:
+            self._fail_devices(exc.failed, "power reading")
+            samples = tuple(exc.readings)
         except SourceError as exc:
             self._fail(str(exc))
             return
@@ -206,6 +239,10 @@ class EnergyMeter:
             return self.clock.now(), {}
         try:
             return self.source.read_counters_j(self.clock)
+        except DeviceReadError as exc:
+            self._fail_devices(exc.failed, "energy counter")
+            instant, counters = exc.readings
+            return float(instant), dict(counters)
         except SourceError as exc:
             self._fail(str(exc))
             return self.clock.now(), {}
@@ -264,6 +301,7 @@ class EnergyMeter:
             cpu_null_reason=cpu_reason,
             other_processes=None if self._procs is None else tuple(self._procs.values()),
             cpu=cpu,
+            device_failures=dict(self._device_failures),
         )
 
     def _cpu_energy(self) -> CpuEnergy | None:
@@ -295,6 +333,8 @@ class EnergyMeter:
                 out.append(
                     DeviceEnergy(uuid, method, None, f"power source failed: {self._failure}")
                 )
+            elif uuid in self._device_failures:
+                out.append(DeviceEnergy(uuid, method, None, self._device_failures[uuid]))
             elif method is None:
                 out.append(
                     DeviceEnergy(

@@ -52,6 +52,10 @@ def source_name(window: WindowResult) -> str:
 
 def _device_totals(window: WindowResult, warnings: list[str], source: str) -> _Total:
     per_device: dict[str, Figure] = {}
+    for uuid, why in window.device_failures.items():
+        warnings.append(
+            f"{uuid}: energy unavailable: {why}; the other GPUs were measured, the total is null"
+        )
     for d in window.devices:
         j = d.energy_j
         if j is not None and j <= 0:
@@ -163,13 +167,32 @@ def _ratios(total: Figure, counts: Counts, window_s: float) -> dict[str, Figure]
 
 
 def _peak_power(window: WindowResult) -> Figure:
-    """The highest sum over devices of one tick's power readings (ticks with every device read)."""
+    """The highest sum over devices of one tick's power readings (ticks with every device read:
+    never a partial sum)."""
+    every = {d.uuid for d in window.devices}
     sums = [
         sum(s.power_w or 0.0 for s in group)
         for _, group in window.ticks
-        if group and all(s.power_w is not None for s in group)
+        if group
+        and {s.device for s in group} >= every
+        and all(s.power_w is not None for s in group)
     ]
     return Figure(max(sums)) if sums else Figure.null("no power samples")
+
+
+def _device_power(
+    window: WindowResult, per_device_j: Mapping[str, Figure], why_not: str | None
+) -> dict[str, dict[str, Figure]]:
+    """Each device's mean power (its energy over the window's length, with the bound) and its
+    highest power sample; null with the reason (``why_not``: no energy was measured at all)."""
+    avg: dict[str, Figure] = {}
+    peak: dict[str, Figure] = {}
+    for d in window.devices:
+        watts = [s.power_w for s in window.samples if s.device == d.uuid and s.power_w is not None]
+        peak[d.uuid] = Figure.of(max(watts) if watts else None, why_not or "no power samples")
+        j = per_device_j.get(d.uuid, Figure.null(why_not or "not measured"))
+        avg[d.uuid] = _ratio(j, window.window_s, "window time")
+    return {"per_device_avg_power_w": avg, "per_device_peak_power_w": peak}
 
 
 def _cpu(window: WindowResult, disabled_reason: str | None) -> tuple[dict[str, object], Figure]:
@@ -228,6 +251,7 @@ def energy_section(
         ),
         **_ratios(totals.total, counts, window.window_s),
         "peak_power_w": peak,
+        **_device_power(window, totals.per_device, unavailable_reason),
         "cpu_package_j": cpu_j,
         "idle_measured_at": Figure.of(idle.measured_at, idle.null_reason),
         "other_processes": Figure.of(

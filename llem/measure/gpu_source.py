@@ -1,9 +1,10 @@
 """``GpuSource``: the power source over the GPUs a run measures (see
 ``llem.measure.energy.PowerSource``), whatever their vendor. It asks each GPU's ``GpuReader``
 (``llem.devices.gpu``) for every reading and turns the vendor library's errors during a window
-into ``SourceError``. Its ``kind`` and the methods it names carry the library's tag: ``nvml``,
-``nvml_counter``, ``nvml_power`` for NVIDIA; ``amdsmi``, ``amdsmi_counter``, ``amdsmi_power`` for
-AMD.
+into ``SourceError``: ``DeviceReadError`` (with the other GPUs' readings) when some GPUs' own
+reading failed, a plain ``SourceError`` when every GPU's did. Its ``kind`` and the methods it
+names carry the library's tag: ``nvml``, ``nvml_counter``, ``nvml_power`` for NVIDIA; ``amdsmi``,
+``amdsmi_counter``, ``amdsmi_power`` for AMD.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import TypeVar
 
 from llem.devices.gpu import GpuLibrary, GpuReader, SensorSpec, error_text
 from llem.devices.readings import OtherProcess, Sample
-from llem.measure.energy import SourceError
+from llem.measure.energy import DeviceReadError, SourceError
 from llem.measure.family import is_own
 from llem.measure.sampler import Clock
 
@@ -60,20 +61,49 @@ class GpuSource:
                 raise SourceError(error_text(exc)) from exc
             raise
 
+    def _each(self, readers: list[GpuReader], read: Callable[[GpuReader], T]) -> dict[str, T]:
+        """``read`` of each reader, by UUID. One GPU's library error does not stop the others:
+        raises ``DeviceReadError`` with theirs when some failed, ``SourceError`` when every GPU
+        of the source did."""
+        got: dict[str, T] = {}
+        failed: dict[str, str] = {}
+        for d in readers:
+            try:
+                got[d.uuid] = read(d)
+            except Exception as exc:
+                if not self.lib.is_error(exc):
+                    raise
+                failed[d.uuid] = error_text(exc)
+        if failed and len(failed) == len(self.readers):  # nothing left to measure
+            raise SourceError("; ".join(f"{u}: {why}" for u, why in failed.items()))
+        if failed:
+            raise DeviceReadError(failed, got)
+        return got
+
     def read_counters_j(self, clock: Clock) -> tuple[float, dict[str, float]]:
         """(instant, cumulative J per device with a counter). The instant is the midpoint of the
-        reads: NVML does not say when within the call it sampled. Raises SourceError."""
+        reads: NVML does not say when within the call it sampled. Raises SourceError, or
+        DeviceReadError with (instant, the other devices' counters) when some counters failed."""
         before = clock.now()
-        values = self._guard(
-            lambda: {d.uuid: d.read_counter_j() for d in self.readers if d.has_counter}
-        )
-        # a reader may drop a counter it finds misbehaving while reading it (amdsmi's)
-        kept = {u: j for u, j in values.items() if self._by_uuid[u].has_counter}
-        return (before + clock.now()) / 2, kept
+        try:
+            values = self._each([d for d in self.readers if d.has_counter], _counter_j)
+        except DeviceReadError as exc:
+            kept = self._still_counting(exc.readings)
+            raise DeviceReadError(exc.failed, ((before + clock.now()) / 2, kept)) from exc
+        return (before + clock.now()) / 2, self._still_counting(values)
+
+    def _still_counting(self, values: dict[str, float]) -> dict[str, float]:
+        """``values`` less the counters a reader dropped while reading them (amdsmi's reader
+        drops one it finds misbehaving: that GPU's energy comes from its power samples)."""
+        return {u: j for u, j in values.items() if self._by_uuid[u].has_counter}
 
     def read_samples(self, now: float) -> list[Sample]:
-        """One sample per device at ``now``. Raises SourceError when a primary reading fails."""
-        return self._guard(lambda: [d.read_sample(now) for d in self.readers])
+        """One sample per device at ``now``. Raises SourceError when every device's primary
+        reading fails, DeviceReadError with the other devices' samples when some do."""
+        try:
+            return list(self._each(self.readers, lambda d: d.read_sample(now)).values())
+        except DeviceReadError as exc:
+            raise DeviceReadError(exc.failed, list(exc.readings.values())) from exc
 
     def read_temperatures_c(self, now: float) -> dict[str, float | None]:
         return self._guard(lambda: {d.uuid: d.read_temperature_c() for d in self.readers})
@@ -98,3 +128,7 @@ class GpuSource:
 
     def close(self) -> None:
         self.lib.shutdown()
+
+
+def _counter_j(reader: GpuReader) -> float:
+    return reader.read_counter_j()

@@ -26,6 +26,9 @@
   ``nvmlDeviceGetPowerManagementDefaultLimit``), not of the limit set for the run: idle draw does
   not depend on the cap (not checked without a baseline).
 * ``energy_nonzero``: no device's energy read 0 J (or less).
+* ``energy_read``: every measured GPU's own energy reading (its counter; its power where it has no
+  counter) worked through the window. One that failed leaves that GPU's energy, and so the total,
+  null; the other GPUs are still measured and reported.
 * ``whole_gpu``: no measured device is a MIG instance: NVML's power and energy are the whole
   GPU's, shared with its other instances, so a slice's share cannot be measured (not checked
   without NVML devices, e.g. replay).
@@ -34,14 +37,20 @@
 and conditions, do not count against it; a condition's sentence goes to ``validity.conditions``),
 and None when no energy was measured (CPU runs, energy unavailable), with the reason under
 ``validity.energy_valid``.
+
+The checks judged per GPU (``PER_DEVICE``) also give each GPU's own outcome
+(``validity.per_device``: ``{uuid: {check: status}}``), and each of their sentences names the GPU.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from enum import Enum
 
 from llem.config.schema import MeasurementConfig
+from llem.measure.check_outcome import NOT_CHECKED as _NOT_CHECKED
+from llem.measure.check_outcome import PASSED as _PASSED
+from llem.measure.check_outcome import Check, CheckOutcome, PerDevice, by_device, combined
+from llem.measure.check_outcome import outcome as _outcome
 from llem.measure.devices import DeviceInfo
 from llem.measure.energy import WindowResult, is_sampled
 from llem.measure.idle import IdleBaseline
@@ -64,24 +73,18 @@ CHECKS = (
     "idle_power_plausible",
     "energy_nonzero",
     "whole_gpu",
+    "energy_read",
 )
 
-
-class Check(Enum):
-    passed = "passed"
-    failed = "failed"
-    condition = "condition"  # found something recorded, not judged (validity.conditions)
-    not_checked = "not checked"
-
-
-#: a check's status and its problems, one sentence each
-CheckOutcome = tuple[Check, list[str]]
-_PASSED: CheckOutcome = (Check.passed, [])
-_NOT_CHECKED: CheckOutcome = (Check.not_checked, [])
-
-
-def _outcome(problems: list[str]) -> CheckOutcome:
-    return (Check.failed, problems) if problems else _PASSED
+#: the checks judged GPU by GPU (each GPU's outcome goes to ``validity.per_device``)
+PER_DEVICE = (
+    "sampler_coverage",
+    "throttling",
+    "temperature_steady",
+    "idle_power_plausible",
+    "energy_nonzero",
+    "energy_read",
+)
 
 
 def _window_length(window: WindowResult, cfg: MeasurementConfig) -> CheckOutcome:
@@ -97,15 +100,16 @@ def _window_length(window: WindowResult, cfg: MeasurementConfig) -> CheckOutcome
     )
 
 
-def _sampler_coverage(window: WindowResult, cfg: MeasurementConfig) -> CheckOutcome:
+def _sampler_coverage(window: WindowResult, cfg: MeasurementConfig) -> PerDevice:
     """Judged only where the energy is integrated from the samples (``nvml_power``); with an
     energy counter (or a replayed trace) a shortfall leaves gaps in the other readings only, a
     condition."""
     expected = window.window_s * cfg.sample_hz + 1
-    problems, conditions = [], []
+    out: PerDevice = {}
     for d in window.devices:
         got = sum(1 for s in window.samples if s.device == d.uuid and s.power_w is not None)
         if got >= cfg.min_sample_coverage * expected:
+            out[d.uuid] = _PASSED
             continue
         shortfall = (
             f"The power sampler has readings for {d.uuid} in {got} of the "
@@ -114,18 +118,19 @@ def _sampler_coverage(window: WindowResult, cfg: MeasurementConfig) -> CheckOutc
             f"measurement.sample_hz={cfg.sample_hz:g})"
         )
         if is_sampled(d.method):
-            problems.append(f"{shortfall}: its energy is integrated from those samples.")
+            out[d.uuid] = _outcome([f"{shortfall}: its energy is integrated from those samples."])
         else:
-            conditions.append(
-                f"{shortfall}: peak power, temperatures and throttling have gaps; the energy "
-                f"comes from {d.method or 'elsewhere'} and is unaffected."
+            out[d.uuid] = (
+                Check.condition,
+                [
+                    f"{shortfall}: peak power, temperatures and throttling have gaps; the energy "
+                    f"comes from {d.method or 'elsewhere'} and is unaffected."
+                ],
             )
-    if problems:
-        return _outcome(problems)
-    return (Check.condition, conditions) if conditions else _PASSED
+    return out
 
 
-def _throttling(window: WindowResult) -> CheckOutcome:
+def _throttling(window: WindowResult) -> PerDevice:
     """A hardware or thermal slowdown fails; a power cap alone is a condition (see
     ``llem.measure.throttle`` for why)."""
     slowed: dict[str, list[str]] = {}
@@ -139,29 +144,33 @@ def _throttling(window: WindowResult) -> CheckOutcome:
         capped.setdefault(s.device, []).append(s.throttle_mask)
         if s.power_w is not None and any(n in POWER_CAP_REASONS for n in names):
             capped_w.setdefault(s.device, []).append(s.power_w)
-    if not capped:
-        return _NOT_CHECKED
-    problems = [
-        f"{uuid} was slowed down during the window ({', '.join(sort_reasons(names))}): a "
-        "hardware or thermal slowdown, so its clocks, speed and energy are those of the event, "
-        "not of the configuration."
-        for uuid, names in slowed.items()
-        if names
-    ]
-    if problems:
-        return _outcome(problems)
-    conditions = []
+    out: PerDevice = {}
     for uuid, masks in capped.items():
+        slow = slowed.get(uuid)
         share, per_reason = power_cap_shares(masks)
-        if share:
-            watts = capped_w.get(uuid)
-            drawn = f", drawing {sum(watts) / len(watts):.0f} W on average in them" if watts else ""
-            conditions.append(
-                f"{uuid}'s clocks were held down for power (NVML's {', '.join(per_reason)}) in "
-                f"{share:.0%} of the window's samples{drawn}: a condition of the measurement, "
-                "recorded in thermal.power_capped_fraction; the energy figure is valid for it."
+        watts = capped_w.get(uuid)
+        if slow:
+            out[uuid] = _outcome(
+                [
+                    f"{uuid} was slowed down during the window ({', '.join(sort_reasons(slow))}):"
+                    " a hardware or thermal slowdown, so its clocks, speed and energy are those of "
+                    "the event, not of the configuration."
+                ]
             )
-    return (Check.condition, conditions) if conditions else _PASSED
+        elif share:
+            drawn = f", drawing {sum(watts) / len(watts):.0f} W on average in them" if watts else ""
+            out[uuid] = (
+                Check.condition,
+                [
+                    f"{uuid}'s clocks were held down for power (NVML's {', '.join(per_reason)}) "
+                    f"in {share:.0%} of the window's samples{drawn}: a condition of the "
+                    "measurement, recorded in thermal.power_capped_fraction; the energy figure is "
+                    "valid for it."
+                ],
+            )
+        else:
+            out[uuid] = _PASSED
+    return out
 
 
 def _other_processes(window: WindowResult) -> CheckOutcome:
@@ -209,21 +218,25 @@ def temperature_rises_c(window: WindowResult) -> dict[str, float]:
     return rises
 
 
-def _temperature_steady(window: WindowResult, cfg: MeasurementConfig) -> CheckOutcome:
+def _temperature_steady(window: WindowResult, cfg: MeasurementConfig) -> PerDevice:
     """A rise above ``max_temp_rise_c`` is a condition, never a failure: the cool-down starts every
     window near idle temperature on purpose, so the GPU warms inside it (see the README)."""
-    rises = temperature_rises_c(window)
-    if not rises:
-        return _NOT_CHECKED
-    conditions = [
-        f"The temperature of {uuid} rose {rise:.1f} C across the window (more than "
-        f"measurement.max_temp_rise_c={cfg.max_temp_rise_c:g} C; recorded in "
-        "thermal.temp_rise_c): the window started from the cool-down's temperature, so its energy "
-        "includes the warming, as every repeat's does."
-        for uuid, rise in rises.items()
-        if rise > cfg.max_temp_rise_c
-    ]
-    return (Check.condition, conditions) if conditions else _PASSED
+    return {
+        uuid: (
+            (
+                Check.condition,
+                [
+                    f"The temperature of {uuid} rose {rise:.1f} C across the window (more than "
+                    f"measurement.max_temp_rise_c={cfg.max_temp_rise_c:g} C; recorded in "
+                    "thermal.temp_rise_c): the window started from the cool-down's temperature, "
+                    "so its energy includes the warming, as every repeat's does."
+                ],
+            )
+            if rise > cfg.max_temp_rise_c
+            else _PASSED
+        )
+        for uuid, rise in temperature_rises_c(window).items()
+    }
 
 
 def idle_reference_limit(device: DeviceInfo) -> tuple[float | None, str]:
@@ -240,13 +253,14 @@ def idle_reference_limit(device: DeviceInfo) -> tuple[float | None, str]:
 
 def _idle_power(
     idle: IdleBaseline, devices: Sequence[DeviceInfo], cfg: MeasurementConfig
-) -> CheckOutcome:
+) -> PerDevice:
     if idle.power_w is None or not idle.per_device_w:
-        return _NOT_CHECKED
+        return {}
     limits = {d.uuid: idle_reference_limit(d) for d in devices}
-    problems = []
+    out: PerDevice = {}
     for uuid, watts in idle.per_device_w.items():
         limit, limit_name = limits.get(uuid, (None, ""))
+        problems = []
         if watts < cfg.idle_power_min_w:
             problems.append(
                 f"The idle power of {uuid}, {watts:.1f} W, is implausibly low (below "
@@ -259,18 +273,38 @@ def _idle_power(
                 f"measurement.idle_power_max_fraction={cfg.idle_power_max_fraction:g} of its "
                 f"{limit:.0f} W {limit_name}): the GPU was busy while idle was measured."
             )
-    return _outcome(problems)
+        out[uuid] = _outcome(problems)
+    return out
 
 
-def _energy_nonzero(window: WindowResult) -> CheckOutcome:
-    return _outcome(
-        [
-            f"The energy of {d.uuid} read {d.energy_j:.3f} J over {window.window_s:.2f} s (the "
-            "counter did not advance), so the energy figures are left null."
-            for d in window.devices
-            if d.energy_j is not None and d.energy_j <= 0
-        ]
-    )
+def _energy_nonzero(window: WindowResult) -> PerDevice:
+    return {
+        d.uuid: _outcome(
+            [
+                f"The energy of {d.uuid} read {d.energy_j:.3f} J over {window.window_s:.2f} s "
+                "(the counter did not advance), so the energy figures are left null."
+            ]
+            if d.energy_j <= 0
+            else []
+        )
+        for d in window.devices
+        if d.energy_j is not None
+    }
+
+
+def _energy_read(window: WindowResult) -> PerDevice:
+    """Each GPU whose own energy reading failed in the window fails, naming it and the error."""
+    return {
+        d.uuid: _outcome(
+            [
+                f"The energy of {d.uuid} could not be measured: {why}; so the window's total "
+                "energy is unknown (the other GPUs' energy is in energy.per_device_j)."
+            ]
+            if (why := window.device_failures.get(d.uuid)) is not None
+            else []
+        )
+        for d in window.devices
+    }
 
 
 def _whole_gpu(devices: Sequence[DeviceInfo]) -> CheckOutcome:
@@ -305,20 +339,31 @@ def assess(
             else f"no energy was measured: {unavailable_reason}"
         )
         checks = dict.fromkeys(CHECKS, Check.not_checked.value)
-        return with_figures(Validity(checks=checks), "validity", {"energy_valid": Figure.null(why)})
-    outcomes = {
-        "window_length": _window_length(window, cfg),
+        section = Validity(checks=checks, per_device={})
+        return with_figures(section, "validity", {"energy_valid": Figure.null(why)})
+    per_device: dict[str, PerDevice] = {
         "sampler_coverage": _sampler_coverage(window, cfg),
         "throttling": _throttling(window),
-        "other_processes": _other_processes(window),
         "temperature_steady": _temperature_steady(window, cfg),
         "idle_power_plausible": _idle_power(idle, devices, cfg),
         "energy_nonzero": _energy_nonzero(window),
-        "whole_gpu": _whole_gpu(devices),
+        "energy_read": _energy_read(window),
     }
+    outcomes = {
+        "window_length": _window_length(window, cfg),
+        "other_processes": _other_processes(window),
+        "whole_gpu": _whole_gpu(devices),
+        **{name: combined(found) for name, found in per_device.items()},
+    }
+    outcomes = {name: outcomes[name] for name in CHECKS}
     problems = [p for status, ps in outcomes.values() if status is Check.failed for p in ps]
     conditions = [p for status, ps in outcomes.values() if status is Check.condition for p in ps]
     checks = {name: status.value for name, (status, _) in outcomes.items()}
     verdict = Figure(not any(c == Check.failed.value for c in checks.values()))
-    section = Validity(problems=problems, checks=checks, conditions=conditions)
+    section = Validity(
+        problems=problems,
+        checks=checks,
+        conditions=conditions,
+        per_device=by_device([d.uuid for d in window.devices], per_device),
+    )
     return with_figures(section, "validity", {"energy_valid": verdict})

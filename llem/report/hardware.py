@@ -8,7 +8,10 @@ a replayed run (``measurement.energy=replay``; its GPU model reads ``replay:<tra
 trace measured the energy and this host the throughput and latency, so its key is the trace's
 name and device count with the host and CPU model (a replayed device has no power limit or
 driver; on device=cuda, the GPU that ran it is not recorded, and the host stands for it); for
-every run the
+a GPU run also the set of GPUs it measured, by UUID (``hardware.gpus.uuid``): energy is measured
+over exactly the GPUs a run used, and another GPU, even of the same model, is another instrument,
+so runs on different GPU sets are not pooled (a result whose GPUs have no UUID stands apart as
+"GPUs not recorded"); for every run the
 CPU threads torch used (``hardware.torch_threads``: runs on 2 threads and on 1 are not pooled; a
 result that did not record them stands apart as "threads not recorded"). Only ok runs record their
 hardware; see :func:`configuration_groups` for the others.
@@ -52,6 +55,7 @@ class HardwareKey(NamedTuple):
     power_limit_w: str | None = None  # GPU runs: each GPU's limit, " + "-joined when they differ
     driver: str | None = None  # GPU runs
     threads: str | None = None  # torch's intra-op threads (hardware.torch_threads)
+    gpus: str | None = None  # GPU runs: the measured GPUs' UUIDs, sorted, " + "-joined
 
 
 #: the key's details beyond device, model and count: their results.csv column, how a label says them
@@ -61,7 +65,11 @@ DETAILS = {
     "power_limit_w": ("hardware.gpus.power_limit_w", "{} W limit"),
     "driver": ("environment.driver_version", "driver {}"),
     "threads": ("hardware.torch_threads", "{} threads"),
+    "gpus": ("hardware.gpus.uuid", "GPUs {}"),
 }
+
+#: how many characters of a GPU UUID a label shows (``GPU-`` and its first 8 hex digits)
+UUID_SHOWN = 12
 
 
 def hardware_facts(run_dir: Path, result: dict[str, Any]) -> dict[str, Any]:
@@ -76,11 +84,16 @@ def hardware_facts(run_dir: Path, result: dict[str, Any]) -> dict[str, Any]:
     cpu = env.get("cpu")
     gpus = (result.get("hardware") or {}).get("gpus") or []
     limits = [g.get("power_limit_w") for g in gpus if isinstance(g, dict)]
+    uuids = [g.get("uuid") for g in gpus if isinstance(g, dict)]
+    named = [u for u in uuids if isinstance(u, str) and u]
     facts = {
         "environment.cpu.model": cpu.get("model") if isinstance(cpu, dict) else None,
         "environment.driver_version": env.get("driver_version"),
         "hardware.gpus.power_limit_w": " + ".join(sorted({f"{w:g}" for w in limits}))
         if limits and all(isinstance(w, (int, float)) for w in limits)
+        else None,
+        "hardware.gpus.uuid": " + ".join(sorted(named))
+        if named and len(named) == len(uuids)
         else None,
     }
     return {k: v for k, v in facts.items() if v is not None}
@@ -119,7 +132,9 @@ def hardware_key(frame: pd.DataFrame, i: int) -> HardwareKey | None:
         return host  # the trace measured the energy, this host everything else
     if model is not None:
         limits = cell(DETAILS["power_limit_w"][0])
-        return key._replace(power_limit_w=limits, driver=cell(DETAILS["driver"][0]))
+        return key._replace(
+            power_limit_w=limits, driver=cell(DETAILS["driver"][0]), gpus=cell(DETAILS["gpus"][0])
+        )
     return host if device == "cpu" else key
 
 
@@ -139,7 +154,7 @@ def _applies(key: HardwareKey, name: str) -> bool:
     gpu = key.gpu_model is not None and not replayed
     if name == "threads":
         return True
-    if name in ("power_limit_w", "driver"):
+    if name in ("power_limit_w", "driver", "gpus"):
         return gpu
     return replayed or (not gpu and key.device == "cpu")
 
@@ -166,6 +181,8 @@ def _detail(key: HardwareKey, name: str) -> str:
         return "threads not recorded"
     if name == "threads" and value == "1":
         return "1 thread"
+    if name == "gpus" and value is not None:
+        value = " + ".join(u[:UUID_SHOWN] for u in value.split(" + "))
     return DETAILS[name][1].format("not recorded" if value is None else value)
 
 

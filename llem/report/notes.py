@@ -8,6 +8,7 @@ import textwrap
 import pandas as pd
 
 from llem.report.cells import is_missing
+from llem.report.hardware import DETAILS
 from llem.report.load import Runs
 from llem.report.stats import GPU, N_INVALID, N_LEFT_OUT, VALID, judged_invalid
 
@@ -112,4 +113,16 @@ def invalid_note(summary: pd.DataFrame) -> str | None:
         )
     return (
         f"{INVALID_MARK} {runs_text} whose energy was judged invalid, kept in (--include-invalid)"
+    )
+
+
+def gpu_set_note(summary: pd.DataFrame) -> str | None:
+    """Why one configuration has a row per GPU set, when it does."""
+    column = DETAILS["gpus"][0]
+    if column not in summary.columns:
+        return None
+    return (
+        "runs on different GPUs are not pooled: each run's energy is measured over exactly the "
+        "GPUs it used, and another GPU, even of the same model, is another instrument (the "
+        f"label shows each UUID's start; the full UUIDs are {column} in summary.csv)"
     )

@@ -74,6 +74,7 @@ from llem.report.load import Runs
 from llem.report.notes import (
     DEFAULT_WIDTH,
     INVALID_MARK,
+    gpu_set_note,
     invalid_note,
     render_heading,
     render_invalid,
@@ -379,6 +380,9 @@ def render_table(runs: Runs, summary: pd.DataFrame, width: int = DEFAULT_WIDTH) 
     columns = [c for part in layout.parts for c in part]
     if _wide_shown(columns):
         lines += textwrap.wrap(_wide_note(summary), width=width, subsequent_indent="  ")
+    gpu_set = gpu_set_note(summary)
+    if gpu_set:
+        lines += textwrap.wrap(gpu_set, width=width)
     invalid = invalid_note(summary)
     if invalid:
         lines += textwrap.wrap(invalid, width=width, subsequent_indent="  ")

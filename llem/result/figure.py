@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 BOUND_SUFFIX = "_uncertainty"
-_KIND = "llem.figure"  # field metadata key: "plain" | "bounded" | "map" | "bound"
+_KIND = "llem.figure"  # field metadata key: "plain" | "bounded" | "map" | "plain_map" | "bound"
 
 
 @dataclass(frozen=True)
@@ -76,9 +76,10 @@ def figure(*, bounded: bool = False) -> Any:
     return field(default=None, metadata={_KIND: "bounded" if bounded else "plain"})
 
 
-def figure_map() -> Any:
-    """A bounded figure per key (``{uuid: J}``); its bound field maps the same keys."""
-    return field(default_factory=dict, metadata={_KIND: "map"})
+def figure_map(*, bounded: bool = True) -> Any:
+    """A figure per key (``{uuid: J}``); ``bounded``: its bound field (bound()) maps the same
+    keys."""
+    return field(default_factory=dict, metadata={_KIND: "map" if bounded else "plain_map"})
 
 
 def bound() -> Any:
@@ -108,9 +109,9 @@ def _read_specs(cls: type) -> dict[str, FigureSpec]:
     fields = {f.name: f.metadata.get(_KIND) for f in dataclasses.fields(cls)}
     specs: dict[str, FigureSpec] = {}
     for name, kind in fields.items():
-        if kind in ("plain", "bounded", "map"):
-            bound_name = None if kind == "plain" else name + BOUND_SUFFIX
-            specs[name] = FigureSpec(name, bound_name, kind == "map")
+        if kind in ("plain", "bounded", "map", "plain_map"):
+            bound_name = None if kind in ("plain", "plain_map") else name + BOUND_SUFFIX
+            specs[name] = FigureSpec(name, bound_name, kind in ("map", "plain_map"))
     bounds = {s.bound for s in specs.values() if s.bound}
     declared = {name for name, kind in fields.items() if kind == "bound"}
     if bounds != declared:
@@ -172,9 +173,11 @@ def _put_map(
     changes: dict[str, Any],
     reasons: dict[str, str],
 ) -> None:
-    assert spec.bound is not None
     changes[spec.name] = {k: f.value for k, f in given.items()}
-    changes[spec.bound] = {k: f.bound for k, f in given.items()}
+    if spec.bound is not None:
+        changes[spec.bound] = {k: f.bound for k, f in given.items()}
+    elif any(f.bound is not None for f in given.values()):
+        raise ValueError(f"{path} has no bound field")
     for k, f in given.items():
         if f.null_reason is not None:
             reasons[f"{path}.{k}"] = f.null_reason

@@ -107,6 +107,10 @@ class Energy:
     cpu_source: str | None = None
     cpu_package_j: float | None = figure()
     cpu_unavailable_reason: str | None = None
+    # per GPU (keyed by UUID, as per_device_j): its energy over the window's length, and its
+    # highest power sample; empty in results written before they were recorded
+    per_device_avg_power_w: dict[str, float | None] = figure_map()
+    per_device_peak_power_w: dict[str, float | None] = figure_map(bounded=False)
     j_per_total_token: float | None = figure(bounded=True)  # input + output tokens
     output_tokens_per_j: float | None = figure(bounded=True)
     wh_per_1k_requests: float | None = figure(bounded=True)  # AI Energy Score's unit
@@ -119,6 +123,7 @@ class Energy:
     j_per_request_uncertainty: float | None = bound()
     wh_per_1k_requests_uncertainty: float | None = bound()
     avg_power_w_uncertainty: float | None = bound()
+    per_device_avg_power_w_uncertainty: dict[str, float | None] | None = bound()
     output_tokens_per_j_uncertainty: float | None = bound()
     uncertainty_method: str | None = None
     # what total_j_uncertainty is made of, J each, summed over devices (they add up to it):
@@ -269,6 +274,9 @@ class Validity:
     problems: list[str] = field(default_factory=list)
     checks: dict[str, str] = field(default_factory=dict)
     conditions: list[str] = field(default_factory=list)
+    # each GPU's outcome of the checks judged per GPU ({uuid: {check: status}}); null in results
+    # written before it was recorded
+    per_device: dict[str, dict[str, str]] | None = None
 
 
 for _section in (Energy, Memory, Thermal, Validity):

@@ -43,6 +43,7 @@ def test_energy_keys_are_the_design_contract():
     assert unbounded == {
         "window_s",
         "peak_power_w",
+        "per_device_peak_power_w",  # a peak sample, as peak_power_w
         "cpu_package_j",
         "idle_measured_at",
         "other_processes",

@@ -10,7 +10,7 @@ from llem.config.schema import EnergySource
 from llem.devices.readings import Sample
 from llem.measure.energy import DeviceEnergy, WindowResult
 from llem.measure.idle import IdleBaseline
-from llem.measure.validity import CHECKS, assess, temperature_rise_c
+from llem.measure.validity import CHECKS, PER_DEVICE, assess, temperature_rise_c
 from llem.testing.fake_nvml_control import FakeControl
 from llem.testing.fake_pynvml import Constant, FakeGpu, Step
 
@@ -39,6 +39,7 @@ def test_a_clean_window_is_valid(install_nvml, make_session, clock):
         "problems": [],
         "checks": dict.fromkeys(CHECKS, "passed"),
         "conditions": [],
+        "per_device": {"GPU-a": dict.fromkeys(PER_DEVICE, "passed")},
     }
 
 
@@ -251,6 +252,7 @@ def test_cpu_run_has_no_verdict(install_nvml, make_session, clock):
         "problems": [],
         "checks": dict.fromkeys(CHECKS, "not checked"),
         "conditions": [],
+        "per_device": {},
     }
     assert "device=cpu" in rep.null_reasons["validity.energy_valid"]
 

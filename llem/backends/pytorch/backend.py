@@ -31,6 +31,7 @@ from llem.backends.pytorch.kwargs import (
     oom_error,
     shown,
 )
+from llem.backends.pytorch.placement import placed_indices
 from llem.backends.shape import model_shape
 from llem.backends.tokens import token_lists
 from llem.backends.types import BatchOutput, LoadedModel, Prompt, ScheduledRequest, ServeOutput
@@ -61,13 +62,16 @@ class PyTorchBackend:
         return self.config.batch_size
 
     def torch_device_indices(self) -> list[int]:
-        """device_map "cuda" (llem's default): the current device; any other map (e.g. "auto")
-        may spread the model over every visible GPU."""
+        """The GPUs ``pytorch.device_map`` and ``pytorch.max_memory`` place the model on
+        (``llem.backends.pytorch.placement``)."""
         import torch
 
-        if self.config.device_map in (None, "cuda"):
-            return [torch.cuda.current_device()]
-        return list(range(torch.cuda.device_count()))
+        return placed_indices(
+            self.config.device_map,
+            self.config.max_memory,
+            torch.cuda.device_count(),
+            torch.cuda.current_device(),
+        )
 
     def load_key(self, device: str) -> str:
         """Equal keys load equal models: weights, from_pretrained kwargs, device, compile, and

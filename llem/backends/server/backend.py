@@ -20,7 +20,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -120,10 +120,11 @@ class ServerBackend:
         return json.dumps(key, sort_keys=True, default=str)
 
     def torch_device_indices(self) -> list[int]:
-        """``server.gpus`` for a running server; a launched one's first tensor-parallel GPUs."""
+        """``server.gpus`` for a running server; a launched one's first tensor x pipeline
+        parallel GPUs (``launched_gpus``)."""
         if self.config.gpus is not None:
             return list(self.config.gpus)
-        return list(range(int(self.config.args.get("tensor_parallel_size") or 1)))
+        return launched_gpus(self.config.args)
 
     def batches(self, prompts: Sequence[Prompt]) -> list[list[Prompt]]:
         return [list(prompts)]
@@ -287,3 +288,15 @@ def _stop_on_sigterm() -> Any:
 def _restore_sigterm(previous: Any) -> None:
     if previous is not None and threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, previous)
+
+
+def launched_gpus(args: Mapping[str, Any]) -> list[int]:
+    """The GPUs a launched vLLM server uses: the first ``tensor_parallel_size x
+    pipeline_parallel_size`` visible ones (each given in ``server.args`` as ``name`` or
+    ``name-with-dashes``; 1 when unset)."""
+
+    def size(name: str) -> int:
+        value = args.get(name, args.get(name.replace("_", "-")))
+        return int(value or 1)
+
+    return list(range(size("tensor_parallel_size") * size("pipeline_parallel_size")))
