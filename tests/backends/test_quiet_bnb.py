@@ -20,9 +20,12 @@ MESSAGE = "MatMul8bitLt: inputs will be cast from %s to float16 during quantizat
 def test_an_8bit_load_lets_the_matmul_warning_through_once(
     tiny_model_dir: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
+    logger = logging.getLogger(BNB_MATMUL_LOGGER)  # the logger bitsandbytes says it through
+    # an 8-bit run earlier in this process (another test, same pytest worker) has said it already
+    for f in list(logger.filters):
+        logger.removeFilter(f)
     exp = to_experiment(compose_tiny(tiny_model_dir, "quantization=bnb-8bit"))
     build_quantization_config(sections(exp, "pytorch"))
-    logger = logging.getLogger(BNB_MATMUL_LOGGER)  # the logger bitsandbytes says it through
     with caplog.at_level(logging.WARNING, logger=BNB_MATMUL_LOGGER):
         for _ in range(100):
             logger.warning(MESSAGE, "torch.float32")
