@@ -8,7 +8,7 @@ A crash record (``<LLEM_CACHE_DIR, default ~/.cache/llem>/gpu_restore/<host>-<pi
 written before llem changes a GPU and removed once the change is put back; one whose process is
 gone is restored at the next llem start anyway, and by ``restore`` here. A record of a process that
 still runs is that run's own, and is left alone. Exit codes: 0 done, 1 a restore failed (the record
-stays), 3 NVML cannot start while a record waits.
+stays), 3 no GPU library (NVML, amdsmi) can start while a record waits.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ def _show_gpus() -> None:
     try:
         nvml = open_gpus()
     except GpuUnavailable as exc:
-        print(f"no GPU: NVML cannot start ({exc})")
+        print(f"no GPU: no GPU library (NVML, amdsmi) can start ({exc})")
         return
     try:
         control = GpuControl(nvml)
@@ -75,7 +75,7 @@ def restore() -> int:
             print(f"restored: {'; '.join(g.describe() for g in rec.gpus)}")
             continue
         print(f"error: not restored ({'; '.join(failures)}); {rec.path} stays", file=sys.stderr)
-        cannot_start = any(f.startswith("NVML cannot start") for f in failures)
+        cannot_start = any(f.startswith("no GPU library") for f in failures)
         code = max(code, EXIT_PREFLIGHT if cannot_start else EXIT_UNEXPECTED)
     return code
 

@@ -24,8 +24,9 @@ T = TypeVar("T")
 __all__ = ["GpuControl", "GpuControlError", "GpuState", "clock_problem", "power_problem"]
 
 PERMISSION_HINT = (
-    "setting the power limit or clocks needs root or CAP_SYS_ADMIN, as `nvidia-smi -pl` does: "
-    "run llem with sudo (or as root, e.g. a container started with --cap-add SYS_ADMIN)"
+    "setting the power limit or clocks needs root or CAP_SYS_ADMIN, as the vendors' tools "
+    "(`nvidia-smi -pl`, `amd-smi set`) do: run llem with sudo (or as root, e.g. a container "
+    "started with --cap-add SYS_ADMIN)"
 )
 
 

@@ -167,7 +167,7 @@ def restore_record(rec: Record) -> list[str]:
     try:
         nvml = open_gpus()
     except GpuUnavailable as exc:
-        return [f"NVML cannot start ({exc})"]
+        return [f"no GPU library (NVML, amdsmi) can start ({exc})"]
     try:
         failures = restore_entries(nvml, rec.gpus)
     finally:

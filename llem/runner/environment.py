@@ -276,7 +276,8 @@ def _nvcc_version(nvcc: str) -> str | None:
 
 
 def _nvml() -> dict:
-    """Driver version and every GPU NVML sees; raises _Unavailable when NVML cannot start."""
+    """Driver version and every GPU the vendor library sees; raises _Unavailable when no GPU
+    library can start."""
     try:
         lib = open_gpus()
     except GpuUnavailable as exc:

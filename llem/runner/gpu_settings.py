@@ -71,12 +71,13 @@ def gpu_preflight_problems(cfg: GPUConfig, torch_indices: Sequence[int] | None) 
     try:
         nvml = open_gpus()
     except GpuUnavailable as exc:
-        return [f"{requested_settings(cfg)} needs a GPU that NVML can reach ({exc})"]
+        return [f"{requested_settings(cfg)} needs a GPU that NVML or amdsmi can reach ({exc})"]
     try:
         gpus = _targets(nvml, torch_indices)
         if not gpus:
             return [
-                f"{requested_settings(cfg)} needs a GPU, and NVML sees none visible to this run"
+                f"{requested_settings(cfg)} needs a GPU, and {nvml.api} sees none visible to "
+                "this run"
             ]
         control = GpuControl(nvml)
         return [p for gpu in gpus for p in _gpu_problems(control, gpu, cfg)]
@@ -135,7 +136,7 @@ class GpuSettings:
             self._nvml = open_gpus()
         except GpuUnavailable as exc:
             raise GpuSettingsError(
-                f"{requested_settings(self.cfg)}: NVML cannot start ({exc})"
+                f"{requested_settings(self.cfg)}: no GPU library (NVML, amdsmi) can start ({exc})"
             ) from exc
         control = GpuControl(self._nvml)
         self._gpus = _targets(self._nvml, self.torch_indices)

@@ -34,8 +34,8 @@ def test_no_permission_is_exit_3_one_line_saying_how_to_get_it(
     assert _error_lines(err) == [
         "error: 1 pre-flight check failed: changing GPU 0: no permission (NVMLError_NoPermission: "
         "Insufficient Permissions): setting the power limit or clocks needs root or "
-        "CAP_SYS_ADMIN, as `nvidia-smi -pl` does: run llem with sudo (or as root, e.g. a "
-        "container started with --cap-add SYS_ADMIN)"
+        "CAP_SYS_ADMIN, as the vendors' tools (`nvidia-smi -pl`, `amd-smi set`) do: run llem "
+        "with sudo (or as root, e.g. a container started with --cap-add SYS_ADMIN)"
     ]
     assert gpu.power_limit_mw == 450_000 and gpu.control.changes == []
     assert not (tmp_path / "run" / "result.json").exists()
@@ -88,5 +88,6 @@ def test_no_gpu_is_a_preflight_failure_naming_the_key(tiny_model_dir, tmp_path, 
     assert code == 3, err
     (line,) = _error_lines(err)
     assert line.startswith(
-        "error: 1 pre-flight check failed: gpu.power_limit_w=300.0 needs a GPU that NVML can reach"
+        "error: 1 pre-flight check failed: gpu.power_limit_w=300.0 needs a GPU that NVML or "
+        "amdsmi can reach"
     )
