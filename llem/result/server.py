@@ -16,7 +16,8 @@ The server's own view (``llem.backends.server.metrics``): while the window's req
 llem polls ``metrics_url`` (the server's Prometheus ``/metrics``) every ``metrics_poll_ms``, from
 one poll before the first request to one after the last answer (``metrics_span_s`` apart).
 ``metrics_source`` is the server family its metric names belong to (vllm, llamacpp, sglang, tgi).
-``metrics_polls`` counts the GETs sent, ``metrics_failed_polls`` those that gave no sample.
+``metrics_polls`` counts the GETs answered or failed (one cut short by the end of the window is
+not), ``metrics_failed_polls`` those that gave no sample.
 ``running_requests_mean`` and ``waiting_requests_mean`` are the server's gauges of requests
 running (in its batch) and waiting, time-weighted over the polls that fell while the requests ran
 (each poll's value held until the next poll; the first and last polls, idle, are left out);
@@ -66,7 +67,7 @@ class ServerSection:
     metrics_source: str | None = None  # the family of its metric names: vllm|llamacpp|sglang|tgi
     metrics_url: str | None = None
     metrics_poll_ms: float | None = None
-    metrics_polls: int | None = None  # GETs sent during the window
+    metrics_polls: int | None = None  # GETs of the window, answered or failed
     metrics_failed_polls: int | None = None  # of those, the ones that gave no sample
     metrics_span_s: float | None = None  # first to last answered poll
     running_requests_mean: float | None = None  # time-weighted over the span

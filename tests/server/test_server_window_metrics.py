@@ -246,3 +246,20 @@ def test_a_scraper_cancelled_in_its_first_poll_closes_its_session() -> None:
 
     scraper = asyncio.run(go())
     assert plan.metrics_gets == 1 and scraper.session is None and scraper._task is None
+
+
+def test_a_poll_cut_short_by_the_stop_is_not_counted_as_a_poll() -> None:
+    """Under load the stop came while a GET was out: it was counted as sent, neither answered nor
+    failed, so metrics_polls exceeded the samples plus the failures."""
+    plan = Plan(live=LiveMetrics(), metrics_delay_s=0.3)
+
+    async def go() -> ServerMetrics:
+        async with fake_server(plan) as url:
+            scraper = watch.MetricsScraper(url, poll_ms=20)
+            await scraper.start()  # its first poll is answered after 0.3 s
+            await asyncio.sleep(0.1)  # the second GET is out
+            return await scraper.stop(final_poll=False)
+
+    got = asyncio.run(go())
+    assert plan.metrics_gets == 2
+    assert got.polls == len(got.samples) + got.failed_polls == 1

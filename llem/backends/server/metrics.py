@@ -181,7 +181,7 @@ class ServerMetrics:
     samples: tuple[MetricsSample, ...] = ()
     reason: str | None = None  # why there are no samples, or why some polls failed
     failed_polls: int = 0
-    polls: int = 0  # GETs sent (answered or not)
+    polls: int = 0  # GETs sent and answered or failed (one cancelled by the stop is not)
 
     def intervals(self) -> list[TokenInterval]:
         """Counter deltas between consecutive samples."""
@@ -268,6 +268,9 @@ class MetricsScraper:
             polls.failed += 1
             polls.reason = f"GET {self.url} failed {polls.failed} time(s), last: {e or type(e)}"
             return
+        except asyncio.CancelledError:  # stopped while this GET was out: not one of the polls
+            polls.sent -= 1
+            raise
         t_s = self.clock()
         if status == 404:
             polls.absent = True
