@@ -153,6 +153,9 @@ def hardware(devices: Sequence[DeviceInfo]) -> Hardware:
         gpu_count=len(devices),
         gpus=[
             {
+                "torch_index": d.torch_index,
+                "vendor": d.vendor,
+                "vendor_index": d.vendor_index,
                 "uuid": d.uuid,
                 "name": d.name,
                 "memory_total_mb": d.memory_total_mb,

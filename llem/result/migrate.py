@@ -30,11 +30,12 @@ Schema history:
      OpenAI-compatible server a ``+backend=server`` run measured (``llem.result.server``; null
      for the in-process engines). Version 5 files migrate: ``quality``, ``boundary`` and
      ``server`` are null ("not recorded before result schema 6").
-  7  GPUs of any vendor: each measured GPU (``hardware.gpus``) names its ``vendor`` (``nvidia``,
-     ``amd``) and its ``vendor_index`` (the number its vendor library gives it), and the ``gpu``
-     section's devices their ``vendor_index``: version 6's ``nvml_index``. Version 6 files migrate:
-     ``nvml_index`` becomes ``vendor_index`` and ``vendor`` is ``nvidia`` (NVML was the only GPU
-     library llem read before schema 7; null for a replayed device, with its reason).
+  7  GPUs of any vendor: each measured GPU (``hardware.gpus``) names its ``torch_index``, its
+     ``vendor`` (``nvidia``, ``amd``) and its ``vendor_index`` (the number its vendor library gives
+     it), and the ``gpu`` section's devices their ``vendor_index`` (version 6's ``nvml_index``).
+     Version 6 files migrate: ``nvml_index`` becomes ``vendor_index``; a GPU's ``vendor`` is
+     ``nvidia`` (NVML was the only GPU library llem read before schema 7; null for a replayed
+     device), and the indices version 6 did not record are null with the reason.
 """
 
 from __future__ import annotations
@@ -120,6 +121,10 @@ def _migrate_6_to_7(data: dict[str, Any]) -> dict[str, Any]:
         hardware = dict(hardware)
         hardware["gpus"] = [_vendor_named(g) for g in hardware["gpus"]]
         data["hardware"] = hardware
+        for i, g in enumerate(hardware["gpus"]):
+            for key in ("torch_index", "vendor_index"):
+                if isinstance(g, dict) and g.get(key) is None:
+                    reasons.setdefault(f"devices[{i}].{key}", NOT_IN_6)
     gpu = data.get("gpu")
     if isinstance(gpu, dict) and isinstance(gpu.get("devices"), dict):
         gpu = dict(gpu)
@@ -134,19 +139,23 @@ def _renamed_index(entry: Any) -> Any:
     return {("vendor_index" if k == "nvml_index" else k): v for k, v in entry.items()}
 
 
+NOT_IN_6 = "not recorded before result schema 7"
+
+
 def _vendor_named(entry: Any) -> Any:
-    """A schema 6 ``hardware.gpus`` entry with ``vendor`` (``nvidia`` where NVML gave it an
-    index) before its ``vendor_index``."""
-    if not isinstance(entry, dict) or "nvml_index" not in entry:
+    """A schema 6 ``hardware.gpus`` entry (uuid, name, memory, limits) with the keys schema 7
+    puts first: ``torch_index`` and ``vendor_index`` (null: not recorded), and ``vendor``
+    (``nvidia``: the only GPU library llem read; null for a replayed device)."""
+    if not isinstance(entry, dict) or "vendor" in entry:
         return entry
-    out: dict[str, Any] = {}
-    for k, v in entry.items():
-        if k == "nvml_index":
-            out["vendor"] = "nvidia" if v is not None else None
-            out["vendor_index"] = v
-        else:
-            out[k] = v
-    return out
+    name = str(entry.get("name") or "")
+    head = {
+        "torch_index": entry.get("torch_index"),
+        "vendor": None if name.startswith("replay:") else "nvidia",
+        "vendor_index": entry.get("nvml_index"),
+    }
+    rest = {k: v for k, v in entry.items() if k not in ("torch_index", "nvml_index")}
+    return {**head, **rest}
 
 
 _PCT = dict.fromkeys(("p50", "p90", "p99"))

@@ -132,6 +132,9 @@ def test_session_devices_and_bandwidth(nvml, make_session, monkeypatch):
     assert (hw.gpu_model, hw.gpu_count) == ("NVIDIA H100 80GB HBM3", 2) and hw.hostname
     assert [g["uuid"] for g in hw.gpus] == [UUIDS[3], UUIDS[2]]
     assert hw.gpus[0] == {
+        "torch_index": 0,
+        "vendor": "nvidia",
+        "vendor_index": 3,
         "uuid": UUIDS[3],
         "name": "NVIDIA H100 80GB HBM3",
         "memory_total_mb": 80e9 / 2**20,

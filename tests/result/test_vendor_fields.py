@@ -1,9 +1,12 @@
-"""result.json schema 7: each measured GPU names its vendor and its index in the vendor's own
-numbering; schema 6 files (NVML's ``nvml_index``) migrate."""
+"""result.json schema 7: each measured GPU names its torch index, its vendor and its index in the
+vendor's own numbering; schema 6 files (which listed uuid, name, memory and limits, and called the
+gpu section's index ``nvml_index``) migrate."""
 
 from __future__ import annotations
 
 from llem.result import RunResult
+
+GPU_6 = {"uuid": "GPU-a", "name": "NVIDIA H100", "memory_total_mb": 81559.0, "power_limit_w": 700.0}
 
 
 def _schema_6(gpus: list[dict], reasons: dict[str, str]) -> dict:
@@ -15,28 +18,23 @@ def _schema_6(gpus: list[dict], reasons: dict[str, str]) -> dict:
     return old
 
 
-def test_a_schema_6_gpu_becomes_an_nvidia_gpu_with_its_vendor_index() -> None:
-    gpu = {"torch_index": 0, "nvml_index": 2, "uuid": "GPU-a", "name": "NVIDIA H100"}
-    read = RunResult.from_json(_schema_6([gpu], {}))
+def test_a_schema_6_gpu_becomes_an_nvidia_gpu_whose_indices_were_not_recorded() -> None:
+    read = RunResult.from_json(_schema_6([dict(GPU_6)], {}))
     assert read.schema_version == 7
     assert read.hardware.gpus == [
-        {
-            "torch_index": 0,
-            "vendor": "nvidia",
-            "vendor_index": 2,
-            "uuid": "GPU-a",
-            "name": "NVIDIA H100",
-        }
+        {"torch_index": None, "vendor": "nvidia", "vendor_index": None, **GPU_6}
     ]
+    assert read.null_reasons["devices[0].vendor_index"] == "not recorded before result schema 7"
+    assert read.null_reasons["devices[0].torch_index"] == "not recorded before result schema 7"
     assert read.gpu is not None and read.gpu.devices["GPU-a"] == {
         "vendor_index": 2,
         "power_limit_w": 300.0,
     }
 
 
-def test_a_replayed_device_keeps_its_null_index_and_gets_a_null_vendor_with_the_reason() -> None:
+def test_a_replayed_device_gets_a_null_vendor_with_its_reason() -> None:
     why = "replayed device (no hardware behind it)"
-    gpu = {"torch_index": None, "nvml_index": None, "uuid": "dev0", "name": "replay:t.csv"}
+    gpu = {"uuid": "dev0", "name": "replay:t.csv", "memory_total_mb": None}
     old = _schema_6([gpu], {"devices[0].nvml_index": why, "devices[0].torch_index": why})
     old["gpu"] = None
     read = RunResult.from_json(old)
