@@ -36,6 +36,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from llem.backends.server.server_log import cause_text, log_tail
 from llem.errors import RunError
 
 #: where readiness is asked, in order: OpenAI's model list, then the health check most servers have
@@ -43,7 +44,6 @@ READY_PATHS = ("/v1/models", "/health")
 #: where a server's version is asked: vLLM and SGLang answer /version, TGI /info
 VERSION_PATHS = ("/version", "/info")
 LOG_NAME = "server.log"
-LOG_TAIL_CHARS = 2000
 
 
 class ServerLaunchError(RunError):
@@ -231,16 +231,6 @@ def server_version(base_url: str, timeout_s: float = 2.0) -> tuple[str | None, s
     return None, f"the server reports no version at {' or '.join(VERSION_PATHS)}"
 
 
-def log_tail(path: Path, chars: int = LOG_TAIL_CHARS) -> str:
-    """The last ``chars`` characters of a log ('' where there is none)."""
-    try:
-        with path.open("rb") as f:
-            f.seek(max(0, path.stat().st_size - chars))
-            return f.read().decode(errors="replace")
-    except OSError:
-        return ""
-
-
 def group_alive(pgid: int) -> bool:
     """Whether any process of the group ``pgid`` is still there."""
     try:
@@ -320,9 +310,9 @@ class LaunchedServer:
             code = self.process.poll()
             if code is not None:
                 raise ServerLaunchError(
-                    f"server exited with code {code} before it was ready "
-                    f"({self.spec.command_line}); log {self.log_path} ends:\n"
-                    + log_tail(self.log_path)
+                    f"server exited with code {code} before it was ready"
+                    f"{cause_text(self.log_path)} ({self.spec.command_line}); "
+                    f"log {self.log_path} ends:\n" + log_tail(self.log_path)
                 )
             for path in READY_PATHS:
                 if http_get(self.base_url + path, max(self.poll_s, 1.0))[0] == 200:
