@@ -25,8 +25,8 @@ from llem.testing.fake_pynvml import Constant, Waveform
 AMDSMI_STATUS_INVAL = 1
 AMDSMI_STATUS_NOT_SUPPORTED = 2
 AMDSMI_STATUS_NO_PERM = 10
-AMDSMI_STATUS_INIT_ERROR = 34
-AMDSMI_STATUS_DRIVER_NOT_LOADED = 41
+AMDSMI_STATUS_INIT_ERROR = 18
+AMDSMI_STATUS_DRIVER_NOT_LOADED = 34
 NA = "N/A"
 
 
@@ -93,6 +93,7 @@ class FakeAmdGpu:
     counter_backwards_at_s: float | None = None  # from then on it reads lower by:
     counter_backwards_ticks: int = 10**8
     counter_frozen_at_s: float | None = None  # from then on it stays where it was
+    counter_fails_at_s: float | None = None  # from then on reading it raises (a lost GPU)
     energy_counter: bool = True
     current_socket_power: bool = True  # MI300-style instantaneous socket power
     temperature_c: float = 45.0
@@ -200,6 +201,8 @@ class FakeAmdSmi(types.ModuleType):
         if not gpu.energy_counter:
             raise AmdSmiLibraryException(AMDSMI_STATUS_NOT_SUPPORTED)
         t = self.clock.now()
+        if gpu.counter_fails_at_s is not None and t >= gpu.counter_fails_at_s:
+            raise AmdSmiLibraryException(AMDSMI_STATUS_DRIVER_NOT_LOADED)
         return {
             "energy_accumulator": self.accumulator(gpu, t),
             "counter_resolution": gpu.resolution_uj,
