@@ -25,6 +25,7 @@ VLLM_STUDIES = {"mlenergy", "batch_scaling_vllm"}
 SERVING_STUDIES = {"mlenergy", "batch_scaling_vllm", "serving_rate", "energy_under_slo"}
 #: studies that search (an objective on energy: on a machine without a GPU, exit 2 saying so)
 SEARCH_STUDIES = {"energy_under_slo"}
+STACKS = ("transformers", "vllm", "vllm_server", "llamacpp_server")
 
 
 def _has(module: str) -> bool:
@@ -222,6 +223,7 @@ def test_every_shipped_preset_is_documented_and_cites_a_source() -> None:
         "decoding",
         "decoding_quality",
         "energy_under_slo",
+        "engines",
         "mlenergy",
         "peer_sweep",
         "quantization",
@@ -272,6 +274,8 @@ def test_shipped_preset_dry_run(
         failed = [line for line in out.splitlines() if "pre-flight FAILED" in line]
         assert len(failed) == 9 and all("quantization=bnb" in line for line in failed)
         assert all("bitsandbytes" in line or "CUDA" in line for line in failed)
+    elif name == "engines":
+        _engines_dry_run(code, out)
     elif name in VLLM_STUDIES and not _has("vllm"):
         # Without vllm: every point fails pre-flight, saying so; nothing else is wrong.
         assert code == 3, out
@@ -281,6 +285,24 @@ def test_shipped_preset_dry_run(
     else:
         assert code == 0, out + err
     assert not (tmp_path / "outputs").exists()
+
+
+def _engines_dry_run(code: int, out: str) -> None:
+    """transformers passes pre-flight anywhere; each other stack passes exactly where its package
+    is installed with this interpreter, and fails saying which package otherwise."""
+    lines = {s: [x for x in out.splitlines() if f"[+stack={s}]" in x] for s in STACKS}
+    assert all(len(found) == 1 for found in lines.values()), out
+    assert "pre-flight ok" in lines["transformers"][0]
+    for stack, package in (
+        ("vllm", "vllm"),
+        ("vllm_server", "vllm"),
+        ("llamacpp_server", "llama_cpp"),
+    ):
+        if _has(package):
+            assert "pre-flight ok" in lines[stack][0], out
+        else:
+            assert "pre-flight FAILED" in lines[stack][0] and f"'{package}'" in lines[stack][0]
+    assert code == (0 if _has("vllm") and _has("llama_cpp") else 3), out
 
 
 def _search_study_dry_run(
@@ -408,7 +430,7 @@ def test_unknown_experiment_lists_shipped_and_local_ones_in_one_line(tmp_path: P
     assert "no experiment 'nope'" in line
     assert (
         "aienergyscore, batch_scaling, batch_scaling_vllm, decoding, decoding_quality, "
-        "energy_under_slo, mlenergy, peer_sweep, quantization, quantization_quality, "
+        "energy_under_slo, engines, mlenergy, peer_sweep, quantization, quantization_quality, "
         "serving_rate (shipped with llem)" in line
     )
     assert "mine (./conf/experiment)" in line

@@ -100,3 +100,26 @@ def test_a_launched_server_loads_the_resolved_checkpoint_under_the_runs_name() -
     assert vllm.command[-2:] == ("--served-model-name", "served-name")
     mine = _sections("vllm", args={"served_model_name": "own"})
     assert launch_spec(mine, 9, "/c", "served-name").command[-2:] == ("--served-model-name", "own")
+
+
+def test_a_vllm_server_on_the_cpu_reserves_what_the_in_process_engine_does(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """vLLM's default (0.92 of host memory) failed a launch here: 'Available memory on node 0
+    (18.27/20.71 GiB) on startup is less than desired CPU memory utilization (0.92, ...)'."""
+    from llem.backends.vllm.kwargs import CPU_MEMORY_UTILIZATION
+
+    monkeypatch.delenv("VLLM_CPU_KVCACHE_SPACE", raising=False)
+    cpu = launch_spec(_sections("vllm"), 9, "/c", "m", device="cpu").command
+    assert cpu[-2:] == ("--gpu-memory-utilization", str(CPU_MEMORY_UTILIZATION))
+    gpu = launch_spec(_sections("vllm"), 9, "/c", "m", device="cuda").command
+    assert "--gpu-memory-utilization" not in gpu
+    own = _sections("vllm", args={"gpu_memory_utilization": 0.5})
+    assert (
+        launch_spec(own, 9, "/c", "m", device="cpu").command.count("--gpu-memory-utilization") == 1
+    )
+    monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "1")
+    assert (
+        "--gpu-memory-utilization"
+        not in launch_spec(_sections("vllm"), 9, "/c", "m", device="cpu").command
+    )

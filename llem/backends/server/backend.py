@@ -180,7 +180,7 @@ class ServerBackend:
         """Start the preset's server on ``model`` (what it loads), serving it as the run's name."""
         port = self.config.port or free_port()
         base_url = f"http://127.0.0.1:{port}"
-        spec = launch_spec(self.sections, port, model, self.served_name)
+        spec = launch_spec(self.sections, port, model, self.served_name, device)
         server = launch(spec, base_url, log_dir(), self.config.ready_timeout_s)
         record = server.start()
         log.info("server ready in %.1f s: %s", record.launch_to_ready_s, spec.command_line)

@@ -8,6 +8,9 @@ The model the server loads is ``checkpoint`` where the caller resolved it (``che
 GGUF file itself for llama.cpp), ``model.name_or_path`` as written otherwise (pre-flight only
 builds the command). The name it serves the model under is the run's (``served``): vLLM's and
 SGLang's ``--served-model-name``, llama.cpp's ``--model_alias``, unless ``server.args`` names one.
+On the CPU a vLLM server reserves a fraction of *host* memory (``--gpu-memory-utilization``, 0.92
+by default, which fails wherever other processes hold more than 8 %): llem passes the in-process
+engine's ``CPU_MEMORY_UTILIZATION`` unless ``server.args`` or ``VLLM_CPU_KVCACHE_SPACE`` sizes it.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from llem.backends.server.launch import (
     vllm_command,
 )
 from llem.backends.types import BackendSections
+from llem.backends.vllm.kwargs import CPU_MEMORY_UTILIZATION
 from llem.config.server import ServerConfig
 from llem.errors import RunError
 
@@ -42,11 +46,17 @@ SERVED_NAME_OPTION = {
 }
 
 
+def _memory_sized(args: dict[str, object]) -> bool:
+    keys = ("gpu_memory_utilization", "kv_cache_memory_bytes")
+    return any(k in args for k in keys) or bool(os.environ.get("VLLM_CPU_KVCACHE_SPACE"))
+
+
 def launch_spec(
     sections: BackendSections[ServerConfig],
     port: int,
     checkpoint: str | None = None,
     served: str | None = None,
+    device: str | None = None,
 ) -> LaunchSpec:
     """The command for ``server.launch`` on ``port`` (this interpreter's Python), loading
     ``checkpoint`` and serving it as ``served`` (see the module docstring)."""
@@ -57,6 +67,8 @@ def launch_spec(
     option = SERVED_NAME_OPTION.get(name or "")
     if served is not None and option is not None:
         args.setdefault(option, served)
+    if name == "vllm" and device == "cpu" and not _memory_sized(args):
+        args["gpu_memory_utilization"] = CPU_MEMORY_UTILIZATION
     model = checkpoint or m.name_or_path
     try:
         if name == "vllm":
