@@ -290,7 +290,7 @@ def test_shipped_preset_dry_run(
 def _engines_dry_run(code: int, out: str) -> None:
     """transformers passes pre-flight anywhere; each other stack passes exactly where its package
     is installed with this interpreter, and fails saying which package otherwise."""
-    lines = {s: [x for x in out.splitlines() if f"[+stack={s}]" in x] for s in STACKS}
+    lines = {s: [x for x in out.splitlines() if f"[stack={s}]" in x] for s in STACKS}
     assert all(len(found) == 1 for found in lines.values()), out
     assert "pre-flight ok" in lines["transformers"][0]
     for stack, package in (
