@@ -16,8 +16,9 @@ loaded), its directory in a temporary folder, so the check takes seconds per com
 runs it as written. ``--vllm-python PY`` runs only the commands of the vLLM environment's
 interpreter (``.venv-vllm/bin/python ...``), with PY, where that environment exists (CI's vLLM
 part). Other commands run as written, from the checkout, each page's in order (a page
-may build what its next command uses). Prints PASS, FAIL or SKIP per command and exits 1 when one
-failed.
+may build what its next command uses); ``--jobs`` pages run at once (2: both of CI's cores; a
+command mostly waits for a Python process to start). Prints PASS, FAIL or SKIP per command, page
+by page, and exits 1 when one failed.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -171,19 +173,32 @@ def main(argv: list[str] | None = None) -> int:
         metavar="PY",
         help=f"run the commands of {VLLM_PYTHON} with PY, and only those (CI's vLLM part)",
     )
+    parser.add_argument("--jobs", type=int, default=2, help="pages run at once (default 2)")
     args = parser.parse_args(argv)
     pages = args.pages or [*sorted((REPO / "docs").glob("*.md")), REPO / "README.md"]
     counts = {"PASS": 0, "FAIL": 0, "SKIP": 0}
     with tempfile.TemporaryDirectory(prefix="llem-docs-") as tmp:
-        n = 0
+        numbered, n = [], 0
         for page in pages:
-            for cmd in page_commands(page):
-                if args.vllm_python and not cmd.text.startswith(VLLM_PYTHON + " "):
-                    continue
-                n += 1
-                verdict, detail = run(cmd, args.real, Path(tmp), n, args.timeout, args.vllm_python)
-                counts[verdict] += 1
-                print(f"{verdict}  {cmd.page}:{cmd.line}  {cmd.text}  [{detail}]", flush=True)
+            cmds = [
+                c
+                for c in page_commands(page)
+                if not args.vllm_python or c.text.startswith(VLLM_PYTHON + " ")
+            ]
+            numbered.append([(n + i + 1, c) for i, c in enumerate(cmds)])
+            n += len(cmds)
+
+        def run_page(page: list[tuple[int, Command]]) -> list[tuple[str, str, Command]]:
+            return [
+                (*run(c, args.real, Path(tmp), i, args.timeout, args.vllm_python), c)
+                for i, c in page
+            ]
+
+        with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+            for done in pool.map(run_page, numbered):  # in page order, as each page ends
+                for verdict, detail, cmd in done:
+                    counts[verdict] += 1
+                    print(f"{verdict}  {cmd.page}:{cmd.line}  {cmd.text}  [{detail}]", flush=True)
     print(", ".join(f"{v} {k.lower()}" for k, v in counts.items()))
     return 1 if counts["FAIL"] else 0
 
