@@ -83,9 +83,10 @@ async def _completions(request: web.Request) -> web.StreamResponse:
     response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
     await response.prepare(request)
     chat = request.path.endswith("/chat/completions")
-    for delay, text, ids in plan.chunks:
+    for k, (delay, text, ids) in enumerate(plan.chunks, 1):
         await asyncio.sleep(delay)
-        choice: dict[str, Any] = {"index": 0, "finish_reason": None}
+        last = k == len(plan.chunks)  # as vLLM: the choice's last chunk says why it ended
+        choice: dict[str, Any] = {"index": 0, "finish_reason": "length" if last else None}
         choice.update({"delta": {"content": text}} if chat else {"text": text})
         if ids is not None:
             choice["token_ids"] = ids

@@ -1,7 +1,8 @@
 """A whole ``+backend=server server.launch=vllm`` run on a tiny random model: vLLM's real OpenAI
 server launched for the point, the run's token counts its usage (min_new_tokens = max_new_tokens
-with ignore_eos: each request's exact length), the result's server section, and the server's
-process group gone after the run.
+with ignore_eos: each request's exact length), the result's server section with the server's own
+/metrics view, and the server's process group gone after the run. (It replaces a second test that
+launched its own server for the client alone: one vLLM start per CI run is enough.)
 
 Marked ``vllm``: run it with the vLLM environment's interpreter (/work/main/.venv-vllm or
 scripts/setup.sh --vllm); elsewhere it is skipped with the reason.
@@ -10,6 +11,7 @@ scripts/setup.sh --vllm); elsewhere it is skipped with the reason.
 from __future__ import annotations
 
 import importlib.util
+import json
 from pathlib import Path
 from typing import Any
 
@@ -91,3 +93,13 @@ def test_a_launched_vllm_server_run_counts_its_usage_and_is_stopped_after(
     else:
         assert 0 < section["running_requests_max"] <= 4  # server.max_num_seqs
     assert (tmp_path / "run" / "server_metrics.csv").exists()
+    # each request as the server counted it: its exact length (ignore_eos honoured) and its
+    # finish. The tiny random model's tokens may all decode to no text: such a request has no
+    # first-token time (null, not a guess), but its stream's end is its finish.
+    lines = (tmp_path / "run" / "requests.jsonl").read_text().splitlines()
+    rows = [json.loads(line) for line in lines]
+    assert len(rows) == N_REQUESTS
+    assert all(r["output_tokens"] == MAX_TOKENS for r in rows)
+    assert all(r["finish_s"] is not None and r["finish_s"] > r["sent_s"] for r in rows), rows
+    timed = [r for r in rows if r["first_token_s"] is not None]
+    assert timed and all(r["sent_s"] < r["first_token_s"] <= r["finish_s"] for r in timed)

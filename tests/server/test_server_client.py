@@ -51,6 +51,18 @@ def test_token_counts_are_the_servers_usage_not_the_chunk_count() -> None:
     assert t.usage_reason is None
 
 
+def test_a_stream_whose_chunks_carry_no_text_finishes_when_its_choice_ends() -> None:
+    """A tiny random model's tokens may all decode to no text (vLLM sends its chunks with
+    text ""): no first-token time is known, but the finish is the choice's last chunk."""
+    plan = Plan(
+        chunks=[(0.1, "", None), (0.2, "", None)],
+        usage={"prompt_tokens": 3, "completion_tokens": 8},
+    )
+    (t,) = _serve(plan)
+    assert t.first_token_s is None and t.output_tokens == 8
+    assert t.finish_s is not None and 0.3 <= t.finish_s - t.sent_s < 0.3 + 0.25
+
+
 def test_per_chunk_token_ids_are_each_chunks_count() -> None:
     plan = Plan(
         chunks=[(0, "ab", [1, 2]), (0, "", [3]), (0, "d", [4, 5, 6, 7])],

@@ -83,6 +83,13 @@ class HttpTimeline(RequestTimeline):
     usage_reason: str | None = None  # why the two above are None
     chunk_tokens_reason: str | None = None  # why chunk_tokens are not the server's per chunk
     finish_reason: str | None = None
+    # when the choice ended (its finish_reason arrived): the finish of a request whose chunks
+    # carried no text at all (every token held back, or decoding to nothing)
+    ended_s: float | None = None
+
+    @property
+    def finish_s(self) -> float | None:
+        return self.chunk_times_s[-1] if self.chunk_times_s else self.ended_s
 
     @property
     def output_tokens(self) -> int:
@@ -146,6 +153,7 @@ class _Stream:
     token_ids: list[list[int] | None] = field(default_factory=list)
     usage: dict[str, Any] | None = None
     finish_reason: str | None = None
+    ended_s: float | None = None  # when the finish_reason arrived
     done: bool = False
 
     def take(self, event: dict[str, Any], at_s: float, chat: bool) -> None:
@@ -164,6 +172,7 @@ class _Stream:
                 self.token_ids.append(list(ids) if ids is not None else None)
             if choice.get("finish_reason"):
                 self.finish_reason = choice["finish_reason"]
+                self.ended_s = at_s
 
 
 class HttpClient:
@@ -283,6 +292,7 @@ class HttpClient:
             usage_reason=usage_reason,
             chunk_tokens_reason=chunk_reason,
             finish_reason=stream.finish_reason,
+            ended_s=stream.ended_s,
         )
 
 
