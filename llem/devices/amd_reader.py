@@ -33,7 +33,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from llem.devices.gpu import SensorSpec, error_text
-from llem.devices.readings import OtherProcess, Sample
+from llem.devices.readings import OtherProcess, Sample, SecondaryReadings
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +95,7 @@ class AmdSmiDevice:
 
     def __init__(self, lib: AmdSmiLike, handle: Any, uuid: str) -> None:
         self._lib, self.handle, self.uuid = lib, handle, uuid
-        self._unsupported: set[str] = set()
+        self._secondary = SecondaryReadings(lib.is_not_supported, lib.is_error, error_text)
         self.warnings: list[str] = []  # taken by the power source once per window
         self.resolution_uj = 1.0
         self._raw: int | None = None
@@ -223,23 +223,6 @@ class AmdSmiDevice:
         return None if value is None else float(value)
 
     # ------------------------------------------------------------------ a sample
-    def _reading(
-        self, key: str, fn: Callable[[], Any], errors: list[tuple[str, str]], *columns: str
-    ) -> Any:
-        """A secondary reading: None when unsupported (from then on) or when amdsmi fails now."""
-        if key in self._unsupported:
-            return None
-        try:
-            return fn()
-        except Exception as exc:
-            if self._lib.is_not_supported(exc):
-                self._unsupported.add(key)
-                return None
-            if not self._lib.is_error(exc):
-                raise
-            errors.extend((c, error_text(exc)) for c in columns)
-            return None
-
     def read_sample(self, now: float) -> Sample:
         """Everything the sampler records. Raises amdsmi's error only when the primary reading
         fails (power on a GPU whose energy is integrated from it)."""
@@ -247,7 +230,7 @@ class AmdSmiDevice:
         errors: list[tuple[str, str]] = []
 
         def read(key: str, fn: Callable[[], Any], *columns: str) -> Any:
-            return self._reading(key, fn, errors, *columns)
+            return self._secondary.read(key, fn, errors, *columns)
 
         if not self.has_counter:
             power = self.read_power_w()
@@ -290,7 +273,7 @@ class AmdSmiDevice:
         return None if self._temp_type is None else self._temperature_of(self._temp_type)
 
     def read_temperature_c(self) -> float | None:
-        temp: float | None = self._reading("temp", self._temperature, [], "temperature_c")
+        temp: float | None = self._secondary.read("temp", self._temperature, [], "temperature_c")
         return temp
 
     def other_processes(self, is_own: Callable[[int], bool]) -> list[OtherProcess] | None:

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from llem.devices.gpu import SensorSpec, error_text
-from llem.devices.readings import OtherProcess, Sample
+from llem.devices.readings import OtherProcess, Sample, SecondaryReadings
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +77,7 @@ class NvmlDevice:
     def __init__(self, nvml: NvmlLike, handle: Any, uuid: str) -> None:
         self._lib, self.nvml, self.handle, self.uuid = nvml, nvml.module, handle, uuid
         pynvml = self.nvml
-        self._unsupported: set[str] = set()
+        self._secondary = SecondaryReadings(nvml.is_not_supported, nvml.is_error, error_text)
         self.has_counter = self._probe(lambda: pynvml.nvmlDeviceGetTotalEnergyConsumption(handle))
         self.power_api: str | None = None
         if self._instant_power_works():
@@ -150,27 +150,6 @@ class NvmlDevice:
             return float(self.nvml.nvmlDeviceGetPowerUsage(self.handle)) / 1000.0
         return None
 
-    def _reading(
-        self,
-        key: str,
-        fn: Callable[[], Any],
-        errors: list[tuple[str, str]],
-        columns: tuple[str, ...],
-    ) -> Any:
-        """A secondary reading: None when unsupported (from then on) or when NVML fails now."""
-        if key in self._unsupported:
-            return None
-        try:
-            return fn()
-        except Exception as exc:
-            if self._lib.is_not_supported(exc):
-                self._unsupported.add(key)
-                return None
-            if not self._lib.is_error(exc):
-                raise
-            errors.extend((c, error_text(exc)) for c in columns)
-            return None
-
     def read_sample(self, now: float) -> Sample:
         """Everything the sampler records for this device. Raises NVMLError only when the
         primary reading fails (power on a device without an energy counter)."""
@@ -178,7 +157,7 @@ class NvmlDevice:
         errors: list[tuple[str, str]] = []
 
         def read(key: str, fn: Callable[[], Any], *columns: str) -> Any:
-            return self._reading(key, fn, errors, columns)
+            return self._secondary.read(key, fn, errors, *columns)
 
         if not self.has_counter:  # energy is integrated from power: a power failure voids it
             power = self.read_power_w()
@@ -218,7 +197,7 @@ class NvmlDevice:
         return float(n.nvmlDeviceGetTemperature(self.handle, n.NVML_TEMPERATURE_GPU))
 
     def read_temperature_c(self) -> float | None:
-        temp: float | None = self._reading("temp", self._temperature, [], ("temperature_c",))
+        temp: float | None = self._secondary.read("temp", self._temperature, [], "temperature_c")
         return temp
 
     def other_processes(self, is_own: Callable[[int], bool]) -> list[OtherProcess] | None:

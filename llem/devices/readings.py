@@ -7,6 +7,7 @@ degrees C, MB (2**20 bytes, the unit of torch's memory figures). ``throttle_mask
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,3 +40,39 @@ class OtherProcess:
 
     def to_dict(self) -> dict[str, Any]:
         return {"device": self.device, "pid": self.pid, "used_memory_mb": self.used_memory_mb}
+
+
+class SecondaryReadings:
+    """One GPU's readings other than its energy figure's own (temperature, clocks, memory,
+    utilisation, throttle reasons): each is None when the vendor library does not support it
+    (from then on) or fails now, the failure kept as ``(column, error text)`` in the sample's
+    ``errors``; it never voids the energy. Anything but the library's own error propagates."""
+
+    def __init__(
+        self,
+        is_not_supported: Callable[[BaseException], bool],
+        is_error: Callable[[BaseException], bool],
+        error_text: Callable[[BaseException], str],
+    ) -> None:
+        self._is_not_supported, self._is_error, self._error_text = (
+            is_not_supported,
+            is_error,
+            error_text,
+        )
+        self._unsupported: set[str] = set()
+
+    def read(
+        self, key: str, fn: Callable[[], Any], errors: list[tuple[str, str]], *columns: str
+    ) -> Any:
+        if key in self._unsupported:
+            return None
+        try:
+            return fn()
+        except Exception as exc:
+            if self._is_not_supported(exc):
+                self._unsupported.add(key)
+                return None
+            if not self._is_error(exc):
+                raise
+            errors.extend((c, self._error_text(exc)) for c in columns)
+            return None
