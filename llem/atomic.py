@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 
@@ -35,3 +37,12 @@ def atomic_write_json(path: Path, data: object) -> Path:
     import json
 
     return atomic_write_text(path, json.dumps(data, indent=2, default=str) + "\n")
+
+
+def atomic_write_csv(path: Path, header: Sequence[str], rows: Iterable[Sequence[object]]) -> Path:
+    """``header`` and ``rows`` as CSV (``\\n`` line ends), written all at once."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(header)
+    writer.writerows(rows)
+    return atomic_write_text(path, buffer.getvalue())

@@ -46,7 +46,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from llem.atomic import atomic_write_text
+from llem.atomic import atomic_write_csv
 from llem.result.migrate import ResultFormatError
 
 SERVER_METRICS_FILE = "server_metrics.csv"
@@ -96,20 +96,17 @@ class ServerMetricsRow:
 
 def write_server_metrics(run_dir: Path | str, rows: Iterable[ServerMetricsRow]) -> Path:
     """Write ``run_dir/server_metrics.csv`` atomically."""
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(_COLUMNS)
-    for r in rows:
-        writer.writerow(
-            [
-                f"{r.time_s:.6f}",
-                _cell(r.running),
-                _cell(r.waiting),
-                _cell(r.prompt_tokens_delta),
-                _cell(r.generation_tokens_delta),
-            ]
-        )
-    return atomic_write_text(Path(run_dir) / SERVER_METRICS_FILE, buffer.getvalue())
+    cells = (
+        [
+            f"{r.time_s:.6f}",
+            _cell(r.running),
+            _cell(r.waiting),
+            _cell(r.prompt_tokens_delta),
+            _cell(r.generation_tokens_delta),
+        ]
+        for r in rows
+    )
+    return atomic_write_csv(Path(run_dir) / SERVER_METRICS_FILE, _COLUMNS, cells)
 
 
 def read_server_metrics(run_dir: Path | str) -> list[ServerMetricsRow]:

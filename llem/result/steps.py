@@ -31,7 +31,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from llem.atomic import atomic_write_text
+from llem.atomic import atomic_write_csv
 from llem.backends.types import StepShare
 from llem.result.migrate import ResultFormatError
 
@@ -62,22 +62,19 @@ class StepRecord:
 
 def write_steps(run_dir: Path | str, steps: Iterable[StepRecord]) -> Path:
     """Write ``run_dir/steps.csv`` atomically."""
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(_COLUMNS)
-    for s in steps:
-        writer.writerow(
-            [
-                _cell(s.start_s),
-                s.end_s,
-                s.running,
-                _cell(s.prefill_tokens),
-                _cell(s.decode_tokens),
-                format_shares(s.shares),
-                _cell(s.energy_j),
-            ]
-        )
-    return atomic_write_text(Path(run_dir) / STEPS_FILE, buffer.getvalue())
+    cells = (
+        [
+            _cell(s.start_s),
+            s.end_s,
+            s.running,
+            _cell(s.prefill_tokens),
+            _cell(s.decode_tokens),
+            format_shares(s.shares),
+            _cell(s.energy_j),
+        ]
+        for s in steps
+    )
+    return atomic_write_csv(Path(run_dir) / STEPS_FILE, _COLUMNS, cells)
 
 
 def read_steps(run_dir: Path | str) -> list[StepRecord]:
