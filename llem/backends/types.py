@@ -164,6 +164,9 @@ class ServeOutput:
     # how the engine's step times were taken (one sentence); with ``steps`` None, why it has none
     step_clock: str | None = None
     shares_estimated: str | None = None  # as ``BatchOutput.shares_estimated``
+    # why the requests have no per-token times (first token, gaps), None where they have them:
+    # answers that came whole (``server.stream=false``)
+    token_times: str | None = None
 
 
 @dataclass(frozen=True)

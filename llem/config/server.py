@@ -5,7 +5,8 @@ for the point (``server.launch``, a preset: ``vllm``, ``llamacpp``, ``sglang`` o
 one of the two is set (``server_rules``). The typed launch keys (``max_num_seqs``) and the
 passthrough ``args`` go to the launched server's command line; ``api_key_env`` names the
 environment variable that holds the API key (the key itself is never written to any file llem
-writes).
+writes). Answers are streamed and prompts sent as token ids, except where the server cannot take
+them (``stream``, ``prompt_token_ids``; llama-cpp-python's server by default).
 """
 
 from __future__ import annotations
@@ -64,6 +65,20 @@ class ServerConfig:
         doc="completions: /v1/completions (token-id prompts); chat: /v1/chat/completions.",
         goes_to=LLEM,
     )
+    stream: bool | None = knob(
+        None,
+        doc="Stream each answer: per-token times (TTFT, ITL, TPOT). false: ask for each answer "
+        "whole, for a server whose stream carries no usage (llama-cpp-python's): usage, E2E and "
+        "throughput, no per-token times. null: false for server.launch=llamacpp, else true.",
+        goes_to=LLEM,
+    )
+    prompt_token_ids: bool | None = knob(
+        None,
+        doc="Send a tokenized prompt as token ids (completions endpoint); false: as its text, "
+        "for a server that takes text prompts only (llama-cpp-python's). null: false for "
+        "server.launch=llamacpp, else true.",
+        goes_to=LLEM,
+    )
     ready_timeout_s: float = knob(
         600.0, doc="Seconds a launched server has to become ready.", goes_to=LLEM, gt=0
     )
@@ -84,7 +99,8 @@ class ServerConfig:
     max_num_seqs: int | None = knob(
         None,
         doc="Requests the server runs together: passed to a launched server (vLLM's "
-        "--max-num-seqs, llama.cpp's --n_parallel, SGLang's --max-running-requests; TGI has no "
+        "--max-num-seqs, SGLang's --max-running-requests; llama-cpp-python's server runs one at a "
+        "time (1 only); TGI has no "
         "such limit: refused); for a running one (server.url), its limit as configured there. "
         "Unset: unknown, and no full-batch steady state is judged.",
         goes_to=LAUNCH,
@@ -95,6 +111,26 @@ class ServerConfig:
         doc="Any other argument of the launched server ({name: value}; true: a bare flag).",
         goes_to=LAUNCH,
     )
+
+
+#: the presets whose server streams no usage and takes text prompts only (llama-cpp-python's:
+#: its streamed chunks carry no ``usage`` and its ``prompt`` is a string or a list of strings)
+WHOLE_TEXT_PRESETS = (Launch.llamacpp,)
+
+
+def streams(config: ServerConfig) -> bool:
+    """Whether answers are streamed: ``server.stream``, else per preset (module docstring)."""
+    if config.stream is not None:
+        return config.stream
+    return config.launch not in WHOLE_TEXT_PRESETS
+
+
+def sends_token_ids(config: ServerConfig) -> bool:
+    """Whether a tokenized prompt is sent as token ids: ``server.prompt_token_ids``, else per
+    preset."""
+    if config.prompt_token_ids is not None:
+        return config.prompt_token_ids
+    return config.launch not in WHOLE_TEXT_PRESETS
 
 
 #: keys that configure the launched server, refused with ``server.url``

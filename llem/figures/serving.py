@@ -13,7 +13,9 @@ most_recent_timestamp)`` at every later chunk, ``output.latency = most_recent_ti
 
 - TTFT = first token - the request's send (``RequestTimeline.sent_s``: when the engine was handed
   the request; for ``generate`` batches, the batch's start, and ``ttft_origin`` says which);
-- end-to-end (e2e) = finish (the last token) - the send;
+- end-to-end (e2e) = finish (the last token) - the send; a request that finished without a
+  first-token time (an answer that came whole, or whose chunks carried no text) has an e2e and
+  none of the per-token figures;
 - TPOT = (e2e - TTFT) / (output tokens - 1); none for a request of one token;
 - ITL: one entry per streamed chunk after the first, the time since the previous chunk, whatever
   the tokens the chunk carries (chunks of 1, 3 and 1 tokens arriving 30 ms and 10 ms apart give
@@ -35,7 +37,8 @@ yet); a mean over a span is time-weighted (the integral of that count over the s
 
 Goodput: a request meets the SLOs when its TTFT, TPOT and e2e are each within ``slo.ttft_ms``,
 ``slo.tpot_ms``, ``slo.e2e_ms`` (a null SLO is not judged; a one-token request has no TPOT and is
-not judged on it). The J per output token of goodput is the window's whole energy divided by the
+not judged on it; one without a first-token time misses an SLO on TTFT or TPOT and is judged on
+e2e alone otherwise). The J per output token of goodput is the window's whole energy divided by the
 output tokens of the requests that met every SLO: what each useful token cost, the energy spent on
 requests that missed included.
 """
@@ -70,16 +73,26 @@ class RequestFigures:
 def request_figures(t: RequestTimeline) -> RequestFigures:
     """TTFT, e2e, TPOT and ITLs of one request (see the module docstring)."""
     first, finish, n = t.first_token_s, t.finish_s, t.output_tokens
-    if first is None or finish is None:
+    if finish is None:
         return RequestFigures(t.request_id, n, None, None, None, ())
-    ttft, e2e = first - t.sent_s, finish - t.sent_s
+    e2e, scheduled = finish - t.sent_s, t.scheduled_s
+    if first is None:  # it finished without a first-token time (a whole answer, no text)
+        return RequestFigures(
+            t.request_id,
+            n,
+            None,
+            e2e,
+            None,
+            (),
+            e2e_from_schedule_s=None if scheduled is None else finish - scheduled,
+        )
+    ttft = first - t.sent_s
     tpot = (e2e - ttft) / (n - 1) if n > 1 else None
     gaps = [t.chunk_times_s[k] - t.chunk_times_s[k - 1] for k in range(1, len(t.chunk_times_s))]
     per_token: list[float] = []
     for gap, tokens in zip(gaps, t.chunk_tokens[1:], strict=True):
         if tokens > 0:
             per_token.extend([gap / tokens] * tokens)
-    scheduled = t.scheduled_s
     return RequestFigures(
         request_id=t.request_id,
         output_tokens=n,
@@ -221,11 +234,14 @@ class Slo:
 
 
 def slo_met(f: RequestFigures, slo: Slo) -> bool | None:
-    """Whether one request met every SLO set; None when no SLO is set. A request without tokens
-    misses every SLO; one of a single token is not judged on TPOT."""
+    """Whether one request met every SLO set; None when no SLO is set. A request that did not
+    finish misses every SLO, one without a first-token time every SLO on TTFT or TPOT; one of a
+    single token is not judged on TPOT."""
     if not slo.any:
         return None
-    if f.ttft_s is None or f.e2e_s is None:
+    if f.e2e_s is None:
+        return False
+    if f.ttft_s is None and (slo.ttft_ms is not None or slo.tpot_ms is not None):
         return False
     checks = (
         (slo.ttft_ms, f.ttft_s),

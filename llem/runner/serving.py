@@ -161,6 +161,7 @@ def fill_serving(
             rule=rule,
             slo=slo,
             paced=ran.served is not None,
+            token_times=ran.served.token_times if ran.served is not None else None,
         ),
     )
     write_requests(run_dir, request_records(timelines, window.start_s, slo))

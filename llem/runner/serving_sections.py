@@ -54,16 +54,34 @@ class SectionInputs:
     rule: SteadyRule
     slo: Slo
     paced: bool  # requests were sent by the pacing driver (Backend.serve)
+    token_times: str | None = None  # why no request has per-token times (ServeOutput's)
+
+
+#: the figures that need each request's per-token times (first token, gaps)
+TOKEN_TIME_LATENCIES = ("ttft_ms", "itl_ms", "tpot_ms", "itl_per_token_ms", "ttft_from_schedule_ms")
+RUNNING = ("running_mean", "running_max", "steady_state_running_mean")
+
+
+def _steady_edges(x: SectionInputs) -> SteadyEdges:
+    """The steady state's edges; without per-token times the full-batch rule (which needs each
+    request's first token) is not applied, and the open-loop one has no running batch."""
+    if x.token_times is not None and not x.rule.open_loop and not x.rule.static_batches:
+        why = f"the full-batch rule needs each request's first-token time ({x.token_times})"
+        return SteadyEdges(None, None, None, BATCH_RULE, why, judged=False)
+    steady = steady_state(x.timelines, x.rule, x.origin_s)
+    if x.token_times is not None:
+        steady = dataclasses.replace(steady, mean_running=None)
+    return steady
 
 
 def fill_sections(result: RunResult, x: SectionInputs) -> None:
     """latency (every request's), traffic, concurrency, steady_state and goodput."""
     figures = [request_figures(t) for t in x.timelines]
-    _latency(result, figures, x.ttft_origin)
+    _latency(result, figures, x.ttft_origin, x.token_times)
     _traffic(result, x)
     w = x.window
     whole = concurrency(x.timelines, w.start_s, w.end_s)
-    steady = steady_state(x.timelines, x.rule, x.origin_s)
+    steady = _steady_edges(x)
     result.concurrency = Concurrency(
         knob=x.knob[0],
         knob_value=x.knob[1] or None,  # 0: the engine does not know its limit
@@ -80,6 +98,11 @@ def fill_sections(result: RunResult, x: SectionInputs) -> None:
     )
     if whole is None:
         result.null_reasons["concurrency.mean"] = "the measured window is empty"
+    if x.token_times is not None:  # running: from the first token on, which is not known
+        result.concurrency = dataclasses.replace(
+            result.concurrency, running_mean=None, running_max=None, steady_state_running_mean=None
+        )
+        result.null_reasons.update({f"concurrency.{k}": x.token_times for k in RUNNING})
     if steady.start_s is None or steady.end_s is None:
         reason = steady.null_reason or "no steady state"
         result.steady_state = None
@@ -102,7 +125,9 @@ def _pct(values: dict[str, float] | None) -> Percentiles:
 NO_SCHEDULE = "no request had a scheduled send time (closed-loop traffic or generate batches)"
 
 
-def _latency(result: RunResult, figures: Sequence[Any], ttft_origin: str) -> None:
+def _latency(
+    result: RunResult, figures: Sequence[Any], ttft_origin: str, token_times: str | None
+) -> None:
     lat = latency_figures(figures)
     latency = result.latency
     latency.ttft_origin = ttft_origin
@@ -120,7 +145,8 @@ def _latency(result: RunResult, figures: Sequence[Any], ttft_origin: str) -> Non
     ):
         setattr(latency, key, _pct(values))
         if values is None:
-            result.null_reasons[f"latency.{key}"] = why
+            untimed = token_times is not None and key in TOKEN_TIME_LATENCIES
+            result.null_reasons[f"latency.{key}"] = token_times if token_times and untimed else why
         else:
             result.null_reasons.pop(f"latency.{key}", None)
 
@@ -196,6 +222,12 @@ def _ratio(energy: Figure, denominator: float, empty: str) -> Figure:
 
 def _goodput(result: RunResult, figures: Sequence[Any], x: SectionInputs) -> None:
     window_s = x.window.window_s
+    timed_slos = [k for k in ("ttft_ms", "tpot_ms") if getattr(x.slo, k) is not None]
+    if x.token_times is not None and timed_slos:
+        result.goodput = None
+        keys = " and ".join(f"slo.{k}" for k in timed_slos)
+        result.null_reasons["goodput"] = f"{keys} cannot be judged: {x.token_times}"
+        return
     g = goodput(figures, x.slo, window_s)
     if g is None:
         result.goodput = None

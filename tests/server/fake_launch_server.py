@@ -18,7 +18,9 @@ import time
 
 class Handler(http.server.BaseHTTPRequestHandler):
     def do_GET(self) -> None:  # noqa: N802 (http.server's name)
-        answers = {"/v1/models": {"data": [{"id": "m"}]}, "/version": {"version": "9.9.9"}}
+        answers: dict[str, object] = {"/v1/models": {"data": [{"id": "m"}]}}
+        if MODE != "noversion":  # a server that reports no version (llama-cpp-python's)
+            answers["/version"] = {"version": "9.9.9"}
         if self.path not in answers:
             self.send_error(404)
             return
@@ -31,6 +33,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def log_message(self, *args: object) -> None:
         pass
+
+
+MODE = sys.argv[3] if len(sys.argv) > 3 else "ok"
 
 
 def main() -> None:

@@ -1,5 +1,6 @@
 """An OpenAI-compatible server double (aiohttp.web, in-process on 127.0.0.1, a free port) whose
-answers the tests plant: the chunks and their delays, the usage, and each fault."""
+answers the tests plant: the chunks and their delays, the usage, and each fault. Asked with
+``"stream": false`` it answers whole, after the chunks' delays."""
 
 from __future__ import annotations
 
@@ -60,6 +61,7 @@ class Plan:
     metrics_gets: int = 0  # GET /metrics received
     metrics_delay_s: float = 0.0  # before each /metrics answer
     seen: list[dict[str, Any]] = field(default_factory=list)  # bodies and headers received
+    text_prompts_only: bool = False  # a prompt that is not a string: 422 (llama-cpp-python's)
 
 
 PLAN = web.AppKey("plan", Plan)
@@ -80,6 +82,10 @@ async def _completions(request: web.Request) -> web.StreamResponse:
         return web.Response(status=500, text="internal trouble: " + "x" * 400)
     if plan.fault == "hang":
         await asyncio.sleep(3600)
+    if plan.text_prompts_only and not isinstance(body.get("prompt", ""), str):
+        return web.json_response({"detail": "prompt: Input should be a valid string"}, status=422)
+    if body.get("stream") is False:
+        return await _whole(request, plan)
     response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
     await response.prepare(request)
     chat = request.path.endswith("/chat/completions")
@@ -93,6 +99,22 @@ async def _completions(request: web.Request) -> web.StreamResponse:
         await response.write(_event({"choices": [choice]}))
     await _end(request, response, plan)
     return response
+
+
+async def _whole(request: web.Request, plan: Plan) -> web.Response:
+    """A whole answer (``"stream": false``): after every planted chunk's delay, their text at once,
+    with the usage (where planted)."""
+    await asyncio.sleep(sum(delay for delay, _, _ in plan.chunks))
+    text = "".join(text for _, text, _ in plan.chunks)
+    chat = request.path.endswith("/chat/completions")
+    choice: dict[str, Any] = {"index": 0, "finish_reason": "length"}
+    choice.update({"message": {"role": "assistant", "content": text}} if chat else {"text": text})
+    answer: dict[str, Any] = {"object": "text_completion", "choices": [choice]}
+    if plan.usage is not None:
+        answer["usage"] = plan.usage
+    if plan.live is not None:
+        plan.live.finish_request()
+    return web.json_response(answer)
 
 
 async def _end(request: web.Request, response: web.StreamResponse, plan: Plan) -> None:

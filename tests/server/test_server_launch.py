@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from llem.backends.server.commands import llamacpp_command, vllm_command
 from llem.backends.server.launch import (
     LaunchedServer,
+    LaunchSpec,
     ServerLaunchError,
     launch,
-    llamacpp_command,
-    vllm_command,
 )
 
 FAKE = Path(__file__).with_name("fake_launch_server.py")
@@ -58,6 +58,24 @@ def test_ready_after_a_delay_with_its_record_and_gone_after(tmp_path: Path) -> N
         pids = _pids(server, tmp_path)
         assert not any(_gone(p) for p in pids)
     assert all(_gone(p) for p in pids)
+
+
+def test_a_server_without_a_version_gets_its_packages_version(tmp_path: Path) -> None:
+    """llama-cpp-python's server answers no /version: the record takes the installed version of
+    the package the command runs (planted here: pytest's), and without one says why."""
+    port = _port()
+    command = (sys.executable, str(FAKE), str(port), "0", "noversion", str(tmp_path / "pids"))
+    url = f"http://127.0.0.1:{port}"
+    with launch(LaunchSpec(command, package="pytest"), url, tmp_path / "a") as server:
+        assert server.record is not None
+        assert (server.record.version, server.record.version_reason) == (pytest.__version__, None)
+    port = _port()
+    command = (sys.executable, str(FAKE), str(port), "0", "noversion", str(tmp_path / "pids"))
+    with launch(command, f"http://127.0.0.1:{port}", tmp_path / "b") as server:
+        assert server.record is not None and server.record.version is None
+        assert "reports no version" in (server.record.version_reason or "")
+    spec = llamacpp_command("m.gguf", 8000)
+    assert spec.package == "llama_cpp_python"  # the server runs in this interpreter
 
 
 def test_exit_before_ready_is_an_error_with_the_logs_tail(tmp_path: Path) -> None:

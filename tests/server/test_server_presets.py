@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from llem.backends.server.launch import sglang_command, tgi_command
+from llem.backends.server.commands import sglang_command, tgi_command
 from llem.backends.server.presets import launch_spec
 from llem.backends.types import BackendSections
 from llem.config.decoder import DecoderConfig

@@ -4,7 +4,8 @@ for the point (``server.launch``), measured through the HTTP client (``client.se
 ``load`` launches the server (its log in the run directory where Hydra's is known, else in a
 temporary directory) or connects to the running one, and checks that ``GET /v1/models`` lists the
 model asked for. Every workload is served (``serve``; ``generate`` is never called). Token counts
-are the server's own ``usage``: a stream without it fails the run, llem never counts them itself.
+are the server's own ``usage``: a stream without it fails the run, llem never counts them itself
+(``server.stream=false`` asks for whole answers instead, which carry it).
 ``unload`` stops a launched server's whole process group; while one is running, SIGTERM raises
 ``SystemExit`` so that the run's ``finally`` paths stop it too (Ctrl-C does so already).
 """
@@ -38,7 +39,7 @@ from llem.backends.types import (
     ScheduledRequest,
     ServeOutput,
 )
-from llem.config.server import Endpoint, ServerConfig
+from llem.config.server import Endpoint, Launch, ServerConfig, sends_token_ids, streams
 from llem.errors import RunError
 
 log = logging.getLogger(__name__)
@@ -130,8 +131,11 @@ class ServerBackend:
         return [list(prompts)]
 
     def batch_size(self, loaded: LoadedModel) -> int:
-        """server.max_num_seqs; 0 when it is unset: the server's own limit is unknown here, so
-        no full-batch steady state is judged (never a made-up 1)."""
+        """server.max_num_seqs; unset, 1 for llama-cpp-python's server (which runs one request
+        at a time), else 0: the server's own limit is unknown here, so no full-batch steady state
+        is judged (never a made-up 1)."""
+        if self.config.max_num_seqs is None and self.config.launch == Launch.llamacpp:
+            return 1
         return int(self.config.max_num_seqs or 0)
 
     # ------------------------------------------------------------------ loading
@@ -211,6 +215,8 @@ class ServerBackend:
             chat=self.config.endpoint == Endpoint.chat,
             min_tokens=d.min_new_tokens,
             ignore_eos=d.min_new_tokens is not None,
+            token_id_prompts=sends_token_ids(self.config),
+            stream=streams(self.config),
             api_key_env=self.config.api_key_env,
             request_timeout_s=self.config.request_timeout_s,
             extra_body=extra,
@@ -247,9 +253,15 @@ class ServerBackend:
         for t in out.requests:
             reason = getattr(t, "usage_reason", None)
             if reason is not None:
+                hint = (
+                    " (server.stream=false asks for whole answers, which carry it, at the cost "
+                    "of per-token times)"
+                    if streams(self.config)
+                    else ""
+                )
                 raise RunError(
                     f"request {t.request_id} to {loaded.base_url}: {reason}; llem takes token "
-                    "counts from the server's usage and does not count them itself"
+                    f"counts from the server's usage and does not count them itself{hint}"
                 )
         if loaded.launched is not None and not loaded.launched.alive():
             raise RunError(f"the launched server exited during the window (log: {_log(loaded)})")

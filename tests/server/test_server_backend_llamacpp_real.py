@@ -1,0 +1,151 @@
+"""``+backend=server server.launch=llamacpp`` for real: llama-cpp-python's OpenAI server launched
+by llem on the default model's GGUF file, as a user runs it (``python -m llem``).
+
+- A sweep over a launch argument (``+server.args.n_ctx``) and a workload key: the server starts
+  once per launch argument and is kept across the points that share it; each point's output
+  tokens are the server's usage (``min_new_tokens`` = ``max_new_tokens``: exact lengths), its
+  answers came whole (llama-cpp-python's stream carries no usage) with the per-token figures null
+  and the reason, and every server process is gone after the sweep.
+- SIGTERM to a run while the server is up: the server process is gone after (checked by pid).
+
+Marked ``llamacpp``: it needs ``llama-cpp-python[server]`` (built from its sdist, see
+docs/engines.md); elsewhere it is skipped with the reason, except where LLEM_NEED_LLAMACPP is set
+(CI's llama.cpp part), where a missing package fails it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from llem.backends.server.client import WHOLE_ANSWERS
+from llem.testing.cli import llem_command, llem_env, output, run_llem
+
+pytestmark = [
+    pytest.mark.llamacpp,
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        importlib.util.find_spec("llama_cpp") is None and not os.environ.get("LLEM_NEED_LLAMACPP"),
+        reason="llama_cpp is not importable here: pip install 'llama-cpp-python[server]'",
+    ),
+]
+
+N_REQUESTS = 4
+BASE = (
+    "+backend=server",
+    "server.launch=llamacpp",
+    "dataset=synthetic",
+    "dataset.input_tokens=16",
+    "measurement.energy=none",
+    "measurement.warmup=0",
+)
+
+
+def _server_pids() -> dict[int, str]:
+    """Every running llama_cpp.server process: pid -> its command line."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        line = " ".join(a.decode(errors="replace") for a in argv if a)
+        if "llama_cpp.server" in line:
+            found[int(entry.name)] = line
+    return found
+
+
+def _results(root: Path) -> list[dict[str, Any]]:
+    paths = sorted(root.glob("outputs/multirun/**/result.json"))
+    return [json.loads(p.read_text()) for p in paths]
+
+
+def test_a_sweep_launches_per_launch_argument_counts_usage_and_stops_every_server(
+    tmp_path: Path,
+) -> None:
+    import llama_cpp
+
+    before = set(_server_pids())
+    proc = run_llem(
+        *BASE,
+        "decoder.max_new_tokens=6,10",
+        "decoder.min_new_tokens=${decoder.max_new_tokens}",
+        "traffic=gamma",
+        "traffic.rate_per_s=4",
+        "traffic.burstiness=0.5",
+        f"traffic.n_requests={N_REQUESTS}",
+        "+server.args.n_ctx=512,1024",
+        multirun=True,
+        cwd=tmp_path,
+        timeout=600,
+    )
+    assert proc.returncode == 0, output(proc)
+    results = _results(tmp_path)
+    assert len(results) == 4
+    for r in results:
+        assert r["status"] == "ok", r.get("error")
+        new = r["config"]["decoder"]["max_new_tokens"]
+        assert r["workload"]["output_tokens"] == N_REQUESTS * new  # the usage, exact lengths
+        s = r["server"]
+        assert s["launched"] and s["version"] == llama_cpp.__version__
+        assert s["usage_completion_tokens"] == N_REQUESTS * new
+        assert s["launch_to_ready_s"] > 0 and "llama_cpp.server" in s["command"]
+        assert r["latency"]["e2e_ms"]["p50"] > 0
+        assert r["null_reasons"]["latency.ttft_ms"] == WHOLE_ANSWERS
+        assert "404" in r["null_reasons"]["server.metrics_source"]  # no /metrics: said so
+    # one launch per n_ctx, kept for the other point of its group
+    commands = {r["server"]["command"] for r in results}
+    assert len(commands) == 2 and {"--n_ctx 512" in c for c in commands} == {True, False}
+    assert sorted(r["lifecycle"]["model_reused"] for r in results) == [False, False, True, True]
+    ready_s = [r["server"]["launch_to_ready_s"] for r in results]
+    print(f"\nllama.cpp server launch-to-ready (s): {ready_s}")
+    assert set(_server_pids()) <= before  # every server llem started is gone
+
+
+def test_sigterm_to_a_run_stops_its_llamacpp_server(tmp_path: Path) -> None:
+    before = set(_server_pids())
+    run_dir = tmp_path / "run"
+    command = llem_command(
+        *BASE,
+        "traffic=offline",
+        "traffic.n_requests=400",
+        "decoder.max_new_tokens=64",
+        f"hydra.run.dir={run_dir}",
+    )
+    proc = subprocess.Popen(
+        command, env=llem_env(), cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
+    try:
+        deadline, started = time.monotonic() + 240, {}
+        while not started and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.5)
+            log = run_dir / "llem.log"
+            if log.exists() and "server ready" in log.read_text():
+                started = {p: c for p, c in _server_pids().items() if p not in before}
+        assert started, output_of(proc)
+        (pid,) = started
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert pid not in _server_pids()
+    result = json.loads((run_dir / "result.json").read_text())
+    assert result["status"] != "ok"
+
+
+def output_of(proc: subprocess.Popen[bytes]) -> str:
+    if proc.poll() is None:
+        return "the run did not report its server ready in time"
+    assert proc.stdout is not None
+    return proc.stdout.read().decode(errors="replace")[-4000:]
