@@ -10,12 +10,13 @@ ready (its ``load_s``). A load time measured on another host says nothing about 
 this host's are read.
 
 The file stays small: a key keeps its last ``KEEP_PER_KEY`` times, and the file the ``MAX_KEYS``
-keys (all hosts together) measured most recently. Writes are atomic; two processes recording at
+(host, key) entries measured most recently. Writes are atomic; two processes recording at
 the same moment may lose one of the two times, never the file. A file that cannot be read or
 written costs one warning line (once per process), never a run: it is read as empty, and a file
 that could not be read is replaced by the next record.
 
-Format history: 1, the first (``{"format": 1, "hosts": {host: {key: [{"s", "at"}, ...]}}}``).
+Format history: 1, the first (``{"format": 1, "loads": [{"host", "key", "times": [{"s", "at"}]}]}``,
+the entries in the order of their last record, the most recent last).
 """
 
 from __future__ import annotations
@@ -38,8 +39,9 @@ FORMAT = 1
 KEEP_PER_KEY = 5
 MAX_KEYS = 300
 
-# host name -> load key -> [{"s": seconds, "at": UTC ISO 8601}], oldest first
-Stored = dict[str, dict[str, list[dict[str, Any]]]]
+# [{"host": name, "key": load key, "times": [{"s": seconds, "at": UTC ISO 8601}]}], the times
+# oldest first and the entries by their last record, oldest first
+Stored = list[dict[str, Any]]
 
 _warned: set[str] = set()  # the files already warned about in this process
 
@@ -52,9 +54,12 @@ def this_host_load_times(
     path: Path | None = None, host: str | None = None
 ) -> dict[str, list[float]]:
     """This host's recorded load times (s, oldest first) by load key; empty when none are."""
-    stored = _read(path or load_times_path())
-    mine = stored.get(host or socket.gethostname(), {})
-    return {key: [float(t["s"]) for t in times] for key, times in mine.items()}
+    host = host or socket.gethostname()
+    return {
+        e["key"]: [float(t["s"]) for t in e["times"]]
+        for e in _read(path or load_times_path())
+        if e["host"] == host
+    }
 
 
 def record_load(
@@ -65,56 +70,50 @@ def record_load(
     if not _seconds(load_s):
         return
     path = path or load_times_path()
+    host = host or socket.gethostname()
     stored = _read(path)
-    times = stored.setdefault(host or socket.gethostname(), {}).setdefault(load_key, [])
-    times.append({"s": round(float(load_s), 3), "at": utc_now()})
-    del times[:-KEEP_PER_KEY]
+    mine = [e for e in stored if (e["host"], e["key"]) == (host, load_key)]
+    times = mine[0]["times"] if mine else []
+    times = [*times, {"s": round(float(load_s), 3), "at": utc_now()}][-KEEP_PER_KEY:]
+    stored = [e for e in stored if e not in mine] + [
+        {"host": host, "key": load_key, "times": times}
+    ]
     try:
-        atomic_write_json(path, {"format": FORMAT, "hosts": _bounded(stored)})
+        atomic_write_json(path, {"format": FORMAT, "loads": stored[-MAX_KEYS:]})
     except OSError as exc:
         _warn(path, f"load time cache {path} not writable ({exc}); this load time is not kept")
-
-
-def _bounded(stored: Stored) -> Stored:
-    """The ``MAX_KEYS`` (host, key) entries measured most recently."""
-    entries = [(times[-1]["at"], h, k) for h, keys in stored.items() for k, times in keys.items()]
-    keep = {(h, k) for _, h, k in sorted(entries, reverse=True)[:MAX_KEYS]}
-    out: Stored = {}
-    for h, keys in stored.items():
-        kept = {k: times for k, times in keys.items() if (h, k) in keep}
-        if kept:
-            out[h] = kept
-    return out
 
 
 def _read(path: Path) -> Stored:
     try:
         return _parse(json.loads(path.read_text(encoding="utf-8")))
     except FileNotFoundError:
-        return {}
+        return []
     except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
         _warn(path, f"load time cache {path} not readable ({exc}); ignored")
-        return {}
+        return []
 
 
 def _parse(data: Any) -> Stored:
-    """The stored times, checked; anything unexpected raises (the whole file is ignored)."""
+    """The stored entries, checked; anything unexpected raises (the whole file is ignored)."""
     if data.get("format") != FORMAT:
         raise ValueError(f"format {data.get('format')!r}, this llem reads {FORMAT}")
-    stored: Stored = {}
-    for host, keys in data["hosts"].items():
-        for key, times in keys.items():
-            if not isinstance(times, list) or not times:
-                raise ValueError(f"no list of times for a key of host {host!r}")
-            for t in times:
-                s = t["s"]
-                if isinstance(s, bool) or not isinstance(s, int | float) or not _seconds(s):
-                    raise ValueError(f"a load time of {s!r}")
-                if not isinstance(t["at"], str):
-                    raise ValueError(f"a measurement time of {t['at']!r}")
-            stored.setdefault(str(host), {})[str(key)] = [
-                {"s": t["s"], "at": t["at"]} for t in times
-            ]
+    stored: Stored = []
+    for entry in data["loads"]:
+        host, key, times = entry["host"], entry["key"], entry["times"]
+        if not isinstance(host, str) or not isinstance(key, str):
+            raise ValueError(f"an entry of host {host!r} and key {key!r}")
+        if not isinstance(times, list) or not times:
+            raise ValueError(f"no list of times for a key of host {host!r}")
+        for t in times:
+            s = t["s"]
+            if isinstance(s, bool) or not isinstance(s, int | float) or not _seconds(s):
+                raise ValueError(f"a load time of {s!r}")
+            if not isinstance(t["at"], str):
+                raise ValueError(f"a measurement time of {t['at']!r}")
+        stored.append(
+            {"host": host, "key": key, "times": [{"s": t["s"], "at": t["at"]} for t in times]}
+        )
     return stored
 
 
