@@ -90,7 +90,8 @@ def _read(path: Path) -> Stored:
     except FileNotFoundError:
         return []
     except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
-        _warn(path, f"load time cache {path} not readable ({exc}); ignored")
+        why = f"{type(exc).__name__}: {exc}"
+        _warn(path, f"load time cache {path} not readable ({why}); ignored")
         return []
 
 
