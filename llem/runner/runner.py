@@ -38,6 +38,7 @@ from llem.runner.assemble import (
 )
 from llem.runner.environment import EnvironmentCache, write_environment
 from llem.runner.gpu_settings import GpuSettings, requested_settings
+from llem.runner.load_times import record_load
 from llem.runner.preflight import preflight
 from llem.runner.prepare import prepare
 from llem.runner.progress import BatchProgress
@@ -281,6 +282,7 @@ class Runner:
             # objects (0.4 s of a 4-point sweep on the tiny model; bench/sweep_floor.py).
             gc.freeze()
             loaded = backend.load(device)
+            record_load(key, loaded.load_s)  # for later sweep plans' estimates
         life = result.lifecycle
         result.dtype = loaded.dtype
         life.load_s = 0.0 if reused else round(loaded.load_s, 3)

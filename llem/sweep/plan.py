@@ -21,7 +21,7 @@ import logging
 import random
 import shutil
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -30,6 +30,7 @@ from llem.app.overrides import key_of, swept_keys
 from llem.atomic import atomic_write_json
 from llem.config.schema import SweepOrder
 from llem.result import RunResult, SweepPosition, utc_now
+from llem.sweep.load_estimate import estimate_loads, loads_in_order
 from llem.sweep.superseded import supersede, supersede_stamp
 
 log = logging.getLogger("llem.sweep")
@@ -50,6 +51,7 @@ class Point:
     label: str = ""  # the swept overrides only (set by make_plan); all of them when nothing varies
     found_at: int | None = None  # done: the directory its finished result was found in
     power_limit_w: float | None = None  # gpu.power_limit_w: orders the points of a group
+    launches: bool = False  # its load launches a server (the load time: launch to ready)
 
     def __post_init__(self) -> None:
         if not self.label:
@@ -87,6 +89,7 @@ class Plan:
     seed: int
     run_order: list[int]  # indices of the points to run, in the order they will run
     swept: list[str] = field(default_factory=list)  # override keys that vary between points
+    load_times: Mapping[str, Sequence[float]] | None = None  # this host's; None: no estimate
 
     @property
     def skipped(self) -> list[Point]:
@@ -96,24 +99,22 @@ class Plan:
     def done(self) -> list[Point]:
         return [p for p in self.points if p.status == "done"]
 
-    def model_loads(self, reuse: bool) -> int:
-        """How many model loads the run order implies (consecutive equal load keys share one)."""
-        loads, previous = 0, None
+    def loading(self, reuse: bool) -> list[Point]:
+        """The points that load a model, in run order (``loads_in_order``)."""
         by_index = {p.index: p for p in self.points}
-        for i in self.run_order:
-            key = by_index[i].load_key
-            if not reuse or key != previous:
-                loads += 1
-            previous = key
-        return loads
+        return loads_in_order([by_index[i] for i in self.run_order], reuse)
+
+    def model_loads(self, reuse: bool) -> int:
+        return len(self.loading(reuse))
 
     def short(self, reuse: bool) -> str:
-        n = len(self.points)
+        n, loading, times = len(self.points), self.loading(reuse), self.load_times
+        estimate = "" if times is None else estimate_loads(loading, times).text()
         return (
             f"sweep plan: {n} point{'s' if n != 1 else ''} · {len(self.skipped)} skipped · "
             f"{len(self.done)} already done · {len(self.run_order)} to run · order "
-            f"{self.order.value} · {self.model_loads(reuse)} model load(s)"
-            f"{'' if reuse else ' (reuse off)'}"
+            f"{self.order.value} · {len(loading)} model load(s)"
+            f"{'' if reuse else ' (reuse off)'}{estimate}"
         )
 
     def position(self, index: int) -> int | None:

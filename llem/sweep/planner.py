@@ -113,6 +113,7 @@ class Planner:
         point.power_limit_w = exp.gpu.power_limit_w  # the run order steps through the limits
         device = resolve_device(exp.device, self.has_cuda)
         point.load_key = create_backend(exp).load_key(device)
+        point.launches = exp.backend == "server" and exp.server.launch is not None
         if self.dry_run or self.check_preflight:
             point.preflight = collect_problems(exp, self.has_cuda, self.preflight_memo)
         return point

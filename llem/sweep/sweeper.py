@@ -43,6 +43,7 @@ from llem.app.compose.studies import check_study, record_study
 from llem.app.overrides import swept_keys
 from llem.errors import ConfigError, PreflightError, interrupted_by
 from llem.result import ErrorInfo
+from llem.runner.load_times import this_host_load_times
 from llem.runner.preflight import cuda_available
 from llem.sweep import display
 from llem.sweep.launch import Launch, batch_size, in_process, outcome, runs_here, write_record
@@ -154,6 +155,7 @@ class GridSweeper(Sweeper):
                 settings.seed,
                 before_reading=lambda: self._take(lock),
             )
+            plan.load_times = self._load_times()
             refuse_shared_preflight(plan, lock)
             return self._run(planner, plan, sweep_dir, settings)
         finally:
@@ -179,11 +181,19 @@ class GridSweeper(Sweeper):
         """Print the plan and every point's pre-flight result; launch nothing, write nothing."""
         assert self.config is not None
         plan = make_plan(jobs, planner.analyse, sweep_dir, settings.order, settings.seed)
+        plan.load_times = self._load_times()
         local = in_process(self.config)
         for line in plan.describe(settings.reuse_model and local):
             print(line)
         self._finished([], preflight_failed=any(p.preflight for p in plan.points))
         return []
+
+    def _load_times(self) -> dict[str, list[float]] | None:
+        """This host's measured load times for the plan's estimate; None (no estimate) when the
+        points run on other machines (a cluster launcher), whose load times are not known here."""
+        assert self.config is not None
+        here = in_process(self.config) or runs_here(self.launcher)
+        return this_host_load_times() if here else None
 
     def _prepare_directory(self, plan: Plan, sweep_dir: Path, reuse: bool, size: int) -> None:
         """Settle older results, write the plan, the study and every skipped point's record."""
