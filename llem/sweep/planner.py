@@ -112,8 +112,10 @@ class Planner:
         point.repeat = exp.repeat
         point.power_limit_w = exp.gpu.power_limit_w  # the run order steps through the limits
         device = resolve_device(exp.device, self.has_cuda)
-        point.load_key = create_backend(exp).load_key(device)
-        point.launches = exp.backend == "server" and exp.server.launch is not None
+        backend = create_backend(exp)
+        point.load_key = backend.load_key(device)
+        # its load is a server's launch to ready (the plan's estimate says so)
+        point.launches = bool(getattr(backend, "launches_server", False))
         if self.dry_run or self.check_preflight:
             point.preflight = collect_problems(exp, self.has_cuda, self.preflight_memo)
         return point

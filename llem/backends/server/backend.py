@@ -100,6 +100,11 @@ class ServerBackend:
         return self.sections.engine
 
     @property
+    def launches_server(self) -> bool:
+        """Whether loading starts a server (``server.launch``): the load is its launch to ready."""
+        return self.config.launch is not None
+
+    @property
     def served_name(self) -> str:
         return self.config.model or self.sections.model.name_or_path
 
