@@ -6,7 +6,8 @@
 The commands are the lines of the pages' ```bash blocks (a trailing ``\\`` continues a line; a
 ``# ...`` comment is dropped). A command that needs what this machine may not have is not run, and
 the line says why: ``gpu`` (an NVIDIA GPU, root), ``cluster`` (SLURM), ``server`` (the vLLM
-environment), ``network`` (pip or the hub), ``yours`` (a file or directory the reader brings:
+environment), ``llamacpp`` (llama-cpp-python's server, built from source), ``network`` (pip or
+the hub), ``yours`` (a file or directory the reader brings:
 ``DIR``, ``<...>``, ``/models/...``, an example sweep), ``slow`` (benches, the test suite: minutes
 each) and ``writes`` (writes into the checkout; a test covers it). The rules are ``SKIPS`` below,
 first match first; a new command that fits none of them runs.
@@ -15,7 +16,8 @@ A llem run is run as a dry run (``dry_run=true``: composed, validated and pre-fl
 loaded), its directory in a temporary folder, so the check takes seconds per command; ``--real``
 runs it as written. ``--vllm-python PY`` runs only the commands of the vLLM environment's
 interpreter (``.venv-vllm/bin/python ...``), with PY, where that environment exists (CI's vLLM
-part). Other commands run as written, from the checkout, each page's in order (a page
+part); ``--llamacpp`` only those that need llama-cpp-python (CI's llama.cpp part, once it is
+installed). Other commands run as written, from the checkout, each page's in order (a page
 may build what its next command uses); ``--jobs`` pages run at once (2: both of CI's cores; a
 command mostly waits for a Python process to start). Prints PASS, FAIL or SKIP per command, page
 by page, and exits 1 when one failed.
@@ -41,7 +43,8 @@ SKIPS: list[tuple[str, tuple[str, ...]]] = [
     ("gpu", (r"device=cuda", r"^sudo ", r"gpu_acceptance", r"llem\.gpu ", r"gpu\.power_limit_w")),
     ("cluster", (r"slurm",)),
     ("server", (r"\.venv-vllm", r"\+backend=vllm", r"--vllm")),
-    ("network", (r"pip install", r"wheels\.sh", r"scripts/setup\.sh")),
+    ("llamacpp", (r"server\.launch=llamacpp", r"stack=llamacpp_server")),
+    ("network", (r"pip install", r"wheels\.sh", r"scripts/setup\.sh", r"build_llamacpp\.sh")),
     ("network", (r"=HuggingFaceTB/", r"=org/", r"dataset\.task=gsm8k")),  # gsm8k: the hub's data
     ("yours", (r"<[a-z]", r"\bDIR\b", r"=/models/", r"my_prompts", r"trace\.csv", r"sweepA")),
     ("yours", (r"my_study", r"outputs/multirun/20")),
@@ -89,16 +92,24 @@ def page_commands(path: Path) -> list[Command]:
     return found
 
 
-def skip_reason(command: str, vllm_python: str | None = None) -> str | None:
+def skip_reason(command: str, vllm_python: str | None = None, llamacpp: bool = False) -> str | None:
     """Why ``command`` is not run here (None: it runs). With ``vllm_python``, a command of the
-    vLLM environment's interpreter runs with that one, unless another rule skips it."""
+    vLLM environment's interpreter runs with that one, unless another rule skips it; with
+    ``llamacpp`` (llama-cpp-python is installed here), a command that needs it runs."""
     for category, marks in SKIPS:
         if category == "server" and vllm_python and command.startswith(VLLM_PYTHON + " "):
+            continue
+        if category == "llamacpp" and llamacpp:
             continue
         hit = next((m for m in map(re.compile, marks) if m.search(command)), None)
         if hit is not None:
             return f"{category} ({hit.pattern!r})"
     return None
+
+
+def _needs_llamacpp(command: str) -> bool:
+    marks = dict(SKIPS)["llamacpp"]
+    return any(re.search(m, command) for m in marks)
 
 
 def argv_text(
@@ -134,9 +145,15 @@ def _quote(s: str) -> str:
 
 
 def run(
-    cmd: Command, real: bool, scratch: Path, n: int, timeout: float, vllm_python: str | None = None
+    cmd: Command,
+    real: bool,
+    scratch: Path,
+    n: int,
+    timeout: float,
+    vllm_python: str | None = None,
+    llamacpp: bool = False,
 ) -> tuple[str, str]:
-    reason = skip_reason(cmd.text, vllm_python)
+    reason = skip_reason(cmd.text, vllm_python, llamacpp)
     if reason is not None:
         return "SKIP", reason
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
@@ -173,6 +190,11 @@ def main(argv: list[str] | None = None) -> int:
         metavar="PY",
         help=f"run the commands of {VLLM_PYTHON} with PY, and only those (CI's vLLM part)",
     )
+    parser.add_argument(
+        "--llamacpp",
+        action="store_true",
+        help="run the commands that need llama-cpp-python, and only those (CI's llama.cpp part)",
+    )
     parser.add_argument("--jobs", type=int, default=2, help="pages run at once (default 2)")
     args = parser.parse_args(argv)
     pages = args.pages or [*sorted((REPO / "docs").glob("*.md")), REPO / "README.md"]
@@ -183,14 +205,15 @@ def main(argv: list[str] | None = None) -> int:
             cmds = [
                 c
                 for c in page_commands(page)
-                if not args.vllm_python or c.text.startswith(VLLM_PYTHON + " ")
+                if (not args.vllm_python or c.text.startswith(VLLM_PYTHON + " "))
+                and (not args.llamacpp or _needs_llamacpp(c.text))
             ]
             numbered.append([(n + i + 1, c) for i, c in enumerate(cmds)])
             n += len(cmds)
 
         def run_page(page: list[tuple[int, Command]]) -> list[tuple[str, str, Command]]:
             return [
-                (*run(c, args.real, Path(tmp), i, args.timeout, args.vllm_python), c)
+                (*run(c, args.real, Path(tmp), i, args.timeout, args.vllm_python, args.llamacpp), c)
                 for i, c in page
             ]
 

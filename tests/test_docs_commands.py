@@ -69,3 +69,12 @@ def test_vllm_commands_skip_without_the_vllm_interpreter_and_run_with_it(
     )
     text = docs.argv_text(cmd, False, Path("/s"), 2, "/v/bin/python")
     assert text == "/v/bin/python -m llem +backend=vllm hydra.run.dir=/s/2 dry_run=true"
+
+
+def test_llamacpp_commands_skip_until_llamacpp_is_installed(docs: ModuleType) -> None:
+    cmd = "python -m llem +backend=server server.launch=llamacpp"
+    assert docs.skip_reason(cmd).startswith("llamacpp")
+    assert docs.skip_reason(cmd, llamacpp=True) is None
+    build = "bash scripts/build_llamacpp.sh ~/.cache/llem/wheels .venv"
+    assert docs.skip_reason(build, llamacpp=True).startswith("network")
+    assert docs._needs_llamacpp(cmd) and not docs._needs_llamacpp("python -m llem")
