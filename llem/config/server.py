@@ -1,16 +1,19 @@
 """The ``server:`` group: ``+backend=server``, any OpenAI-compatible server.
 
 A run measures either a server that is already running (``server.url``) or one that llem starts
-for the point (``server.launch``, a preset: ``vllm``, ``llamacpp``, ``sglang`` or ``tgi``); exactly
-one of the two is set (``server_rules``). The typed launch keys (``max_num_seqs``) and the
-passthrough ``args`` go to the launched server's command line; ``api_key_env`` names the
-environment variable that holds the API key (the key itself is never written to any file llem
-writes). Answers are streamed and prompts sent as token ids, except where the server cannot take
-them (``stream``, ``prompt_token_ids``; llama-cpp-python's server by default).
+for the point (``server.launch``, a preset: ``vllm``, ``llamacpp``, ``sglang`` or ``tgi``, or
+``command``: the command line ``server.command`` gives, a template whose placeholders
+``COMMAND_FIELDS`` lists); exactly one of the two is set (``server_problems``). The typed launch
+keys (``max_num_seqs``) and the passthrough ``args`` go to a preset's command line;
+``api_key_env`` names the environment variable that holds the API key (the key itself is never
+written to any file llem writes). Answers are streamed and prompts sent as token ids, except
+where the server cannot take them (``stream``, ``prompt_token_ids``; llama-cpp-python's server
+by default).
 """
 
 from __future__ import annotations
 
+import string
 from dataclasses import dataclass, fields
 from enum import Enum
 from typing import Any
@@ -27,6 +30,13 @@ class Launch(Enum):
     llamacpp = "llamacpp"
     sglang = "sglang"
     tgi = "tgi"
+    command = "command"  # server.command, a template of one's own
+
+
+#: the placeholders of ``server.command``: the model as a directory (llem's converted copy of a
+#: GGUF file) or the GGUF file itself, where to listen, the name requests use, the batch limit
+#: and the dtype
+COMMAND_FIELDS = ("model", "gguf", "host", "port", "served", "max_num_seqs", "dtype")
 
 
 class Endpoint(Enum):
@@ -44,9 +54,17 @@ class ServerConfig:
     )
     launch: Launch | None = knob(
         None,
-        doc="Start a server for the point with this preset (vllm, llamacpp, sglang, tgi); exactly "
-        "one of url and launch.",
+        doc="Start a server for the point with this preset (vllm, llamacpp, sglang, tgi), or "
+        "command: server.command's; exactly one of url and launch.",
         goes_to=LLEM,
+    )
+    command: str | None = knob(
+        None,
+        doc="The command server.launch=command starts (split as a shell would, run without one): "
+        "a template with {model} (the model's directory; a GGUF model's converted copy), {gguf} "
+        "(the GGUF file), {host}, {port}, {served} (the model name requests use), "
+        "{max_num_seqs} and {dtype}, e.g. 'trtllm-serve {model} --host {host} --port {port}'.",
+        goes_to=LAUNCH,
     )
     model: str | None = knob(
         None,
@@ -92,7 +110,8 @@ class ServerConfig:
     )
     gpus: list[int] | None = knob(
         None,
-        doc="GPU indices an external server (url) runs on, for its energy.",
+        doc="GPU indices an external server (url) or server.command's runs on, for its energy "
+        "(null with server.command: the first GPU).",
         goes_to=LLEM,
         ge=0,
     )
@@ -134,7 +153,49 @@ def sends_token_ids(config: ServerConfig) -> bool:
 
 
 #: keys that configure the launched server, refused with ``server.url``
-LAUNCH_ONLY = ("port", "args")
+LAUNCH_ONLY = ("port", "args", "command")
+
+
+def command_fields(template: str) -> list[str]:
+    """The placeholders ``template`` uses (``{name}``); raises ValueError where it is malformed."""
+    return [name for _, name, _, _ in string.Formatter().parse(template) if name is not None]
+
+
+def _command_problems(config: ServerConfig) -> list[str]:
+    """What ``server.launch=command`` and ``server.command`` cannot run with."""
+    if config.launch != Launch.command:
+        if config.command is None:
+            return []
+        shown = config.launch.value if config.launch else None
+        return [f"server.command is started by server.launch=command only (it is {shown})"]
+    if not (config.command or "").strip():
+        return [
+            "server.launch=command needs server.command: the command line that starts the "
+            "server, e.g. 'trtllm-serve {model} --host {host} --port {port}'"
+        ]
+    try:
+        used = command_fields(config.command or "")
+    except ValueError as exc:
+        return [f"server.command={config.command!r}: not a template ({exc})"]
+    allowed = ", ".join("{" + f + "}" for f in COMMAND_FIELDS)
+    p = [
+        f"server.command: {{{name}}} is not a placeholder (allowed: {allowed})"
+        for name in used
+        if name not in COMMAND_FIELDS
+    ]
+    if "port" not in used and config.port is None:
+        p.append(
+            "server.command has no {port}: put it where the server takes its port, or set "
+            "server.port to the port the command listens on"
+        )
+    if "max_num_seqs" in used and config.max_num_seqs is None:
+        p.append("server.command uses {max_num_seqs}: set server.max_num_seqs")
+    if config.args:
+        p.append(
+            "server.args are a preset's extra arguments; with server.launch=command write them "
+            "into server.command"
+        )
+    return p
 
 
 def server_problems(config: ServerConfig) -> list[str]:
@@ -157,9 +218,9 @@ def server_problems(config: ServerConfig) -> list[str]:
                     f"server.{f.name} configures a launched server and does not apply to "
                     f"server.url={config.url}"
                 )
-    elif config.gpus is not None:
+    elif config.gpus is not None and config.launch != Launch.command:
         p.append(
-            "server.gpus is for a server that is already running (server.url); a launched "
-            "server's GPUs come from its own arguments"
+            "server.gpus is for a server that is already running (server.url) or started by "
+            "server.command; a preset's GPUs come from its own arguments"
         )
-    return p
+    return p + ([] if config.url is not None else _command_problems(config))

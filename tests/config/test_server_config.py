@@ -14,7 +14,7 @@ from llem.testing.cli import output, run_llem
 
 NEITHER = (
     "backend=server needs exactly one of server.url (a running server) and server.launch "
-    "(vllm, llamacpp, sglang, tgi): neither is set"
+    "(vllm, llamacpp, sglang, tgi, command): neither is set"
 )
 
 

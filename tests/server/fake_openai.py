@@ -152,8 +152,8 @@ async def _metrics(request: web.Request) -> web.Response:
 
 
 @asynccontextmanager
-async def fake_server(plan: Plan) -> AsyncIterator[str]:
-    """Serve ``plan`` on 127.0.0.1 (a free port) and yield the base URL."""
+async def fake_server(plan: Plan, port: int = 0) -> AsyncIterator[str]:
+    """Serve ``plan`` on 127.0.0.1 (``port``; 0: a free one) and yield the base URL."""
     app = web.Application()
     app[PLAN] = plan
     app.router.add_post("/v1/completions", _completions)
@@ -162,7 +162,7 @@ async def fake_server(plan: Plan) -> AsyncIterator[str]:
     app.router.add_get("/metrics", _metrics)
     runner = web.AppRunner(app, shutdown_timeout=0.1)
     await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
+    site = web.TCPSite(runner, "127.0.0.1", port)
     await site.start()
     port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
     try:

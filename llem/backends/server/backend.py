@@ -119,6 +119,7 @@ class ServerBackend:
                 port=c.port,
                 max_num_seqs=c.max_num_seqs,
                 args=dict(c.args),
+                command=c.command,
                 checkpoint=self.sections.model.name_or_path,
                 gguf_file=self.sections.model.gguf_file,
                 dtype=self.sections.model.dtype,
@@ -147,7 +148,11 @@ class ServerBackend:
     def load(self, device: str) -> ServerModel:
         t0 = time.perf_counter()
         m, preset = self.sections.model, self.config.launch
-        served = None if preset is None else checkpoint.launch_checkpoint(m, preset.value)
+        served = (
+            None
+            if preset is None
+            else checkpoint.launch_checkpoint(m, preset.value, self.config.command)
+        )
         tokenizer = checkpoint.tokenizer(m, served)
         launched: LaunchedServer | None = None
         record: LaunchRecord | None = None

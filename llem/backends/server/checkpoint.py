@@ -27,12 +27,13 @@ def local_path(m: ModelConfig) -> str:
     return path
 
 
-def launch_checkpoint(m: ModelConfig, preset: str) -> str:
-    """What ``preset``'s server loads for ``m``."""
+def launch_checkpoint(m: ModelConfig, preset: str, template: str | None = None) -> str:
+    """What ``preset``'s server loads for ``m`` (``template``: ``server.command``, whose GGUF
+    model is converted only where it names ``{model}``)."""
     path = local_path(m)
     if not m.gguf_file:
         return path
-    if preset == "llamacpp":
+    if preset == "llamacpp" or (preset == "command" and "{model}" not in (template or "")):
         return os.path.join(path, m.gguf_file)
     return str(convert_gguf(Path(path), m.gguf_file, m.trust_remote_code))
 

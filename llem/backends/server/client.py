@@ -34,6 +34,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from llem.backends.server.answer import Answer, chunk_counts, count
 from llem.backends.traffic.driver import drive
 from llem.backends.types import Prompt, RequestTimeline, ScheduledRequest, ServeOutput
 from llem.errors import RunError
@@ -154,52 +155,6 @@ def _text(config: ClientConfig, prompt: Prompt) -> str:
     return config.detokenize(prompt.token_ids)
 
 
-@dataclass
-class _Stream:
-    """What one stream has carried so far."""
-
-    times_s: list[float] = field(default_factory=list)
-    texts: list[str] = field(default_factory=list)
-    token_ids: list[list[int] | None] = field(default_factory=list)
-    usage: dict[str, Any] | None = None
-    finish_reason: str | None = None
-    ended_s: float | None = None  # when the finish_reason arrived
-    done: bool = False
-
-    def take(self, event: dict[str, Any], at_s: float, chat: bool) -> None:
-        """Fold one parsed ``data:`` event in (arrived at ``at_s``)."""
-        if isinstance(event.get("usage"), dict):
-            self.usage = event["usage"]
-        for choice in event.get("choices") or []:
-            if chat:
-                text = (choice.get("delta") or {}).get("content") or ""
-            else:
-                text = choice.get("text") or ""
-            ids = choice.get("token_ids")
-            if text or ids:
-                self.times_s.append(at_s)
-                self.texts.append(text)
-                self.token_ids.append(list(ids) if ids is not None else None)
-            if choice.get("finish_reason"):
-                self.finish_reason = choice["finish_reason"]
-                self.ended_s = at_s
-
-    def take_whole(self, answer: dict[str, Any], at_s: float, chat: bool) -> None:
-        """Fold a whole (not streamed) answer in, received at ``at_s``: one chunk with all its
-        text, whatever the text (its tokens are the usage's)."""
-        if isinstance(answer.get("usage"), dict):
-            self.usage = answer["usage"]
-        choices = answer.get("choices") or [{}]
-        choice = choices[0] if isinstance(choices[0], dict) else {}
-        if chat:
-            text = (choice.get("message") or {}).get("content") or ""
-        else:
-            text = choice.get("text") or ""
-        self.times_s, self.texts, self.token_ids = [at_s], [text], [None]
-        self.finish_reason = choice.get("finish_reason")
-        self.ended_s, self.done = at_s, True
-
-
 class HttpClient:
     """Sends requests to one server over one ``aiohttp`` session (``submit`` is ``drive``'s)."""
 
@@ -224,7 +179,7 @@ class HttpClient:
 
         body = request_body(self.config, request.prompt)
         url = self.config.endpoint
-        stream = _Stream()
+        stream = Answer()
         sent: list[float] = []
         try:
             await asyncio.wait_for(
@@ -241,7 +196,7 @@ class HttpClient:
             self._fail(f"request {request.request_id} to {url}: the connection failed ({e})")
         return self._timeline(request, arrival_s, sent[0], stream)
 
-    async def _exchange(self, body: dict[str, Any], stream: _Stream, sent: list[float]) -> None:
+    async def _exchange(self, body: dict[str, Any], stream: Answer, sent: list[float]) -> None:
         """POST ``body`` (its send time appended to ``sent``); read the stream into ``stream``."""
         sent.append(time.perf_counter())
         async with self.session.post(self.config.endpoint, json=body, headers=self.headers) as r:
@@ -252,7 +207,7 @@ class HttpClient:
             else:
                 await self._read_whole(r, stream)
 
-    async def _read_whole(self, response: Any, stream: _Stream) -> None:
+    async def _read_whole(self, response: Any, stream: Answer) -> None:
         """Read a whole answer; one that is not a JSON object, or names an error, fails."""
         body = await response.text(errors="replace")
         at_s = time.perf_counter()
@@ -278,7 +233,7 @@ class HttpClient:
                 )
         self._fail(f"{self.config.endpoint} answered HTTP {response.status}: {text}")
 
-    async def _read(self, response: Any, stream: _Stream) -> None:
+    async def _read(self, response: Any, stream: Answer) -> None:
         """Read the server-sent events until ``[DONE]``; a bad event or a cut stream fails."""
         async for raw in response.content:
             at_s = time.perf_counter()
@@ -301,11 +256,11 @@ class HttpClient:
         self._fail(f"{self.config.endpoint}: the stream ended without [DONE] (cut short)")
 
     def _timeline(
-        self, request: ScheduledRequest, arrival_s: float, sent_s: float, stream: _Stream
+        self, request: ScheduledRequest, arrival_s: float, sent_s: float, stream: Answer
     ) -> HttpTimeline:
         usage = stream.usage or {}
-        prompt_tokens = _count(usage.get("prompt_tokens"))
-        completion_tokens = _count(usage.get("completion_tokens"))
+        prompt_tokens = count(usage.get("prompt_tokens"))
+        completion_tokens = count(usage.get("completion_tokens"))
         usage_reason = None
         if prompt_tokens is None or completion_tokens is None:
             usage_reason = (
@@ -340,31 +295,6 @@ class HttpClient:
             ended_s=stream.ended_s,
             whole=not self.config.stream,
         )
-
-
-def _count(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
-
-
-def chunk_counts(
-    token_ids: Sequence[list[int] | None], completion_tokens: int | None
-) -> tuple[list[int], str | None]:
-    """Each chunk's token count and, where they are not the server's own, why.
-
-    The server's per-chunk ``token_ids`` where every chunk has them; else each chunk 1 and the
-    last the rest of ``completion_tokens`` (at least 0; where usage is absent, 1 each)."""
-    if token_ids and all(ids is not None for ids in token_ids):
-        return [len(ids or ()) for ids in token_ids], None
-    n = len(token_ids)
-    counts = [1] * n
-    if completion_tokens is None:
-        return counts, "no usage and no per-chunk token ids: each chunk counted 1 (not tokens)"
-    if n:
-        counts[-1] = max(0, completion_tokens - (n - 1))
-    return counts, (
-        "the server did not say how many tokens each chunk carried: each counted 1, the last "
-        "the rest of usage.completion_tokens"
-    )
 
 
 async def served_models(session: Any, base_url: str, headers: Mapping[str, str]) -> list[str]:

@@ -1,10 +1,13 @@
 """The command each ``server.launch`` preset starts, built from typed keys plus a passthrough dict
 (``vllm_command``, ``llamacpp_command``, ``sglang_command``, ``tgi_command``); the passthrough's
-keys become ``--key value`` (``True``: the bare flag). ``launch.LaunchedServer`` runs them.
+keys become ``--key value`` (``True``: the bare flag). ``template_command`` fills the template of
+``server.launch=command`` instead. ``launch.LaunchedServer`` runs them.
 """
 
 from __future__ import annotations
 
+import shlex
+import string
 import sys
 from collections.abc import Mapping
 from typing import Any
@@ -141,3 +144,15 @@ def tgi_command(
         cmd += ["--num-shard", str(num_shard)]
     cmd += _options(passthrough or {}, bool_value=False)
     return LaunchSpec(tuple(cmd))
+
+
+def template_command(template: str, values: Mapping[str, str | None]) -> LaunchSpec:
+    """``template`` split as a shell would (quotes kept together, no shell runs it), each word's
+    ``{name}`` placeholders filled from ``values``; one whose value is None is a ValueError."""
+    words = []
+    for word in shlex.split(template):
+        for name in (n for _, n, _, _ in string.Formatter().parse(word) if n is not None):
+            if values.get(name) is None:
+                raise ValueError(f"{{{name}}} has no value for this point")
+        words.append(word.format_map(dict(values)))
+    return LaunchSpec(tuple(words))

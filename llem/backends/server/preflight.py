@@ -5,6 +5,8 @@ on ``PATH``), and that its command can be built from the point's keys."""
 from __future__ import annotations
 
 import importlib.util
+import os
+import shlex
 import shutil
 import sys
 
@@ -28,13 +30,26 @@ LAUNCH_PROGRAMS: dict[Launch, tuple[str, str]] = {
 }
 
 
+def _program_problem(template: str) -> str | None:
+    """Why ``server.command``'s program cannot start here (None: it can)."""
+    words = shlex.split(template)
+    program = words[0] if words else ""
+    if shutil.which(program) is not None or (os.sep in program and os.access(program, os.X_OK)):
+        return None
+    return f"server.command starts '{program}', which is not on PATH (nor an executable file)"
+
+
 def preflight_problems(
     sections: BackendSections[ServerConfig], device: str, has_cuda: bool
 ) -> list[str]:
     launch = sections.engine.launch
     if launch is None:
         return []
-    if launch in LAUNCH_PROGRAMS:
+    if launch == Launch.command:
+        problem = _program_problem(sections.engine.command or "")
+        if problem is not None:
+            return [problem]
+    elif launch in LAUNCH_PROGRAMS:
         program, hint = LAUNCH_PROGRAMS[launch]
         if shutil.which(program) is None:
             return [

@@ -18,9 +18,11 @@ from __future__ import annotations
 import os
 import sys
 
+from llem.backends.server.checkpoint import local_path
 from llem.backends.server.commands import (
     llamacpp_command,
     sglang_command,
+    template_command,
     tgi_command,
     vllm_command,
 )
@@ -70,6 +72,8 @@ def launch_spec(
     if name == "vllm" and device == "cpu" and not _memory_sized(args):
         args["gpu_memory_utilization"] = CPU_MEMORY_UTILIZATION
     model = checkpoint or m.name_or_path
+    if name == "command":
+        return _from_template(sections, port, model, served)
     try:
         if name == "vllm":
             return vllm_command(
@@ -104,4 +108,31 @@ def launch_spec(
     except ValueError as exc:
         keys = [k for p, k in PARAMETER_KEYS.items() if str(exc).startswith(f"{p}=")]
         raise RunError(f"server.launch={name} {''.join(keys[:1])}: {exc}") from exc
-    raise RunError(f"server.launch={name}: no preset (allowed: vllm, llamacpp, sglang, tgi)")
+    raise RunError(
+        f"server.launch={name}: no preset (allowed: vllm, llamacpp, sglang, tgi, command)"
+    )
+
+
+def _from_template(
+    sections: BackendSections[ServerConfig], port: int, model: str, served: str | None
+) -> LaunchSpec:
+    """``server.command`` filled in: ``{model}`` is what the caller resolved (a directory, or
+    the GGUF file where the template has no ``{model}``), ``{gguf}`` the GGUF file."""
+    c, m = sections.engine, sections.model
+    gguf = None
+    if m.gguf_file:
+        gguf = os.path.join(local_path(m), m.gguf_file)
+    values = {
+        "model": model,
+        "gguf": gguf,
+        "host": "127.0.0.1",
+        "port": str(port),
+        "served": served or c.model or m.name_or_path,
+        "max_num_seqs": None if c.max_num_seqs is None else str(c.max_num_seqs),
+        "dtype": m.dtype.value if m.dtype is not None else "auto",
+    }
+    try:
+        return template_command(c.command or "", values)
+    except ValueError as exc:
+        why = "model.gguf_file is not set" if "{gguf}" in str(exc) else str(exc)
+        raise RunError(f"server.command={c.command!r}: {why}") from exc
