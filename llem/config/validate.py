@@ -13,6 +13,7 @@ import dataclasses
 import hashlib
 import json
 from enum import Enum
+from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
@@ -93,6 +94,19 @@ _NEEDS_COMPILE = [
 ]
 
 
+CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
+
+
+def group_hint(key: str) -> str:
+    """For a group of options that is not selected by default (``stack``, ``experiment``): how
+    to select one (``+stack=NAME``), with its options; else ''."""
+    group = CONF_DIR / key
+    if "." in key or not group.is_dir() or key == "hydra":
+        return ""
+    names = sorted(p.stem for p in group.glob("*.yaml"))
+    return f"; {key} is a group of options: select one with +{key}=NAME ({', '.join(names)})"
+
+
 def _unknown_keys(node: Any, schema: type, prefix: str) -> list[str]:
     """Keys present in the composed config that the dataclass schema does not declare."""
     if not isinstance(node, DictConfig):
@@ -104,7 +118,8 @@ def _unknown_keys(node: Any, schema: type, prefix: str) -> list[str]:
         if name not in fields:
             allowed = ", ".join(sorted(fields))
             found.append(
-                f"{full}: no such key (allowed keys under '{prefix[:-1] or 'root'}': {allowed})"
+                f"{full}: no such key{group_hint(full)} (allowed keys under "
+                f"'{prefix[:-1] or 'root'}': {allowed})"
             )
             continue
         sub = section_class(fields[name])

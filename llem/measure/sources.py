@@ -85,6 +85,11 @@ def preflight_problems(
     problems = _range_problems(cfg) + _replay_problems(cfg, mode)
     if mode in EXPLICIT and device_type != "cuda":
         problems.append(_not_cuda(device_type, mode))
+    elif cfg.gpu_indices is not None and device_type != "cuda" and mode != "replay":
+        problems.append(
+            f"measurement.gpu_indices={list(cfg.gpu_indices)} names GPUs to measure, but this "
+            f"run is on device={device_type}, where no GPU is measured; leave it unset"
+        )
     elif (mode in EXPLICIT or mode == "auto") and device_type == "cuda":
         problems.extend(_nvml_problems(cfg, mode, torch_indices, env, opener))
     return problems

@@ -59,6 +59,7 @@ BAD = [
     ("device=gpu", ["device", "gpu", "cuda"]),
     ("quantization.bnb_4bit_quant_type=fp4", ["bnb_4bit_quant_type=fp4", "load_in_4bit"]),
     ("model=hf", ["model.name_or_path"]),
+    ("stack=vllm", ["stack: no such key", "select one with +stack=NAME", "vllm_server"]),
 ]
 
 

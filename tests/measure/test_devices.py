@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from llem.config.measurement import EnergySource
 from llem.devices.nvidia import init_nvml
 from llem.errors import PreflightError
 from llem.measure import devices as measure_devices
@@ -141,6 +142,15 @@ def test_session_devices_and_bandwidth(nvml, make_session, monkeypatch):
         "power_limit_w": 700.0,
         "default_power_limit_w": 700.0,
     }
+
+
+def test_gpu_indices_on_a_run_that_measures_no_gpu_is_one_line(nvml, make_session):
+    s = make_session(make_cfg(energy=EnergySource.auto, gpu_indices=[5]), device_type="cpu")
+    assert s.preflight() == [
+        "measurement.gpu_indices=[5] names GPUs to measure, but this run is on device=cpu, "
+        "where no GPU is measured; leave it unset"
+    ]
+    assert make_session(make_cfg(energy=EnergySource.auto), device_type="cpu").preflight() == []
 
 
 def test_preflight_names_invisible_gpu_index(nvml, make_session):

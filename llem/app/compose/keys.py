@@ -13,6 +13,7 @@ from typing import Any
 
 from llem.config.knobs import walk_schema
 from llem.config.schema import ExperimentConfig
+from llem.config.validate import group_hint
 
 
 def schema_keys(parent: str) -> list[str] | None:
@@ -53,7 +54,8 @@ def no_such_key(key: str) -> str:
     allowed = sorted(schema_keys(parent) or [])
     guess = closest_key(key)
     listed = f" (allowed keys under '{parent or 'root'}': {', '.join(allowed)})" if allowed else ""
-    return f"{key}: no such key" + (f"; did you mean {guess}?" if guess else "") + listed
+    hint = group_hint(key) or (f"; did you mean {guess}?" if guess else "")
+    return f"{key}: no such key" + hint + listed
 
 
 def first_unknown_key(dotted: str) -> str | None:
