@@ -2,18 +2,15 @@
 the default ``Plan`` (two chunks, usage 4 prompt and 2 completion tokens) on 127.0.0.1:PORT
 until it is stopped.
 
-usage: fake_openai_cli.py PORT
+usage: python -m tests.server.fake_openai_cli PORT   (the checkout on PYTHONPATH)
 """
 
 from __future__ import annotations
 
 import asyncio
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout: tests.server
-
-from tests.server.fake_openai import Plan, fake_server  # noqa: E402
+from tests.server.fake_openai import Plan, fake_server
 
 
 async def main(port: int) -> None:

@@ -15,7 +15,8 @@ from llem.backends.server.commands import template_command
 from llem.config.server import Launch, ServerConfig, server_problems
 from llem.testing.cli import run_tiny
 
-CLI = Path(__file__).with_name("fake_openai_cli.py")
+REPO = Path(__file__).resolve().parents[2]
+CLI = "tests.server.fake_openai_cli"  # run as a module, the checkout on PYTHONPATH
 TRT = "trtllm-serve {model} --host {host} --port {port}"
 
 
@@ -57,7 +58,7 @@ def test_a_template_is_filled_word_by_word_without_a_shell() -> None:
 def test_a_run_starts_the_command_measures_through_it_and_stops_it(
     tiny_model_dir: Path, tmp_path: Path
 ) -> None:
-    command = f"{sys.executable} {CLI} {{port}}"
+    command = f"env PYTHONPATH={REPO} {sys.executable} -m {CLI} {{port}}"
     result = run_tiny(
         tiny_model_dir,
         tmp_path / "run",
@@ -70,11 +71,11 @@ def test_a_run_starts_the_command_measures_through_it_and_stops_it(
     )
     assert result["status"] == "ok", result.get("error")
     s = result["server"]
-    assert s["launched"] and s["command"].startswith(f"{sys.executable} {CLI} ")
+    assert s["launched"] and s["command"].startswith(f"env PYTHONPATH={REPO} ")
     assert s["launch_to_ready_s"] > 0 and s["version"] is None
     assert result["workload"]["output_tokens"] == 3 * 2  # the fake's planted usage
     assert "fake OpenAI server on" in Path(s["log"]).read_text()  # its log, kept
-    assert not _running(str(CLI))  # stopped after the run
+    assert not _running(CLI)  # stopped after the run
 
 
 @pytest.mark.slow
