@@ -238,6 +238,18 @@ def test_configs_from_before_the_scoring_keys_keep_their_hashes():
     assert config_hash(to_experiment(node)) != "4158808c89150df5"
 
 
+def test_server_configs_from_before_stream_and_command_keep_their_hashes():
+    # the hash llem wrote before server.stream, server.prompt_token_ids and server.command
+    # existed (main at 3389aa6): a server sweep written then still resumes
+    from llem.testing.cli import compose_tiny
+
+    model, launch = Path("/nonexistent/m"), ("+backend=server", "server.launch=vllm")
+    served = compose_tiny(model, *launch, "server.max_num_seqs=8")
+    assert config_hash(to_experiment(served)) == "3b231dccb31dd5e3"
+    whole = compose_tiny(model, *launch, "server.max_num_seqs=8", "server.stream=false")
+    assert config_hash(to_experiment(whole)) != "3b231dccb31dd5e3"
+
+
 def test_max_memory_takes_gpu_indices_and_cpu_from_the_command_line():
     exp = to_experiment(_compose("pytorch.max_memory={0:20GiB,cpu:64GiB}"))
     assert exp.pytorch.max_memory == {0: "20GiB", "cpu": "64GiB"}
