@@ -49,6 +49,8 @@ class ErrorInfo:
             return cls(type(exc).__name__, exc.message, exc.hint)
         if isinstance(exc, KeyboardInterrupt):
             return cls("KeyboardInterrupt", "interrupted")
+        if isinstance(exc, SystemExit) and exc.code == 128 + 15:  # SIGTERM's exit (143)
+            return cls("SystemExit", "terminated by SIGTERM (exit 143)")
         return cls(
             type(exc).__name__,
             first_line(exc),

@@ -18,6 +18,7 @@ from llem.testing.cli import llem_env
 pytestmark = pytest.mark.slow
 
 SCRIPT = Path(__file__).with_name("interrupted_run.py")
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _gone(pid: int) -> bool:
@@ -56,3 +57,35 @@ def test_the_launched_group_is_gone_after_an_interrupt(
             proc.kill()
     assert not group_alive(pgid)
     assert _gone(child)
+
+
+def test_sigterm_while_serving_cancels_every_request_cleanly(tmp_path: Path) -> None:
+    """SIGTERM inside the client's event loop: every request's task unwinds (none of llem's is
+    "destroyed but pending"), the exit is SIGTERM's 143, and the handler in place before the loop
+    is put back."""
+    marker = tmp_path / "marker"
+    env = {**llem_env(), "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.server.sigterm_serve", str(marker)],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not marker.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert marker.exists(), proc.communicate()[0] if proc.poll() is not None else "no marker"
+        proc.send_signal(signal.SIGTERM)
+        said, _ = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 143, said
+    # none of llem's tasks left pending (the fake server's own, in its daemon thread, may be)
+    llems = ("coro=<HttpClient", "coro=<serve_watched_async", "coro=<drive", "GeneratorExit")
+    assert not any(name in said for name in llems), said[-4000:]
+    assert "SIGTERM: the requests in flight were cancelled" in said
+    assert "handler restored: True" in said

@@ -34,6 +34,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from llem.backends.server import loop
 from llem.backends.server.answer import Answer, chunk_counts, count
 from llem.backends.traffic.driver import drive
 from llem.backends.types import Prompt, RequestTimeline, ScheduledRequest, ServeOutput
@@ -345,5 +346,5 @@ def serve_http(
     save_outputs: bool = False,
 ) -> ServeOutput:
     """Serve a workload against an OpenAI-compatible server, paced by ``drive`` (its own event
-    loop: call it from a thread with none running)."""
-    return asyncio.run(serve_async(requests, max_concurrency, config, save_outputs))
+    loop, which SIGTERM stops cleanly: ``loop.run``; call it from a thread with none running)."""
+    return loop.run(serve_async(requests, max_concurrency, config, save_outputs))

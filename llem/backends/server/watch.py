@@ -8,10 +8,10 @@ the error goes on.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from llem.backends.server import loop
 from llem.backends.server.client import ClientConfig, serve_async
 from llem.backends.server.metrics import MetricsScraper, ServerMetrics
 from llem.backends.types import ScheduledRequest, ServeOutput
@@ -53,7 +53,6 @@ def serve_watched(
     save_outputs: bool = False,
     poll_ms: float = POLL_MS,
 ) -> Watched:
-    """``serve_watched_async`` on an event loop of its own (call it where none is running)."""
-    return asyncio.run(
-        serve_watched_async(requests, max_concurrency, config, save_outputs, poll_ms)
-    )
+    """``serve_watched_async`` on an event loop of its own, which SIGTERM stops cleanly
+    (``loop.run``; call it where none is running)."""
+    return loop.run(serve_watched_async(requests, max_concurrency, config, save_outputs, poll_ms))
