@@ -13,7 +13,6 @@ import dataclasses
 import hashlib
 import json
 from enum import Enum
-from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
@@ -36,6 +35,7 @@ from llem.config.dataset import chat_template_problems, scoring_problems
 from llem.config.engines import engine_problems
 from llem.config.gpu import gpu_problems
 from llem.config.knobs import Knob, range_problems, section_class, show
+from llem.config.reference import CONF_DIR
 from llem.config.schema import (
     DatasetConfig,
     DatasetSource,
@@ -93,9 +93,6 @@ _NEEDS_4BIT = [
 _NEEDS_COMPILE = [
     f.name for f in dataclasses.fields(PyTorchConfig) if f.name.startswith("torch_compile_")
 ]
-
-
-CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
 
 
 def group_hint(key: str) -> str:

@@ -15,6 +15,7 @@ from typing import Any
 
 from llem.backends.models import convert_gguf, resolve_name_or_path
 from llem.config.model import ModelConfig
+from llem.config.server import command_fields
 from llem.errors import RunError, first_line
 
 
@@ -33,7 +34,8 @@ def launch_checkpoint(m: ModelConfig, preset: str, template: str | None = None) 
     path = local_path(m)
     if not m.gguf_file:
         return path
-    if preset == "llamacpp" or (preset == "command" and "{model}" not in (template or "")):
+    names_model = preset == "command" and "model" in command_fields(template or "")
+    if preset == "llamacpp" or (preset == "command" and not names_model):
         return os.path.join(path, m.gguf_file)
     return str(convert_gguf(Path(path), m.gguf_file, m.trust_remote_code))
 

@@ -270,9 +270,10 @@ class HttpClient:
                 if stream.usage is None
                 else f"the server's usage lacks a token count: {json.dumps(stream.usage)[:120]}"
             )
-        chunk_tokens, chunk_reason = chunk_counts(stream.token_ids, completion_tokens)
         if not self.config.stream and completion_tokens is not None:
             chunk_tokens, chunk_reason = [completion_tokens], None  # the one chunk is it all
+        else:
+            chunk_tokens, chunk_reason = chunk_counts(stream.token_ids, completion_tokens)
         ids = request.prompt.token_ids
         return HttpTimeline(
             request_id=request.request_id,
