@@ -13,6 +13,7 @@ by default).
 
 from __future__ import annotations
 
+import shlex
 import string
 from dataclasses import dataclass, fields
 from enum import Enum
@@ -175,6 +176,7 @@ def _command_problems(config: ServerConfig) -> list[str]:
         ]
     try:
         used = command_fields(config.command or "")
+        shlex.split(config.command or "")  # as it will be split into words
     except ValueError as exc:
         return [f"server.command={config.command!r}: not a template ({exc})"]
     allowed = ", ".join("{" + f + "}" for f in COMMAND_FIELDS)

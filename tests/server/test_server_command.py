@@ -31,6 +31,10 @@ def test_a_template_is_checked_before_anything_starts() -> None:
     typo, no_port = _problems(launch=Launch.command, command="serve {model} --port {prot}")
     assert "{prot} is not a placeholder (allowed: {model}, {gguf}," in typo
     assert no_port.startswith("server.command has no {port}")
+    (line,) = _problems(launch=Launch.command, command="serve '{model} --port {port}")
+    assert line == (
+        'server.command="serve \'{model} --port {port}": not a template (No closing quotation)'
+    )
     (line,) = _problems(launch=Launch.command, command="serve {model}")
     assert line.startswith("server.command has no {port}")
     assert _problems(launch=Launch.command, command="serve {model}", port=8000) == []
