@@ -49,7 +49,7 @@ SKIPS: list[tuple[str, tuple[str, ...]]] = [
     ("yours", (r"<[a-z]", r"\bDIR\b", r"=/models/", r"my_prompts", r"trace\.csv", r"sweepA")),
     ("yours", (r"my_study", r"outputs/multirun/20")),
     ("slow", (r"bench/", r"pytest", r"test_oldest_stack")),
-    ("writes", (r"> docs/",)),
+    ("writes", (r"> docs/", r"> conf/")),
 ]
 
 LLEM_RUN = re.compile(r"^(?:\.venv(?:-vllm)?/bin/)?(?:llem|python3? -m llem)(?=\s|$)")

@@ -1,11 +1,13 @@
 """``+backend=server server.launch=llamacpp`` for real: llama-cpp-python's OpenAI server launched
 by llem on the default model's GGUF file, as a user runs it (``python -m llem``).
 
-- A sweep over a launch argument (``+server.args.n_ctx``) and a workload key: the server starts
-  once per launch argument and is kept across the points that share it; each point's output
-  tokens are the server's usage (``min_new_tokens`` = ``max_new_tokens``: exact lengths), its
-  answers came whole (llama-cpp-python's stream carries no usage) with the per-token figures null
-  and the reason, and every server process is gone after the sweep.
+- A sweep over a launch argument (``+server.args.n_ctx``) and every traffic kind (options of the
+  sweep's own ``conf/traffic/``, each kind with its own keys): the server starts once per launch
+  argument and is kept across the points that share it; each point's output tokens are the
+  server's usage (``min_new_tokens`` = ``max_new_tokens``: exact lengths), its answers came whole
+  (llama-cpp-python's stream carries no usage) with the per-token figures null and the reason,
+  open-loop requests carry their scheduled send times and closed-loop ones none, and every server
+  process is gone after the sweep.
 - SIGTERM to a run while the server is up: the server process is gone after (checked by pid).
 
 Marked ``llamacpp``: it needs ``llama-cpp-python[server]`` (built from its sdist, see
@@ -70,19 +72,33 @@ def _results(root: Path) -> list[dict[str, Any]]:
     return [json.loads(p.read_text()) for p in paths]
 
 
-def test_a_sweep_launches_per_launch_argument_counts_usage_and_stops_every_server(
+# each traffic kind with its own keys, as options of the sweep's conf/traffic/
+KINDS = {
+    "offline": {},
+    "poisson": {"rate_per_s": 8, "seed": 1},
+    "gamma": {"rate_per_s": 8, "burstiness": 0.5, "seed": 1},
+    "constant": {"rate_per_s": 8},
+    "concurrency": {"max_concurrency": 2},
+}
+NEW_TOKENS = 8
+
+
+def test_a_sweep_launches_per_launch_argument_serves_every_traffic_kind_and_stops_every_server(
     tmp_path: Path,
 ) -> None:
     import llama_cpp
 
+    options = tmp_path / "conf" / "traffic"
+    options.mkdir(parents=True)
+    for kind, keys in KINDS.items():
+        text = "".join(f"{k}: {v}\n" for k, v in {"kind": kind, **keys}.items())
+        (options / f"kind_{kind}.yaml").write_text(text)
     before = set(_server_pids())
     proc = run_llem(
         *BASE,
-        "decoder.max_new_tokens=6,10",
+        f"decoder.max_new_tokens={NEW_TOKENS}",
         "decoder.min_new_tokens=${decoder.max_new_tokens}",
-        "traffic=gamma",
-        "traffic.rate_per_s=4",
-        "traffic.burstiness=0.5",
+        "traffic=" + ",".join(f"kind_{k}" for k in KINDS),
         f"traffic.n_requests={N_REQUESTS}",
         "+server.args.n_ctx=512,1024",
         multirun=True,
@@ -91,23 +107,28 @@ def test_a_sweep_launches_per_launch_argument_counts_usage_and_stops_every_serve
     )
     assert proc.returncode == 0, output(proc)
     results = _results(tmp_path)
-    assert len(results) == 4
+    assert len(results) == 2 * len(KINDS)
+    assert {r["traffic"]["kind"] for r in results} == set(KINDS)
     for r in results:
         assert r["status"] == "ok", r.get("error")
-        new = r["config"]["decoder"]["max_new_tokens"]
-        assert r["workload"]["output_tokens"] == N_REQUESTS * new  # the usage, exact lengths
+        assert r["workload"]["output_tokens"] == N_REQUESTS * NEW_TOKENS  # the usage, exact
         s = r["server"]
         assert s["launched"] and s["version"] == llama_cpp.__version__
-        assert s["usage_completion_tokens"] == N_REQUESTS * new
+        assert s["usage_completion_tokens"] == N_REQUESTS * NEW_TOKENS
         assert s["launch_to_ready_s"] > 0 and "llama_cpp.server" in s["command"]
         assert r["latency"]["e2e_ms"]["p50"] > 0
         assert r["null_reasons"]["latency.ttft_ms"] == WHOLE_ANSWERS
         assert "404" in r["null_reasons"]["server.metrics_source"]  # no /metrics: said so
-    # one launch per n_ctx, kept for the other point of its group
+        kind = r["traffic"]["kind"]
+        assert (r["traffic"]["pacing_lateness_ms"] is None) == (kind == "concurrency"), kind
+        if kind == "concurrency":
+            assert r["concurrency"]["max"] <= KINDS["concurrency"]["max_concurrency"]
+    # one launch per n_ctx, kept for the other points of its group
     commands = {r["server"]["command"] for r in results}
     assert len(commands) == 2 and {"--n_ctx 512" in c for c in commands} == {True, False}
-    assert sorted(r["lifecycle"]["model_reused"] for r in results) == [False, False, True, True]
-    ready_s = [r["server"]["launch_to_ready_s"] for r in results]
+    reused = sorted(r["lifecycle"]["model_reused"] for r in results)
+    assert reused == [False] * 2 + [True] * (2 * len(KINDS) - 2)
+    ready_s = sorted({r["server"]["launch_to_ready_s"] for r in results})
     print(f"\nllama.cpp server launch-to-ready (s): {ready_s}")
     assert set(_server_pids()) <= before  # every server llem started is gone
 

@@ -1,8 +1,19 @@
-"""A whole ``+backend=server server.launch=vllm`` run on a tiny random model: vLLM's real OpenAI
-server launched for the point, the run's token counts its usage (min_new_tokens = max_new_tokens
-with ignore_eos: each request's exact length), the result's server section with the server's own
-/metrics view, and the server's process group gone after the run. (It replaces a second test that
-launched its own server for the client alone: one vLLM start per CI run is enough.)
+"""``+backend=server server.launch=vllm`` for real, on a tiny random model, as a user runs it
+(``python -m llem``): vLLM's real OpenAI server launched by llem once for a sweep over every
+traffic kind, and the same workload run on the in-process vLLM engine.
+
+- Each traffic kind is served: every point's output tokens are the server's usage and equal the
+  server's own /metrics counter over the window; open-loop requests carry their scheduled send
+  times, closed-loop ones none and never more in flight than ``traffic.max_concurrency``.
+- The server is launched once for the five points (its launch arguments do not change), and its
+  whole process group is gone after the sweep.
+- The in-process engine and the server, greedy on the same prompts, agree on each request's
+  output tokens and text (``generations.jsonl``): the two count tokens from different sources
+  (the engine's token ids, the server's usage).
+
+The traffic kinds are options of the sweep's own ``conf/traffic/`` (each kind with its own keys:
+a grid of ``traffic=poisson,concurrency`` with ``traffic.rate_per_s`` would give the rate to the
+closed loop too, which pre-flight refuses).
 
 Marked ``vllm``: run it with the vLLM environment's interpreter (/work/main/.venv-vllm or
 scripts/setup.sh --vllm); elsewhere it is skipped with the reason.
@@ -17,89 +28,172 @@ from typing import Any
 
 import pytest
 
-from llem.backends.server import launch as launch_module
-from llem.backends.server.launch import LaunchedServer, group_alive
-from llem.testing.cli import run_tiny
+from llem.testing.cli import output, run_llem
 from llem.testing.tinymodel import HEAD64, build_tiny_model
 
 pytestmark = [
     pytest.mark.vllm,
     pytest.mark.slow,
+    pytest.mark.xdist_group("vllm_server_real"),  # one module fixture: one worker
     pytest.mark.skipif(
         importlib.util.find_spec("vllm") is None,
         reason="vllm is not importable here (its environment: scripts/setup.sh --vllm)",
     ),
 ]
 
-MAX_TOKENS = 8
+MAX_TOKENS = 12
 N_REQUESTS = 6
+MAX_NUM_SEQS = 4
+# each traffic kind with its own keys, as options of the sweep's conf/traffic/
+KINDS = {
+    "offline": {},
+    "poisson": {"rate_per_s": 40, "seed": 1},
+    "gamma": {"rate_per_s": 40, "burstiness": 0.5, "seed": 1},
+    "constant": {"rate_per_s": 40},
+    "concurrency": {"max_concurrency": 2},
+}
+WORKLOAD = (
+    "model=hf",
+    "model.dtype=float32",
+    "dataset=synthetic",
+    "dataset.input_tokens=16",
+    f"traffic.n_requests={N_REQUESTS}",
+    "decoder=greedy",
+    f"decoder.max_new_tokens={MAX_TOKENS}",
+    "measurement.energy=none",
+    "measurement.warmup=0",
+    "measurement.save_outputs=true",
+)
 
 
-def test_a_launched_vllm_server_run_counts_its_usage_and_is_stopped_after(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    model = build_tiny_model(tmp_path / "model", **HEAD64)
-    monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "1")
-    started: list[LaunchedServer] = []
-    start = LaunchedServer.start
+def _server_pids() -> set[int]:
+    """Every running vLLM OpenAI server process."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"vllm.entrypoints.openai.api_server" in argv:
+            found.add(int(entry.name))
+    return found
 
-    def recording_start(self: LaunchedServer) -> Any:
-        started.append(self)
-        return start(self)
 
-    monkeypatch.setattr(launch_module.LaunchedServer, "start", recording_start)
-    result = run_tiny(
-        model,
-        tmp_path / "run",
+def _lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The server sweep over the five kinds and the in-process run: their results and run
+    directories, and the vLLM server processes before and after the sweep."""
+    root = tmp_path_factory.mktemp("vllm-server")
+    model = build_tiny_model(root / "model", **HEAD64)
+    options = root / "conf" / "traffic"
+    options.mkdir(parents=True)
+    for kind, keys in KINDS.items():
+        text = "".join(f"{k}: {v}\n" for k, v in {"kind": kind, **keys}.items())
+        (options / f"kind_{kind}.yaml").write_text(text)
+    before = _server_pids()
+    proc = run_llem(
         "+backend=server",
         "server.launch=vllm",
         "server.ready_timeout_s=540",
-        "server.max_num_seqs=4",
-        "model.dtype=float32",
+        f"server.max_num_seqs={MAX_NUM_SEQS}",
         "+server.args.enforce_eager=true",
         "+server.args.max_model_len=256",
-        f"decoder.max_new_tokens={MAX_TOKENS}",
-        f"decoder.min_new_tokens={MAX_TOKENS}",
-        f"traffic.n_requests={N_REQUESTS}",
-        "dataset=synthetic",
-        "dataset.input_tokens=16",
-        "measurement.warmup=1",
+        f"model.name_or_path={model}",
+        *WORKLOAD,
+        "traffic=" + ",".join(f"kind_{k}" for k in KINDS),
+        multirun=True,
+        cwd=root,
+        timeout=900,
     )
-    (server,) = started
-    assert server.pid is not None and not group_alive(server.pid)
-    assert result["status"] == "ok", result.get("error")
-    assert result["workload"]["output_tokens"] == MAX_TOKENS * N_REQUESTS
-    section = result["server"]
+    assert proc.returncode == 0, output(proc)
+    after = _server_pids()
+    served = {}
+    for path in root.glob("outputs/multirun/**/result.json"):
+        result = json.loads(path.read_text())
+        served[result["traffic"]["kind"]] = (result, path.parent)
+    in_process = root / "in-process"
+    proc = run_llem(
+        "+backend=vllm",
+        "vllm.enforce_eager=true",
+        f"vllm.kv_cache_memory_bytes={64 * 2**20}",
+        f"vllm.max_num_seqs={MAX_NUM_SEQS}",
+        f"model.name_or_path={model}",
+        *WORKLOAD,
+        "traffic=offline",
+        f"hydra.run.dir={in_process}",
+        cwd=root,
+    )
+    assert proc.returncode == 0, output(proc)
+    engine = json.loads((in_process / "result.json").read_text())
+    return {"served": served, "engine": (engine, in_process), "before": before, "after": after}
+
+
+def test_each_traffic_kind_is_served_and_counted_by_the_servers_usage(runs: dict[str, Any]) -> None:
+    served = runs["served"]
+    assert set(served) == set(KINDS)
+    for kind, (r, run_dir) in served.items():
+        assert r["status"] == "ok", (kind, r.get("error"))
+        s = r["server"]
+        assert s["usage_completion_tokens"] == r["workload"]["output_tokens"] > 0
+        # the server's own counter over the window, beside its usage
+        assert s["metrics_source"] == "vllm", r["null_reasons"].get("server.metrics_source")
+        assert s["generation_tokens"] == s["usage_completion_tokens"], kind
+        assert s["prompt_tokens"] == s["usage_prompt_tokens"], kind
+        assert (run_dir / "server_metrics.csv").exists()
+        if s["running_requests_max"] is None:  # the window was shorter than a poll interval
+            why = r["null_reasons"]["server.running_requests_max"]
+            assert why.startswith("no poll fell between the first request and the last answer")
+        else:
+            assert 0 <= s["running_requests_max"] <= MAX_NUM_SEQS  # sampled: may miss all
+        rows = _lines(run_dir / "requests.jsonl")
+        assert len(rows) == N_REQUESTS
+        assert sum(row["output_tokens"] for row in rows) == s["usage_completion_tokens"]
+        assert all(row["finish_s"] is not None and row["finish_s"] > row["sent_s"] for row in rows)
+        if kind == "concurrency":
+            assert all(row["scheduled_s"] is None for row in rows)
+            assert r["concurrency"]["max"] <= KINDS["concurrency"]["max_concurrency"]
+        else:
+            assert all(row["scheduled_s"] is not None for row in rows), kind
+            assert r["traffic"]["pacing_lateness_ms"] is not None, kind
+
+
+def test_the_server_is_launched_once_and_gone_after_the_sweep(runs: dict[str, Any]) -> None:
     import vllm
 
-    assert section["launched"] is True and section["version"] == vllm.__version__
-    assert "--max-num-seqs 4" in section["command"] and "--dtype float32" in section["command"]
-    assert section["launch_to_ready_s"] > 0
-    print(f"\nvLLM server launch-to-ready: {section['launch_to_ready_s']:.1f} s")
-    # the server's own view of the window: vLLM's /metrics, its counters beside the usage
-    assert section["metrics_source"] == "vllm", result["null_reasons"].get("server.metrics_source")
-    assert section["usage_completion_tokens"] == MAX_TOKENS * N_REQUESTS
-    print(
-        f"vLLM /metrics over the window: {section['generation_tokens']} generated tokens "
-        f"(usage: {section['usage_completion_tokens']}), running mean "
-        f"{section['running_requests_mean']} max {section['running_requests_max']}, "
-        f"{section['metrics_polls']} polls"
-    )
-    assert section["generation_tokens"] == MAX_TOKENS * N_REQUESTS
-    assert section["prompt_tokens"] == section["usage_prompt_tokens"]
-    if section["running_requests_max"] is None:  # the window was shorter than a poll interval
-        why = result["null_reasons"]["server.running_requests_max"]
-        assert why.startswith("no poll fell between the first request and the last answer")
-    else:
-        assert 0 < section["running_requests_max"] <= 4  # server.max_num_seqs
-    assert (tmp_path / "run" / "server_metrics.csv").exists()
-    # each request as the server counted it: its exact length (ignore_eos honoured) and its
-    # finish. The tiny random model's tokens may all decode to no text: such a request has no
-    # first-token time (null, not a guess), but its stream's end is its finish.
-    lines = (tmp_path / "run" / "requests.jsonl").read_text().splitlines()
-    rows = [json.loads(line) for line in lines]
-    assert len(rows) == N_REQUESTS
-    assert all(r["output_tokens"] == MAX_TOKENS for r in rows)
-    assert all(r["finish_s"] is not None and r["finish_s"] > r["sent_s"] for r in rows), rows
-    timed = [r for r in rows if r["first_token_s"] is not None]
-    assert timed and all(r["sent_s"] < r["first_token_s"] <= r["finish_s"] for r in timed)
+    results = [r for r, _ in runs["served"].values()]
+    assert sorted(r["lifecycle"]["model_reused"] for r in results) == [False] + [True] * 4
+    (launched,) = [r["server"] for r in results if not r["lifecycle"]["model_reused"]]
+    assert launched["launched"] is True and launched["version"] == vllm.__version__
+    command = launched["command"]
+    assert f"--max-num-seqs {MAX_NUM_SEQS}" in command and "--dtype float32" in command
+    assert launched["launch_to_ready_s"] > 0
+    print(f"\nvLLM server launch-to-ready: {launched['launch_to_ready_s']:.1f} s")
+    assert runs["after"] <= runs["before"]  # every server process llem started is gone
+
+
+def test_the_in_process_engine_and_the_server_agree_on_each_requests_tokens(
+    runs: dict[str, Any],
+) -> None:
+    engine, engine_dir = runs["engine"]
+    assert engine["status"] == "ok", engine.get("error")
+    expected = {g["request"]: g for g in _lines(engine_dir / "generations.jsonl")}
+    assert len(expected) == N_REQUESTS
+    assert any(g["text"] for g in expected.values())  # texts to compare, not empty ones
+    stopped = sum(g["output_tokens"] < MAX_TOKENS for g in expected.values())
+    print(f"\nin-process vLLM: {stopped} of {N_REQUESTS} requests stopped at EOS before the limit")
+    for kind, (r, run_dir) in runs["served"].items():
+        got = {g["request"]: g for g in _lines(run_dir / "generations.jsonl")}
+        assert {i: g["output_tokens"] for i, g in got.items()} == {
+            i: g["output_tokens"] for i, g in expected.items()
+        }, kind
+        assert {i: g["text"] for i, g in got.items()} == {
+            i: g["text"] for i, g in expected.items()
+        }, kind
+        assert r["workload"]["output_tokens"] == engine["workload"]["output_tokens"], kind
+        assert r["workload"]["input_tokens"] == engine["workload"]["input_tokens"], kind
