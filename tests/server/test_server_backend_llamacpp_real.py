@@ -30,6 +30,7 @@ import pytest
 
 from llem.backends.server.client import WHOLE_ANSWERS
 from llem.testing.cli import llem_command, llem_env, output, run_llem
+from tests.server.traffic_options import kinds, write_kind_options
 
 pytestmark = [
     pytest.mark.llamacpp,
@@ -72,14 +73,8 @@ def _results(root: Path) -> list[dict[str, Any]]:
     return [json.loads(p.read_text()) for p in paths]
 
 
-# each traffic kind with its own keys, as options of the sweep's conf/traffic/
-KINDS = {
-    "offline": {},
-    "poisson": {"rate_per_s": 8, "seed": 1},
-    "gamma": {"rate_per_s": 8, "burstiness": 0.5, "seed": 1},
-    "constant": {"rate_per_s": 8},
-    "concurrency": {"max_concurrency": 2},
-}
+RATE_PER_S = 8
+KINDS = kinds(RATE_PER_S)
 NEW_TOKENS = 8
 
 
@@ -88,17 +83,13 @@ def test_a_sweep_launches_per_launch_argument_serves_every_traffic_kind_and_stop
 ) -> None:
     import llama_cpp
 
-    options = tmp_path / "conf" / "traffic"
-    options.mkdir(parents=True)
-    for kind, keys in KINDS.items():
-        text = "".join(f"{k}: {v}\n" for k, v in {"kind": kind, **keys}.items())
-        (options / f"kind_{kind}.yaml").write_text(text)
+    sweep_kinds = write_kind_options(tmp_path, RATE_PER_S)
     before = set(_server_pids())
     proc = run_llem(
         *BASE,
         f"decoder.max_new_tokens={NEW_TOKENS}",
         "decoder.min_new_tokens=${decoder.max_new_tokens}",
-        "traffic=" + ",".join(f"kind_{k}" for k in KINDS),
+        sweep_kinds,
         f"traffic.n_requests={N_REQUESTS}",
         "+server.args.n_ctx=512,1024",
         multirun=True,

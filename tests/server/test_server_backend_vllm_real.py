@@ -30,6 +30,7 @@ import pytest
 
 from llem.testing.cli import output, run_llem
 from llem.testing.tinymodel import HEAD64, build_tiny_model
+from tests.server.traffic_options import kinds, write_kind_options
 
 pytestmark = [
     pytest.mark.vllm,
@@ -44,14 +45,8 @@ pytestmark = [
 MAX_TOKENS = 12
 N_REQUESTS = 6
 MAX_NUM_SEQS = 4
-# each traffic kind with its own keys, as options of the sweep's conf/traffic/
-KINDS = {
-    "offline": {},
-    "poisson": {"rate_per_s": 40, "seed": 1},
-    "gamma": {"rate_per_s": 40, "burstiness": 0.5, "seed": 1},
-    "constant": {"rate_per_s": 40},
-    "concurrency": {"max_concurrency": 2},
-}
+RATE_PER_S = 40
+KINDS = kinds(RATE_PER_S)
 WORKLOAD = (
     "model=hf",
     "model.dtype=float32",
@@ -91,11 +86,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     directories, and the vLLM server processes before and after the sweep."""
     root = tmp_path_factory.mktemp("vllm-server")
     model = build_tiny_model(root / "model", **HEAD64)
-    options = root / "conf" / "traffic"
-    options.mkdir(parents=True)
-    for kind, keys in KINDS.items():
-        text = "".join(f"{k}: {v}\n" for k, v in {"kind": kind, **keys}.items())
-        (options / f"kind_{kind}.yaml").write_text(text)
+    sweep_kinds = write_kind_options(root, RATE_PER_S)
     before = _server_pids()
     proc = run_llem(
         "+backend=server",
@@ -106,7 +97,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         "+server.args.max_model_len=256",
         f"model.name_or_path={model}",
         *WORKLOAD,
-        "traffic=" + ",".join(f"kind_{k}" for k in KINDS),
+        sweep_kinds,
         multirun=True,
         cwd=root,
         timeout=900,
