@@ -90,8 +90,15 @@ def rounds(
     order = list(sides)
     for k in range(n_rounds):
         for name in order if k % 2 == 0 else order[::-1]:
+            # each side with the heap frozen, as each tool runs its window: llem's runner freezes
+            # it before the model load (the server's client allocates little after),
+            # ``vllm bench serve`` before its benchmark (vllm.utils.gc_utils.freeze_gc_heap)
             gc.collect()
-            samples[name].append(sides[name](w))
+            gc.freeze()
+            try:
+                samples[name].append(sides[name](w))
+            finally:
+                gc.unfreeze()
     return samples
 
 

@@ -4,9 +4,9 @@
 for ``timeout`` seconds it advances its clock instead, rounded up to ``quantum_s`` as epoll rounds
 a real loop's timeout up to a whole millisecond, and every turn of the loop costs ``turn_s``. So
 ``asyncio.sleep`` wakes late exactly as it does for real, deterministically, and the tests run in
-milliseconds. The driver's precise sleep (a thread's ``time.sleep`` for real) is ``exact_sleep``:
-it lets the loop run the tasks that are ready, then moves the virtual clock by exactly what it is
-asked.
+milliseconds. The driver's precise sleep (a thread's ``time.sleep`` until a time, for real) is
+``exact_sleep``: it lets the loop run the tasks that are ready, then moves the virtual clock to
+the time it was asked to wake at (where no other wait has moved it past).
 """
 
 from __future__ import annotations
@@ -15,10 +15,11 @@ import asyncio
 import math
 import selectors
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from llem.backends.traffic.driver import drive
+from llem.backends.traffic.driver import _thread_sleep, drive
 from llem.backends.types import Prompt, RequestTimeline, ScheduledRequest
 
 
@@ -51,8 +52,9 @@ class VirtualLoop(asyncio.SelectorEventLoop):
 
 def exact_sleep(loop: VirtualLoop):
     async def sleep(seconds: float) -> None:
+        until = loop.now + seconds  # like the driver's thread, it wakes at a time, not after
         await asyncio.sleep(0)  # like a thread's sleep, other tasks run while it waits
-        loop.now += seconds
+        loop.now = max(loop.now, until)
 
     return sleep
 
@@ -215,3 +217,67 @@ def test_a_wait_ends_when_every_sleep_lands_a_hair_short_of_its_time() -> None:
     _, done = asyncio.run(coro)
     assert [t.arrival_s for t in done] == pytest.approx([1000.1, 1000.11, 1000.12], abs=1e-9)
     assert now[0] >= 1000.12 - 1e-9  # it waited for the last send time
+
+
+def test_a_request_is_submitted_in_the_loop_step_in_which_its_wait_ends() -> None:
+    """No loop step between a request's wake-up and its ``submit`` (each step is one more batch of
+    the other requests' events that the send waits behind): a callback planted as the precise
+    sleep returns has not run when ``submit`` is called."""
+    loop = VirtualLoop(quantum_s=0.001)
+    sleep = exact_sleep(loop)
+    planted: list[list[int]] = []
+    unrun_at_submit: list[bool] = []
+
+    async def precise(seconds: float) -> None:
+        await sleep(seconds)
+        mark: list[int] = []
+        loop.call_soon(mark.append, 1)
+        planted.append(mark)
+
+    async def submit(request: ScheduledRequest, arrival_s: float) -> RequestTimeline:
+        unrun_at_submit.append(not planted[-1])
+        return await FakeEngine().submit(request, arrival_s)
+
+    times = [0.0104, 0.0207, 0.0305]  # each a wait that ends in the precise sleep
+    _run(drive(_requests(times), None, submit, clock=loop.time, precise_sleep=precise), loop)
+    assert unrun_at_submit == [True, True, True]
+
+
+def test_the_threads_sleep_ends_at_its_time_when_the_thread_starts_late() -> None:
+    """The precise sleep wakes at the time it was asked for: a thread that starts it late (busy
+    with an earlier wait) does not add its delay to the wait."""
+    with ThreadPoolExecutor(1) as pool:
+        precise = _thread_sleep(pool)
+
+        async def go() -> float:
+            asyncio.get_running_loop().run_in_executor(pool, time.sleep, 0.2)  # the thread busy
+            t0 = time.perf_counter()
+            await precise(0.3)
+            return time.perf_counter() - t0
+
+        took = asyncio.run(go())
+    assert 0.3 <= took < 0.45, took  # not 0.5: the thread's 0.2 s of other work is not added
+
+
+def test_a_request_whose_wait_ends_before_its_late_predecessors_is_sent_after_it() -> None:
+    """The first request's wait ends 10 ms late (a stalled wake-up), after the second's: the
+    second is still sent after the first, right after it."""
+    loop = VirtualLoop(quantum_s=0.001)
+    exact = exact_sleep(loop)
+    calls: list[float] = []
+
+    async def precise(seconds: float) -> None:
+        calls.append(seconds)
+        if len(calls) == 1:
+            await asyncio.sleep(seconds + 0.010)  # the first wake-up comes 10 ms late
+        else:
+            await exact(seconds)
+
+    engine = FakeEngine()
+    requests = _requests([0.0104, 0.0124])
+    start, out = _run(
+        drive(requests, None, engine.submit, clock=loop.time, precise_sleep=precise), loop
+    )
+    first, second = out
+    assert first.sent_s - start >= 0.0204  # late, as planted
+    assert first.sent_s <= second.sent_s < first.sent_s + 1e-4

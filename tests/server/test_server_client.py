@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
+import sys
 import time
 from typing import Any
 
@@ -195,3 +196,37 @@ def test_sent_s_is_stamped_at_the_send_not_at_arrival() -> None:
     t = asyncio.run(go())
     assert t.arrival_s == pytest.approx(t.sent_s - 10.0, abs=0.1)
     assert t.first_token_s is not None and 0.2 <= t.first_token_s - t.sent_s < 0.45
+
+
+class _RecordingSession:
+    """A session double whose ``post`` records whether a callback planted before ``submit`` has
+    run yet, then fails the request (enough to see when the request left)."""
+
+    def __init__(self, planted: list[int]) -> None:
+        self.planted = planted
+        self.posted_before_the_next_step: bool | None = None
+
+    def post(self, *args: Any, **kwargs: Any) -> Any:
+        self.posted_before_the_next_step = not self.planted
+        raise aiohttp.ClientError("the double sends nothing")
+
+
+@pytest.mark.skipif(
+    sys.version_info < (3, 11), reason="3.10 has no asyncio.timeout: wait_for sends a step later"
+)
+def test_a_request_is_sent_in_the_loop_step_that_submits_it() -> None:
+    """The POST starts in the step of the loop that calls ``submit`` (where the pacing driver woke
+    up), not in a later one behind the other requests' stream events: a callback planted just
+    before ``submit`` has not run when the request is posted. (With ``asyncio.wait_for``, which
+    first schedules a task of its own, it had.)"""
+
+    async def go() -> _RecordingSession:
+        planted: list[int] = []
+        session = _RecordingSession(planted)
+        cfg = ClientConfig(base_url="http://127.0.0.1:9", model=MODEL, max_tokens=1)
+        asyncio.get_running_loop().call_soon(planted.append, 1)
+        with pytest.raises(ServerRequestError):
+            await HttpClient(cfg, session).submit(_requests()[0], time.perf_counter())
+        return session
+
+    assert asyncio.run(go()).posted_before_the_next_step is True

@@ -29,8 +29,9 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -183,9 +184,7 @@ class HttpClient:
         stream = Answer()
         sent: list[float] = []
         try:
-            await asyncio.wait_for(
-                self._exchange(body, stream, sent), self.config.request_timeout_s
-            )
+            await _within(self._exchange(body, stream, sent), self.config.request_timeout_s)
         except asyncio.TimeoutError:
             self._fail(
                 f"request {request.request_id} to {url}: no complete answer within "
@@ -297,6 +296,18 @@ class HttpClient:
             ended_s=stream.ended_s,
             whole=not self.config.stream,
         )
+
+
+async def _within(work: Coroutine[Any, Any, None], seconds: float) -> None:
+    """Await ``work``, raising ``asyncio.TimeoutError`` after ``seconds``. From Python 3.11 it
+    runs in the caller's task (``asyncio.timeout``): the request is sent in the same step of the
+    loop as the pacing driver's wake-up, where ``asyncio.wait_for`` (3.10) first schedules a task
+    of its own."""
+    if sys.version_info >= (3, 11):
+        async with asyncio.timeout(seconds):
+            await work
+    else:
+        await asyncio.wait_for(work, seconds)
 
 
 async def served_models(session: Any, base_url: str, headers: Mapping[str, str]) -> list[str]:
