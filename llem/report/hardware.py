@@ -13,8 +13,11 @@ over exactly the GPUs a run used, and another GPU, even of the same model, is an
 so runs on different GPU sets are not pooled (a result whose GPUs have no UUID stands apart as
 "GPUs not recorded"); for every run the
 CPU threads torch used (``hardware.torch_threads``: runs on 2 threads and on 1 are not pooled; a
-result that did not record them stands apart as "threads not recorded"). Only ok runs record their
-hardware; see :func:`configuration_groups` for the others.
+result that did not record them stands apart as "threads not recorded", and one whose engine runs
+its own threads, where llem sets none and the result's null reason says so, as "the engine's own
+threads"). Only ok runs record their hardware; see :func:`configuration_groups` for the others.
+The threads are how a run used its hardware, not the hardware: ``hardware_kind`` is the label
+without them, for counting kinds of hardware.
 """
 
 from __future__ import annotations
@@ -67,6 +70,11 @@ DETAILS = {
     "threads": ("hardware.torch_threads", "{} threads"),
     "gpus": ("hardware.gpus.uuid", "GPUs {}"),
 }
+
+#: ``HardwareKey.threads`` of a run whose engine runs its own threads (vLLM, a server): llem
+#: sets none, and the result's null reason for ``hardware.torch_threads`` says so
+ENGINE_THREADS = "engine"
+_ENGINE_THREADS_LABEL = "the engine's own threads"
 
 #: how many characters of a GPU UUID a label shows (``GPU-`` and its first 8 hex digits)
 UUID_SHOWN = 12
@@ -121,11 +129,13 @@ def hardware_key(frame: pd.DataFrame, i: int) -> HardwareKey | None:
         cell(device_column(frame)),
     )
     threads = cell(DETAILS["threads"][0])
+    if threads is None and cell("null_reasons." + DETAILS["threads"][0]) is not None:
+        threads = ENGINE_THREADS  # not missing: the engine runs threads of its own
     key = HardwareKey(
         device,
         model,
         int(float(count)) if count and model else None,
-        threads=str(int(float(threads))) if threads else None,
+        threads=str(int(float(threads))) if threads and threads != ENGINE_THREADS else threads,
     )
     host = key._replace(host=cell(DETAILS["host"][0]), cpu_model=cell(DETAILS["cpu_model"][0]))
     if model is not None and model.startswith(REPLAY):
@@ -174,11 +184,26 @@ def hardware_label(key: HardwareKey | None, details: Sequence[str] = ()) -> str:
     return " · ".join([base, *said])
 
 
+def hardware_kind(label: str) -> str:
+    """A ``hardware_label`` without its threads detail (``cpu · 2 threads`` -> ``cpu``): the
+    hardware itself, which runs on other thread counts or engines share."""
+    parts = label.split(" · ")
+    return " · ".join(p for p in parts if not _is_threads_detail(p))
+
+
+def _is_threads_detail(part: str) -> bool:
+    return part in ("threads not recorded", "1 thread", _ENGINE_THREADS_LABEL) or (
+        part.endswith(" threads") and part.split(" ")[0].isdigit()
+    )
+
+
 def _detail(key: HardwareKey, name: str) -> str:
     """``250 W limit``, ``4 threads``; ``threads not recorded``, ``driver not recorded``."""
     value = getattr(key, name)
     if name == "threads" and value is None:
         return "threads not recorded"
+    if name == "threads" and value == ENGINE_THREADS:
+        return _ENGINE_THREADS_LABEL
     if name == "threads" and value == "1":
         return "1 thread"
     if name == "gpus" and value is not None:

@@ -8,7 +8,7 @@ import textwrap
 import pandas as pd
 
 from llem.report.cells import is_missing
-from llem.report.hardware import DETAILS
+from llem.report.hardware import DETAILS, hardware_kind
 from llem.report.load import Runs
 from llem.report.stats import GPU, N_INVALID, N_LEFT_OUT, VALID, judged_invalid
 
@@ -88,9 +88,11 @@ def render_heading(runs: Runs, summary: pd.DataFrame) -> str:
         f"llem report: {runs.n_runs} run{'s' if runs.n_runs != 1 else ''} ({detail}), "
         f"{n_cfg} configuration{'s' if n_cfg != 1 else ''}"
     )
-    if GPU in summary.columns:  # rows are configurations × hardware
-        kinds = {str(v) for v in _col(summary, GPU) if not is_missing(v) and v != "unknown"}
-        text += f" on {len(kinds)} kinds of hardware ({len(summary)} rows)"
+    if GPU in summary.columns:  # rows are configurations × hardware (and thread settings)
+        labels = [str(v) for v in _col(summary, GPU) if not is_missing(v) and v != "unknown"]
+        kinds = {hardware_kind(label) for label in labels}
+        plural = "kind" if len(kinds) == 1 else "kinds"
+        text += f" on {len(kinds)} {plural} of hardware ({len(summary)} rows)"
     return text
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 from report import report_synth as synth
 
 from llem.report.load import load_runs
+from llem.report.notes import render_heading
 from llem.report.stats import summary_frame
 
 
@@ -44,3 +45,28 @@ def test_a_result_from_before_threads_were_recorded_stands_apart(tmp_path: Path)
     summary = summary_frame(load_runs([tmp_path / "s"]))
     assert summary["gpu"].tolist() == ["cpu · 2 threads", "cpu · threads not recorded"]
     assert summary["n"].tolist() == [1, 1]
+
+
+def test_an_engine_with_its_own_threads_is_said_so_and_is_the_same_hardware(
+    tmp_path: Path,
+) -> None:
+    """The engines study on one CPU: torch's run on 2 threads beside an engine that runs its own
+    threads (null, with the reason): two rows, one labelled as the engine's own threads (not
+    "not recorded"), and one kind of hardware."""
+
+    def make(p):
+        result = synth.ok_result(energy=False, tok_s={0: 30.0, 1: 80.0}[p["repeat"]])
+        if p["repeat"] == 0:
+            result["hardware"]["torch_threads"] = 2
+            result["hardware"]["torch_interop_threads"] = 2
+        else:
+            reason = "the vllm engine runs its own threads; llem sets none"
+            result["null_reasons"]["hardware.torch_threads"] = reason
+            result["null_reasons"]["hardware.torch_interop_threads"] = reason
+        return result
+
+    synth.write_sweep(tmp_path / "s", {"pytorch.batch_size": [1]}, make, repeats=2)
+    runs = load_runs([tmp_path / "s"])
+    summary = summary_frame(runs)
+    assert summary["gpu"].tolist() == ["cpu · 2 threads", "cpu · the engine's own threads"]
+    assert render_heading(runs, summary).endswith("on 1 kind of hardware (2 rows)")
