@@ -6,7 +6,7 @@ traffic kind, and the same workload run on the in-process vLLM engine.
   server's own /metrics counter over the window; open-loop requests carry their scheduled send
   times, closed-loop ones none and never more in flight than ``traffic.max_concurrency``.
 - The server is launched once for the five points (its launch arguments do not change), and its
-  whole process group is gone after the sweep.
+  no process of it is left after the sweep (counted by its model path, this test's own).
 - The in-process engine and the server, greedy on the same prompts, agree on each request's
   output tokens and text (``generations.jsonl``): the two count tokens from different sources
   (the engine's token ids, the server's usage).
@@ -35,7 +35,6 @@ from tests.server.traffic_options import kinds, write_kind_options
 pytestmark = [
     pytest.mark.vllm,
     pytest.mark.slow,
-    pytest.mark.xdist_group("vllm_server_real"),  # one module fixture: one worker
     pytest.mark.skipif(
         importlib.util.find_spec("vllm") is None,
         reason="vllm is not importable here (its environment: scripts/setup.sh --vllm)",
@@ -61,8 +60,9 @@ WORKLOAD = (
 )
 
 
-def _server_pids() -> set[int]:
-    """Every running vLLM OpenAI server process."""
+def _server_pids(model: Path) -> set[int]:
+    """Every running vLLM OpenAI server process of ``model`` (this test's own: the path is
+    unique to it, so a server another test runs at the same time is not counted)."""
     found = set()
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -71,7 +71,7 @@ def _server_pids() -> set[int]:
             argv = (entry / "cmdline").read_bytes()
         except OSError:
             continue
-        if b"vllm.entrypoints.openai.api_server" in argv:
+        if b"vllm.entrypoints.openai.api_server" in argv and str(model).encode() in argv:
             found.add(int(entry.name))
     return found
 
@@ -80,14 +80,13 @@ def _lines(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """The server sweep over the five kinds and the in-process run: their results and run
-    directories, and the vLLM server processes before and after the sweep."""
-    root = tmp_path_factory.mktemp("vllm-server")
-    model = build_tiny_model(root / "model", **HEAD64)
-    sweep_kinds = write_kind_options(root, RATE_PER_S)
-    before = _server_pids()
+def test_every_traffic_kind_through_one_launched_vllm_server_agrees_with_the_engine(
+    tmp_path: Path,
+) -> None:
+    """The server sweep over the five kinds, then the in-process run of the same workload (one
+    test: the sweep's server and the engine start once, on one worker)."""
+    model = build_tiny_model(tmp_path / "model", **HEAD64)
+    sweep_kinds = write_kind_options(tmp_path, RATE_PER_S)
     proc = run_llem(
         "+backend=server",
         "server.launch=vllm",
@@ -99,16 +98,18 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         *WORKLOAD,
         sweep_kinds,
         multirun=True,
-        cwd=root,
+        cwd=tmp_path,
         timeout=900,
     )
     assert proc.returncode == 0, output(proc)
-    after = _server_pids()
+    assert not _server_pids(model)  # every server process llem started is gone
     served = {}
-    for path in root.glob("outputs/multirun/**/result.json"):
+    for path in tmp_path.glob("outputs/multirun/**/result.json"):
         result = json.loads(path.read_text())
         served[result["traffic"]["kind"]] = (result, path.parent)
-    in_process = root / "in-process"
+    _check_each_kind(served)
+    _check_launched_once(served)
+    in_process = tmp_path / "in-process"
     proc = run_llem(
         "+backend=vllm",
         "vllm.enforce_eager=true",
@@ -118,15 +119,18 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         *WORKLOAD,
         "traffic=offline",
         f"hydra.run.dir={in_process}",
-        cwd=root,
+        cwd=tmp_path,
     )
     assert proc.returncode == 0, output(proc)
     engine = json.loads((in_process / "result.json").read_text())
-    return {"served": served, "engine": (engine, in_process), "before": before, "after": after}
+    _check_agreement(served, (engine, in_process))
 
 
-def test_each_traffic_kind_is_served_and_counted_by_the_servers_usage(runs: dict[str, Any]) -> None:
-    served = runs["served"]
+Served = dict[str, tuple[dict[str, Any], Path]]
+
+
+def _check_each_kind(served: Served) -> None:
+    """Each kind served, its counts the server's usage and equal to vLLM's /metrics counter."""
     assert set(served) == set(KINDS)
     for kind, (r, run_dir) in served.items():
         assert r["status"] == "ok", (kind, r.get("error"))
@@ -154,10 +158,11 @@ def test_each_traffic_kind_is_served_and_counted_by_the_servers_usage(runs: dict
             assert r["traffic"]["pacing_lateness_ms"] is not None, kind
 
 
-def test_the_server_is_launched_once_and_gone_after_the_sweep(runs: dict[str, Any]) -> None:
+def _check_launched_once(served: Served) -> None:
+    """One launch for the five points (the launch arguments do not change)."""
     import vllm
 
-    results = [r for r, _ in runs["served"].values()]
+    results = [r for r, _ in served.values()]
     assert sorted(r["lifecycle"]["model_reused"] for r in results) == [False] + [True] * 4
     (launched,) = [r["server"] for r in results if not r["lifecycle"]["model_reused"]]
     assert launched["launched"] is True and launched["version"] == vllm.__version__
@@ -165,20 +170,18 @@ def test_the_server_is_launched_once_and_gone_after_the_sweep(runs: dict[str, An
     assert f"--max-num-seqs {MAX_NUM_SEQS}" in command and "--dtype float32" in command
     assert launched["launch_to_ready_s"] > 0
     print(f"\nvLLM server launch-to-ready: {launched['launch_to_ready_s']:.1f} s")
-    assert runs["after"] <= runs["before"]  # every server process llem started is gone
 
 
-def test_the_in_process_engine_and_the_server_agree_on_each_requests_tokens(
-    runs: dict[str, Any],
-) -> None:
-    engine, engine_dir = runs["engine"]
+def _check_agreement(served: Served, in_process: tuple[dict[str, Any], Path]) -> None:
+    """The engine and every point of the server agree on each request's tokens and text."""
+    engine, engine_dir = in_process
     assert engine["status"] == "ok", engine.get("error")
     expected = {g["request"]: g for g in _lines(engine_dir / "generations.jsonl")}
     assert len(expected) == N_REQUESTS
     assert any(g["text"] for g in expected.values())  # texts to compare, not empty ones
     stopped = sum(g["output_tokens"] < MAX_TOKENS for g in expected.values())
     print(f"\nin-process vLLM: {stopped} of {N_REQUESTS} requests stopped at EOS before the limit")
-    for kind, (r, run_dir) in runs["served"].items():
+    for kind, (r, run_dir) in served.items():
         got = {g["request"]: g for g in _lines(run_dir / "generations.jsonl")}
         assert {i: g["output_tokens"] for i, g in got.items()} == {
             i: g["output_tokens"] for i, g in expected.items()
