@@ -5,8 +5,8 @@ traffic kind, and the same workload run on the in-process vLLM engine.
 - Each traffic kind is served: every point's output tokens are the server's usage and equal the
   server's own /metrics counter over the window; open-loop requests carry their scheduled send
   times, closed-loop ones none and never more in flight than ``traffic.max_concurrency``.
-- The server is launched once for the five points (its launch arguments do not change), and its
-  no process of it is left after the sweep (counted by its model path, this test's own).
+- The server is launched once for the five points (its launch arguments do not change), and no
+  process of it is left after the sweep (counted by its model path, this test's own).
 - The in-process engine and the server, greedy on the same prompts, agree on each request's
   output tokens and text (``generations.jsonl``): the two count tokens from different sources
   (the engine's token ids, the server's usage).
