@@ -58,6 +58,7 @@ def test_the_api_and_the_cli_produce_the_same_result(tiny: list[str], tmp_path: 
     assert api_hydra == cli_hydra
 
 
+@pytest.mark.slow
 def test_bad_input_raises_the_cli_message_never_system_exit(
     tiny: list[str], tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:

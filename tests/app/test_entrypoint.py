@@ -97,6 +97,7 @@ BAD_SWEEPS = [
 
 
 @pytest.mark.parametrize("overrides,line", BAD_SWEEPS)
+@pytest.mark.slow
 def test_a_mistake_in_a_sweep_is_llems_one_line_exit_2(tmp_path, overrides, line):
     proc = llem(tmp_path, "--multirun", *overrides)
     assert proc.returncode == 2, proc.stderr
@@ -138,6 +139,7 @@ def test_preflight_reports_every_failure_at_once(tmp_path):
     assert not (tmp_path / "outputs").exists()  # nothing was run: no folder is left
 
 
+@pytest.mark.slow
 def test_a_model_path_set_over_the_default_model_says_to_add_model_hf(tmp_path, tiny_model_dir):
     """The default model's GGUF file name is not looked for in another checkpoint unexplained."""
     proc = llem(tmp_path, f"model.name_or_path={tiny_model_dir}")

@@ -78,6 +78,7 @@ def test_a_node_run_on_two_gpus_gives_each_component_its_planted_energy(
     assert "boundary: node = GPUs" in proc.stdout + proc.stderr
 
 
+@pytest.mark.slow
 def test_a_gpu_index_the_machine_does_not_have_is_one_preflight_line(
     tmp_path: Path, tiny_model_dir: Path
 ) -> None:

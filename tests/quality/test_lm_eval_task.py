@@ -207,6 +207,7 @@ def test_loglikelihood_task_is_refused_with_the_reason(include: str) -> None:
     assert err.value.problems == [problem]
 
 
+@pytest.mark.slow
 def test_unknown_task_names_close_ones(include: str) -> None:
     (problem,) = lm_eval_problems("llem_arth", include)
     assert problem.startswith("dataset.task=llem_arth: no such lm-eval task")

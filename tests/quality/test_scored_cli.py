@@ -15,6 +15,7 @@ def _tiny(model_dir: Path) -> list[str]:
     return ["model=hf", f"model.name_or_path={model_dir}", "device=cpu", "measurement.energy=none"]
 
 
+@pytest.mark.slow
 def test_the_builtin_task_prints_its_accuracy_and_writes_the_quality_section(
     tiny_model_dir: Path, tmp_path: Path
 ) -> None:
@@ -69,6 +70,7 @@ def test_the_builtin_task_prints_its_accuracy_and_writes_the_quality_section(
         ),
     ],
 )
+@pytest.mark.slow
 def test_bad_scoring_input_is_one_line_with_its_exit_code(
     tiny_model_dir: Path, tmp_path: Path, args: list[str], code: int, says: str
 ) -> None:
@@ -94,6 +96,7 @@ def _task_dir(tmp_path: Path, data_dir: Path = DATA) -> Path:
     return tasks
 
 
+@pytest.mark.slow
 def test_an_lm_eval_task_with_local_data_is_scored_like_the_builtin_one(
     tiny_model_dir: Path, tmp_path: Path
 ) -> None:
@@ -125,6 +128,7 @@ def test_an_lm_eval_task_with_local_data_is_scored_like_the_builtin_one(
     ],
     ids=["loglikelihood", "missing-data"],
 )
+@pytest.mark.slow
 def test_an_lm_eval_task_that_cannot_be_measured_fails_preflight_in_one_line(
     tiny_model_dir: Path, tmp_path: Path, task: str, moved: bool, code: int, says: str
 ) -> None:

@@ -87,6 +87,7 @@ def test_the_subtitle_says_which_energy_and_what_the_bars_are(quality_sweep: Pat
     assert ax.get_xlabel().startswith("accuracy, %") and "per correct answer" in ax.get_ylabel()
 
 
+@pytest.mark.slow
 def test_a_sweep_report_writes_the_plot_and_one_without_quality_does_not(
     quality_sweep: Path, realistic_sweep: Path
 ) -> None:

@@ -416,6 +416,7 @@ def test_no_value_or_header_is_ever_cut(tmp_path: Path, width: int, keys: list[s
     assert f"the table is printed in {len(parts)} parts to fit {width} columns" in " ".join(lines)
 
 
+@pytest.mark.slow
 def test_many_knobs_split_beside_their_legend_keys(tmp_path: Path) -> None:
     grid = {f"pytorch.knob_number_{i}": ["alpha-value", "beta-value"] for i in range(6)}
     synth.write_sweep(tmp_path / "s", grid, lambda p: synth.ok_result(), repeats=3)

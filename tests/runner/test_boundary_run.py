@@ -165,6 +165,7 @@ def test_bad_boundary_is_one_line_exit_2(tiny_model_dir: Path, tmp_path: Path) -
     assert "Traceback" not in proc.stderr, output(proc)
 
 
+@pytest.mark.slow
 def test_node_boundary_without_rapl_runs_with_the_reason(
     tiny_model_dir: Path, tmp_path: Path
 ) -> None:

@@ -200,6 +200,7 @@ def test_without_energy_j_per_correct_answer_is_null_with_the_reason(
     assert result.null_reasons["quality.j_per_correct_answer"]
 
 
+@pytest.mark.slow
 def test_a_run_that_scores_nothing_has_a_null_quality_section_with_the_reason(
     tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -47,6 +47,7 @@ def _pids(server: LaunchedServer, tmp_path: Path) -> list[int]:
     return [server.pid, int((tmp_path / "pids").read_text())]
 
 
+@pytest.mark.slow
 def test_ready_after_a_delay_with_its_record_and_gone_after(tmp_path: Path) -> None:
     with _server(tmp_path, delay_s=1.0) as server:
         record = server.record
@@ -60,6 +61,7 @@ def test_ready_after_a_delay_with_its_record_and_gone_after(tmp_path: Path) -> N
     assert all(_gone(p) for p in pids)
 
 
+@pytest.mark.slow
 def test_a_server_without_a_version_gets_its_packages_version(tmp_path: Path) -> None:
     """llama-cpp-python's server answers no /version: the record takes the installed version of
     the package the command runs (planted here: pytest's), and without one says why."""
@@ -78,6 +80,7 @@ def test_a_server_without_a_version_gets_its_packages_version(tmp_path: Path) ->
     assert spec.package == "llama_cpp_python"  # the server runs in this interpreter
 
 
+@pytest.mark.slow
 def test_exit_before_ready_is_an_error_with_the_logs_tail(tmp_path: Path) -> None:
     server = _server(tmp_path, delay_s=0.2, mode="exit")
     with pytest.raises(ServerLaunchError, match="exited with code 3") as err:
@@ -86,6 +89,7 @@ def test_exit_before_ready_is_an_error_with_the_logs_tail(tmp_path: Path) -> Non
     assert all(_gone(p) for p in _pids(server, tmp_path))
 
 
+@pytest.mark.slow
 def test_never_ready_times_out_and_is_stopped(tmp_path: Path) -> None:
     server = _server(tmp_path, delay_s=0.0, mode="never", ready_timeout_s=1.5)
     with pytest.raises(ServerLaunchError, match="not ready within ready_timeout_s=1.5"):
@@ -93,6 +97,7 @@ def test_never_ready_times_out_and_is_stopped(tmp_path: Path) -> None:
     assert all(_gone(p) for p in _pids(server, tmp_path))
 
 
+@pytest.mark.slow
 def test_group_gone_after_an_exception_inside(tmp_path: Path) -> None:
     with pytest.raises(RuntimeError, match="planted"), _server(tmp_path, 0.0) as server:
         pids = _pids(server, tmp_path)
@@ -100,6 +105,7 @@ def test_group_gone_after_an_exception_inside(tmp_path: Path) -> None:
     assert all(_gone(p) for p in pids)
 
 
+@pytest.mark.slow
 def test_group_gone_after_keyboard_interrupt_inside(tmp_path: Path) -> None:
     with pytest.raises(KeyboardInterrupt), _server(tmp_path, 0.0) as server:
         pids = _pids(server, tmp_path)
@@ -107,6 +113,7 @@ def test_group_gone_after_keyboard_interrupt_inside(tmp_path: Path) -> None:
     assert all(_gone(p) for p in pids)
 
 
+@pytest.mark.slow
 def test_sigterm_ignoring_group_is_killed_after_grace(tmp_path: Path) -> None:
     with _server(tmp_path, 0.0, mode="ignore_term", grace_s=1.0) as server:
         pids = _pids(server, tmp_path)

@@ -5,11 +5,14 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
 from conftest import NO_REPORT, output
 from filelock import FileLock
 
 from llem.sweep.lock import LOCK_FILE
 from llem.testing import cli
+
+pytestmark = pytest.mark.slow  # each test runs python -m llem
 
 MISSING = ["dataset=jsonl", "dataset.path=missing.jsonl"]
 
