@@ -51,8 +51,8 @@ class ServerProcesses:
         """What the measurement counts as the run's own beside llem's processes."""
         if self.roots:
             said = (
-                f"the server at {url} is {self.found_by} and its descendants; a process of the "
-                "server that is not among them can be named in server.pids"
+                f"counted as the server at {url}'s: {self.found_by}, and its descendants; a "
+                "process of the server outside them can be named in server.pids"
             )
         else:
             said = (
