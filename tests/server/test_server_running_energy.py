@@ -12,7 +12,11 @@ import pytest
 from llem.backends.server import backend as server_backend
 from llem.backends.server import running
 from llem.backends.server.host import HostCheck
-from llem.testing.fake_pynvml import FakeGpu
+from llem.backends.server.processes import ServerProcesses
+from llem.devices.nvidia import init_nvml
+from llem.result import Figure, RunResult, ServerSection
+from llem.testing.clocks import SteppingClock
+from llem.testing.fake_pynvml import FakeGpu, FakeNvml
 from tests.server.fake_openai import LiveMetrics, Plan
 from tests.server.fake_thread import fake_in_thread
 from tests.server.gpu_here import detached_server, free_port, install_gpus, run_measured
@@ -53,6 +57,9 @@ def test_a_server_started_by_hand_is_the_runs_own_on_its_gpu(gpus, tiny_model_di
     assert server["gpus_used"] == ["GPU-a"] and server["on_this_host"] is True
     assert result["validity"]["checks"]["server_gpus"] == "passed"
     assert result["validity"]["checks"]["server_processes"] == "passed"
+    (includes,) = result["boundary"]["includes"]
+    assert includes.startswith("the whole draw of GPU(s) GPU-a over the window, idle power")
+    assert f"{server['processes_found_by']}, with its descendants" in includes
 
 
 def test_another_process_on_the_servers_gpu_is_foreign_work(gpus, tiny_model_dir, tmp_path):
@@ -104,6 +111,10 @@ def test_a_url_on_another_host_gets_null_energy_with_the_reason(
     assert "is not on this host" in why["validity.energy_valid"]
     assert result["hardware"]["gpus"] == []
     assert result["server"]["on_this_host"] is False
+    assert result["boundary"]["includes"] == []
+    assert f"the server at {url}: its GPUs were not measured (server.url=" in "".join(
+        result["boundary"]["outside"]
+    )
 
 
 def test_a_running_server_whose_gpus_are_not_named_gets_null_energy(gpus, tiny_model_dir, tmp_path):
@@ -155,3 +166,29 @@ def test_a_server_without_metrics_leaves_its_load_not_checked(gpus, tiny_model_d
         )
     assert result["validity"]["checks"]["server_load"] == "not checked"
     assert "404" in result["null_reasons"]["server.requests_finished"]
+
+
+def test_with_no_root_known_every_process_on_the_measured_gpus_is_the_servers_as_a_condition():
+    """The listener could not be read (planted): the processes on the measured GPU are taken as
+    the server's, recorded, and the run states it as a condition; another GPU's are not."""
+    result = RunResult(status="ok")
+    result.server = ServerSection(
+        url="http://127.0.0.1:1", launched=False, endpoint="completions", model="m"
+    )
+    result.hardware.gpus = [{"uuid": "GPU-a"}]
+    result.set_figure("validity.energy_valid", Figure(True))
+    unknown = ServerProcesses((), None, "planted: not readable")
+    server = running.RunningServer("http://127.0.0.1:1", HostCheck(True, "loopback"), unknown)
+    a = FakeGpu("GPU-a", processes=[(STRANGER, GB)])
+    b = FakeGpu("GPU-b", processes=[(STRANGER + 1, GB)])
+    running.record(result, server, lambda: init_nvml(FakeNvml([a, b], SteppingClock())))
+    assert result.server is not None and result.server.processes == [
+        {"device": "GPU-a", "pid": STRANGER, "used_memory_mb": 1024.0, "name": None}
+    ]
+    validity = result.validity
+    assert validity.checks["server_processes"] == "condition" and validity.energy_valid is True
+    (said,) = validity.conditions
+    assert "(planted: not readable)" in said and f"(pid {STRANGER} on GPU-a)" in said
+    assert "server.pids" in said
+    assert "planted: not readable" in result.null_reasons["server.gpus_used"]
+    assert validity.checks["server_gpus"] == "not checked"

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from llem.backends.server import gpus, load, running
+from llem.backends.server import gpus, load, running, scope
 from llem.backends.server.launch import LaunchedServer, LaunchRecord
 from llem.backends.server.processes import process_name
 from llem.backends.server.running import RunningServer
@@ -66,6 +66,7 @@ class ServerModel(LoadedModel):
             result.server = dataclasses.replace(result.server, processes_found_by=found)
             result.null_reasons.pop("server.processes_found_by", None)
             gpus.record(result, gpus.server_gpus(open_gpus, gpus.launched_tree(pid)))
+        scope.record(result)
 
 
 def server_section(loaded: ServerModel, result: RunResult) -> None:
