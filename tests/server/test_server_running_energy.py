@@ -88,6 +88,29 @@ def test_another_process_on_the_servers_gpu_is_foreign_work(gpus, tiny_model_dir
     ]
 
 
+def test_a_running_server_on_a_gpu_not_named_invalidates_the_energy(gpus, tiny_model_dir, tmp_path):
+    """The server (named by server.pids) holds GPU-b too, which server.gpus leaves out: its work
+    there is missing from the energy."""
+    server = os.getppid()
+    gpus(FakeGpu("GPU-a", processes=[(server, GB)]), FakeGpu("GPU-b", processes=[(server, GB)]))
+    with fake_in_thread(Plan()) as url:
+        result = run_measured(
+            tiny_model_dir,
+            tmp_path / "run",
+            f"server.url={url}",
+            "server.gpus=[0]",
+            f"server.pids=[{server}]",
+        )
+    validity = result["validity"]
+    assert validity["checks"]["other_processes"] == "passed"
+    assert validity["checks"]["server_gpus"] == "failed" and validity["energy_valid"] is False
+    assert result["server"]["gpus_used"] == ["GPU-a", "GPU-b"]
+    assert (
+        "the server runs on GPU(s) GPU-b, which llem did not measure: its work there is missing "
+        "from the energy (set server.gpus to cover them)"
+    ) in validity["problems"]
+
+
 def test_a_url_on_another_host_gets_null_energy_with_the_reason(
     gpus, tiny_model_dir, tmp_path, monkeypatch
 ):

@@ -74,7 +74,13 @@ def server_gpus(
     return ServerGpus(found, processes=processes)
 
 
-def record(result: RunResult, found: ServerGpus) -> None:
+#: how to measure the GPUs a launched server used beyond those measured
+LAUNCHED_COVER = "set measurement.gpu_indices or the server's tensor_parallel_size to cover them"
+#: the same for a running server (server.url)
+RUNNING_COVER = "set server.gpus to cover them"
+
+
+def record(result: RunResult, found: ServerGpus, cover: str = LAUNCHED_COVER) -> None:
     """``found`` into ``result.server.gpus_used``, and its judgement against the GPUs the run
     measured into ``result.validity`` (check ``server_gpus``)."""
     assert result.server is not None
@@ -90,7 +96,7 @@ def record(result: RunResult, found: ServerGpus) -> None:
     for key in ("server.gpus_used", "server.processes"):
         result.null_reasons.pop(key, None)
     measured = [g.get("uuid") for g in result.hardware.gpus if isinstance(g, dict)]
-    problems, conditions = judge(found.uuids, [u for u in measured if isinstance(u, str)])
+    problems, conditions = judge(found.uuids, [u for u in measured if isinstance(u, str)], cover)
     validity.problems.extend(problems)
     validity.conditions.extend(conditions)
     validity.checks[CHECK] = "failed" if problems else ("condition" if conditions else "passed")
@@ -98,7 +104,9 @@ def record(result: RunResult, found: ServerGpus) -> None:
         result.set_figure("validity.energy_valid", Figure(False))
 
 
-def judge(used: Sequence[str], measured: Sequence[str]) -> tuple[list[str], list[str]]:
+def judge(
+    used: Sequence[str], measured: Sequence[str], cover: str = LAUNCHED_COVER
+) -> tuple[list[str], list[str]]:
     """(problems, conditions): a GPU the server used that was not measured is a problem; a
     measured GPU it did not use is a condition."""
     missing = [u for u in used if u not in measured]
@@ -106,8 +114,7 @@ def judge(used: Sequence[str], measured: Sequence[str]) -> tuple[list[str], list
     problems = (
         [
             f"the server runs on GPU(s) {', '.join(missing)}, which llem did not measure: its work "
-            "there is missing from the energy (set measurement.gpu_indices or the server's "
-            "tensor_parallel_size to cover them)"
+            f"there is missing from the energy ({cover})"
         ]
         if missing
         else []

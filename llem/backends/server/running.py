@@ -103,7 +103,7 @@ def record(result: RunResult, running: RunningServer, opener: GpuOpener = open_g
         checks[gpus.CHECK] = checks[CHECK] = "not checked"
         return
     if found.roots:
-        gpus.record(result, gpus.server_gpus(opener, found.owns))
+        gpus.record(result, gpus.server_gpus(opener, found.owns), gpus.RUNNING_COVER)
         checks[CHECK] = "passed"
         return
     _record_unattributed(result, found, measured, opener)
