@@ -77,6 +77,8 @@ class MeasurementSession:
     directory, unless ``measurement.idle_cache_max_age_s`` is 0).
     ``rapl`` reads the host's CPU packages and DRAM (None: ``open_rapl(powercap_root)`` at
     ``start()``). ``clock``, ``powercap_root``, ``rapl``, ``cuda_sync`` and ``env`` are for tests.
+    ``energy_refused`` says why this host's devices are not the run's to measure (a running
+    server on another host, or on GPUs not named): nothing is opened, the energy is null with it.
     """
 
     def __init__(

@@ -115,6 +115,8 @@ class ServerBackend:
         arguments (a sweep restarts the server only when they change)."""
         c = self.config
         key: dict[str, Any] = {"url": c.url, "model": self.served_name, "device": device}
+        if c.pids is not None:  # the running server's processes, found at its load
+            key["pids"] = list(c.pids)
         if c.launch is not None:
             key.update(
                 launch=c.launch.value,
