@@ -7,12 +7,13 @@ these types without pulling in the modules that do the work.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
 from llem.config.decoder import DecoderConfig
+from llem.config.measurement import MeasurementConfig
 from llem.config.model import ModelConfig
 from llem.config.quantization import QuantizationConfig
 
@@ -207,6 +208,16 @@ class ModelShape:
         )
 
 
+@dataclass(frozen=True)
+class WorkloadProcesses:
+    """Processes outside llem's own tree that do the run's work (a running server's): the
+    other-processes check counts those ``owns`` says are the workload's as the run's own, and
+    its sentence adds ``said`` (whose they are, and how they were found)."""
+
+    owns: Callable[[int], bool]
+    said: str
+
+
 @dataclass
 class LoadedModel:
     """A model ready to generate, plus what the run needs to describe it."""
@@ -237,6 +248,11 @@ class LoadedModel:
         """After the measured window: what the engine saw of the window itself (a server's own
         /metrics) into the run's result and run directory; nothing for an engine in this
         process."""
+
+    def workload_processes(self) -> WorkloadProcesses | None:
+        """The processes outside llem's tree that run this model (a running server's), for the
+        other-processes check; None: the model runs in llem's own processes."""
+        return None
 
     def compilations(self) -> int | None:
         """Compilations this process has run so far (a running count; the window's are the
@@ -297,6 +313,12 @@ class Backend(Protocol[ConfigT_co]):
 
     def torch_device_indices(self) -> list[int]:
         """The torch CUDA indices the model will be placed on (what a CUDA run measures)."""
+        ...
+
+    def energy_refusal(self, measurement: MeasurementConfig) -> str | None:
+        """Why this machine's GPUs must not be measured as this run's (a running server on
+        another host, or whose GPUs are not named): the energy is then null with this reason.
+        None: measure as ``measurement`` says."""
         ...
 
     def batches(self, prompts: Sequence[Prompt]) -> list[list[Prompt]]:

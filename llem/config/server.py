@@ -112,9 +112,18 @@ class ServerConfig:
     gpus: list[int] | None = knob(
         None,
         doc="GPU indices an external server (url) or server.command's runs on, for its energy "
-        "(null with server.command: the first GPU).",
+        "(null with server.url: energy null with the reason, unless measurement.gpu_indices names "
+        "them; null with server.command: the first GPU).",
         goes_to=LLEM,
         ge=0,
+    )
+    pids: list[int] | None = knob(
+        None,
+        doc="Process ids of a running server (url), each with its descendants: its processes on "
+        "the measured GPUs are the server's, any other is foreign work. null: the process "
+        "listening on the URL's port, where it can be found on this host.",
+        goes_to=LLEM,
+        ge=2,
     )
     max_num_seqs: int | None = knob(
         None,
@@ -220,7 +229,12 @@ def server_problems(config: ServerConfig) -> list[str]:
                     f"server.{f.name} configures a launched server and does not apply to "
                     f"server.url={config.url}"
                 )
-    elif config.gpus is not None and config.launch != Launch.command:
+    elif config.pids is not None:
+        p.append(
+            "server.pids names the processes of a server that is already running (server.url); "
+            "a launched server's processes are llem's own descendants"
+        )
+    if config.url is None and config.gpus is not None and config.launch != Launch.command:
         p.append(
             "server.gpus is for a server that is already running (server.url) or started by "
             "server.command; a preset's GPUs come from its own arguments"

@@ -59,7 +59,7 @@ _HASH_EXCLUDED = ("repeat", "dry_run", "sweep")
 _HASH_NEW_AT_DEFAULT: dict[str, dict[str, Any]] = {
     "dataset": {"scorer": None, "task": None, "lm_eval_include": None, "num_fewshot": None},
     "measurement": {"boundary": "gpu"},
-    "server": {"stream": None, "prompt_token_ids": None, "command": None},
+    "server": {"stream": None, "prompt_token_ids": None, "command": None, "pids": None},
 }
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeVar
 
+from llem.backends.types import WorkloadProcesses
 from llem.devices.gpu import GpuLibrary, GpuReader, SensorSpec, error_text
 from llem.devices.readings import OtherProcess, Sample
 from llem.measure.energy import DeviceReadError, SourceError
@@ -30,6 +31,8 @@ class GpuSource:
         self.readers = devices
         self.uuids = [d.uuid for d in devices]
         self._by_uuid = {d.uuid: d for d in devices}
+        # processes outside llem's tree that are the run's own (a running server's)
+        self.workload: WorkloadProcesses | None = None
 
     def method(self, uuid: str) -> str | None:
         """How this device's energy is measured: ``<kind>_counter``, ``<kind>_power``, or None."""
@@ -110,8 +113,15 @@ class GpuSource:
 
     def other_processes(self) -> list[OtherProcess] | None:
         """Compute processes on the measured GPUs other than llem and its descendants (a vLLM
-        engine's core and workers are llem's); None when no GPU can list them."""
-        lists = [d.other_processes(is_own) for d in self.readers]
+        engine's core and workers are llem's) and the ``workload``'s; None when no GPU can list
+        them."""
+        workload = self.workload
+        lists = [
+            d.other_processes(
+                lambda pid: is_own(pid) or (workload is not None and workload.owns(pid))
+            )
+            for d in self.readers
+        ]
         if all(x is None for x in lists):
             return None
         return [p for x in lists if x is not None for p in x]

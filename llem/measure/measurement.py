@@ -185,12 +185,15 @@ def build_measurement(
     counts: Counts,
     cpu_disabled_reason: str | None = None,
     no_gpu_reason: str | None = None,
+    workload_said: str | None = None,
 ) -> Measurement:
     """The ``Measurement`` of a finished window; ``counts`` is what was generated in it.
 
     ``no_gpu_reason`` (why there are no GPU readings at all, e.g. ``NVML unavailable: ...``)
     explains the null thermal and device-memory figures of a window without samples; without
-    it they fall back to ``unavailable_reason``.
+    it they fall back to ``unavailable_reason``. ``workload_said`` says whose processes outside
+    llem's tree were counted as the run's own (a running server's), in the other-processes
+    check's sentence.
     """
     warnings = list(setup_warnings) + list(window.warnings) + reading_failures(window)
     unavailable_reason = _unavailable(window, unavailable_reason, warnings)
@@ -215,6 +218,7 @@ def build_measurement(
         unavailable_reason=unavailable_reason,
         idle=idle,
         devices=devices,
+        workload_said=workload_said,
     )
     return Measurement(
         energy=energy,

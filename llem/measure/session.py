@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from llem.backends.types import WorkloadProcesses
 from llem.config.schema import MeasurementConfig
 from llem.devices.cpu_energy import RaplReader
 from llem.devices.gpu import GpuOpener
@@ -38,11 +39,18 @@ from llem.devices.powercap import DEFAULT_POWERCAP_ROOT
 from llem.measure.devices import DeviceInfo
 from llem.measure.energy import EnergyMeter, PowerSource, SourceError, WindowResult, open_rapl
 from llem.measure.energy_section import Counts
+from llem.measure.gpu_source import GpuSource
 from llem.measure.idle import IdleBaseline, IdleCache, baseline_from_window
 from llem.measure.idle_store import IdleStore, cache_dir, hot_text, stored_baseline
 from llem.measure.measurement import Measurement, build_measurement
 from llem.measure.sampler import Clock, RealClock
-from llem.measure.sources import DISABLED, energy_mode, open_source, preflight_problems
+from llem.measure.sources import (
+    DISABLED,
+    OpenedSource,
+    energy_mode,
+    open_source,
+    preflight_problems,
+)
 from llem.measure.timeseries import write_timeseries
 from llem.measure.window import MeasurementWindow
 from llem.result import utc_now
@@ -69,6 +77,8 @@ class MeasurementSession:
     directory, unless ``measurement.idle_cache_max_age_s`` is 0).
     ``rapl`` reads the host's CPU packages and DRAM (None: ``open_rapl(powercap_root)`` at
     ``start()``). ``clock``, ``powercap_root``, ``rapl``, ``cuda_sync`` and ``env`` are for tests.
+    ``energy_refused`` says why this host's devices are not the run's to measure (a running
+    server on another host, or on GPUs not named): nothing is opened, the energy is null with it.
     """
 
     def __init__(
@@ -86,8 +96,13 @@ class MeasurementSession:
         idle_store: IdleStore | None = None,
         gpu_settings: str = "",
         gpus: GpuOpener = open_gpus,
+        energy_refused: str | None = None,
     ) -> None:
         self.cfg = cfg
+        # why this machine's devices are not the run's to measure (a running server elsewhere,
+        # or on GPUs not named): nothing is opened, and the energy is null with this reason
+        self._refused = energy_refused
+        self._workload: WorkloadProcesses | None = None
         self.device_type = device_type
         gpu = cfg.gpu_indices
         self.torch_indices = (
@@ -144,19 +159,23 @@ class MeasurementSession:
             raise RuntimeError("MeasurementSession.start() called twice")
         self._started = True
         self.origin_s = self.clock.now()
-        opened = open_source(
-            self.cfg,
-            self.device_type,
-            self.torch_indices,
-            self._environ(),
-            self.origin_s,
-            self._gpus,
+        opened = (
+            OpenedSource(unavailable_reason=self._refused, no_gpu_reason=self._refused)
+            if self._refused is not None
+            else open_source(
+                self.cfg,
+                self.device_type,
+                self.torch_indices,
+                self._environ(),
+                self.origin_s,
+                self._gpus,
+            )
         )
         self.source, self.devices = opened.source, opened.devices
         self.unavailable_reason = opened.unavailable_reason
         self.no_gpu_reason = opened.no_gpu_reason
         self.setup_warnings += opened.warnings
-        if self._rapl is None and energy_mode(self.cfg) != "none":
+        if self._rapl is None and energy_mode(self.cfg) != "none" and self._refused is None:
             self._rapl = open_rapl(self._powercap_root, self.clock)
         for w in self.setup_warnings:
             log.warning("%s", w)
@@ -309,6 +328,13 @@ class MeasurementSession:
             on_end=self._keep_window if keep else None,
         )
 
+    def count_as_own(self, workload: WorkloadProcesses | None) -> None:
+        """Processes outside llem's tree that are the run's own (a running server's): not other
+        processes in the windows after this call. Call after ``start()``."""
+        self._workload = workload
+        if isinstance(self.source, GpuSource):
+            self.source.workload = workload
+
     def _keep_window(self, result: WindowResult) -> None:
         self.last_window = result
 
@@ -342,8 +368,12 @@ class MeasurementSession:
             devices=self.devices,
             setup_warnings=self.setup_warnings,
             counts=Counts(output_tokens, input_tokens, requests),
-            cpu_disabled_reason=DISABLED if energy_mode(self.cfg) == "none" else None,
+            cpu_disabled_reason=self._refused or self._cpu_disabled(),
+            workload_said=None if self._workload is None else self._workload.said,
         )
+
+    def _cpu_disabled(self) -> str | None:
+        return DISABLED if energy_mode(self.cfg) == "none" else None
 
     def write_timeseries(self, path: str | Path) -> int:
         """Write the last window's samples as CSV (one row per sample per device; ``time_s`` from

@@ -12,7 +12,8 @@
   cap alone (``sw_power_cap``) is a ``condition``, recorded and not judged (not checked without
   throttle readings, e.g. replay).
 * ``other_processes``: no other compute process on a measured GPU (not checked where the source
-  cannot list processes, e.g. replay or a driver that refuses).
+  cannot list processes, e.g. replay or a driver that refuses). llem's own processes and their
+  descendants are the run's, and so are a running server's (``workload_said`` says whose).
 * ``temperature_steady``: per device, the least-squares line through the window's temperature
   readings rises by at most ``measurement.max_temp_rise_c`` from the window's start to its end (not
   checked with fewer than 3 readings); a larger rise is a ``condition``, recorded as
@@ -173,7 +174,7 @@ def _throttling(window: WindowResult) -> PerDevice:
     return out
 
 
-def _other_processes(window: WindowResult) -> CheckOutcome:
+def _other_processes(window: WindowResult, workload_said: str | None) -> CheckOutcome:
     if window.other_processes is None:
         return _NOT_CHECKED
     if not window.other_processes:
@@ -183,10 +184,11 @@ def _other_processes(window: WindowResult) -> CheckOutcome:
         + ("" if p.used_memory_mb is None else f" ({p.used_memory_mb:.0f} MB)")
         for p in window.other_processes
     )
+    whose = "" if workload_said is None else f" ({workload_said})"
     return _outcome(
         [
             f"Other processes used a measured GPU during the window ({listed}); NVML counts "
-            "their energy as this run's."
+            f"their energy as this run's{whose}."
         ]
     )
 
@@ -329,9 +331,11 @@ def assess(
     unavailable_reason: str | None,
     idle: IdleBaseline,
     devices: Sequence[DeviceInfo],
+    workload_said: str | None = None,
 ) -> tuple[Validity, dict[str, str]]:
     """The verdict on ``window``'s energy, and the reason when there is none (``unavailable_reason``
-    set means no energy was measured); the run is on ``device_type``."""
+    set means no energy was measured); the run is on ``device_type``; ``workload_said``: whose
+    processes outside llem's tree were the run's own (a running server's)."""
     if unavailable_reason is not None:
         why = (
             f"the run is on device={device_type}: no GPU energy to judge"
@@ -351,7 +355,7 @@ def assess(
     }
     outcomes = {
         "window_length": _window_length(window, cfg),
-        "other_processes": _other_processes(window),
+        "other_processes": _other_processes(window, workload_said),
         "whole_gpu": _whole_gpu(devices),
         **{name: combined(found) for name, found in per_device.items()},
     }

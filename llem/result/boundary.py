@@ -5,7 +5,10 @@ out, with each component's energy.
 plus this host's CPU packages and DRAM, read through RAPL over the same window). ``gpus`` are the
 measured GPUs by UUID, ``cpu_packages`` and ``dram`` the RAPL domains read (package-N, dram-N;
 empty where none could be read), ``cpu_packages_note`` which packages the process may run on next
-to those read, ``outside`` one sentence per thing the figures leave out.
+to those read, ``outside`` one sentence per thing the figures leave out, ``includes`` one sentence
+per thing they take in that the components do not say (a server's: whose processes ran on the
+measured GPUs, and that any other work there is in the figures too; empty for the in-process
+engines, and in results written before it).
 
 Energy per component over the measured window (J, idle power included, as ``energy.total_j``):
 ``gpu_j`` (``energy.total_j``), ``cpu_package_j``, ``dram_j`` and their sum ``total_j``; the
@@ -31,6 +34,7 @@ class Boundary:
     cpu_packages_note: str | None = None  # the packages the process may run on
     dram: list[str] = field(default_factory=list)  # RAPL domains read: dram-N
     outside: list[str] = field(default_factory=list)  # what the figures leave out
+    includes: list[str] = field(default_factory=list)  # whose work they take in (a server's)
     gpu_j: float | None = figure()
     cpu_package_j: float | None = figure()
     dram_j: float | None = figure()

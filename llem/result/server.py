@@ -26,10 +26,22 @@ running (in its batch) and waiting, time-weighted over the polls that fell while
 the span (the tokens the server counted, including any other client's); ``usage_prompt_tokens``
 and ``usage_completion_tokens`` are the same window's counts from the ``usage`` of llem's own
 requests (what every other figure of the run uses): both are kept, so that a reader sees where
-they differ. ``metrics_file`` is ``server_metrics.csv``.
+they differ. ``requests_finished`` is how far the server's counter of finished requests grew
+over the span (vLLM's ``vllm:request_success_total``, SGLang's ``sglang:num_requests_total``, TGI's
+``tgi_request_success``; null where the server has none): more than llem sent means another
+client's load ran in the window (validity check ``server_load``). ``metrics_file`` is
+``server_metrics.csv``.
 Where the server exposes no ``/metrics`` (404), or none of the known metric names, every figure of
 its view is null and ``null_reasons`` says why. Results written before these figures existed read
 with them null. The section is null for the in-process engines.
+
+Where the server ran (``llem.backends.server.gpus``, ``processes``): ``on_this_host`` says whether
+the URL is this machine (a launched server's always is; a running server's by its address, null
+energy where it is not), ``gpus_used`` the GPUs holding a process of the server's trees and
+``processes`` those processes (``pid``, ``name``, ``device``, ``used_memory_mb``), the measured
+server's own, not foreign work; ``processes_found_by`` how llem knows they are the server's (its
+launch, ``server.pids``, the process listening on the URL's port, or, where none of those is
+known, every process on the measured GPUs, which the run states as a condition).
 
 server_metrics.csv: one row per answered poll; ``time_s`` is seconds from the workload's origin
 (the requests' ``scheduled_s`` 0; the first poll comes just before it, so its time is negative),
@@ -45,6 +57,7 @@ import io
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from llem.atomic import atomic_write_csv
 from llem.result.migrate import ResultFormatError
@@ -79,8 +92,13 @@ class ServerSection:
     usage_prompt_tokens: int | None = None  # llem's requests' usage over the same window
     usage_completion_tokens: int | None = None
     metrics_file: str | None = None  # server_metrics.csv, in the run directory
-    # UUIDs of the GPUs a launched server's processes ran on (llem.backends.server.gpus)
+    # UUIDs of the GPUs the server's processes ran on (llem.backends.server.gpus)
     gpus_used: list[str] | None = None
+    # the server's compute processes on those GPUs: {pid, name, device, used_memory_mb}
+    processes: list[dict[str, Any]] | None = None
+    processes_found_by: str | None = None  # how llem knows they are the server's
+    on_this_host: bool | None = None  # the URL is this machine's (a launched server's always)
+    requests_finished: float | None = None  # the server's finished-requests counter, grown
 
 
 @dataclass(frozen=True)

@@ -145,6 +145,8 @@ class Runner:
             device_type=device,
             idle_cache=self.idle_cache,  # the Runner's idle baselines (llem.measure.idle)
             gpu_settings=requested_settings(exp.gpu),  # baselines are kept per GPU settings
+            # a running server elsewhere, or on GPUs not named: this host's are not its
+            energy_refused=backend.energy_refusal(exp.measurement),
         )
         loaded = None
         keep = False
@@ -154,6 +156,7 @@ class Runner:
                 _init_cuda()
             session.start()  # idle baseline: after CUDA init, before the model loads
             loaded = self._acquire(backend, device, reuse, result)
+            session.count_as_own(loaded.workload_processes())  # a running server's processes
             measured, peaks = self._generate(exp, backend, loaded, session, result)
             batch_size = backend.batch_size(loaded)  # 0: the engine does not know it
             counts = fill_workload(

@@ -279,7 +279,7 @@ def test_ranges_are_declared_where_the_old_checks_were():
 @pytest.mark.parametrize("key,decl", RANGED, ids=[k for k, _ in RANGED])
 def test_every_declared_range_is_checked_and_names_its_key(key, decl):
     bad = _outside(decl.range)
-    value = f"[{bad}]" if key in ("measurement.gpu_indices", "server.gpus") else bad
+    value = f"[{bad}]" if key in ("measurement.gpu_indices", "server.gpus", "server.pids") else bad
     with pytest.raises(ConfigError) as err:
         to_experiment(_compose(f"{key}={value}"))
     assert f"{key}={value}" in err.value.message

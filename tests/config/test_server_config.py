@@ -56,6 +56,14 @@ def test_gpus_are_refused_with_a_launch_and_a_bad_url_is_named() -> None:
     ]
 
 
+def test_server_pids_name_a_running_servers_processes_only() -> None:
+    assert engine_problems(_server(url="http://127.0.0.1:8000", pids=[4000, 4100])) == []
+    assert engine_problems(_server(launch=Launch.vllm, pids=[4000])) == [
+        "server.pids names the processes of a server that is already running (server.url); "
+        "a launched server's processes are llem's own descendants"
+    ]
+
+
 def test_other_engines_keys_name_the_servers_equivalents() -> None:
     exp = _server(url="http://127.0.0.1:8000")
     exp.vllm.max_num_seqs = 16

@@ -43,6 +43,9 @@ class Echo:
     def torch_device_indices(self) -> list[int]:
         return []
 
+    def energy_refusal(self, measurement: object) -> str | None:
+        return None
+
     def batches(self, prompts: Sequence[Prompt]) -> list[list[Prompt]]:
         return [list(prompts)]
 

@@ -56,6 +56,9 @@ class PlantedAnswers:
     def torch_device_indices(self) -> list[int]:
         return []
 
+    def energy_refusal(self, measurement: object) -> str | None:
+        return None
+
     def batches(self, prompts: Sequence[Prompt]) -> list[list[Prompt]]:
         return [list(prompts[i : i + 2]) for i in range(0, len(prompts), 2)]
 

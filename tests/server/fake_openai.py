@@ -19,7 +19,9 @@ MODEL = "fake-model"
 @dataclass
 class LiveMetrics:
     """A vLLM-style ``/metrics`` whose values the test plants: the gauges held at ``running`` and
-    ``waiting``, the token counters grown by ``*_per_request`` as each request's stream ends."""
+    ``waiting``, the token counters grown by ``*_per_request`` as each request's stream ends, the
+    finished-requests counter by one, and by ``other_requests_per_request`` more (another
+    client's requests, finishing beside llem's; None: no such counter)."""
 
     running: float = 3.0
     waiting: float = 1.0
@@ -27,19 +29,29 @@ class LiveMetrics:
     generation_per_request: int = 13
     prompt_total: float = 1000.0  # the counters' values before the test's requests
     generation_total: float = 5000.0
+    requests_total: float | None = 300.0
+    other_requests_per_request: int = 0
 
     def finish_request(self) -> None:
         self.prompt_total += self.prompt_per_request
         self.generation_total += self.generation_per_request
+        if self.requests_total is not None:
+            self.requests_total += 1 + self.other_requests_per_request
 
     def text(self) -> str:
         labels = '{engine="0",model_name="fake-model"}'
+        finished = '{finished_reason="length"}'
         return (
             "# TYPE vllm:num_requests_running gauge\n"
             f"vllm:num_requests_running{labels} {self.running}\n"
             f"vllm:num_requests_waiting{labels} {self.waiting}\n"
             f"vllm:prompt_tokens_total{labels} {self.prompt_total}\n"
             f"vllm:generation_tokens_total{labels} {self.generation_total}\n"
+            + (
+                ""
+                if self.requests_total is None
+                else f"vllm:request_success_total{finished} {self.requests_total}\n"
+            )
         )
 
 

@@ -140,6 +140,9 @@ def _check_each_kind(served: Served) -> None:
         assert s["metrics_source"] == "vllm", r["null_reasons"].get("server.metrics_source")
         assert s["generation_tokens"] == s["usage_completion_tokens"], kind
         assert s["prompt_tokens"] == s["usage_prompt_tokens"], kind
+        # vllm:request_success_total grew by llem's requests alone: llem was the only client
+        assert s["requests_finished"] == N_REQUESTS, kind
+        assert r["validity"]["checks"]["server_load"] == "passed", r["validity"]["problems"]
         assert (run_dir / "server_metrics.csv").exists()
         if s["running_requests_max"] is None:  # the window was shorter than a poll interval
             why = r["null_reasons"]["server.running_requests_max"]

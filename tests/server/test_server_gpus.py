@@ -13,8 +13,12 @@ SERVER = 4000
 TREE = {4000, 4001, 4002}  # the server, its engine core and a worker
 
 
-def in_tree(pid: int, root: int) -> bool:
-    return root == SERVER and pid in TREE
+def in_tree(pid: int) -> bool:
+    return pid in TREE
+
+
+def no_name(pid: int) -> str | None:
+    return None
 
 
 def opener(*gpu_list: FakeGpu):
@@ -26,18 +30,23 @@ def test_the_gpus_holding_a_process_of_the_servers_tree_are_the_servers() -> Non
     a = FakeGpu("GPU-a", processes=[(4001, 2**30)])
     b = FakeGpu("GPU-b", processes=[(9999, 2**30)])  # someone else's
     c = FakeGpu("GPU-c", processes=[(4002, 2**30), (4001, None)])
-    found = gpus.server_gpus(opener(a, b, c), SERVER, in_tree)
-    assert found == gpus.ServerGpus(["GPU-a", "GPU-c"])
+    found = gpus.server_gpus(opener(a, b, c), in_tree, name=no_name)
+    assert found.uuids == ["GPU-a", "GPU-c"]
+    assert [(p["pid"], p["device"]) for p in found.processes or []] == [
+        (4001, "GPU-a"),
+        (4002, "GPU-c"),
+        (4001, "GPU-c"),
+    ]
 
 
 def test_no_gpu_library_or_no_process_listing_is_null_with_the_reason() -> None:
     def missing():
         raise NvmlUnavailable("NVMLError_LibraryNotFound")
 
-    assert gpus.server_gpus(missing, SERVER, in_tree) == gpus.ServerGpus(
+    assert gpus.server_gpus(missing, in_tree) == gpus.ServerGpus(
         None, "no GPU library: NVMLError_LibraryNotFound"
     )
-    unlisted = gpus.server_gpus(opener(FakeGpu("GPU-a", processes=None)), SERVER, in_tree)
+    unlisted = gpus.server_gpus(opener(FakeGpu("GPU-a", processes=None)), in_tree)
     assert unlisted.uuids is None and "cannot list the compute processes of GPU-a" in str(
         unlisted.null_reason
     )

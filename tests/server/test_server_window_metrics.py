@@ -65,13 +65,22 @@ def test_a_run_records_the_servers_planted_view_of_the_window(
     assert [r for r in caplog.records if r.getMessage().startswith(said)]
     assert s["metrics_polls"] >= 3 and s["metrics_failed_polls"] == 0
     assert s["metrics_span_s"] > 0 and s["metrics_poll_ms"] == watch.POLL_MS
+    # the server finished the window's requests, no more; but it counted more generated tokens
+    # than llem's requests' usage: another client's load, as far as the counters can tell
+    assert s["requests_finished"] == N_REQUESTS
+    assert result["validity"]["checks"]["server_load"] == "failed"
+    assert "78 generated tokens (llem's requests' usage: 42 completion tokens)" in "".join(
+        result["validity"]["problems"]
+    )
     # every figure of the view is there: the only null ones are a running server's launch keys
+    # and, with no GPU measured (measurement.energy=none), the processes on its GPUs
     running_only = {
         "server.command",
         "server.version",
         "server.launch_to_ready_s",
         "server.log",
         "server.gpus_used",
+        "server.processes",
     }
     assert {k for k in why if k.startswith("server.")} == running_only
     rows = read_server_metrics(tmp_path / "run")

@@ -35,6 +35,7 @@ from llem.backends.pytorch.placement import placed_indices
 from llem.backends.shape import model_shape
 from llem.backends.tokens import token_lists
 from llem.backends.types import BatchOutput, LoadedModel, Prompt, ScheduledRequest, ServeOutput
+from llem.config.measurement import MeasurementConfig
 from llem.config.pytorch import PyTorchConfig
 from llem.errors import RunError, first_line
 
@@ -60,6 +61,10 @@ class PyTorchBackend:
 
     def batch_size(self, loaded: LoadedModel) -> int:
         return self.config.batch_size
+
+    def energy_refusal(self, measurement: MeasurementConfig) -> str | None:
+        """None: the model runs in llem's process, on the GPUs it measures."""
+        return None
 
     def torch_device_indices(self) -> list[int]:
         """The GPUs ``pytorch.device_map`` and ``pytorch.max_memory`` place the model on

@@ -25,8 +25,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from llem.backends.server import checkpoint
+from llem.backends.server import checkpoint, running
 from llem.backends.server.client import ClientConfig, api_key, serve_http
+from llem.backends.server.host import url_host
 from llem.backends.server.launch import LaunchedServer, LaunchRecord, launch
 from llem.backends.server.loaded import ServerModel
 from llem.backends.server.presets import launch_spec
@@ -39,6 +40,7 @@ from llem.backends.types import (
     ScheduledRequest,
     ServeOutput,
 )
+from llem.config.measurement import MeasurementConfig
 from llem.config.server import Endpoint, Launch, ServerConfig, sends_token_ids, streams
 from llem.errors import RunError
 
@@ -113,6 +115,8 @@ class ServerBackend:
         arguments (a sweep restarts the server only when they change)."""
         c = self.config
         key: dict[str, Any] = {"url": c.url, "model": self.served_name, "device": device}
+        if c.pids is not None:  # the running server's processes, found at its load
+            key["pids"] = list(c.pids)
         if c.launch is not None:
             key.update(
                 launch=c.launch.value,
@@ -127,11 +131,21 @@ class ServerBackend:
         return json.dumps(key, sort_keys=True, default=str)
 
     def torch_device_indices(self) -> list[int]:
-        """``server.gpus`` for a running server; a launched one's first tensor x pipeline
-        parallel GPUs (``launched_gpus``)."""
+        """``server.gpus``; none for a running server that names none (its energy is refused:
+        ``energy_refusal``); a launched one's first tensor x pipeline parallel GPUs
+        (``launched_gpus``)."""
         if self.config.gpus is not None:
             return list(self.config.gpus)
+        if self.config.url is not None:
+            return []
         return launched_gpus(self.config.args)
+
+    def energy_refusal(self, measurement: MeasurementConfig) -> str | None:
+        """A running server's energy is this host's GPUs' only where its URL is this host's
+        and its GPUs are named (``llem.backends.server.running``)."""
+        if self.config.url is None:
+            return None
+        return running.energy_refusal(self.config, measurement, url_host(self.config.url))
 
     def batches(self, prompts: Sequence[Prompt]) -> list[list[Prompt]]:
         return [list(prompts)]
@@ -181,6 +195,7 @@ class ServerBackend:
             endpoint=self.config.endpoint.value,
             launched=launched,
             launch_record=record,
+            running=None if launched is not None else running.find(self.config, base_url),
         )
         if launched is not None:
             loaded._previous_sigterm = _stop_on_sigterm()

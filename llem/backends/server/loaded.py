@@ -11,11 +11,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from llem.backends.server import gpus
+from llem.backends.server import gpus, load, running, scope
 from llem.backends.server.launch import LaunchedServer, LaunchRecord
+from llem.backends.server.processes import process_name
+from llem.backends.server.running import RunningServer
 from llem.backends.server.view import FIGURES, UsageCounts, server_view
 from llem.backends.server.watch import Watched
-from llem.backends.types import LoadedModel
+from llem.backends.types import LoadedModel, WorkloadProcesses
 from llem.devices.gpus import open_gpus
 from llem.result import RunResult, ServerSection
 from llem.result.server import write_server_metrics
@@ -25,6 +27,8 @@ log = logging.getLogger(__name__)
 RUNNING = "the server was already running (server.url): llem did not start it"
 NO_WINDOW = "the run ended before its measured window did: the server's /metrics was not read"
 USAGE = ("usage_prompt_tokens", "usage_completion_tokens")
+#: where the server ran, found after the window (``llem.backends.server.gpus``)
+WHERE = ("gpus_used", "processes", "processes_found_by")
 
 
 @dataclass
@@ -37,18 +41,32 @@ class ServerModel(LoadedModel):
     endpoint: str = "completions"
     launched: LaunchedServer | None = None
     launch_record: LaunchRecord | None = None
+    running: RunningServer | None = None  # a server llem did not start: its host, its roots
     watched: Watched | None = None  # the last measured window's serving and /metrics
     _previous_sigterm: Any = field(default=None, repr=False)
 
     def fill_result(self, result: Any) -> None:
         server_section(self, result)
 
+    def workload_processes(self) -> WorkloadProcesses | None:
+        """A running server's processes (a launched one's are llem's descendants)."""
+        return None if self.running is None else self.running.processes.workload(self.base_url)
+
     def fill_window(self, result: Any, run_dir: Path) -> None:
+        if result.server is None:
+            return
         if self.watched is not None:
             window_view(self.watched, result, run_dir)
-        pid = None if self.launched is None else self.launched.pid
-        if pid is not None and result.server is not None:
-            gpus.record(result, gpus.server_gpus(open_gpus, pid))
+            load.record(result, len(self.watched.out.requests))
+        if self.running is not None:
+            running.record(result, self.running)
+        elif self.launched is not None and self.launched.pid is not None:
+            pid = self.launched.pid
+            found = f"pid {pid} ({process_name(pid) or 'name unreadable'}), launched by llem"
+            result.server = dataclasses.replace(result.server, processes_found_by=found)
+            result.null_reasons.pop("server.processes_found_by", None)
+            gpus.record(result, gpus.server_gpus(open_gpus, gpus.launched_tree(pid)))
+        scope.record(result)
 
 
 def server_section(loaded: ServerModel, result: RunResult) -> None:
@@ -63,17 +81,16 @@ def server_section(loaded: ServerModel, result: RunResult) -> None:
         version=record.version if record else None,
         launch_to_ready_s=round(record.launch_to_ready_s, 3) if record else None,
         log=record.log_path if record else None,
+        on_this_host=True if loaded.running is None else loaded.running.host.local,
     )
     reasons = result.null_reasons
     if record is None:
-        for key in ("command", "version", "launch_to_ready_s", "log", "gpus_used"):
+        for key in ("command", "version", "launch_to_ready_s", "log"):
             reasons[f"server.{key}"] = RUNNING
     elif record.version is None:
         reasons["server.version"] = record.version_reason or "the server reports no version"
-    for key in (*FIGURES, "metrics_url", "metrics_poll_ms", *USAGE):
+    for key in (*FIGURES, "metrics_url", "metrics_poll_ms", *USAGE, *WHERE):
         reasons[f"server.{key}"] = NO_WINDOW
-    if record is not None:
-        reasons["server.gpus_used"] = NO_WINDOW
 
 
 def window_view(watched: Watched, result: RunResult, run_dir: Path) -> None:

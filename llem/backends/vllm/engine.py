@@ -49,6 +49,7 @@ from llem.backends.vllm.steps import (
     scheduled_tokens,
     watch_scheduler_stats,
 )
+from llem.config.measurement import MeasurementConfig
 from llem.config.vllm import VLLMConfig
 from llem.errors import RunError, first_line
 
@@ -113,6 +114,10 @@ class VLLMBackend:
         """The engine's own limit on sequences in flight (``max_num_seqs`` as it settled it)."""
         limit = loaded.max_num_seqs if isinstance(loaded, EngineModel) else None
         return int(limit or self.config.max_num_seqs or 1)
+
+    def energy_refusal(self, measurement: MeasurementConfig) -> str | None:
+        """None: the engine runs in llem's processes, on the GPUs it measures."""
+        return None
 
     def torch_device_indices(self) -> list[int]:
         """The GPUs vLLM uses: the first tensor x pipeline parallel visible devices."""
