@@ -19,7 +19,8 @@ Layout (``/sys/class/powercap``, every zone listed flat, sub-zones included):
   driver lists AMD sockets under the same names: ``intel-rapl:N`` named ``package-N`` with a
   ``core`` sub-zone; AMD has no ``dram`` and no ``psys`` zone. On multi-die parts (Threadripper,
   EPYC Zen 1/2) each die is listed (``package-0-die-0``, ``package-0-die-1``) but mirrors the one
-  socket counter: ``cpu_energy`` counts a package's dies once when their counters read alike.
+  socket counter, where an Intel die has its own: ``cpu_energy`` counts a package's dies once or
+  sums them as the CPU's vendor says (``rapl_scope``), never from the counters' readings.
   The older ``amd_energy`` hwmon driver (Linux 5.8-5.12, removed in 5.13) is not powercap and is
   not read here.
 
