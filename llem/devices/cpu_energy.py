@@ -52,8 +52,9 @@ def max_read_interval_s(
 class DomainEnergy:
     """One domain's energy over a window: ``value_j`` in joules, or None and the reason.
 
-    ``zones`` are the counters' folders that went into it; ``note`` says how they were combined
-    where a package has several dies.
+    ``zones`` are the counters' folders listed for it; ``note`` says how they were combined
+    where a package has several dies; ``counters`` how many were read into the figure (one die's
+    zone for a socket counter listed per die).
     """
 
     domain: str
@@ -61,15 +62,22 @@ class DomainEnergy:
     reason: str | None
     zones: tuple[str, ...]
     note: str | None = None
+    counters: int = 1
 
 
 @dataclass(frozen=True)
 class CpuEnergy:
-    """The energy of each package and DRAM domain between the first and the last snapshot."""
+    """The energy of each package and DRAM domain between the first and the last snapshot.
+
+    ``duration_s`` runs from the first snapshot's time to the last's; ``last_read_s`` is how long
+    the last snapshot's reads took after its time; ``max_power_w`` the power no domain is assumed
+    to exceed (None: not assumed)."""
 
     duration_s: float
     domains: tuple[DomainEnergy, ...]
     unavailable_reason: str | None
+    last_read_s: float = 0.0
+    max_power_w: float | None = None
 
     def total(self, kind: str) -> DomainEnergy:
         """All domains of ``kind`` (package or dram) summed, null with a reason if any one is."""
@@ -86,7 +94,10 @@ class CpuEnergy:
         if missing:
             reason = "; ".join(f"{d.domain}: {d.reason}" for d in missing)
             return DomainEnergy(f"{kind}s", None, reason, zones)
-        return DomainEnergy(f"{kind}s", sum(d.value_j or 0.0 for d in parts), None, zones)
+        value_j = sum(d.value_j or 0.0 for d in parts)
+        return DomainEnergy(
+            f"{kind}s", value_j, None, zones, counters=sum(d.counters for d in parts)
+        )
 
 
 def _step_uj(
@@ -178,7 +189,7 @@ def _domain(
         if uj is None:
             return DomainEnergy(name, None, why, paths, note)
         total_uj += uj
-    return DomainEnergy(name, total_uj / 1e6, None, paths, note)
+    return DomainEnergy(name, total_uj / 1e6, None, paths, note, len(zones))
 
 
 def energy_over(
@@ -194,13 +205,13 @@ def energy_over(
     first = snapshots[0]
     duration_s = snapshots[-1].t_s - first.t_s
     if first.unavailable_reason is not None:
-        return CpuEnergy(duration_s, (), first.unavailable_reason)
+        return CpuEnergy(duration_s, (), first.unavailable_reason, max_power_w=max_power_w)
     by_domain: dict[str, list[Zone]] = {}
     for reading in first.readings:
         if reading.zone.domain is not None:
             by_domain.setdefault(reading.zone.domain, []).append(reading.zone)
     domains = tuple(_domain(d, zs, snapshots, max_power_w, scope) for d, zs in by_domain.items())
-    return CpuEnergy(duration_s, domains, None)
+    return CpuEnergy(duration_s, domains, None, snapshots[-1].read_s, max_power_w)
 
 
 def energy_between(

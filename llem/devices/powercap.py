@@ -214,11 +214,13 @@ class Reading:
 
 @dataclass(frozen=True)
 class Snapshot:
-    """Every chosen zone's counter at one moment (``t_s``: the monotonic clock, seconds)."""
+    """Every chosen zone's counter at one moment (``t_s``: the monotonic clock, seconds, taken
+    before the first read; ``read_s``: how long the reads took after it)."""
 
     t_s: float
     readings: tuple[Reading, ...]
     unavailable_reason: str | None
+    read_s: float = 0.0
 
     def reading(self, zone: Zone) -> Reading | None:
         return next((r for r in self.readings if r.zone.path == zone.path), None)
@@ -249,4 +251,4 @@ def take_snapshot(
     """Read every chosen zone's ``energy_uj`` once; an unreadable one carries its reason."""
     t_s = clock()
     readings = tuple(read_counter(z, read_text) for z in discovery.zones)
-    return Snapshot(t_s, readings, discovery.unavailable_reason)
+    return Snapshot(t_s, readings, discovery.unavailable_reason, max(0.0, clock() - t_s))
