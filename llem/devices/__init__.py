@@ -6,6 +6,7 @@ what a reading is in ``readings``), NVIDIA through NVML (``nvidia``, the only im
 ``pynvml``, with ``nvidia_reader`` and ``nvidia_control``), the vendor-free GPU control
 (``gpu_control``) and the opener that picks the vendor (``gpus``). CPUs: RAPL zones of Linux
 powercap (``powercap``: which zones exist and what each covers, snapshots of their counters), the
-energy between snapshots (``cpu_energy``) and which CPU packages the process may run on
-(``cpu_affinity``). Measurement asks this layer and never reads vendor files itself.
+energy between snapshots (``cpu_energy``), what a package's die zones read, from the CPU's vendor
+(``rapl_scope``), and which CPU packages the process may run on (``cpu_affinity``). Measurement
+asks this layer and never reads vendor files itself.
 """

@@ -9,7 +9,9 @@ snapshot of a window and undoes one wrap per step). A step longer than the inter
 domain null with the reason, because more than one wrap cannot be ruled out.
 
 Every domain (package-N, dram-N) has its own figure, null with its reason where it could not be
-read; nothing unreadable becomes 0.
+read; nothing unreadable becomes 0. A package listed once per die is summed over its dies or
+counted once through its first die's zone as the CPU's vendor says (``rapl_scope``), never
+from whether the dies' readings agree.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from llem.devices.powercap import (
     read_file_text,
     take_snapshot,
 )
+from llem.devices.rapl_scope import DEFAULT_CPUINFO, CounterScope, counter_scope
 
 DEFAULT_MAX_POWER_W = 500.0
 """The power a domain is assumed never to exceed: the highest package TDP of 2025's server CPUs
@@ -49,8 +52,9 @@ def max_read_interval_s(
 class DomainEnergy:
     """One domain's energy over a window: ``value_j`` in joules, or None and the reason.
 
-    ``zones`` are the counters' folders that went into it; ``note`` says how they were combined
-    where a package has several dies.
+    ``zones`` are the counters' folders listed for it; ``note`` says how they were combined
+    where a package has several dies; ``counters`` how many were read into the figure (one die's
+    zone for a socket counter listed per die).
     """
 
     domain: str
@@ -58,15 +62,22 @@ class DomainEnergy:
     reason: str | None
     zones: tuple[str, ...]
     note: str | None = None
+    counters: int = 1
 
 
 @dataclass(frozen=True)
 class CpuEnergy:
-    """The energy of each package and DRAM domain between the first and the last snapshot."""
+    """The energy of each package and DRAM domain between the first and the last snapshot.
+
+    ``duration_s`` runs from the first snapshot's time to the last's; ``last_read_s`` is how long
+    the last snapshot's reads took after its time; ``max_power_w`` the power no domain is assumed
+    to exceed (None: not assumed)."""
 
     duration_s: float
     domains: tuple[DomainEnergy, ...]
     unavailable_reason: str | None
+    last_read_s: float = 0.0
+    max_power_w: float | None = None
 
     def total(self, kind: str) -> DomainEnergy:
         """All domains of ``kind`` (package or dram) summed, null with a reason if any one is."""
@@ -83,7 +94,10 @@ class CpuEnergy:
         if missing:
             reason = "; ".join(f"{d.domain}: {d.reason}" for d in missing)
             return DomainEnergy(f"{kind}s", None, reason, zones)
-        return DomainEnergy(f"{kind}s", sum(d.value_j or 0.0 for d in parts), None, zones)
+        value_j = sum(d.value_j or 0.0 for d in parts)
+        return DomainEnergy(
+            f"{kind}s", value_j, None, zones, counters=sum(d.counters for d in parts)
+        )
 
 
 def _step_uj(
@@ -135,67 +149,87 @@ def _zone_uj(
     return total_uj, None
 
 
-def _mirrored(zones: Sequence[Zone], snapshots: Sequence[Snapshot]) -> bool:
-    """Whether several dies' counters read exactly alike in every snapshot (one socket counter
-    listed once per die, as on AMD Zen 1/2 multi-die parts)."""
-    for snap in snapshots:
-        values = {r.energy_uj for z in zones if (r := snap.reading(z)) is not None}
-        if len(values) != 1:
-            return False
-    return True
+def _dies(
+    zones: Sequence[Zone], scope: CounterScope | None
+) -> tuple[Sequence[Zone], str | None, str | None]:
+    """The zones to add for one package listed once per die, the note saying how, or the
+    reason they cannot be added (``rapl_scope``)."""
+    names = ", ".join(z.name for z in zones)
+    if scope is None or scope.per is None:
+        why = scope.reason if scope is not None else "the CPU's vendor was not read"
+        return zones, None, f"{len(zones)} dies ({names}): {why}"
+    if scope.per == "package":
+        return (
+            zones[:1],
+            (
+                f"{len(zones)} dies ({names}) list one socket counter ({scope.vendor}: the package "
+                f"counter is per socket): counted once, through {zones[0].name}"
+            ),
+            None,
+        )
+    return zones, f"sum of {len(zones)} dies ({scope.vendor}: each die has its own counter)", None
 
 
 def _domain(
-    name: str, zones: Sequence[Zone], snapshots: Sequence[Snapshot], max_power_w: float | None
+    name: str,
+    zones: Sequence[Zone],
+    snapshots: Sequence[Snapshot],
+    max_power_w: float | None,
+    scope: CounterScope | None,
 ) -> DomainEnergy:
     paths = tuple(str(z.path) for z in zones)
     note = None
-    if len(zones) > 1 and _mirrored(zones, snapshots):
-        note = (
-            f"{len(zones)} dies read the same counter (one socket counter listed per die): "
-            "counted once"
-        )
-        zones = zones[:1]
-    elif len(zones) > 1:
-        note = f"sum of {len(zones)} dies"
+    if len(zones) > 1:
+        zones, note, why_not = _dies(zones, scope)
+        if why_not is not None:
+            return DomainEnergy(name, None, why_not, paths)
     total_uj = 0
     for zone in zones:
         uj, why = _zone_uj(zone, snapshots, max_power_w)
         if uj is None:
             return DomainEnergy(name, None, why, paths, note)
         total_uj += uj
-    return DomainEnergy(name, total_uj / 1e6, None, paths, note)
+    return DomainEnergy(name, total_uj / 1e6, None, paths, note, len(zones))
 
 
 def energy_over(
-    snapshots: Sequence[Snapshot], max_power_w: float | None = DEFAULT_MAX_POWER_W
+    snapshots: Sequence[Snapshot],
+    max_power_w: float | None = DEFAULT_MAX_POWER_W,
+    scope: CounterScope | None = None,
 ) -> CpuEnergy:
     """Each domain's energy from the first snapshot to the last, step by step (one wrap undone
-    per step). ``max_power_w`` None skips the check that steps are short enough."""
+    per step). ``max_power_w`` None skips the check that steps are short enough; ``scope`` says
+    what a package's die zones read (None: unknown, so a package with several dies is null)."""
     if len(snapshots) < 2:
         raise ValueError("energy_over needs at least two snapshots (the window's start and end)")
     first = snapshots[0]
     duration_s = snapshots[-1].t_s - first.t_s
     if first.unavailable_reason is not None:
-        return CpuEnergy(duration_s, (), first.unavailable_reason)
+        return CpuEnergy(duration_s, (), first.unavailable_reason, max_power_w=max_power_w)
     by_domain: dict[str, list[Zone]] = {}
     for reading in first.readings:
         if reading.zone.domain is not None:
             by_domain.setdefault(reading.zone.domain, []).append(reading.zone)
-    domains = tuple(_domain(d, zs, snapshots, max_power_w) for d, zs in by_domain.items())
-    return CpuEnergy(duration_s, domains, None)
+    domains = tuple(_domain(d, zs, snapshots, max_power_w, scope) for d, zs in by_domain.items())
+    return CpuEnergy(duration_s, domains, None, snapshots[-1].read_s, max_power_w)
 
 
 def energy_between(
-    first: Snapshot, last: Snapshot, max_power_w: float | None = DEFAULT_MAX_POWER_W
+    first: Snapshot,
+    last: Snapshot,
+    max_power_w: float | None = DEFAULT_MAX_POWER_W,
+    scope: CounterScope | None = None,
 ) -> CpuEnergy:
     """Each domain's energy between two snapshots (at most one wrap between them)."""
-    return energy_over((first, last), max_power_w)
+    return energy_over((first, last), max_power_w, scope)
 
 
 class RaplReader:
     """The host's RAPL packages and DRAM: ``snapshot()`` at a window's start and end (and in
-    between, for windows longer than ``max_read_interval_s()``), then ``energy(*snapshots)``."""
+    between, for windows longer than ``max_read_interval_s()``), then ``energy(*snapshots)``.
+
+    Where a package is listed once per die, ``cpuinfo``'s vendor says what the dies read
+    (``scope``; None where no package has several dies)."""
 
     def __init__(
         self,
@@ -203,17 +237,20 @@ class RaplReader:
         read_text: ReadText = read_file_text,
         clock: Callable[[], float] = time.monotonic,
         max_power_w: float = DEFAULT_MAX_POWER_W,
+        cpuinfo: Path = DEFAULT_CPUINFO,
     ) -> None:
         self._read_text = read_text
         self.discovery: Discovery = discover(root, read_text)
         self.clock = clock
         self.max_power_w = max_power_w
+        dies = [z for z in self.discovery.zones if z.kind == "package" and z.die is not None]
+        self.scope = counter_scope(cpuinfo, read_text) if dies else None
 
     def snapshot(self) -> Snapshot:
         return take_snapshot(self.discovery, self._read_text, self.clock)
 
     def energy(self, *snapshots: Snapshot) -> CpuEnergy:
-        return energy_over(snapshots, self.max_power_w)
+        return energy_over(snapshots, self.max_power_w, self.scope)
 
     def max_read_interval_s(self) -> float | None:
         """How often (s) the counters must be read so none wraps twice; None without a range."""

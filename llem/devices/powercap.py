@@ -19,7 +19,8 @@ Layout (``/sys/class/powercap``, every zone listed flat, sub-zones included):
   driver lists AMD sockets under the same names: ``intel-rapl:N`` named ``package-N`` with a
   ``core`` sub-zone; AMD has no ``dram`` and no ``psys`` zone. On multi-die parts (Threadripper,
   EPYC Zen 1/2) each die is listed (``package-0-die-0``, ``package-0-die-1``) but mirrors the one
-  socket counter: ``cpu_energy`` counts a package's dies once when their counters read alike.
+  socket counter, where an Intel die has its own: ``cpu_energy`` counts a package's dies once or
+  sums them as the CPU's vendor says (``rapl_scope``), never from the counters' readings.
   The older ``amd_energy`` hwmon driver (Linux 5.8-5.12, removed in 5.13) is not powercap and is
   not read here.
 
@@ -213,11 +214,13 @@ class Reading:
 
 @dataclass(frozen=True)
 class Snapshot:
-    """Every chosen zone's counter at one moment (``t_s``: the monotonic clock, seconds)."""
+    """Every chosen zone's counter at one moment (``t_s``: the monotonic clock, seconds, taken
+    before the first read; ``read_s``: how long the reads took after it)."""
 
     t_s: float
     readings: tuple[Reading, ...]
     unavailable_reason: str | None
+    read_s: float = 0.0
 
     def reading(self, zone: Zone) -> Reading | None:
         return next((r for r in self.readings if r.zone.path == zone.path), None)
@@ -248,4 +251,4 @@ def take_snapshot(
     """Read every chosen zone's ``energy_uj`` once; an unreadable one carries its reason."""
     t_s = clock()
     readings = tuple(read_counter(z, read_text) for z in discovery.zones)
-    return Snapshot(t_s, readings, discovery.unavailable_reason)
+    return Snapshot(t_s, readings, discovery.unavailable_reason, max(0.0, clock() - t_s))

@@ -6,7 +6,8 @@ also read over, is ``llem.figures.steady_state``'s.
 Per request (every time on the run's one clock, ``time.perf_counter`` seconds), the figures
 published as ``ttft_ms``, ``itl_ms``, ``tpot_ms`` and ``e2e_ms`` follow vLLM's ``bench serve``
 (``vllm/benchmarks/lib/endpoint_request_func.py``: ``st = time.perf_counter()`` when the request
-is sent, ``output.ttft = timestamp - st`` at the first chunk, ``output.itl.append(timestamp -
+is sent, ``output.ttft = timestamp - st`` at the first chunk whose ``choices`` are not empty, its
+text empty or not, ``output.itl.append(timestamp -
 most_recent_timestamp)`` at every later chunk, ``output.latency = most_recent_timestamp - st``;
 ``vllm/benchmarks/serve.py``, ``calculate_metrics``: ``tpot = (latency - ttft) /
 (output_len - 1)``):
@@ -14,8 +15,7 @@ most_recent_timestamp)`` at every later chunk, ``output.latency = most_recent_ti
 - TTFT = first token - the request's send (``RequestTimeline.sent_s``: when the engine was handed
   the request; for ``generate`` batches, the batch's start, and ``ttft_origin`` says which);
 - end-to-end (e2e) = finish (the last token) - the send; a request that finished without a
-  first-token time (an answer that came whole, or whose chunks carried no text) has an e2e and
-  none of the per-token figures;
+  first-token time (an answer that came whole) has an e2e and none of the per-token figures;
 - TPOT = (e2e - TTFT) / (output tokens - 1); none for a request of one token;
 - ITL: one entry per streamed chunk after the first, the time since the previous chunk, whatever
   the tokens the chunk carries (chunks of 1, 3 and 1 tokens arriving 30 ms and 10 ms apart give
@@ -76,7 +76,7 @@ def request_figures(t: RequestTimeline) -> RequestFigures:
     if finish is None:
         return RequestFigures(t.request_id, n, None, None, None, ())
     e2e, scheduled = finish - t.sent_s, t.scheduled_s
-    if first is None:  # it finished without a first-token time (a whole answer, no text)
+    if first is None:  # it finished without a first-token time (a whole answer)
         return RequestFigures(
             t.request_id,
             n,

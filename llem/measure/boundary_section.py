@@ -9,6 +9,11 @@ total it belongs to: a total never leaves a part out silently. A CPU whose RAPL 
 at all (AMD CPUs, most Intel clients) is another matter: there is nothing to read, so the node's
 DRAM is listed as outside the boundary (``DRAM_OUTSIDE``) and the node's total is the GPUs and the
 packages, its ``dram_j`` null with that reason.
+
+Bounds: the GPUs' figure keeps ``energy.total_j``'s bound, and a total of bounded parts the sum of
+theirs. RAPL states no accuracy (``llem.measure.rapl_bound``), so the packages, DRAM and a total
+holding them have a null bound whose reason says what is known: the GPUs' bound and
+``rapl_reading_limits_j``, the part of the RAPL figures' error that can be bounded.
 """
 
 from __future__ import annotations
@@ -21,7 +26,9 @@ from llem.devices.cpu_energy import CpuEnergy
 from llem.measure.energy import WindowResult
 from llem.measure.energy_section import Counts
 from llem.measure.idle import IdleBaseline
+from llem.measure.rapl_bound import NO_ACCURACY, limits_text, reading_limits_j
 from llem.measure.sources import DISABLED, energy_mode
+from llem.measure.uncertainty import ratio_bound
 from llem.result import Energy, Figure
 from llem.result.boundary import Boundary
 from llem.result.figure import read_figure, with_figures
@@ -48,7 +55,7 @@ COMPONENTS = ("gpu", "cpu_package", "dram")
 
 
 def _plain(f: Figure) -> Figure:
-    """``f`` without its bound (the boundary's figures carry none; the GPUs' is in ``energy``)."""
+    """``f`` without its bound (for the figures that carry none: the GPUs' is in ``energy``)."""
     return Figure.of(f.value, f.null_reason)
 
 
@@ -65,7 +72,7 @@ def _cpu_figures(
             out[name] = Figure.null("RAPL was not read in this window")
         else:
             total = cpu.total(kind)
-            out[name] = Figure.of(total.value_j, total.reason)
+            out[name] = Figure.of(total.value_j, total.reason, bound_null_reason=NO_ACCURACY)
     if node and _no_dram_domain(cpu, disabled_reason):
         out["dram"] = Figure.null(NO_DRAM_DOMAIN)
     return out
@@ -79,12 +86,27 @@ def _no_dram_domain(cpu: CpuEnergy | None, disabled_reason: str | None) -> bool:
     return "package" in kinds and "dram" not in kinds
 
 
-def _sum(parts: Mapping[str, Figure]) -> Figure:
-    """The parts' sum, or null naming each part that is null and why."""
+def _sum(parts: Mapping[str, Figure], limits: dict[str, float] | None = None) -> Figure:
+    """The parts' sum, or null naming each part that is null and why; bounded by the sum of the
+    parts' bounds, or with a null bound saying what is known (``limits``: RAPL's reading limits)."""
     missing = [f"{name}: {f.null_reason}" for name, f in parts.items() if f.value is None]
     if missing:
         return Figure.null("a component is null (" + "; ".join(missing) + ")")
-    return Figure(sum(float(f.value) for f in parts.values()))
+    value = sum(float(f.value) for f in parts.values())
+    if all(f.bound is not None for f in parts.values()):
+        return Figure(value, sum(float(f.bound or 0.0) for f in parts.values()))
+    rapl = [name for name, f in parts.items() if f.bound_null_reason == NO_ACCURACY]
+    known = [
+        f"{name} +/- {f.bound:.3g} J" if f.bound is not None else f"{name}: {f.bound_null_reason}"
+        for name, f in parts.items()
+        if name not in rapl
+    ]
+    if rapl:
+        known.append(limits_text(limits))
+        why = f"{' and '.join(rapl)} hold RAPL energy: {NO_ACCURACY}; known: " + ", ".join(known)
+    else:
+        why = "a component has no bound (" + "; ".join(known) + ")"
+    return Figure(value, bound_null_reason=why)
 
 
 def _idle_adjusted(
@@ -103,7 +125,22 @@ def _per_token(energy_j: Figure, output_tokens: int) -> Figure:
         return energy_j
     if output_tokens <= 0:
         return Figure.null("no output tokens")
-    return Figure(float(energy_j.value) / output_tokens)
+    bnd = ratio_bound(energy_j.bound, output_tokens)
+    return Figure(float(energy_j.value) / output_tokens, bnd, None, energy_j.bound_null_reason)
+
+
+def _reading_limits(
+    window: WindowResult, node: bool, disabled_reason: str | None
+) -> tuple[dict[str, float] | None, Figure]:
+    """RAPL's reading limits over the window (``llem.measure.rapl_bound``) and their sum."""
+    if not node:
+        return None, Figure.null(OUTSIDE_GPU)
+    if disabled_reason is not None:
+        return None, Figure.null(disabled_reason)
+    if window.cpu is None:
+        return None, Figure.null("RAPL was not read in this window")
+    limits, why = reading_limits_j(window.cpu, ("package", "dram"), window.window_s)
+    return limits, Figure.of(None if limits is None else sum(limits.values()), why)
 
 
 def _domains(cpu: CpuEnergy | None, kind: str) -> list[str]:
@@ -131,12 +168,13 @@ def boundary_section(
     (``boundary.X``); ``energy`` is the window's energy section, with its null reasons."""
     boundary = str(getattr(cfg.boundary, "value", cfg.boundary))
     node = boundary == "node"
-    output_tokens = counts.output_tokens
+    n = counts.output_tokens
     cpu_disabled_reason = DISABLED if energy_mode(cfg) == "none" else None
     gpu = {
-        "gpu": _plain(read_figure(energy, "energy", "total_j", energy_reasons)),
+        "gpu": read_figure(energy, "energy", "total_j", energy_reasons),
         **_cpu_figures(window.cpu, node, cpu_disabled_reason),
     }
+    limits, limits_j = _reading_limits(window, node, cpu_disabled_reason)
     gpu_adjusted = _plain(read_figure(energy, "energy", "idle_adjusted_j", energy_reasons))
     adjusted = {
         "gpu": gpu_adjusted,
@@ -148,15 +186,16 @@ def boundary_section(
     if no_dram:
         inside = {k: v for k, v in inside.items() if k != "dram"}
         adjusted["dram"] = Figure.null(NO_DRAM_DOMAIN)
-    total = _sum(inside)
-    adjusted_total = _sum({k: adjusted[k] for k in inside})
+    total = _sum(inside, limits)
+    adjusted_total = _plain(_sum({k: adjusted[k] for k in inside}))
     figures: dict[str, Figure | Mapping[str, Figure]] = {
         **{f"{c}_j": gpu[c] for c in COMPONENTS},
         "total_j": total,
         **{f"{c}_idle_adjusted_j": adjusted[c] for c in COMPONENTS},
         "idle_adjusted_j": adjusted_total,
-        **{f"{c}_j_per_output_token": _per_token(gpu[c], output_tokens) for c in COMPONENTS},
-        "j_per_output_token": _per_token(total, output_tokens),
+        **{f"{c}_j_per_output_token": _plain(_per_token(gpu[c], n)) for c in COMPONENTS},
+        "j_per_output_token": _per_token(total, n),
+        "rapl_reading_limits_j": limits_j,
     }
     packages = _domains(window.cpu, "package") if node else []
     section = Boundary(

@@ -15,15 +15,23 @@ Energy per component over the measured window (J, idle power included, as ``ener
 ``idle_adjusted`` figures subtract each component's idle power times the window, as
 ``energy.idle_adjusted_j`` does for the GPUs; the ``j_per_output_token`` figures divide by the
 window's output tokens. A component outside the boundary, or that could not be read, is null with
-the reason in ``null_reasons["boundary.<field>"]``, and so is any total it would be part of. The
-GPUs' worst-case bounds are in the ``energy`` section; RAPL states none, so these carry none.
+the reason in ``null_reasons["boundary.<field>"]``, and so is any total it would be part of.
+
+Bounds (worst case, J, ``X_uncertainty``): ``gpu_j``'s is ``energy.total_j_uncertainty``, and so
+is ``total_j``'s where the GPUs are all it holds (``boundary=gpu``, or a node whose packages and
+DRAM are outside); ``j_per_output_token``'s is the total's over the tokens. RAPL states no
+accuracy, so ``cpu_package_j``, ``dram_j`` and any total holding them have a null bound whose
+reason says so and gives what is known: ``rapl_reading_limits_j``, the part of the RAPL figures'
+error that llem can bound (the counters' resolution, update period and reads just outside the
+window: ``llem.measure.rapl_bound``), which is not a bound of the figures. The idle-adjusted and
+per-component per-token figures carry no bound (the GPUs' are in ``energy``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from llem.result.figure import figure, figure_specs
+from llem.result.figure import bound, figure, figure_specs
 
 
 @dataclass(frozen=True)
@@ -35,10 +43,10 @@ class Boundary:
     dram: list[str] = field(default_factory=list)  # RAPL domains read: dram-N
     outside: list[str] = field(default_factory=list)  # what the figures leave out
     includes: list[str] = field(default_factory=list)  # whose work they take in (a server's)
-    gpu_j: float | None = figure()
-    cpu_package_j: float | None = figure()
-    dram_j: float | None = figure()
-    total_j: float | None = figure()
+    gpu_j: float | None = figure(bounded=True)
+    cpu_package_j: float | None = figure(bounded=True)
+    dram_j: float | None = figure(bounded=True)
+    total_j: float | None = figure(bounded=True)
     gpu_idle_adjusted_j: float | None = figure()
     cpu_package_idle_adjusted_j: float | None = figure()
     dram_idle_adjusted_j: float | None = figure()
@@ -46,7 +54,13 @@ class Boundary:
     gpu_j_per_output_token: float | None = figure()
     cpu_package_j_per_output_token: float | None = figure()
     dram_j_per_output_token: float | None = figure()
-    j_per_output_token: float | None = figure()
+    j_per_output_token: float | None = figure(bounded=True)
+    rapl_reading_limits_j: float | None = figure()  # bounded part of the RAPL figures' error
+    gpu_j_uncertainty: float | None = bound()
+    cpu_package_j_uncertainty: float | None = bound()
+    dram_j_uncertainty: float | None = bound()
+    total_j_uncertainty: float | None = bound()
+    j_per_output_token_uncertainty: float | None = bound()
 
 
 figure_specs(Boundary)

@@ -6,7 +6,8 @@ quality: arithmetic accuracy 0.422 (95% 0.309-0.544, Wilson), 27/64 correct; J p
 result: outputs/2026-11-21/10-00-00/result.json
 
 A ``measurement.boundary=node`` run prints one more line after the energy line: what its total
-covers, each component's joules (or why it has none), and the J per output token of the sum.
+covers, each component's joules (or why it has none; the GPUs' with their bound), and the J per
+output token of the sum; a total without a bound says so (RAPL states no accuracy).
 
 In a sweep, an energy line that a point of the same sweep printed already is not printed again
 (with no GPU and no RAPL every point would repeat it); a measured figure differs per point, so a
@@ -59,14 +60,17 @@ def boundary_line(result: RunResult) -> str | None:
         return None
     parts = []
     for label, key in _PARTS:
-        value = getattr(b, key)
+        value, bnd = getattr(b, key), getattr(b, key + "_uncertainty")
         why = result.null_reasons.get(f"boundary.{key}", "not measured")
-        parts.append(f"{label} {value:.1f} J" if value is not None else f"{label}: {why}")
+        pm = f" +/- {bnd:.1f}" if bnd is not None else ""
+        parts.append(f"{label} {value:.1f}{pm} J" if value is not None else f"{label}: {why}")
     if b.total_j is None:
         total = "no total"
     else:
         jpt = b.j_per_output_token
         total = f"{b.total_j:.1f} J" + (f", {plain(jpt)} J/token" if jpt is not None else "")
+        if "boundary.total_j_uncertainty" in result.null_reasons:
+            total += " (no bound: RAPL states no accuracy; see null_reasons)"
     return "boundary: node = " + " + ".join(parts) + f" = {total}"
 
 

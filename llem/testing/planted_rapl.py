@@ -1,7 +1,9 @@
 """Planted powercap trees for tests: RAPL zones as files under a temporary folder, and counters
 whose readings the test decides.
 
-``plant_zone`` writes one zone (``name``, ``energy_uj``, ``max_energy_range_uj``). A
+``plant_zone`` writes one zone (``name``, ``energy_uj``, ``max_energy_range_uj``);
+``plant_cpuinfo`` a ``/proc/cpuinfo`` naming the CPU's vendor (hand it to ``RaplReader(cpuinfo=)``:
+it says what a package's die zones read). A
 ``RaplReader`` built on the tree reads the files as they are; hand it ``read_text=`` one of the
 readers below to make the counters move:
 
@@ -29,6 +31,21 @@ def plant_zone(root: Path, folder: str, name: str, energy_uj: int, max_uj: int =
     (d / "energy_uj").write_text(f"{energy_uj}\n")
     (d / "max_energy_range_uj").write_text(f"{max_uj}\n")
     return d / "energy_uj"
+
+
+def plant_cpuinfo(path: Path, vendor: str | None, cpus: int = 2) -> Path:
+    """Write a ``/proc/cpuinfo`` at ``path`` whose ``cpus`` processors name ``vendor``
+    (``AuthenticAMD``, ``GenuineIntel``, ...; None: no vendor_id line)."""
+    blocks = []
+    for cpu in range(cpus):
+        lines = [f"processor\t: {cpu}"]
+        if vendor is not None:
+            lines.append(f"vendor_id\t: {vendor}")
+        lines += ["cpu family\t: 23", "model name\t: a planted CPU", ""]
+        blocks.append("\n".join(lines))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(blocks))
+    return path
 
 
 class ScriptedCounters:

@@ -73,6 +73,13 @@ def test_a_node_run_on_two_gpus_gives_each_component_its_planted_energy(
     assert boundary["dram_j"] == pytest.approx(DRAM_W * window_s, rel=0.05)
     node_j = gpus_j + (PACKAGE_W + DRAM_W) * window_s
     assert boundary["total_j"] == pytest.approx(node_j, rel=0.05)
+    assert boundary["gpu_j_uncertainty"] == energy["total_j_uncertainty"] is not None
+    assert boundary["total_j_uncertainty"] is None
+    why = result["null_reasons"]["boundary.total_j_uncertainty"]
+    assert "RAPL states no accuracy" in why and "RAPL's reading limits" in why
+    # two counters (package-0, dram-0): 2 J of 1 ms updates at 500 W, and reads just outside
+    # the window on the wall clock
+    assert 2.0 < boundary["rapl_reading_limits_j"] < 2.0 + 2 * 500.0 * 0.05
     assert [g["vendor"] for g in result["hardware"]["gpus"]] == ["nvidia", "nvidia"]
     assert set(result["validity"]["per_device"]) == set(GPU_W)
     assert "boundary: node = GPUs" in proc.stdout + proc.stderr

@@ -12,6 +12,8 @@ import pytest
 from llem.devices.cpu_affinity import package_coverage, process_packages
 from llem.devices.cpu_energy import RaplReader, energy_between, energy_over, max_read_interval_s
 from llem.devices.powercap import discover, read_file_text, take_snapshot
+from llem.devices.rapl_scope import counter_scope, vendor_id
+from llem.testing.planted_rapl import ScriptedCounters, plant_cpuinfo
 
 MAX_UJ = 262_143_328_850  # a common package range (about 262 kJ)
 DRAM_MAX_UJ = 65_712_999_613  # a common server DRAM range (about 65.7 kJ)
@@ -218,25 +220,97 @@ def test_amd_multi_die_mirrored_counter_is_counted_once(tmp_path):
     """Threadripper/EPYC Zen 1/2: package-0-die-0 and -die-1 mirror one socket counter."""
     root = tmp_path / "pc"
     dies = [plant(root, f"intel-rapl:{i}", f"package-0-die-{i}", 5_000_000) for i in (0, 1)]
-    reader = RaplReader(root)
+    reader = RaplReader(root, cpuinfo=plant_cpuinfo(tmp_path / "cpuinfo", "AuthenticAMD"))
     start = reader.snapshot()
     for die in dies:
         die.write_text("68000000\n")  # one counter: +63 J, seen twice
     (pkg0,) = reader.energy(start, reader.snapshot()).domains
     assert (pkg0.domain, pkg0.value_j) == ("package-0", pytest.approx(63.0))
-    assert "counted once" in pkg0.note and len(pkg0.zones) == 2
+    assert "counted once, through package-0-die-0" in pkg0.note and len(pkg0.zones) == 2
+
+
+@pytest.mark.parametrize(
+    "tick_uj",
+    [
+        15,  # one energy-status unit (15.3 uJ) later
+        50_000,  # one 1 ms update later at the socket's 50 W
+    ],
+)
+def test_an_amd_socket_listed_per_die_is_counted_once_when_a_read_straddles_a_tick(
+    tmp_path, tick_uj
+):
+    """The dies' zones are read one after the other and the socket counter moves about every
+    millisecond: at the window's start die-1's read lands one tick after die-0's. The socket
+    drew 50 J; deciding from exact equality, the two zones looked like two counters and the
+    package came out 100 J less a tick."""
+    root = tmp_path / "pc"
+    die0 = plant(root, "intel-rapl:0", "package-0-die-0", 0)
+    die1 = plant(root, "intel-rapl:1", "package-0-die-1", 0)
+    counters = ScriptedCounters(
+        {die0: [5_000_000, 55_000_000], die1: [5_000_000 + tick_uj, 55_000_000]}
+    )
+    cpuinfo = plant_cpuinfo(tmp_path / "cpuinfo", "AuthenticAMD")
+    reader = RaplReader(root, read_text=counters, cpuinfo=cpuinfo)
+    (pkg0,) = reader.energy(reader.snapshot(), reader.snapshot()).domains
+    assert pkg0.value_j == pytest.approx(50.0)  # 100 J - tick before
+    assert reader.scope is not None and reader.scope.per == "package"
+
+
+@pytest.mark.parametrize("die1_offset_uj", [0, 20])
+def test_intel_dies_are_summed_even_when_their_readings_agree(tmp_path, die1_offset_uj):
+    """Cascade Lake-AP: each die has its own counter. Two dies drawing 25 J each whose counters
+    read alike (at every read, or within 20 uJ) are two counters: the package drew 50 J (25 J
+    when identical readings were taken for one counter)."""
+    root = tmp_path / "pc"
+    die0 = plant(root, "intel-rapl:0", "package-0-die-0", 0)
+    die1 = plant(root, "intel-rapl:1", "package-0-die-1", 0)
+    start1, end1 = 7_000_000 + die1_offset_uj, 32_000_000 + die1_offset_uj
+    counters = ScriptedCounters({die0: [7_000_000, 32_000_000], die1: [start1, end1]})
+    cpuinfo = plant_cpuinfo(tmp_path / "cpuinfo", "GenuineIntel")
+    reader = RaplReader(root, read_text=counters, cpuinfo=cpuinfo)
+    (pkg0,) = reader.energy(reader.snapshot(), reader.snapshot()).domains
+    assert pkg0.value_j == pytest.approx(50.0)
+    assert pkg0.note == "sum of 2 dies (GenuineIntel: each die has its own counter)"
 
 
 def test_dies_with_their_own_counters_are_summed(tmp_path):
     root = tmp_path / "pc"
     die0 = plant(root, "intel-rapl:0", "package-0-die-0", 1_000_000)
     die1 = plant(root, "intel-rapl:1", "package-0-die-1", 3_000_000)
-    reader = RaplReader(root)
+    reader = RaplReader(root, cpuinfo=plant_cpuinfo(tmp_path / "cpuinfo", "GenuineIntel"))
     start = reader.snapshot()
     die0.write_text("4000000\n")  # +3 J
     die1.write_text("4000000\n")  # +1 J
     (pkg0,) = reader.energy(start, reader.snapshot()).domains
-    assert pkg0.value_j == pytest.approx(4.0) and pkg0.note == "sum of 2 dies"
+    assert pkg0.value_j == pytest.approx(4.0) and pkg0.note.startswith("sum of 2 dies")
+
+
+@pytest.mark.parametrize("vendor", [None, "CentaurHauls"])
+def test_dies_of_an_unknown_vendor_are_null_with_the_reason(tmp_path, vendor):
+    root = tmp_path / "pc"
+    dies = [plant(root, f"intel-rapl:{i}", f"package-0-die-{i}", 1_000_000) for i in (0, 1)]
+    plant(root, "intel-rapl:2", "package-1", 1_000_000)
+    reader = RaplReader(root, cpuinfo=plant_cpuinfo(tmp_path / "cpuinfo", vendor))
+    start = reader.snapshot()
+    for die in dies:
+        die.write_text("4000000\n")
+    pkg0, pkg1 = reader.energy(start, reader.snapshot()).domains
+    assert pkg0.value_j is None and "2 dies (package-0-die-0, package-0-die-1)" in pkg0.reason
+    assert "neither summed nor counted once" in pkg0.reason
+    assert pkg1.value_j == 0.0  # a package of one zone needs no vendor
+
+
+def test_no_die_zones_leave_cpuinfo_unread(tmp_path):
+    root = tmp_path / "pc"
+    plant(root, "intel-rapl:0", "package-0", 1_000_000)
+    assert RaplReader(root, cpuinfo=tmp_path / "absent").scope is None
+
+
+def test_the_vendor_is_read_from_cpuinfo(tmp_path):
+    assert vendor_id(plant_cpuinfo(tmp_path / "a", "HygonGenuine")) == "HygonGenuine"
+    assert vendor_id(plant_cpuinfo(tmp_path / "b", None)) is None
+    assert vendor_id(tmp_path / "absent") is None
+    assert counter_scope(plant_cpuinfo(tmp_path / "c", "HygonGenuine")).per == "package"
 
 
 def test_read_interval_from_range_and_power():

@@ -74,7 +74,44 @@ def test_node_boundary_gives_each_component_its_planted_energy(make_session, clo
     assert b.j_per_output_token == pytest.approx((gpu_j + pkg_j + dram_j) / TOKENS, rel=1e-6)
     assert not any("CPU packages" in s for s in b.outside)
     assert any("power supply" in s for s in b.outside)
-    assert not [k for k in m.null_reasons if k.startswith("boundary.")]
+    assert sorted(k for k in m.null_reasons if k.startswith("boundary.")) == [
+        "boundary.cpu_package_j_uncertainty",  # RAPL states no accuracy: the bounds alone
+        "boundary.dram_j_uncertainty",
+        "boundary.j_per_output_token_uncertainty",
+        "boundary.total_j_uncertainty",
+    ]
+
+
+def test_the_node_total_has_no_bound_and_says_what_is_known(make_session, clock, node):
+    """The GPU keeps its bound; RAPL states no accuracy, so the packages, DRAM and the node total
+    have none, and the total's reason gives the GPU's bound and RAPL's reading limits: two
+    counters read (package-0, dram-0; the MMIO copy is not), each off by two 61 uJ units and a
+    microjoule of rounding and by a 1 ms update at 500 W at each edge, read at the window's edges
+    on this clock: 2 x 2 x (2^-14 J + 1e-6 J) + 2 x 2 x 1 ms x 500 W = 2.000248 J."""
+    m = measure(make_session, clock, node, Boundary.node)
+    b, why = m.boundary, m.null_reasons
+    limits_j = 2 * 2 * (2.0**-14 + 1e-6) + 2 * 2 * 1e-3 * 500.0
+    assert b.rapl_reading_limits_j == pytest.approx(limits_j, rel=1e-9)
+    assert b.gpu_j_uncertainty is not None and b.gpu_j_uncertainty > 0
+    assert b.gpu_j_uncertainty == m.energy.total_j_uncertainty
+    assert b.cpu_package_j_uncertainty is None and b.dram_j_uncertainty is None
+    assert why["boundary.cpu_package_j_uncertainty"].startswith("RAPL states no accuracy")
+    assert b.total_j_uncertainty is None and b.j_per_output_token_uncertainty is None
+    total_why = why["boundary.total_j_uncertainty"]
+    assert total_why.startswith("cpu_package and dram hold RAPL energy: RAPL states no accuracy")
+    assert f"gpu +/- {b.gpu_j_uncertainty:.3g} J" in total_why
+    assert "RAPL's reading limits +/- 2 J" in total_why and "update 2 J" in total_why
+    assert why["boundary.j_per_output_token_uncertainty"] == total_why
+
+
+def test_a_gpu_boundary_total_carries_the_gpus_bound(make_session, clock, node):
+    m = measure(make_session, clock, node, Boundary.gpu)
+    b = m.boundary
+    assert m.energy.total_j_uncertainty is not None
+    assert b.total_j_uncertainty == b.gpu_j_uncertainty == m.energy.total_j_uncertainty
+    assert b.j_per_output_token_uncertainty == pytest.approx(b.total_j_uncertainty / TOKENS)
+    assert b.rapl_reading_limits_j is None
+    assert m.null_reasons["boundary.rapl_reading_limits_j"] == OUTSIDE_GPU
 
 
 def test_gpu_boundary_changes_no_figure_and_lists_the_cpu_outside(make_session, clock, node):

@@ -195,3 +195,23 @@ def test_a_node_run_says_what_its_total_covers_component_by_component() -> None:
     )
     result.boundary = Boundary(boundary="gpu", gpu_j=500.0, total_j=500.0)
     assert boundary_line(result) is None  # the energy line says it
+
+
+def test_a_node_line_gives_the_gpus_bound_and_says_the_total_has_none() -> None:
+    from llem.result import Boundary
+
+    result = RunResult(status="ok")
+    result.boundary = Boundary(
+        boundary="node",
+        gpu_j=500.0,
+        gpu_j_uncertainty=27.5,
+        cpu_package_j=160.0,
+        dram_j=20.0,
+        total_j=680.0,
+        j_per_output_token=0.68,
+    )
+    result.null_reasons["boundary.total_j_uncertainty"] = "cpu_package and dram hold RAPL energy"
+    assert boundary_line(result) == (
+        "boundary: node = GPUs 500.0 +/- 27.5 J + CPU packages 160.0 J + DRAM 20.0 J = 680.0 J, "
+        "0.68 J/token (no bound: RAPL states no accuracy; see null_reasons)"
+    )

@@ -74,6 +74,7 @@ class Plan:
     metrics_delay_s: float = 0.0  # before each /metrics answer
     seen: list[dict[str, Any]] = field(default_factory=list)  # bodies and headers received
     text_prompts_only: bool = False  # a prompt that is not a string: 422 (llama-cpp-python's)
+    role_chunk: bool = False  # chat: a role chunk with empty content first, as vLLM sends it
 
 
 PLAN = web.AppKey("plan", Plan)
@@ -101,6 +102,9 @@ async def _completions(request: web.Request) -> web.StreamResponse:
     response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
     await response.prepare(request)
     chat = request.path.endswith("/chat/completions")
+    if chat and plan.role_chunk:
+        role = {"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}
+        await response.write(_event({"choices": [role]}))
     for k, (delay, text, ids) in enumerate(plan.chunks, 1):
         await asyncio.sleep(delay)
         last = k == len(plan.chunks)  # as vLLM: the choice's last chunk says why it ended

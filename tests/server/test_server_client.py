@@ -46,22 +46,62 @@ def test_token_counts_are_the_servers_usage_not_the_chunk_count() -> None:
         usage={"prompt_tokens": 11, "completion_tokens": 7},
     )
     (t,) = _serve(plan)
-    assert len(t.chunk_times_s) == 3  # the empty chunk carried nothing
+    assert len(t.chunk_times_s) == 4  # the empty chunk is a chunk (vLLM bench serve's)
     assert (t.input_tokens, t.output_tokens, t.completion_tokens) == (11, 7, 7)
-    assert t.chunk_tokens == [1, 1, 5] and t.chunk_tokens_reason is not None
+    assert t.chunk_tokens == [1, 1, 0, 5] and t.chunk_tokens_reason is not None
     assert t.usage_reason is None
 
 
-def test_a_stream_whose_chunks_carry_no_text_finishes_when_its_choice_ends() -> None:
+def test_a_stream_whose_chunks_carry_no_text_has_its_first_chunk_as_first_token() -> None:
     """A tiny random model's tokens may all decode to no text (vLLM sends its chunks with
-    text ""): no first-token time is known, but the finish is the choice's last chunk."""
+    text ""): each is still a chunk, as vLLM's bench serve counts it; the first is the first
+    token, the last the finish, and usage the tokens (the last chunk carries the rest)."""
     plan = Plan(
         chunks=[(0.1, "", None), (0.2, "", None)],
         usage={"prompt_tokens": 3, "completion_tokens": 8},
     )
     (t,) = _serve(plan)
-    assert t.first_token_s is None and t.output_tokens == 8
+    assert t.first_token_s is not None and 0.1 <= t.first_token_s - t.sent_s < 0.1 + 0.1
+    assert t.output_tokens == 8 and t.chunk_tokens == [0, 8]
     assert t.finish_s is not None and 0.3 <= t.finish_s - t.sent_s < 0.3 + 0.25
+
+
+def test_ttft_is_the_first_chunk_with_choices_even_when_its_text_is_empty() -> None:
+    """vLLM bench serve takes TTFT at the first chunk whose choices are not empty, "text could
+    be empty here, e.g. for special tokens", and an ITL at every later one: a first chunk of
+    no text 0.2 s after the send, then "a" 0.3 s later and "b" 0.1 s after it: TTFT 0.2 s (not
+    0.5), ITLs [0.3, 0.1]."""
+    plan = Plan(
+        chunks=[(0.2, "", None), (0.3, "a", None), (0.1, "b", None)],
+        usage={"prompt_tokens": 3, "completion_tokens": 3},
+    )
+    (t,) = _serve(plan)
+    assert t.first_token_s is not None
+    assert 0.2 <= t.first_token_s - t.sent_s < 0.2 + 0.1
+    gaps = [b - a for a, b in zip(t.chunk_times_s, t.chunk_times_s[1:], strict=False)]
+    assert len(gaps) == 2
+    assert 0.3 - 0.005 <= gaps[0] < 0.3 + 0.1 and 0.1 - 0.005 <= gaps[1] < 0.1 + 0.1
+    assert t.chunk_tokens == [0, 1, 2] and t.output_tokens == 3
+
+
+def test_a_chat_role_chunk_is_the_first_chunk_and_usage_only_events_are_none() -> None:
+    """vLLM's chat stream opens with a role chunk (delta content ""): bench serve takes TTFT
+    there. The usage event (choices []) after the last chunk is no chunk."""
+    plan = Plan(chunks=[(0.2, "a", None), (0.1, "b", None)], role_chunk=True)
+    (t,) = _serve(plan, chat=True, detokenize=lambda ids: "x")
+    assert t.first_token_s is not None and t.first_token_s - t.sent_s < 0.2
+    assert len(t.chunk_times_s) == 3 and t.chunk_tokens == [0, 1, 1]
+    assert t.output_tokens == 2
+
+
+def test_per_chunk_token_ids_stand_beside_a_role_chunk_without_ids() -> None:
+    plan = Plan(
+        chunks=[(0, "ab", [1, 2]), (0, "c", [3])],
+        usage={"prompt_tokens": 3, "completion_tokens": 3},
+        role_chunk=True,
+    )
+    (t,) = _serve(plan, chat=True, detokenize=lambda ids: "x")
+    assert t.chunk_tokens == [0, 2, 1] and t.chunk_tokens_reason is None
 
 
 def test_per_chunk_token_ids_are_each_chunks_count() -> None:

@@ -2,10 +2,17 @@
 streamed events folded in as they arrive, or the whole answer at once (``server.stream=false``),
 and each chunk's token count.
 
-A chunk counts when it carries output text or output token ids (a usage-only chunk, a chat role
-chunk do not); a whole answer is one chunk, whatever its text. Each chunk's tokens are the
-server's per-chunk ``token_ids`` where every chunk has them, else each chunk 1 and the last the
-rest of ``usage.completion_tokens`` (``chunk_counts``).
+A streamed event is a chunk when its ``choices`` are not empty, whatever its text, as vLLM's
+``bench serve`` takes it (``vllm/benchmarks/lib/endpoint_request_func.py``: ``if choices :=
+data.get("choices")``, "text could be empty here, e.g. for special tokens"): the first such chunk
+is the first token (TTFT), each later one an ITL entry. A chat stream's role chunk is one, and so
+is a chunk whose text is empty (a special token, a character held back); a usage-only event
+(``"choices": []``) is not. A whole answer is one chunk, whatever its text.
+
+Each chunk's tokens are the server's per-chunk ``token_ids`` where every chunk has them; else a
+chunk with text counts 1, one without text 0, and the last chunk the rest of
+``usage.completion_tokens`` (``chunk_counts``). Without usage nothing counts tokens (the counts
+are then placeholders, and ``output_tokens`` refuses to answer).
 """
 
 from __future__ import annotations
@@ -31,19 +38,24 @@ class Answer:
         """Fold one parsed ``data:`` event in (arrived at ``at_s``)."""
         if isinstance(event.get("usage"), dict):
             self.usage = event["usage"]
-        for choice in event.get("choices") or []:
+        choices = [c for c in event.get("choices") or [] if isinstance(c, dict)]
+        if not choices:
+            return  # a usage-only event: no chunk
+        texts: list[str] = []
+        ids: list[int] | None = []
+        for choice in choices:
             if chat:
-                text = (choice.get("delta") or {}).get("content") or ""
+                texts.append((choice.get("delta") or {}).get("content") or "")
             else:
-                text = choice.get("text") or ""
-            ids = choice.get("token_ids")
-            if text or ids:
-                self.times_s.append(at_s)
-                self.texts.append(text)
-                self.token_ids.append(list(ids) if ids is not None else None)
+                texts.append(choice.get("text") or "")
+            got = choice.get("token_ids")
+            ids = ids + list(got) if ids is not None and got is not None else None
             if choice.get("finish_reason"):
                 self.finish_reason = choice["finish_reason"]
                 self.ended_s = at_s
+        self.times_s.append(at_s)
+        self.texts.append("".join(texts))
+        self.token_ids.append(ids)
 
     def take_whole(self, answer: dict[str, Any], at_s: float, chat: bool) -> None:
         """Fold a whole (not streamed) answer in, received at ``at_s``: one chunk with all its
@@ -67,21 +79,29 @@ def count(value: Any) -> int | None:
 
 
 def chunk_counts(
-    token_ids: Sequence[list[int] | None], completion_tokens: int | None
+    token_ids: Sequence[list[int] | None],
+    completion_tokens: int | None,
+    texts: Sequence[str] | None = None,
 ) -> tuple[list[int], str | None]:
     """Each chunk's token count and, where they are not the server's own, why.
 
-    The server's per-chunk ``token_ids`` where every chunk has them; else each chunk 1 and the
-    last the rest of ``completion_tokens`` (at least 0; where usage is absent, 1 each)."""
-    if token_ids and all(ids is not None for ids in token_ids):
+    The server's per-chunk ``token_ids`` where every chunk with text has them (a chunk with
+    neither, a chat role chunk, carries 0); else a chunk with text 1 (every chunk where ``texts``
+    is None), one without text 0, and the last the rest of ``completion_tokens`` (at least 0;
+    where usage is absent, no rest: placeholders)."""
+    has_text = [texts is None or bool(texts[k]) for k in range(len(token_ids))]
+    if any(ids is not None for ids in token_ids) and all(
+        ids is not None or not text for ids, text in zip(token_ids, has_text, strict=True)
+    ):
         return [len(ids or ()) for ids in token_ids], None
-    n = len(token_ids)
-    counts = [1] * n
+    counts = [1 if text else 0 for text in has_text]
     if completion_tokens is None:
-        return counts, "no usage and no per-chunk token ids: each chunk counted 1 (not tokens)"
-    if n:
-        counts[-1] = max(0, completion_tokens - (n - 1))
+        return counts, (
+            "no usage and no per-chunk token ids: each chunk with text counted 1 (not tokens)"
+        )
+    if counts:
+        counts[-1] = max(0, completion_tokens - sum(counts[:-1]))
     return counts, (
-        "the server did not say how many tokens each chunk carried: each counted 1, the last "
-        "the rest of usage.completion_tokens"
+        "the server did not say how many tokens each chunk carried: each with text counted 1, "
+        "one without text 0, the last the rest of usage.completion_tokens"
     )

@@ -8,16 +8,18 @@ stream carries no usage) each answer is asked for whole: its usage is exact, and
 host at once, as one chunk that has no first-token time (``HttpTimeline.whole``).
 
 Clock. ``sent_s`` is taken right before the POST goes out; each chunk is stamped with
-``time.perf_counter`` when its ``data:`` line has been read. A chunk counts when it carries output
-text or output token ids (a usage-only chunk, a chat role chunk do not).
+``time.perf_counter`` when its ``data:`` line has been read. An event is a chunk when its
+``choices`` are not empty, empty text included (a chat role chunk, a special token), as vLLM's
+``bench serve`` takes it; a usage-only event is not (``llem.backends.server.answer``).
 
 Counts. Token counts come from the server's ``usage`` (``prompt_tokens``, ``completion_tokens``),
 never from counting chunks: a chunk may carry several tokens (vLLM holds back an incomplete UTF-8
 character), or none. Where the server gives each chunk's ``token_ids`` (vLLM with
 ``return_token_ids``: pass it in ``extra_body``) those are each chunk's count; otherwise each chunk
-is counted 1 and the last one carries the rest of ``completion_tokens``, and
-``chunk_tokens_reason`` says so. Where the stream has no usage, ``prompt_tokens`` and
-``completion_tokens`` are None, ``usage_reason`` says why and ``output_tokens`` refuses to answer.
+with text is counted 1, one without text 0, and the last one carries the rest of
+``completion_tokens``, and ``chunk_tokens_reason`` says so. Where the stream has no usage,
+``prompt_tokens`` and ``completion_tokens`` are None, ``usage_reason`` says why and
+``output_tokens`` refuses to answer.
 
 Faults are ``ServerRequestError`` lines, never hangs (``request_timeout_s`` bounds each request).
 The API key is read from the environment variable the caller names; it goes in the
@@ -92,8 +94,7 @@ class HttpTimeline(RequestTimeline):
     usage_reason: str | None = None  # why the two above are None
     chunk_tokens_reason: str | None = None  # why chunk_tokens are not the server's per chunk
     finish_reason: str | None = None
-    # when the choice ended (its finish_reason arrived): the finish of a request whose chunks
-    # carried no text at all (every token held back, or decoding to nothing)
+    # when the choice ended (its finish_reason arrived)
     ended_s: float | None = None
     whole: bool = False  # the answer came whole (not streamed): no first-token time
 
@@ -272,7 +273,9 @@ class HttpClient:
         if not self.config.stream and completion_tokens is not None:
             chunk_tokens, chunk_reason = [completion_tokens], None  # the one chunk is it all
         else:
-            chunk_tokens, chunk_reason = chunk_counts(stream.token_ids, completion_tokens)
+            chunk_tokens, chunk_reason = chunk_counts(
+                stream.token_ids, completion_tokens, stream.texts
+            )
         ids = request.prompt.token_ids
         return HttpTimeline(
             request_id=request.request_id,
