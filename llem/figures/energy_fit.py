@@ -2,25 +2,28 @@
 (each an engine step, or consecutive steps and the gaps between them, ``llem.figures.bins``):
 
     E_interval = a x prefill tokens + b x decode tokens + P_static x step seconds
-                 + P_between x seconds between steps
+                 + P_between x seconds between steps + k x context tokens read
 
 ``a`` is joules per prefill token, ``b`` joules per decode token, ``P_static`` watts drawn while a
-step runs whatever it computes, ``P_between`` watts between steps (fitted only where some
-interval holds time between steps). Each coefficient carries its standard error (from the
-residuals: ``s^2 (X'X)^-1``, ``s^2 = RSS / (n - rank)``) and a worst-case bound from the
-intervals' energy bounds: the timing part is how far the coefficient moves when every interval's
-energy moves within its timing bound (``L`` the least-squares solution operator: by default
-``sum_i |L_ji| x timing_i``; ``bound_of`` gives a tighter one where the intervals' errors are
-tied, as adjacent intervals' are: ``llem.figures.bins.linear_bound``) ``+ rho x |coefficient|``
-(a relative error ``rho`` common to every interval scales every coefficient alike). The model's
-own misfit is what the standard error and R^2 show. R^2 is the centred one,
-``1 - RSS / sum (E - mean E)^2``. The standard error means what it says only where the
-intervals' errors are independent: intervals no shorter than the power timeline's resolution
-(``llem.figures.bins``), not steps shorter than it, whose energies a coarse timeline smooths
-(regressors then explain a smoothed energy, and the coefficients shrink while the residuals
-stay small).
+step runs whatever it computes, ``P_between`` watts between steps (fitted only where some interval
+holds time between steps), ``k`` joules per token of context a step reads (each request's KV cache,
+the tokens it holds before the step: decode reads it, prefill attention runs over it; fitted only
+where the steps say which requests ran). Each coefficient carries its standard error (from the
+residuals: ``s^2 (X'X)^-1``, ``s^2 = RSS / (n - rank)``) and a worst-case bound from the intervals'
+energy bounds: the timing part is how far the coefficient moves when every interval's energy moves
+within its timing bound (``L`` the least-squares solution operator: by default ``sum_i |L_ji| x
+timing_i``; ``bound_of`` gives a tighter one where the intervals' errors are tied, as adjacent
+intervals' are: ``llem.figures.bins.linear_bound``) ``+ rho x |coefficient|`` (a relative error
+``rho`` common to every interval scales every coefficient alike). The model's own misfit is what the
+standard error and R^2 show. R^2 is the centred one, ``1 - RSS / sum (E - mean E)^2``. The standard
+error means what it says only where the intervals' errors are independent: intervals no shorter than
+the power timeline's resolution (``llem.figures.bins``), not steps shorter than it, whose energies a
+coarse timeline smooths (regressors then explain a smoothed energy, and the coefficients shrink
+while the residuals stay small).
 
-A coefficient the steps cannot separate is null with the reason, never a number: no step computed
+A coefficient the steps cannot separate is null with the reason, never a number (the context
+term ``k`` is dropped from the fit where its fitted value is not above 0, so that a cost the
+split does not use does not move the others): no step computed
 prefill tokens (``a``), none decoded (``b``), or the columns are collinear (one prefill step at
 batch 1 whose decode steps all have the same duration; every step the same shape). A coefficient
 that is fitted but not above zero, or within two standard errors of zero, is null with the reason
@@ -36,12 +39,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-NAMES = ("a", "b", "p_static", "p_between")
+NAMES = ("a", "b", "p_static", "p_between", "k")
 _WHAT = {
     "a": "prefill tokens",
     "b": "decode tokens",
     "p_static": "step duration",
     "p_between": "time between steps",
+    "k": "context tokens read",
+}
+_NOT_FITTED = {
+    "p_between": "not fitted: no interval holds time between steps",
+    "k": "not fitted: no step says which requests ran, so no context is known",
 }
 _RANK_TOL = 1e-9  # singular values below this x the largest (columns scaled to unit norm) are 0
 
@@ -75,6 +83,7 @@ class Fit:
     n_steps: int  # intervals fitted (engine steps where each is its own interval)
     r2_null_reason: str | None = None
     p_between: Coefficient = Coefficient(None, null_reason="no time between steps was fitted")
+    k: Coefficient = Coefficient(None, null_reason="no context read was fitted")
 
     @property
     def identified(self) -> bool:
@@ -86,9 +95,13 @@ class Fit:
         return all(c.usable is not None for c in (self.a, self.b, self.p_static))
 
     def coefficient(self, name: str) -> Coefficient:
-        return {"a": self.a, "b": self.b, "p_static": self.p_static, "p_between": self.p_between}[
-            name
-        ]
+        return {
+            "a": self.a,
+            "b": self.b,
+            "p_static": self.p_static,
+            "p_between": self.p_between,
+            "k": self.k,
+        }[name]
 
 
 @dataclass(frozen=True)
@@ -99,6 +112,18 @@ class StepRow:
     decode_tokens: int
     duration_s: float  # seconds in engine steps
     between_s: float = 0.0  # seconds between steps
+    context_tokens: int = 0  # tokens of context the steps read (each request's, before it)
+
+    @property
+    def regressors(self) -> tuple[float, float, float, float, float]:
+        """The row of the design matrix, in ``NAMES``' order."""
+        return (
+            self.prefill_tokens,
+            self.decode_tokens,
+            self.duration_s,
+            self.between_s,
+            self.context_tokens,
+        )
 
 
 def fit_steps(
@@ -116,16 +141,23 @@ def fit_steps(
     if n == 0:
         null = Coefficient(None, null_reason="no engine step in the window")
         return Fit(null, null, null, None, 0, "no engine step in the window")
-    x = np.array(
-        [[r.prefill_tokens, r.decode_tokens, r.duration_s, r.between_s] for r in rows],
-        dtype=float,
-    )
+    x = np.array([list(r.regressors) for r in rows], dtype=float)
     y = np.asarray(energy_j, dtype=float)
     reasons = _unidentified(x)
     keep = [j for j, name in enumerate(NAMES) if name not in reasons]
     xs = x[:, keep]
     solve = np.linalg.pinv(xs)
     beta = solve @ y
+    last = len(NAMES) - 1
+    if last in keep and beta[keep.index(last)] <= 0:  # no context cost: fitted without it
+        reasons[NAMES[last]] = (
+            f"not used: the fitted cost {float(beta[keep.index(last)]):.3g} is not above 0, so "
+            "the model is fitted without it"
+        )
+        keep.remove(last)
+        xs = x[:, keep]
+        solve = np.linalg.pinv(xs)
+        beta = solve @ y
     resid = y - xs @ beta
     rank = int(np.linalg.matrix_rank(xs)) if keep else 0
     se, se_reason = _standard_errors(xs, resid, n - rank)
@@ -144,7 +176,7 @@ def fit_steps(
         )
     r2, r2_reason = _r2(y, resid)
     c = coefficients
-    return Fit(c["a"], c["b"], c["p_static"], r2, n, r2_reason, c["p_between"])
+    return Fit(c["a"], c["b"], c["p_static"], r2, n, r2_reason, c["p_between"], c["k"])
 
 
 def _unresolved(name: str, value: float, se: float | None) -> str | None:
@@ -164,31 +196,37 @@ def _unresolved(name: str, value: float, se: float | None) -> str | None:
 
 
 def _unidentified(x: object) -> dict[str, str]:
-    """Coefficient name -> why the steps cannot identify it."""
+    """Coefficient name -> why the steps cannot identify it. The context term ``k`` is the last
+    to enter: where it is collinear with the others, it alone is dropped."""
     import numpy as np
 
     m = np.asarray(x)
     reasons: dict[str, str] = {}
     for j, name in enumerate(NAMES):
         if not np.any(m[:, j]):
-            reasons[name] = (
-                "not fitted: no interval holds time between steps"
-                if name == "p_between"
-                else f"not identified: no step in the window has {_WHAT[name]}"
+            reasons[name] = _NOT_FITTED.get(
+                name, f"not identified: no step in the window has {_WHAT[name]}"
             )
-    keep = [j for j, name in enumerate(NAMES) if name not in reasons]
+    keep = [j for j, name in enumerate(NAMES[:-1]) if name not in reasons]
     if not keep:
         return reasons
-    scaled = m[:, keep] / np.linalg.norm(m[:, keep], axis=0)
-    full = _rank(scaled)
+    scaled = m / np.maximum(np.linalg.norm(m, axis=0), 1e-300)
+    full = _rank(scaled[:, keep])
     for k, j in enumerate(keep):
-        if _rank(np.delete(scaled, k, axis=1)) == full:
-            others = " and ".join(_WHAT[NAMES[i]] for i in keep if i != j)
-            reasons[NAMES[j]] = (
-                f"not identified: {_WHAT[NAMES[j]]} are collinear with {others} over the "
-                f"window's {m.shape[0]} intervals (every interval has the same shape)"
-            )
+        if _rank(np.delete(scaled[:, keep], k, axis=1)) == full:
+            reasons[NAMES[j]] = _collinear(j, [i for i in keep if i != j], m.shape[0])
+    last = len(NAMES) - 1
+    if NAMES[last] not in reasons and _rank(scaled[:, [*keep, last]]) == full:
+        reasons[NAMES[last]] = _collinear(last, keep, m.shape[0])
     return reasons
+
+
+def _collinear(j: int, others: Sequence[int], n: int) -> str:
+    names = " and ".join(_WHAT[NAMES[i]] for i in others)
+    return (
+        f"not identified: {_WHAT[NAMES[j]]} are collinear with {names} over the "
+        f"window's {n} intervals (every interval has the same shape)"
+    )
 
 
 def _rank(m: object) -> int:

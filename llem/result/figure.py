@@ -1,15 +1,19 @@
 """A figure with its bound and the reason it is null: one value that cannot disagree with itself.
 
-In result.json a figure ``X`` of a section lives in up to three places: ``section.X``, its
-worst-case bound ``section.X_uncertainty`` (for bounded figures) and ``null_reasons["section.X"]``
-when it is null. A ``Figure`` carries the three together, and ``with_figures`` is the one way to
-put figures on a (frozen) section: it sets the value and the bound, and returns the null reasons of
-both (``RunResult.set_figures`` stores them).
+In result.json a figure ``X`` of a section lives in up to four places: ``section.X``, its
+worst-case bound ``section.X_uncertainty`` (for bounded figures), the half-width of its 95 %
+interval ``section.X_ci95_half_width`` (same unit as ``X``; for figures whose interval is
+measured, declared with ``interval_figure()`` and ``ci95()``) and ``null_reasons["section.X"]``
+when it is null (``null_reasons["section.X_ci95_half_width"]``: why a figure that has a value has
+no interval). A ``Figure`` carries them together, and ``with_figures`` is the one way to put
+figures on a (frozen) section: it sets the value, the bound and the interval, and returns the
+null reasons of all three (``RunResult.set_figures`` stores them).
 
 Which fields of a section are figures is declared once, on the section dataclass itself, with
 ``figure()`` (``figure(bounded=True)`` adds the ``X_uncertainty`` field, declared with ``bound()``
-right where the schema wants it) or ``figure_map()`` (one figure per device, as
-``energy.per_device_j``); ``figure_specs(cls)`` reads the declarations back.
+right where the schema wants it; ``interval_figure()`` both it and ``X_ci95_half_width``, declared
+with ``ci95()``) or ``figure_map()`` (one figure per device, as ``energy.per_device_j``);
+``figure_specs(cls)`` reads the declarations back.
 """
 
 from __future__ import annotations
@@ -20,7 +24,9 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 BOUND_SUFFIX = "_uncertainty"
-_KIND = "llem.figure"  # field metadata key: "plain" | "bounded" | "map" | "plain_map" | "bound"
+CI95_SUFFIX = "_ci95_half_width"
+# field metadata key: "plain" | "bounded" | "interval" | "map" | "plain_map" | "bound" | "ci95"
+_KIND = "llem.figure"
 
 
 @dataclass(frozen=True)
@@ -28,14 +34,17 @@ class Figure:
     """A value (a number, or a verdict or timestamp that may be missing) with its worst-case bound
     in the same unit, or None with the reason.
 
-    Invariants: a null value has a reason and no bound; a value has no null reason; a value whose
-    bound is unknown may say why in ``bound_null_reason``.
+    Invariants: a null value has a reason, no bound and no interval; a value has no null reason;
+    a value whose bound is unknown may say why in ``bound_null_reason``, one without an interval
+    (``ci95``: the 95 % interval's half-width) in ``ci95_null_reason``.
     """
 
     value: Any
     bound: float | None = None
     null_reason: str | None = None
     bound_null_reason: str | None = None
+    ci95: float | None = None
+    ci95_null_reason: str | None = None
 
     def __post_init__(self) -> None:
         if self.value is None:
@@ -43,6 +52,8 @@ class Figure:
                 raise ValueError("a null figure needs the reason it is null")
             if self.bound is not None or self.bound_null_reason is not None:
                 raise ValueError("a null figure has no bound")
+            if self.ci95 is not None or self.ci95_null_reason is not None:
+                raise ValueError("a null figure has no interval")
             return
         if self.null_reason is not None:
             raise ValueError(f"figure {self.value!r} has a value, so no null reason")
@@ -60,12 +71,21 @@ class Figure:
         null_reason: str | None,
         bound: float | None = None,
         bound_null_reason: str | None = None,
+        ci95: float | None = None,
+        ci95_null_reason: str | None = None,
     ) -> Figure:
-        """``value`` with its bound, or, when ``value`` is None, null with ``null_reason`` (``"not
-        measured"`` when that is None too)."""
+        """``value`` with its bound and interval, or, when ``value`` is None, null with
+        ``null_reason`` (``"not measured"`` when that is None too)."""
         if value is None:
             return cls.null(null_reason or "not measured")
-        return cls(value, bound, None, None if bound is not None else bound_null_reason)
+        return cls(
+            value,
+            bound,
+            None,
+            None if bound is not None else bound_null_reason,
+            ci95,
+            None if ci95 is not None else ci95_null_reason,
+        )
 
 
 # ------------------------------------------------------------------ declaring figures on sections
@@ -87,11 +107,23 @@ def bound() -> Any:
     return field(default=None, metadata={_KIND: "bound"})
 
 
+def interval_figure() -> Any:
+    """A bounded figure with a 95 % interval: its ``X_uncertainty`` (bound()) and its
+    ``X_ci95_half_width`` (ci95()) fields."""
+    return field(default=None, metadata={_KIND: "interval"})
+
+
+def ci95() -> Any:
+    """The 95 % interval's half-width field ``X_ci95_half_width`` of the figure ``X``."""
+    return field(default=None, metadata={_KIND: "ci95"})
+
+
 @dataclass(frozen=True)
 class FigureSpec:
     name: str
     bound: str | None  # the bound field's name; None for an unbounded figure
     is_map: bool = False
+    ci95: str | None = None  # the interval field's name; None for a figure without one
 
 
 _SPECS: dict[type, dict[str, FigureSpec]] = {}
@@ -109,16 +141,17 @@ def _read_specs(cls: type) -> dict[str, FigureSpec]:
     fields = {f.name: f.metadata.get(_KIND) for f in dataclasses.fields(cls)}
     specs: dict[str, FigureSpec] = {}
     for name, kind in fields.items():
-        if kind in ("plain", "bounded", "map", "plain_map"):
+        if kind in ("plain", "bounded", "interval", "map", "plain_map"):
             bound_name = None if kind in ("plain", "plain_map") else name + BOUND_SUFFIX
-            specs[name] = FigureSpec(name, bound_name, kind in ("map", "plain_map"))
-    bounds = {s.bound for s in specs.values() if s.bound}
-    declared = {name for name, kind in fields.items() if kind == "bound"}
-    if bounds != declared:
-        raise TypeError(
-            f"{cls.__name__}: bounded figures and bound() fields disagree: "
-            f"{sorted(bounds ^ declared)}"
-        )
+            ci95_name = name + CI95_SUFFIX if kind == "interval" else None
+            specs[name] = FigureSpec(name, bound_name, kind in ("map", "plain_map"), ci95_name)
+    for what, kind in (("bound", "bound"), ("ci95", "ci95")):
+        wanted = {getattr(s, what) for s in specs.values() if getattr(s, what)}
+        declared = {name for name, k in fields.items() if k == kind}
+        if wanted != declared:
+            raise TypeError(
+                f"{cls.__name__}: figures and {kind}() fields disagree: {sorted(wanted ^ declared)}"
+            )
     return specs
 
 
@@ -134,6 +167,8 @@ def check_bounds(section: Any) -> None:
                 raise ValueError(f"{spec.bound} has bounds for null figures: {orphans}")
         elif value is None and bnd is not None:
             raise ValueError(f"{spec.bound} is {bnd!r} but {spec.name} is null")
+        if spec.ci95 is not None and value is None and getattr(section, spec.ci95) is not None:
+            raise ValueError(f"{spec.ci95} is set but {spec.name} is null")
 
 
 S = TypeVar("S")
@@ -201,6 +236,12 @@ def _put_one(
             reasons[f"{where}.{spec.bound}"] = why
     elif given.bound is not None:
         raise ValueError(f"{owner}.{spec.name} has no bound field")
+    if spec.ci95 is not None:
+        changes[spec.ci95] = given.ci95
+        if given.ci95 is None and given.value is not None:
+            reasons[f"{where}.{spec.ci95}"] = given.ci95_null_reason or "not measured"
+    elif given.ci95 is not None:
+        raise ValueError(f"{owner}.{spec.name} has no interval field")
 
 
 def read_figure(section: Any, where: str, name: str, null_reasons: Mapping[str, str]) -> Figure:
@@ -215,4 +256,8 @@ def read_figure(section: Any, where: str, name: str, null_reasons: Mapping[str, 
     why_no_bound = None
     if spec.bound is not None and bnd is None:
         why_no_bound = null_reasons.get(f"{where}.{spec.bound}")
-    return Figure(value, bnd, None, why_no_bound)
+    half, why_no_half = None, None
+    if spec.ci95 is not None:
+        half = getattr(section, spec.ci95)
+        why_no_half = None if half is not None else null_reasons.get(f"{where}.{spec.ci95}")
+    return Figure(value, bnd, None, why_no_bound, half, why_no_half)

@@ -155,7 +155,11 @@ class RunResult:
         for name in figures:
             for key in list(self.null_reasons):
                 if key == f"{section}.{name}" or key.startswith(
-                    (f"{section}.{name}.", f"{section}.{name}_uncertainty")
+                    (
+                        f"{section}.{name}.",
+                        f"{section}.{name}_uncertainty",
+                        f"{section}.{name}_ci95_half_width",
+                    )
                 ):
                     del self.null_reasons[key]
         setattr(self, section, updated)

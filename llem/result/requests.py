@@ -2,19 +2,20 @@
 writes it.
 
 Each line is a ``RequestRecord``: its id, the prompt it used, when it was scheduled and sent, when
-its first and last tokens reached the host (seconds from the measured window's start), its input
-and output tokens, its TTFT, TPOT and end-to-end latency (ms; the definitions are in
+its first and last tokens reached the host (seconds from the measured window's start), its input and
+output tokens, its TTFT, TPOT and end-to-end latency (ms; the definitions are in
 ``llem.figures.serving``: from the request's actual send since result schema 5, from the scheduled
 send before it for open-loop traffic; ``ttft_from_schedule_ms``, null where nothing was scheduled,
 is TTFT from the scheduled send) and whether it met every SLO (null: no SLO set); and, where the
 engine said which requests ran in each step and energy was measured, the request's share of the
-window's energy (``llem.figures.attribution``): ``energy_j`` with its worst-case ``bound_j``, its
-``prefill_j`` and ``decode_j`` parts and ``j_per_output_token`` (null otherwise; the reason is
-``result.json``'s ``null_reasons["requests.energy_j"]``); and, where the run's prompts had
-references, whether its answer was ``correct`` and what the scorer ``extracted`` from it
-(``llem.result.quality``). The file is written atomically, like
-result.json: a reader sees the whole file or none. Files written before the energy fields existed
-read with them null.
+window's energy (``llem.figures.attribution``): ``energy_j`` with its worst-case ``bound_j``, the
+half-width of its 95 % interval ``ci95_half_width_j``, its ``prefill_j`` and ``decode_j`` parts and
+``j_per_output_token`` (null otherwise; the reason is ``result.json``'s
+``null_reasons["requests.energy_j"]``, or, for a request whose interval is wider than its energy,
+its own ``energy_null_reason``); and, where the run's prompts had references, whether its answer was
+``correct`` and what the scorer ``extracted`` from it (``llem.result.quality``). The file is written
+atomically, like result.json: a reader sees the whole file or none. Files written before the energy
+fields existed read with them null.
 """
 
 from __future__ import annotations
@@ -57,6 +58,9 @@ class RequestRecord:
     # the request's answer judged against its prompt's reference (None: the run scored nothing)
     correct: bool | None = None
     extracted: str | None = None  # what the scorer read from the answer (None: nothing)
+    ci95_half_width_j: float | None = None  # half-width of energy_j's 95 % interval
+    # why energy_j is null where it was attributed but its interval is wider than itself
+    energy_null_reason: str | None = None
 
 
 _FIELDS = tuple(f.name for f in dataclasses.fields(RequestRecord))
@@ -69,6 +73,8 @@ _OPTIONAL = (
     "ttft_from_schedule_ms",
     "correct",
     "extracted",
+    "ci95_half_width_j",
+    "energy_null_reason",
 )
 _REQUIRED = tuple(f for f in _FIELDS if f not in _OPTIONAL)
 

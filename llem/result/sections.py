@@ -13,7 +13,15 @@ from datetime import datetime, timezone
 from typing import Any
 
 from llem.errors import LlemError, first_line
-from llem.result.figure import bound, check_bounds, figure, figure_map, figure_specs
+from llem.result.figure import (
+    bound,
+    check_bounds,
+    ci95,
+    figure,
+    figure_map,
+    figure_specs,
+    interval_figure,
+)
 
 
 def utc_now() -> str:
@@ -143,14 +151,14 @@ class Energy:
     # Where the energy goes (llem.figures.attribution): the window's engine steps split into
     # prefill and decode by a fitted step model, what falls between steps, the fitted costs and
     # what no request takes; prefill_j + decode_j + between_steps_j = total_j.
-    prefill_j: float | None = figure(bounded=True)
-    decode_j: float | None = figure(bounded=True)
-    between_steps_j: float | None = figure(bounded=True)
-    j_per_prefill_token: float | None = figure(bounded=True)  # the fit's a
-    j_per_decode_token: float | None = figure(bounded=True)  # the fit's b
-    unattributed_j: float | None = figure(bounded=True)  # total_j - the requests' energy_j
-    # {a, a_se, b, b_se, p_static_w, p_static_se, r2, n_steps, split}; a null entry's reason is
-    # null_reasons["energy.fit.<key>"]
+    prefill_j: float | None = interval_figure()
+    decode_j: float | None = interval_figure()
+    between_steps_j: float | None = interval_figure()
+    j_per_prefill_token: float | None = interval_figure()  # the fit's a
+    j_per_decode_token: float | None = interval_figure()  # the fit's b
+    unattributed_j: float | None = interval_figure()  # total_j - the requests' energy_j
+    # {a, a_se, b, b_se, p_static_w, p_static_se, p_between_w, k, k_se, lag_s, r2, n_steps,
+    # n_intervals, interval_min_s, split}; a null entry's reason is null_reasons["energy.fit.<key>"]
     fit: dict[str, Any] | None = figure()
     attribution_method: str | None = None
     prefill_j_uncertainty: float | None = bound()
@@ -159,6 +167,13 @@ class Energy:
     j_per_prefill_token_uncertainty: float | None = bound()
     j_per_decode_token_uncertainty: float | None = bound()
     unattributed_j_uncertainty: float | None = bound()
+    # each attributed figure's 95 % interval: half-width, the figure's unit (llem.figures.interval)
+    prefill_j_ci95_half_width: float | None = ci95()
+    decode_j_ci95_half_width: float | None = ci95()
+    between_steps_j_ci95_half_width: float | None = ci95()
+    j_per_prefill_token_ci95_half_width: float | None = ci95()
+    j_per_decode_token_ci95_half_width: float | None = ci95()
+    unattributed_j_ci95_half_width: float | None = ci95()
 
     def __post_init__(self) -> None:
         check_bounds(self)

@@ -13,7 +13,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from llem.result.figure import bound, check_bounds, figure, figure_specs
+from llem.result.figure import (
+    bound,
+    check_bounds,
+    ci95,
+    figure,
+    figure_specs,
+    interval_figure,
+)
 from llem.result.sections import Latency as _WindowLatency
 from llem.result.sections import Percentiles
 
@@ -101,11 +108,11 @@ class SteadyState:
     j_per_output_token_uncertainty: float | None = bound()
     avg_power_w_uncertainty: float | None = bound()
     # the same split as energy's over the steady state's own steps (llem.figures.attribution)
-    prefill_j: float | None = figure(bounded=True)
-    decode_j: float | None = figure(bounded=True)
-    between_steps_j: float | None = figure(bounded=True)
-    j_per_prefill_token: float | None = figure(bounded=True)
-    j_per_decode_token: float | None = figure(bounded=True)
+    prefill_j: float | None = interval_figure()
+    decode_j: float | None = interval_figure()
+    between_steps_j: float | None = interval_figure()
+    j_per_prefill_token: float | None = interval_figure()
+    j_per_decode_token: float | None = interval_figure()
     fit: dict[str, Any] | None = figure()
     attribution_method: str | None = None
     prefill_j_uncertainty: float | None = bound()
@@ -113,6 +120,12 @@ class SteadyState:
     between_steps_j_uncertainty: float | None = bound()
     j_per_prefill_token_uncertainty: float | None = bound()
     j_per_decode_token_uncertainty: float | None = bound()
+    # each attributed figure's 95 % interval: half-width, the figure's unit (llem.figures.interval)
+    prefill_j_ci95_half_width: float | None = ci95()
+    decode_j_ci95_half_width: float | None = ci95()
+    between_steps_j_ci95_half_width: float | None = ci95()
+    j_per_prefill_token_ci95_half_width: float | None = ci95()
+    j_per_decode_token_ci95_half_width: float | None = ci95()
 
     def __post_init__(self) -> None:
         check_bounds(self)

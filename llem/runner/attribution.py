@@ -12,20 +12,31 @@ null when ``steps`` is None.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from llem.backends.types import EngineStep
-from llem.figures.attribution import METHOD, Attribution, Part, Span, attribute, spans
+from llem.figures.attribution import METHOD, Attribution, Part, RequestEnergy, attribute
 from llem.figures.bins import BIN_RESOLUTIONS, Bins, group, per_span
+from llem.figures.step_shares import Span, spans
 from llem.measure import MeasurementSession
 from llem.measure.energy import PowerSource, WindowResult
 from llem.measure.span_energy import METHOD as SPAN_METHOD
 from llem.measure.span_energy import SpanEnergies, span_energies
-from llem.result import Figure, RunResult, read_requests, read_steps, write_requests, write_steps
+from llem.result import (
+    Figure,
+    RequestRecord,
+    RunResult,
+    read_requests,
+    read_steps,
+    write_requests,
+    write_steps,
+)
 from llem.result.figure import with_figures
+from llem.runner.lag import Lag, estimate_lag, shifted, with_lag_spread
 
+UNRESOLVED = "not resolvable at this sampling rate and window"
 NO_STEPS = "the engine exposes no per-step record, so energy cannot be attributed to its steps"
 PHASES = ("prefill_j", "decode_j", "between_steps_j", "j_per_prefill_token", "j_per_decode_token")
 
@@ -45,26 +56,53 @@ def attribute_window(
     *,
     unavailable_reason: str | None = None,
     ceiling_w: float | None = None,
+    lag_s: float | None = None,
 ) -> tuple[list[Span], Attribution] | str:
     """The attribution of ``steps`` over ``[t0, t1]`` of a measured window (its spans grouped
-    into intervals the timeline resolves, ``llem.figures.bins``), or the reason there is none."""
-    cut = spans(steps, t0, t1)
-    if not any(s.step is not None for s in cut):
+    into intervals the timeline resolves, ``llem.figures.bins``), or the reason there is none.
+    The steps are moved ``lag_s`` later to meet the power timeline (estimated from the window
+    where None: ``llem.runner.lag``)."""
+    if not any(t0 < s.end_s <= t1 for s in steps):
         return "no engine step ended inside the span"
-    edges = [s.start_s for s in cut] + [cut[-1].end_s]
 
     def measure(at: Sequence[float]) -> SpanEnergies | str:
         return span_energies(
             window, at, source=source, unavailable_reason=unavailable_reason, ceiling_w=ceiling_w
         )
 
+    lag = Lag(lag_s, lag_s, lag_s) if lag_s is not None else estimate_lag(steps, t0, t1, measure)
+    got = _attribute_at(steps, lag.lag_s, t0, t1, measure, spread=True)
+    if isinstance(got, str):
+        return got
+    cut, att = got
+    att = dataclasses.replace(att, lag_s=lag.lag_s, lag_null_reason=lag.null_reason)
+    others = [
+        _attribute_at(steps, x, t0, t1, measure, spread=False)
+        for x in {lag.low_s, lag.high_s} - {lag.lag_s}
+    ]
+    return cut, with_lag_spread(att, [o[1] for o in others if not isinstance(o, str)])
+
+
+def _attribute_at(
+    steps: Sequence[EngineStep],
+    lag_s: float,
+    t0: float,
+    t1: float,
+    measure: Callable[[Sequence[float]], SpanEnergies | str],
+    *,
+    spread: bool,
+) -> tuple[list[Span], Attribution] | str:
+    """The attribution with the steps moved ``lag_s`` later (``spread``: ``attribute``'s)."""
+    cut = spans(shifted(steps, lag_s, t1), t0, t1)
+    edges = [s.start_s for s in cut] + [cut[-1].end_s]
     got = measure(edges)
     if isinstance(got, str):
         return got
     bins = _bins(cut, got, measure)
     if isinstance(bins, str):
         return bins
-    return cut, attribute(cut, got.energy_j, got.timing_bound_j, got.scale_relative, bins)
+    att = attribute(cut, got.energy_j, got.timing_bound_j, got.scale_relative, bins, spread=spread)
+    return cut, att
 
 
 def _bins(cut: Sequence[Span], got: SpanEnergies, measure: Any) -> Bins | str:
@@ -110,7 +148,9 @@ def fill_attribution(
     figures["unattributed_j"] = (
         whole
         if isinstance(whole, Figure)
-        else _part(whole.att.unattributed, whole.att.split_null_reason)
+        else _part(
+            whole.att.unattributed, whole.att.split_null_reason, whole.att.interval_null_reason
+        )
     )
     result.set_figures("energy", figures)
     method = None if isinstance(whole, Figure) else f"{METHOD}; {SPAN_METHOD}"
@@ -156,10 +196,38 @@ def _ceiling_w(result: RunResult) -> float | None:
     return sum(known)
 
 
-def _part(p: Part | None, why: str | None) -> Figure:
+def _part(p: Part | None, why: str | None, interval_why: str | None = None) -> Figure:
     if p is None:
         return Figure.null(why or "not attributed")
-    return Figure(p.energy_j, p.bound_j)
+    return with_interval(p.energy_j, p.bound_j, p.ci95_j, interval_why)
+
+
+def unresolved(value: float, half: float, unit: str = "J") -> str | None:
+    """Why a figure whose 95 % interval is wider than the figure itself is null (None: it is
+    not)."""
+    if 2 * half <= abs(value):
+        return None
+    return (
+        f"{UNRESOLVED}: its 95 % interval, {value:.4g} ± {half:.2g} {unit}, is wider than the "
+        "figure"
+    )
+
+
+def with_interval(
+    value: float | None,
+    bound: float | None,
+    half: float | None,
+    interval_why: str | None,
+    null_reason: str | None = None,
+    unit: str = "J",
+) -> Figure:
+    """The figure with its bound and its interval; null with the reason where the interval is
+    wider than the figure (``unresolved``)."""
+    if value is not None and half is not None:
+        why = unresolved(value, half, unit)
+        if why is not None:
+            return Figure.null(why)
+    return Figure.of(value, null_reason, bound, None, half, interval_why or "not measured")
 
 
 def _figures(done: _Done | Figure) -> dict[str, Figure | dict[str, Figure]]:
@@ -167,13 +235,18 @@ def _figures(done: _Done | Figure) -> dict[str, Figure | dict[str, Figure]]:
     if isinstance(done, Figure):
         return {name: done for name in (*PHASES, "fit")}
     att, fit = done.att, done.att.fit
-    why = att.split_null_reason
+    why, half = att.split_null_reason, att.coefficient_ci95
+    no_half = att.interval_null_reason
     return {
-        "prefill_j": _part(att.prefill, why),
-        "decode_j": _part(att.decode, why),
-        "between_steps_j": _part(att.between, why),
-        "j_per_prefill_token": Figure.of(fit.a.value, fit.a.null_reason, fit.a.bound),
-        "j_per_decode_token": Figure.of(fit.b.value, fit.b.null_reason, fit.b.bound),
+        "prefill_j": _part(att.prefill, why, no_half),
+        "decode_j": _part(att.decode, why, no_half),
+        "between_steps_j": _part(att.between, why, no_half),
+        "j_per_prefill_token": with_interval(
+            fit.a.value, fit.a.bound, half.get("a"), no_half, fit.a.null_reason, "J/token"
+        ),
+        "j_per_decode_token": with_interval(
+            fit.b.value, fit.b.bound, half.get("b"), no_half, fit.b.null_reason, "J/token"
+        ),
         "fit": Figure(
             {
                 "a": fit.a.value,
@@ -183,6 +256,9 @@ def _figures(done: _Done | Figure) -> dict[str, Figure | dict[str, Figure]]:
                 "p_static_w": fit.p_static.value,
                 "p_static_se": fit.p_static.se,
                 "p_between_w": fit.p_between.value,
+                "k": fit.k.value,
+                "k_se": fit.k.se,
+                "lag_s": None if att.lag_null_reason else att.lag_s,
                 "r2": fit.r2,
                 "n_steps": sum(1 for s in done.cut if s.step is not None),
                 "n_intervals": fit.n_steps,
@@ -205,6 +281,7 @@ def _fit_reasons(result: RunResult, where: str, done: _Done | Figure) -> None:
         ("b", fit.b),
         ("p_static_w", fit.p_static),
         ("p_between_w", fit.p_between),
+        ("k", fit.k),
     ):
         if c.value is None:
             result.null_reasons[f"{where}.fit.{key}"] = c.null_reason or "not identified"
@@ -212,6 +289,8 @@ def _fit_reasons(result: RunResult, where: str, done: _Done | Figure) -> None:
             result.null_reasons[f"{where}.fit.{key}_se"] = c.se_null_reason or "unknown"
     if fit.r2 is None:
         result.null_reasons[f"{where}.fit.r2"] = fit.r2_null_reason or "unknown"
+    if done.att.lag_null_reason:
+        result.null_reasons[f"{where}.fit.lag_s"] = done.att.lag_null_reason
     if done.att.split_null_reason:
         result.null_reasons[f"{where}.fit.split"] = done.att.split_null_reason
 
@@ -260,18 +339,26 @@ def _requests_file(
         if got is None:
             records.append(r)
             continue
-        per_token = got.energy_j / r.output_tokens if r.output_tokens > 0 else None
-        records.append(
-            dataclasses.replace(
-                r,
-                energy_j=round(got.energy_j, 6),
-                j_per_output_token=None if per_token is None else round(per_token, 9),
-                prefill_j=round(got.prefill_j, 6),
-                decode_j=round(got.decode_j, 6),
-                bound_j=round(got.bound_j, 6),
-            )
-        )
+        records.append(_request_energy(r, got))
     write_requests(run_dir, records)
+
+
+def _request_energy(r: RequestRecord, got: RequestEnergy) -> RequestRecord:
+    """The request's line with its energy, bound and interval, or null with the reason where
+    the interval is wider than the energy."""
+    why = None if got.ci95_j is None else unresolved(got.energy_j, got.ci95_j)
+    if why is not None:
+        return dataclasses.replace(r, energy_null_reason=why)
+    per_token = got.energy_j / r.output_tokens if r.output_tokens > 0 else None
+    return dataclasses.replace(
+        r,
+        energy_j=round(got.energy_j, 6),
+        j_per_output_token=None if per_token is None else round(per_token, 9),
+        prefill_j=round(got.prefill_j, 6),
+        decode_j=round(got.decode_j, 6),
+        bound_j=round(got.bound_j, 6),
+        ci95_half_width_j=None if got.ci95_j is None else round(got.ci95_j, 6),
+    )
 
 
 def _steps_file(run_dir: Path, done: _Done | Figure, origin_s: float) -> None:

@@ -28,18 +28,37 @@ def _energies(cut, idle_w: float = 50.0) -> list[float]:
     return out
 
 
+T0, T_TOKEN, T_CONTEXT = 0.010, 5e-5, 1e-5  # a step's fixed s, s per token, s per context token
+PLAN = [  # (request, prefill, decode) per step; contexts before each step in the comments
+    [(1, 300, 0)],  # r1: 0
+    [(1, 0, 1)],  # r1: 300
+    [(1, 0, 1), (2, 500, 0)],  # r1: 301, r2: 0
+    [(1, 0, 1), (2, 0, 1)],  # r1: 302, r2: 500
+    [(1, 0, 1), (2, 0, 1)],  # r1: 303, r2: 501
+    [(2, 0, 1)],  # r2: 502
+]
+CONTEXT = [[0], [300], [301, 0], [302, 500], [303, 501], [502]]
+
+
+def _duration(i: int) -> float:
+    tokens = sum(p + q for _, p, q in PLAN[i])
+    return T0 + T_TOKEN * tokens + T_CONTEXT * sum(CONTEXT[i])
+
+
+def _time_share(i: int, j: int) -> float:
+    """Share j's part of step i's time, as planted: the fixed time by tokens, then its own."""
+    tokens = sum(p + q for _, p, q in PLAN[i])
+    _, p, q = PLAN[i][j]
+    own = (T0 / tokens + T_TOKEN) * (p + q) + T_CONTEXT * CONTEXT[i][j]
+    return own / _duration(i)
+
+
 def _mixed_schedule() -> list[EngineStep]:
-    """Two requests: r1 prefills alone, decodes; r2 joins (prefill beside r1's decode)."""
+    """Two requests: r1 prefills alone, decodes; r2 joins (prefill beside r1's decode); each
+    step lasts as the planted pace says."""
     steps, t = [], 1.0
-    plan = [
-        (0.030, [(1, 300, 0)]),
-        (0.015, [(1, 0, 1)]),
-        (0.040, [(1, 0, 1), (2, 500, 0)]),
-        (0.017, [(1, 0, 1), (2, 0, 1)]),
-        (0.018, [(1, 0, 1), (2, 0, 1)]),
-        (0.014, [(2, 0, 1)]),
-    ]
-    for d, shares in plan:
+    for i, shares in enumerate(PLAN):
+        d = _duration(i)
         steps.append(_step(t, d, shares))
         t += d + 0.002  # a gap between steps
     return steps
@@ -59,14 +78,18 @@ def test_planted_costs_are_recovered_and_every_joule_is_accounted_for() -> None:
     assert sum(r.energy_j for r in got.requests.values()) + got.unattributed.energy_j == (
         pytest.approx(total)
     )
-    # the mixed step (r1 decodes 1 token, r2 prefills 500 in 40 ms) splits by fitted cost, static
-    # power by token share: r2 gets 500/501 of 4.8 J static + its 2 J of prefill
-    mixed = A * 500 + B * 1 + P * 0.040
-    r2_in_mixed = A * 500 + P * 0.040 * 500 / 501
+    # the mixed step (r1 decodes 1 token, r2 prefills 500) splits by fitted cost, static power by
+    # the time each keeps the step busy (the planted pace): r2 gets its prefill and its time's
+    # share of the static power
+    static = [P * _duration(i) for i in range(len(PLAN))]
+    r2_in_mixed = A * 500 + static[2] * _time_share(2, 1)
     assert got.requests[2].prefill_j == pytest.approx(r2_in_mixed)
-    assert got.requests[1].decode_j == pytest.approx(
-        (B + P * 0.015) + (mixed - r2_in_mixed) + 2 * 0.0 + B + P * 0.017 / 2 + B + P * 0.018 / 2
+    r1_decode = (
+        (B + static[1])
+        + (B + static[2] * _time_share(2, 0))
+        + sum(B + static[i] * _time_share(i, 0) for i in (3, 4))
     )
+    assert got.requests[1].decode_j == pytest.approx(r1_decode)
     assert got.prefill_tokens == 800 and got.decode_tokens == 7
 
 
@@ -113,15 +136,36 @@ def test_steps_that_do_not_say_which_requests_ran_leave_requests_null() -> None:
     assert got.unattributed.energy_j == pytest.approx(sum([1.0] * len(cut)))
 
 
-def test_a_step_that_computed_no_token_is_decode_shared_equally_by_its_requests() -> None:
+def test_a_step_that_computed_no_token_is_decode_shared_by_the_context_its_requests_read() -> None:
+    """r1 holds 304 tokens of context, r2 503: the step that computed nothing (and lasted as the
+    planted pace says) is decode, r1's part 304 / 807 of it."""
     steps = _mixed_schedule()
-    idle = _step(steps[-1].end_s + 0.002, 0.01, [(1, 0, 0), (2, 0, 0)])
+    d = T0 + T_CONTEXT * (304 + 503)
+    idle = _step(steps[-1].end_s + 0.002, d, [(1, 0, 0), (2, 0, 0)])
     cut = spans([*steps, idle], 0.9, 1.3)
     energy = _energies(cut)
     got = attribute(cut, energy, [0.0] * len(cut))
     base_cut = spans(steps, 0.9, 1.3)
     base = attribute(base_cut, _energies(base_cut), [0.0] * len(base_cut))
     assert got.prefill.energy_j == pytest.approx(base.prefill.energy_j)  # none of it is prefill
-    idle_j = P * 0.01
-    assert got.requests[1].decode_j - base.requests[1].decode_j == pytest.approx(idle_j / 2)
+    idle_j = P * d
+    assert got.requests[1].decode_j - base.requests[1].decode_j == pytest.approx(idle_j * 304 / 807)
     assert got.requests[2].prefill_j == pytest.approx(base.requests[2].prefill_j)
+
+
+def test_a_requests_context_restarts_when_it_is_prefilled_again_after_decoding() -> None:
+    """r1 prefills 100 tokens in two chunks, decodes twice, is preempted and recomputes its 102
+    tokens: its context before each step is what its KV cache held, from 0 again at the
+    recompute; r2 beside it keeps counting."""
+    from llem.figures.step_shares import contexts
+
+    plan = [
+        [(1, 60, 0), (2, 10, 0)],
+        [(1, 40, 0), (2, 0, 1)],
+        [(1, 0, 1), (2, 0, 1)],
+        [(1, 0, 1)],
+        [(1, 102, 0), (2, 0, 1)],
+        [(1, 0, 1)],
+    ]
+    steps = [_step(0.1 * i, 0.05, shares) for i, shares in enumerate(plan)]
+    assert contexts(steps) == [(0, 0), (60, 10), (100, 11), (101,), (0, 12), (102,)]

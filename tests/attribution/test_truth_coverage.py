@@ -16,7 +16,7 @@ from attribution.truth_runs import DEFAULT_HZ, FINE_HZ, PART_TIME, attribute_run
 from llem.backends.types import EngineStep, StepShare
 from llem.figures.attribution import Attribution
 from llem.result import RunResult, SteadyState
-from llem.runner.attribution import fill_attribution
+from llem.runner.attribution import UNRESOLVED, fill_attribution
 from llem.testing.truth.harness import POWER_LIMIT_W
 
 CASES = [
@@ -133,8 +133,16 @@ def test_the_runs_energy_and_steady_state_split_are_within_bound_of_the_truth(
         ):
             value = getattr(section, name)
             bound = getattr(section, f"{name}_uncertainty")
-            assert value is not None and bound is not None, name
+            where = "energy" if section is result.energy else "steady_state"
+            if value is None:  # a 4 s steady state's split can be too wide to publish
+                assert where == "steady_state", name
+                assert result.null_reasons[f"{where}.{name}"].startswith(UNRESOLVED)
+                assert getattr(section, f"{name}_ci95_half_width") is None
+                continue
+            assert bound is not None, name
             assert abs(value - true_j) <= bound, (name, value, bound, true_j)
+            half = getattr(section, f"{name}_ci95_half_width")
+            assert half is not None and 2 * half <= abs(value), (name, value, half)
         for name in ("j_per_prefill_token", "j_per_decode_token"):
             if getattr(section, name) is not None:
                 assert getattr(section, f"{name}_uncertainty") is not None

@@ -93,3 +93,63 @@ def test_every_requests_output_tokens_are_sampled_once_whatever_the_preemptions(
     truth = h.truth_of(trace, gpu, 0.0, -1.0, trace.steps[-1].end_s + 1.0)
     assert truth.output_tokens == sum(r.output_tokens for r in plan.requests)
     assert truth.j_per_output_token == pytest.approx(truth.window_j / truth.output_tokens)
+
+
+def test_a_lagging_sensor_reads_the_draw_of_that_much_earlier() -> None:
+    """A 20 ms step at 500 W in the first 100 ms window: a sensor 50 ms late shows it in the
+    window after (reading [0.05, 0.15] of the draw), and its counter sums the same joules."""
+    true = StepPower([0.05], [0.07], [500.0], 100.0)
+    prompt, late = Sensed(true, 0.1, 1.0), Sensed(true, 0.1, 1.0, lag_s=0.05)
+    assert prompt.power(0.05) == pytest.approx(180.0) and prompt.power(0.15) == 100.0
+    assert late.power(0.05) == pytest.approx(100.0) and late.power(0.15) == pytest.approx(180.0)
+    assert late.energy(0.0, 0.5) == pytest.approx(true.energy(-0.05, 0.45))
+
+
+def test_a_jittered_sensor_samples_a_different_part_of_each_window() -> None:
+    """Each window's 25 ms sampled part starts anywhere in its first 75 ms (seeded): the same
+    step is seen by some windows' readings and missed by others'."""
+    true = StepPower([k * 0.1 + 0.05 for k in range(40)], [k * 0.1 + 0.07 for k in range(40)],
+                     [500.0] * 40, 100.0)  # fmt: skip
+    fixed = Sensed(true, 0.1, 0.25)
+    jittered = Sensed(true, 0.1, 0.25, jitter_s=0.075, seed=4)
+    assert {round(fixed.reading(k)) for k in range(40)} == {100}  # always misses the step
+    seen = [jittered.reading(k) > 100.0 for k in range(40)]
+    assert 0 < sum(seen) < 40
+    assert Sensed(true, 0.1, 0.25, jitter_s=0.075, seed=4).reading(7) == jittered.reading(7)
+
+
+def test_a_drifting_baseline_is_in_the_truth_and_its_steps_parts() -> None:
+    """The baseline drifting by 15 W: every joule the board drew (steps, drift, idle) is in the
+    truth; a step's drift joins its parts, so prefill + decode is the steps' energy with the drift
+    drawn while they ran."""
+    from llem.testing.truth.gpu import Drift
+
+    gpu, drift = Gpu(), Drift(15.0, 40.0, 0.3)
+    trace = h.simulate(h.open_loop(24, seed=2), gpu, 2)
+    t0, t1 = -0.5, trace.steps[-1].end_s + 0.5
+    truth = h.truth_of(trace, gpu, 0.0, t0, t1, drift)
+    plain = h.truth_of(trace, gpu, 0.0, t0, t1)
+    in_steps = sum(drift.energy_j(float(s.start_s or 0.0), s.end_s) for s in trace.steps)
+    assert truth.window_j == pytest.approx(plain.window_j + drift.energy_j(t0, t1))
+    assert truth.prefill_j + truth.decode_j == pytest.approx(
+        plain.prefill_j + plain.decode_j + in_steps
+    )
+    assert sum(truth.request_j.values()) == pytest.approx(truth.prefill_j + truth.decode_j)
+
+
+def test_the_truth_harness_never_imports_the_code_it_checks() -> None:
+    """The physics, sensor, engine, harness and variants import nothing of llem's attribution,
+    fit, span energies or lag estimate: the truth is the simulator's alone."""
+    import ast
+    from pathlib import Path
+
+    import llem.testing.truth as truth
+
+    checked = ("llem.figures", "llem.runner", "llem.measure.span_energy")
+    for path in Path(truth.__file__).parent.glob("*.py"):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                assert not node.module.startswith(checked), (path.name, node.module)
+            if isinstance(node, ast.Import):
+                assert not any(a.name.startswith(checked) for a in node.names), path.name

@@ -35,3 +35,16 @@ def simulated(
     plan = h.open_loop(96, seed) if schedule == "open loop" else h.chunked(24, seed)
     run = h.measure(h.simulate(plan, gpu, seed), gpu, sample_hz=hz, sensor=sensor)
     return run, attribute_run(run)
+
+
+@cache
+def variant_run(
+    name: str, seed: int, hz: float, window_s: float = 20.0
+) -> tuple[h.Run, Attribution]:
+    """A physics variant (llem.testing.truth.variants) run on its schedule for ``window_s`` of
+    arrivals, measured at ``hz``, and llem's attribution of it."""
+    from llem.testing.truth.variants import VARIANTS
+
+    v = VARIANTS[name]
+    run = v.run(v.schedule(seed, window_s), seed, sample_hz=hz)
+    return run, attribute_run(run)

@@ -61,6 +61,8 @@ def test_records_round_trip_one_json_object_per_line(tmp_path: Path) -> None:
         "ttft_from_schedule_ms",
         "correct",
         "extracted",
+        "ci95_half_width_j",
+        "energy_null_reason",
     ]
     assert read_requests(tmp_path) == records
     # the write is atomic: nothing but the file is left beside it

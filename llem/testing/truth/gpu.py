@@ -15,13 +15,18 @@ in proportion to the time each one keeps the GPU's units busy: its tokens' compu
 KV reads, and its tokens' share of the weight read (the weights are read once for every token of
 the step). Energy between steps is no request's.
 
+``Drift``: the board's baseline power drifting slowly (a sine of ``amplitude_w`` over
+``period_s``: leakage that follows the temperature), added to whatever the board draws, in steps
+and between them; a step's drift energy is its requests' by the same shares as the rest of it.
+
 ``LinearGpu`` plants llem's fitted model exactly (``static_w x duration + a x prefill tokens +
-b x decode tokens``, the static part shared by tokens), so that a fit's coefficients have a true
-value; its step durations are ``Gpu``'s.
+b x decode tokens``, the static part shared as ``Gpu`` shares a step: by busy time), so that a
+fit's coefficients have a true value; its step durations are ``Gpu``'s.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -30,7 +35,8 @@ from llem.testing.truth.engine import Work
 
 
 class Physics(Protocol):
-    idle_w: float
+    @property
+    def idle_w(self) -> float: ...
 
     def duration_s(self, work: Sequence[Work]) -> float: ...
 
@@ -77,15 +83,21 @@ class Gpu:
             + self.memory_w * u_m**self.memory_exp
         )
 
-    def parts(self, work: Sequence[Work]) -> list[tuple[float, float]]:
-        """Each request's (prefill J, decode J) of the step (module docstring)."""
-        energy = self.power_w(work) * self.duration_s(work)
+    def busy_s(self, work: Sequence[Work]) -> list[float]:
+        """The time each request keeps the GPU's units busy in the step: its tokens' compute,
+        its own KV reads and its tokens' share of the weight read (module docstring)."""
         tokens = sum(w.prefill_tokens + w.decode_tokens for w in work)
         busy = []
         for w in work:
             n = w.prefill_tokens + w.decode_tokens
             weights = self.weight_read_s * n / tokens if tokens else 0.0
             busy.append(self._compute_s(w) + self.kv_read_s * w.context_tokens + weights)
+        return busy
+
+    def parts(self, work: Sequence[Work]) -> list[tuple[float, float]]:
+        """Each request's (prefill J, decode J) of the step (module docstring)."""
+        energy = self.power_w(work) * self.duration_s(work)
+        busy = self.busy_s(work)
         total = sum(busy)
         out = []
         for w, b in zip(work, busy, strict=True):
@@ -116,12 +128,14 @@ class LinearGpu:
         return self.energy_j(work) / self.duration_s(work)
 
     def parts(self, work: Sequence[Work]) -> list[tuple[float, float]]:
-        d = self.duration_s(work)
-        tokens = sum(w.prefill_tokens + w.decode_tokens for w in work)
+        """Each token's planted cost, and the static power shared as ``Gpu`` shares a step: by
+        the time each request keeps the units busy."""
+        busy = self.timing.busy_s(work)
+        total = sum(busy)
+        static_j = self.static_w * self.duration_s(work)
         out = []
-        for w in work:
-            n = w.prefill_tokens + w.decode_tokens
-            static = self.static_w * d * (n / tokens if tokens else 1.0 / len(work))
+        for w, b in zip(work, busy, strict=True):
+            static = static_j * (b / total if total else 1.0 / len(work))
             out.append(
                 (
                     self.a_j * w.prefill_tokens + static * (w.prefill_tokens > 0),
@@ -129,3 +143,20 @@ class LinearGpu:
                 )
             )
         return out
+
+
+@dataclass(frozen=True)
+class Drift:
+    """Baseline power that drifts slowly (module docstring): ``amplitude_w x sin(2 pi t /
+    period_s + phase)`` watts on top of the draw."""
+
+    amplitude_w: float = 0.0
+    period_s: float = 40.0
+    phase: float = 0.0
+
+    def power_w(self, t: float) -> float:
+        return self.amplitude_w * math.sin(2 * math.pi * t / self.period_s + self.phase)
+
+    def energy_j(self, a: float, b: float) -> float:
+        w = 2 * math.pi / self.period_s
+        return -self.amplitude_w / w * (math.cos(w * b + self.phase) - math.cos(w * a + self.phase))

@@ -24,7 +24,7 @@ from llem.testing.clocks import SteppingClock
 from llem.testing.fake_pynvml import FakeGpu
 from llem.testing.truth import engine
 from llem.testing.truth.engine import EngineSpec, Request, Trace, Work
-from llem.testing.truth.gpu import Gpu, Physics
+from llem.testing.truth.gpu import Drift, Gpu, Physics
 from llem.testing.truth.sensor import Sensed, StepPower
 from llem.testing.virtual_window import measure_window, shifted
 
@@ -35,6 +35,9 @@ POWER_LIMIT_W = 700.0
 class Sensor:
     update_s: float = 0.1
     sampled_fraction: float = 0.25  # A100/H100; 1.0: a sensor that sees its whole window
+    lag_s: float = 0.0  # each reading is the draw this long before (``sensor.Sensed``)
+    jitter_s: float = 0.0  # the sampled part starts up to this long into its window
+    seed: int = 0  # places the jitter
 
 
 @dataclass(frozen=True)
@@ -67,10 +70,11 @@ class Run:
     power: StepPower
     gpu: Physics
     offset_s: float  # the trace's time 0 on the session's clock
+    drift: Drift = Drift()
 
     def truth_between(self, t0: float, t1: float) -> Truth:
         """The truth over part of the window (a steady state, say), session-clock seconds."""
-        return truth_of(self.trace, self.gpu, self.offset_s, t0, t1)
+        return truth_of(self.trace, self.gpu, self.offset_s, t0, t1, self.drift)
 
 
 @dataclass(frozen=True)
@@ -106,11 +110,20 @@ def simulate(schedule: Schedule, gpu: Physics, seed: int = 0) -> Trace:
     return engine.run(schedule.requests, schedule.spec, gpu, seed)
 
 
-def truth_of(trace: Trace, gpu: Physics, offset_s: float, t0: float, t1: float) -> Truth:
+def truth_of(
+    trace: Trace,
+    gpu: Physics,
+    offset_s: float,
+    t0: float,
+    t1: float,
+    drift: Drift = Drift(),
+) -> Truth:
     """The physics' own accounting of the steps (shifted by ``offset_s``) over ``[t0, t1]``: a
-    step's parts count for the fraction of the step inside it (its power is constant), the rest
-    of ``[t0, t1]`` is between steps. Tokens: of the steps that end inside it."""
-    power = step_power(trace, gpu, offset_s)
+    step's parts count for the fraction of the step inside it (its power is constant but for the
+    baseline's drift, whose energy in the step's part inside joins its parts in their
+    proportions), the rest of ``[t0, t1]`` is between steps. Tokens: of the steps that end
+    inside it."""
+    power = step_power(trace, gpu, offset_s, drift)
     pre = dec = 0.0
     request: dict[int, float] = {}
     p_tokens = q_tokens = out_tokens = 0
@@ -123,17 +136,20 @@ def truth_of(trace: Trace, gpu: Physics, offset_s: float, t0: float, t1: float) 
             out_tokens += sampled
         if inside <= 0:
             continue
-        for w, (p, q) in zip(work, gpu.parts(work), strict=True):
+        parts = gpu.parts(work)
+        own = sum(p + q for p, q in parts)
+        inside *= 1.0 + drift.energy_j(max(a, t0), min(b, t1)) / (inside * own) if own else 1.0
+        for w, (p, q) in zip(work, parts, strict=True):
             pre, dec = pre + inside * p, dec + inside * q
             request[w.request_id] = request.get(w.request_id, 0.0) + inside * (p + q)
     window = power.energy(t0, t1)
     return Truth(window, pre, dec, window - pre - dec, request, p_tokens, q_tokens, out_tokens)
 
 
-def step_power(trace: Trace, gpu: Physics, offset_s: float) -> StepPower:
+def step_power(trace: Trace, gpu: Physics, offset_s: float, drift: Drift = Drift()) -> StepPower:
     starts = [float(s.start_s or 0.0) + offset_s for s in trace.steps]
     ends = [s.end_s + offset_s for s in trace.steps]
-    return StepPower(starts, ends, [gpu.power_w(w) for w in trace.work], gpu.idle_w)
+    return StepPower(starts, ends, [gpu.power_w(w) for w in trace.work], gpu.idle_w, drift)
 
 
 def measure(
@@ -144,14 +160,22 @@ def measure(
     sensor: Sensor = Sensor(),
     lead_s: float = 0.25,
     tail_s: float = 0.25,
+    drift: Drift = Drift(),
 ) -> Run:
     """``trace`` run on ``gpu`` under llem's measurement session at ``sample_hz`` (module
-    docstring)."""
+    docstring); ``drift``: the board's baseline drifting as it runs."""
     clock = SteppingClock()
     window_start = clock.now() + 0.1
     offset = window_start + lead_s - float(trace.steps[0].start_s or 0.0)
-    power = step_power(trace, gpu, offset)
-    sensed = Sensed(power, sensor.update_s, sensor.sampled_fraction)
+    power = step_power(trace, gpu, offset, drift)
+    sensed = Sensed(
+        power,
+        sensor.update_s,
+        sensor.sampled_fraction,
+        lag_s=sensor.lag_s,
+        jitter_s=sensor.jitter_s,
+        seed=sensor.seed,
+    )
     fake = FakeGpu(
         "GPU-simulated",
         power=sensed,
@@ -162,8 +186,8 @@ def measure(
     session = measure_window(fake, clock, sample_hz=sample_hz, until_s=steps[-1].end_s + tail_s)
     w = session.last_window
     assert w is not None
-    truth = truth_of(trace, gpu, offset, w.start_s, w.end_s)
-    return Run(trace, steps, w, session, truth, power, gpu, offset)
+    truth = truth_of(trace, gpu, offset, w.start_s, w.end_s, drift)
+    return Run(trace, steps, w, session, truth, power, gpu, offset, drift)
 
 
 def marginal_costs(trace: Trace, gpu: Physics) -> tuple[float, float]:

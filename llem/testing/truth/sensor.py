@@ -1,7 +1,8 @@
 """What NVML shows of the simulated GPU's power (``fake_pynvml`` waveforms).
 
 ``StepPower``: the true draw, piecewise constant: each step's power while it runs, idle power
-elsewhere; its energy over any interval is exact.
+elsewhere, plus the baseline's slow drift where there is one (``gpu.Drift``); its energy over any
+interval is exact.
 
 ``Sensed``: the board's power sensor as NVML reports it on Ampere and Hopper. Time is cut into
 ``update_s`` windows (100 ms: the energy counter's and the readings' refresh); each window's
@@ -10,16 +11,22 @@ the sensor sees ~25 ms of each 100 ms, arXiv 2312.02741; 1.0 for a sensor that s
 and holds until the next window. Given to a ``FakeGpu`` with ``counter_update_s=update_s``, the
 energy counter is the sum of the readings times the window (refreshed every window), the
 instantaneous field the current reading, ``nvmlDeviceGetPowerUsage`` their trailing 1 s mean.
-The reading is shown from the start of its window (no lag beyond the window: an assumption).
+The reading is shown from the start of its window. Two departures from that ideal, as variants
+(``lag_s`` and ``jitter_s``, both 0 by default): a sensor that lags the work (each reading is the
+draw of ``lag_s`` earlier: MLPerf Power and Zeus align power to work with an offset), and a
+sampled part of each window that does not start at the window's start but up to ``jitter_s``
+later, a different offset in every window (seeded).
 """
 
 from __future__ import annotations
 
 import bisect
 import math
+import random
 from collections.abc import Sequence
 
 from llem.testing.fake_pynvml import Waveform
+from llem.testing.truth.gpu import Drift
 
 
 class StepPower(Waveform):
@@ -27,7 +34,12 @@ class StepPower(Waveform):
     disjoint)."""
 
     def __init__(
-        self, starts: Sequence[float], ends: Sequence[float], watts: Sequence[float], idle_w: float
+        self,
+        starts: Sequence[float],
+        ends: Sequence[float],
+        watts: Sequence[float],
+        idle_w: float,
+        drift: Drift = Drift(),
     ) -> None:
         self.starts, self.ends, self.watts, self.idle_w = (
             list(starts),
@@ -35,13 +47,15 @@ class StepPower(Waveform):
             list(watts),
             idle_w,
         )
+        self.drift = drift
         self._cum = [0.0]  # extra energy above idle up to each step's end
         for a, b, w in zip(starts, ends, watts, strict=True):
             self._cum.append(self._cum[-1] + (w - idle_w) * (b - a))
 
     def power(self, t: float) -> float:
         i = bisect.bisect_right(self.starts, t) - 1
-        return self.watts[i] if i >= 0 and t < self.ends[i] else self.idle_w
+        base = self.watts[i] if i >= 0 and t < self.ends[i] else self.idle_w
+        return base + self.drift.power_w(t)
 
     def _until(self, t: float) -> float:
         i = bisect.bisect_right(self.starts, t) - 1
@@ -52,7 +66,7 @@ class StepPower(Waveform):
         return self.idle_w * t + extra
 
     def energy(self, a: float, b: float) -> float:
-        return self._until(b) - self._until(a)
+        return self._until(b) - self._until(a) + self.drift.energy_j(a, b)
 
 
 class Sensed(Waveform):
@@ -64,6 +78,9 @@ class Sensed(Waveform):
         update_s: float = 0.1,
         sampled_fraction: float = 0.25,
         phase_s: float = 0.0,
+        lag_s: float = 0.0,
+        jitter_s: float = 0.0,
+        seed: int = 0,
     ) -> None:
         self.true, self.update_s, self.fraction, self.phase_s = (
             true,
@@ -71,6 +88,7 @@ class Sensed(Waveform):
             sampled_fraction,
             phase_s,
         )
+        self.lag_s, self.jitter_s, self.seed = lag_s, jitter_s, seed
         self._readings: dict[int, float] = {}
         self._base: int | None = None  # the prefix sums start at this window
         self._prefix: list[float] = [0.0]  # sum of readings of windows base .. base + i - 1
@@ -81,10 +99,16 @@ class Sensed(Waveform):
     def reading(self, k: int) -> float:
         got = self._readings.get(k)
         if got is None:
-            a = self.phase_s + k * self.update_s
+            a = self.phase_s + k * self.update_s - self.lag_s + self._jitter(k)
             seen = self.fraction * self.update_s
             got = self._readings[k] = self.true.energy(a, a + seen) / seen
         return got
+
+    def _jitter(self, k: int) -> float:
+        """Where window ``k``'s sampled part starts after the window's start (seeded)."""
+        if not self.jitter_s:
+            return 0.0
+        return random.Random(self.seed * 1_000_003 + k).uniform(0.0, self.jitter_s)
 
     def power(self, t: float) -> float:
         return self.reading(self._k(t))

@@ -1,0 +1,100 @@
+"""Physics that is not llem's model, as named variants of the truth harness, and the schedules
+they run (tests and bench only).
+
+Each variant changes one thing the fitted model (``llem.figures.energy_fit``) does not have:
+
+* ``base``: ``Gpu`` as it is (non-linear draw, KV reads and prefill attention at their default);
+* ``context``: costs that grow with the context three times as fast: every step reads each
+  request's KV cache (``kv_read_s`` per context token), and a prefill chunk's attention grows
+  with the context before it (``attention_s`` per prefill token x context token);
+* ``lag``: a sensor whose readings lag the work by 0-200 ms (drawn per seed);
+* ``drift``: the board's baseline drifting by ±15 W over 30-60 s (drawn per seed);
+* ``jitter``: each reading's sampled 25 ms anywhere in its 100 ms window, a different place in
+  every window;
+* ``held-out``: the context costs, a 200 ms lag and 128- or 4096-token prompts under a 512-token
+  budget (``long_short``): a scenario no one tuned the method on.
+
+The truth comes from the physics (``gpu``, ``sensor``, ``harness.truth_of``) alone.
+
+    v = VARIANTS["lag"]
+    run = v.run(v.schedule(seed, window_s=20.0), seed, sample_hz=10.0)
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+from llem.testing.truth import harness as h
+from llem.testing.truth.engine import EngineSpec, Request
+from llem.testing.truth.gpu import Drift, Gpu, Physics
+
+CONTEXT_GPU = Gpu(kv_read_s=1.2e-6, attention_s=6e-9)
+OPEN_LOOP_RATE = 20.0  # requests per second
+LONG_SHORT_RATE = 4.0
+
+
+def long_short(n: int, seed: int) -> h.Schedule:
+    """Prompts of 128 or 4096 tokens (even odds) and 16-96 output tokens under a 512-token budget,
+    Poisson arrivals at 4 per second: long prompts prefilled over eight steps beside decodes whose
+    contexts run from 128 to 4,200 tokens."""
+    rng = random.Random(seed)
+    t, reqs = 0.0, []
+    for i in range(n):
+        t += rng.expovariate(LONG_SHORT_RATE)
+        reqs.append(Request(i, t, rng.choice((128, 4096)), rng.randint(16, 96)))
+    return h.Schedule("long/short", tuple(reqs), EngineSpec(max_num_batched_tokens=512))
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A physics variant (module docstring): its GPU, the range its sensor's lag is drawn from,
+    the jitter of the sensor's sampling, the drift's amplitude, and its schedule."""
+
+    name: str
+    gpu: Physics = field(default_factory=Gpu)
+    lag_s: tuple[float, float] = (0.0, 0.0)
+    jitter_s: float = 0.0
+    drift_w: float = 0.0
+    held_out: bool = False
+
+    def sensor(self, seed: int, sampled_fraction: float = 0.25) -> h.Sensor:
+        lag = random.Random(seed * 7919).uniform(*self.lag_s)
+        return h.Sensor(
+            sampled_fraction=sampled_fraction, lag_s=lag, jitter_s=self.jitter_s, seed=seed
+        )
+
+    def drift(self, seed: int) -> Drift:
+        rng = random.Random(seed * 104729)
+        return Drift(self.drift_w, rng.uniform(30.0, 60.0), rng.uniform(0.0, 6.283))
+
+    def schedule(self, seed: int, window_s: float = 20.0) -> h.Schedule:
+        """The variant's schedule, its arrivals lasting about ``window_s``."""
+        if self.held_out:
+            return long_short(max(int(window_s * LONG_SHORT_RATE), 8), seed)
+        return h.open_loop(max(int(window_s * OPEN_LOOP_RATE), 8), seed, OPEN_LOOP_RATE)
+
+    def run(
+        self, schedule: h.Schedule, seed: int, sample_hz: float, sampled_fraction: float = 0.25
+    ) -> h.Run:
+        trace = h.simulate(schedule, self.gpu, seed)
+        return h.measure(
+            trace,
+            self.gpu,
+            sample_hz=sample_hz,
+            sensor=self.sensor(seed, sampled_fraction),
+            drift=self.drift(seed),
+        )
+
+
+VARIANTS = {
+    v.name: v
+    for v in (
+        Variant("base"),
+        Variant("context", gpu=CONTEXT_GPU),
+        Variant("lag", lag_s=(0.0, 0.2)),
+        Variant("drift", drift_w=15.0),
+        Variant("jitter", jitter_s=0.075),
+        Variant("held-out", gpu=CONTEXT_GPU, lag_s=(0.2, 0.2), held_out=True),
+    )
+}
