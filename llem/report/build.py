@@ -79,14 +79,14 @@ def build_report(
     atomic_write(summary_csv, lambda p: summary.to_csv(p, index=False))
     files.append(summary_csv)
 
+    phases = phase_comparisons(runs, include_invalid=include_invalid)
     skipped: list[str] = []
     if plots:
-        written, skipped = draw_all(runs, summary, out_dir / PLOTS_DIR)
+        written, skipped = draw_all(runs, summary, out_dir / PLOTS_DIR, phases)
         files.extend(written)
         for reason in skipped:  # printed under the table (llem.report.energy_note)
             log.debug("%s", reason)
 
-    phases = phase_comparisons(runs, include_invalid=include_invalid)
     phase_csv = write_phase_csv(phases, out_dir)
     if phase_csv is not None:
         files.append(phase_csv)

@@ -165,3 +165,41 @@ def test_overlap_is_none_where_a_figure_is_null() -> None:
     assert Estimate(1.0, 0.1).overlaps(Estimate.null("x")) is None
     assert Estimate(1.0, 0.1).overlaps(Estimate(1.25, 0.15)) is True
     assert Estimate(1.0, 0.1).overlaps(Estimate(1.3, 0.15)) is False
+
+
+def test_the_plot_puts_each_method_with_its_interval_in_a_panel_per_phase(tmp_path: Path) -> None:
+    from llem.report.plots import draw, prepare_all
+    from llem.report.plots.phase_energy import PHASE_PLOT
+    from llem.report.stats import summary_frame
+
+    path = _sweep(tmp_path / "s", **{"pytorch.batch_size": [1, 8]})
+    runs = load_runs([path])
+    phases = phase_comparisons(runs)
+    prepared = dict(prepare_all(runs, summary_frame(runs), phases).plots)
+    plot = prepared[PHASE_PLOT]
+    assert plot.labels == ("batch_size=1 · N=64", "batch_size=8 · N=64")
+    prefill, decode = plot.panels
+    difference, fit = decode.points
+    assert difference[0] is not None and difference[0][0] == pytest.approx(DELTA)
+    assert difference[0][1] == pytest.approx(phases[0].decode.half_width)
+    assert fit[1] == pytest.approx((DELTA, 0.02 * DELTA))
+    assert prefill.points[1][0] == pytest.approx((ALPHA, 0.05 * ALPHA))
+    fig = draw(plot)
+    assert [ax.get_ylabel() for ax in fig.axes] == [
+        "prefill J per prompt token",
+        "decode J per token",
+    ]
+    assert len(fig.axes[1].containers) == 2  # an error-bar series per method
+    assert not dict(prepare_all(runs, summary_frame(runs)).plots).get(PHASE_PLOT)
+    report = build_report([path], width=200)
+    assert path / "plots" / PHASE_PLOT in report.files
+
+
+def test_no_energy_skips_the_plot_with_the_reason(tmp_path: Path) -> None:
+    path = _sweep(tmp_path / "s", lambda point: synth.ok_result(energy=False))
+    report = build_report([path], width=200)
+    assert not (path / "plots" / "phase_energy.png").exists()
+    assert any("phase_energy.png skipped: no energy: no NVIDIA GPU" in s for s in report.skipped), (
+        report.skipped
+    )
+    assert (path / "phase_energy.csv").is_file()
