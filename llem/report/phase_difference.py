@@ -20,9 +20,11 @@ with the reason.
 The fitted split's counterpart (``llem.figures.attribution``), from the N-token runs: their
 ``energy.prefill_j`` per prompt token and ``energy.decode_j`` per output token (static power
 during the steps included, as in the difference), the runs' mean, ± the runs' mean worst-case
-bound. Energy between engine steps (``energy.between_steps_j``) is in neither of the split's
-figures but is in the difference's, so its share of the window is given beside them. The two
-methods agree on a figure when their intervals overlap.
+bound (null where the bound is wider than the figure, as the difference's interval). Energy
+between engine steps (``energy.between_steps_j``) is in neither of the split's figures but is in
+the difference's (the 1-token runs' gaps in its prefill, the N-token runs' further gaps in its
+decode), so its share of each length's window is given beside them. The two methods agree on a
+figure when their intervals overlap.
 
 Runs are paired when they have the same configuration but for ``decoder.max_new_tokens`` and
 ``decoder.min_new_tokens`` (the same values of every other swept knob, the same model, engine
@@ -83,7 +85,8 @@ class PhaseComparison:
     decode: Estimate  # J per decode token, by difference
     fitted_prefill: Estimate  # the N-token runs' prefill_j per prompt token ± bound
     fitted_decode: Estimate
-    between_fraction: float | None  # the N-token runs' between_steps_j / total_j
+    between_fraction_1: float | None  # the 1-token runs' mean between_steps_j / total_j
+    between_fraction_n: float | None  # the N-token runs'
 
     @property
     def prefill_agrees(self) -> bool | None:
@@ -231,6 +234,11 @@ def fitted(many: Sequence[_Run], phase: str) -> Estimate:
         return Estimate.null(f"the N-token runs' energy.{phase}_j has no bound")
     value = sum(v for v, _ in pairs) / len(pairs)
     bound = sum(b for _, b in pairs) / len(pairs)
+    if bound > abs(value):
+        return Estimate.null(
+            f"the fitted {phase} J/token {value:.3g} ±{bound:.2g}: "
+            "the bound is wider than the figure"
+        )
     return Estimate(value, bound)
 
 
@@ -294,12 +302,9 @@ def _compare(
     if not one or not many:
         reason = f"no energy: {why[0]}" if why else "no run of one of the lengths finished"
         prefill = decode = fit_p = fit_d = Estimate.null(reason)
-        between = None
     else:
         prefill, decode = difference(one, many)
         fit_p, fit_d = fitted(many, "prefill"), fitted(many, "decode")
-        shares = [r.between_j / r.total_j for r in many if r.between_j is not None and r.total_j]
-        between = sum(shares) / len(shares) if shares else None
     return PhaseComparison(
         _label(runs, group, hardware_differs),
         n,
@@ -309,5 +314,12 @@ def _compare(
         decode,
         fit_p,
         fit_d,
-        between,
+        _between(one),
+        _between(many),
     )
+
+
+def _between(runs: Sequence[_Run]) -> float | None:
+    """The runs' mean share of their window's energy between engine steps (None: none has it)."""
+    shares = [r.between_j / r.total_j for r in runs if r.between_j is not None and r.total_j]
+    return sum(shares) / len(shares) if shares else None

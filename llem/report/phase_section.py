@@ -25,8 +25,10 @@ HEADING = (
     "worst-case bound); agree = the intervals overlap:"
 )
 FOOT = (
-    "gap % = the N-token runs' energy between engine steps, in the difference's figures but in "
-    "neither of the split's: where it is large the difference reads higher by up to that share"
+    "gap % 1/N = the energy between engine steps, as a share of the 1-token and of the N-token "
+    "runs' windows: the difference counts it (the 1-token runs' in prefill, the N-token runs' "
+    "further gaps in decode), the split leaves it out of both phases, so where it is large the "
+    "difference reads higher for that reason alone"
 )
 
 
@@ -34,6 +36,10 @@ def _cell(est: Estimate) -> str:
     if est.value is None:
         return "null"
     return format_with_ci(est.value, est.half_width)
+
+
+def _percent(fraction: float | None) -> str:
+    return "-" if fraction is None else f"{100 * fraction:.0f}"
 
 
 def _verdict(agrees: bool | None) -> str:
@@ -44,7 +50,7 @@ def _columns(rows: Sequence[PhaseComparison]) -> list[Column]:
     def column(header: str, cells: list[str], right: bool = True) -> Column:
         return Column(header, cells, right)
 
-    gaps = ["" if r.between_fraction is None else f"{100 * r.between_fraction:.0f}" for r in rows]
+    gaps = [f"{_percent(r.between_fraction_1)}/{_percent(r.between_fraction_n)}" for r in rows]
     return [
         column("configuration", [r.label for r in rows], False),
         column("N", [str(r.new_tokens) for r in rows]),
@@ -55,7 +61,7 @@ def _columns(rows: Sequence[PhaseComparison]) -> list[Column]:
         column("J/decode tok diff", [_cell(r.decode) for r in rows]),
         column("J/decode tok fit", [_cell(r.fitted_decode) for r in rows]),
         column("agree", [_verdict(r.decode_agrees) for r in rows], False),
-        column("gap %", gaps),
+        column("gap % 1/N", gaps),
     ]
 
 
@@ -110,7 +116,8 @@ def phase_frame(rows: Sequence[PhaseComparison]) -> pd.DataFrame:
             record[f"{name}.null_reason"] = est.null_reason
         record["prefill_agrees"] = r.prefill_agrees
         record["decode_agrees"] = r.decode_agrees
-        record["between_steps_fraction"] = r.between_fraction
+        record["between_steps_fraction_1"] = r.between_fraction_1
+        record["between_steps_fraction_n"] = r.between_fraction_n
         records.append(record)
     return pd.DataFrame.from_records(records)
 

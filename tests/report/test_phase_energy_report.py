@@ -35,7 +35,7 @@ def _result(point: dict[str, Any], *, decode_off: float = 1.0, passes: int = 1) 
     energy.update(
         prefill_j=prefill,
         decode_j=decode,
-        between_steps_j=0.05 * e * n,
+        between_steps_j=(0.2 if q == 1 else 0.05) * e * n,
         prefill_j_uncertainty=0.05 * prefill,
         decode_j_uncertainty=0.02 * decode,
     )
@@ -65,7 +65,7 @@ def test_the_planted_costs_are_recovered_with_their_t_intervals(tmp_path: Path) 
     # alone would give, narrower than twice that
     alone = T_975_DF4 * SPREAD_J / math.sqrt(3) / PROMPT
     assert alone < row.prefill.half_width < 2 * alone
-    assert row.between_fraction == pytest.approx(0.05)
+    assert (row.between_fraction_1, row.between_fraction_n) == pytest.approx((0.2, 0.05))
 
 
 def test_runs_of_more_passes_compare_per_request(tmp_path: Path) -> None:
@@ -104,11 +104,23 @@ def test_the_fitted_split_sits_beside_it_and_the_verdict_is_whether_they_overlap
     text = report.text
     assert "phase energy by difference" in text
     line = next(x for x in text.splitlines() if x.startswith("batch_size=8"))
-    assert "0.0500" in line and "0.0650" in line and "NO" in line
+    assert "0.0500" in line and "0.0650" in line and "NO" in line and line.endswith("20/5")
     csv = (path / "phase_energy.csv").read_text()
     assert (
         "difference.j_per_decode_token.ci95_half" in csv and "fit.j_per_decode_token.bound" in csv
     )
+
+
+def test_a_fitted_bound_wider_than_its_figure_is_null_with_the_reason(tmp_path: Path) -> None:
+    def make(point: dict[str, Any]) -> dict[str, Any]:
+        body = _result(point)
+        body["energy"]["prefill_j_uncertainty"] = 1.5 * body["energy"]["prefill_j"]
+        return body
+
+    row = _only(_sweep(tmp_path / "s", make))
+    assert row.fitted_prefill.value is None and row.prefill_agrees is None
+    assert "the bound is wider than the figure" in (row.fitted_prefill.null_reason or "")
+    assert row.fitted_decode.value == pytest.approx(DELTA)
 
 
 def test_no_energy_is_null_with_the_reason(tmp_path: Path) -> None:
