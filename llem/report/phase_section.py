@@ -13,7 +13,7 @@ import pandas as pd
 from llem.atomic import atomic_write
 from llem.report.columns import Column
 from llem.report.labels import format_with_ci
-from llem.report.layout import table_lines
+from llem.report.layout import split_columns, table_lines
 from llem.report.phase_difference import Estimate, PhaseComparison
 
 PHASE_CSV = "phase_energy.csv"
@@ -86,7 +86,9 @@ def render_phase_energy(rows: Sequence[PhaseComparison], width: int) -> str:
     if not rows:
         return ""
     lines = textwrap.wrap(HEADING, width=width)
-    lines += table_lines(_columns(rows))
+    columns = _columns(rows)
+    for i, part in enumerate(split_columns(columns[:2], columns[2:], width)):
+        lines += ([""] if i else []) + table_lines(part)  # a part per width, keys repeated
     notes = [FOOT, *_reasons(rows)]
     for note in notes:
         lines += textwrap.wrap(note, width=width, subsequent_indent="  ")

@@ -105,6 +105,10 @@ def test_the_fitted_split_sits_beside_it_and_the_verdict_is_whether_they_overlap
     assert "phase energy by difference" in text
     line = next(x for x in text.splitlines() if x.startswith("batch_size=8"))
     assert "0.0500" in line and "0.0650" in line and "NO" in line and line.endswith("20/5")
+    narrow = build_report([path], plots=False, width=80).text
+    section = narrow[narrow.index("phase energy by difference") :]
+    assert all(len(x) <= 80 for x in section.splitlines()), section
+    assert section.count("batch_size=8") >= 2  # each part of the table names its rows
     csv = (path / "phase_energy.csv").read_text()
     assert (
         "difference.j_per_decode_token.ci95_half" in csv and "fit.j_per_decode_token.bound" in csv
