@@ -191,7 +191,7 @@ def _bounded(est: Estimate, what: str) -> Estimate:
     if est.value is None or est.half_width is None or est.half_width <= abs(est.value):
         return est
     return Estimate.null(
-        f"{what} {est.value:.3g} ±{est.half_width:.2g} J: the interval is wider than the figure "
+        f"{what} {est.value:.3g} ±{est.half_width:.2g}: the interval is wider than the figure "
         "(the repeats' spread hides the difference: more repeats, or more new tokens)"
     )
 
