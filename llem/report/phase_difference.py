@@ -14,8 +14,11 @@ runs that made different numbers of passes over the prompts compare):
 Each is a linear combination of the two lengths' mean energies; its 95% interval is Student's t
 with Welch's degrees of freedom over the repeats' spread (at least 2 runs of each length). It
 assumes nothing about the sensor or the power timeline: only that the window's energy of each run
-is right and that the repeats are alike. A figure whose interval is wider than itself is null
-with the reason.
+is right and that the repeats are alike. The interval covers the repeats' spread (run-to-run
+variation, drift), not the energy source's own bound: a constant offset cancels in the difference,
+a gain error (a sensor reading some percent high) scales both figures alike and is not in it. On
+normal repeats it holds the truth 94-95 % of the time (tests/report/test_phase_energy_report.py).
+A figure whose interval is wider than itself is null with the reason.
 
 The fitted split's counterpart (``llem.figures.attribution``), from the N-token runs: their
 ``energy.prefill_j`` per prompt token and ``energy.decode_j`` per output token (static power

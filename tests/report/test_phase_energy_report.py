@@ -219,3 +219,32 @@ def test_no_energy_skips_the_plot_with_the_reason(tmp_path: Path) -> None:
         report.skipped
     )
     assert (path / "phase_energy.csv").is_file()
+
+
+def test_the_interval_holds_the_planted_costs_95_percent_of_the_time() -> None:
+    """The coverage of the 95% intervals, measured: 2,000 seeded sweeps of 5 repeats per length
+    whose energies scatter around the planted costs (normal, ten times wider for the long runs),
+    each interval checked against the planted truth."""
+    import random
+
+    from llem.report.phase_difference import _Run, difference
+
+    rng = random.Random(0)
+
+    def run(q: int, sd: float) -> _Run:
+        e = ALPHA * PROMPT + DELTA * q + rng.gauss(0.0, sd)
+        return _Run(e, PROMPT, q, PROMPT, q, e, None, None, None, None, None)
+
+    held = {"prefill": 0, "decode": 0}
+    trials = 2000
+    for _ in range(trials):
+        one = [run(1, 0.02) for _ in range(5)]
+        many = [run(N, 0.2) for _ in range(5)]
+        estimates = difference(one, many)
+        for name, est, truth in zip(("prefill", "decode"), estimates, (ALPHA, DELTA), strict=True):
+            if est.value is not None and est.half_width is not None:
+                held[name] += abs(est.value - truth) <= est.half_width
+            # a null (interval wider than the figure) counts as a miss
+    # measured: prefill 94.0 %, decode 94.7 % (seed 0)
+    assert 0.93 <= held["decode"] / trials <= 0.97, held
+    assert 0.93 <= held["prefill"] / trials <= 0.97, held
