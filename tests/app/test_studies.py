@@ -464,8 +464,8 @@ def test_unknown_experiment_lists_shipped_and_local_ones_in_one_line(tmp_path: P
     assert "no experiment 'nope'" in line
     assert (
         "aienergyscore, batch_scaling, batch_scaling_vllm, decoding, decoding_quality, "
-        "energy_under_slo, engines, mlenergy, peer_sweep, quantization, quantization_quality, "
-        "serving_rate (shipped with llem)" in line
+        "energy_under_slo, engines, mlenergy, peer_sweep, phase_energy, quantization, "
+        "quantization_quality, serving_rate (shipped with llem)" in line
     )
     assert "mine (./conf/experiment)" in line
     assert not (tmp_path / "outputs").exists()
