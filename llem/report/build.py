@@ -14,6 +14,8 @@ from llem.atomic import atomic_write
 from llem.report.conditions import render_conditions
 from llem.report.energy_note import render_gaps
 from llem.report.load import Runs, load_runs
+from llem.report.phase_difference import phase_comparisons
+from llem.report.phase_section import render_phase_energy, write_phase_csv
 from llem.report.plots import draw_all
 from llem.report.search import find_search, write_search_csv
 from llem.report.search_section import render_search
@@ -77,14 +79,20 @@ def build_report(
     atomic_write(summary_csv, lambda p: summary.to_csv(p, index=False))
     files.append(summary_csv)
 
+    phases = phase_comparisons(runs, include_invalid=include_invalid)
     skipped: list[str] = []
     if plots:
-        written, skipped = draw_all(runs, summary, out_dir / PLOTS_DIR)
+        written, skipped = draw_all(runs, summary, out_dir / PLOTS_DIR, phases)
         files.extend(written)
         for reason in skipped:  # printed under the table (llem.report.energy_note)
             log.debug("%s", reason)
 
-    text = _text(runs, summary, skipped, width, (out_dir, files))
+    phase_csv = write_phase_csv(phases, out_dir)
+    if phase_csv is not None:
+        files.append(phase_csv)
+    text = _text(
+        runs, summary, skipped, width, (out_dir, files), render_phase_energy(phases, width)
+    )
     return Report(
         runs=runs,
         summary=summary,
@@ -101,14 +109,17 @@ def _text(
     skipped: Sequence[str],
     width: int,
     search_out: tuple[Path, list[Path]],
+    phases: str = "",
 ) -> str:
-    """What the report prints: heading, table, then each note that has something to say."""
+    """What the report prints: heading, table, then each note that has something to say
+    (``phases``: the phase energy by difference, ``llem.report.phase_section``)."""
     parts = [render_heading(runs, summary), "", render_table(runs, summary, width=width)]
     sections = [
         render_invalid(runs, width=width),
         render_gaps(runs, summary, skipped, width=width),
         render_conditions(runs, width=width),
         *_notes(runs, width),
+        phases,
         render_problems(runs, width=width),
         _search(runs, search_out[0], width, search_out[1]),
     ]

@@ -226,6 +226,7 @@ def test_every_shipped_preset_is_documented_and_cites_a_source() -> None:
         "engines",
         "mlenergy",
         "peer_sweep",
+        "phase_energy",
         "quantization",
         "quantization_quality",
         "serving_rate",
@@ -358,6 +359,39 @@ def test_shipped_presets_set_what_their_protocol_says(
     assert c.hydra.sweeper.params["decoder"] == "greedy,standard,creative,factual"
 
 
+def test_the_phase_energy_study_runs_each_length_exactly_on_the_same_prompts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every point of the grid generates exactly its decoder.max_new_tokens (min_new_tokens
+    follows it), 1 and N > 1, greedy, on the same seeded prompts, repeated for an interval."""
+    from hydra import compose, initialize_config_module
+    from omegaconf import OmegaConf
+
+    from llem.config.store import register_configs
+
+    monkeypatch.chdir(tmp_path)
+    register_configs()
+    with initialize_config_module("llem.conf", version_base="1.3"):
+        study = compose("config", overrides=["+experiment=phase_energy"], return_hydra_config=True)
+        params = study.hydra.sweeper.params
+        lengths = [int(n) for n in params["decoder.max_new_tokens"].split(",")]
+        assert lengths[0] == 1 and len(lengths) == 2 and lengths[1] > 1
+        assert params["repeat"] == "range(5)" and study.sweep.order.value == "interleave"
+        for n in lengths:
+            c = OmegaConf.to_object(
+                compose(
+                    "config", overrides=["+experiment=phase_energy", f"decoder.max_new_tokens={n}"]
+                )
+            )
+            assert (c.decoder.min_new_tokens, c.decoder.max_new_tokens) == (n, n)
+            assert c.decoder.do_sample is False
+            assert (c.dataset.source.value, c.dataset.seed, c.dataset.input_tokens) == (
+                "synthetic",
+                0,
+                256,
+            )
+
+
 @needs_traffic
 def test_serving_studies_set_what_their_protocol_says(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -430,8 +464,8 @@ def test_unknown_experiment_lists_shipped_and_local_ones_in_one_line(tmp_path: P
     assert "no experiment 'nope'" in line
     assert (
         "aienergyscore, batch_scaling, batch_scaling_vllm, decoding, decoding_quality, "
-        "energy_under_slo, engines, mlenergy, peer_sweep, quantization, quantization_quality, "
-        "serving_rate (shipped with llem)" in line
+        "energy_under_slo, engines, mlenergy, peer_sweep, phase_energy, quantization, "
+        "quantization_quality, serving_rate (shipped with llem)" in line
     )
     assert "mine (./conf/experiment)" in line
     assert not (tmp_path / "outputs").exists()

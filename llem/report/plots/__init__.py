@@ -14,6 +14,9 @@ labels drawn, a frozen dataclass) and then drawn on matplotlib's Agg canvas (no 
   accuracy against J per correct answer, the front (accuracy up, energy down) labelled.
 * :mod:`.attribution`: ``request_energy_vs_output.png`` and ``request_energy_vs_input.png`` where
   runs recorded each request's energy (requests.jsonl), one colour per configuration.
+* :mod:`.phase_energy`: ``phase_energy.png`` where the runs pair 1 new token with N
+  (``llem.report.phase_difference``): each phase's J per token by difference and by the fitted
+  split, with their intervals.
 
 Where some run has a steady state, tokens/s, J/token and concurrency are each configuration's
 headline figures (``llem.report.window``) and each plot's note names the window.
@@ -31,6 +34,7 @@ plot is drawn.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,6 +44,7 @@ import pandas as pd
 from llem.report.cells import is_missing
 from llem.report.labels import gpu_short
 from llem.report.load import Runs
+from llem.report.phase_difference import PhaseComparison
 from llem.report.plots.attribution import RequestEnergyPlot, draw_request_energy, request_plots
 from llem.report.plots.axes import left_out_line, plot_axes
 from llem.report.plots.common import (
@@ -59,6 +64,12 @@ from llem.report.plots.pareto import (
     pareto_figure,
     pareto_front,
     prepare_pareto,
+)
+from llem.report.plots.phase_energy import (
+    PHASE_PLOT,
+    PhaseEnergyPlot,
+    draw_phase_energy,
+    prepare_phase_energy,
 )
 from llem.report.plots.quality import QUALITY_PLOT, prepare_quality_pareto
 from llem.report.plots.search import SEARCH_PLOT, SearchPlot, draw_search, prepare_search_plot
@@ -110,12 +121,15 @@ OWN_PATTERNS = (
     "ttft_p90_vs_throughput.png",
     "tpot_p90_vs_throughput.png",
     "request_energy_vs_*.png",
+    PHASE_PLOT,
     SEARCH_PLOT,
     QUALITY_PLOT,
 )
 
 CONCURRENCY_PLOT = "j_per_token_vs_concurrency.png"
-Plot = KnobPlot | ParetoPlot | TimelinePlot | XYPlot | RequestEnergyPlot | SearchPlot
+Plot = (
+    KnobPlot | ParetoPlot | TimelinePlot | XYPlot | RequestEnergyPlot | SearchPlot | PhaseEnergyPlot
+)
 
 
 @dataclass(frozen=True)
@@ -180,8 +194,11 @@ def _single_run(runs: Runs, out: _Collector) -> None:
     out.add("timeline.png", prepare)
 
 
-def prepare_all(runs: Runs, summary: pd.DataFrame) -> PlotSet:
-    """Every plot that applies to ``runs`` (with ``summary`` from ``summary_frame``), prepared.
+def prepare_all(
+    runs: Runs, summary: pd.DataFrame, phases: Sequence[PhaseComparison] = ()
+) -> PlotSet:
+    """Every plot that applies to ``runs`` (with ``summary`` from ``summary_frame``, and the
+    phase energy by difference where the runs pair 1 new token with N), prepared.
 
     Reads nothing but a single run's timeseries.csv; draws nothing.
     """
@@ -213,13 +230,21 @@ def prepare_all(runs: Runs, summary: pd.DataFrame) -> PlotSet:
     _serving(runs, summary, series, has_energy, out)
     if len(summary) >= 2 and has_quality(summary):  # llem.report.plots.quality
         out.add(QUALITY_PLOT, prepare_quality_pareto, summary, series)
-    out.plots += request_plots(runs)
+    _energy_split(runs, phases, out)
     if runs.n_runs == 1:
         _single_run(runs, out)
     search = find_search(runs)  # llem.report.search: where a directory holds search.json
     if search is not None:
         out.add(SEARCH_PLOT, prepare_search_plot, search)
     return PlotSet(tuple(out.plots), tuple(out.skipped))
+
+
+def _energy_split(runs: Runs, phases: Sequence[PhaseComparison], out: _Collector) -> None:
+    """Where the energy goes: each request's (``.attribution``), and the phases by difference
+    beside the fitted split (``.phase_energy``) where the runs pair 1 new token with N."""
+    out.plots += request_plots(runs)
+    if phases:
+        out.add(PHASE_PLOT, prepare_phase_energy, phases)
 
 
 def _serving(
@@ -249,14 +274,21 @@ def draw(plot: Plot, path: Path | None = None) -> Any:
         return draw_request_energy(plot, path)
     if isinstance(plot, SearchPlot):
         return draw_search(plot, path)
+    if isinstance(plot, PhaseEnergyPlot):
+        return draw_phase_energy(plot, path)
     return draw_timeline(plot, path)
 
 
-def draw_all(runs: Runs, summary: pd.DataFrame, plot_dir: Path) -> tuple[list[Path], list[str]]:
+def draw_all(
+    runs: Runs,
+    summary: pd.DataFrame,
+    plot_dir: Path,
+    phases: Sequence[PhaseComparison] = (),
+) -> tuple[list[Path], list[str]]:
     """Draw every plot that applies; return (files written, reasons for plots skipped)."""
     plot_dir.mkdir(parents=True, exist_ok=True)
     clear_old_plots(plot_dir)
-    prepared = prepare_all(runs, summary)
+    prepared = prepare_all(runs, summary, phases)
     written = []
     for name, plot in prepared.plots:
         draw(plot, plot_dir / name)
