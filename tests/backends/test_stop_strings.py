@@ -11,8 +11,8 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-import torch
 
+from backends.stop_planting import greedy, planted_stop
 from llem.backends import create_backend, sections
 from llem.backends.pytorch import PyTorchBackend
 from llem.backends.stops import batch_stops, cut_chunks, prompt_stops, stop_index
@@ -35,35 +35,6 @@ def _exp(path: str, **pytorch: object) -> ExperimentConfig:
     return exp
 
 
-def _greedy(loaded, text: str) -> list[int]:
-    """The prompt's greedy continuation alone, to MAX_NEW tokens, no stop string, no EOS."""
-    tok = loaded.tokenizer
-    ids = tok([text])["input_ids"]
-    with torch.inference_mode():
-        out = loaded.model.generate(
-            input_ids=torch.tensor(ids),
-            max_new_tokens=MAX_NEW,
-            do_sample=False,
-            pad_token_id=tok.pad_token_id,
-            eos_token_id=None,
-        )
-    return out[0, len(ids[0]) :].tolist()
-
-
-def _planted_stop(tok, tokens: list[int], avoid: str = "", first: int = 3) -> tuple[str, int]:
-    """A stop string that the continuation ``tokens`` completes at one of its tokens (from
-    ``first`` on) and that ``avoid`` does not hold, and how many tokens run up to and including
-    it."""
-    for k in range(first, len(tokens) - 2):
-        piece = tok.decode([tokens[k]])
-        before = tok.decode(tokens[:k])
-        special = tokens[k] in tok.all_special_ids
-        if not special and piece.strip() and piece.isprintable() and piece not in before + avoid:
-            assert piece in tok.decode(tokens[: k + 1])
-            return piece, k + 1
-    raise AssertionError(f"no token of {tokens} makes a stop string")
-
-
 @pytest.fixture(scope="module")
 def static(tiny_model_dir):
     exp = _exp(str(tiny_model_dir))
@@ -78,9 +49,9 @@ def static(tiny_model_dir):
 def test_a_static_batch_stops_each_row_at_its_stop_string(static) -> None:
     backend, loaded = static
     tok = loaded.tokenizer
-    reference = _greedy(loaded, TEXTS[0])
+    reference = greedy(loaded, MAX_NEW, TEXTS[0])
     # the second row's continuation does not hold it: that row runs to the limit
-    stop, expected = _planted_stop(tok, reference, tok.decode(_greedy(loaded, TEXTS[1])))
+    stop, expected = planted_stop(tok, reference, tok.decode(greedy(loaded, MAX_NEW, TEXTS[1])))
     prompts = [Prompt(text=t, stop=(stop,)) for t in TEXTS]
 
     out = backend.generate(loaded, prompts)
@@ -97,7 +68,7 @@ def test_a_batch_whose_rows_all_stop_ends_there(static) -> None:
     """Both rows stop early: the batch stops stepping at the later stop, not at the limit."""
     backend, loaded = static
     tok = loaded.tokenizer
-    stop, expected = _planted_stop(tok, _greedy(loaded, TEXTS[0]))
+    stop, expected = planted_stop(tok, greedy(loaded, MAX_NEW, TEXTS[0]))
     out = backend.generate(loaded, [Prompt(text=TEXTS[0], stop=(stop,))])
     assert out.output_tokens == [expected]
     assert len(out.step_times_s) == expected < MAX_NEW
@@ -108,8 +79,8 @@ def test_padding_after_a_stop_is_not_counted_when_the_pad_is_the_eos(static) -> 
     to the first EOS would count one pad."""
     backend, loaded = static
     tok = loaded.tokenizer
-    avoid = tok.decode(_greedy(loaded, TEXTS[1]))
-    stop, expected = _planted_stop(tok, _greedy(loaded, TEXTS[0]), avoid)
+    avoid = tok.decode(greedy(loaded, MAX_NEW, TEXTS[1]))
+    stop, expected = planted_stop(tok, greedy(loaded, MAX_NEW, TEXTS[0]), avoid)
     config = loaded.model.generation_config
     config.eos_token_id = tok.pad_token_id
     try:
@@ -135,7 +106,7 @@ def test_beam_search_stops_at_the_stop_string_too(tiny_model_dir) -> None:
         free = backend.generate(loaded, [Prompt(text=TEXTS[0])])
         assert free.output_tokens == [MAX_NEW] and free.texts is not None
         ids = tok(free.texts[0], add_special_tokens=False)["input_ids"]
-        stop, _ = _planted_stop(tok, ids)
+        stop, _ = planted_stop(tok, ids)
         out = backend.generate(loaded, [Prompt(text=TEXTS[0], stop=(stop,))])
     finally:
         backend.unload(loaded)
@@ -150,8 +121,8 @@ def test_continuous_batching_cancels_a_request_at_its_stop_string(tiny_model_dir
     try:
         loaded.model.generation_config.eos_token_id = None
         tok = loaded.tokenizer
-        reference = _greedy(loaded, TEXTS[0])
-        stop, expected = _planted_stop(tok, reference, tok.decode(_greedy(loaded, TEXTS[1])))
+        reference = greedy(loaded, MAX_NEW, TEXTS[0])
+        stop, expected = planted_stop(tok, reference, tok.decode(greedy(loaded, MAX_NEW, TEXTS[1])))
         prompts = [Prompt(text=t, stop=(stop,)) for t in TEXTS]
         backend.warm_up(loaded, [prompts], 0)
         requests = [ScheduledRequest(i, i, p, 0.0) for i, p in enumerate(prompts)]

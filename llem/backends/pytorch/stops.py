@@ -75,7 +75,8 @@ def count_to_stops(
     else:
         at = [0] * len(counts)
     eos = set(eos_ids)
-    out, reasons = [], []
+    out: list[int] = []
+    reasons: list[str | None] = []
     for row, n, stop in zip(new_tokens, counts, at, strict=True):
         real = min(n, stop) if stop > 0 else n
         ended = stop > 0 or (real > 0 and int(row[real - 1]) in eos)
