@@ -22,6 +22,8 @@ How the ``pytorch:`` and ``decoder:`` sections map onto it:
   llem's torch.compile wrapper) is a configuration error (``continuous_batching_problems``).
 - prefix sharing of KV blocks is off: the static path has no prefix cache, and the manager does
   not say how many prompt tokens a request took from it.
+- stop strings (``Prompt.stop``): the manager honours none, so a request is cancelled once its
+  decoded text holds one, and its tokens end with the one that completed it.
 
 The manager starts (cache allocation, its own warm-up) in ``warm_up``, before the measured window,
 and keeps running between runs that reuse the model with the same settings; ``stop`` ends it.

@@ -19,14 +19,21 @@ from llem.backends.batching import count_output_tokens
 from llem.backends.stops import LENGTH, STOP, stop_index
 
 
+def stop_criterion(tokenizer: Any, stops: Sequence[str]) -> Any:
+    """transformers' ``StopStringCriteria`` for ``stops``. Building one reads and sorts the whole
+    vocabulary (tens of ms for 150k tokens), so the backend builds it once per set of stop
+    strings, before the measured window, and reuses it (it keeps no state between calls)."""
+    from transformers import StopStringCriteria
+
+    return StopStringCriteria(tokenizer=tokenizer, stop_strings=list(stops))
+
+
 class StopRecorder:
     """A stopping criterion for ``generate(stopping_criteria=...)``: transformers'
-    ``StopStringCriteria`` for ``stops``, which also records where each row stopped."""
+    ``StopStringCriteria`` (``inner``), which also records where each row stopped."""
 
-    def __init__(self, tokenizer: Any, stops: Sequence[str], prompt_width: int) -> None:
-        from transformers import StopStringCriteria
-
-        self.inner = StopStringCriteria(tokenizer=tokenizer, stop_strings=list(stops))
+    def __init__(self, inner: Any, prompt_width: int) -> None:
+        self.inner = inner
         self.prompt_width = prompt_width
         self.stopped_at: Any = None  # per row: generated tokens at the stop, 0 while none
 
@@ -43,17 +50,18 @@ class StopRecorder:
 
 
 def generate_stop_kwargs(
-    tokenizer: Any, stops: Sequence[str], prompt_width: int, beams: int
+    tokenizer: Any, stops: Sequence[str], criterion: Any, prompt_width: int, beams: int
 ) -> tuple[dict[str, Any], StopRecorder | None]:
-    """``generate()`` keyword arguments that stop each row at ``stops`` (none when empty), and
-    the recorder that says where (None under beam search: ``stop_strings`` directly)."""
+    """``generate()`` keyword arguments that stop each row at ``stops`` (none when empty;
+    ``criterion`` is their ``stop_criterion``), and the recorder that says where (None under
+    beam search: ``stop_strings`` directly)."""
     if not stops:
         return {}, None
     if beams > 1:
         return {"stop_strings": list(stops), "tokenizer": tokenizer}, None
     from transformers import StoppingCriteriaList
 
-    recorder = StopRecorder(tokenizer, stops, prompt_width)
+    recorder = StopRecorder(criterion, prompt_width)
     return {"stopping_criteria": StoppingCriteriaList([recorder])}, recorder
 
 
