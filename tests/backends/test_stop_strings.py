@@ -127,6 +127,8 @@ def test_continuous_batching_cancels_a_request_at_its_stop_string(tiny_model_dir
         backend.warm_up(loaded, [prompts], 0)
         requests = [ScheduledRequest(i, i, p, 0.0) for i, p in enumerate(prompts)]
         out = backend.serve(loaded, requests, None)
+        # the cancelled request's handler is gone: a late output finds no closed event loop
+        assert loaded.engine.manager.output_router.result_handlers == {}
     finally:
         backend.unload(loaded)
     first, second = sorted(out.requests, key=lambda t: t.request_id)

@@ -22,8 +22,8 @@ How the ``pytorch:`` and ``decoder:`` sections map onto it:
   llem's torch.compile wrapper) is a configuration error (``continuous_batching_problems``).
 - prefix sharing of KV blocks is off: the static path has no prefix cache, and the manager does
   not say how many prompt tokens a request took from it.
-- stop strings (``Prompt.stop``): the manager honours none, so a request is cancelled once its
-  decoded text holds one, and its tokens end with the one that completed it.
+- stop strings (``Prompt.stop``), which the manager ignores: a request is cancelled once its text
+  holds one (its handler dropped first, so no later output reaches a closed event loop).
 
 The manager starts (cache allocation, its own warm-up) in ``warm_up``, before the measured window,
 and keeps running between runs that reuse the model with the same settings; ``stop`` ends it.
@@ -351,10 +351,8 @@ class _Submitter:
     async def _stream(
         self, name: str, inbox: asyncio.Queue[tuple[float, Any]], stops: Sequence[str]
     ) -> tuple[list[float], list[int], list[int], str]:
-        """Each output's arrival time and the tokens it added, until the request finishes or
-        its text holds one of ``stops`` (the manager honours no stop strings: the request is
-        cancelled there, and its tokens end with the one that completed the stop string); its
-        generated tokens and why it ended."""
+        """Each output's arrival time and tokens added, its tokens and why it ended: when it
+        finishes, or when its text holds one of ``stops`` (cancelled there; see the module)."""
         times: list[float] = []
         counts: list[int] = []
         seen = 0
@@ -369,7 +367,7 @@ class _Submitter:
                 counts.append(new)
                 seen += new
                 if tail_has_stop(self.tokenizer, tokens, stops):
-                    self.engine.manager.cancel_request(name)
+                    _cancel(self.engine.manager, name)
                     end = stop_index(self.tokenizer, tokens, stops) or len(tokens)
                     times, counts = cut_chunks(times, counts, end)
                     return times, counts, tokens[:end], STOP
@@ -393,3 +391,10 @@ class _Submitter:
         if is_oom(RuntimeError(error)):
             raise oom_error(self.sections, "serve", RuntimeError(error))
         raise RunError(f"continuous batching failed request {name}: {error.splitlines()[0]}")
+
+
+def _cancel(manager: Any, name: str) -> None:
+    handlers = getattr(getattr(manager, "output_router", None), "result_handlers", None)
+    if isinstance(handlers, dict):  # transformers 5.2x: request id -> (callback, loop)
+        handlers.pop(name, None)
+    manager.cancel_request(name)
