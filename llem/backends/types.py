@@ -24,10 +24,16 @@ class Prompt:
 
     ``token_ids`` (synthetic or chat-templated prompts) are fed to the model as they are: the
     backend adds no special tokens to them.
+
+    ``stop``: strings that end the request's generation as soon as its output contains one (an
+    lm-eval task's ``until`` and the tokenizer's EOS), on every engine; the tokens up to and
+    including the one that completed the stop string are the request's output tokens. Empty:
+    generation ends at EOS or ``decoder.max_new_tokens`` only.
     """
 
     text: str | None = None
     token_ids: tuple[int, ...] | None = None
+    stop: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if (self.text is None) == (self.token_ids is None):
@@ -41,7 +47,9 @@ class BatchOutput:
     start_s: float
     end_s: float
     input_tokens: list[int]  # real prompt tokens per request (no padding)
-    output_tokens: list[int]  # generated tokens per request, up to and including the first EOS
+    # generated tokens per request, up to and including the first EOS or the token that completed
+    # one of the prompt's stop strings (``Prompt.stop``)
+    output_tokens: list[int]
     step_times_s: list[float]  # when each decoding step's tokens reached the host
     step_tokens: list[int]  # tokens added per request by each step (1, or more with prompt lookup)
     texts: list[str] | None = None  # decoded outputs (measurement.save_outputs=true only)
@@ -62,6 +70,9 @@ class BatchOutput:
     # Why the steps' per-request shares are llem's estimate, not the engine's record (None: the
     # engine's, or no shares): a request's energy is then not published.
     shares_estimated: str | None = None
+    # Why each request ended, as the OpenAI API says it: "stop" (EOS or a stop string), "length"
+    # (``decoder.max_new_tokens``); None where the engine does not say.
+    finish_reasons: list[str | None] | None = None
 
 
 @dataclass(frozen=True)
@@ -100,6 +111,9 @@ class RequestTimeline:
     input_tokens: int
     cached_input_tokens: int | None = None  # prompt tokens served from a prefix cache
     text: str | None = None  # decoded output (measurement.save_outputs=true only)
+    # "stop" (EOS or a stop string) or "length" (max tokens), as the OpenAI API says it; None
+    # where the engine does not say
+    finish_reason: str | None = None
 
     @property
     def output_tokens(self) -> int:

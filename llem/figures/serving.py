@@ -308,6 +308,7 @@ def request_records(
                 e2e_ms=ms(f.e2e_s),
                 slo_met=slo_met(f, slo),
                 ttft_from_schedule_ms=ms(f.ttft_from_schedule_s),
+                finish_reason=t.finish_reason,
             )
         )
     return out

@@ -43,7 +43,8 @@ def timelines_from_batches(batches: Sequence[BatchOutput], n_prompts: int) -> li
     out: list[RequestTimeline] = []
     for b in batches:
         chunks = _batch_chunks(b)
-        for (times, tokens), n_in in zip(chunks, b.input_tokens, strict=True):
+        reasons = b.finish_reasons or [None] * len(b.input_tokens)
+        for (times, tokens), n_in, reason in zip(chunks, b.input_tokens, reasons, strict=True):
             i = len(out)
             out.append(
                 RequestTimeline(
@@ -55,6 +56,7 @@ def timelines_from_batches(batches: Sequence[BatchOutput], n_prompts: int) -> li
                     chunk_times_s=times,
                     chunk_tokens=tokens,
                     input_tokens=n_in,
+                    finish_reason=reason,
                 )
             )
     return out

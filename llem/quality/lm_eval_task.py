@@ -259,15 +259,16 @@ def _chat_template(tokenizer: Any) -> Any:
     return functools.partial(HFLM.apply_chat_template, holder)
 
 
-def _prompt(context: str, tokenizer: Any) -> Prompt:
+def _prompt(context: str, tokenizer: Any, stops: Sequence[str]) -> Prompt:
     """The prompt as text, encoded by the run with the tokenizer's defaults, as lm-eval's HF
     model encodes it; a context that already starts with the BOS token (a chat template wrote
-    it) becomes token ids without a second one, as lm-eval does."""
+    it) becomes token ids without a second one, as lm-eval does. It carries the task's stop
+    strings, which every engine stops at."""
     bos = getattr(tokenizer, "bos_token", None)
     if bos and context.startswith(bos):
         ids = tokenizer(context, add_special_tokens=False)["input_ids"]
-        return Prompt(token_ids=tuple(int(i) for i in ids))
-    return Prompt(text=context)
+        return Prompt(token_ids=tuple(int(i) for i in ids), stop=tuple(stops))
+    return Prompt(text=context, stop=tuple(stops))
 
 
 def load_lm_eval_task(
@@ -284,9 +285,10 @@ def load_lm_eval_task(
     template applied as lm-eval applies it when ``apply_chat_template``, few-shot examples as
     turns as lm-eval's CLI does), judged by lm-eval's first filter and first metric.
 
-    The task's stop strings (its ``until``, plus the tokenizer's EOS as lm-eval adds it) cut the
-    generated text at the first one before it is filtered: the engine generated past them and
-    that work stays measured (its energy and tokens count), only the judge reads less.
+    The task's stop strings (its ``until``, plus the tokenizer's EOS as lm-eval adds it) travel
+    on every prompt (``Prompt.stop``): each engine stops a request at the first one, as lm-eval's
+    own backends and a deployment do, and the request's output tokens end with the token that
+    completed it. The judge reads the text cut before the stop string, as lm-eval cuts it.
 
     Raises ``ConfigError`` (exit 2) for an unknown name, a group, a task that does not generate,
     and ``PreflightError`` (exit 3) when lm-eval is missing or the data is not on this machine.
@@ -303,12 +305,13 @@ def load_lm_eval_task(
         chat_template=_chat_template(tokenizer) if apply_chat_template else None,
     )
     instances = list(lm_task.instances)
-    judge = _Judge(lm_task, instances, _stops(lm_task, tokenizer))
+    stops = _stops(lm_task, tokenizer)
+    judge = _Judge(lm_task, instances, stops)
     return Task(
         name=f"lm_eval:{task}",
         metric=judge.label,
         scorer=f"lm-eval's {judge.metric} after its {judge.ensemble.name!r} filter",
-        prompts=[_prompt(inst.arguments[0], tokenizer) for inst in instances],
+        prompts=[_prompt(inst.arguments[0], tokenizer, stops) for inst in instances],
         judge=judge,
         templated=True,
     )

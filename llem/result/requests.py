@@ -13,9 +13,11 @@ half-width of its 95 % interval ``ci95_half_width_j``, its ``prefill_j`` and ``d
 ``j_per_output_token`` (null otherwise; the reason is ``result.json``'s
 ``null_reasons["requests.energy_j"]``, or, for a request whose interval is wider than its energy,
 its own ``energy_null_reason``); and, where the run's prompts had references, whether its answer was
-``correct`` and what the scorer ``extracted`` from it (``llem.result.quality``). The file is written
-atomically, like result.json: a reader sees the whole file or none. Files written before the energy
-fields existed read with them null.
+``correct`` and what the scorer ``extracted`` from it (``llem.result.quality``); and why it ended
+(``finish_reason``: "stop" at EOS or one of its prompt's stop strings, "length" at
+``decoder.max_new_tokens``; null where the engine does not say). The file is written atomically,
+like result.json: a reader sees the whole file or none. Files written before the energy fields
+existed read with them null.
 """
 
 from __future__ import annotations
@@ -61,6 +63,9 @@ class RequestRecord:
     ci95_half_width_j: float | None = None  # half-width of energy_j's 95 % interval
     # why energy_j is null where it was attributed but its interval is wider than itself
     energy_null_reason: str | None = None
+    # why the request ended: "stop" (EOS or one of its stop strings), "length" (max new tokens);
+    # None where the engine does not say (or a file written before it was recorded)
+    finish_reason: str | None = None
 
 
 _FIELDS = tuple(f.name for f in dataclasses.fields(RequestRecord))
@@ -75,6 +80,7 @@ _OPTIONAL = (
     "extracted",
     "ci95_half_width_j",
     "energy_null_reason",
+    "finish_reason",
 )
 _REQUIRED = tuple(f for f in _FIELDS if f not in _OPTIONAL)
 

@@ -75,7 +75,14 @@ class Workload:
     passes: int | None = None
     requests: int | None = None
     chat_template_applied: bool | None = None
-    output_tokens_definition: str = "generated tokens up to and including the first EOS, no padding"
+    output_tokens_definition: str = (
+        "generated tokens up to and including the first EOS or the token that completed one of "
+        "the request's stop strings, no padding"
+    )
+    # the stop strings every engine stopped each request at (an lm-eval task's ``until`` and the
+    # tokenizer's EOS, as lm-eval passes them); None: the prompts had none (EOS and
+    # decoder.max_new_tokens end a request)
+    stop_strings: list[str] | None = None
 
 
 @dataclass

@@ -108,7 +108,7 @@ def _templated(prompt: Prompt, tokenizer: Any) -> Prompt:
         [{"role": "user", "content": prompt.text}], add_generation_prompt=True, tokenize=False
     )
     ids = tokenizer(rendered, add_special_tokens=False)["input_ids"]
-    return Prompt(token_ids=tuple(int(i) for i in ids))
+    return Prompt(token_ids=tuple(int(i) for i in ids), stop=prompt.stop)
 
 
 def load_prompts(cfg: DatasetConfig, tokenizer: Any = None) -> list[Prompt]:

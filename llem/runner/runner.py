@@ -17,6 +17,7 @@ from omegaconf import DictConfig
 
 from llem.backends import create_backend, run_seed
 from llem.backends.memory import peak_memory, reset_peak_memory
+from llem.backends.stops import prompt_stops
 from llem.backends.types import Backend, BatchOutput, LoadedModel, ServeOutput
 from llem.config.schema import ExperimentConfig
 from llem.config.validate import config_hash
@@ -206,6 +207,7 @@ class Runner:
         task = load_task(exp.dataset, loaded.tokenizer)
         prompt_set = prepare_prompts(exp.dataset, loaded.tokenizer, task)
         result.workload.chat_template_applied = prompt_set.chat_template_applied
+        result.workload.stop_strings = prompt_stops(prompt_set.prompts)
         # offline generate runs take traffic.n_requests too: the prompts cycled to that many
         batches = backend.batches(offline_requests(exp, prompt_set.prompts))
         life = result.lifecycle

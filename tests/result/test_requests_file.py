@@ -63,6 +63,7 @@ def test_records_round_trip_one_json_object_per_line(tmp_path: Path) -> None:
         "extracted",
         "ci95_half_width_j",
         "energy_null_reason",
+        "finish_reason",
     ]
     assert read_requests(tmp_path) == records
     # the write is atomic: nothing but the file is left beside it

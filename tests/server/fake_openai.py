@@ -1,6 +1,9 @@
 """An OpenAI-compatible server double (aiohttp.web, in-process on 127.0.0.1, a free port) whose
 answers the tests plant: the chunks and their delays, the usage, and each fault. Asked with
-``"stream": false`` it answers whole, after the chunks' delays."""
+``"stream": false`` it answers whole, after the chunks' delays. A request's ``stop`` strings are
+honoured as vLLM honours them: the answer ends with the chunk whose text completes one (the stop
+string left out of the text), its finish_reason is "stop", and the usage's completion_tokens
+counts the tokens sent (each chunk's token ids, or one token a chunk without them)."""
 
 from __future__ import annotations
 
@@ -55,6 +58,9 @@ class LiveMetrics:
         )
 
 
+Chunk = tuple[float, str, "list[int] | None"]  # delay before it (s), its text, its token ids
+
+
 @dataclass
 class Plan:
     """What the fake answers: ``chunks`` are (delay before it in seconds, text, token ids or
@@ -80,6 +86,23 @@ class Plan:
 PLAN = web.AppKey("plan", Plan)
 
 
+def _answered(plan: Plan, body: dict[str, Any]) -> tuple[list[Chunk], dict[str, Any] | None, str]:
+    """The chunks sent for ``body``, the usage and the finish_reason: every planted chunk and
+    "length", or up to the one that completes a stop string of ``body["stop"]`` and "stop"."""
+    stops = [s for s in body.get("stop") or [] if s]
+    text = ""
+    for k, (delay, piece, ids) in enumerate(plan.chunks):
+        starts = [(text + piece).find(s) for s in stops if s in text + piece]
+        if not starts:
+            text += piece
+            continue
+        sent = [*plan.chunks[:k], (delay, (text + piece)[: min(starts)][len(text) :], ids)]
+        tokens = sum(len(c[2]) if c[2] is not None else 1 for c in sent)
+        usage = None if plan.usage is None else {**plan.usage, "completion_tokens": tokens}
+        return sent, usage, "stop"
+    return list(plan.chunks), plan.usage, "length"
+
+
 def _event(data: dict[str, Any] | str) -> bytes:
     return f"data: {data if isinstance(data, str) else json.dumps(data)}\n\n".encode()
 
@@ -97,43 +120,55 @@ async def _completions(request: web.Request) -> web.StreamResponse:
         await asyncio.sleep(3600)
     if plan.text_prompts_only and not isinstance(body.get("prompt", ""), str):
         return web.json_response({"detail": "prompt: Input should be a valid string"}, status=422)
+    chunks, usage, reason = _answered(plan, body)
     if body.get("stream") is False:
-        return await _whole(request, plan)
+        return await _whole(request, plan, chunks, usage, reason)
     response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
     await response.prepare(request)
     chat = request.path.endswith("/chat/completions")
     if chat and plan.role_chunk:
         role = {"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}
         await response.write(_event({"choices": [role]}))
-    for k, (delay, text, ids) in enumerate(plan.chunks, 1):
+    for k, (delay, text, ids) in enumerate(chunks, 1):
         await asyncio.sleep(delay)
-        last = k == len(plan.chunks)  # as vLLM: the choice's last chunk says why it ended
-        choice: dict[str, Any] = {"index": 0, "finish_reason": "length" if last else None}
+        last = k == len(chunks)  # as vLLM: the choice's last chunk says why it ended
+        choice: dict[str, Any] = {"index": 0, "finish_reason": reason if last else None}
         choice.update({"delta": {"content": text}} if chat else {"text": text})
         if ids is not None:
             choice["token_ids"] = ids
         await response.write(_event({"choices": [choice]}))
-    await _end(request, response, plan)
+    await _end(request, response, plan, usage)
     return response
 
 
-async def _whole(request: web.Request, plan: Plan) -> web.Response:
-    """A whole answer (``"stream": false``): after every planted chunk's delay, their text at once,
+async def _whole(
+    request: web.Request,
+    plan: Plan,
+    chunks: list[Chunk],
+    usage: dict[str, Any] | None,
+    reason: str,
+) -> web.Response:
+    """A whole answer (``"stream": false``): after every chunk's delay, their text at once,
     with the usage (where planted)."""
-    await asyncio.sleep(sum(delay for delay, _, _ in plan.chunks))
-    text = "".join(text for _, text, _ in plan.chunks)
+    await asyncio.sleep(sum(delay for delay, _, _ in chunks))
+    text = "".join(text for _, text, _ in chunks)
     chat = request.path.endswith("/chat/completions")
-    choice: dict[str, Any] = {"index": 0, "finish_reason": "length"}
+    choice: dict[str, Any] = {"index": 0, "finish_reason": reason}
     choice.update({"message": {"role": "assistant", "content": text}} if chat else {"text": text})
     answer: dict[str, Any] = {"object": "text_completion", "choices": [choice]}
-    if plan.usage is not None:
-        answer["usage"] = plan.usage
+    if usage is not None:
+        answer["usage"] = usage
     if plan.live is not None:
         plan.live.finish_request()
     return web.json_response(answer)
 
 
-async def _end(request: web.Request, response: web.StreamResponse, plan: Plan) -> None:
+async def _end(
+    request: web.Request,
+    response: web.StreamResponse,
+    plan: Plan,
+    usage: dict[str, Any] | None,
+) -> None:
     """The stream's end: the usage and [DONE], or the planted fault instead."""
     if plan.fault == "bad_json":
         await response.write(b'data: {"choices": [oops\n\n')
@@ -147,8 +182,8 @@ async def _end(request: web.Request, response: web.StreamResponse, plan: Plan) -
         return
     if plan.live is not None:
         plan.live.finish_request()
-    if plan.usage is not None:
-        await response.write(_event({"choices": [], "usage": plan.usage}))
+    if usage is not None:
+        await response.write(_event({"choices": [], "usage": usage}))
     await response.write(_event("[DONE]"))
 
 

@@ -19,6 +19,7 @@ from llem.backends.vllm import (
     build_engine_kwargs,
     build_sampling_kwargs,
 )
+from llem.backends.vllm.kwargs import request_sampling_kwargs
 from llem.config.schema import ExperimentConfig
 from llem.config.store import register_configs
 from llem.config.validate import to_experiment
@@ -146,6 +147,24 @@ def test_greedy_is_temperature_zero_without_sampling_knobs() -> None:
     assert build_sampling_kwargs(sections(exp)) == {
         "max_tokens": 7,
         "min_tokens": 3,
+        "temperature": 0.0,
+    }
+
+
+def test_a_prompts_stop_strings_reach_its_sampling_params() -> None:
+    """vLLM stops the request at the prompt's stop strings (an lm-eval task's until and EOS),
+    counting the token that completed one, and keeps the string in the text for the judge to
+    cut; a prompt without stop strings adds nothing."""
+    exp = experiment("+backend=vllm", "decoder.max_new_tokens=7")
+    stopped = Prompt(text="Question: 1+1?", stop=("\n", "Question:", "</s>"))
+    assert request_sampling_kwargs(sections(exp), stopped) == {
+        "max_tokens": 7,
+        "temperature": 0.0,
+        "stop": ["\n", "Question:", "</s>"],
+        "include_stop_str_in_output": True,
+    }
+    assert request_sampling_kwargs(sections(exp), Prompt(text="hi")) == {
+        "max_tokens": 7,
         "temperature": 0.0,
     }
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from llem.backends import random_weights
-from llem.backends.batching import StepClock, count_output_tokens, left_pad
+from llem.backends.batching import StepClock, left_pad
 from llem.backends.memory import free_memory
 from llem.backends.models import convert_gguf, resolve_name_or_path
 from llem.backends.pytorch import continuous
@@ -32,7 +32,9 @@ from llem.backends.pytorch.kwargs import (
     shown,
 )
 from llem.backends.pytorch.placement import placed_indices
+from llem.backends.pytorch.stops import count_to_stops, generate_stop_kwargs, stop_criterion
 from llem.backends.shape import model_shape
+from llem.backends.stops import batch_stops
 from llem.backends.tokens import token_lists
 from llem.backends.types import BatchOutput, LoadedModel, Prompt, ScheduledRequest, ServeOutput
 from llem.config.measurement import MeasurementConfig
@@ -49,6 +51,7 @@ class PyTorchBackend:
 
     def __init__(self, sections: Sections) -> None:
         self.sections = sections
+        self._stop_criteria: dict[tuple[str, ...], Any] = {}  # built once per set of strings
 
     @property
     def config(self) -> PyTorchConfig:
@@ -178,6 +181,8 @@ class PyTorchBackend:
         if self.sections.serving:
             continuous.warm_up(self.sections, loaded, batches, n_batches)
             return
+        for batch in batches:  # the stop-string criteria are built here, not in the window
+            self._stop_criterion(loaded, batch_stops(batch))
         model = _torch_model(loaded)
         model.compile_settled = False
         seen: set[tuple[int, int]] = set()
@@ -218,6 +223,11 @@ class PyTorchBackend:
         target = model.device if hasattr(model, "device") else loaded.device
         input_ids, mask = input_ids.to(target), mask.to(target)
         gen, clock, beams = self._generate_kwargs(loaded)
+        stops = batch_stops(prompts)
+        criterion = self._stop_criterion(loaded, stops)
+        width = int(input_ids.shape[1])
+        stopping, recorder = generate_stop_kwargs(tok, stops, criterion, width, beams)
+        gen.update(stopping)
         eos = model.generation_config.eos_token_id
         eos_ids = [] if eos is None else ([eos] if isinstance(eos, int) else list(eos))
         start = time.perf_counter()
@@ -239,7 +249,7 @@ class PyTorchBackend:
             loaded.torch_compile = COMPILE_ACTIVE
         sequences = out.sequences if hasattr(out, "sequences") else out
         new = sequences[:, input_ids.shape[1] :]
-        counts = count_output_tokens(new, eos_ids)
+        counts, reasons = count_to_stops(new, eos_ids, tok, stops, recorder)
         texts = None
         if self.sections.save_outputs:
             texts = [
@@ -255,7 +265,16 @@ class PyTorchBackend:
             step_tokens=clock.tokens,
             texts=texts,
             num_beams=beams,
+            finish_reasons=reasons,
         )
+
+    def _stop_criterion(self, loaded: LoadedModel, stops: tuple[str, ...]) -> Any:
+        """transformers' criterion for ``stops`` (None for none), built once per run."""
+        if not stops:
+            return None
+        if stops not in self._stop_criteria:
+            self._stop_criteria[stops] = stop_criterion(loaded.tokenizer, stops)
+        return self._stop_criteria[stops]
 
     def _generate_kwargs(self, loaded: LoadedModel) -> tuple[dict[str, Any], StepClock, int]:
         """generate() kwargs with a step clock attached (a logits processor under beam search,

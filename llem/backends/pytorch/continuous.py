@@ -22,6 +22,8 @@ How the ``pytorch:`` and ``decoder:`` sections map onto it:
   llem's torch.compile wrapper) is a configuration error (``continuous_batching_problems``).
 - prefix sharing of KV blocks is off: the static path has no prefix cache, and the manager does
   not say how many prompt tokens a request took from it.
+- stop strings (``Prompt.stop``), which the manager ignores: a request is cancelled once its text
+  holds one (its handler dropped first, so no later output reaches a closed event loop).
 
 The manager starts (cache allocation, its own warm-up) in ``warm_up``, before the measured window,
 and keeps running between runs that reuse the model with the same settings; ``stop`` ends it.
@@ -45,6 +47,7 @@ from typing import Any
 from llem.backends.pytorch.cb_steps import CLOCK, RawStep, StepRecorder
 from llem.backends.pytorch.compile import TorchModel
 from llem.backends.pytorch.kwargs import Sections, build_generate_kwargs, is_oom, oom_error
+from llem.backends.stops import STOP, cut_chunks, finish_reason, stop_index, tail_has_stop
 from llem.backends.tokens import token_lists
 from llem.backends.traffic.driver import drive
 from llem.backends.types import (
@@ -327,10 +330,10 @@ class _Submitter:
         )
         if accepted is None:
             raise RunError("continuous batching refused a request: its manager is not running")
-        times, counts, last = await self._stream(name, inbox)
+        times, counts, tokens, reason = await self._stream(name, inbox, request.prompt.stop)
         text = None
         if self.sections.save_outputs:
-            text = self.tokenizer.decode(last.generated_tokens, skip_special_tokens=True)
+            text = self.tokenizer.decode(tokens, skip_special_tokens=True)
         scheduled = request.scheduled_s
         return RequestTimeline(
             request_id=request.request_id,
@@ -342,12 +345,14 @@ class _Submitter:
             chunk_tokens=counts,
             input_tokens=len(prompt),
             text=text,
+            finish_reason=reason,
         )
 
     async def _stream(
-        self, name: str, inbox: asyncio.Queue[tuple[float, Any]]
-    ) -> tuple[list[float], list[int], Any]:
-        """Each output's arrival time and the tokens it added, until the request finishes."""
+        self, name: str, inbox: asyncio.Queue[tuple[float, Any]], stops: Sequence[str]
+    ) -> tuple[list[float], list[int], list[int], str]:
+        """Each output's arrival time and tokens added, its tokens and why it ended: when it
+        finishes, or when its text holds one of ``stops`` (cancelled there; see the module)."""
         times: list[float] = []
         counts: list[int] = []
         seen = 0
@@ -355,13 +360,21 @@ class _Submitter:
             arrived, out = await self._next(name, inbox)
             if out.error is not None:
                 self._fail(name, out.error)
-            new = len(out.generated_tokens) - seen
+            tokens = list(out.generated_tokens)
+            new = len(tokens) - seen
             if new > 0:
                 times.append(arrived)
                 counts.append(new)
                 seen += new
+                if tail_has_stop(self.tokenizer, tokens, stops):
+                    _cancel(self.engine.manager, name)
+                    end = stop_index(self.tokenizer, tokens, stops) or len(tokens)
+                    times, counts = cut_chunks(times, counts, end)
+                    return times, counts, tokens[:end], STOP
             if out.is_finished():
-                return times, counts, out
+                eos = self.engine.manager.generation_config.eos_token_id
+                limit = self.sections.decoder.max_new_tokens
+                return times, counts, tokens, finish_reason(tokens, limit, eos)
 
     async def _next(self, name: str, inbox: asyncio.Queue[tuple[float, Any]]) -> tuple[float, Any]:
         while True:
@@ -378,3 +391,10 @@ class _Submitter:
         if is_oom(RuntimeError(error)):
             raise oom_error(self.sections, "serve", RuntimeError(error))
         raise RunError(f"continuous batching failed request {name}: {error.splitlines()[0]}")
+
+
+def _cancel(manager: Any, name: str) -> None:
+    handlers = getattr(getattr(manager, "output_router", None), "result_handlers", None)
+    if isinstance(handlers, dict):  # transformers 5.2x: request id -> (callback, loop)
+        handlers.pop(name, None)
+    manager.cancel_request(name)

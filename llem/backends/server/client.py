@@ -93,7 +93,6 @@ class HttpTimeline(RequestTimeline):
     completion_tokens: int | None = None  # usage.completion_tokens
     usage_reason: str | None = None  # why the two above are None
     chunk_tokens_reason: str | None = None  # why chunk_tokens are not the server's per chunk
-    finish_reason: str | None = None
     # when the choice ended (its finish_reason arrived)
     ended_s: float | None = None
     whole: bool = False  # the answer came whole (not streamed): no first-token time
@@ -136,6 +135,8 @@ def request_body(config: ClientConfig, prompt: Prompt) -> dict[str, Any]:
         body["min_tokens"] = config.min_tokens
     if config.ignore_eos:
         body["ignore_eos"] = True
+    if prompt.stop:  # the server stops there itself (vLLM, SGLang, llama.cpp, TGI honour it)
+        body["stop"] = list(prompt.stop)
     if config.chat:
         body["messages"] = [{"role": "user", "content": _text(config, prompt)}]
     elif prompt.token_ids is not None and config.token_id_prompts:

@@ -35,6 +35,7 @@ from llem.backends.vllm.kwargs import (
     checkpoint_source,
     model_label,
     quiet_vllm_logs,
+    request_sampling_kwargs,
 )
 from llem.backends.vllm.serve import (
     AsyncEngine,
@@ -234,8 +235,12 @@ class VLLMBackend:
             )
         engine = loaded.model.llm_engine
         tokens = token_lists(loaded.tokenizer, prompts)
-        kwargs = build_sampling_kwargs(self.sections)
-        params = SamplingParams(**kwargs, output_kind=RequestOutputKind.DELTA)
+        params = [  # each with its prompt's stop strings
+            SamplingParams(
+                **request_sampling_kwargs(self.sections, p), output_kind=RequestOutputKind.DELTA
+            )
+            for p in prompts
+        ]
         try:
             inputs = engine.renderer.render_cmpl([{"prompt_token_ids": t} for t in tokens])
         except Exception as exc:  # e.g. a prompt longer than the engine's max_model_len
@@ -250,8 +255,8 @@ class VLLMBackend:
         start = time.perf_counter()
         log = OfflineSteps(start)
         try:
-            for rid, engine_input in zip(ids, inputs, strict=True):
-                engine.add_request(rid, engine_input, params)
+            for rid, engine_input, request_params in zip(ids, inputs, params, strict=True):
+                engine.add_request(rid, engine_input, request_params)
             run = _step_until_done(engine, ids, log, self.sections.save_outputs)
         except Exception as exc:
             engine.abort_request(ids)
@@ -274,6 +279,7 @@ class VLLMBackend:
             steps=steps,
             step_clock=f"{OFFLINE_CLOCK}; {placement.note}",
             shares_estimated=placement.unplaced and placement.note,
+            finish_reasons=run.reasons,
         )
 
     def unload(self, loaded: LoadedModel | None) -> None:
@@ -310,6 +316,7 @@ class _Stepped:
     steps: list[float]
     cached: list[int] | None
     texts: list[str] | None
+    reasons: list[str | None]  # vLLM's finish_reason ("stop": EOS or a stop string; "length")
 
 
 def _step_until_done(
@@ -323,6 +330,7 @@ def _step_until_done(
     counts: list[list[int]] = [[] for _ in ids]
     texts: list[list[str]] = [[] for _ in ids]
     cached: list[int | None] = [None for _ in ids]
+    reasons: list[str | None] = [None for _ in ids]
     steps: list[float] = []
     stats = watch_scheduler_stats(engine)
     while engine.has_unfinished_requests():
@@ -337,6 +345,8 @@ def _step_until_done(
             n = sum(len(c.token_ids) for c in out.outputs)
             if keep_text and out.outputs:
                 texts[i].append(out.outputs[0].text)
+            if out.outputs and out.outputs[0].finish_reason is not None:
+                reasons[i] = str(out.outputs[0].finish_reason)
             if n:
                 times[i].append(now)
                 counts[i].append(n)
@@ -351,4 +361,5 @@ def _step_until_done(
         steps=steps,
         cached=known if len(known) == len(ids) else None,
         texts=["".join(t) for t in texts] if keep_text else None,
+        reasons=reasons,
     )

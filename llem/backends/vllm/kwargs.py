@@ -16,7 +16,7 @@ from typing import Any
 
 from llem.backends import random_weights
 from llem.backends.models import convert_gguf, resolve_name_or_path
-from llem.backends.types import BackendSections
+from llem.backends.types import BackendSections, Prompt
 from llem.config.vllm import VLLMConfig
 
 Sections = BackendSections[VLLMConfig]
@@ -143,6 +143,21 @@ def build_sampling_kwargs(s: Sections) -> dict[str, Any]:
         if value is not None:
             kwargs[name] = value
     return kwargs
+
+
+def stop_kwargs(prompt: Prompt) -> dict[str, Any]:
+    """``SamplingParams`` keyword arguments that stop a request at its prompt's stop strings
+    (``Prompt.stop``; none when it has none). vLLM counts the token that completed the stop
+    string among the request's output tokens; ``include_stop_str_in_output`` keeps the stop
+    string in the text, as the other engines' texts hold it, and the judge cuts it there."""
+    if not prompt.stop:
+        return {}
+    return {"stop": list(prompt.stop), "include_stop_str_in_output": True}
+
+
+def request_sampling_kwargs(s: Sections, prompt: Prompt) -> dict[str, Any]:
+    """One request's ``SamplingParams`` keyword arguments: the run's, with its stop strings."""
+    return {**build_sampling_kwargs(s), **stop_kwargs(prompt)}
 
 
 def model_label(s: Sections) -> str:

@@ -30,6 +30,7 @@ from typing import Any, TypeVar
 from llem.backends.tokens import token_lists
 from llem.backends.traffic.driver import drive
 from llem.backends.types import RequestTimeline, ScheduledRequest, ServeOutput
+from llem.backends.vllm.kwargs import stop_kwargs
 from llem.backends.vllm.steps import (
     SERVE_CLOCK,
     LoggedStep,
@@ -141,7 +142,7 @@ class _Stream:
     """What every request of one ``serve`` call shares."""
 
     engine: Any
-    params: Any
+    params: dict[int, Any]  # per request: the run's sampling, with its prompt's stop strings
     inputs: dict[int, Any]
     input_tokens: dict[int, int]
     prefix: str
@@ -156,7 +157,9 @@ async def _submit(s: _Stream, request: ScheduledRequest, arrival_s: float) -> Re
     cached: int | None = None
     rid = f"{s.prefix}-{request.request_id}"
     sent = time.perf_counter()
-    async for out in s.engine.generate(s.inputs[request.request_id], s.params, rid):
+    reason: str | None = None
+    params = s.params[request.request_id]
+    async for out in s.engine.generate(s.inputs[request.request_id], params, rid):
         now = time.perf_counter()
         n = sum(len(c.token_ids) for c in out.outputs)
         if n:
@@ -167,6 +170,8 @@ async def _submit(s: _Stream, request: ScheduledRequest, arrival_s: float) -> Re
             cached = max(hits, cached or 0)
         if s.save_outputs and out.outputs:
             texts.append(out.outputs[0].text)
+        if out.outputs and out.outputs[0].finish_reason is not None:
+            reason = str(out.outputs[0].finish_reason)
     return RequestTimeline(
         request_id=request.request_id,
         prompt_index=request.prompt_index,
@@ -178,6 +183,7 @@ async def _submit(s: _Stream, request: ScheduledRequest, arrival_s: float) -> Re
         input_tokens=s.input_tokens[request.request_id],
         cached_input_tokens=cached,
         text="".join(texts) if s.save_outputs else None,
+        finish_reason=reason,
     )
 
 
@@ -212,7 +218,12 @@ def serve_requests(
     aengine.calls += 1
     stream = _Stream(
         engine=engine,
-        params=SamplingParams(**sampling_kwargs, output_kind=RequestOutputKind.DELTA),
+        params={
+            r.request_id: SamplingParams(
+                **sampling_kwargs, **stop_kwargs(r.prompt), output_kind=RequestOutputKind.DELTA
+            )
+            for r in requests
+        },
         inputs={r.request_id: x for r, x in zip(requests, rendered, strict=True)},
         input_tokens={r.request_id: len(t) for r, t in zip(requests, tokens, strict=True)},
         prefix=f"llem-serve-{aengine.calls}",
