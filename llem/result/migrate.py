@@ -36,6 +36,16 @@ Schema history:
      Version 6 files migrate: ``nvml_index`` becomes ``vendor_index``; a GPU's ``vendor`` is
      ``nvidia`` (NVML was the only GPU library llem read before schema 7; null for a replayed
      device), and the indices version 6 did not record are null with the reason.
+  8  figures that can be wrong, and what an external server's energy is: the attribution's
+     figures (``energy`` and ``steady_state``: ``prefill_j``, ``decode_j``, ``between_steps_j``,
+     ``j_per_prefill_token``, ``j_per_decode_token``, ``unattributed_j``) carry a 95 % interval
+     (``X_ci95_half_width``, coverage measured on the truth harness) beside their worst-case
+     bound, and ``fit`` its context cost ``k`` and the sensor's lag ``lag_s``; ``boundary`` the
+     bounds of its figures (``X_uncertainty``), ``rapl_reading_limits_j`` and, for a server
+     run, what its energy ``includes``; ``server`` the server's ``processes`` (and how they were
+     found), ``on_this_host`` and ``requests_finished``; ``workload.stop_strings``. Version 7 files
+     migrate: each new half-width and bound of a figure that has a value is null with the reason
+     "not computed before result schema 8"; the rest are absent, as a version 7 run had none.
 """
 
 from __future__ import annotations
@@ -45,7 +55,7 @@ from typing import Any
 
 from llem.version import __version__
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 # the sections schema 3 adds; older files have none of them
 SERVING_SECTIONS = ("traffic", "concurrency", "steady_state", "goodput")
@@ -80,6 +90,9 @@ def migrate(data: dict[str, Any]) -> dict[str, Any]:
         version = 6
     if version == 6:
         data = _migrate_6_to_7(data)
+        version = 7
+    if version == 7:
+        data = _migrate_7_to_8(data)
     return data
 
 
@@ -130,6 +143,40 @@ def _migrate_6_to_7(data: dict[str, Any]) -> dict[str, Any]:
         gpu = dict(gpu)
         gpu["devices"] = {u: _renamed_index(d) for u, d in gpu["devices"].items()}
         data["gpu"] = gpu
+    return data
+
+
+NOT_IN_7 = "not computed before result schema 8"
+# the figures schema 8 gives a companion: (section, figure, the companion's suffix)
+_COMPANIONS_8 = tuple(
+    (section, name, "_ci95_half_width")
+    for section in ("energy", "steady_state")
+    for name in (
+        "prefill_j",
+        "decode_j",
+        "between_steps_j",
+        "j_per_prefill_token",
+        "j_per_decode_token",
+        "unattributed_j",
+    )
+) + tuple(
+    ("boundary", name, "_uncertainty")
+    for name in ("gpu_j", "cpu_package_j", "dram_j", "total_j", "j_per_output_token")
+)
+
+
+def _migrate_7_to_8(data: dict[str, Any]) -> dict[str, Any]:
+    """Each figure that schema 8 gives a half-width or a bound, and that has a value in ``data``,
+    gets its companion null with the reason (a version 7 run computed none)."""
+    data = dict(data)
+    data["schema_version"] = 8
+    reasons = dict(data.get("null_reasons") or {})
+    for section, name, suffix in _COMPANIONS_8:
+        values = data.get(section)
+        if isinstance(values, dict) and values.get(name) is not None:
+            if values.get(name + suffix) is None:
+                reasons.setdefault(f"{section}.{name}{suffix}", NOT_IN_7)
+    data["null_reasons"] = reasons
     return data
 
 

@@ -91,7 +91,7 @@ def _v4(origin: str, backend: str = "pytorch", batch_size: int = 2) -> dict:
 def test_a_schema_4_open_loop_result_keeps_its_meaning_under_the_new_names() -> None:
     data = migrate(_v4("scheduled send"))
     lat, why = data["latency"], data["null_reasons"]
-    assert data["schema_version"] == 7  # through 5, 6, then 7
+    assert data["schema_version"] == 8  # through 5, 6, 7, then 8
     assert lat["ttft_from_schedule_ms"]["p50"] == 10.0 and lat["ttft_ms"]["p50"] is None
     assert lat["e2e_from_schedule_ms"]["p99"] == 300.0 and lat["e2e_ms"]["p99"] is None
     assert lat["request_latency_s"]["p50"] is None and "schema 5" in why["latency.ttft_ms"]

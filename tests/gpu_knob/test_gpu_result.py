@@ -18,7 +18,7 @@ def test_a_schema_3_file_loads_with_gpu_null_and_the_reason(tmp_path: Path) -> N
     shutil.copy(DATA / "result_v3_tiny_run.json", tmp_path / "result.json")
     assert json.loads((tmp_path / "result.json").read_text())["schema_version"] == 3
     r = RunResult.read(tmp_path)
-    assert r is not None and r.schema_version == SCHEMA_VERSION == 7
+    assert r is not None and r.schema_version == SCHEMA_VERSION == 8
     assert r.gpu is None
     assert r.null_reasons["gpu"] == "not recorded before result schema 4"
     assert r.workload.n_prompts == 2

@@ -11,7 +11,7 @@ def test_a_schema_5_file_reads_with_boundary_null_and_why() -> None:
     old["schema_version"] = 5
     del old["quality"], old["boundary"]
     read = RunResult.from_json(old)
-    assert read.schema_version == 7 and read.boundary is None
+    assert read.schema_version == 8 and read.boundary is None
     assert read.null_reasons["boundary"] == "not recorded before result schema 6"
 
 

@@ -14,7 +14,7 @@ def test_a_schema_5_file_reads_with_quality_null_and_why() -> None:
     old["schema_version"] = 5
     del old["quality"]
     read = RunResult.from_json(old)
-    assert read.schema_version == 7 and read.quality is None
+    assert read.schema_version == 8 and read.quality is None
     assert read.null_reasons["quality"] == "not recorded before result schema 6"
 
 

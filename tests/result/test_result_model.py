@@ -140,7 +140,7 @@ def test_a_schema_2_file_loads_with_its_serving_sections_null_and_explained(
     """A real result.json written by llem before schema 3 (a tiny-model run, static batches)."""
     shutil.copy(DATA / "result_v2_tiny_run.json", tmp_path / "result.json")
     r = RunResult.read(tmp_path)
-    assert r is not None and r.schema_version == SCHEMA_VERSION == 7
+    assert r is not None and r.schema_version == SCHEMA_VERSION == 8
     assert r.workload.requests == 3 and r.latency.ttft_ms.p50 == 1074.4352
     # every request of a schema-2 run was timed from its generate() call's start
     assert r.latency.ttft_origin == "batch start"  # batches of 2 of its 3 prompts

@@ -11,7 +11,7 @@ def test_a_schema_5_file_reads_with_server_null_and_why() -> None:
     old["schema_version"] = 5
     del old["quality"], old["boundary"], old["server"]
     read = RunResult.from_json(old)
-    assert read.schema_version == 7 and read.server is None
+    assert read.schema_version == 8 and read.server is None
     assert read.null_reasons["server"] == "not recorded before result schema 6"
 
 

@@ -20,7 +20,7 @@ def _schema_6(gpus: list[dict], reasons: dict[str, str]) -> dict:
 
 def test_a_schema_6_gpu_becomes_an_nvidia_gpu_whose_indices_were_not_recorded() -> None:
     read = RunResult.from_json(_schema_6([dict(GPU_6)], {}))
-    assert read.schema_version == 7
+    assert read.schema_version == 8
     assert read.hardware.gpus == [
         {"torch_index": None, "vendor": "nvidia", "vendor_index": None, **GPU_6}
     ]

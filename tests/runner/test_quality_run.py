@@ -190,7 +190,7 @@ def test_every_answer_of_the_window_is_scored_and_each_correct_one_costs_its_sha
     # and the file agrees with what result.json says
     written = json.loads((run_dir / "result.json").read_text())
     assert written["quality"]["n_correct"] == 2 * passes
-    assert written["schema_version"] == 7
+    assert written["schema_version"] == 8
 
 
 def test_without_energy_j_per_correct_answer_is_null_with_the_reason(

@@ -242,7 +242,7 @@ def test_a_served_workload_fills_every_serving_section(served_run) -> None:
     )
     assert records[2].scheduled_s - records[0].scheduled_s == pytest.approx(0.02, abs=1e-9)
     written = json.loads((run_dir / "result.json").read_text())
-    assert written["schema_version"] == 7 and written["steady_state"]["rule"] == "open_loop"
+    assert written["schema_version"] == 8 and written["steady_state"]["rule"] == "open_loop"
 
 
 def test_a_served_workload_keeps_llems_own_latency_under_its_own_names(served_run) -> None:
