@@ -74,6 +74,10 @@ class BadInput(Exception):
     """A module or option the script cannot run: one line, exit 2."""
 
 
+class MutmutFailed(Exception):
+    """``mutmut run`` stopped (its clean tests failed, say): the module has no figures."""
+
+
 @dataclass
 class Equivalent:
     mutant: str
@@ -97,6 +101,7 @@ class Outcome:
     counts: dict[str, int] = field(default_factory=dict)
     survivors: list[Survivor] = field(default_factory=list)
     stale: list[str] = field(default_factory=list)
+    error: str | None = None  # why mutmut gave no figures (the end of its log)
 
     @property
     def total(self) -> int:
@@ -155,17 +160,18 @@ def prepare(module: str, tests: list[str], marker: str) -> Path:
     return work
 
 
-def run_mutmut(work: Path, max_children: int) -> None:
-    """``mutmut run`` in the module's folder, its output in ``mutmut.log`` there."""
+def run_mutmut(work: Path, max_children: int, names: list[str]) -> None:
+    """``mutmut run`` in the module's folder (only the mutants ``names``, where given), its
+    output in ``mutmut.log`` there."""
     mutmut = Path(sys.executable).parent / "mutmut"
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    cmd = [str(mutmut), "run", "--max-children", str(max_children)]
+    cmd = [str(mutmut), "run", "--max-children", str(max_children), *names]
     with open(work / "mutmut.log", "w") as log:
         proc = subprocess.run(cmd, cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT)
     if proc.returncode != 0:
         tail = (work / "mutmut.log").read_text(errors="replace").splitlines()[-15:]
         head = f"mutmut run failed in {work} (exit {proc.returncode}):"
-        raise RuntimeError("\n".join([head, *tail]))
+        raise MutmutFailed("\n".join([head, *tail]))
 
 
 def load_equivalents() -> dict[str, Equivalent]:
@@ -200,6 +206,8 @@ def collect(module: str, work: Path, equivalents: dict[str, Equivalent], out: Ou
         data.load()
         for name, code in sorted(data.exit_code_by_key.items()):
             status = status_by_exit_code[code]
+            if status == "not checked":  # left out of a rerun: counted from the earlier run
+                continue
             out.counts[status] = out.counts.get(status, 0) + 1
             if status in KILLED | TIMEOUT:
                 continue
@@ -224,6 +232,9 @@ def print_table(outcomes: list[Outcome], target: float) -> None:
     head = f"{'module':36} {'mutants':>7} {'killed':>6} {'survived':>8} {'timeout':>7} "
     print("\n" + head + f"{'equiv.':>6} {'kill rate':>9}  verdict ({target:g} %)  time")
     for o in outcomes:
+        if o.error is not None:
+            print(f"{o.module:36} FAILED: {o.error}")
+            continue
         c = o.counts
         survived = sum(c.get(k, 0) for k in SURVIVED)
         rate = "-" if o.rate is None else f"{o.rate:.1f} %"
@@ -251,15 +262,42 @@ def print_survivors(outcomes: list[Outcome]) -> None:
             print(f"  stale entry in {EQUIVALENT.name}: {name} (its mutated line changed)")
 
 
-def run_module(module: str, args: argparse.Namespace, eq: dict[str, Equivalent]) -> Outcome:
+def run_module(
+    module: str, args: argparse.Namespace, eq: dict[str, Equivalent], earlier: dict | None
+) -> Outcome:
+    """One module's figures; with ``earlier`` (its row of a ``--json`` file), only that run's
+    survivors are run again, its other mutants counted as it found them."""
     tests = args.tests or tests_of(module)
-    print(f"{module}: mutating, against {' '.join(tests)} (-m {args.marker!r})", flush=True)
+    names = [s["name"] for s in earlier["survivors"]] if earlier else []
+    what = f"the {len(names)} survivors of {args.rerun}" if earlier else "every mutant"
+    print(f"{module}: {what}, against {' '.join(tests)} (-m {args.marker!r})", flush=True)
     start = time.monotonic()
-    work = prepare(module, tests, args.marker)
-    run_mutmut(work, args.max_children)
-    out = Outcome(module, tests, time.monotonic() - start)
-    collect(module, work, eq, out)
+    out = Outcome(module, tests, 0.0)
+    if earlier is None or names:
+        work = prepare(module, tests, args.marker)
+        try:
+            run_mutmut(work, args.max_children, names)
+        except MutmutFailed as exc:
+            return Outcome(module, tests, time.monotonic() - start, error=str(exc))
+        collect(module, work, eq, out)
+    out.seconds = time.monotonic() - start
+    if earlier is not None:
+        _merge(out, earlier)
     return out
+
+
+def _merge(out: Outcome, earlier: dict) -> None:
+    """The earlier run's counts, its survivors replaced by what they are now."""
+    counts = dict(earlier["counts"])
+    for s in earlier["survivors"]:
+        counts[s["status"]] -= 1
+    for k, n in out.counts.items():
+        counts[k] = counts.get(k, 0) + n
+    if sum(counts.values()) != sum(earlier["counts"].values()) or len(out.survivors) > len(
+        earlier["survivors"]
+    ):
+        raise BadInput(f"{out.module}: its mutants are not the earlier run's; run it whole")
+    out.counts = {k: n for k, n in counts.items() if n}
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
@@ -270,6 +308,11 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--max-children", type=int, default=os.cpu_count() or 2)
     p.add_argument("--target", type=float, default=TARGET, help="kill rate, %% (default: 85)")
     p.add_argument("--json", type=Path, help="also write the figures to this file")
+    p.add_argument(
+        "--rerun",
+        type=Path,
+        help="a --json file of an earlier run: run only its survivors again (after a new test)",
+    )
     return p.parse_args(argv)
 
 
@@ -286,7 +329,12 @@ def main(argv: list[str] | None = None) -> int:
         for m in modules if not args.tests else []:
             tests_of(m)  # every module has its tests before the first one runs
         eq = load_equivalents()
-        outcomes = [run_module(m, args, eq) for m in modules]
+        earlier = {}
+        if args.rerun:
+            earlier = {row["module"]: row for row in json.loads(args.rerun.read_text())}
+            if missing := [m for m in modules if m not in earlier]:
+                raise BadInput(f"--rerun {args.rerun}: no figures for {', '.join(missing)}")
+        outcomes = [run_module(m, args, eq, earlier.get(m)) for m in modules]
     except BadInput as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -298,6 +346,7 @@ def main(argv: list[str] | None = None) -> int:
                 module=o.module,
                 tests=o.tests,
                 seconds=round(o.seconds),
+                error=o.error,
                 counts=o.counts,
                 equivalent=o.equivalent,
                 kill_rate=o.rate,
@@ -306,7 +355,7 @@ def main(argv: list[str] | None = None) -> int:
             for o in outcomes
         ]
         args.json.write_text(json.dumps(rows, indent=1) + "\n")
-    below = [o for o in outcomes if o.rate is not None and o.rate < args.target]
+    below = [o for o in outcomes if o.error or (o.rate is not None and o.rate < args.target)]
     return 1 if below else 0
 
 

@@ -54,6 +54,7 @@ def test_the_curve_holds_the_first_and_last_samples_out_to_the_window_s_edges() 
     got = _spans(w, [0.0, 0.25, 0.5, 0.75, 1.0])
     assert got.energy_j == pytest.approx((25.0, 37.5, 62.5, 75.0))
     assert got.resolution_s == pytest.approx(0.5)  # the samples' largest gap
+    assert got.scale_relative == 0.0  # the device's energy came without a bound
 
 
 def test_the_resolution_adds_the_readings_averaging_and_needs_no_sensor() -> None:
@@ -163,9 +164,61 @@ def test_two_samples_are_enough_and_a_zero_length_span_has_no_energy() -> None:
     assert got.energy_j == pytest.approx((100.0, 0.0, 100.0))
 
 
-def test_a_counter_of_half_a_joule_scales_the_timeline() -> None:
-    w = _window([DeviceEnergy("g", "nvml_counter", 0.5)], {"g": [(0.0, 1.0), (1.0, 1.0)]})
-    assert _spans(w, [0.0, 0.5, 1.0]).energy_j == pytest.approx((0.25, 0.25))
+def test_a_counter_below_the_samples_scales_them_down_and_bounds_what_it_removed() -> None:
+    """Half a joule counted where 1 W was sampled for 1 s: every span is halved, and the half
+    the scaling removed joins its bound; the window's own bound, 0.05 J, is a tenth of it."""
+    w = _window(
+        [DeviceEnergy("g", "nvml_counter", 0.5, None, 0.05)], {"g": [(0.0, 1.0), (1.0, 1.0)]}
+    )
+    got = _spans(w, [0.0, 0.5, 1.0])
+    assert got.energy_j == pytest.approx((0.25, 0.25))
+    assert got.timing_bound_j == pytest.approx((0.25, 0.25))
+    assert got.scale_relative == pytest.approx(0.1)
+
+
+def test_a_counter_that_did_not_move_gives_every_span_nothing() -> None:
+    """0 J counted while 100 W was sampled: the spans are 0 J, and so is what may move."""
+    w = _window([DeviceEnergy("g", "nvml_counter", 0.0)], {"g": [(0.0, 100.0), (1.0, 300.0)]})
+    got = _spans(w, [0.0, 0.5, 1.0])
+    assert got.energy_j == (0.0, 0.0) and got.timing_bound_j == (0.0, 0.0)
+
+
+def test_a_step_inside_a_span_s_last_sample_interval_is_in_its_bound() -> None:
+    """[1, 2] holds the samples at 1, 1.5 and 2 s; power steps from 100 to 300 W between the last
+    two, which may hide 200 W x 0.5 s / 2 = 50 J anywhere in that interval."""
+    pts = [(i * 0.5, 100.0 if i < 4 else 300.0) for i in range(9)]
+    w = _window([DeviceEnergy("g", "nvml_power", 850.0)], {"g": pts}, end_s=4.0)
+    got = _spans(w, [0.0, 1.0, 2.0, 4.0])
+    assert got.timing_bound_j[1] - got.edge_j[1] == pytest.approx(50.0)
+
+
+def test_a_span_between_two_samples_has_no_trapezoid_part() -> None:
+    """[0.6, 0.8] lies between the samples at 0.5 s (100 W) and 1 s (300 W): no sample interval
+    lies inside it, so all its bound is what may cross its edges (the 300 W peak x 0.2 s)."""
+    pts = [(0.0, 100.0), (0.5, 100.0), (1.0, 300.0), (1.5, 300.0), (2.0, 300.0)]
+    w = _window([DeviceEnergy("g", "nvml_power", 500.0)], {"g": pts}, end_s=2.0)
+    got = _spans(w, [0.0, 0.6, 0.8, 2.0])
+    assert got.timing_bound_j[1] == pytest.approx(300.0 * 0.2)
+
+
+def test_an_unseen_span_longer_than_2r_is_bounded_at_2r() -> None:
+    """Samples 2 s apart (r = 2 s): [0.1, 1.9] saw none; 1.8 s is less than 2 r, so all of it
+    may cross its edges, at the 100 W peak."""
+    pts = [(0.0, 100.0), (2.0, 100.0), (4.0, 100.0)]
+    w = _window([DeviceEnergy("g", "nvml_power", 400.0)], {"g": pts}, end_s=4.0)
+    assert _spans(w, [0.0, 0.1, 1.9, 4.0]).edge_j[1] == pytest.approx(100.0 * 1.8)
+
+
+@pytest.mark.parametrize(
+    "spike_s,counted", [(6.0, True), (6.5, True), (7.0, False), (7.5, False), (8.0, True)]
+)
+def test_a_long_span_s_range_is_near_its_edges_not_in_its_middle(spike_s, counted) -> None:
+    """Span [5.1, 9.1], r = 0.5 s: the samples near its edges are 4.0-6.5 s and 8.0-10.5 s; a
+    500 W sample at 7.0 or 7.5 s, in its middle, cannot cross an edge."""
+    pts = [(i * 0.5, 500.0 if i * 0.5 == spike_s else 100.0) for i in range(25)]
+    w = _window([DeviceEnergy("g", "nvml_power", 1200.0)], {"g": pts}, end_s=12.0)
+    got = _spans(w, [0.0, 5.1, 9.1, 12.0])
+    assert got.edge_j[1] == pytest.approx(400.0 * 1.0 if counted else 0.0)
 
 
 def _why(window: WindowResult | None, edges: list[float], **kw: object) -> str:
