@@ -57,3 +57,41 @@ def test_edges_outside_the_samples_hold_the_first_and_last_and_devices_stay_apar
     )
     assert got.value == pytest.approx(1400.0)
     assert got.bound == pytest.approx((200.0 + 300.0 + 50.0) + (100.0 + 20.0))
+
+
+class _NoSpec:
+    def sensor(self, uuid: str) -> None:
+        return None
+
+
+def _device_why(device: DeviceEnergy, pts: list[tuple[float, float]], source=None) -> str | None:
+    ticks = tuple((t, (Sample(t, "g", power_w=w),)) for t, w in pts)
+    window = WindowResult(0.0, 4.0, 4.0, (device,), ticks, (), None, None, None)
+    return interval_energy(window, 1.0, 2.0, source=source or _Source()).null_reason
+
+
+def test_a_device_without_energy_for_the_interval_says_why() -> None:
+    two = [(0.0, 100.0), (4.0, 100.0)]
+    assert _device_why(DeviceEnergy("g", "nvml_power", None), two) == (
+        "no energy for g: not measured"
+    )
+    failed = DeviceEnergy("g", "nvml_power", None, "the reader failed")
+    assert _device_why(failed, two) == "no energy for g: the reader failed"
+    one = [(2.0, 100.0)]
+    assert _device_why(DeviceEnergy("g", "nvml_power", 400.0), one) == (
+        "no energy for g: fewer than 2 power samples in the window"
+    )
+    assert _device_why(DeviceEnergy("g", "nvml_power", 400.0), two, _NoSpec()) == (
+        "no energy for g: nvml_power energy has no sensor figures to bound it"
+    )
+    flat = [(0.0, 0.0), (4.0, 0.0)]
+    assert _device_why(DeviceEnergy("g", "nvml_counter", 5.0), flat) == (
+        "no energy for g: the sampled power integrates to 0 J over the window"
+    )
+
+
+def test_two_samples_are_enough() -> None:
+    ticks = ((0.0, (Sample(0.0, "g", power_w=100.0),)), (4.0, (Sample(4.0, "g", power_w=100.0),)))
+    device = DeviceEnergy("g", "nvml_power", 400.0)
+    window = WindowResult(0.0, 4.0, 4.0, (device,), ticks, (), None, None, None)
+    assert interval_energy(window, 1.0, 2.0, source=_Source()).value == pytest.approx(100.0)
