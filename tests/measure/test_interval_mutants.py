@@ -95,3 +95,77 @@ def test_two_samples_are_enough() -> None:
     device = DeviceEnergy("g", "nvml_power", 400.0)
     window = WindowResult(0.0, 4.0, 4.0, (device,), ticks, (), None, None, None)
     assert interval_energy(window, 1.0, 2.0, source=_Source()).value == pytest.approx(100.0)
+
+
+def test_edges_between_samples_half_a_second_apart() -> None:
+    """Samples 0.5 s apart, 100 W rising to 300 W between 1 and 1.5 s: [1.25, 2] starts at
+    200 W. Energy 62.5 + 150 J; bound 12.5 J of trapezoid (|100| x 0.25 / 2 + 0), 300 J of lag,
+    and 5 W x 0.75 s = 3.75 J against 5 % of 212.5 J (10.6 J) for the sensor."""
+    pts = [(i * 0.5, 100.0 if i < 3 else 300.0) for i in range(9)]
+    got = interval_energy(_window({"g": pts}, {"g": 1000.0}), 1.25, 2.0, source=_Source())
+    assert got.value == pytest.approx(62.5 + 150.0)
+    assert got.bound == pytest.approx(12.5 + 300.0 + 0.05 * 212.5)
+
+
+def _counter(energy_j: float, watts: float, parts: dict[str, float]) -> WindowResult:
+    device = DeviceEnergy("g", "nvml_counter", energy_j, None, sum(parts.values()), parts)
+    ticks = tuple((t, (Sample(t, "g", power_w=watts),)) for t in (0.0, 1.0, 2.0, 3.0, 4.0))
+    return WindowResult(0.0, 4.0, 4.0, (device,), ticks, (), None, None, None)
+
+
+def test_a_counter_s_own_bound_is_shared_by_the_energy_of_each_interval() -> None:
+    """Half a joule counted over 4 s of flat samples: [1, 2] holds a quarter of it, and a
+    quarter of the counter's 0.2 J resolution and update bound; the lag of the 1 W readings is
+    scaled with them (1 J x 0.125); the sensor part is taken over the interval itself (5 W x
+    1 s)."""
+    parts = {"counter_resolution_j": 0.002, "counter_update_j": 0.198, "sensor_accuracy_j": 20.0}
+    got = interval_energy(_counter(0.5, 1.0, parts), 1.0, 2.0, source=_Source())
+    assert got.value == pytest.approx(0.125)
+    assert got.bound == pytest.approx(0.05 + 0.125 + 5.0)  # share, lag, sensor
+
+
+def test_a_counter_that_did_not_move_gives_no_energy_and_no_share_of_its_bound() -> None:
+    parts = {"counter_resolution_j": 0.002, "counter_update_j": 0.2, "sensor_accuracy_j": 20.0}
+    got = interval_energy(_counter(0.0, 100.0, parts), 1.0, 2.0, source=_Source())
+    assert got.value == 0.0
+    assert got.bound == pytest.approx(0.0 + 0.0 + 5.0)  # scaled to 0 W; the sensor's 5 W x 1 s
+
+
+def test_integrated_power_has_no_counter_share() -> None:
+    """A device without a counter: its own bound's parts (trapezoid, lag) are over the whole
+    window; the interval's are its own."""
+    device = DeviceEnergy("g", "nvml_power", 400.0, None, 90.0, {"trapezoid_j": 70.0, "x": 20.0})
+    ticks = tuple((t, (Sample(t, "g", power_w=100.0),)) for t in (0.0, 2.0, 4.0))
+    window = WindowResult(0.0, 4.0, 4.0, (device,), ticks, (), None, None, None)
+    got = interval_energy(window, 1.0, 2.0, source=_Source())
+    assert got.bound == pytest.approx(0.0 + 100.0 + 5.0)
+
+
+def test_the_window_s_reasons() -> None:
+    pts = {"a": [(0.0, 100.0), (4.0, 100.0)], "b": [(0.0, 100.0), (4.0, 100.0)]}
+    w = _window(pts, {"a": 400.0, "b": 400.0})
+    assert interval_energy(w, 1.0, 2.0, source=None).null_reason == (
+        "energy unavailable: no energy source"
+    )
+    empty = WindowResult(0.0, 4.0, 4.0, (), (), (), None, None, None)
+    assert interval_energy(empty, 1.0, 2.0, source=_Source()).null_reason == (
+        "energy unavailable: no energy source"
+    )
+    failed = WindowResult(0.0, 4.0, 4.0, w.devices, w.ticks, (), "NVML lost the GPU", None, None)
+    assert interval_energy(failed, 1.0, 2.0, source=_Source()).null_reason == (
+        "power source failed: NVML lost the GPU"
+    )
+    assert interval_energy(w, 2.0, 2.0, source=_Source()).null_reason == (
+        "[2.000000, 2.000000] is not a span inside the measured window [0.000000, 4.000000]"
+    )
+    unmeasured = [DeviceEnergy("a", "nvml_power", None), DeviceEnergy("b", "nvml_power", None)]
+    none = WindowResult(0.0, 4.0, 4.0, tuple(unmeasured), w.ticks, (), None, None, None)
+    assert interval_energy(none, 1.0, 2.0, source=_Source()).null_reason == (
+        "no energy for a: not measured; b: not measured"
+    )
+
+
+def test_edges_within_a_nanosecond_of_the_window_are_inside_it() -> None:
+    w = _window({"g": [(0.0, 100.0), (4.0, 100.0)]}, {"g": 400.0})
+    got = interval_energy(w, 0.0 - 1e-9, 4.0 + 1e-9, source=_Source())
+    assert got.value == pytest.approx(400.0)

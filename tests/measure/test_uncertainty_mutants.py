@@ -57,3 +57,8 @@ def test_an_inverse_ratio_s_bound_over_half_a_joule() -> None:
     """10 tokens in 0.5 +/- 0.1 J: at most 10 / 0.4 = 25 tokens/J where 20 were reported."""
     assert u.inverse_ratio_bound(10, 0.5, 0.1) == pytest.approx(5.0)
     assert u.inverse_ratio_bound(10, 10.0, None) is None
+
+
+def test_the_sensor_s_absolute_accuracy_is_over_the_window_s_own_length() -> None:
+    """5 W over a half-second window is 2.5 J, more than 5 % of its 10 J."""
+    assert u.sensor_bound_j(10.0, 0.5, SPEC) == pytest.approx(2.5)
