@@ -114,12 +114,12 @@ def _counter(energy_j: float, watts: float, parts: dict[str, float]) -> WindowRe
 
 
 def test_a_counter_s_own_bound_is_shared_by_the_energy_of_each_interval() -> None:
-    """Half a joule counted over 4 s of flat samples: [1, 2] holds a quarter of it, and a
-    quarter of the counter's 0.2 J resolution and update bound; the lag of the 1 W readings is
-    scaled with them (1 J x 0.125); the sensor part is taken over the interval itself (5 W x
-    1 s)."""
+    """Half a joule counted over 4 s of samples at 0.25 W (1 J): [1, 2] holds a quarter of it,
+    and a quarter of the counter's 0.2 J resolution and update bound; the lag of the readings is
+    scaled with them (1 s x 0.25 W x 0.5); the sensor part is taken over the interval itself
+    (5 W x 1 s)."""
     parts = {"counter_resolution_j": 0.002, "counter_update_j": 0.198, "sensor_accuracy_j": 20.0}
-    got = interval_energy(_counter(0.5, 1.0, parts), 1.0, 2.0, source=_Source())
+    got = interval_energy(_counter(0.5, 0.25, parts), 1.0, 2.0, source=_Source())
     assert got.value == pytest.approx(0.125)
     assert got.bound == pytest.approx(0.05 + 0.125 + 5.0)  # share, lag, sensor
 
