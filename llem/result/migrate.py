@@ -173,9 +173,12 @@ def _migrate_7_to_8(data: dict[str, Any]) -> dict[str, Any]:
     reasons = dict(data.get("null_reasons") or {})
     for section, name, suffix in _COMPANIONS_8:
         values = data.get(section)
-        if isinstance(values, dict) and values.get(name) is not None:
-            if values.get(name + suffix) is None:
-                reasons.setdefault(f"{section}.{name}{suffix}", NOT_IN_7)
+        if (
+            isinstance(values, dict)
+            and values.get(name) is not None
+            and values.get(name + suffix) is None
+        ):
+            reasons.setdefault(f"{section}.{name}{suffix}", NOT_IN_7)
     data["null_reasons"] = reasons
     return data
 

@@ -19,7 +19,7 @@ def _schema_7() -> dict:
     return old
 
 
-def test_a_schema_7_file_reads_as_schema_8_with_its_missing_intervals_and_bounds_explained() -> None:
+def test_a_schema_7_file_reads_as_schema_8_with_its_missing_intervals_explained() -> None:
     read = RunResult.from_json(_schema_7())
     assert SCHEMA_VERSION == 8 and read.schema_version == 8
     why = read.null_reasons
