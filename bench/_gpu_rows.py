@@ -2,7 +2,7 @@
 
 * quality: a scored run on the GPU whose answers are right by construction on half the prompts
   (a ``regex`` scorer with references that match any answer, ``[\\s\\S]*``, or none, ``(?!)``):
-  ``quality.n_correct`` must be exactly half of ``n_scored``, and ``j_per_correct_answer`` must be
+  ``quality.n_correct`` must be exactly half of ``n_answers``, and ``j_per_correct_answer`` must be
   the window's measured ``energy.total_j`` over that count, its bound ``total_j_uncertainty`` over
   the same count.
 * boundary: a ``measurement.boundary=node`` run: its ``boundary.gpu_j`` must be ``energy.total_j``,
@@ -55,7 +55,7 @@ def quality_row(out: Path, base: list[str]) -> Row:
     r = read(run_dir, last)
     q = get(r, "quality") or {}
     total, bound = get(r, "energy.total_j"), get(r, "energy.total_j_uncertainty")
-    n, right = q.get("n_scored"), q.get("n_correct")
+    n, right = q.get("n_answers"), q.get("n_correct")
     j, j_bound = q.get("j_per_correct_answer"), q.get("j_per_correct_answer_uncertainty")
     planted = isinstance(n, int) and n > 0 and right == n // 2
     exact = planted and _close(j, total / right) and _close(j_bound, (bound or math.nan) / right)

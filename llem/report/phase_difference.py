@@ -42,11 +42,11 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from llem.figures.student_t import t_quantile
 from llem.report.cells import is_missing
 from llem.report.hardware import Group, configuration_groups, hardware_label
 from llem.report.load import Runs
 from llem.report.stats import judged_invalid
-from llem.report.student_t import t_quantile
 
 #: the knobs that set the output length: the pair differs in them, and only in them
 TOKEN_KEYS = ("decoder.max_new_tokens", "decoder.min_new_tokens")

@@ -15,7 +15,7 @@ column (``<figure>.bound_mean``) for one run and for many; who wants one interva
 the true values takes ``ci95_half + bound_mean`` (linearly: bounds are limits, not standard
 deviations).
 
-The t quantile comes from :mod:`llem.report.student_t` (no scipy).
+The t quantile comes from :mod:`llem.figures.student_t` (no scipy).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from llem.report.student_t import t_quantile
+from llem.figures.student_t import t_quantile
 
 
 @dataclass(frozen=True)

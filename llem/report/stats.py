@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from llem.figures.student_t import t_cdf, t_quantile
 from llem.report.cells import is_missing, typed_column
 from llem.report.hardware import (
     GPU,
@@ -25,7 +26,6 @@ from llem.report.hardware import (
 )
 from llem.report.load import Runs
 from llem.report.repeat_stats import summarise
-from llem.report.student_t import t_cdf, t_quantile
 from llem.report.ttft_origin import ORIGIN
 from llem.report.window import (
     HEADLINES,
@@ -128,7 +128,7 @@ QUALITY_METRICS = (
     "quality.value",
     "quality.ci95_low",
     "quality.ci95_high",
-    "quality.n_scored",
+    "quality.n_answers",
     "quality.n_correct",
     "quality.n_unreadable",
     "quality.j_per_correct_answer",

@@ -47,6 +47,7 @@ from typing import Any
 
 import pandas as pd
 
+from llem.figures.student_t import t_quantile
 from llem.report.cells import is_missing
 from llem.report.columns import (
     WIDE_MARK,
@@ -82,7 +83,6 @@ from llem.report.notes import (
 )
 from llem.report.quality_columns import quality_columns, quality_note
 from llem.report.stats import BOUND_SUFFIX, GPU, N_INVALID, N_LEFT_OUT, N_USED
-from llem.report.student_t import t_quantile
 from llem.report.ttft import ttft_columns, ttft_note
 from llem.report.window import headline, window_note
 

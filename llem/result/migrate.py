@@ -43,9 +43,12 @@ Schema history:
      bound, and ``fit`` its context cost ``k`` and the sensor's lag ``lag_s``; ``boundary`` the
      bounds of its figures (``X_uncertainty``), ``rapl_reading_limits_j`` and, for a server
      run, what its energy ``includes``; ``server`` the server's ``processes`` (and how they were
-     found), ``on_this_host`` and ``requests_finished``; ``workload.stop_strings``. Version 7 files
-     migrate: each new half-width and bound of a figure that has a value is null with the reason
-     "not computed before result schema 8"; the rest are absent, as a version 7 run had none.
+     found), ``on_this_host`` and ``requests_finished``; ``workload.stop_strings``; ``quality``'s
+     proportion and interval are over distinct items (``n_items``), and its ``n_scored`` is
+     ``n_answers``. Version 7 files migrate: each new half-width and bound of a figure that has a
+     value is null with the reason "not computed before result schema 8", ``n_scored`` becomes
+     ``n_answers`` and ``n_items`` is null with the reason; the rest are absent, as a version 7
+     run had none.
 """
 
 from __future__ import annotations
@@ -147,6 +150,10 @@ def _migrate_6_to_7(data: dict[str, Any]) -> dict[str, Any]:
 
 
 NOT_IN_7 = "not computed before result schema 8"
+ITEMS_NOT_IN_7 = (
+    "not recorded before result schema 8, whose quality interval was over the answers "
+    "(every pass's), not over distinct items"
+)
 # the figures schema 8 gives a companion: (section, figure, the companion's suffix)
 _COMPANIONS_8 = tuple(
     (section, name, "_ci95_half_width")
@@ -179,6 +186,12 @@ def _migrate_7_to_8(data: dict[str, Any]) -> dict[str, Any]:
             and values.get(name + suffix) is None
         ):
             reasons.setdefault(f"{section}.{name}{suffix}", NOT_IN_7)
+    quality = data.get("quality")
+    if isinstance(quality, dict) and "n_scored" in quality:
+        quality = {("n_answers" if k == "n_scored" else k): v for k, v in quality.items()}
+        data["quality"] = quality
+        if quality.get("n_items") is None:
+            reasons.setdefault("quality.n_items", ITEMS_NOT_IN_7)
     data["null_reasons"] = reasons
     return data
 

@@ -51,10 +51,12 @@ def fill_quality(result: RunResult, task: Task | None, ran: Served, run_dir: Pat
         return
     t0 = time.perf_counter()
     scored: dict[int, Score] = {}
+    item_of: dict[int, int] = {}
     for request_id, prompt_index, text in answers(ran):
         scored[request_id] = (
             task.score(prompt_index, text) if text is not None else Score(False, None)
         )
+        item_of[request_id] = prompt_index
     _mark_requests(run_dir, scored)
     energy = result.figure("energy.total_j")
     figures = quality_figures(
@@ -63,6 +65,7 @@ def fill_quality(result: RunResult, task: Task | None, ran: Served, run_dir: Pat
         energy.value,
         energy.bound,
         energy.null_reason or "no energy was measured",
+        items=[item_of[r] for r in scored],
     )
     low, high = figures.ci95 if figures.ci95 is not None else (None, None)
     reasons = figures.null_reasons
@@ -70,7 +73,8 @@ def fill_quality(result: RunResult, task: Task | None, ran: Served, run_dir: Pat
         task=task.name,
         metric=task.metric,
         scorer=task.scorer,
-        n_scored=figures.n_scored,
+        n_answers=figures.n_answers,
+        n_items=figures.n_items,
         n_correct=figures.n_correct,
         n_unreadable=sum(1 for s in scored.values() if s.extracted is None),
         interval_method=figures.interval_method,

@@ -114,7 +114,8 @@ def quality_line(result: RunResult) -> str | None:
         interval = f" (95% {q.ci95_low:.3f}-{q.ci95_high:.3f}, {method})"
     line = (
         f"quality: {q.task} {q.metric} {q.value:.3f}{interval}, "
-        f"{q.n_correct}/{q.n_scored} correct; J per correct answer: "
+        f"{q.n_correct}/{q.n_answers} answers correct{_over(q.n_items, q.n_answers)}; "
+        "J per correct answer: "
     )
     if q.j_per_correct_answer is None:
         return line + str(result.null_reasons.get("quality.j_per_correct_answer", "not measured"))
@@ -164,3 +165,8 @@ def summary_line(result: RunResult, run_dir: Path) -> str:
         + (f"{quality}\n" if (quality := quality_line(result)) else "")
         + f"result: {Path(run_dir) / 'result.json'}"
     )
+
+
+def _over(n_items: int | None, n_answers: int) -> str:
+    """`` over N items`` where the answers repeat items (a window of several passes)."""
+    return f" over {n_items} items" if n_items is not None and n_items != n_answers else ""

@@ -16,7 +16,7 @@ RIGHT, WRONG = Score(True, "1"), Score(False, "2")
 def test_the_figures_name_their_metric_and_interval_method() -> None:
     q = quality_figures("accuracy", [RIGHT, WRONG], 100.0, 1.0)
     assert q.metric == "accuracy"
-    assert q.interval_method == "Wilson score interval, 95%"
+    assert q.interval_method.startswith("Wilson score interval over items, 95%")
     assert q.null_reasons == {}
 
 

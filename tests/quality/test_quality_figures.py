@@ -12,7 +12,7 @@ RIGHT, WRONG = Score(True, "1"), Score(False, "2")
 
 def test_energy_per_correct_answer_and_its_bound() -> None:
     q = quality_figures("exact_match", [RIGHT, RIGHT, WRONG, RIGHT], 1200.0, 30.0)
-    assert (q.n_scored, q.n_correct, q.value) == (4, 3, 0.75)
+    assert (q.n_answers, q.n_correct, q.value) == (4, 3, 0.75)
     assert q.j_per_correct_answer == pytest.approx(400.0)
     assert q.j_per_correct_answer_bound == pytest.approx(10.0)
     assert q.correct_per_kj == pytest.approx(2.5)

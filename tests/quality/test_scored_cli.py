@@ -33,7 +33,7 @@ def test_the_builtin_task_prints_its_accuracy_and_writes_the_quality_section(
     line = next(x for x in proc.stdout.splitlines() if x.startswith("quality: "))
     result = json.loads((run_dir / "result.json").read_text())
     q = result["quality"]
-    assert (q["task"], q["n_scored"]) == ("arithmetic", 5)
+    assert (q["task"], q["n_answers"]) == ("arithmetic", 5)
     assert f"{q['n_correct']}/5 correct" in line and "95% " in line and "Wilson" in line
     assert "J per correct answer: " in line and "NVML" not in line  # energy=none: its reason
     records = [json.loads(x) for x in (run_dir / "requests.jsonl").read_text().splitlines()]
@@ -115,7 +115,7 @@ def test_an_lm_eval_task_with_local_data_is_scored_like_the_builtin_one(
     )
     assert proc.returncode == 0, output(proc)
     q = json.loads((run_dir / "result.json").read_text())["quality"]
-    assert (q["task"], q["n_scored"]) == ("lm_eval:llem_arith", 6)
+    assert (q["task"], q["n_answers"]) == ("lm_eval:llem_arith", 6)
     assert q["metric"] == "exact_match,first-number"
     assert any(x.startswith("quality: lm_eval:llem_arith ") for x in proc.stdout.splitlines())
 

@@ -16,7 +16,7 @@ def quality_result(
     *,
     tok_s: float = 200.0,
     j_tok: float = 0.7,
-    n_scored: int = 64,
+    n_answers: int = 64,
 ) -> dict[str, Any]:
     """``synth.ok_result`` as schema 6, with a quality section holding the planted figures as
     they are (nothing computed from them); ``value`` None: the run scored nothing (a null
@@ -32,8 +32,8 @@ def quality_result(
         "task": "arithmetic",
         "metric": "exact_match",
         "scorer": "number",
-        "n_scored": n_scored,
-        "n_correct": round(value * n_scored),
+        "n_answers": n_answers,
+        "n_correct": round(value * n_answers),
         "n_unreadable": 1,
         "value": value,
         "ci95_low": low,

@@ -23,7 +23,7 @@ def _section(**changes: object) -> Quality:
         task="arithmetic",
         metric="accuracy",
         scorer="number",
-        n_scored=64,
+        n_answers=64,
         n_correct=26,
         n_unreadable=1,
         value=26 / 64,
@@ -51,7 +51,10 @@ def test_a_bound_beside_a_null_figure_is_refused() -> None:
 def test_the_summary_line_gives_value_interval_count_and_j_per_correct_answer() -> None:
     line = quality_line(RunResult(status="ok", quality=_section()))
     assert line == (
-        "quality: arithmetic accuracy 0.406 (95% 0.293-0.531, Wilson), 26/64 correct; "
+        "quality: arithmetic accuracy 0.406 (95% 0.293-0.531, Wilson), 26/64 answers correct; "
         "J per correct answer: 12.5 ± 0.4 J"
     )
+    # a window of 4 passes over 16 items says over how many items the interval runs
+    line = quality_line(RunResult(status="ok", quality=_section(n_items=16)))
+    assert line is not None and "26/64 answers correct over 16 items;" in line
     assert quality_line(RunResult(status="ok")) is None

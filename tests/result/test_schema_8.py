@@ -41,3 +41,21 @@ def test_a_schema_8_file_keeps_its_intervals() -> None:
     read = RunResult.from_json(data)
     assert read.energy is not None and read.energy.prefill_j_ci95_half_width == 1.5
     assert "energy.prefill_j_ci95_half_width" not in read.null_reasons
+
+
+def test_a_schema_7_quality_keeps_its_count_as_n_answers_and_says_it_had_no_items() -> None:
+    data = _schema_7()
+    data["quality"] = {
+        "task": "arithmetic",
+        "metric": "exact_match",
+        "scorer": "number",
+        "n_scored": 160,
+        "n_correct": 96,
+        "n_unreadable": 0,
+        "value": 0.6,
+        "interval_method": "Wilson score interval, 95%",
+    }
+    read = RunResult.from_json(data)
+    assert read.quality is not None and read.quality.n_answers == 160
+    assert read.quality.n_items is None
+    assert "over the answers" in read.null_reasons["quality.n_items"]

@@ -25,6 +25,7 @@ from llem.backends.types import (
     ServeOutput,
 )
 from llem.config.validate import to_experiment
+from llem.quality.interval import over_items
 from llem.result import RunResult, read_requests
 from llem.runner import Runner
 from llem.testing.cli import compose_tiny
@@ -161,15 +162,19 @@ def test_every_answer_of_the_window_is_scored_and_each_correct_one_costs_its_sha
     assert fake.calls == 2 * passes
     q = result.quality
     assert q is not None
-    assert (q.task, q.metric, q.n_scored, q.n_correct) == (
+    assert (q.task, q.metric, q.n_answers, q.n_correct) == (
         "jsonl",
         "accuracy",
         4 * passes,
         2 * passes,
     )
-    assert q.value == 0.5 and q.n_unreadable == 0
+    assert q.value == 0.5 and q.n_unreadable == 0 and q.n_items == 4
     assert q.ci95_low is not None and q.ci95_high is not None
-    assert q.ci95_low < 0.5 < q.ci95_high and "Wilson" in q.interval_method
+    assert q.ci95_low < 0.5 < q.ci95_high and "over items" in q.interval_method
+    # the interval is the 4 items', whatever the passes: 2 of 4 items right, each pass repeating
+    one_pass = over_items([(1, 1), (1, 1), (0, 1), (0, 1)])
+    assert one_pass is not None
+    assert (q.ci95_low, q.ci95_high) == pytest.approx((one_pass.low, one_pass.high))
     # replayed constant power: the window's energy is POWER_W x its length (window_s is
     # rounded to the microsecond in result.json)
     window_s = result.energy.window_s
@@ -198,7 +203,7 @@ def test_without_energy_j_per_correct_answer_is_null_with_the_reason(
 ) -> None:
     result, _, _ = _run(tiny_model_dir, tmp_path, monkeypatch, "measurement.energy=none")
     q = result.quality
-    assert q is not None and q.value == 0.5 and q.n_scored == 4
+    assert q is not None and q.value == 0.5 and q.n_answers == 4
     assert q.j_per_correct_answer is None and q.correct_answers_per_kj is None
     assert result.null_reasons["quality.j_per_correct_answer"]
 
@@ -227,6 +232,6 @@ def test_a_served_workload_is_scored_by_each_request_s_own_prompt(
     assert len(records) == 6 and {r.prompt_index for r in records} == {0, 1, 2, 3}
     right = sum(r.prompt_index in RIGHT for r in records)
     q = result.quality
-    assert q is not None and (q.n_scored, q.n_correct) == (6, right)
+    assert q is not None and (q.n_answers, q.n_correct) == (6, right)
     for r in records:
         assert r.correct == (r.prompt_index in RIGHT), r

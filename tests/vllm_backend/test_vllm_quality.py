@@ -54,7 +54,7 @@ def test_each_vllm_answer_is_judged_against_its_own_prompt(
     assert proc.returncode == 0, output(proc)
     q = read_json(run_dir / "result.json")["quality"]
     records = read_requests(run_dir)
-    assert q["n_scored"] == len(records) == (6 if traffic else 4)
+    assert q["n_answers"] == len(records) == (6 if traffic else 4)
     assert q["n_correct"] == sum(r.prompt_index % 2 == 0 for r in records)
     for r in records:
         assert r.correct == (r.prompt_index % 2 == 0), r
