@@ -140,15 +140,7 @@ class Runner:
         threads = settle_threads(exp)  # before the model loads (llem.runner.threads)
         indices = _torch_indices(exp, device, backend)
         gpu = GpuSettings(exp.gpu, indices)  # the gpu section (llem.runner.gpu_settings)
-        session = MeasurementSession(
-            exp.measurement,
-            torch_device_indices=indices,
-            device_type=device,
-            idle_cache=self.idle_cache,  # the Runner's idle baselines (llem.measure.idle)
-            gpu_settings=requested_settings(exp.gpu),  # baselines are kept per GPU settings
-            # a running server elsewhere, or on GPUs not named: this host's are not its
-            energy_refused=backend.energy_refusal(exp.measurement),
-        )
+        session = self._session(exp, device, indices, backend)
         loaded = None
         keep = False
         try:
@@ -193,6 +185,20 @@ class Runner:
             finally:
                 session.close()
                 self._release(backend, loaded, keep)
+
+    def _session(
+        self, exp: ExperimentConfig, device: str, indices: list[int] | None, backend: Backend[Any]
+    ) -> MeasurementSession:
+        """The run's measurement session over the GPUs ``indices`` (torch's numbering)."""
+        return MeasurementSession(
+            exp.measurement,
+            torch_device_indices=indices,
+            device_type=device,
+            idle_cache=self.idle_cache,  # the Runner's idle baselines (llem.measure.idle)
+            gpu_settings=requested_settings(exp.gpu),  # baselines are kept per GPU settings
+            # a running server elsewhere, or on GPUs not named: this host's are not its
+            energy_refused=backend.energy_refusal(exp.measurement),
+        )
 
     def _generate(
         self,

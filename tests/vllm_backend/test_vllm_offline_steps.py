@@ -33,7 +33,11 @@ class Engine:
         details = NS(num_ctx_tokens=ctx, num_generation_tokens=gen, is_dummy=False)
         self.output_processor.update_scheduler_stats(NS(iteration_details=details))
         return [
-            NS(request_id=rid, num_cached_tokens=0, outputs=[NS(token_ids=[1], text=text)])
+            NS(
+                request_id=rid,
+                num_cached_tokens=0,
+                outputs=[NS(token_ids=[1], text=text, finish_reason="length")],
+            )
             for rid, text in outs
         ]
 
