@@ -11,6 +11,7 @@ import textwrap
 from llem.report.labels import format_number, format_with_ci, knob_headers, shorten
 from llem.report.repeat_stats import summarise
 from llem.report.search import BestFigures, SearchView
+from llem.sweep.search_file import TrialRecord
 from llem.sweep.search_spec import Constraint
 
 CONFIRM_HINT = "hydra.sweeper.confirm=N re-measures the best"
@@ -30,7 +31,8 @@ def _knobs(knobs: dict[str, str]) -> str:
 
 def render_search(view: SearchView, width: int = 100) -> str:
     """The printed "search" section."""
-    lines = _asked(view, width) + _ran(view, width) + _demoted(view, width)
+    lines = _asked(view, width) + _ran(view, width) + _undecided_lines(view, width)
+    lines += _demoted(view, width)
     if view.best is not None:
         lines += _best_lines(view, view.best, width) + _front_lines(view, width)
     else:
@@ -78,6 +80,24 @@ def _ran(view: SearchView, width: int) -> list[str]:
     return _wrap(f"{INDENT}{text}", width) + _wrap(f"{INDENT}search {stopped}", width)
 
 
+def _undecided(rec: TrialRecord, view: SearchView) -> list[Constraint]:
+    """The constraints a trial met on its point estimate that its 95% interval did not confirm
+    (``llem.sweep.search_verdict``: its reason says "undecided")."""
+    why = rec.why_not or ""
+    return [c for c in view.constraints if f"{c.text}: undecided" in why]
+
+
+def _undecided_lines(view: SearchView, width: int) -> list[str]:
+    """'undecided by the 95% interval: #3, #5': trials whose feasibility the interval could not
+    decide (counted infeasible)."""
+    dirs = [f"#{t.record.dir}" for t in view.trials if _undecided(t.record, view)]
+    if not dirs:
+        return []
+    return _wrap(
+        f"{INDENT}undecided by the 95% interval (counted infeasible): {', '.join(dirs)}", width
+    )
+
+
 def _demoted(view: SearchView, width: int) -> list[str]:
     """Configurations a confirmation made infeasible (the best is chosen on every run of a
     configuration), and a best left short of its confirmations."""
@@ -107,7 +127,7 @@ def _why_infeasible(view: SearchView) -> str:
                 f"{c.text} {'not measured' if v is None else 'missed'}"
                 for c in view.constraints
                 if (v := rec.constraints.get(c.text)) is None or not c.met(v)
-            ]
+            ] + [f"{c.text} undecided by its 95% interval" for c in _undecided(rec, view)]
         for what in reasons:
             counts[what] = counts.get(what, 0) + 1
     return ", ".join(f"{what} ×{n}" for what, n in counts.items())

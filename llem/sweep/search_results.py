@@ -24,7 +24,7 @@ from llem.sweep.search_confirm import (
     value_of,
 )
 from llem.sweep.search_spec import SearchSpec
-from llem.sweep.search_verdict import Verdict, judge
+from llem.sweep.search_verdict import INTERVAL_ENDS, Verdict, judge
 from llem.sweep.superseded import supersede, supersede_stamp
 
 # A failed result that says nothing about its configuration: the trial runs again on resume.
@@ -37,7 +37,8 @@ def verdict_of(spec: SearchSpec, result: RunResult | None) -> Verdict:
     count (``discount``)."""
     if result is None:
         return judge(spec, {}, lambda key: "the trial left no result.json")
-    values = {key: value_at(result, key) for key in spec.keys}
+    keys = spec.keys + [end for c in spec.constraints for end in INTERVAL_ENDS.get(c.key, ())]
+    values = {key: value_at(result, key) for key in keys}
     why_not_counted, note = discount_of(spec, result)
     return judge(spec, values, lambda key: why_missing(result, key), why_not_counted, note)
 

@@ -6,6 +6,13 @@ Each declared constraint gets its measured value and the sampler's constraint va
 ``MISSING_VIOLATION``, far worse than any miss, with the reason. A trial without the objective, or
 whose run does not count (``discount``), is infeasible with its reason; a discounted trial's
 figures are kept, but ``Verdict.counts`` is false, so the sampler learns none of them.
+
+A constraint on a figure that carries a 95% interval (``INTERVAL_ENDS``: ``quality.value``) is
+judged on the interval's end that must meet the bound (its lower end for ``>=`` and ``>``, its
+upper end for ``<=`` and ``<``): a configuration is feasible only where its interval confirms the
+constraint. One whose point estimate meets the bound but whose interval straddles it is
+undecided: infeasible, named in ``Verdict.undecided`` and its reason says so. Without the interval
+(a result written before it) the point estimate is judged.
 """
 
 from __future__ import annotations
@@ -14,9 +21,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from llem.figures.digits import plain
-from llem.sweep.search_spec import SearchSpec
+from llem.sweep.search_spec import Constraint, SearchSpec
 
 MISSING_VIOLATION = 1000.0  # a constrained figure the trial lacks: far worse than any miss
+# figures judged on their 95% interval: key -> (its lower end, its upper end)
+INTERVAL_ENDS: dict[str, tuple[str, str]] = {
+    "quality.value": ("quality.ci95_low", "quality.ci95_high"),
+}
 
 
 @dataclass(frozen=True)
@@ -30,6 +41,7 @@ class Verdict:
     why_not: str | None
     discounted: str | None = None  # why the run does not count (its figures are not told)
     note: str | None = None  # what the reader should know of a trial that counts
+    undecided: tuple[str, ...] = ()  # constraints met by the point but not by its interval
 
     @property
     def counts(self) -> bool:
@@ -54,6 +66,7 @@ def judge(
     reasons: list[str] = []
     measured: dict[str, float | None] = {}
     violations: dict[str, float] = {}
+    undecided: list[str] = []
     for c in spec.constraints:
         value = values.get(c.key)
         measured[c.text] = value
@@ -61,9 +74,16 @@ def judge(
             violations[c.text] = MISSING_VIOLATION
             reasons.append(f"{c.text}: {why(c.key)}")
             continue
-        violations[c.text] = c.violation(value)
+        judged, interval = _judged(c, value, values)
+        violations[c.text] = c.violation(judged)
         if not c.met(value):
             reasons.append(f"{c.text}: measured {plain(value, 4)}")
+        elif not c.met(judged):
+            undecided.append(c.text)
+            reasons.append(
+                f"{c.text}: undecided: measured {plain(value, 4)}, but its 95% interval "
+                f"{interval} does not confirm it"
+            )
     objective = values.get(spec.objective)
     if objective is None:
         reasons.insert(0, f"no objective: {why(spec.objective)}")
@@ -77,4 +97,18 @@ def judge(
         why_not="; ".join(reasons) or None,
         discounted=discount,
         note=note,
+        undecided=tuple(undecided),
     )
+
+
+def _judged(c: Constraint, value: float, values: dict[str, float | None]) -> tuple[float, str]:
+    """The value ``c`` is judged on (the interval's end that must meet the bound, where the
+    figure has an interval) and the interval in words."""
+    ends = INTERVAL_ENDS.get(c.key)
+    if ends is None:
+        return value, ""
+    low, high = values.get(ends[0]), values.get(ends[1])
+    if low is None or high is None:
+        return value, ""
+    end = low if c.op in (">=", ">") else high
+    return end, f"{plain(low, 3)}-{plain(high, 3)}"

@@ -4,6 +4,7 @@ on synthetic result.json files and a search.json written with SearchRecord/Trial
 from __future__ import annotations
 
 import csv
+import dataclasses
 import math
 from pathlib import Path
 
@@ -248,3 +249,14 @@ def test_the_callback_writes_the_plot_and_prints_the_section(tmp_path: Path, cap
     assert png.is_file() and png.stat().st_size > 10_000
     assert (tmp_path / "search_trials.csv").is_file()
     assert "best feasible configuration: #4" in capsys.readouterr().out
+
+
+def test_a_trial_the_interval_could_not_decide_is_marked_and_counted_infeasible(tmp_path: Path):
+    record = write_search(tmp_path)
+    rule = f"{TTFT} <= 30"
+    why = f"{rule}: undecided: measured 28.8, but its 95% interval 27-31 does not confirm it"
+    record.trials[2] = dataclasses.replace(record.trials[2], feasible=False, why_not=why)
+    record.write(tmp_path)
+    section = _report(tmp_path)
+    assert "undecided by the 95% interval (counted infeasible): #2" in section
+    assert f"{rule} undecided by its 95% interval ×1" in section
