@@ -50,7 +50,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from llem.figures.bins import Bins, linear_bound, per_span, sparse_bound
-from llem.figures.energy_fit import Coefficient, Fit, fit_steps
+from llem.figures.energy_fit import Coefficient, Fit, StepRow, fit_steps
 from llem.figures.interval import figure_intervals
 from llem.figures.step_shares import (
     Coefficients,
@@ -186,20 +186,10 @@ def attribute(
         return Attribution(
             total, None, None, None, fit, None, reason, None, reason, None, *tokens, b, None
         )
-    pace = step_pace(cut)
-    weights = weights_of(cut, b, coeffs, pace)
-    moved = [weights_of(cut, b, corner, pace) for corner in box] if spread else []
-    keys = set(weights).union(*moved)  # a figure that is 0 at the point may not be at a corner
-    figures = {
-        k: _figure(k, weights, moved, b, scale_relative, total) for k in keys if k[0] in _BOUNDED
-    }
-    coefficient_ci95: dict[str, float] = {}
+    weights, figures, coefficient_ci95 = _shared(
+        cut, b, fit, rows, (coeffs, box), why is None and spread, spread, scale_relative
+    )
     interval_why = _NO_FIT_INTERVAL if why is not None else None
-    if why is None and spread:
-        half, coefficient_ci95 = figure_intervals(
-            cut, b, fit, rows, lambda v: _costs(fit, v), pace, weights, scale_relative
-        )
-        figures = {k: replace(f, ci95_j=half.get(k, 0.0)) for k, f in figures.items()}
     requests, req_why = _requests(figures, weights, b)
     return Attribution(
         total_j=total,
@@ -219,6 +209,37 @@ def attribute(
         coefficient_ci95=coefficient_ci95,
         interval_null_reason=interval_why,
     )
+
+
+def _shared(
+    cut: Sequence[Span],
+    b: Bins,
+    fit: Fit,
+    rows: list[StepRow],
+    model: tuple[Coefficients, list[Coefficients]],
+    with_interval: bool,
+    spread: bool,
+    scale_relative: float,
+) -> tuple[Weights, dict[Key, Part], dict[str, float]]:
+    """Each span's parts' weights at the fitted ``model`` (costs, and the corners of their box),
+    each figure with its bound (over the corners, where ``spread``) and, ``with_interval``, its
+    95% half-width, and the coefficients' half-widths."""
+    coeffs, box = model
+    total = sum(b.energy_j)
+    pace = step_pace(cut)
+    weights = weights_of(cut, b, coeffs, pace)
+    moved = [weights_of(cut, b, corner, pace) for corner in box] if spread else []
+    keys = set(weights).union(*moved)  # a figure that is 0 at the point may not be at a corner
+    figures = {
+        k: _figure(k, weights, moved, b, scale_relative, total) for k in keys if k[0] in _BOUNDED
+    }
+    coefficient_ci95: dict[str, float] = {}
+    if with_interval:
+        half, coefficient_ci95 = figure_intervals(
+            cut, b, fit, rows, lambda v: _costs(fit, v), pace, weights, scale_relative
+        )
+        figures = {k: replace(f, ci95_j=half.get(k, 0.0)) for k, f in figures.items()}
+    return weights, figures, coefficient_ci95
 
 
 def _figure(
