@@ -26,6 +26,7 @@ from attribution.real_steps import (
     ceiling_w,
     engine_steps,
     planted_request_j,
+    request_brackets_j,
 )
 from llem.backends.types import EngineStep
 from llem.result import RunResult, read_requests
@@ -174,12 +175,14 @@ def test_the_runs_own_attribution_writes_the_recovered_energy_to_requests_jsonl(
     assert "requests.energy_j" not in result.null_reasons, result.null_reasons.get(
         "requests.energy_j"
     )
+    brackets = request_brackets_j(steps)
     for r in records:
         assert r.energy_j is not None and r.bound_j is not None, r
-        assert abs(r.energy_j - truth[r.request_id]) <= r.bound_j + 1e-9, (r, truth[r.request_id])
-        # close, not only inside a bound: a request's energy written to another request, or
-        # scaled, is off by far more than 10 % of it
-        assert r.energy_j == pytest.approx(truth[r.request_id], rel=0.1), r
+        # inside every convention's range of sharing static power (real_steps), within its
+        # bound: a request's energy written to another request, or scaled, falls outside it
+        low, high = brackets[r.request_id]
+        assert low - r.bound_j - 1e-9 <= r.energy_j <= high + r.bound_j + 1e-9, (r, low, high)
+        assert 0.97 * low <= r.energy_j <= 1.03 * high, (r, low, high)
         assert r.prefill_j is not None and r.decode_j is not None
         assert r.prefill_j + r.decode_j == pytest.approx(r.energy_j)
     energy = result.energy
@@ -187,12 +190,32 @@ def test_the_runs_own_attribution_writes_the_recovered_energy_to_requests_jsonl(
     attributed = sum(r.energy_j for r in records if r.energy_j is not None)
     assert attributed + energy.unattributed_j == pytest.approx(window_j, rel=1e-9)
     prefill, decode = _planted_phases_j(steps)
+    # how a step's static power divides between its prefill and decode parts is a convention
+    # (the planted truth: by tokens; llem: by the time each part keeps the step busy): every
+    # convention lies between all of it to the prefill part and all of it to the decode part
+    static = {"prefill_j": 0.0, "decode_j": 0.0}
+    for s in steps:
+        d = MODEL.static_w * (s.end_s - (s.start_s if s.start_s is not None else s.end_s))
+        if s.prefill_tokens:
+            static["prefill_j"] += d
+        if s.decode_tokens:
+            static["decode_j"] += d
+    costs = {
+        "prefill_j": MODEL.a_j * sum(s.prefill_tokens or 0 for s in steps),
+        "decode_j": MODEL.b_j * sum(s.decode_tokens or 0 for s in steps),
+    }
     for name, planted in (("prefill_j", prefill), ("decode_j", decode)):
         got, bound = getattr(energy, name), getattr(energy, f"{name}_uncertainty")
         assert got is not None and bound is not None, (name, result.null_reasons)
-        assert abs(got - planted) <= bound + 1e-9, (name, got, planted, bound)
-        assert got == pytest.approx(planted, rel=0.1), name
-    assert energy.j_per_decode_token == pytest.approx(MODEL.b_j, rel=0.1)
+        low, high = costs[name], costs[name] + static[name]
+        assert low - bound - 1e-9 <= planted <= high + bound + 1e-9, (name, planted, low, high)
+        assert low - bound - 1e-9 <= got <= high + bound + 1e-9, (name, got, low, high, bound)
+        assert 0.97 * low <= got <= 1.03 * high, (name, low, got, high)
+    # the fitted J per decode token has a true value here (the source draws the planted model):
+    # it lies within its published 95 % interval of it
+    b, half = energy.j_per_decode_token, energy.j_per_decode_token_ci95_half_width
+    assert b is not None and half is not None, result.null_reasons
+    assert abs(b - MODEL.b_j) <= half, (b, half)
 
 
 def test_a_timeline_too_coarse_for_the_window_leaves_every_request_null_with_the_reason(
