@@ -34,7 +34,7 @@ def test_the_builtin_task_prints_its_accuracy_and_writes_the_quality_section(
     result = json.loads((run_dir / "result.json").read_text())
     q = result["quality"]
     assert (q["task"], q["n_answers"]) == ("arithmetic", 5)
-    assert f"{q['n_correct']}/5 correct" in line and "95% " in line and "Wilson" in line
+    assert f"{q['n_correct']}/5 answers correct" in line and "95% " in line and "Wilson" in line
     assert "J per correct answer: " in line and "NVML" not in line  # energy=none: its reason
     records = [json.loads(x) for x in (run_dir / "requests.jsonl").read_text().splitlines()]
     assert sum(r["correct"] for r in records) == q["n_correct"]
