@@ -215,3 +215,57 @@ def test_a_single_cost_alone_is_fitted() -> None:
     assert fit.b.value == pytest.approx(B)
     assert fit.a.null_reason == "not identified: no step in the window has prefill tokens"
     assert fit.p_static.null_reason == "not identified: no step in the window has step duration"
+
+
+def test_one_interval_fits_its_one_cost_with_no_standard_error() -> None:
+    fit = fit_steps([StepRow(0, 10, 0.0)], [0.5], [0.0])
+    assert fit.n_steps == 1
+    assert fit.b.value == pytest.approx(B) and fit.b.null_reason is None
+    assert fit.b.se is None and fit.b.se_null_reason is not None
+    assert fit.r2 is None
+
+
+def test_one_residual_degree_of_freedom_gives_standard_errors() -> None:
+    """The three costs' intervals and one more of each kind at once (E exact): s^2 = 0."""
+    rows = [ROWS[0], ROWS[2], ROWS[4], StepRow(100, 10, 0.01)]
+    fit = fit_steps(rows, [0.4, 0.5, 1.2, 2.1], [0.0] * 4)
+    assert fit.a.se == pytest.approx(0.0, abs=1e-12) and fit.a.se_null_reason is None
+
+
+def test_a_cost_fitted_as_exactly_zero_is_null() -> None:
+    fit = fit_steps([ROWS[0], ROWS[2], ROWS[4]], [0.0, 0.5, 1.2], [0.0] * 3)
+    assert fit.a.value is None and fit.a.fitted == 0.0
+    assert fit.a.null_reason == "not resolved: the fitted value 0 is not above 0"
+
+
+def test_two_intervals_have_an_r2() -> None:
+    """b alone over 10 and 20 decode tokens, energies 0.5 and 1.1 J: b = (5 + 22) / 500 =
+    0.054, the residuals -0.04 and 0.02 J, TSS = 2 x 0.3^2."""
+    fit = fit_steps([StepRow(0, 10, 0.0), StepRow(0, 20, 0.0)], [0.5, 1.1], [0.0] * 2)
+    assert fit.b.value == pytest.approx(0.054)
+    assert fit.r2 == pytest.approx(1 - (0.04**2 + 0.02**2) / 0.18)
+
+
+def test_time_between_steps_collinear_with_step_time_is_not_identified() -> None:
+    """Every interval's seconds between steps half its seconds in steps."""
+    rows = [
+        StepRow(100 * (i % 2), 10 + i, 0.01 * (1 + i % 3), 0.005 * (1 + i % 3)) for i in range(8)
+    ]
+    y = [A * r.prefill_tokens + B * r.decode_tokens + P * r.duration_s for r in rows]
+    fit = fit_steps(rows, y, [0.0] * 8)
+    assert fit.p_between.value is None
+    assert fit.p_between.null_reason == (
+        "not identified: time between steps are collinear with prefill tokens and decode "
+        "tokens and step duration over the window's 8 intervals (every interval has the same "
+        "shape)"
+    )
+
+
+def test_identification_does_not_depend_on_the_units() -> None:
+    """The same design with its seconds in units of 1e-11 s (a column 1e13 times smaller than
+    the tokens'): each column is judged at unit norm, so the step time is still identified."""
+    rows = [StepRow(1000 * (i % 2), 100 + 10 * i, 1e-11 * (1 + i % 3)) for i in range(8)]
+    y = [A * r.prefill_tokens + B * r.decode_tokens + 1e9 * r.duration_s for r in rows]
+    fit = fit_steps(rows, y, [0.0] * 8)
+    assert fit.p_static.null_reason is None
+    assert fit.p_static.value == pytest.approx(1e9, rel=1e-6)
