@@ -252,3 +252,54 @@ def test_a_step_that_does_not_say_which_requests_ran_is_unattributed() -> None:
     assert w[("prefill", 0)] == pytest.approx({0: 0.4 / 0.45})
     assert w[("between", 0)] == {1: 1.0}
     assert not any(k[0].startswith("req") for k in w)
+
+
+def test_a_preempted_requests_recompute_in_chunks_restarts_its_context_once() -> None:
+    """r1 prefills 100, decodes 1, is preempted and recomputes its 101 tokens in two chunks of
+    60 and 41: the first chunk starts from 0, the second continues from 60."""
+    steps = [
+        _step(0.0, 0.1, [(1, 100, 0)]),
+        _step(0.1, 0.2, [(1, 0, 1)]),
+        _step(0.2, 0.3, [(1, 60, 0)]),
+        _step(0.3, 0.4, [(1, 41, 0)]),
+        _step(0.4, 0.5, [(1, 0, 1)]),
+    ]
+    assert contexts(steps) == [(0,), (100,), (0,), (60,), (101,)]
+
+
+def test_one_token_in_a_step_costs_nothing_goes_to_its_part() -> None:
+    zero = (0.0, 0.0, 0.0, 0.0, 0.0)
+    assert fractions([(1, 0, 0), (0, 0, 0)], ROW, zero) == pytest.approx([1.0, 0.0])
+
+
+def test_an_interval_whose_costs_sum_below_one_joule_is_still_shared_by_them() -> None:
+    """The step reads 400 context tokens at 1 mJ: 0.4 J; the gap 0.1 s at 1 W: 0.1 J."""
+    cut = [Span(0.0, 0.1, _step(0.0, 0.1, [(1, 0, 1)]), (400,)), Span(0.1, 0.2, None)]
+    assert shares_in(cut, 0, 2, (0.0, 0.0, 0.0, 1.0, 0.001)) == pytest.approx([0.8, 0.2])
+    flat = [Span(1.0, 1.0, None)] * 3
+    assert shares_in(flat, 1, 3, (0.0,) * 5) == pytest.approx([0.5, 0.5])
+
+
+def test_a_step_that_computed_no_token_and_costs_nothing_is_decode_shared_equally() -> None:
+    """Two requests ran a step computing no token, reading no context at a cost, with no
+    static power: the step is decode, half to each request."""
+    step = _step(0.0, 0.1, [(1, 0, 0), (2, 0, 0)])
+    cut = [Span(0.0, 0.1, step, (50, 70))]
+    b = Bins(((0, 1),), (2.0,), (0.0,), (0.0, 0.0), 0.1)
+    w = weights_of(cut, b, (0.004, 0.05, 0.0, 0.0, 0.0))
+    assert w[("decode", 0)] == {0: 1.0} and ("prefill", 0) not in w
+    assert w[("req_decode", 1)] == pytest.approx({0: 0.5})
+    assert w[("req_decode", 2)] == pytest.approx({0: 0.5})
+    assert ("req_prefill", 1) not in w and ("req_prefill", 2) not in w
+
+
+def test_a_step_without_its_requests_leaves_the_rest_of_its_interval_shared() -> None:
+    """One interval: a step that does not say which requests ran, then one that does."""
+    cut = [
+        Span(0.0, 0.1, EngineStep(0.1, 1, 0, 1, 0.0, None), ()),
+        Span(0.1, 0.2, _step(0.1, 0.2, [(7, 0, 1)]), (10,)),
+    ]
+    b = Bins(((0, 2),), (2.0,), (0.0,), (0.0, 0.0), 0.1)
+    w = weights_of(cut, b, (0.0, 0.05, 0.0, 0.0, 0.0))
+    assert w[("unattributed", 0)] == pytest.approx({0: 0.5})
+    assert w[("req", 7)] == pytest.approx({0: 0.5})
