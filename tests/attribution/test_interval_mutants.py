@@ -138,3 +138,18 @@ def test_a_cost_and_a_phase_have_the_hand_worked_half_widths() -> None:
         cut, b, fit, rows, lambda f: (f.get("a", 0.0), 0, 0, 0, 0), TOKEN_PACE, weights, 0.1
     )
     assert figs[("prefill", 0)] == pytest.approx(Z95 * math.sqrt(0.015 + 0.16 / 3), rel=1e-9)
+
+
+def test_residuals_of_exactly_zero_give_intervals_of_zero() -> None:
+    """Energies 0.25 J a token exactly (binary fractions): every residual is 0, so the
+    coefficient's standard error is 0 (its difference step falls back to a thousandth of it)
+    and each half-width is 0."""
+    cut, b, rows = _window()
+    b = Bins(b.groups, (25.0, 50.0, 75.0, 100.0), b.rest_bound_j, b.edge_bound_j, 0.001)
+    fit = Fit(Coefficient(0.25), Coefficient(None), Coefficient(None), None, 4)
+    weights = {("prefill", 0): dict.fromkeys(range(4), 1.0)}
+    figs, coef = figure_intervals(
+        cut, b, fit, rows, lambda f: (f.get("a", 0.0), 0, 0, 0, 0), TOKEN_PACE, weights, 0.0
+    )
+    assert coef == {"a": 0.0}
+    assert figs == {("prefill", 0): 0.0}
