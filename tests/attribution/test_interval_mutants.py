@@ -79,12 +79,15 @@ def test_gradients_are_central_differences_of_the_given_steps() -> None:
         out = {"x": 3 * f[0] + f[1] ** 2, "y": f[0]}
         if f[1] > 2:
             out["z"] = 4.0  # a figure present on one side only
+        if f[1] < 2:
+            out["w"] = 4.0  # and one on the other side only
         return out
 
     got = gradients(value_at, [1.0, 2.0], [0.1, 0.5])
     assert got["x"] == pytest.approx([3.0, 4.0])
     assert got["y"] == pytest.approx([1.0, 0.0])
     assert got["z"] == pytest.approx([0.0, 4.0])
+    assert got["w"] == pytest.approx([0.0, -4.0])
     assert gradients(value_at, [1.0, 2.0], [0.0, 0.5])["x"] == pytest.approx([0.0, 4.0])
 
 
