@@ -265,3 +265,15 @@ def test_a_cost_whose_whole_bound_is_below_zero_is_not_used() -> None:
     exact = Coefficient(None, null_reason="edge", timing_bound=0.01, fitted=-0.01)
     _, _, why = _split_model(_fit(a=Coefficient(0.004), b=exact, p_static=ok))
     assert why == "edge"  # a bound that reaches exactly 0 is not above it
+
+
+def test_a_figure_with_no_energy_is_zero_with_a_zero_bound_not_missing() -> None:
+    """Decode steps back to back filling the window, each saying its requests: no prefill, no
+    time between steps, nothing unattributed, each 0 J with a bound of 0 J."""
+    steps = [_step(1.0 + 0.01 * i, 0.01, [(1, 0, 1)] + [(2, 0, 1)] * (i % 2)) for i in range(6)]
+    cut = spans(steps, 1.0, 1.06)
+    assert all(s.step is not None for s in cut)
+    got = attribute(cut, [0.5 + 0.1 * (i % 2) for i in range(len(cut))], [0.0] * len(cut))
+    for part in (got.prefill, got.between, got.unattributed):
+        assert part == Part(0.0, 0.0)
+    assert got.decode is not None and got.decode.energy_j == pytest.approx(got.total_j)
