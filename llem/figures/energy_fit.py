@@ -28,7 +28,10 @@ prefill tokens (``a``), none decoded (``b``), or the columns are collinear (one 
 batch 1 whose decode steps all have the same duration; every step the same shape). A coefficient
 that is fitted but not above zero, or within two standard errors of zero, is null with the reason
 too (a static batch decodes the same number of tokens every step, so its J per decode token and
-static power trade off: an H100 run at batch 64 fitted -0.0025 ± 0.0072 J per decode token). Only
+static power trade off: an H100 run at batch 64 fitted -0.0025 ± 0.0072 J per decode token),
+and so is one whose part of the window's energy is below ``NEGLIGIBLE`` (1e-9: the floating-point
+leftovers of an exact fit where the power does not depend on the tokens, which pass the test of
+two standard errors: 9.21e-15 ± 9.2e-24 J per prefill token at constant power). Only
 identified coefficients are reported: their least-squares values do not depend on how the others
 are chosen.
 """
@@ -51,6 +54,8 @@ _NOT_FITTED = {
     "p_between": "not fitted: no interval holds time between steps",
     "k": "not fitted: no step says which requests ran, so no context is known",
 }
+#: a coefficient whose part of the window's energy is below this is no cost: 0 in truth
+NEGLIGIBLE = 1e-9
 _RANK_TOL = 1e-9  # singular values below this x the largest (columns scaled to unit norm) are 0
 
 
@@ -168,7 +173,8 @@ def fit_steps(
         se_k = None if se is None else float(se[k])
         value, moved = float(beta[k]), float(timing[k])
         bound = moved + scale_relative * abs(value)
-        unresolved = _unresolved(NAMES[j], value, se_k)
+        share = abs(value) * float(np.abs(x[:, j]).sum()) / max(float(np.abs(y).sum()), 1e-300)
+        unresolved = _unresolved(NAMES[j], value, se_k, share)
         coefficients[NAMES[j]] = (
             Coefficient(None, null_reason=unresolved, timing_bound=moved, fitted=value)
             if unresolved
@@ -179,14 +185,22 @@ def fit_steps(
     return Fit(c["a"], c["b"], c["p_static"], r2, n, r2_reason, c["p_between"], c["k"])
 
 
-def _unresolved(name: str, value: float, se: float | None) -> str | None:
-    """Why a fitted coefficient is not published: a cost below zero, or one that does not differ
-    from zero by two standard errors (its column varies too little across the steps beside the
-    others: a static batch decodes the same number of tokens in every step, so J per decode token
-    and static power trade off against each other)."""
+def _unresolved(name: str, value: float, se: float | None, share: float) -> str | None:
+    """Why a fitted coefficient is not published: a cost below zero, one whose part of the
+    window's energy (``share``: its value x its column's sum over the window's energy) is
+    negligible (``NEGLIGIBLE``: the floating-point leftovers of an exact fit, where the power
+    does not depend on it), or one that does not differ from zero by two standard errors (its
+    column varies too little across the steps beside the others: a static batch decodes the same
+    number of tokens in every step, so J per decode token and static power trade off)."""
     what = f"{value:.3g}" + ("" if se is None else f" ± {se:.2g} (1 s.e.)")
     if value <= 0:
         return f"not resolved: the fitted value {what} is not above 0"
+    if share < NEGLIGIBLE:
+        return (
+            f"not resolved: the fitted value {what} accounts for {share:.2g} of the window's "
+            f"energy, below {NEGLIGIBLE:g}: nothing the window's energy shows (the power does "
+            f"not depend on the {_WHAT[name]})"
+        )
     if se is not None and value < 2 * se:
         return (
             f"not resolved: the fitted value {what} is within 2 standard errors of 0; "

@@ -15,7 +15,7 @@ import pandas as pd
 
 from llem.report.cells import is_missing
 from llem.report.labels import ci_is_wide, format_number, format_with_ci
-from llem.report.stats import BOUND_SUFFIX, STATIC
+from llem.report.stats import FIT_CI_SUFFIX, STATIC
 from llem.report.window import CONC, STEADY, WINDOW, headline, windows
 
 #: the override keys that already show a part of the traffic column's text
@@ -119,8 +119,9 @@ def serving_note(summary: pd.DataFrame) -> str | None:
     if _present(col(summary, f"{PHASES[0]}.mean")):
         notes.append(
             "pre/dec/gap % = the window's energy in prefill, decode and between engine steps; "
-            "J/prefill tok, J/decode tok = the fitted step model's costs ± their worst-case "
-            "bound, shown only with one (README: where the energy goes)"
+            "J/prefill tok, J/decode tok = the fitted step model's costs ± the 95% interval of "
+            "the runs' mean (from each run's), shown only with one (README: where the energy "
+            "goes)"
         )
     return "; ".join(notes) or None
 
@@ -150,19 +151,20 @@ def phase_columns(summary: pd.DataFrame) -> list[Column]:
     out = [Column("pre/dec/gap %", cells, True)]
     for header, metric in PER_TOKEN:
         means = col(summary, f"{metric}.mean")
-        bounds = col(summary, f"{metric}.{BOUND_SUFFIX}")
-        cells = [_with_bound(m, b) for m, b in zip(means, bounds, strict=True)]
+        halves = col(summary, f"{metric}.{FIT_CI_SUFFIX}")
+        cells = [_with_interval(m, h) for m, h in zip(means, halves, strict=True)]
         if any(cells):
-            out.append(Column(f"{header} ±bound", cells, True))
+            out.append(Column(f"{header} ±95%", cells, True))
     return out
 
 
-def _with_bound(mean: Any, bound: Any) -> str:
-    """A fitted cost with its worst-case bound (the runs' mean bound); none without one: a bare
-    coefficient reads as more precise than the fit can say."""
-    if is_missing(mean) or is_missing(bound):
+def _with_interval(mean: Any, half: Any) -> str:
+    """A fitted cost with the 95% interval of the runs' mean (``stats.FIT_CI_SUFFIX``); none
+    without one (a null figure, or a result without the interval): a bare coefficient reads as
+    more precise than the fit can say."""
+    if is_missing(mean) or is_missing(half):
         return ""
-    return format_with_ci(mean, bound)
+    return format_with_ci(mean, half)
 
 
 #: after a mean ± CI whose half-width is at least half the mean (``labels.ci_is_wide``)

@@ -22,8 +22,13 @@ A figure whose interval is wider than itself is null with the reason.
 
 The fitted split's counterpart (``llem.figures.attribution``), from the N-token runs: their
 ``energy.prefill_j`` per prompt token and ``energy.decode_j`` per output token (static power
-during the steps included, as in the difference), the runs' mean, ± the runs' mean worst-case
-bound (null where the bound is wider than the figure, as the difference's interval). Energy
+during the steps included, as in the difference), the runs' mean, ± the 95% interval of that
+mean from each run's published one (``energy.prefill_j_ci95_half_width``,
+``energy.decode_j_ci95_half_width``; the runs taken as independent: the root of the sum of their
+squared half-widths over their number), so that interval meets interval. Null with the reason
+where a run's fitted figure is null, where a run has no interval (results written before llem
+published one: the worst-case bound is no 95% interval, so nothing stands in for it), and where
+the interval is wider than the figure, as the difference's. Energy
 between engine steps (``energy.between_steps_j``) is in neither of the split's figures but is in
 the difference's (the 1-token runs' gaps in its prefill, the N-token runs' further gaps in its
 decode), so its share of each length's window is given beside them. The two methods agree on a
@@ -86,7 +91,7 @@ class PhaseComparison:
     runs_n: int
     prefill: Estimate  # J per prompt token, by difference
     decode: Estimate  # J per decode token, by difference
-    fitted_prefill: Estimate  # the N-token runs' prefill_j per prompt token ± bound
+    fitted_prefill: Estimate  # the N-token runs' prefill_j per prompt token ± 95% interval
     fitted_decode: Estimate
     between_fraction_1: float | None  # the 1-token runs' mean between_steps_j / total_j
     between_fraction_n: float | None  # the N-token runs'
@@ -130,9 +135,9 @@ class _Run:
     tokens_out: float
     total_j: float
     prefill_j: float | None
-    prefill_bound: float | None
+    prefill_ci95: float | None  # the 95% interval's half-width of prefill_j
     decode_j: float | None
-    decode_bound: float | None
+    decode_ci95: float | None
     between_j: float | None
 
 
@@ -158,9 +163,9 @@ def _runs_of(runs: Runs, group: Group, include_invalid: bool) -> tuple[list[_Run
             _Run(
                 total / n, tin / n, tout / n, tin, tout, total,
                 _number(frame, i, "energy.prefill_j"),
-                _number(frame, i, "energy.prefill_j_uncertainty"),
+                _number(frame, i, "energy.prefill_j_ci95_half_width"),
                 _number(frame, i, "energy.decode_j"),
-                _number(frame, i, "energy.decode_j_uncertainty"),
+                _number(frame, i, "energy.decode_j_ci95_half_width"),
                 _number(frame, i, "energy.between_steps_j"),
             )
         )  # fmt: skip
@@ -223,26 +228,31 @@ def difference(one: Sequence[_Run], many: Sequence[_Run]) -> tuple[Estimate, Est
 
 
 def fitted(many: Sequence[_Run], phase: str) -> Estimate:
-    """The N-token runs' fitted split of ``phase`` (prefill | decode) per token, ± bound."""
+    """The N-token runs' fitted split of ``phase`` (prefill | decode) per token, ± the 95%
+    interval of the runs' mean (module docstring)."""
     got = [
-        (r.prefill_j, r.prefill_bound, r.tokens_in)
+        (r.prefill_j, r.prefill_ci95, r.tokens_in)
         if phase == "prefill"
-        else (r.decode_j, r.decode_bound, r.tokens_out)
+        else (r.decode_j, r.decode_ci95, r.tokens_out)
         for r in many
     ]
     if not got or any(j is None for j, _, _ in got):
         return Estimate.null(f"the N-token runs have no fitted {phase} energy (energy.{phase}_j)")
-    pairs = [(j / n, b / n) for j, b, n in got if j is not None and b is not None]
+    pairs = [(j / n, h / n) for j, h, n in got if j is not None and h is not None]
     if len(pairs) < len(got):
-        return Estimate.null(f"the N-token runs' energy.{phase}_j has no bound")
-    value = sum(v for v, _ in pairs) / len(pairs)
-    bound = sum(b for _, b in pairs) / len(pairs)
-    if bound > abs(value):
         return Estimate.null(
-            f"the fitted {phase} J/token {value:.3g} ±{bound:.2g}: "
-            "the bound is wider than the figure"
+            f"the N-token runs' energy.{phase}_j has no 95% interval "
+            f"(energy.{phase}_j_ci95_half_width: none in results written before llem published "
+            "it, or the attribution gave none; its worst-case bound is no interval)"
         )
-    return Estimate(value, bound)
+    value = sum(v for v, _ in pairs) / len(pairs)
+    half = math.sqrt(sum(h * h for _, h in pairs)) / len(pairs)
+    if half > abs(value):
+        return Estimate.null(
+            f"the fitted {phase} J/token {value:.3g} ±{half:.2g}: "
+            "the interval is wider than the figure"
+        )
+    return Estimate(value, half)
 
 
 # --------------------------------------------------------------------------- pairing

@@ -21,8 +21,8 @@ HEADING = (
     "phase energy by difference (the same prompts with 1 new token and with N, each repeated: "
     "decode J/token = (e_N - e_1) / (q_N - q_1), prefill J/prompt token = (e_1 - q_1 x decode) / "
     "p, per request, ± 95% t-interval over the repeats) beside the fitted split (the N-token "
-    "runs' energy.prefill_j per prompt token and energy.decode_j per output token ± their "
-    "worst-case bound); agree = the intervals overlap:"
+    "runs' energy.prefill_j per prompt token and energy.decode_j per output token ± the 95% "
+    "interval of their mean); agree = the intervals overlap:"
 )
 FOOT = (
     "gap % 1/N = the energy between engine steps, as a share of the 1-token and of the N-token "
@@ -96,8 +96,8 @@ def render_phase_energy(rows: Sequence[PhaseComparison], width: int) -> str:
 
 
 def phase_frame(rows: Sequence[PhaseComparison]) -> pd.DataFrame:
-    """One row per comparison: each figure's value, 95% half-width (difference) or bound (fit)
-    and null reason, the verdicts and the gap share."""
+    """One row per comparison: each figure's value, 95% half-width and null reason, the
+    verdicts and the gap share."""
     records = []
     for r in rows:
         record: dict[str, object] = {
@@ -112,9 +112,8 @@ def phase_frame(rows: Sequence[PhaseComparison]) -> pd.DataFrame:
             ("fit.j_per_prompt_token", r.fitted_prefill),
             ("fit.j_per_decode_token", r.fitted_decode),
         ):
-            half = "ci95_half" if name.startswith("difference") else "bound"
             record[name] = est.value
-            record[f"{name}.{half}"] = est.half_width
+            record[f"{name}.ci95_half"] = est.half_width
             record[f"{name}.null_reason"] = est.null_reason
         record["prefill_agrees"] = r.prefill_agrees
         record["decode_agrees"] = r.decode_agrees

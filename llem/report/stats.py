@@ -6,6 +6,7 @@ left out.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -147,6 +148,12 @@ STAT_SUFFIXES = ("n", "mean", "std", "ci95_half", "ci95_low", "ci95_high")
 #: a metric ``m`` with per-run bounds in ``m_uncertainty`` also gets ``m.bound_mean``
 BOUND_SUFFIX = "bound_mean"
 UNCERTAINTY_SUFFIX = "_uncertainty"
+#: a metric ``m`` with per-run 95% intervals in ``m_ci95_half_width`` (the fitted step model's
+#: figures) also gets ``m.fit_ci95_half``: the 95% half-width of the runs' mean from each run's
+#: own, the runs taken as independent (the root of the sum of their squares over their number);
+#: None where a run with the figure has no interval
+FIT_CI_SUFFIX = "fit_ci95_half"
+INTERVAL_SUFFIX = "_ci95_half_width"
 #: the results.csv column with each run's energy verdict (validity.energy_valid)
 VALID = "valid"
 #: the summary.csv columns that say what the energy statistics left out
@@ -244,6 +251,8 @@ class _Columns:
         self.metrics += [m for m in QUALITY_METRICS if self.present(m)]  # schema 6
         #: metrics with per-run bounds in ``<metric>_uncertainty``
         self.bounded = {m for m in self.metrics if f"{m}{UNCERTAINTY_SUFFIX}" in frame.columns}
+        #: metrics with per-run 95% intervals in ``<metric>_ci95_half_width``
+        self.intervalled = {m for m in self.metrics if self.present(f"{m}{INTERVAL_SUFFIX}")}
         #: the traffic columns some run has (the summary's traffic identity)
         self.traffic = [k for k in TRAFFIC_FIELDS if self.present(k)]
         #: some run has a steady state: each row gets a window and headline figures
@@ -312,7 +321,20 @@ def _metric_stats(columns: _Columns, metric: str, used: list[int]) -> dict[str, 
     }
     if bounded:
         out[f"{metric}.{BOUND_SUFFIX}"] = s.bound
+    if metric in columns.intervalled:
+        out[f"{metric}.{FIT_CI_SUFFIX}"] = _mean_interval(
+            columns.values(metric, used), columns.values(f"{metric}{INTERVAL_SUFFIX}", used)
+        )
     return out
+
+
+def _mean_interval(values: Sequence[Any], halves: Sequence[Any]) -> float | None:
+    """The 95% half-width of the mean of the runs' ``values`` from each run's own (``halves``),
+    the runs independent; None where a run with a value has no interval, or none has a value."""
+    pairs = [(v, h) for v, h in zip(values, halves, strict=True) if not is_missing(v)]
+    if not pairs or any(is_missing(h) for _, h in pairs):
+        return None
+    return math.sqrt(sum(float(h) ** 2 for _, h in pairs)) / len(pairs)
 
 
 def _headline_stats(columns: _Columns, used: list[int]) -> dict[str, Any]:
@@ -337,6 +359,7 @@ def _typed(rows: list[dict[str, Any]], columns: _Columns, show_hardware: bool) -
     floats += [(HEADLINES[w][0], True) for w in columns.headlines if columns.steady]
     for m, bounded in floats:  # statistics are floats even when every value happens to be whole
         bound = [BOUND_SUFFIX] if bounded else []
+        bound += [FIT_CI_SUFFIX] if m in columns.intervalled else []
         for suffix in [*STAT_SUFFIXES[1:], *bound]:
             if f"{m}.{suffix}" in out:
                 out[f"{m}.{suffix}"] = out[f"{m}.{suffix}"].astype("float64")

@@ -1,16 +1,16 @@
 """The attribution on the step schedules the real PyTorch engines produce: a static batch of 1, a
 static batch of 8 (large for the tiny model) and transformers' continuous batching under Poisson
-(open-loop) arrivals run on the tiny model; their steps.csv, with its real durations, token
-counts and shares, drives the modelled power source (a planted J per prefill token, J per decode
-token, static and idle power), attributed on an exact timeline and on NVML's at 10 Hz (readings
-per 100 ms window). The attribution recovers the planted figures and each request's planted energy
-within its bounds, or is null with the reason where the window is too short for NVML's timeline;
-the NVML timeline's bounds are wider (helpers: real_steps.py; vLLM:
+(open-loop) arrivals run on the tiny model; their steps.csv (order, batches, token counts and
+shares), its steps lasting as a planted pace says (real_steps.paced), drives the modelled power
+source (a planted J per prefill token, J per decode token, static and idle power), attributed on
+an exact timeline and on NVML's at 10 Hz (readings per 100 ms window). The attribution recovers
+the planted figures and each request's planted energy (exactly on the exact timeline, within its
+bounds on NVML's); a window too short for NVML's timeline leaves every request null with the
+reason; the NVML timeline's bounds are wider (helpers: real_steps.py; vLLM:
 vllm_backend/test_vllm_attribution.py)."""
 
 from __future__ import annotations
 
-import dataclasses
 import shutil
 from pathlib import Path
 
@@ -19,14 +19,19 @@ import pytest
 from attribution.real_steps import (
     COARSE_HZ,
     COUNTER_UPDATE_S,
+    EVEN_PACE,
     FINE_HZ,
     MODEL,
+    PACE,
     assert_coarse_is_wider,
     assert_recovered,
     ceiling_w,
     engine_steps,
+    pace_rows,
+    paced,
+    planted_parts_j,
+    planted_phases_j,
     planted_request_j,
-    request_brackets_j,
 )
 from llem.backends.types import EngineStep
 from llem.result import RunResult, read_requests
@@ -81,14 +86,18 @@ def test_the_real_schedules_are_what_each_case_claims(runs: dict[str, Path]) -> 
         s.prefill_tokens and any(x.decode_tokens and not x.prefill_tokens for x in s.shares or ())
         for s in cb
     )
+    # continuous batching's steps show the planted pace (a static batch's cannot: real_steps)
+    assert pace_rows(sorted(cb, key=lambda s: s.end_s))[0] == PACE
+    assert pace_rows(sorted(eight, key=lambda s: s.end_s))[0] == EVEN_PACE
 
 
 @pytest.mark.parametrize("case", list(CASES))
 def test_the_planted_truth_is_the_modelled_sources_energy(runs: dict[str, Path], case: str) -> None:
-    """The test's own per-request truth (the planted costs, computed here) adds up to the energy
-    the modelled source draws in the steps."""
-    steps = _steps(runs, case)
+    """The test's own per-request truth (the planted costs and pace, computed here) adds up to
+    the energy the modelled source draws in the paced steps, and their phases to the same."""
+    steps = paced(_steps(runs, case))
     truth = planted_request_j(steps)
+    assert sum(planted_phases_j(steps)) == pytest.approx(sum(truth.values()), rel=1e-12)
     power = ModelledPower(steps, MODEL)
     drawn = sum(power.energy(s.start_s or s.end_s, s.end_s) for s in steps)
     assert sum(truth.values()) == pytest.approx(drawn, rel=1e-9)
@@ -104,49 +113,19 @@ def test_planted_costs_and_each_requests_energy_are_recovered_on_real_steps(
     assert_coarse_is_wider(fine, coarse)
 
 
-def _planted_phases_j(steps: list[EngineStep]) -> tuple[float, float]:
-    """(prefill, decode) energy the modelled source draws in the steps, split by the planted
-    costs: a step's ``a p + b q + P_static d`` shared as ``a p + P_static d p / N`` and
-    ``b q + P_static d q / N`` (the test's own arithmetic, not the attribution's)."""
-    prefill = decode = 0.0
-    for s in steps:
-        p, q = s.prefill_tokens or 0, s.decode_tokens or 0
-        static = MODEL.static_w * (s.end_s - (s.start_s if s.start_s is not None else s.end_s))
-        prefill += MODEL.a_j * p + static * p / (p + q)
-        decode += MODEL.b_j * q + static * q / (p + q)
-    return prefill, decode
-
-
-def _stretched(steps: list[EngineStep], span_s: float) -> list[EngineStep]:
-    """The steps with every time from the first start scaled to span ``span_s`` from the first
-    start to the last end: the same schedule (order, batches, token counts, shares), each step
-    and gap scaled alike."""
-    origin = min(s.start_s if s.start_s is not None else s.end_s for s in steps)
-    factor = span_s / (max(s.end_s for s in steps) - origin)
-
-    def at(t: float) -> float:
-        return origin + factor * (t - origin)
-
-    return [
-        dataclasses.replace(
-            s, end_s=at(s.end_s), start_s=None if s.start_s is None else at(s.start_s)
-        )
-        for s in steps
-    ]
-
-
 def _fill_on_timeline(
     run: Path, tmp_path: Path, span_s: float
 ) -> tuple[list[EngineStep], RunResult, Path, float]:
-    """The run's own fill_attribution on the run's steps stretched to ``span_s``, over the
-    modelled window sampled at 1 kHz through NVML's counter (refreshed every 100 ms, readings
-    exact): its steps, result, run directory (requests.jsonl rewritten) and the window's
-    measured energy (the result of a run without a GPU keeps its own null energy.total_j)."""
+    """The run's own fill_attribution on the run's schedule paced to last ``span_s``
+    (``paced``), over the modelled window sampled at 1 kHz through NVML's counter (refreshed
+    every 100 ms, readings exact): its steps, result, run directory (requests.jsonl rewritten)
+    and the window's measured energy (the result of a run without a GPU keeps its own null
+    energy.total_j)."""
     run_dir = tmp_path / "run"
     shutil.copytree(run, run_dir)
     steps = engine_steps(run)
     assert steps and all(s.shares for s in steps)
-    steps = _stretched(steps, span_s)
+    steps = paced(steps, span_s)
     m = measure_modelled(steps, MODEL, sample_hz=1000.0, counter_update_s=COUNTER_UPDATE_S)
     result = RunResult.from_json(run_dir / "result.json")
     result.hardware.gpus = [{"power_limit_w": ceiling_w(steps)}]
@@ -159,7 +138,7 @@ def test_the_runs_own_attribution_writes_the_recovered_energy_to_requests_jsonl(
     runs: dict[str, Path], tmp_path: Path
 ) -> None:
     """llem.runner.attribution's fill_attribution, given the modelled window over the run's
-    steps stretched to 20 s (its own lasts under a second: too few of NVML's 100 ms readings for
+    schedule paced to last 20 s (its own lasts under a second: too few of NVML's 100 ms readings for
     the fit's intervals, where every request's energy is null; the next test), writes each
     request's energy and
     bound into the run's requests.jsonl (matched by the ids in steps.csv), close to and within
@@ -175,53 +154,35 @@ def test_the_runs_own_attribution_writes_the_recovered_energy_to_requests_jsonl(
     assert "requests.energy_j" not in result.null_reasons, result.null_reasons.get(
         "requests.energy_j"
     )
-    brackets = request_brackets_j(steps)
+    parts = planted_parts_j(steps)
     for r in records:
         assert r.energy_j is not None and r.bound_j is not None, r
-        # inside every convention's range of sharing static power (real_steps), within its
-        # bound: a request's energy written to another request, or scaled, falls outside it
-        low, high = brackets[r.request_id]
-        assert low - r.bound_j - 1e-9 <= r.energy_j <= high + r.bound_j + 1e-9, (r, low, high)
-        assert 0.97 * low <= r.energy_j <= 1.03 * high, (r, low, high)
+        pre, dec = parts[r.request_id]
+        assert abs(r.energy_j - (pre + dec)) <= r.bound_j + 1e-9, (r, pre, dec)
+        assert r.energy_j == pytest.approx(pre + dec, rel=0.03), (r, pre, dec)
         assert r.prefill_j is not None and r.decode_j is not None
+        assert abs(r.prefill_j - pre) <= r.bound_j + 1e-9 and abs(r.decode_j - dec) <= r.bound_j
         assert r.prefill_j + r.decode_j == pytest.approx(r.energy_j)
     energy = result.energy
     assert energy.unattributed_j is not None
     attributed = sum(r.energy_j for r in records if r.energy_j is not None)
     assert attributed + energy.unattributed_j == pytest.approx(window_j, rel=1e-9)
-    prefill, decode = _planted_phases_j(steps)
-    # how a step's static power divides between its prefill and decode parts is a convention
-    # (the planted truth: by tokens; llem: by the time each part keeps the step busy): every
-    # convention lies between all of it to the prefill part and all of it to the decode part
-    static = {"prefill_j": 0.0, "decode_j": 0.0}
-    for s in steps:
-        d = MODEL.static_w * (s.end_s - (s.start_s if s.start_s is not None else s.end_s))
-        if s.prefill_tokens:
-            static["prefill_j"] += d
-        if s.decode_tokens:
-            static["decode_j"] += d
-    costs = {
-        "prefill_j": MODEL.a_j * sum(s.prefill_tokens or 0 for s in steps),
-        "decode_j": MODEL.b_j * sum(s.decode_tokens or 0 for s in steps),
-    }
-    for name, planted in (("prefill_j", prefill), ("decode_j", decode)):
+    for name, planted in zip(("prefill_j", "decode_j"), planted_phases_j(steps), strict=True):
         got, bound = getattr(energy, name), getattr(energy, f"{name}_uncertainty")
         assert got is not None and bound is not None, (name, result.null_reasons)
-        low, high = costs[name], costs[name] + static[name]
-        assert low - bound - 1e-9 <= planted <= high + bound + 1e-9, (name, planted, low, high)
-        assert low - bound - 1e-9 <= got <= high + bound + 1e-9, (name, got, low, high, bound)
-        assert 0.97 * low <= got <= 1.03 * high, (name, low, got, high)
+        assert abs(got - planted) <= bound + 1e-9, (name, got, planted, bound)
+        assert got == pytest.approx(planted, rel=0.03), (name, got, planted)
     # the fitted J per decode token has a true value here (the source draws the planted model):
-    # it lies within its published 95 % interval of it
-    b, half = energy.j_per_decode_token, energy.j_per_decode_token_ci95_half_width
-    assert b is not None and half is not None, result.null_reasons
-    assert abs(b - MODEL.b_j) <= half, (b, half)
+    # it lies within its bound of it (its 95 % interval, one draw of the jitter, need not)
+    b, bound = energy.j_per_decode_token, energy.j_per_decode_token_uncertainty
+    assert b is not None and bound is not None, result.null_reasons
+    assert abs(b - MODEL.b_j) <= bound, (b, bound)
 
 
 def test_a_timeline_too_coarse_for_the_window_leaves_every_request_null_with_the_reason(
     runs: dict[str, Path], tmp_path: Path
 ) -> None:
-    """The same run squeezed into 0.15 s, less than two of NVML's 100 ms readings: no interval
+    """The same run paced to last 0.15 s, less than two of NVML's 100 ms readings: no interval
     of two readings can be cut, so every request's energy and the phase split are null with the
     reason, in requests.jsonl and result.json alike, while the window's energy is measured."""
     steps, result, run_dir, window_j = _fill_on_timeline(

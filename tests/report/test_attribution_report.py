@@ -29,8 +29,11 @@ def _result(point: dict[str, Any]) -> dict[str, Any]:
         between_steps_j=between,
         j_per_prefill_token=0.004 if seqs == 8 else 0.003,
         j_per_decode_token=0.05 if seqs == 8 else 0.02,
-        j_per_prefill_token_uncertainty=0.0006 if seqs == 8 else None,
-        j_per_decode_token_uncertainty=0.02 if seqs == 8 else None,
+        # each run's 95% interval, and a worst-case bound the table must not show for it
+        j_per_prefill_token_ci95_half_width=0.0006 if seqs == 8 else None,
+        j_per_decode_token_ci95_half_width=0.02 if seqs == 8 else None,
+        j_per_prefill_token_uncertainty=0.0031 if seqs == 8 else 0.001,
+        j_per_decode_token_uncertainty=0.031 if seqs == 8 else 0.01,
     )
     return body
 
@@ -68,23 +71,28 @@ def sweep(tmp_path: Path) -> Path:
     return tmp_path / "s"
 
 
-def test_the_table_shows_the_phase_split_and_each_fitted_cost_only_with_its_bound(
+def test_the_table_shows_the_phase_split_and_each_fitted_cost_only_with_its_interval(
     sweep: Path,
 ) -> None:
-    """A fitted J per token is printed with its worst-case bound, and not at all without one
-    (the run at max_num_seqs=64 recorded none): a bare coefficient looks precise whatever the
-    fit could resolve."""
+    """A fitted J per token is printed with its 95% interval (of the mean of the runs' own; one
+    run here), not its worst-case bound, and not at all without an interval (the run at
+    max_num_seqs=64 recorded a bound but no interval, as a result from before the interval):
+    a bare coefficient looks precise whatever the fit could resolve."""
     runs = load_runs([sweep])
     text = render_table(runs, summary_frame(runs), width=220)
     header = text.splitlines()[0]
     assert "pre/dec/gap %" in header
-    assert "J/prefill tok ±bound" in header and "J/decode tok ±bound" in header
+    assert "J/prefill tok ±95%" in header and "J/decode tok ±95%" in header
+    assert "bound" not in header
     lines = {line.split()[0]: line for line in text.splitlines()[2:4]}
     assert "20/70/10" in lines["8"] and "30/65/5" in lines["64"]
     assert "0.00400 ±0.00060" in lines["8"] and "0.0500 ±0.020" in lines["8"]
+    assert "0.0031" not in lines["8"] and "0.031" not in lines["8"]
     assert "0.00300" not in lines["64"] and "0.0200" not in lines["64"]
     assert "pre/dec/gap % = the window's energy in prefill, decode and between" in text
-    assert "worst-case bound, shown only with one" in " ".join(text.split())
+    assert "± the 95% interval of the runs' mean (from each run's), shown only with one" in (
+        " ".join(text.split())
+    )
 
 
 def test_runs_without_the_attribution_show_no_phase_columns(tmp_path: Path) -> None:

@@ -21,6 +21,9 @@ PROMPT, N, REQUESTS = 256, 64, 32  # tokens per request, new tokens of the long 
 NOISE = (1.0, 0.0, -1.0)  # per repeat, x SPREAD_J: the mean is exact, the sample sd SPREAD_J
 SPREAD_J = 0.02  # J per request
 T_975_DF4 = 2.776445  # Student's t, 0.975 quantile, 4 degrees of freedom (any table)
+# each N-token run's fitted split: its 95% half-width, relative; the mean of 3 runs' is 1/sqrt(3)
+PREFILL_HALF, DECODE_HALF = 0.05, 0.02
+MEAN_OF_3 = 1 / math.sqrt(3)
 
 
 def _result(point: dict[str, Any], *, decode_off: float = 1.0, passes: int = 1) -> dict[str, Any]:
@@ -36,8 +39,12 @@ def _result(point: dict[str, Any], *, decode_off: float = 1.0, passes: int = 1) 
         prefill_j=prefill,
         decode_j=decode,
         between_steps_j=(0.2 if q == 1 else 0.05) * e * n,
-        prefill_j_uncertainty=0.05 * prefill,
-        decode_j_uncertainty=0.02 * decode,
+        # each run's 95% interval (the fit's own), and a worst-case bound far wider that the
+        # report must not take for it
+        prefill_j_ci95_half_width=PREFILL_HALF * prefill,
+        decode_j_ci95_half_width=DECODE_HALF * decode,
+        prefill_j_uncertainty=0.6 * prefill,
+        decode_j_uncertainty=0.6 * decode,
     )
     return body
 
@@ -83,8 +90,9 @@ def test_runs_of_more_passes_compare_per_request(tmp_path: Path) -> None:
 def test_the_fitted_split_sits_beside_it_and_the_verdict_is_whether_they_overlap(
     tmp_path: Path,
 ) -> None:
-    """Batch 1's split is right; batch 8's puts 30 % too much in decode, with a 2 % bound: the
-    decode intervals do not overlap there, and the report says so."""
+    """Batch 1's split is right; batch 8's puts 30 % too much in decode, with a 2 % interval
+    (each run's; 1.2 % for the mean of 3) and a 60 % bound: the decode intervals do not overlap
+    there, and the report says so (the bound would have overlapped)."""
 
     def make(point: dict[str, Any]) -> dict[str, Any]:
         return _result(point, decode_off=1.3 if point["pytorch.batch_size"] == 8 else 1.0)
@@ -94,7 +102,8 @@ def test_the_fitted_split_sits_beside_it_and_the_verdict_is_whether_they_overlap
     assert set(rows) == {"batch_size=1", "batch_size=8"}
     good, bad = rows["batch_size=1"], rows["batch_size=8"]
     assert good.fitted_prefill.value == pytest.approx(ALPHA)
-    assert good.fitted_prefill.half_width == pytest.approx(0.05 * ALPHA)
+    assert good.fitted_prefill.half_width == pytest.approx(PREFILL_HALF * ALPHA * MEAN_OF_3)
+    assert good.fitted_decode.half_width == pytest.approx(DECODE_HALF * DELTA * MEAN_OF_3)
     assert good.fitted_decode.value == pytest.approx(DELTA)
     assert (good.prefill_agrees, good.decode_agrees) == (True, True)
     assert bad.fitted_decode.value == pytest.approx(1.3 * DELTA)
@@ -111,20 +120,43 @@ def test_the_fitted_split_sits_beside_it_and_the_verdict_is_whether_they_overlap
     assert section.count("batch_size=8") >= 2  # each part of the table names its rows
     csv = (path / "phase_energy.csv").read_text()
     assert (
-        "difference.j_per_decode_token.ci95_half" in csv and "fit.j_per_decode_token.bound" in csv
+        "difference.j_per_decode_token.ci95_half" in csv
+        and "fit.j_per_decode_token.ci95_half" in csv
     )
+    phase = text[text.index("phase energy by difference") : text.index("gap % 1/N =")]
+    assert "bound" not in csv and "bound" not in phase and "95% interval of their mean" in phase
 
 
-def test_a_fitted_bound_wider_than_its_figure_is_null_with_the_reason(tmp_path: Path) -> None:
+def test_a_fitted_interval_wider_than_its_figure_is_null_with_the_reason(tmp_path: Path) -> None:
     def make(point: dict[str, Any]) -> dict[str, Any]:
         body = _result(point)
-        body["energy"]["prefill_j_uncertainty"] = 1.5 * body["energy"]["prefill_j"]
+        body["energy"]["prefill_j_ci95_half_width"] = 2.0 * body["energy"]["prefill_j"]
         return body
 
     row = _only(_sweep(tmp_path / "s", make))
     assert row.fitted_prefill.value is None and row.prefill_agrees is None
-    assert "the bound is wider than the figure" in (row.fitted_prefill.null_reason or "")
+    assert "the interval is wider than the figure" in (row.fitted_prefill.null_reason or "")
     assert row.fitted_decode.value == pytest.approx(DELTA)
+
+
+def test_an_older_result_without_the_fits_interval_is_null_with_the_reason(
+    tmp_path: Path,
+) -> None:
+    """A result written before the split published a 95% interval has only its worst-case
+    bound, which is no interval: the fitted figure is null with the reason, no verdict."""
+
+    def make(point: dict[str, Any]) -> dict[str, Any]:
+        body = _result(point)
+        del body["energy"]["prefill_j_ci95_half_width"], body["energy"]["decode_j_ci95_half_width"]
+        return body
+
+    row = _only(_sweep(tmp_path / "s", make))
+    for est in (row.fitted_prefill, row.fitted_decode):
+        assert est.value is None and "no 95% interval" in (est.null_reason or ""), est
+    assert row.prefill_agrees is None and row.decode_agrees is None
+    assert row.decode.value == pytest.approx(DELTA, rel=1e-9)  # the difference stands alone
+    text = " ".join(build_report([tmp_path / "s"], plots=False, width=200).text.split())
+    assert "energy.decode_j has no 95% interval" in text
 
 
 def test_no_energy_is_null_with_the_reason(tmp_path: Path) -> None:
@@ -198,8 +230,8 @@ def test_the_plot_puts_each_method_with_its_interval_in_a_panel_per_phase(tmp_pa
     difference, fit = decode.points
     assert difference[0] is not None and difference[0][0] == pytest.approx(DELTA)
     assert difference[0][1] == pytest.approx(phases[0].decode.half_width)
-    assert fit[1] == pytest.approx((DELTA, 0.02 * DELTA))
-    assert prefill.points[1][0] == pytest.approx((ALPHA, 0.05 * ALPHA))
+    assert fit[1] == pytest.approx((DELTA, DECODE_HALF * DELTA * MEAN_OF_3))
+    assert prefill.points[1][0] == pytest.approx((ALPHA, PREFILL_HALF * ALPHA * MEAN_OF_3))
     fig = draw(plot)
     assert [ax.get_ylabel() for ax in fig.axes] == [
         "prefill J per prompt token",

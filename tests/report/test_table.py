@@ -382,6 +382,8 @@ def _wide_result(point: dict) -> dict:
         j_per_decode_token=0.05,
         j_per_prefill_token_uncertainty=0.0006,
         j_per_decode_token_uncertainty=0.02,
+        j_per_prefill_token_ci95_half_width=0.0004,
+        j_per_decode_token_ci95_half_width=0.01,
     )
     return body
 
@@ -407,7 +409,7 @@ def test_no_value_or_header_is_ever_cut(tmp_path: Path, width: int, keys: list[s
     # every part keeps the knobs, so each row says which configuration it is
     parts = [i for i, line in enumerate(lines) if line.startswith(keys[0])]
     assert len(parts) >= 2
-    for header in ("conc", "pre/dec/gap %", "J/prefill tok ±bound", "J/decode tok ±bound"):
+    for header in ("conc", "pre/dec/gap %", "J/prefill tok ±95%", "J/decode tok ±95%"):
         assert sum(header in lines[i] for i in parts) == 1, header
     assert sum("0.511" in line for line in lines) == 4
     assert sum("0.566" in line for line in lines) == 4

@@ -1,5 +1,5 @@
 """``phase_energy.png``: prefill J per prompt token and decode J per token by difference (95%
-interval over the repeats) beside the fitted split's (± its bound), one pair of bars per
+interval over the repeats) beside the fitted split's (± its 95% interval), one pair of bars per
 configuration and N, a panel per phase (``llem.report.phase_difference``).
 
 :func:`prepare_phase_energy` turns the comparisons into a :class:`PhaseEnergyPlot` (raising
@@ -19,7 +19,7 @@ from llem.report.plots.common import PlotSkipped
 from llem.report.plots.style import new_figure, save, side_legend, style_axes, titles
 
 PHASE_PLOT = "phase_energy.png"
-METHODS = ("by difference (95% CI)", "fitted split (± bound)")
+METHODS = ("by difference (95% CI)", "fitted split (95% CI)")
 
 
 @dataclass(frozen=True)
