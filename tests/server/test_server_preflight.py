@@ -1,12 +1,14 @@
 """What ``+backend=server`` refuses at pre-flight, before anything loads (exit 3): a running
-server that does not answer ``GET /v1/models`` within the pre-flight timeout, or an API key
-variable that is not set."""
+server that does not answer ``GET /v1/models`` within the pre-flight timeout, an API key variable
+that is not set, and a launch preset this interpreter cannot start, with the recipe docs/engines.md
+gives as its hint."""
 
 from __future__ import annotations
 
 import socket
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -15,6 +17,8 @@ from llem.config.engines import engine
 from llem.config.schema import ExperimentConfig
 from llem.config.server import Launch
 from llem.runner.preflight import engine_preflight
+
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 
 def _refused_url() -> str:
@@ -56,3 +60,19 @@ def test_an_unset_api_key_variable_is_refused_at_preflight(monkeypatch: pytest.M
         assert problems == [
             "server.api_key_env=LLEM_TEST_UNSET_KEY: the environment variable is not set"
         ], where
+
+
+def test_the_llamacpp_hint_is_the_documented_build_script(monkeypatch: pytest.MonkeyPatch) -> None:
+    """llama-cpp-python missing: the hint is docs/engines.md's recipe for this interpreter's
+    environment (the pinned, portable build), not an unpinned ``pip install``."""
+    _, hint = preflight.LAUNCH_PACKAGES[Launch.llamacpp]
+    # as if llama_cpp were not installed here, whether or not it is
+    monkeypatch.setitem(preflight.LAUNCH_PACKAGES, Launch.llamacpp, ("llem_never_installed", hint))
+    exp = ExperimentConfig(backend="server")
+    exp.server.launch = Launch.llamacpp
+    (problem,) = engine_preflight(exp, engine("server"), "cpu", False)
+    recipe = "bash scripts/build_llamacpp.sh ~/.cache/llem/wheels"
+    assert f"({recipe} {sys.prefix} builds the pinned version" in problem
+    assert "pip install" not in problem
+    documented = (DOCS / "engines.md").read_text(encoding="utf-8")
+    assert f"\n{recipe} .venv\n" in documented

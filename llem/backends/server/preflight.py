@@ -3,7 +3,7 @@ for a running server (``server.url``), that it answers ``GET /v1/models`` within
 ``PREFLIGHT_TIMEOUT_S`` and lists the model under the name requests use
 (``llem.backends.server.served``); for one llem starts, that the preset ``server.launch`` names
 can start here (its Python package is importable with this interpreter, or its program is on
-``PATH``), and that its command can be built from the point's
+``PATH``; the hint is the documented recipe), and that its command can be built from the point's
 keys. A server llem launches cannot be asked what it serves before it starts."""
 
 from __future__ import annotations
@@ -26,10 +26,15 @@ from llem.backends.types import BackendSections
 from llem.config.server import Launch, ServerConfig
 from llem.errors import RunError
 
-#: each preset's Python package (started as ``python -m ...``) and how to install it
+#: each preset's Python package (started as ``python -m ...``) and how to install it, as
+#: docs/engines.md gives it ({venv}: this interpreter's environment, ``sys.prefix``)
 LAUNCH_PACKAGES: dict[Launch, tuple[str, str]] = {
     Launch.vllm: ("vllm", "LLEM_VENV=.venv-vllm bash scripts/setup.sh --vllm, then its python"),
-    Launch.llamacpp: ("llama_cpp", "pip install 'llama-cpp-python[server]'"),
+    Launch.llamacpp: (
+        "llama_cpp",
+        "bash scripts/build_llamacpp.sh ~/.cache/llem/wheels {venv} builds the pinned version "
+        "and installs it there",
+    ),
     Launch.sglang: ("sglang", "pip install 'sglang[all]' in an environment of its own"),
 }
 #: the presets that start a program of their own (not this interpreter), and how to get it
@@ -88,7 +93,7 @@ def preflight_problems(
         if importlib.util.find_spec(package) is None:
             return [
                 f"server.launch={launch.value} starts '{package}' with this interpreter "
-                f"({sys.executable}), where it is not installed ({hint})"
+                f"({sys.executable}), where it is not installed ({hint.format(venv=sys.prefix)})"
             ]
     try:
         launch_spec(sections, 0)
