@@ -99,6 +99,8 @@ class ServerBackend:
         key: dict[str, Any] = {"url": c.url, "model": self.served_name, "device": device}
         if c.pids is not None:  # the running server's processes, found at its load
             key["pids"] = list(c.pids)
+        if c.url is not None and c.gpus is not None:  # where it runs, as stated (its device)
+            key["gpus"] = list(c.gpus)
         if c.launch is not None:
             key.update(
                 launch=c.launch.value,
@@ -174,6 +176,8 @@ class ServerBackend:
             engine_process=ENGINE_PROCESS_NOTE,
             base_url=base_url,
             served_model=self.served_name,
+            tokenizer_of=m.name_or_path,
+            stated_gpus=None if self.config.gpus is None else list(self.config.gpus),
             endpoint=self.config.endpoint.value,
             launched=launched,
             launch_record=record,
