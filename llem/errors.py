@@ -81,7 +81,9 @@ class SweepInUse(LlemError):
 
 
 class RunError(LlemError):
-    """A run started but could not finish (model load, generation, out of memory)."""
+    """A run started but could not finish (model load, generation, out of memory): exit 1, as
+    an unexpected error, but one line and no traceback; what pre-flight can know is a
+    ``PreflightError`` instead."""
 
     exit_code = EXIT_UNEXPECTED
 

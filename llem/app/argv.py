@@ -26,8 +26,9 @@ examples:
 
 python -m llem --cfg job       shows every key of the composed configuration
 python -m llem --hydra-help    lists Hydra's own flags (launchers, sweepers, logging)
-exit codes: 0 ok, 1 unexpected, 2 configuration error, 3 pre-flight failure (or the sweep
-            directory is in use by another sweep), 4 a sweep point failed
+exit codes: 0 ok, 1 the run failed once started (or an unexpected error: a traceback),
+            2 configuration error, 3 pre-flight failure (or the sweep directory is in use by
+            another sweep), 4 a sweep point failed
 """
 
 

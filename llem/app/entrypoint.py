@@ -1,7 +1,8 @@
 """``python -m llem``: the Hydra entrypoint, its task function, and the exit code of a command.
 
 Exit codes: 0 all runs ok, 2 configuration error, 3 pre-flight failure (also: the sweep directory
-is in use by another sweep), 4 one or more runs of a sweep failed, 130 interrupted, 1 unexpected
+is in use by another sweep), 4 one or more runs of a sweep failed, 130 interrupted, 1 a single
+run that failed once started (one ``error:`` line; its result.json says failed) or an unexpected
 error (with a traceback in llem.log and on stderr). Errors are raised, never printed, below
 ``main``: ``llem.app.boundary.guard`` is the one boundary.
 """

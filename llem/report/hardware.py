@@ -43,6 +43,10 @@ class _Runs(Protocol):
 #: the summary's hardware label column (present when the hardware differs between runs)
 GPU = "gpu"
 
+#: the label of a run that recorded its hardware but states no device (``device`` null with its
+#: reason: a server llem did not start, on GPUs not named by ``server.gpus``)
+NOT_STATED = "device not stated"
+
 #: how a replayed run's GPU model starts (``replay:<trace file name>``, llem.measure.sources)
 REPLAY = "replay:"
 
@@ -170,14 +174,15 @@ def _applies(key: HardwareKey, name: str) -> bool:
 
 
 def hardware_label(key: HardwareKey | None, details: Sequence[str] = ()) -> str:
-    """``NVIDIA A100-SXM4-80GB ×2``; CPU: ``cpu``; with the ``details`` that tell rows apart
+    """``NVIDIA A100-SXM4-80GB ×2``; CPU: ``cpu``; no device: ``device not stated``; with the
+    ``details`` that tell rows apart
     (``NVIDIA A100-SXM4-80GB ×1 · 250 W limit``, ``cpu · on node-2``, ``cpu · 4 threads``)."""
     if key is None:
         return "unknown"
     if key.gpu_model is not None:
         base = f"{key.gpu_model} ×{key.gpu_count}" if key.gpu_count else key.gpu_model
-    elif key.device is None:
-        return "unknown"
+    elif key.device is None:  # the run stated none (a server llem did not start: null device)
+        return NOT_STATED
     else:
         base = key.device if key.device == "cpu" else f"{key.device} (GPU model not recorded)"
     said = [_detail(key, name) for name in details if _applies(key, name)]

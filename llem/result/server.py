@@ -10,7 +10,11 @@ from the variable ``server.api_key_env`` names, and only the variable's name is 
 ``version`` what the server reports (null with the reason where it reports none),
 ``launch_to_ready_s`` the seconds from the launch to its first ready answer and ``log`` its log
 file; for a running server they are null with the reason. ``endpoint`` is the API the requests
-used (completions or chat).
+used (completions or chat). ``model`` is the name the server serves the model as, ``tokenizer``
+the model whose tokenizer built the prompts (``model.name_or_path``, the result's ``model``): for
+a running server, only that; llem cannot see what it serves under the name (null in results
+written before it was kept). A running server's device is not llem's: the result's ``device`` is
+``cuda`` where ``server.gpus`` names its GPUs, else null with the reason.
 
 The server's own view (``llem.backends.server.metrics``): while the window's requests are served,
 llem polls ``metrics_url`` (the server's Prometheus ``/metrics``) every ``metrics_poll_ms``, from
@@ -72,6 +76,8 @@ class ServerSection:
     launched: bool
     endpoint: str  # completions | chat
     model: str  # the name the server serves the model as
+    # the model whose tokenizer built the prompts (model.name_or_path); null before it was kept
+    tokenizer: str | None = None
     command: str | None = None  # a launched server's full command line
     version: str | None = None
     launch_to_ready_s: float | None = None

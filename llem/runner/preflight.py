@@ -71,8 +71,9 @@ def resolve_device(requested: Device, has_cuda: bool) -> str:
 
 
 class PreflightMemo:
-    """The slow checks' answers (the hub's about a model, a JSONL file read) kept for the points
-    of one sweep, which mostly share their model and dataset: each is asked once."""
+    """The slow checks' answers (the hub's about a model, a JSONL file read, a running server's
+    model list) kept for the points of one sweep, which mostly share their model, dataset and
+    engine section: each is asked once."""
 
     def __init__(self) -> None:
         self._answers: dict[tuple[str, str], list[str]] = {}
@@ -129,7 +130,12 @@ def collect_problems(
             "use device=auto or device=cpu"
         )
     device = resolve_device(exp.device, has_cuda)
-    problems.extend(engine_preflight(exp, active_engine(exp), device, has_cuda))
+    row = active_engine(exp)
+    # a running server is asked what it serves: once per server section of a sweep's plan
+    engine_key = (row.name, device, has_cuda, sections(exp, row.name))
+    problems.extend(
+        memo.answer("engine", engine_key, lambda: engine_preflight(exp, row, device, has_cuda))
+    )
     problems.extend(memo.answer("model", exp.model, lambda: _model_problems(exp)))
     q = exp.quantization
     if (q.load_in_4bit or q.load_in_8bit) and importlib.util.find_spec("bitsandbytes") is None:

@@ -5,6 +5,12 @@ energy: unavailable: no NVIDIA GPU/NVML (NVMLError_LibraryNotFound); CPU package
 quality: arithmetic accuracy 0.422 (95% 0.309-0.544, Wilson), 27/64 correct; J per correct ...
 result: outputs/2026-11-21/10-00-00/result.json
 
+A server llem did not start (``server.url``) is named by its served model beside the tokenizer's,
+on the server's GPUs where ``server.gpus`` names them, else on a device not stated (llem's own
+device is not the server's):
+
+llem: fake-model (served; tokenizer m) on the server's GPUs 0, 1 (server.gpus), dtype ...: ...
+
 A ``measurement.boundary=node`` run prints one more line after the energy line: what its total
 covers, each component's joules (or why it has none; the GPUs' with their bound), and the J per
 output token of the sum; a total without a bound says so (RAPL states no accuracy).
@@ -150,13 +156,29 @@ def _once_per_sweep(line: str, run_dir: Path) -> str | None:
     return "".join(kept) if kept[0] == gpu else "energy: " + kept[0].removeprefix("; ")
 
 
+def what_ran(result: RunResult) -> str:
+    """``m on cpu (float32)``; for a server llem did not start, the served model and the
+    tokenizer's, and the server's device as far as it is known (never llem's own):
+    ``fake-model (served; tokenizer m) on the server's GPUs 0, 1 (server.gpus), dtype ...``."""
+    server = result.server
+    if server is None or server.launched:
+        return f"{result.model} on {result.device} ({result.dtype})"
+    gpus = (result.config or {}).get("server", {}).get("gpus") if result.device else None
+    where = (
+        f"the server's GPU{'s' if len(gpus) > 1 else ''} {', '.join(map(str, gpus))} (server.gpus)"
+        if gpus
+        else "the server's device, not stated (server.gpus names its GPUs)"
+    )
+    return f"{server.model} (served; tokenizer {result.model}) on {where}, dtype {result.dtype}"
+
+
 def summary_line(result: RunResult, run_dir: Path) -> str:
     w, t = result.workload, result.throughput
     rate = t.output_tokens_per_s
     serving = serving_line(result)
     energy = _once_per_sweep(energy_line(result.energy), run_dir)
     return (
-        f"llem: {result.model} on {result.device} ({result.dtype}): "
+        f"llem: {what_ran(result)}: "
         f"{w.requests} requests, {w.output_tokens} output tokens in "
         f"{result.latency.generate_s or 0.0:.2f} s = {rate or 0.0:.1f} tokens/s\n"
         + (f"{serving}\n" if serving else "")

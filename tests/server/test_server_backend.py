@@ -14,7 +14,7 @@ import pytest
 from llem.backends import create_backend
 from llem.config.schema import ExperimentConfig
 from llem.config.server import Launch
-from llem.errors import RunError
+from llem.errors import PreflightError, RunError
 from llem.testing.cli import output, run_llem, run_tiny
 from tests.server.fake_openai import Plan
 from tests.server.fake_thread import fake_in_thread
@@ -92,13 +92,43 @@ def test_the_api_key_is_sent_and_never_written(
     assert written and not [p for p in written if secret in p.read_text(errors="replace")]
 
 
-def test_a_model_the_server_does_not_serve_is_named(tiny_model_dir: Path, tmp_path: Path) -> None:
-    with fake_in_thread(Plan()) as url, pytest.raises(RunError) as err:
+def test_a_model_the_server_does_not_serve_is_refused_at_preflight(
+    tiny_model_dir: Path, tmp_path: Path
+) -> None:
+    """``GET /v1/models`` is asked before anything loads: the run's name missing from the list is
+    a pre-flight failure (exit 3), with nothing written."""
+    plan = Plan()
+    with fake_in_thread(plan) as url, pytest.raises(PreflightError) as err:
         run_tiny(tiny_model_dir, tmp_path / "run", *_overrides(url), "server.model=other")
-    assert err.value.message == (
+    assert err.value.problems == [
         f"model 'other' is not served by {url} (served: fake-model); set server.model to the "
         "served name"
-    )
+    ]
+    assert not (tmp_path / "run").exists()
+    assert plan.seen == []  # no request was sent
+
+
+def test_a_refused_url_is_refused_at_preflight(tiny_model_dir: Path, tmp_path: Path) -> None:
+    url = _refused_url()
+    with pytest.raises(PreflightError) as err:
+        run_tiny(tiny_model_dir, tmp_path / "run", *_overrides(url))
+    (problem,) = err.value.problems
+    assert problem.startswith(f"cannot connect to the server at {url}/v1/models (")
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_running_server_that_stops_serving_the_model_after_preflight_fails_the_load(
+    tiny_model_dir: Path,
+) -> None:
+    """Pre-flight asked; the load asks again (the server may have changed since): a RunError."""
+    exp = ExperimentConfig(backend="server")
+    exp.model.name_or_path = str(tiny_model_dir)
+    exp.model.gguf_file = None
+    with fake_in_thread(Plan()) as url, pytest.raises(RunError) as err:
+        exp.server.url = url
+        exp.server.model = "other"
+        create_backend(exp).load("cpu")
+    assert err.value.message.startswith(f"model 'other' is not served by {url} (served: ")
 
 
 def test_the_load_key_changes_with_the_launch_arguments_only() -> None:
@@ -139,7 +169,7 @@ def test_the_command_line_measures_a_running_server(tiny_model_dir: Path, tmp_pa
 
 
 @pytest.mark.slow
-def test_a_refused_url_is_a_failed_point_with_one_line(
+def test_a_refused_url_fails_preflight_with_one_line_and_writes_nothing(
     tiny_model_dir: Path, tmp_path: Path
 ) -> None:
     url = _refused_url()
@@ -152,14 +182,41 @@ def test_a_refused_url_is_a_failed_point_with_one_line(
         cwd=tmp_path,
         timeout=300,
     )
-    assert proc.returncode == 1, output(proc)
+    assert proc.returncode == 3, output(proc)
     assert "Traceback" not in proc.stderr, output(proc)
-    said = f"cannot connect to the server at {url}"
+    said = f"1 pre-flight check failed: cannot connect to the server at {url}/v1/models ("
     lines = [ln for ln in proc.stderr.splitlines() if said in ln]
     assert len(lines) == 1, output(proc)
-    (result,) = _results(tmp_path)
-    assert result["status"] == "failed"
-    assert f"cannot connect to the server at {url}/v1/models" in result["error"]["message"]
+    assert not (tmp_path / "outputs").exists(), output(proc)
+
+
+@pytest.mark.slow
+def test_a_sweep_point_whose_model_is_not_served_fails_and_the_others_run(
+    tiny_model_dir: Path, tmp_path: Path
+) -> None:
+    """One point's pre-flight failure (a served name the server does not list) fails that point
+    only: it is recorded, the other runs, and the sweep exits 4."""
+    with fake_in_thread(Plan(usage=dict(PLANTED))) as url:
+        proc = run_llem(
+            "model=hf",
+            f"model.name_or_path={tiny_model_dir}",
+            "device=cpu",
+            "measurement.energy=none",
+            *_overrides(url),
+            "server.model=other,fake-model",
+            multirun=True,
+            cwd=tmp_path,
+            timeout=300,
+        )
+    assert proc.returncode == 4, output(proc)
+    by_model = {
+        next(o.split("=")[1] for o in r["overrides"] if o.startswith("server.model=")): r
+        for r in _results(tmp_path)
+    }
+    assert by_model["fake-model"]["status"] == "ok"
+    failed = by_model["other"]
+    assert failed["status"] == "failed" and failed["error"]["type"] == "PreflightError"
+    assert "model 'other' is not served by" in failed["error"]["message"]
 
 
 def test_preflight_names_a_launch_preset_this_interpreter_cannot_start(

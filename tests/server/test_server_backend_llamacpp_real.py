@@ -37,7 +37,8 @@ pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(
         importlib.util.find_spec("llama_cpp") is None and not os.environ.get("LLEM_NEED_LLAMACPP"),
-        reason="llama_cpp is not importable here: pip install 'llama-cpp-python[server]'",
+        reason="llama_cpp is not importable here: "
+        "bash scripts/build_llamacpp.sh ~/.cache/llem/wheels .venv",
     ),
 ]
 

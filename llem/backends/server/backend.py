@@ -3,9 +3,11 @@ for the point (``server.launch``), measured through the HTTP client (``client.se
 
 ``load`` launches the server (its log in the run directory where Hydra's is known, else in a
 temporary directory) or connects to the running one, and checks that ``GET /v1/models`` lists the
-model asked for. Every workload is served (``serve``; ``generate`` is never called). Token counts
-are the server's own ``usage``: a stream without it fails the run, llem never counts them itself
-(``server.stream=false`` asks for whole answers instead, which carry it).
+model asked for (``llem.backends.server.served``; a running server's list was asked at
+pre-flight too, but it may have changed since). Every workload is served (``serve``; ``generate``
+is never called). Token counts are the server's own ``usage``: a stream without it fails the
+run, llem never counts them itself (``server.stream=false`` asks for whole answers instead, which
+carry it).
 ``unload`` stops a launched server's whole process group; while one is running, SIGTERM raises
 ``SystemExit`` so that the run's ``finally`` paths stop it too (Ctrl-C does so already).
 """
@@ -19,8 +21,6 @@ import socket
 import tempfile
 import threading
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -31,6 +31,7 @@ from llem.backends.server.host import url_host
 from llem.backends.server.launch import LaunchedServer, LaunchRecord, launch
 from llem.backends.server.loaded import ServerModel
 from llem.backends.server.presets import launch_spec
+from llem.backends.server.served import not_served, served_models, served_name
 from llem.backends.server.watch import serve_watched
 from llem.backends.types import (
     BackendSections,
@@ -50,7 +51,6 @@ ENGINE_PROCESS_NOTE = (
     "the model runs in the server's own processes; this process's allocator and RSS do not see it"
 )
 WARMUP_PROMPTS = 4  # prompts each warm-up round sends at once
-MODELS_TIMEOUT_S = 10.0
 
 Sections = BackendSections[ServerConfig]
 
@@ -69,24 +69,6 @@ def log_dir() -> Path:
         return Path(HydraConfig.get().runtime.output_dir)
     except Exception:  # no Hydra run here (the Python API, tests): a directory of our own
         return Path(tempfile.mkdtemp(prefix="llem-server-"))
-
-
-def served_models(base_url: str, key: str | None) -> list[str]:
-    """The model ids ``GET /v1/models`` lists; a server that does not answer is a RunError."""
-    url = base_url.rstrip("/") + "/v1/models"
-    request = urllib.request.Request(url)  # noqa: S310 (the configured server)
-    if key is not None:
-        request.add_header("Authorization", f"Bearer {key}")
-    try:
-        with urllib.request.urlopen(request, timeout=MODELS_TIMEOUT_S) as r:  # noqa: S310
-            answer = json.loads(r.read())
-    except urllib.error.HTTPError as e:
-        raise RunError(f"server at {base_url}: GET /v1/models answered HTTP {e.code}") from e
-    except (OSError, ValueError) as e:
-        reason = getattr(e, "reason", e)
-        raise RunError(f"cannot connect to the server at {url} ({reason})") from e
-    data = answer.get("data") if isinstance(answer, dict) else None
-    return [m["id"] for m in data or [] if isinstance(m, dict) and isinstance(m.get("id"), str)]
 
 
 class ServerBackend:
@@ -108,7 +90,7 @@ class ServerBackend:
 
     @property
     def served_name(self) -> str:
-        return self.config.model or self.sections.model.name_or_path
+        return served_name(self.sections)
 
     def load_key(self, device: str) -> str:
         """Equal keys reuse the server: a running one by its url, a launched one by its launch
@@ -117,6 +99,8 @@ class ServerBackend:
         key: dict[str, Any] = {"url": c.url, "model": self.served_name, "device": device}
         if c.pids is not None:  # the running server's processes, found at its load
             key["pids"] = list(c.pids)
+        if c.url is not None and c.gpus is not None:  # where it runs, as stated (its device)
+            key["gpus"] = list(c.gpus)
         if c.launch is not None:
             key.update(
                 launch=c.launch.value,
@@ -192,6 +176,8 @@ class ServerBackend:
             engine_process=ENGINE_PROCESS_NOTE,
             base_url=base_url,
             served_model=self.served_name,
+            tokenizer_of=m.name_or_path,
+            stated_gpus=None if self.config.gpus is None else list(self.config.gpus),
             endpoint=self.config.endpoint.value,
             launched=launched,
             launch_record=record,
@@ -217,11 +203,9 @@ class ServerBackend:
 
     def _check_served(self, base_url: str) -> None:
         served = served_models(base_url, api_key(self.config.api_key_env))
-        if self.served_name not in served:
-            raise RunError(
-                f"model {self.served_name!r} is not served by {base_url} (served: "
-                f"{', '.join(served) or 'none listed'}); set server.model to the served name"
-            )
+        problem = not_served(self.served_name, base_url, served)
+        if problem is not None:
+            raise RunError(problem)
 
     # --------------------------------------------------------------- serving
     def client_config(self, loaded: ServerModel) -> ClientConfig:

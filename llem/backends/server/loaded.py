@@ -25,6 +25,10 @@ from llem.result.server import write_server_metrics
 log = logging.getLogger(__name__)
 
 RUNNING = "the server was already running (server.url): llem did not start it"
+DEVICE_NOT_STATED = (
+    "not stated: the server at {url} was already running (server.url), so llem cannot know "
+    "its device; server.gpus names its GPUs"
+)
 NO_WINDOW = "the run ended before its measured window did: the server's /metrics was not read"
 USAGE = ("usage_prompt_tokens", "usage_completion_tokens")
 #: where the server ran, found after the window (``llem.backends.server.gpus``)
@@ -38,6 +42,8 @@ class ServerModel(LoadedModel):
 
     base_url: str = ""
     served_model: str = ""
+    tokenizer_of: str = ""  # the model whose tokenizer builds the prompts (model.name_or_path)
+    stated_gpus: list[int] | None = None  # server.gpus: where a running server runs, as named
     endpoint: str = "completions"
     launched: LaunchedServer | None = None
     launch_record: LaunchRecord | None = None
@@ -77,6 +83,7 @@ def server_section(loaded: ServerModel, result: RunResult) -> None:
         launched=record is not None,
         endpoint=loaded.endpoint,
         model=loaded.served_model,
+        tokenizer=loaded.tokenizer_of or None,
         command=record.command_line if record else None,
         version=record.version if record else None,
         launch_to_ready_s=round(record.launch_to_ready_s, 3) if record else None,
@@ -84,6 +91,8 @@ def server_section(loaded: ServerModel, result: RunResult) -> None:
         on_this_host=True if loaded.running is None else loaded.running.host.local,
     )
     reasons = result.null_reasons
+    if loaded.running is not None:
+        stated_device(loaded, result)
     if record is None:
         for key in ("command", "version", "launch_to_ready_s", "log"):
             reasons[f"server.{key}"] = RUNNING
@@ -91,6 +100,18 @@ def server_section(loaded: ServerModel, result: RunResult) -> None:
         reasons["server.version"] = record.version_reason or "the server reports no version"
     for key in (*FIGURES, "metrics_url", "metrics_poll_ms", *USAGE, *WHERE):
         reasons[f"server.{key}"] = NO_WINDOW
+
+
+def stated_device(loaded: ServerModel, result: RunResult) -> None:
+    """``result.device`` for a server llem did not start: not llem's own device but what is
+    known of the server's, ``cuda`` where server.gpus names its GPUs, else null with the
+    reason."""
+    if loaded.stated_gpus:
+        result.device = "cuda"
+        result.null_reasons.pop("device", None)
+        return
+    result.device = None
+    result.null_reasons["device"] = DEVICE_NOT_STATED.format(url=loaded.base_url)
 
 
 def window_view(watched: Watched, result: RunResult, run_dir: Path) -> None:

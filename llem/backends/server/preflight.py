@@ -1,6 +1,10 @@
-"""What ``+backend=server`` checks before anything starts: that the preset ``server.launch``
-names can start here (its Python package is importable with this interpreter, or its program is
-on ``PATH``), and that its command can be built from the point's keys."""
+"""What ``+backend=server`` checks before anything starts: that the API key's variable is set;
+for a running server (``server.url``), that it answers ``GET /v1/models`` within
+``PREFLIGHT_TIMEOUT_S`` and lists the model under the name requests use
+(``llem.backends.server.served``); for one llem starts, that the preset ``server.launch`` names
+can start here (its Python package is importable with this interpreter, or its program is on
+``PATH``; the hint is the documented recipe), and that its command can be built from the point's
+keys. A server llem launches cannot be asked what it serves before it starts."""
 
 from __future__ import annotations
 
@@ -10,15 +14,27 @@ import shlex
 import shutil
 import sys
 
+from llem.backends.server.client import api_key
 from llem.backends.server.presets import launch_spec
+from llem.backends.server.served import (
+    PREFLIGHT_TIMEOUT_S,
+    not_served,
+    served_models,
+    served_name,
+)
 from llem.backends.types import BackendSections
 from llem.config.server import Launch, ServerConfig
 from llem.errors import RunError
 
-#: each preset's Python package (started as ``python -m ...``) and how to install it
+#: each preset's Python package (started as ``python -m ...``) and how to install it, as
+#: docs/engines.md gives it ({venv}: this interpreter's environment, ``sys.prefix``)
 LAUNCH_PACKAGES: dict[Launch, tuple[str, str]] = {
     Launch.vllm: ("vllm", "LLEM_VENV=.venv-vllm bash scripts/setup.sh --vllm, then its python"),
-    Launch.llamacpp: ("llama_cpp", "pip install 'llama-cpp-python[server]'"),
+    Launch.llamacpp: (
+        "llama_cpp",
+        "bash scripts/build_llamacpp.sh ~/.cache/llem/wheels {venv} builds the pinned version "
+        "and installs it there",
+    ),
     Launch.sglang: ("sglang", "pip install 'sglang[all]' in an environment of its own"),
 }
 #: the presets that start a program of their own (not this interpreter), and how to get it
@@ -39,12 +55,29 @@ def _program_problem(template: str) -> str | None:
     return f"server.command starts '{program}', which is not on PATH (nor an executable file)"
 
 
+def _running_problems(sections: BackendSections[ServerConfig]) -> list[str]:
+    """Whether the running server at ``server.url`` answers and serves the run's model."""
+    url = sections.engine.url
+    if url is None:
+        return []
+    try:
+        served = served_models(url, api_key(sections.engine.api_key_env), PREFLIGHT_TIMEOUT_S)
+    except RunError as exc:
+        return [exc.message]
+    problem = not_served(served_name(sections), url.rstrip("/"), served)
+    return [] if problem is None else [problem]
+
+
 def preflight_problems(
     sections: BackendSections[ServerConfig], device: str, has_cuda: bool
 ) -> list[str]:
     launch = sections.engine.launch
     if launch is None:
-        return []
+        return _running_problems(sections)
+    try:
+        api_key(sections.engine.api_key_env)
+    except RunError as exc:
+        return [exc.message]
     if launch == Launch.command:
         problem = _program_problem(sections.engine.command or "")
         if problem is not None:
@@ -60,7 +93,7 @@ def preflight_problems(
         if importlib.util.find_spec(package) is None:
             return [
                 f"server.launch={launch.value} starts '{package}' with this interpreter "
-                f"({sys.executable}), where it is not installed ({hint})"
+                f"({sys.executable}), where it is not installed ({hint.format(venv=sys.prefix)})"
             ]
     try:
         launch_spec(sections, 0)
