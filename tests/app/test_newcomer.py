@@ -31,6 +31,9 @@ SETUP_TEST = "tests/test_setup_script.py::test_setup_prints_a_line_per_step_and_
 RUN_BY: dict[str, str] = {
     "bash scripts/setup.sh": SETUP_TEST,
     "LLEM_EXTRAS=dev bash scripts/setup.sh": SETUP_TEST,  # and .ci/run's own setup (dev extra)
+    "source .venv/bin/activate": (
+        "tests/test_docs_commands.py::test_the_readme_and_install_page_activate_before_llem"
+    ),
     "llem": "tests/app/test_entrypoint.py::test_default_model_runs_offline",
     "llem pytorch.batch_size=8 decoder=creative decoder.temperature=0.7": (
         "tests/app/test_newcomer.py::test_the_readme_runs_compose_and_pass_preflight"
