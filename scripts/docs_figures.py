@@ -164,7 +164,10 @@ def as_number(text: str) -> float:
 
 
 def written(value: Any) -> str:
-    """A value as the docs write it: thousands with commas (``2,069``)."""
+    """A value as the docs write it: thousands with commas (``2,069``), a whole float as an
+    integer (``5.0`` as ``5``)."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
     return f"{value:,}" if isinstance(value, int) else str(value)
 
 

@@ -113,3 +113,7 @@ def test_a_default_is_looked_up_by_its_dotted_key(figures: ModuleType) -> None:
     assert figures.lookup({"decoder": {"max_new_tokens": 64}}, "decoder.max_new_tokens") == 64
     with pytest.raises(KeyError):
         figures.lookup({"decoder": {}}, "decoder.max_new_tokens")
+
+
+def test_a_value_is_written_as_the_docs_write_it(figures: ModuleType) -> None:
+    assert [figures.written(v) for v in (2069, 5.0, 0.5, 12)] == ["2,069", "5", "0.5", "12"]
