@@ -21,6 +21,14 @@ installed). Other commands run as written, from the checkout, each page's in ord
 may build what its next command uses); ``--jobs`` pages run at once (2: both of CI's cores; a
 command mostly waits for a Python process to start). Prints PASS, FAIL or SKIP per command, page
 by page, and exits 1 when one failed.
+
+Each command runs in a shell of its own, with this environment's programs, so a page that shows
+``llem`` without first activating the environment would pass here and fail for its reader: on the
+pages a reader starts from a fresh clone with (``FRESH_PAGES``), a command of the environment
+(``llem``, ``python``, ...) before the page's ``source .venv/bin/activate`` fails, and the
+activation itself runs as this environment's. Then, unless ``--vllm-python`` or ``--llamacpp``,
+the figures the pages state that a script can recompute are checked (``scripts/docs_figures.py``:
+test counts by one ``pytest --collect-only``, the default configuration's values).
 """
 
 from __future__ import annotations
@@ -51,6 +59,12 @@ SKIPS: list[tuple[str, tuple[str, ...]]] = [
     ("slow", (r"bench/", r"pytest", r"test_oldest_stack")),
     ("writes", (r"> docs/", r"> conf/")),
 ]
+
+# The pages a reader follows from a fresh clone, where nothing of .venv is on PATH until the page
+# activates it; the programs that are there only then.
+FRESH_PAGES = ("README.md", "install.md")
+ACTIVATE = re.compile(r"^(?:source|\.) \.venv/bin/activate$")
+ENV_PROGRAMS = ("llem", "llem-report", "python", "mkdocs", "pytest", "ruff", "mypy", "pre-commit")
 
 LLEM_RUN = re.compile(r"^(?:\.venv(?:-vllm)?/bin/)?(?:llem|python3? -m llem)(?=\s|$)")
 VLLM_PYTHON = ".venv-vllm/bin/python"  # the docs' vLLM environment (scripts/setup.sh --vllm)
@@ -92,6 +106,29 @@ def page_commands(path: Path) -> list[Command]:
     return found
 
 
+def _program(command: str) -> str:
+    """The program a command starts, past its leading ``VAR=value`` assignments."""
+    words = [w for w in command.split() if not re.fullmatch(r"\w+=\S*", w)]
+    return words[0] if words else ""
+
+
+def unactivated(commands: list[Command]) -> dict[int, str]:
+    """On a fresh page, the commands (by index) that run a program of the environment before
+    the page activates it, each with what its reader meets."""
+    found: dict[int, str] = {}
+    if not commands or commands[0].page not in FRESH_PAGES:
+        return found
+    for i, cmd in enumerate(commands):
+        if ACTIVATE.match(cmd.text):
+            break
+        if _program(cmd.text) in ENV_PROGRAMS:
+            found[i] = (
+                f"on a fresh clone `{_program(cmd.text)}` is not on PATH here: the page shows no "
+                "`source .venv/bin/activate` before it (or write `.venv/bin/...`)"
+            )
+    return found
+
+
 def skip_reason(command: str, vllm_python: str | None = None, llamacpp: bool = False) -> str | None:
     """Why ``command`` is not run here (None: it runs). With ``vllm_python``, a command of the
     vLLM environment's interpreter runs with that one, unless another rule skips it; with
@@ -126,6 +163,8 @@ def argv_text(
         command = " ".join([*map(_quote, PROGRAMS[program]), rest]).strip()
     elif program.startswith(".venv/bin/python"):
         command = " ".join([_quote(sys.executable), rest])
+    elif ACTIVATE.match(command):
+        command = f"{program} {_quote(str(Path(sys.executable).parent / 'activate'))}"
     if llem_run and not real:
         multirun = "--multirun" in command
         where = "hydra.sweep.dir" if multirun else "hydra.run.dir"
@@ -180,6 +219,53 @@ def run(
     return "FAIL", f"exit {proc.returncode} after {took}{dry}: {tail[0][:200]}"
 
 
+def _run_pages(pages: list[Path], args: argparse.Namespace, counts: dict[str, int]) -> None:
+    """Run the pages' commands, ``--jobs`` pages at once, printing a line per command."""
+    with tempfile.TemporaryDirectory(prefix="llem-docs-") as tmp:
+        numbered, blocked, n = [], {}, 0
+        for page in pages:
+            every = page_commands(page)
+            blocked.update({every[i]: why for i, why in unactivated(every).items()})
+            cmds = [
+                c
+                for c in every
+                if (not args.vllm_python or c.text.startswith(VLLM_PYTHON + " "))
+                and (not args.llamacpp or _needs_llamacpp(c.text))
+            ]
+            numbered.append([(n + i + 1, c) for i, c in enumerate(cmds)])
+            n += len(cmds)
+
+        def one(i: int, c: Command) -> tuple[str, str]:
+            if c in blocked:
+                return "FAIL", blocked[c]
+            return run(c, args.real, Path(tmp), i, args.timeout, args.vllm_python, args.llamacpp)
+
+        def run_page(page: list[tuple[int, Command]]) -> list[tuple[str, str, Command]]:
+            return [(*one(i, c), c) for i, c in page]
+
+        with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+            for done in pool.map(run_page, numbered):  # in page order, as each page ends
+                for verdict, detail, cmd in done:
+                    counts[verdict] += 1
+                    print(f"{verdict}  {cmd.page}:{cmd.line}  {cmd.text}  [{detail}]", flush=True)
+
+
+def _check_figures(pages: list[Path] | None, counts: dict[str, int]) -> None:
+    """scripts/docs_figures.py's check of the pages' figures (its own pages when None)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "docs_figures", REPO / "scripts" / "docs_figures.py"
+    )
+    assert spec is not None and spec.loader is not None
+    figures = importlib.util.module_from_spec(spec)
+    sys.modules["docs_figures"] = figures  # its dataclasses look their module up there
+    spec.loader.exec_module(figures)
+    for verdict, where, detail in figures.check(pages or figures.default_pages()):
+        counts[verdict] += 1
+        print(f"{verdict}  {where}  [{detail}]", flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("pages", nargs="*", type=Path, help="default: docs/*.md and README.md")
@@ -196,32 +282,15 @@ def main(argv: list[str] | None = None) -> int:
         help="run the commands that need llama-cpp-python, and only those (CI's llama.cpp part)",
     )
     parser.add_argument("--jobs", type=int, default=2, help="pages run at once (default 2)")
+    parser.add_argument(
+        "--no-figures", action="store_true", help="leave out the figures' check (docs_figures.py)"
+    )
     args = parser.parse_args(argv)
     pages = args.pages or [*sorted((REPO / "docs").glob("*.md")), REPO / "README.md"]
     counts = {"PASS": 0, "FAIL": 0, "SKIP": 0}
-    with tempfile.TemporaryDirectory(prefix="llem-docs-") as tmp:
-        numbered, n = [], 0
-        for page in pages:
-            cmds = [
-                c
-                for c in page_commands(page)
-                if (not args.vllm_python or c.text.startswith(VLLM_PYTHON + " "))
-                and (not args.llamacpp or _needs_llamacpp(c.text))
-            ]
-            numbered.append([(n + i + 1, c) for i, c in enumerate(cmds)])
-            n += len(cmds)
-
-        def run_page(page: list[tuple[int, Command]]) -> list[tuple[str, str, Command]]:
-            return [
-                (*run(c, args.real, Path(tmp), i, args.timeout, args.vllm_python, args.llamacpp), c)
-                for i, c in page
-            ]
-
-        with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-            for done in pool.map(run_page, numbered):  # in page order, as each page ends
-                for verdict, detail, cmd in done:
-                    counts[verdict] += 1
-                    print(f"{verdict}  {cmd.page}:{cmd.line}  {cmd.text}  [{detail}]", flush=True)
+    _run_pages(pages, args, counts)
+    if not (args.vllm_python or args.llamacpp or args.no_figures):
+        _check_figures(args.pages or None, counts)
     print(", ".join(f"{v} {k.lower()}" for k, v in counts.items()))
     return 1 if counts["FAIL"] else 0
 

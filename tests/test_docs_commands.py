@@ -78,3 +78,52 @@ def test_llamacpp_commands_skip_until_llamacpp_is_installed(docs: ModuleType) ->
     build = "bash scripts/build_llamacpp.sh ~/.cache/llem/wheels .venv"
     assert docs.skip_reason(build, llamacpp=True).startswith("network")
     assert docs._needs_llamacpp(cmd) and not docs._needs_llamacpp("python -m llem")
+
+
+FRESH = """# A first page
+
+```bash
+bash scripts/setup.sh
+llem
+```
+
+```bash
+source .venv/bin/activate
+llem
+LLEM_EXTRAS=dev python -m pytest -q
+```
+"""
+
+
+def test_a_fresh_pages_llem_before_the_activation_fails_with_what_its_reader_meets(
+    docs: ModuleType, tmp_path: Path
+) -> None:
+    page = tmp_path / "README.md"
+    page.write_text(FRESH)
+    cmds = docs.page_commands(page)
+    blocked = docs.unactivated(cmds)
+    assert list(blocked) == [1]  # the first `llem`; the setup, the activation and after it pass
+    assert "`llem` is not on PATH" in blocked[1] and "source .venv/bin/activate" in blocked[1]
+    other = tmp_path / "guide.md"  # a page read with the environment already active
+    other.write_text(FRESH)
+    assert docs.unactivated(docs.page_commands(other)) == {}
+    late = tmp_path / "install.md"
+    late.write_text(FRESH.replace("source .venv/bin/activate\n", ""))
+    assert list(docs.unactivated(docs.page_commands(late))) == [1, 2, 3]  # env vars skipped
+
+
+def test_the_activation_runs_as_the_environment_the_check_runs_in(docs: ModuleType) -> None:
+    text = docs.argv_text("source .venv/bin/activate", False, Path("/s"), 1)
+    assert text == f"source {Path(sys.executable).parent / 'activate'}"
+    assert docs.skip_reason("source .venv/bin/activate") is None
+
+
+@pytest.mark.parametrize("name", ["README.md", "docs/install.md"])
+def test_the_readme_and_install_page_activate_before_llem(docs: ModuleType, name: str) -> None:
+    """A newcomer pastes the blocks in order into one shell: nothing of ``.venv`` runs before
+    the page activates it (or names it, ``.venv/bin/llem``)."""
+    cmds = docs.page_commands(REPO / name)
+    assert docs.unactivated(cmds) == {}
+    if name == "README.md":
+        texts = [c.text for c in cmds]
+        assert texts.index("source .venv/bin/activate") == texts.index("bash scripts/setup.sh") + 1

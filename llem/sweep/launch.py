@@ -365,7 +365,7 @@ class Launch:
                 status, error = "interrupted", "KeyboardInterrupt (result.json: failed)"
             self.outcomes.append(outcome(p, status, error))
             if finished and not (watcher and p.index in watcher.reported):
-                self.progress.done(p.index, p.label, status, quiet=self.local)
+                self.progress.done(p.index, p.label, status)
 
 
 def _result_fingerprint(point_dir: Path) -> tuple | None:

@@ -109,7 +109,7 @@ class SweepProgress:
         self._changed()
         return text
 
-    def done(self, index: int, label: str, status: str, quiet: bool = False) -> str:
+    def done(self, index: int, label: str, status: str) -> str:
         self.finished += 1
         self._last_done_s = self.elapsed_s
         self.counts[status] = self.counts.get(status, 0) + 1
@@ -117,7 +117,7 @@ class SweepProgress:
             f"finished {self.finished}/{self.total} (#{index}) [{label}]: {status} · "
             f"{self._timing()}"
         )
-        if (not quiet and not self.live) or (self.live and status != "ok"):
+        if not self.live or status != "ok":
             log.info(line)
         self._changed()
         return line

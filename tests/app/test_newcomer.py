@@ -31,6 +31,9 @@ SETUP_TEST = "tests/test_setup_script.py::test_setup_prints_a_line_per_step_and_
 RUN_BY: dict[str, str] = {
     "bash scripts/setup.sh": SETUP_TEST,
     "LLEM_EXTRAS=dev bash scripts/setup.sh": SETUP_TEST,  # and .ci/run's own setup (dev extra)
+    "source .venv/bin/activate": (
+        "tests/test_docs_commands.py::test_the_readme_and_install_page_activate_before_llem"
+    ),
     "llem": "tests/app/test_entrypoint.py::test_default_model_runs_offline",
     "llem pytorch.batch_size=8 decoder=creative decoder.temperature=0.7": (
         "tests/app/test_newcomer.py::test_the_readme_runs_compose_and_pass_preflight"
@@ -204,3 +207,35 @@ def test_the_docs_site_builds_strictly(tmp_path: Path) -> None:
         timeout=300,
     )
     assert proc.returncode == 0, output(proc)
+
+
+# How the README's first bullets name each engine, server launch and GPU vendor llem has: a new one
+# fails the test below until the README names it (and this table says how).
+README_NAMES = {
+    "engine pytorch": "PyTorch",
+    "engine vllm": "vLLM in llem's process",
+    "engine server": "OpenAI-compatible servers",
+    "launch vllm": "vLLM's",
+    "launch llamacpp": "llama.cpp's",
+    "launch sglang": "SGLang's",
+    "launch tgi": "TGI's",
+    "launch command": "a command",
+    "server.url": "already running at a URL",
+    "vendor nvidia": "NVML on NVIDIA",
+    "vendor amd": "amdsmi on AMD",
+    "cpu energy": "RAPL for the CPU packages and DRAM",
+}
+
+
+def test_the_readme_names_every_engine_launch_and_energy_source() -> None:
+    from llem.config.engines import ENGINES
+    from llem.config.server import Launch
+    from llem.devices.gpus import VENDORS
+
+    have = [f"engine {e.name}" for e in ENGINES] + [f"launch {k.value}" for k in Launch]
+    have += [f"vendor {name}" for name, _ in VENDORS] + ["server.url", "cpu energy"]
+    unnamed = [h for h in have if h not in README_NAMES]
+    assert not unnamed, f"name these in the README's first bullets and in README_NAMES: {unnamed}"
+    bullets = " ".join(README.read_text().split("\n## ", 1)[0].split())
+    missing = [README_NAMES[h] for h in have if README_NAMES[h] not in bullets]
+    assert not missing, f"the README's first bullets do not name: {missing}"

@@ -355,3 +355,32 @@ def test_peer_lm_eval_scores_the_same_greedy_generations(
     mode = "chat" if chat else "plain"
     print(f"peer ({mode}): {score:.4f} of n={len(mine)} in {elapsed_s:.1f} s")
     assert len(mine) == limit and score > 0  # the model gets some right: no trivial 0
+
+
+def test_the_docs_example_task_loads_without_lm_eval_s_warnings_and_scores(
+    tmp_path: Path, capfd: pytest.CaptureFixture
+) -> None:
+    """docs/quality.md's task YAML, as written (its data file moved here): lm-eval builds it
+    without a warning (a metric with no ``aggregation`` or ``higher_is_better`` gets one of each,
+    on every run), and it judges a planted answer."""
+    import logging
+    import re
+
+    page = (Path(__file__).parents[2] / "docs" / "quality.md").read_text()
+    (yaml,) = re.findall(r"^```yaml\n(.*?)^```", page, flags=re.M | re.S)
+    data = tmp_path / "my_arith.jsonl"
+    data.write_text('{"question": "What is 2 + 3?", "answer": "5"}\n')
+    assert "/data/my_arith.jsonl" in yaml
+    (tmp_path / "my_arith.yaml").write_text(yaml.replace("/data/my_arith.jsonl", str(data)))
+    heard: list[str] = []
+    handler = logging.Handler(logging.WARNING)
+    handler.emit = lambda record: heard.append(record.getMessage())  # type: ignore[method-assign]
+    logger = logging.getLogger("lm_eval")
+    logger.addHandler(handler)
+    try:
+        task = load_lm_eval_task("my_arith", str(tmp_path), None, None, None, False)
+    finally:
+        logger.removeHandler(handler)
+    assert [m for m in heard if "is defined, but" in m] == []
+    assert "is defined, but" not in capfd.readouterr().err
+    assert task.score(0, " 5").correct and not task.score(0, " 6").correct

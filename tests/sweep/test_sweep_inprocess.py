@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -281,3 +282,24 @@ def test_a_sweep_into_a_directory_another_sweep_holds_stops_with_exit_3(
     # once the other sweep has finished, the same command runs
     assert sweep(tiny, sweep_dir, "pytorch.batch_size=1,2") == 0
     assert plan(sweep_dir)["run_order"] == [0, 1]
+
+
+# --------------------------------------------------------------------------- progress
+@pytest.mark.slow
+def test_a_sweep_written_to_a_file_logs_each_point_s_start_and_end(
+    tiny: list[str], tmp_path: Path, capfd: pytest.CaptureFixture
+) -> None:
+    """docs/sweeps.md: where the output is no terminal, progress is plain lines, ``point k/N
+    (#index) [knobs] · elapsed · ETA`` when a point starts and ``finished k/N (#index) [knobs]:
+    status · ...`` when it ends, also for the points run in this process."""
+    sweep_dir = tmp_path / "sweep"
+    assert sweep(tiny, sweep_dir, "decoder=greedy,standard", "hydra.sweeper.progress=plain") == 0
+    text = "".join(capfd.readouterr())
+    lines = [line for line in text.splitlines() if re.search(r"\b(point|finished) \d/2 ", line)]
+    assert [re.sub(r".*?\b(point|finished) ", r"\1 ", line).split(" · ")[0] for line in lines] == [
+        "point 1/2 (#0) [decoder=greedy]",
+        "finished 1/2 (#0) [decoder=greedy]: ok",
+        "point 2/2 (#1) [decoder=standard]",
+        "finished 2/2 (#1) [decoder=standard]: ok",
+    ], text
+    assert "ETA" in lines[1]  # the time left, from the first point's
