@@ -16,13 +16,13 @@ A llem run is run as a dry run (``dry_run=true``: composed, validated and pre-fl
 loaded), its directory in a temporary folder, so the check takes seconds per command; ``--real``
 runs it as written. A run whose pre-flight refuses it for what this machine lacks
 (``REFUSED_HERE``: a node boundary of which no part can be read) passes with that refusal, the
-outcome its page documents for such a machine. ``--vllm-python PY`` runs only the commands of the vLLM environment's
-interpreter (``.venv-vllm/bin/python ...``), with PY, where that environment exists (CI's vLLM
-part); ``--llamacpp`` only those that need llama-cpp-python (CI's llama.cpp part, once it is
-installed). Other commands run as written, from the checkout, each page's in order (a page
-may build what its next command uses); ``--jobs`` pages run at once (2: both of CI's cores; a
-command mostly waits for a Python process to start). Prints PASS, FAIL or SKIP per command, page
-by page, and exits 1 when one failed.
+outcome its page documents for such a machine. ``--vllm-python PY`` runs only the commands of
+the vLLM environment's interpreter (``.venv-vllm/bin/python ...``), with PY, where that
+environment exists (CI's vLLM part); ``--llamacpp`` only those that need llama-cpp-python
+(CI's llama.cpp part, once it is installed). Other commands run as written, from the checkout,
+each page's in order (a page may build what its next command uses); ``--jobs`` pages run at once
+(2: both of CI's cores; a command mostly waits for a Python process to start). Prints PASS, FAIL
+or SKIP per command, page by page, and exits 1 when one failed.
 """
 
 from __future__ import annotations

@@ -83,14 +83,17 @@ def check_node(
     env: Mapping[str, str],
     opener: GpuOpener,
     rapl: Callable[[], RaplReader],
+    refused: str | None = None,
 ) -> NodeCheck:
     """The boundary's problems and warnings; none unless ``cfg.boundary`` is ``node``.
-    ``rapl`` opens the reader the run will use (called only here, for a node)."""
+    ``rapl`` opens the reader the run will use (called only here, for a node); ``refused`` says
+    why this host's meters are not the run's (a running server elsewhere, or on GPUs not named:
+    the run then reads none of them)."""
     if str(getattr(cfg.boundary, "value", cfg.boundary)) != "node":
         return NodeCheck()
     reasons: dict[str, str | None]
-    if energy_mode(cfg) == "none":
-        reasons = dict.fromkeys((GPUS, PACKAGES, DRAM), DISABLED)
+    if energy_mode(cfg) == "none" or refused is not None:
+        reasons = dict.fromkeys((GPUS, PACKAGES, DRAM), refused or DISABLED)
     else:
         reasons = {GPUS: gpu_reason(cfg, device_type, env, opener), **rapl_reasons(rapl())}
     unread = {part: why for part, why in reasons.items() if why is not None}

@@ -137,7 +137,9 @@ class MeasurementSession:
         problems = preflight_problems(
             self.cfg, self.device_type, self.torch_indices, env, self._gpus
         )
-        node = check_node(self.cfg, self.device_type, env, self._gpus, self._rapl_reader)
+        node = check_node(
+            self.cfg, self.device_type, env, self._gpus, self._rapl_reader, self._refused
+        )
         self.preflight_warnings = node.warnings
         return problems + node.problems
 

@@ -17,7 +17,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from llem.backends import sections
+from llem.backends import create_backend, sections
 from llem.backends.models import model_problem
 from llem.backends.random_weights import DEFAULT_MODEL_GROUP
 from llem.config.engines import Engine, active_engine, install_hint
@@ -147,10 +147,23 @@ def collect_findings(
             f"quantization.{which}=true needs bitsandbytes (pip install 'llem[quantization]')"
         )
     problems.extend(memo.answer("dataset", exp.dataset, lambda: check_dataset(exp.dataset)))
-    session = MeasurementSession(exp.measurement, torch_device_indices=None, device_type=device)
+    session = MeasurementSession(
+        exp.measurement,
+        torch_device_indices=None,
+        device_type=device,
+        energy_refused=_node_refusal(exp),
+    )
     problems.extend(session.preflight())
     problems.extend(gpu_preflight_problems(exp.gpu, exp.measurement.gpu_indices))
     return problems, list(session.preflight_warnings)
+
+
+def _node_refusal(exp: ExperimentConfig) -> str | None:
+    """Why this host's meters are not the run's to read (a running server elsewhere, or on GPUs
+    not named), asked of the engine where the boundary is the node: the run reads none of it."""
+    if exp.measurement.boundary.value != "node":
+        return None
+    return create_backend(exp).energy_refusal(exp.measurement)
 
 
 def engine_preflight(exp: ExperimentConfig, row: Engine, device: str, has_cuda: bool) -> list[str]:

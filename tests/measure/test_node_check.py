@@ -90,6 +90,17 @@ def test_energy_none_reads_no_part_of_a_node(make_session, install_nvml, tmp_pat
     assert set(counters.reads.values()) == {0}
 
 
+def test_a_host_whose_meters_are_not_the_runs_reads_no_part_of_a_node(
+    make_session, install_nvml, tmp_path
+) -> None:
+    install_nvml([FakeGpu("GPU-a")])
+    rapl, counters = _planted(tmp_path)
+    why = "planted: the server runs on another host"
+    s = make_session(make_cfg(**NODE), rapl=rapl, energy_refused=why)
+    assert s.preflight() == [_refusal(f"GPUs, CPU packages and DRAM: {why}")]
+    assert set(counters.reads.values()) == {0}
+
+
 def test_gpus_without_rapl_are_a_warning_and_the_run_goes_on(
     make_session, install_nvml, tmp_path
 ) -> None:
