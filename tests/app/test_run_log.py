@@ -71,6 +71,7 @@ def test_an_unexpected_exceptions_traceback_is_in_the_log_and_once_on_the_termin
     assert "Traceback" in log and "raise exc" in log  # the frame that raised
 
 
+@pytest.mark.slow  # a two-point sweep: about 3 s
 def test_each_failed_sweep_points_log_holds_its_error_and_hint(
     tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
