@@ -11,7 +11,7 @@ a read is how that is found out).
 * Only part can: a warning naming the parts that will be null, and that the node's ``total_j``
   will be null with them (``llem.measure.boundary_section``); the rest keep their own figures.
 * A CPU whose RAPL has no DRAM domain, its packages read: DRAM is outside the boundary, as the
-  run's ``boundary.outside`` lists it, and is neither.
+  run's ``boundary.outside`` lists it, so it counts neither as read nor as unread.
 
 ``measurement.boundary=gpu`` (the default) is not checked here: a run on a machine without a GPU
 still measures its time, and says why its energy is unavailable.
