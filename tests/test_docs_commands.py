@@ -127,3 +127,15 @@ def test_the_readme_and_install_page_activate_before_llem(docs: ModuleType, name
     if name == "README.md":
         texts = [c.text for c in cmds]
         assert texts.index("source .venv/bin/activate") == texts.index("bash scripts/setup.sh") + 1
+
+
+def test_a_node_boundary_refused_for_what_this_machine_lacks_passes(docs: ModuleType) -> None:
+    cmd = "python -m llem device=cpu measurement.boundary=node"
+    said = (
+        "error: 1 pre-flight check failed: measurement.boundary=node: no part of the node can be "
+        "read here (GPUs: ...)\nhint: nothing was loaded; fix these and run again\n"
+    )
+    assert docs.refused_here(cmd, 3, said).startswith("measurement.boundary=node: no part")
+    assert docs.refused_here(cmd, 1, said) is None  # a crash is not the refusal
+    assert docs.refused_here(cmd, 3, "error: model.name_or_path=x: not found") is None
+    assert docs.refused_here("python -m llem dataset=x", 3, said) is None

@@ -16,6 +16,7 @@ from typing import Any
 from omegaconf import DictConfig
 
 from llem.app.command import Command
+from llem.app.run_log import record_failure, to_file
 from llem.config.validate import config_hash
 from llem.errors import ConfigError, LlemError, PreflightError, first_line
 from llem.result import ErrorInfo, RunResult, SweepPosition, write_record
@@ -97,11 +98,11 @@ def _single_run(cfg: DictConfig, command: Command, outcome: JobOutcome) -> None:
         result = command.runner.run(cfg, run_dir, outcome.overrides)
     except Exception as exc:
         # Handed to the entrypoint to raise once Hydra has returned: raised through Hydra, it
-        # would print its own "Error executing job" line first.
+        # would print its own "Error executing job" line first. The terminal gets it from there;
+        # the run's llem.log gets it here (with the traceback of an unexpected one).
+        record_failure(run_dir, exc)
         if isinstance(exc, (ConfigError, PreflightError)):
             _discard_run_dir(run_dir)
-        elif not isinstance(exc, LlemError):
-            log.exception("unexpected error")
         outcome.status, outcome.error = "failed", first_line(exc)
         command.error = exc
         return
@@ -122,12 +123,12 @@ def _sweep_point(
         result = command.runner.run(cfg, run_dir, overrides, reuse_model=reuse, sweep=sweep)
     except (ConfigError, PreflightError) as exc:
         # Planning has already skipped invalid combinations: an error here is a failed point.
-        log.error("%s", exc.message)
+        _log_error(run_dir, exc)
         if not (run_dir / "result.json").exists():  # keep a result the run already wrote
             _failed_record(cfg, run_dir, exc, overrides, sweep)
         outcome.status, outcome.error = "failed", exc.message
     except LlemError as exc:
-        log.error("%s", exc.message)
+        _log_error(run_dir, exc)
         outcome.status, outcome.error = "failed", exc.message
     except Exception as exc:
         log.exception("unexpected error")
@@ -136,6 +137,13 @@ def _sweep_point(
     else:
         _print_result(result, run_dir)
         outcome.status = result.status
+
+
+def _log_error(run_dir: Path, exc: LlemError) -> None:
+    """A sweep point's error on the console and in its llem.log, its hint in the log alone."""
+    log.error("%s", exc.message)
+    if exc.hint:
+        to_file(run_dir, f"hint: {exc.hint}")
 
 
 def _failed_record(

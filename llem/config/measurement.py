@@ -73,7 +73,8 @@ class MeasurementConfig:
         Boundary.gpu,
         doc="What the energy covers: gpu (the GPUs the run uses) or node (those GPUs plus this "
         "host's CPU packages and DRAM, read through RAPL over the same window and idle-adjusted "
-        "the same way). The result's boundary section names what is inside and outside.",
+        "the same way). The result's boundary section names what is inside and outside. A node "
+        "of which no part can be read here is refused at pre-flight (exit 3).",
         goes_to=LLEM,
     )
     replay_trace: str | None = knob(

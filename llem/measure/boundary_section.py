@@ -73,12 +73,12 @@ def _cpu_figures(
         else:
             total = cpu.total(kind)
             out[name] = Figure.of(total.value_j, total.reason, bound_null_reason=NO_ACCURACY)
-    if node and _no_dram_domain(cpu, disabled_reason):
+    if node and no_dram_domain(cpu, disabled_reason):
         out["dram"] = Figure.null(NO_DRAM_DOMAIN)
     return out
 
 
-def _no_dram_domain(cpu: CpuEnergy | None, disabled_reason: str | None) -> bool:
+def no_dram_domain(cpu: CpuEnergy | None, disabled_reason: str | None) -> bool:
     """RAPL was read and lists packages but no DRAM domain: DRAM is outside, not unread."""
     if cpu is None or disabled_reason is not None or cpu.unavailable_reason is not None:
         return False
@@ -181,7 +181,7 @@ def boundary_section(
         "cpu_package": _idle_adjusted(gpu["cpu_package"], idle, "package", window.cpu),
         "dram": _idle_adjusted(gpu["dram"], idle, "dram", window.cpu),
     }
-    no_dram = node and _no_dram_domain(window.cpu, cpu_disabled_reason)
+    no_dram = node and no_dram_domain(window.cpu, cpu_disabled_reason)
     inside = gpu if node else {"gpu": gpu["gpu"]}
     if no_dram:
         inside = {k: v for k, v in inside.items() if k != "dram"}

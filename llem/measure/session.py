@@ -26,7 +26,6 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +35,7 @@ from llem.devices.cpu_energy import RaplReader
 from llem.devices.gpu import GpuOpener
 from llem.devices.gpus import open_gpus
 from llem.devices.powercap import DEFAULT_POWERCAP_ROOT
+from llem.measure.cooling import Cooling, wait_until_cool
 from llem.measure.devices import DeviceInfo
 from llem.measure.energy import EnergyMeter, PowerSource, SourceError, WindowResult, open_rapl
 from llem.measure.energy_section import Counts
@@ -43,6 +43,7 @@ from llem.measure.gpu_source import GpuSource
 from llem.measure.idle import IdleBaseline, IdleCache, baseline_from_window
 from llem.measure.idle_store import IdleStore, cache_dir, hot_text, stored_baseline
 from llem.measure.measurement import Measurement, build_measurement
+from llem.measure.node_check import check_node
 from llem.measure.sampler import Clock, RealClock
 from llem.measure.sources import (
     DISABLED,
@@ -56,16 +57,6 @@ from llem.measure.window import MeasurementWindow
 from llem.result import utc_now
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class _Cooling:
-    """The outcome of waiting for devices to cool: seconds waited, last temperatures, the devices
-    still too hot (uuid -> C) when the wait ran out."""
-
-    waited_s: float
-    temperatures_c: dict[str, float | None]
-    still_hot: dict[str, float]
 
 
 class MeasurementSession:
@@ -127,6 +118,7 @@ class MeasurementSession:
         self.unavailable_reason: str | None = None
         self.no_gpu_reason: str | None = None
         self.setup_warnings: list[str] = []
+        self.preflight_warnings: list[str] = []  # filled by preflight()
         self.idle = IdleBaseline(None, null_reason="session not started")
         self.last_window: WindowResult | None = None
         self._rapl: RaplReader | None = rapl
@@ -137,11 +129,23 @@ class MeasurementSession:
     def preflight(self) -> list[str]:
         """Cheap checks before any model load; one sentence per problem naming the key and value.
 
-        ``energy=auto`` without NVML is not a problem (energy is then unavailable, with a reason).
+        ``energy=auto`` without NVML is not a problem (energy is then unavailable, with a reason);
+        ``boundary=node`` of which no part can be read is, and one of which only part can be read
+        leaves a warning in ``preflight_warnings`` (``llem.measure.node_check``).
         """
-        return preflight_problems(
-            self.cfg, self.device_type, self.torch_indices, self._environ(), self._gpus
+        env = self._environ()
+        problems = preflight_problems(
+            self.cfg, self.device_type, self.torch_indices, env, self._gpus
         )
+        node = check_node(
+            self.cfg, self.device_type, env, self._gpus, self._rapl_reader, self._refused
+        )
+        self.preflight_warnings = node.warnings
+        return problems + node.problems
+
+    def _rapl_reader(self) -> RaplReader:
+        """The reader the run uses: the one handed in, else this host's powercap's."""
+        return self._rapl if self._rapl is not None else open_rapl(self._powercap_root, self.clock)
 
     def _environ(self) -> Mapping[str, str]:
         return self._env if self._env is not None else os.environ
@@ -175,8 +179,8 @@ class MeasurementSession:
         self.unavailable_reason = opened.unavailable_reason
         self.no_gpu_reason = opened.no_gpu_reason
         self.setup_warnings += opened.warnings
-        if self._rapl is None and energy_mode(self.cfg) != "none" and self._refused is None:
-            self._rapl = open_rapl(self._powercap_root, self.clock)
+        if energy_mode(self.cfg) != "none" and self._refused is None:
+            self._rapl = self._rapl_reader()
         for w in self.setup_warnings:
             log.warning("%s", w)
         self.idle = self._idle_baseline()
@@ -284,22 +288,10 @@ class MeasurementSession:
         known = [t for t in temps.values() if t is not None]
         return {"cooldown_waited_s": waited, "start_temp_c": max(known) if known else None}
 
-    def _wait_until_cool(self, idle_c: Mapping[str, float], margin_c: float) -> _Cooling:
-        """Poll temperatures every 0.5 s until each device with a known idle temperature is at
-        most ``margin_c`` above it, for ``cooldown_s`` at most."""
-        limit = float(self.cfg.cooldown_s or 0.0)
-        t0 = self.clock.now()
-        while True:
-            temps = self._temperatures()
-            hot = {
-                u: t
-                for u, t in temps.items()
-                if t is not None and u in idle_c and t > idle_c[u] + margin_c
-            }
-            left = limit - (self.clock.now() - t0)
-            if not hot or left <= 0:
-                return _Cooling(self.clock.now() - t0, temps, hot)
-            self.clock.sleep(min(0.5, left))
+    def _wait_until_cool(self, idle_c: Mapping[str, float], margin_c: float) -> Cooling:
+        """Poll temperatures until the devices are back near ``idle_c``, ``cooldown_s`` at most."""
+        limit_s = float(self.cfg.cooldown_s or 0.0)
+        return wait_until_cool(self._temperatures, self.clock, limit_s, idle_c, margin_c)
 
     def _temperatures(self) -> dict[str, float | None]:
         if self.source is None:

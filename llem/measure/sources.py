@@ -200,7 +200,7 @@ def open_source(
     if device_type != "cuda":
         if mode in EXPLICIT:
             raise PreflightError([_not_cuda(device_type, mode)])
-        return _off_gpu(device_type, opener)
+        return off_gpu(device_type, opener)
     return _open_nvml(mode, torch_indices, env, opener)
 
 
@@ -212,7 +212,7 @@ def short_nvml_error(exc: BaseException) -> str:
     return head if head.startswith("NVMLError") else text
 
 
-def _off_gpu(device_type: str, opener: GpuOpener) -> OpenedSource:
+def off_gpu(device_type: str, opener: GpuOpener) -> OpenedSource:
     """A run that is not on a GPU: no energy source. Says whether this machine has NVML at all
     (``no NVIDIA GPU/NVML (NVMLError_LibraryNotFound)``) or the run just is not on its GPU."""
     try:

@@ -1,9 +1,11 @@
 """Pre-flight: everything that can be checked before a model is loaded, all failures at once.
 
 ``preflight(exp)`` never stops at the first problem: it runs every check and raises one
-``PreflightError`` (exit 3) listing them all. Warnings (e.g. GPU persistence mode off) are returned,
-never raised. CPU-only is a supported mode: ``device=auto`` falls back to the CPU and energy is then
-reported as unavailable.
+``PreflightError`` (exit 3) listing them all. Warnings (e.g. GPU persistence mode off, a
+``measurement.boundary=node`` of which only part can be read) are returned, never raised. CPU-only
+is a supported mode: ``device=auto`` falls back to the CPU and energy is then reported as
+unavailable; only a node boundary of which no part can be read is refused
+(``llem.measure.node_check``).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from llem.backends import sections
+from llem.backends import create_backend, sections
 from llem.backends.models import model_problem
 from llem.backends.random_weights import DEFAULT_MODEL_GROUP
 from llem.config.engines import Engine, active_engine, install_hint
@@ -122,6 +124,13 @@ def collect_problems(
 ) -> list[str]:
     """Every pre-flight failure for this configuration (empty when all is well); ``memo`` keeps
     the slow checks' answers for the next point of a sweep."""
+    return collect_findings(exp, has_cuda, memo)[0]
+
+
+def collect_findings(
+    exp: ExperimentConfig, has_cuda: bool, memo: PreflightMemo | None = None
+) -> tuple[list[str], list[str]]:
+    """(every pre-flight failure, the checks' warnings) for this configuration."""
     memo = memo if memo is not None else PreflightMemo()
     problems: list[str] = []
     if exp.device == Device.cuda and not has_cuda:
@@ -144,10 +153,23 @@ def collect_problems(
             f"quantization.{which}=true needs bitsandbytes (pip install 'llem[quantization]')"
         )
     problems.extend(memo.answer("dataset", exp.dataset, lambda: check_dataset(exp.dataset)))
-    session = MeasurementSession(exp.measurement, torch_device_indices=None, device_type=device)
+    session = MeasurementSession(
+        exp.measurement,
+        torch_device_indices=None,
+        device_type=device,
+        energy_refused=_node_refusal(exp),
+    )
     problems.extend(session.preflight())
     problems.extend(gpu_preflight_problems(exp.gpu, exp.measurement.gpu_indices))
-    return problems
+    return problems, list(session.preflight_warnings)
+
+
+def _node_refusal(exp: ExperimentConfig) -> str | None:
+    """Why this host's meters are not the run's to read (a running server elsewhere, or on GPUs
+    not named), asked of the engine where the boundary is the node: the run reads none of it."""
+    if exp.measurement.boundary.value != "node":
+        return None
+    return create_backend(exp).energy_refusal(exp.measurement)
 
 
 def engine_preflight(exp: ExperimentConfig, row: Engine, device: str, has_cuda: bool) -> list[str]:
@@ -171,11 +193,10 @@ def engine_preflight(exp: ExperimentConfig, row: Engine, device: str, has_cuda: 
 def preflight(exp: ExperimentConfig) -> PreflightReport:
     """Run every check; raise ``PreflightError`` listing all failures, else return warnings."""
     has_cuda = cuda_available()
-    problems = collect_problems(exp, has_cuda)
+    problems, warnings = collect_findings(exp, has_cuda)
     if problems:
         raise PreflightError(problems, hint="nothing was loaded; fix these and run again")
     device = resolve_device(exp.device, has_cuda)
-    warnings: list[str] = []
     q = exp.quantization
     if device == "cpu" and (q.load_in_4bit or q.load_in_8bit):
         warnings.append(

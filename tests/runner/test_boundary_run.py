@@ -1,10 +1,10 @@
 """measurement.boundary end to end: a run through the Runner on a replayed GPU trace and planted
-RAPL counters (scripted read by read: the window's start, then its end), and through the command
-line on this machine, which has no RAPL."""
+RAPL counters (scripted read by read: a node run's pre-flight, the window's start, its end), and
+through the command line on this machine, which has no RAPL: a node of which it reads no part is
+refused."""
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,6 +17,7 @@ import llem.runner.runner as runner_module
 from llem.backends.types import BatchOutput, LoadedModel, Prompt
 from llem.config.validate import to_experiment
 from llem.devices.cpu_energy import RaplReader
+from llem.errors import PreflightError
 from llem.result import RunResult
 from llem.runner import Runner
 from llem.testing.cli import compose_tiny, output, run_llem
@@ -77,11 +78,18 @@ class Echo:
         pass
 
 
-def _planted_rapl(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pkg_script: list[Any]) -> None:
+def _planted_rapl(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pkg_script: list[Any], node: bool = True
+) -> None:
+    """Counters read as the scripts say; a node run's pre-flight reads each once before the run
+    (llem.measure.node_check), so its scripts start with that read (the window's first value)."""
     root = tmp_path / "powercap"
     pkg = plant_zone(root, "intel-rapl:0", "package-0", 0)
     dram = plant_zone(root, "intel-rapl:0:0", "dram", 0)
-    counters = ScriptedCounters({pkg: pkg_script, dram: list(DRAM_UJ)})
+    dram_script = list(DRAM_UJ)
+    if node:
+        pkg_script, dram_script = pkg_script[:1] + pkg_script, dram_script[:1] + dram_script
+    counters = ScriptedCounters({pkg: pkg_script, dram: dram_script})
     monkeypatch.setattr(
         session_module, "open_rapl", lambda root_, clock: RaplReader(root, read_text=counters)
     )
@@ -147,7 +155,7 @@ def test_root_only_package_counter_voids_it_and_the_total(
 def test_gpu_boundary_is_the_default_and_lists_the_cpu_outside(
     tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _planted_rapl(tmp_path, monkeypatch, list(PKG_UJ))
+    _planted_rapl(tmp_path, monkeypatch, list(PKG_UJ), node=False)
     _, written = _run(tiny_model_dir, tmp_path, monkeypatch)
     b = written.boundary
     assert b is not None and b.boundary == "gpu" and b.cpu_packages == []
@@ -155,6 +163,49 @@ def test_gpu_boundary_is_the_default_and_lists_the_cpu_outside(
     assert any("CPU packages" in s for s in b.outside)
     assert any("DRAM" in s for s in b.outside)
     assert written.energy.cpu_package_j == pytest.approx(PKG_J)  # still read, as before
+
+
+def _no_rapl(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    root = tmp_path / "no-powercap"
+    monkeypatch.setattr(session_module, "open_rapl", lambda root_, clock: RaplReader(root))
+    return root
+
+
+def test_a_node_of_which_no_part_can_be_read_is_refused_before_anything_loads(
+    tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = _no_rapl(tmp_path, monkeypatch)
+
+    def no_backend(exp: object) -> None:
+        raise AssertionError("the engine was created: the run went past pre-flight")
+
+    monkeypatch.setattr(runner_module, "create_backend", no_backend)
+    cfg = compose_tiny(tiny_model_dir, "measurement.energy=auto", "measurement.boundary=node")
+    with pytest.raises(PreflightError) as caught:
+        Runner().run(to_experiment(cfg), tmp_path / "run")
+    (problem,) = caught.value.problems
+    assert problem.startswith("measurement.boundary=node: no part of the node can be read here")
+    assert "(GPUs: " in problem  # no GPU library here, or the run is not on its GPU
+    assert f"CPU packages and DRAM: no RAPL on this machine: {root} has no " in problem
+    assert problem.endswith(
+        "leave measurement.boundary at gpu (the default: a run whose energy "
+        "cannot be read still measures its time, and says why)"
+    )
+    assert caught.value.exit_code == 3 and not (tmp_path / "run").exists()
+
+
+def test_a_node_of_which_part_can_be_read_runs_with_the_warning_recorded(
+    tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = _no_rapl(tmp_path, monkeypatch)
+    result, written = _run(tiny_model_dir, tmp_path, monkeypatch, "measurement.boundary=node")
+    assert result.status == "ok" and written.boundary is not None
+    assert written.lifecycle.preflight_warnings == [
+        "measurement.boundary=node: part of the node cannot be read (CPU packages and DRAM: no "
+        f"RAPL on this machine: {root} has no intel-rapl zones), so the node's total_j will be "
+        "null; GPUs keep their own figures"
+    ]
+    assert written.boundary.gpu_j is not None and written.boundary.total_j is None
 
 
 def _tiny(model_dir: Path) -> list[str]:
@@ -169,11 +220,13 @@ def test_bad_boundary_is_one_line_exit_2(tiny_model_dir: Path, tmp_path: Path) -
 
 
 @pytest.mark.slow
-def test_node_boundary_without_rapl_runs_with_the_reason(
+def test_node_boundary_on_a_machine_that_reads_no_part_of_it_is_refused(
     tiny_model_dir: Path, tmp_path: Path
 ) -> None:
+    """This machine (no RAPL; a CPU run reads no GPU): exit 3 before the model loads, one line
+    naming each part and why, nothing written."""
     if Path("/sys/class/powercap").exists():
-        pytest.skip("this machine has powercap: the no-RAPL reason cannot be seen here")
+        pytest.skip("this machine has powercap: the no-RAPL refusal cannot be seen here")
     run_dir = tmp_path / "run"
     proc = run_llem(
         *_tiny(tiny_model_dir),
@@ -183,9 +236,9 @@ def test_node_boundary_without_rapl_runs_with_the_reason(
         f"hydra.run.dir={run_dir}",
         cwd=tmp_path,
     )
-    assert proc.returncode == 0, output(proc)
-    result = json.loads((run_dir / "result.json").read_text())
-    b = result["boundary"]
-    assert b["boundary"] == "node" and b["cpu_package_j"] is None and b["total_j"] is None
-    why = result["null_reasons"]["boundary.cpu_package_j"]
-    assert why.startswith("no RAPL on this machine: ")
+    assert proc.returncode == 3, output(proc)
+    (line,) = [x for x in proc.stderr.splitlines() if x.startswith("error:")]
+    assert "measurement.boundary=node: no part of the node can be read here (GPUs: " in line
+    assert "CPU packages and DRAM: no RAPL on this machine: /sys/class/powercap has no" in line
+    assert "leave measurement.boundary at gpu" in line
+    assert "Traceback" not in proc.stderr and not run_dir.exists(), output(proc)

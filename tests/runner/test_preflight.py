@@ -161,3 +161,31 @@ def test_the_hub_cache_is_where_huggingface_hub_puts_it(env, monkeypatch, tmp_pa
         [sys.executable, "-c", code], env=dict(os.environ), capture_output=True, text=True
     ).stdout.strip()
     assert hub_cache_dir() == Path(theirs)
+
+
+def test_a_node_whose_meters_the_engine_refuses_is_refused_and_only_a_node_asks(
+    tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A running server elsewhere (or on GPUs not named) leaves this host's meters unread: the
+    engine's reason names every part of a node; a GPU boundary never asks the engine."""
+    import llem.runner.preflight as preflight_module
+    from llem.config.schema import Boundary, EnergySource
+
+    asked: list[str] = []
+
+    class Refusing:
+        def energy_refusal(self, measurement: object) -> str:
+            asked.append("asked")
+            return "planted: the server runs on another host"
+
+    monkeypatch.setattr(preflight_module, "create_backend", lambda exp: Refusing())
+    exp = _exp(str(tiny_model_dir))
+    exp.measurement.energy = EnergySource.auto
+    assert collect_problems(exp, has_cuda=False) == [] and asked == []
+    exp.measurement.boundary = Boundary.node
+    (problem,) = collect_problems(exp, has_cuda=False)
+    assert asked == ["asked"]
+    assert problem.startswith(
+        "measurement.boundary=node: no part of the node can be read here (GPUs, CPU packages and "
+        "DRAM: planted: the server runs on another host), so the run would end with no energy"
+    )

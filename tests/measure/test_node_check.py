@@ -1,0 +1,189 @@
+"""Pre-flight of ``measurement.boundary=node``: a node of which no part can be read is refused
+before anything loads, naming each part and why, and what to set instead; one of which only part
+can be read is a warning; ``boundary=gpu`` is never refused for what it cannot read. GPUs are the
+fake NVML's (or none: no NVML at all), RAPL a planted powercap tree."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from llem.config.schema import Boundary, EnergySource
+from llem.devices.cpu_energy import RaplReader
+from llem.devices.powercap import PERMISSION_HINT
+from llem.testing.fake_pynvml import FakeGpu
+from llem.testing.planted_rapl import PoweredCounters, ScriptedCounters, plant_zone
+
+from .conftest import make_cfg
+
+NODE = dict(energy=EnergySource.auto, boundary=Boundary.node)
+NO_NVML_CPU = "no NVIDIA GPU/NVML (NVMLError_LibraryNotFound)"  # as a CPU run's energy says
+GPU_INSTEAD = (
+    "leave measurement.boundary at gpu (the default: a run whose energy cannot be read still "
+    "measures its time, and says why)"
+)
+
+
+def _no_rapl(tmp_path: Path) -> str:
+    return f"no RAPL on this machine: {tmp_path / 'no-powercap'} has no intel-rapl zones"
+
+
+def _refusal(parts: str, instead: str = GPU_INSTEAD) -> str:
+    return (
+        f"measurement.boundary=node: no part of the node can be read here ({parts}), so the run "
+        f"would end with no energy at all; {instead}"
+    )
+
+
+def _planted(tmp_path: Path, dram: bool = True, script=None) -> tuple[RaplReader, ScriptedCounters]:
+    """One package (and its DRAM) whose counters read 5 J, or each read's ``script``."""
+    root = tmp_path / "powercap"
+    files = [plant_zone(root, "intel-rapl:0", "package-0", 5_000_000)]
+    if dram:
+        files.append(plant_zone(root, "intel-rapl:0:0", "dram", 5_000_000))
+    counters = ScriptedCounters({f: script or [5_000_000] for f in files})
+    return RaplReader(root, read_text=counters), counters
+
+
+def test_a_cpu_run_on_a_machine_without_nvml_or_rapl_is_refused(make_session, tmp_path) -> None:
+    s = make_session(make_cfg(**NODE), indices=None, device_type="cpu")
+    parts = f"GPUs: {NO_NVML_CPU}; CPU packages and DRAM: {_no_rapl(tmp_path)}"
+    assert s.preflight() == [_refusal(parts)]
+    assert s.preflight_warnings == []
+
+
+def test_a_gpu_run_whose_nvml_is_missing_is_refused_with_each_parts_reason(
+    make_session, tmp_path
+) -> None:
+    s = make_session(make_cfg(**NODE))
+    parts = (
+        "GPUs: NVML is not available (NVMLError_LibraryNotFound); "
+        f"CPU packages and DRAM: {_no_rapl(tmp_path)}"
+    )
+    assert s.preflight() == [_refusal(parts)]
+
+
+def test_root_only_counters_are_read_once_and_refused_with_how_to_read_them(
+    make_session, tmp_path
+) -> None:
+    rapl, counters = _planted(tmp_path, script=[PermissionError(13, "Permission denied")])
+    s = make_session(make_cfg(**NODE), indices=None, device_type="cpu", rapl=rapl)
+    zone = tmp_path / "powercap"
+    parts = (
+        f"GPUs: {NO_NVML_CPU}; "
+        f"CPU packages: package-0: permission denied reading {zone}/intel-rapl:0/energy_uj; "
+        f"DRAM: dram-0: permission denied reading {zone}/intel-rapl:0:0/energy_uj"
+    )
+    instead = f"{GPU_INSTEAD}; or make RAPL readable ({PERMISSION_HINT})"
+    assert s.preflight() == [_refusal(parts, instead)]
+    assert sorted(counters.reads.values()) == [1, 1]  # each counter read once, as the run will
+
+
+def test_energy_none_reads_no_part_of_a_node(make_session, install_nvml, tmp_path) -> None:
+    install_nvml([FakeGpu("GPU-a")])
+    rapl, counters = _planted(tmp_path)
+    s = make_session(make_cfg(energy=EnergySource.none, boundary=Boundary.node), rapl=rapl)
+    instead = f"{GPU_INSTEAD}; or set measurement.energy=auto to measure the node"
+    parts = "GPUs, CPU packages and DRAM: disabled by measurement.energy=none"
+    assert s.preflight() == [_refusal(parts, instead)]
+    assert set(counters.reads.values()) == {0}
+
+
+def test_a_host_whose_meters_are_not_the_runs_reads_no_part_of_a_node(
+    make_session, install_nvml, tmp_path
+) -> None:
+    install_nvml([FakeGpu("GPU-a")])
+    rapl, counters = _planted(tmp_path)
+    why = "planted: the server runs on another host"
+    s = make_session(make_cfg(**NODE), rapl=rapl, energy_refused=why)
+    assert s.preflight() == [_refusal(f"GPUs, CPU packages and DRAM: {why}")]
+    assert set(counters.reads.values()) == {0}
+
+
+def test_gpus_without_rapl_are_a_warning_and_the_run_goes_on(
+    make_session, install_nvml, tmp_path
+) -> None:
+    install_nvml([FakeGpu("GPU-a")])
+    s = make_session(make_cfg(**NODE))
+    assert s.preflight() == []
+    assert s.preflight_warnings == [
+        "measurement.boundary=node: part of the node cannot be read (CPU packages and DRAM: "
+        f"{_no_rapl(tmp_path)}), so the node's total_j will be null; GPUs keep their own figures"
+    ]
+
+
+def test_a_root_only_package_beside_read_gpus_is_a_warning_with_how_to_read_it(
+    make_session, install_nvml, tmp_path
+) -> None:
+    install_nvml([FakeGpu("GPU-a")])
+    rapl, _ = _planted(tmp_path, dram=False, script=[PermissionError(13, "Permission denied")])
+    s = make_session(make_cfg(**NODE), rapl=rapl)
+    assert s.preflight() == []
+    zone = tmp_path / "powercap" / "intel-rapl:0" / "energy_uj"
+    assert s.preflight_warnings == [
+        "measurement.boundary=node: part of the node cannot be read (CPU packages: package-0: "
+        f"permission denied reading {zone}), so the node's total_j will be null; GPUs keep "
+        f"their own figures; make RAPL readable ({PERMISSION_HINT})"
+    ]
+
+
+def test_rapl_on_a_cpu_run_is_a_warning_naming_the_gpus(make_session, tmp_path) -> None:
+    rapl, _ = _planted(tmp_path)
+    s = make_session(make_cfg(**NODE), indices=None, device_type="cpu", rapl=rapl)
+    assert s.preflight() == []
+    assert s.preflight_warnings == [
+        f"measurement.boundary=node: part of the node cannot be read (GPUs: {NO_NVML_CPU}), so "
+        "the node's total_j will be null; CPU packages and DRAM keep their own figures"
+    ]
+
+
+def test_what_the_warning_says_of_a_cpu_run_is_what_its_window_gives(
+    make_session, clock, tmp_path
+) -> None:
+    """The warning's 'total_j will be null' and 'keep their own figures', on a window: 40 W of
+    package and 6 W of DRAM planted for 2 s."""
+    root = tmp_path / "powercap"
+    pkg = plant_zone(root, "intel-rapl:0", "package-0", 0)
+    dram = plant_zone(root, "intel-rapl:0:0", "dram", 0)
+    counters = PoweredCounters([pkg, dram], clock.now)
+    counters.set_power_w(pkg, 40.0)
+    counters.set_power_w(dram, 6.0)
+    rapl = RaplReader(root, read_text=counters, clock=clock.now)
+    s = make_session(make_cfg(**NODE), indices=None, device_type="cpu", rapl=rapl)
+    assert s.preflight() == [] and len(s.preflight_warnings) == 1
+    s.start()
+    with s.window():
+        clock.sleep(2.0)
+    b = s.measurement(output_tokens=10, requests=1).boundary
+    assert b.total_j is None and b.gpu_j is None
+    assert b.cpu_package_j == pytest.approx(80.0) and b.dram_j == pytest.approx(12.0)
+
+
+def test_no_gpu_visible_under_cuda_visible_devices_is_a_part_not_read(
+    make_session, install_nvml, tmp_path
+) -> None:
+    install_nvml([FakeGpu("GPU-a")])
+    rapl, _ = _planted(tmp_path)
+    s = make_session(make_cfg(**NODE), indices=None, env={"CUDA_VISIBLE_DEVICES": ""}, rapl=rapl)
+    assert s.preflight() == []
+    (warning,) = s.preflight_warnings
+    assert "(GPUs: no GPU is visible (CUDA_VISIBLE_DEVICES is ''))" in warning
+
+
+def test_a_cpu_without_a_dram_domain_has_its_dram_outside_not_unread(
+    make_session, install_nvml, tmp_path
+) -> None:
+    install_nvml([FakeGpu("GPU-a")])
+    rapl, _ = _planted(tmp_path, dram=False)
+    s = make_session(make_cfg(**NODE), rapl=rapl)
+    assert s.preflight() == [] and s.preflight_warnings == []
+
+
+@pytest.mark.parametrize("device_type", ["cpu", "cuda"])
+def test_the_gpu_boundary_is_never_refused_for_what_it_cannot_read(
+    make_session, tmp_path, device_type
+) -> None:
+    cfg = make_cfg(energy=EnergySource.auto, boundary=Boundary.gpu)
+    s = make_session(cfg, indices=None, device_type=device_type)
+    assert s.preflight() == [] and s.preflight_warnings == []
