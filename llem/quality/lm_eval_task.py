@@ -33,6 +33,7 @@ from typing import Any
 
 from llem.backends.types import Prompt
 from llem.errors import ConfigError, LlemError, PreflightError, first_line
+from llem.quality.lm_eval_index import own_tasks
 from llem.quality.scorers import Score
 from llem.quality.task import Task
 
@@ -105,13 +106,16 @@ def _manager(include_path: str | None, include_defaults: bool) -> Any:
 def _find(task: str, include_path: str | None) -> tuple[Any, list[str]]:
     """The task's index entry (None when unknown) and the names it was looked for among. The
     directory of ``include_path`` is looked in first (its tasks override lm-eval's own, as in
-    lm-eval), so a local task needs no scan of lm-eval's thousands of yamls."""
+    lm-eval), so a local task needs no scan of lm-eval's thousands of yamls; lm-eval's own
+    come from the index kept in llem's cache (``llem.quality.lm_eval_index``), built once."""
+    local_names: list[str] = []
     if include_path is not None:
         local = _manager(include_path, False)
         if task in local.task_index:
             return local.task_index[task], local.all_tasks
-    manager = _manager(include_path, True)
-    return manager.task_index.get(task), manager.all_tasks
+        local_names = local.all_tasks
+    own = own_tasks(lambda: _manager(None, True).task_index)
+    return own.get(task), sorted({*local_names, *own.names})
 
 
 def _unknown(task: str, names: Sequence[str], include_path: str | None) -> str:
@@ -123,7 +127,7 @@ def _unknown(task: str, names: Sequence[str], include_path: str | None) -> str:
 
 def _config(entry: Any) -> dict[str, Any] | None:
     """The task's yaml with its includes merged (its !function references left unimported)."""
-    if entry.yaml_path is None:
+    if entry.yaml_path is None:  # never for a task or group of lm-eval 0.4.13's index
         return dict(entry.cfg) if entry.cfg else None
     from lm_eval.tasks._yaml_loader import load_yaml
 

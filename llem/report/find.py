@@ -102,3 +102,15 @@ def run_dirs(roots: Sequence[Path]) -> Found:
             "(outputs/DATE/TIME) that holds result.json",
         )
     return out
+
+
+def as_given(path: Path | str, roots: Sequence[Path]) -> Path:
+    """``path`` (absolute, as results.csv's ``run_dir`` has it) written from the report's
+    directory it lies under, as that directory was named (``run1/timeseries.csv`` for
+    ``llem-report run1``), so that the paths a report prints are written alike; ``path`` itself
+    where it lies under none of ``roots``."""
+    path = Path(path)
+    for root in roots:
+        if path.is_relative_to(root.resolve()):
+            return root / path.relative_to(root.resolve())
+    return path

@@ -8,6 +8,7 @@ import textwrap
 import pandas as pd
 
 from llem.report.cells import is_missing
+from llem.report.find import as_given
 from llem.report.hardware import DETAILS, hardware_kind
 from llem.report.load import Runs
 from llem.report.stats import GPU, N_INVALID, N_LEFT_OUT, VALID, judged_invalid
@@ -22,9 +23,12 @@ def _col(summary: pd.DataFrame, name: str) -> list[object]:
     return summary[name].astype(object).tolist() if name in summary.columns else []
 
 
-def _where(row: pd.Series) -> str:
+def _where(row: pd.Series, runs: Runs) -> str:
+    """The run's overrides; without any, its directory as the report's directories were named."""
     overrides = row.get("overrides")
-    return overrides if isinstance(overrides, str) and overrides else str(row["run_dir"])
+    if isinstance(overrides, str) and overrides:
+        return overrides
+    return str(as_given(row["run_dir"], runs.roots))
 
 
 def _wrapped(text: str, width: int) -> list[str]:
@@ -47,7 +51,7 @@ def render_invalid(runs: Runs, width: int = DEFAULT_WIDTH) -> str:
             if not is_missing(problems) and str(problems)
             else "energy judged invalid (no problem recorded)"
         )
-        lines += _wrapped(f"{INVALID_MARK} {_where(row)}: {text}", width)
+        lines += _wrapped(f"{INVALID_MARK} {_where(row, runs)}: {text}", width)
     if len(bad) > MAX_INVALID_LINES:
         rest = len(bad) - MAX_INVALID_LINES
         lines += _wrapped(
@@ -65,7 +69,7 @@ def render_problems(runs: Runs, width: int = DEFAULT_WIDTH) -> str:
         status = str(row["status"])
         if status == "ok":
             continue
-        parts = [f"{status}: {_where(row)}"]
+        parts = [f"{status}: {_where(row, runs)}"]
         etype, msg, hint = (row.get(c) for c in ("error.type", "error.message", "error.hint"))
         reason = ": ".join(str(x) for x in (etype, msg) if not is_missing(x) and str(x))
         if reason:

@@ -116,6 +116,36 @@ def test_single_run_gets_a_timeline(single_run: Path, capsys) -> None:
     _assert_png(single_run / "plots" / "timeline.png")
 
 
+CPU_TIMESERIES = "time_s,device,power_w,temperature_c,sm_clock_mhz,mem_clock_mhz\n"
+
+
+def test_a_cpu_run_report_leaves_no_empty_plots_folder_and_names_paths_as_given(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    """A CPU run's timeseries.csv holds the header only (no GPU was sampled): nothing is drawn,
+    so no plots/ is made, and an earlier report's emptied plots/ goes; every path printed is
+    written as the directory was named on the command line, here relative."""
+    synth.write_run(
+        tmp_path / "runs" / "cpu", [], synth.ok_result(energy=False), timeseries=CPU_TIMESERIES
+    )
+    synth.write_run(tmp_path / "runs" / "broken", [], synth.failed_result())
+    monkeypatch.chdir(tmp_path)
+    assert main(["runs/cpu"]) == 0
+    out = capsys.readouterr().out
+    assert not (tmp_path / "runs" / "cpu" / "plots").exists()
+    assert "timeline.png skipped: runs/cpu/timeseries.csv has no samples" in out
+    assert out.rstrip().endswith("wrote results.csv, results.parquet, summary.csv to runs/cpu")
+    assert str(tmp_path) not in out
+
+    (tmp_path / "runs" / "broken" / "plots").mkdir()
+    (tmp_path / "runs" / "broken" / "plots" / "timeline.png").write_bytes(PNG_SIGNATURE)
+    assert main(["runs/broken"]) == 0
+    out = capsys.readouterr().out
+    assert "failed: runs/broken — OutOfMemory" in out
+    assert str(tmp_path) not in out
+    assert not (tmp_path / "runs" / "broken" / "plots").exists()
+
+
 @pytest.mark.slow
 def test_merging_two_sweeps_into_out_dir(tmp_path: Path, capsys) -> None:
     synth.write_sweep(

@@ -4,6 +4,7 @@ through llem's entrypoint in this process: trials, search.json, resume, bad decl
 from __future__ import annotations
 
 import json
+import statistics
 import sys
 from pathlib import Path
 from typing import Any
@@ -124,18 +125,37 @@ def test_an_energy_objective_searches_on_a_replayed_trace(tiny: list[str], tmp_p
     )
     assert code == 0
     rec = record(d)
-    searched = [t for t in rec["trials"] if t["kind"] == "search"]
-    for t in rec["trials"]:
+    trials = rec["trials"]
+    for t in trials:
         energy = result(d, int(t["dir"]))["energy"]
         assert t["objective"] == pytest.approx(energy["j_per_output_token"])
-    best = next(t for t in rec["trials"] if t["number"] == rec["best"])
-    assert best["objective"] == min(t["objective"] for t in searched)
-    # The best measured once more, as repeat 1 of the same configuration, in its own directory.
-    (confirm,) = [t for t in rec["trials"] if t["kind"] == "confirm"]
-    assert confirm["knobs"] == best["knobs"] and confirm["dir"] == "2"
-    again = result(d, 2)
-    assert again["config"]["repeat"] == 1
-    assert again["config_hash"] == result(d, int(best["dir"]))["config_hash"]
+    # Under a constant replayed power J/token is power / tokens per second, which the machine's
+    # load sets: which batch size wins is not known, and a slow confirmation can make the other
+    # one best. What the search promises is: the best has the least mean over its runs.
+    runs: dict[tuple, list[dict[str, Any]]] = {}
+    for t in trials:
+        runs.setdefault(knobs(t), []).append(t)
+    means = {
+        k: statistics.fmean(t["objective"] for t in ts)
+        for k, ts in runs.items()
+        if all(t["feasible"] for t in ts)
+    }
+    best = next(t for t in trials if t["number"] == rec["best"])
+    assert best["kind"] == "search"
+    assert rec["best_mean"] == pytest.approx(means[knobs(best)])
+    assert rec["best_mean"] == pytest.approx(min(means.values()))
+    assert rec["best_runs"] == len(runs[knobs(best)]) == 2  # its search trial and confirmation
+    # The best search trial is measured once more first, as repeat 1 of the same configuration,
+    # in its own directory; one that then loses has the other confirmed in turn.
+    searched = [t for t in trials if t["kind"] == "search"]
+    confirms = [t for t in trials if t["kind"] == "confirm"]
+    assert confirms[0]["dir"] == "2"
+    assert knobs(confirms[0]) == knobs(min(searched, key=lambda t: t["objective"]))
+    for again in confirms:
+        (first,) = [t for t in searched if knobs(t) == knobs(again)]
+        assert result(d, int(again["dir"]))["config"]["repeat"] == 1
+        assert result(d, int(again["dir"]))["config_hash"] == first["config_hash"]
+        assert first["config_hash"] == result(d, int(first["dir"]))["config_hash"]
 
 
 @pytest.mark.slow

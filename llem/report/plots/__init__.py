@@ -42,6 +42,7 @@ from typing import Any
 import pandas as pd
 
 from llem.report.cells import is_missing
+from llem.report.find import as_given
 from llem.report.labels import gpu_short
 from llem.report.load import Runs
 from llem.report.phase_difference import PhaseComparison
@@ -186,7 +187,7 @@ class _Collector:
 def _single_run(runs: Runs, out: _Collector) -> None:
     frame = runs.frame
     row = dict(zip(frame.columns, frame.astype(object).iloc[0].tolist(), strict=True))
-    run_dir = Path(row["run_dir"])
+    run_dir = as_given(row["run_dir"], runs.roots)  # its skip reason names it as the user did
 
     def prepare() -> TimelinePlot:
         return prepare_timeline(read_timeseries(run_dir), row, run_dir / TIMESERIES)
@@ -285,12 +286,17 @@ def draw_all(
     plot_dir: Path,
     phases: Sequence[PhaseComparison] = (),
 ) -> tuple[list[Path], list[str]]:
-    """Draw every plot that applies; return (files written, reasons for plots skipped)."""
-    plot_dir.mkdir(parents=True, exist_ok=True)
+    """Draw every plot that applies; return (files written, reasons for plots skipped).
+
+    ``plot_dir`` is made only when a plot is drawn, and removed when clearing the plots an earlier
+    report drew there leaves it empty: a report that draws nothing leaves no empty folder."""
     clear_old_plots(plot_dir)
     prepared = prepare_all(runs, summary, phases)
     written = []
     for name, plot in prepared.plots:
+        plot_dir.mkdir(parents=True, exist_ok=True)
         draw(plot, plot_dir / name)
         written.append(plot_dir / name)
+    if not written and plot_dir.is_dir() and not any(plot_dir.iterdir()):
+        plot_dir.rmdir()
     return written, list(prepared.skipped)
