@@ -138,9 +138,11 @@ class Runner:
         write_environment(run_dir / "environment.json", self._environment.snapshot())
         backend = create_backend(exp)
         threads = settle_threads(exp)  # before the model loads (llem.runner.threads)
-        indices = _torch_indices(exp, device, backend)
+        # the device whose energy is measured: a server's named GPUs, whatever llem's torch sees
+        metered = backend.energy_device(device, exp.measurement)
+        indices = _torch_indices(exp, metered, backend)
         gpu = GpuSettings(exp.gpu, indices)  # the gpu section (llem.runner.gpu_settings)
-        session = self._session(exp, device, indices, backend)
+        session = self._session(exp, metered, indices, backend)
         loaded = None
         keep = False
         try:
@@ -189,7 +191,8 @@ class Runner:
     def _session(
         self, exp: ExperimentConfig, device: str, indices: list[int] | None, backend: Backend[Any]
     ) -> MeasurementSession:
-        """The run's measurement session over the GPUs ``indices`` (torch's numbering)."""
+        """The run's measurement session over the GPUs ``indices`` (torch's numbering) of
+        ``device``, the one whose energy the run measures (``Backend.energy_device``)."""
         return MeasurementSession(
             exp.measurement,
             torch_device_indices=indices,
@@ -346,7 +349,8 @@ def _model_cuda_devices(loaded: LoadedModel) -> list[int]:
 
 
 def _torch_indices(exp: ExperimentConfig, device: str, backend: Backend[Any]) -> list[int] | None:
-    """The torch CUDA indices to measure: measurement.gpu_indices, else where the model goes."""
+    """The torch CUDA indices to measure on ``device`` (``Backend.energy_device``):
+    measurement.gpu_indices, else where the model goes (a server: the GPUs it names)."""
     if device != "cuda":
         return None
     if exp.measurement.gpu_indices is not None:
