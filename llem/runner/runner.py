@@ -142,7 +142,7 @@ class Runner:
         metered = backend.energy_device(device, exp.measurement)
         indices = _torch_indices(exp, metered, backend)
         gpu = GpuSettings(exp.gpu, indices)  # the gpu section (llem.runner.gpu_settings)
-        session = self._session(exp, metered, indices, backend)
+        session = self._session(exp, device, metered, indices, backend)
         loaded = None
         keep = False
         try:
@@ -189,14 +189,23 @@ class Runner:
                 self._release(backend, loaded, keep)
 
     def _session(
-        self, exp: ExperimentConfig, device: str, indices: list[int] | None, backend: Backend[Any]
+        self,
+        exp: ExperimentConfig,
+        device: str,
+        metered: str,
+        indices: list[int] | None,
+        backend: Backend[Any],
     ) -> MeasurementSession:
         """The run's measurement session over the GPUs ``indices`` (torch's numbering) of
-        ``device``, the one whose energy the run measures (``Backend.energy_device``)."""
+        ``metered``, the device whose energy the run measures (``Backend.energy_device``). Its
+        window synchronises CUDA only where llem itself runs on CUDA (``device``): a server's GPUs
+        measured from a llem on the CPU hold nothing of llem's, and synchronising them would
+        open a CUDA context of llem's on each."""
         return MeasurementSession(
             exp.measurement,
             torch_device_indices=indices,
-            device_type=device,
+            device_type=metered,
+            cuda_sync=None if device == "cuda" else _no_sync,
             idle_cache=self.idle_cache,  # the Runner's idle baselines (llem.measure.idle)
             gpu_settings=requested_settings(exp.gpu),  # baselines are kept per GPU settings
             # a running server elsewhere, or on GPUs not named: this host's are not its
@@ -316,6 +325,10 @@ class Runner:
         if self._kept is not None and self._kept[1] is loaded:
             self._kept = None
         backend.unload(loaded)
+
+
+def _no_sync() -> None:
+    """A window edge with nothing of llem's on the measured GPUs to wait for."""
 
 
 def _init_cuda() -> None:

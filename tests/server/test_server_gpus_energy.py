@@ -175,3 +175,36 @@ def test_a_server_command_on_named_gpus_is_measured_without_cuda_in_llem(
     assert result["device"] == "cuda"
     # the launched server holds no planted GPU: measured, said as a condition, not a problem
     assert result["validity"]["checks"]["server_gpus"] == "condition"
+
+
+def test_the_named_gpus_follow_cuda_visible_devices_without_cuda_in_llem(
+    nvml_without_cuda, tiny_model_dir, tmp_path, monkeypatch
+):
+    """server.gpus are indices as this process sees them: under CUDA_VISIBLE_DEVICES=2,1,
+    server.gpus=[0] is GPU-c (NVML's third), mapped by the devices layer without torch."""
+    nvml_without_cuda()
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,1")
+    with fake_in_thread(Plan()) as url:
+        result = _run(tiny_model_dir, tmp_path / "run", f"server.url={url}", "server.gpus=[0]")
+    _measured_at_planted_power(result, ["GPU-c"])
+
+
+def test_a_llem_on_the_cpu_never_synchronises_the_servers_gpus(
+    nvml_without_cuda, tiny_model_dir, tmp_path, monkeypatch
+):
+    """device=cpu where llem's torch has CUDA: the server's named GPUs are measured, and llem
+    never calls torch.cuda.synchronize on them (which would open a CUDA context of llem's on
+    each); the window's edges wait for nothing of llem's."""
+    import torch
+
+    synced: list[object] = []
+    nvml_without_cuda()
+    monkeypatch.setattr(runner_preflight, "cuda_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda i=None: synced.append(i))
+    with fake_in_thread(Plan()) as url:
+        result = _run(
+            tiny_model_dir, tmp_path / "run", f"server.url={url}", "server.gpus=[1]", "device=cpu"
+        )
+    _measured_at_planted_power(result, ["GPU-b"])
+    assert synced == []
