@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from llem.backends.server import checkpoint, running
+from llem.backends.server import checkpoint, gpus, running
 from llem.backends.server.client import ClientConfig, api_key, serve_http
 from llem.backends.server.host import url_host
 from llem.backends.server.launch import LaunchedServer, LaunchRecord, launch
@@ -189,6 +189,7 @@ class ServerBackend:
             served_model=self.served_name,
             tokenizer_of=m.name_or_path,
             stated_gpus=None if self.config.gpus is None else list(self.config.gpus),
+            cover=gpus.RUNNING_COVER if preset == Launch.command else gpus.LAUNCHED_COVER,
             endpoint=self.config.endpoint.value,
             launched=launched,
             launch_record=record,

@@ -44,6 +44,9 @@ class ServerModel(LoadedModel):
     served_model: str = ""
     tokenizer_of: str = ""  # the model whose tokenizer builds the prompts (model.name_or_path)
     stated_gpus: list[int] | None = None  # server.gpus: where the server runs, as named
+    # how to measure a launched server's unmeasured GPUs: a preset's tensor parallelism, or
+    # server.gpus for server.command's (``llem.backends.server.gpus``)
+    cover: str = gpus.LAUNCHED_COVER
     endpoint: str = "completions"
     launched: LaunchedServer | None = None
     launch_record: LaunchRecord | None = None
@@ -71,7 +74,7 @@ class ServerModel(LoadedModel):
             found = f"pid {pid} ({process_name(pid) or 'name unreadable'}), launched by llem"
             result.server = dataclasses.replace(result.server, processes_found_by=found)
             result.null_reasons.pop("server.processes_found_by", None)
-            gpus.record(result, gpus.server_gpus(open_gpus, gpus.launched_tree(pid)))
+            gpus.record(result, gpus.server_gpus(open_gpus, gpus.launched_tree(pid)), self.cover)
         scope.record(result)
 
 
