@@ -329,6 +329,12 @@ class Backend(Protocol[ConfigT_co]):
         """The torch CUDA indices the model will be placed on (what a CUDA run measures)."""
         ...
 
+    def energy_device(self, device: str, measurement: MeasurementConfig) -> str:
+        """The device whose energy the run measures, given llem's own ``device``: that device
+        for an engine in llem's processes; ``cuda`` for a server whose GPUs are named
+        (``server.gpus``), whatever llem's own torch sees."""
+        ...
+
     def energy_refusal(self, measurement: MeasurementConfig) -> str | None:
         """Why this machine's GPUs must not be measured as this run's (a running server on
         another host, or whose GPUs are not named): the energy is then null with this reason.

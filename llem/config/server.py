@@ -111,9 +111,10 @@ class ServerConfig:
     )
     gpus: list[int] | None = knob(
         None,
-        doc="GPU indices an external server (url) or server.command's runs on, for its energy "
-        "(null with server.url: energy null with the reason, unless measurement.gpu_indices names "
-        "them; null with server.command: the first GPU).",
+        doc="GPU indices an external server (url) or server.command's runs on, for its energy, "
+        "measured whatever llem's own torch sees (null with server.url: energy null with the "
+        "reason, unless measurement.gpu_indices names them; null with server.command: the first "
+        "GPU where llem runs on CUDA, else none).",
         goes_to=LLEM,
         ge=0,
     )

@@ -16,10 +16,12 @@ import importlib.util
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from llem.backends import create_backend, sections
 from llem.backends.models import model_problem
 from llem.backends.random_weights import DEFAULT_MODEL_GROUP
+from llem.backends.types import Backend
 from llem.config.engines import Engine, active_engine, install_hint
 from llem.config.model import ModelConfig
 from llem.config.schema import Device, ExperimentConfig
@@ -153,23 +155,25 @@ def collect_findings(
             f"quantization.{which}=true needs bitsandbytes (pip install 'llem[quantization]')"
         )
     problems.extend(memo.answer("dataset", exp.dataset, lambda: check_dataset(exp.dataset)))
+    backend = create_backend(exp)
     session = MeasurementSession(
         exp.measurement,
         torch_device_indices=None,
-        device_type=device,
-        energy_refused=_node_refusal(exp),
+        # the device whose energy the run measures: a server's named GPUs, whatever torch sees
+        device_type=backend.energy_device(device, exp.measurement),
+        energy_refused=_node_refusal(exp, backend),
     )
     problems.extend(session.preflight())
     problems.extend(gpu_preflight_problems(exp.gpu, exp.measurement.gpu_indices))
     return problems, list(session.preflight_warnings)
 
 
-def _node_refusal(exp: ExperimentConfig) -> str | None:
+def _node_refusal(exp: ExperimentConfig, backend: Backend[Any]) -> str | None:
     """Why this host's meters are not the run's to read (a running server elsewhere, or on GPUs
     not named), asked of the engine where the boundary is the node: the run reads none of it."""
     if exp.measurement.boundary.value != "node":
         return None
-    return create_backend(exp).energy_refusal(exp.measurement)
+    return backend.energy_refusal(exp.measurement)
 
 
 def engine_preflight(exp: ExperimentConfig, row: Engine, device: str, has_cuda: bool) -> list[str]:

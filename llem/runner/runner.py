@@ -138,9 +138,11 @@ class Runner:
         write_environment(run_dir / "environment.json", self._environment.snapshot())
         backend = create_backend(exp)
         threads = settle_threads(exp)  # before the model loads (llem.runner.threads)
-        indices = _torch_indices(exp, device, backend)
+        # the device whose energy is measured: a server's named GPUs, whatever llem's torch sees
+        metered = backend.energy_device(device, exp.measurement)
+        indices = _torch_indices(exp, metered, backend)
         gpu = GpuSettings(exp.gpu, indices)  # the gpu section (llem.runner.gpu_settings)
-        session = self._session(exp, device, indices, backend)
+        session = self._session(exp, device, metered, indices, backend)
         loaded = None
         keep = False
         try:
@@ -187,13 +189,23 @@ class Runner:
                 self._release(backend, loaded, keep)
 
     def _session(
-        self, exp: ExperimentConfig, device: str, indices: list[int] | None, backend: Backend[Any]
+        self,
+        exp: ExperimentConfig,
+        device: str,
+        metered: str,
+        indices: list[int] | None,
+        backend: Backend[Any],
     ) -> MeasurementSession:
-        """The run's measurement session over the GPUs ``indices`` (torch's numbering)."""
+        """The run's measurement session over the GPUs ``indices`` (torch's numbering) of
+        ``metered``, the device whose energy the run measures (``Backend.energy_device``). Its
+        window synchronises CUDA only where llem itself runs on CUDA (``device``): a server's GPUs
+        measured from a llem on the CPU hold nothing of llem's, and synchronising them would
+        open a CUDA context of llem's on each."""
         return MeasurementSession(
             exp.measurement,
             torch_device_indices=indices,
-            device_type=device,
+            device_type=metered,
+            cuda_sync=None if device == "cuda" else _no_sync,
             idle_cache=self.idle_cache,  # the Runner's idle baselines (llem.measure.idle)
             gpu_settings=requested_settings(exp.gpu),  # baselines are kept per GPU settings
             # a running server elsewhere, or on GPUs not named: this host's are not its
@@ -315,6 +327,10 @@ class Runner:
         backend.unload(loaded)
 
 
+def _no_sync() -> None:
+    """A window edge with nothing of llem's on the measured GPUs to wait for."""
+
+
 def _init_cuda() -> None:
     """Create the CUDA context now, so the idle baseline sees the GPU as the run will."""
     import torch
@@ -346,7 +362,8 @@ def _model_cuda_devices(loaded: LoadedModel) -> list[int]:
 
 
 def _torch_indices(exp: ExperimentConfig, device: str, backend: Backend[Any]) -> list[int] | None:
-    """The torch CUDA indices to measure: measurement.gpu_indices, else where the model goes."""
+    """The torch CUDA indices to measure on ``device`` (``Backend.energy_device``):
+    measurement.gpu_indices, else where the model goes (a server: the GPUs it names)."""
     if device != "cuda":
         return None
     if exp.measurement.gpu_indices is not None:

@@ -38,9 +38,13 @@ class FakeConfig:
 
 @dataclass
 class FakeBackend:
-    """What the fake driver's ``create_backend`` returns: the sections it was built with."""
+    """What the fake driver's ``create_backend`` returns: the sections it was built with (and
+    what pre-flight asks of every engine: the device whose energy it measures)."""
 
     sections: Any
+
+    def energy_device(self, device: str, measurement: Any) -> str:
+        return device
 
 
 def row(**changes: Any) -> Engine:

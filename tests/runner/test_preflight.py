@@ -174,6 +174,9 @@ def test_a_node_whose_meters_the_engine_refuses_is_refused_and_only_a_node_asks(
     asked: list[str] = []
 
     class Refusing:
+        def energy_device(self, device: str, measurement: object) -> str:
+            return device
+
         def energy_refusal(self, measurement: object) -> str:
             asked.append("asked")
             return "planted: the server runs on another host"

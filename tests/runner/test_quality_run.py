@@ -57,6 +57,9 @@ class PlantedAnswers:
     def torch_device_indices(self) -> list[int]:
         return []
 
+    def energy_device(self, device: str, measurement: object) -> str:
+        return device
+
     def energy_refusal(self, measurement: object) -> str | None:
         return None
 

@@ -81,6 +81,9 @@ class FakeServingBackend:
     def torch_device_indices(self) -> list[int]:
         return []
 
+    def energy_device(self, device: str, measurement: object) -> str:
+        return device
+
     def energy_refusal(self, measurement: object) -> str | None:
         return None
 

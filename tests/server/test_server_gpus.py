@@ -78,3 +78,29 @@ def test_a_measured_gpu_the_server_does_not_use_is_a_condition_only() -> None:
     assert result.validity.energy_valid is True
     assert result.validity.checks["server_gpus"] == "condition"
     assert "GPU-b" in result.validity.conditions[0]
+
+
+def test_a_server_commands_unmeasured_gpu_names_server_gpus_as_the_remedy(
+    monkeypatch, tmp_path
+) -> None:
+    """server.launch=command has no tensor parallelism of llem's to set: a GPU its tree holds
+    that was not measured names server.gpus (a preset's still names its tensor_parallel_size)."""
+    import os
+    import sys
+    import types
+
+    from llem.backends.server.loaded import ServerModel
+
+    here = os.getpid()  # the planted server's leader: its tree holds a process on GPU-b
+    held = FakeGpu("GPU-b", processes=[(here, 2**30)])
+    fake = FakeNvml([FakeGpu("GPU-a"), held], SteppingClock())
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    said = {}
+    for cover in (gpus.RUNNING_COVER, gpus.LAUNCHED_COVER):
+        loaded = ServerModel(None, None, "cpu", "auto", {}, "k", 0.0, "u", None, cover=cover)
+        loaded.launched = types.SimpleNamespace(pid=here)  # type: ignore[assignment]
+        result = _result(["GPU-a"])
+        loaded.fill_window(result, tmp_path)
+        (said[cover],) = result.validity.problems
+    assert said[gpus.RUNNING_COVER].endswith("(set server.gpus to cover them)")
+    assert "tensor_parallel_size" in said[gpus.LAUNCHED_COVER]

@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from llem.backends.server import checkpoint, running
+from llem.backends.server import checkpoint, gpus, running
 from llem.backends.server.client import ClientConfig, api_key, serve_http
 from llem.backends.server.host import url_host
 from llem.backends.server.launch import LaunchedServer, LaunchRecord, launch
@@ -124,6 +124,17 @@ class ServerBackend:
             return []
         return launched_gpus(self.config.args)
 
+    def energy_device(self, device: str, measurement: MeasurementConfig) -> str:
+        """``cuda`` where the server's GPUs are named (``server.gpus``, or
+        ``measurement.gpu_indices``): the server runs in processes of its own, whose device is
+        not llem's, so the GPUs are measured even where llem's torch sees no CUDA (a CPU-only
+        llem on the server's GPU host). Unnamed, llem's ``device``: a preset started with this
+        interpreter (vLLM, SGLang) runs on its torch's device; a running server's energy is
+        refused (``energy_refusal``)."""
+        if self.config.gpus or measurement.gpu_indices:
+            return "cuda"
+        return device
+
     def energy_refusal(self, measurement: MeasurementConfig) -> str | None:
         """A running server's energy is this host's GPUs' only where its URL is this host's
         and its GPUs are named (``llem.backends.server.running``)."""
@@ -178,6 +189,7 @@ class ServerBackend:
             served_model=self.served_name,
             tokenizer_of=m.name_or_path,
             stated_gpus=None if self.config.gpus is None else list(self.config.gpus),
+            cover=gpus.RUNNING_COVER if preset == Launch.command else gpus.LAUNCHED_COVER,
             endpoint=self.config.endpoint.value,
             launched=launched,
             launch_record=record,

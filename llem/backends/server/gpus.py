@@ -76,7 +76,8 @@ def server_gpus(
 
 #: how to measure the GPUs a launched server used beyond those measured
 LAUNCHED_COVER = "set measurement.gpu_indices or the server's tensor_parallel_size to cover them"
-#: the same for a running server (server.url)
+#: the same for a running server (server.url), or one server.command starts (no preset's
+#: tensor parallelism: its GPUs are the ones server.gpus names)
 RUNNING_COVER = "set server.gpus to cover them"
 
 

@@ -43,7 +43,10 @@ class ServerModel(LoadedModel):
     base_url: str = ""
     served_model: str = ""
     tokenizer_of: str = ""  # the model whose tokenizer builds the prompts (model.name_or_path)
-    stated_gpus: list[int] | None = None  # server.gpus: where a running server runs, as named
+    stated_gpus: list[int] | None = None  # server.gpus: where the server runs, as named
+    # how to measure a launched server's unmeasured GPUs: a preset's tensor parallelism, or
+    # server.gpus for server.command's (``llem.backends.server.gpus``)
+    cover: str = gpus.LAUNCHED_COVER
     endpoint: str = "completions"
     launched: LaunchedServer | None = None
     launch_record: LaunchRecord | None = None
@@ -71,7 +74,7 @@ class ServerModel(LoadedModel):
             found = f"pid {pid} ({process_name(pid) or 'name unreadable'}), launched by llem"
             result.server = dataclasses.replace(result.server, processes_found_by=found)
             result.null_reasons.pop("server.processes_found_by", None)
-            gpus.record(result, gpus.server_gpus(open_gpus, gpus.launched_tree(pid)))
+            gpus.record(result, gpus.server_gpus(open_gpus, gpus.launched_tree(pid)), self.cover)
         scope.record(result)
 
 
@@ -91,7 +94,7 @@ def server_section(loaded: ServerModel, result: RunResult) -> None:
         on_this_host=True if loaded.running is None else loaded.running.host.local,
     )
     reasons = result.null_reasons
-    if loaded.running is not None:
+    if loaded.running is not None or loaded.stated_gpus:
         stated_device(loaded, result)
     if record is None:
         for key in ("command", "version", "launch_to_ready_s", "log"):
@@ -103,8 +106,9 @@ def server_section(loaded: ServerModel, result: RunResult) -> None:
 
 
 def stated_device(loaded: ServerModel, result: RunResult) -> None:
-    """``result.device`` for a server llem did not start: not llem's own device but what is
-    known of the server's, ``cuda`` where server.gpus names its GPUs, else null with the
+    """``result.device`` for a server llem did not start, or started by server.command on the
+    GPUs server.gpus names: not llem's own device but what is known of the server's, ``cuda``
+    where server.gpus names its GPUs (measured whatever llem's torch sees), else null with the
     reason."""
     if loaded.stated_gpus:
         result.device = "cuda"
