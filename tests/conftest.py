@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,51 @@ from llem.testing.tinymodel import build_tiny_model
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+#: the CPUs a pytest-xdist worker could use before it was given its own (comma-separated)
+ALL_CPUS_ENV = "LLEM_TESTS_ALL_CPUS"
+
+
+def _worker_cpus() -> tuple[list[int], list[int]] | None:
+    """Under pytest-xdist: (every CPU this process may use, this worker's share of them), the
+    CPUs dealt out in turn to the workers; None outside xdist, or with fewer CPUs than workers."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0") or 0)
+    if not worker.startswith("gw") or count < 2 or not hasattr(os, "sched_getaffinity"):
+        return None
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < count:
+        return None
+    return cpus, cpus[int(worker[2:]) % count :: count]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Each pytest-xdist worker runs on CPUs of its own, and so does every process it starts
+    (llem runs, engines and servers inherit the affinity). llem gives torch one thread per usable
+    CPU; two workers each giving torch every CPU of the machine put twice as many spinning OpenMP
+    threads on its cores as there are cores, which ran the same work about 6x slower (two
+    processes of 2 threads each on this 2-core machine: 479 s; of 1 thread each: 77 s). A test
+    marked ``all_cpus`` (it counts the CPUs llem uses) gets them all back while it runs."""
+    config.addinivalue_line("markers", "all_cpus: runs on every CPU, not its xdist worker's own")
+    split = _worker_cpus()
+    if split is not None:
+        every, mine = split
+        os.environ[ALL_CPUS_ENV] = ",".join(map(str, every))
+        os.sched_setaffinity(0, mine)
+
+
+@pytest.fixture(autouse=True)
+def _all_cpus_when_marked(request: pytest.FixtureRequest) -> Iterator[None]:
+    every = os.environ.get(ALL_CPUS_ENV)
+    if every is None or request.node.get_closest_marker("all_cpus") is None:
+        yield
+        return
+    mine = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, [int(c) for c in every.split(",")])
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, mine)
 
 
 @pytest.fixture(autouse=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -23,7 +24,11 @@ from llem.runner.threads import (
 from llem.testing.cli import output, run_llem
 
 FAST = ["decoder.max_new_tokens=2", "dataset.n_prompts=2", "measurement.warmup=0"]
-CPUS = usable_cpus()
+# These tests count the CPUs llem gives torch: they run on every CPU, not on their pytest-xdist
+# worker's share (tests/conftest.py), and CPUS is what usable_cpus() says while they run.
+pytestmark = pytest.mark.all_cpus
+_EVERY = os.environ.get("LLEM_TESTS_ALL_CPUS")
+CPUS = len(_EVERY.split(",")) if _EVERY else usable_cpus()
 needs_two_cpus = pytest.mark.skipif(CPUS < 2, reason="needs 2 usable CPUs to tell 1 thread apart")
 
 
