@@ -36,6 +36,7 @@ def pytest_configure(config: pytest.Config) -> None:
     processes of 2 threads each on this 2-core machine: 479 s; of 1 thread each: 77 s). A test
     marked ``all_cpus`` (it counts the CPUs llem uses) gets them all back while it runs."""
     config.addinivalue_line("markers", "all_cpus: runs on every CPU, not its xdist worker's own")
+    config.addinivalue_line("markers", "own_llem_cache: shares no part of llem's cache")
     split = _worker_cpus()
     if split is not None:
         every, mine = split
@@ -57,10 +58,41 @@ def _all_cpus_when_marked(request: pytest.FixtureRequest) -> Iterator[None]:
         os.sched_setaffinity(0, mine)
 
 
+#: the parts of llem's cache that every test of a run shares: what takes long to make and what no
+#: test changes (the default model's converted GGUF copy, about 75 CPU-s to make; lm-eval's task
+#: index, 30-40 s); a test marked ``own_llem_cache`` (it tests those caches) shares nothing
+SHARED_CACHE = ("gguf", "lm_eval")
+
+
+@pytest.fixture(scope="session")
+def _shared_llem_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The run's shared part of llem's cache: one for all pytest-xdist workers of a run (each
+    worker's base directory lies below the run's), made anew by each run. Both caches write a
+    copy under a name of their own and rename it into place, so workers never read a half-made
+    one."""
+    base = tmp_path_factory.getbasetemp()
+    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    shared = root / "llem-shared-cache"
+    for name in SHARED_CACHE:
+        (shared / name).mkdir(parents=True, exist_ok=True)
+    return shared
+
+
 @pytest.fixture(autouse=True)
-def _own_llem_cache_dir(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """Each test has its own llem cache directory (idle baselines, GGUF copies), never ~/.cache."""
-    monkeypatch.setenv("LLEM_CACHE_DIR", str(tmp_path / "llem-cache"))
+def _own_llem_cache_dir(
+    request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    _shared_llem_cache: Path,
+) -> None:
+    """Each test has its own llem cache directory (idle baselines, load times, crash records),
+    never ~/.cache; its GGUF copies and lm-eval index are the run's (``SHARED_CACHE``)."""
+    cache = tmp_path / "llem-cache"
+    cache.mkdir()
+    if request.node.get_closest_marker("own_llem_cache") is None:
+        for name in SHARED_CACHE:
+            (cache / name).symlink_to(_shared_llem_cache / name, target_is_directory=True)
+    monkeypatch.setenv("LLEM_CACHE_DIR", str(cache))
 
 
 @pytest.fixture(scope="session")

@@ -335,8 +335,21 @@ def _convert(root: Path, gguf_file: str, trust_remote_code: bool) -> Path:
     (tmp / "llem_source.json").write_text(json.dumps(source))
     del model
     gc.collect()
+    # Another process (a second llem, a sweep's other worker) may have put its copy in place
+    # meanwhile, and may be loading it: keep that one, never remove it under its reader.
+    done = find_converted(gguf_path, transformers.__version__)
+    if done is not None:
+        shutil.rmtree(tmp, ignore_errors=True)
+        return done
     if target.is_symlink():  # a link to an older copy that has gone since
         target.unlink()
     shutil.rmtree(target, ignore_errors=True)
-    tmp.rename(target)
+    try:
+        tmp.rename(target)
+    except OSError:  # put in place by another process between the check and the rename
+        shutil.rmtree(tmp, ignore_errors=True)
+        done = find_converted(gguf_path, transformers.__version__)
+        if done is None:
+            raise
+        return done
     return target

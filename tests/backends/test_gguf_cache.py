@@ -7,11 +7,15 @@ import logging
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from llem.backends import models
 from llem.backends.models import convert_gguf, find_converted, gguf_cache_dir
+
+# These tests make and read the cache themselves: none of it is shared with other tests.
+pytestmark = pytest.mark.own_llem_cache
 
 TINY_GGUF = "tiny.gguf"
 
@@ -173,3 +177,30 @@ def test_a_copy_under_the_older_naming_whose_source_is_gone_is_not_trusted(
     shutil.rmtree(earlier)  # nothing left to show which file that copy was made from
     fresh = _install_again(tiny_gguf, tmp_path / "fresh-venv")
     assert find_converted(fresh / TINY_GGUF, version) is None
+
+
+def test_a_copy_another_process_put_in_place_meanwhile_is_kept(
+    tiny_gguf: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two processes convert the same file at once (a sweep's two workers, two llem runs): the
+    one that finishes second keeps the first one's copy, which the first may be reading, and
+    drops its own, instead of removing that copy and renaming its own into place."""
+    first = convert_gguf(tiny_gguf, TINY_GGUF, trust_remote_code=False)
+    reader = first / "being-read"  # planted: the first process's copy, open for reading
+    reader.write_text("x")
+    # The second process had looked before the first finished: it found no copy and converted.
+    monkeypatch.setattr(models, "find_converted", _absent_once(models.find_converted))
+    again = convert_gguf(tiny_gguf, TINY_GGUF, trust_remote_code=False)
+    assert again == first and reader.read_text() == "x"
+    assert not list(first.parent.glob("*.tmp"))  # its own copy is gone
+
+
+def _absent_once(find: Any) -> Any:
+    """``find_converted`` that finds nothing the first time it is asked."""
+    asked = []
+
+    def found(*args: Any) -> Any:
+        asked.append(args)
+        return None if len(asked) == 1 else find(*args)
+
+    return found

@@ -19,6 +19,9 @@ pytest.importorskip("lm_eval")
 from llem.quality import lm_eval_index, lm_eval_task  # noqa: E402
 from llem.quality.lm_eval_task import lm_eval_problems  # noqa: E402
 
+# These tests make and read the cache themselves: none of it is shared with other tests.
+pytestmark = pytest.mark.own_llem_cache
+
 CHOICE_YAML = """task: planted_choice
 dataset_path: json
 dataset_kwargs: {data_files: {test: DATA}}
