@@ -82,13 +82,13 @@ def _shared_llem_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _own_llem_cache_dir(
     request: pytest.FixtureRequest,
     monkeypatch: pytest.MonkeyPatch,
-    tmp_path: Path,
+    tmp_path_factory: pytest.TempPathFactory,
     _shared_llem_cache: Path,
 ) -> None:
     """Each test has its own llem cache directory (idle baselines, load times, crash records),
-    never ~/.cache; its GGUF copies and lm-eval index are the run's (``SHARED_CACHE``)."""
-    cache = tmp_path / "llem-cache"
-    cache.mkdir()
+    never ~/.cache, beside its tmp_path (which stays empty for the test); its GGUF copies and
+    lm-eval index are the run's (``SHARED_CACHE``)."""
+    cache = tmp_path_factory.mktemp("llem-cache")
     if request.node.get_closest_marker("own_llem_cache") is None:
         for name in SHARED_CACHE:
             (cache / name).symlink_to(_shared_llem_cache / name, target_is_directory=True)
