@@ -12,6 +12,8 @@ import pytest
 from llem.config.schema import Boundary, EnergySource
 from llem.devices.cpu_energy import RaplReader
 from llem.devices.powercap import PERMISSION_HINT
+from llem.result import RunResult
+from llem.runner.summary import boundary_line
 from llem.testing.fake_pynvml import FakeGpu
 from llem.testing.planted_rapl import PoweredCounters, ScriptedCounters, plant_zone
 
@@ -192,6 +194,12 @@ def test_a_cpu_run_without_gpus_has_a_node_total_of_its_packages_and_dram(
     bound_why = m.null_reasons["boundary.total_j_uncertainty"]
     assert bound_why.startswith("cpu_package and dram hold RAPL energy: RAPL states no accuracy")
     assert "RAPL's reading limits +/- " in bound_why and "gpu" not in bound_why
+    result = RunResult(status="ok", boundary=b)
+    result.null_reasons.update(m.null_reasons)
+    assert boundary_line(result) == (
+        f"boundary: node = GPUs: outside the boundary: {why} + CPU packages 80.0 J + DRAM 12.0 J "
+        "= 92.0 J, 9.2 J/token (no bound: RAPL states no accuracy; see null_reasons)"
+    )
 
 
 def test_a_cpu_run_beside_a_visible_gpu_has_no_node_total(
