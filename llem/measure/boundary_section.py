@@ -167,6 +167,16 @@ def _coverage_note(packages: Sequence[str]) -> str | None:
     return package_coverage(numbers).note
 
 
+def _outside(node: bool, no_dram: bool, gpus_absent: str | None) -> list[str]:
+    """``boundary.outside``: always, the CPU's parts for the gpu boundary, and what a node lacks."""
+    return (
+        list(ALWAYS_OUTSIDE)
+        + ([] if node else list(CPU_OUTSIDE))
+        + ([DRAM_OUTSIDE] if no_dram else [])
+        + ([gpus_outside(gpus_absent)] if gpus_absent is not None else [])
+    )
+
+
 def boundary_section(
     window: WindowResult,
     cfg: MeasurementConfig,
@@ -223,9 +233,6 @@ def boundary_section(
         cpu_packages_note=_coverage_note(packages),
         dram=dram,
         includes=[f"this host's RAPL domains {', '.join(packages + dram)}"] if no_gpus else [],
-        outside=list(ALWAYS_OUTSIDE)
-        + ([] if node else list(CPU_OUTSIDE))
-        + ([DRAM_OUTSIDE] if no_dram else [])
-        + ([gpus_outside(str(gpus_absent))] if no_gpus else []),
+        outside=_outside(node, no_dram, gpus_absent if no_gpus else None),
     )
     return with_figures(section, "boundary", figures)

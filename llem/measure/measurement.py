@@ -194,8 +194,7 @@ def build_measurement(
     explains the null thermal and device-memory figures of a window without samples; without
     it they fall back to ``unavailable_reason``. ``workload_said`` says whose processes outside
     llem's tree were counted as the run's own (a running server's), in the other-processes
-    check's sentence. ``gpus_absent``: the run uses no GPU and none is visible here, so a node's
-    total is its packages and DRAM (``llem.measure.boundary_section``).
+    check's sentence. ``gpus_absent``: why a run on no GPU has none here (a node leaves them out).
     """
     warnings = list(setup_warnings) + list(window.warnings) + reading_failures(window)
     unavailable_reason = _unavailable(window, unavailable_reason, warnings)
@@ -207,10 +206,8 @@ def build_measurement(
         warnings=warnings,
         cpu_disabled_reason=cpu_disabled_reason,
     )
-    bounds, boundary_reasons = boundary_section(
-        window, cfg, energy, reasons, idle, counts, gpus_absent
-    )
-    reasons.update(boundary_reasons)
+    bounds, more = boundary_section(window, cfg, energy, reasons, idle, counts, gpus_absent)
+    reasons.update(more)
     none = _NoReadings(
         (no_gpu_reason or unavailable_reason or "no samples") if not window.samples else None
     )
