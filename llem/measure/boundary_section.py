@@ -8,7 +8,10 @@ component is idle-adjusted with its own idle power from the same idle window (se
 total it belongs to: a total never leaves a part out silently. A CPU whose RAPL has no DRAM domain
 at all (AMD CPUs, most Intel clients) is another matter: there is nothing to read, so the node's
 DRAM is listed as outside the boundary (``DRAM_OUTSIDE``) and the node's total is the GPUs and the
-packages, its ``dram_j`` null with that reason.
+packages, its ``dram_j`` null with that reason. Likewise a run that uses no GPU (``device=cpu``)
+on a host where no vendor library starts (no GPU is visible to NVML or amdsmi, ``gpus_absent``):
+the GPUs are listed as outside with that reason, and the node's total is its packages and DRAM.
+A GPU that is visible but not read (a CPU run on a GPU host) keeps the total null.
 
 Bounds: the GPUs' figure keeps ``energy.total_j``'s bound, and a total of bounded parts the sum of
 theirs. RAPL states no accuracy (``llem.measure.rapl_bound``), so the packages, DRAM and a total
@@ -52,6 +55,14 @@ DRAM_OUTSIDE = (
 )
 NO_DRAM_DOMAIN = "outside the boundary: this CPU's RAPL has no DRAM domain"
 COMPONENTS = ("gpu", "cpu_package", "dram")
+
+
+def gpus_outside(why: str) -> str:
+    """``boundary.outside``'s sentence for a host with no GPU to see (``why``: the libraries')."""
+    return (
+        f"this host's GPUs: the run uses none and {why}; the power of a GPU present without a "
+        "working driver, if any, is not in the total"
+    )
 
 
 def _plain(f: Figure) -> Figure:
@@ -156,6 +167,16 @@ def _coverage_note(packages: Sequence[str]) -> str | None:
     return package_coverage(numbers).note
 
 
+def _outside(node: bool, no_dram: bool, gpus_absent: str | None) -> list[str]:
+    """``boundary.outside``: always, the CPU's parts for the gpu boundary, and what a node lacks."""
+    return (
+        list(ALWAYS_OUTSIDE)
+        + ([] if node else list(CPU_OUTSIDE))
+        + ([DRAM_OUTSIDE] if no_dram else [])
+        + ([gpus_outside(gpus_absent)] if gpus_absent is not None else [])
+    )
+
+
 def boundary_section(
     window: WindowResult,
     cfg: MeasurementConfig,
@@ -163,9 +184,11 @@ def boundary_section(
     energy_reasons: Mapping[str, str],
     idle: IdleBaseline,
     counts: Counts,
+    gpus_absent: str | None = None,
 ) -> tuple[Boundary, dict[str, str]]:
     """The window's ``Boundary`` (``cfg.boundary``) and the null reasons of its figures
-    (``boundary.X``); ``energy`` is the window's energy section, with its null reasons."""
+    (``boundary.X``); ``energy`` is the window's energy section, with its null reasons;
+    ``gpus_absent``: why a run that uses no GPU has none to read (its node leaves them out)."""
     boundary = str(getattr(cfg.boundary, "value", cfg.boundary))
     node = boundary == "node"
     n = counts.output_tokens
@@ -182,10 +205,14 @@ def boundary_section(
         "dram": _idle_adjusted(gpu["dram"], idle, "dram", window.cpu),
     }
     no_dram = node and no_dram_domain(window.cpu, cpu_disabled_reason)
+    no_gpus = node and gpus_absent is not None and cpu_disabled_reason is None
     inside = gpu if node else {"gpu": gpu["gpu"]}
     if no_dram:
         inside = {k: v for k, v in inside.items() if k != "dram"}
         adjusted["dram"] = Figure.null(NO_DRAM_DOMAIN)
+    if no_gpus:
+        inside = {k: v for k, v in inside.items() if k != "gpu"}
+        gpu["gpu"] = adjusted["gpu"] = Figure.null(f"outside the boundary: {gpus_absent}")
     total = _sum(inside, limits)
     adjusted_total = _plain(_sum({k: adjusted[k] for k in inside}))
     figures: dict[str, Figure | Mapping[str, Figure]] = {
@@ -198,14 +225,14 @@ def boundary_section(
         "rapl_reading_limits_j": limits_j,
     }
     packages = _domains(window.cpu, "package") if node else []
+    dram = _domains(window.cpu, "dram") if node else []
     section = Boundary(
         boundary=boundary,
         gpus=[d.uuid for d in window.devices],
         cpu_packages=packages,
         cpu_packages_note=_coverage_note(packages),
-        dram=_domains(window.cpu, "dram") if node else [],
-        outside=list(ALWAYS_OUTSIDE)
-        + ([] if node else list(CPU_OUTSIDE))
-        + ([DRAM_OUTSIDE] if no_dram else []),
+        dram=dram,
+        includes=[f"this host's RAPL domains {', '.join(packages + dram)}"] if no_gpus else [],
+        outside=_outside(node, no_dram, gpus_absent if no_gpus else None),
     )
     return with_figures(section, "boundary", figures)

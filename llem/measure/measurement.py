@@ -186,6 +186,7 @@ def build_measurement(
     cpu_disabled_reason: str | None = None,
     no_gpu_reason: str | None = None,
     workload_said: str | None = None,
+    gpus_absent: str | None = None,
 ) -> Measurement:
     """The ``Measurement`` of a finished window; ``counts`` is what was generated in it.
 
@@ -193,7 +194,7 @@ def build_measurement(
     explains the null thermal and device-memory figures of a window without samples; without
     it they fall back to ``unavailable_reason``. ``workload_said`` says whose processes outside
     llem's tree were counted as the run's own (a running server's), in the other-processes
-    check's sentence.
+    check's sentence. ``gpus_absent``: why a run on no GPU has none here (a node leaves them out).
     """
     warnings = list(setup_warnings) + list(window.warnings) + reading_failures(window)
     unavailable_reason = _unavailable(window, unavailable_reason, warnings)
@@ -205,8 +206,8 @@ def build_measurement(
         warnings=warnings,
         cpu_disabled_reason=cpu_disabled_reason,
     )
-    bounds, boundary_reasons = boundary_section(window, cfg, energy, reasons, idle, counts)
-    reasons.update(boundary_reasons)
+    bounds, more = boundary_section(window, cfg, energy, reasons, idle, counts, gpus_absent)
+    reasons.update(more)
     none = _NoReadings(
         (no_gpu_reason or unavailable_reason or "no samples") if not window.samples else None
     )

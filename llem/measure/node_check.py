@@ -11,7 +11,9 @@ a read is how that is found out).
 * Only part can: a warning naming the parts that will be null, and that the node's ``total_j``
   will be null with them (``llem.measure.boundary_section``); the rest keep their own figures.
 * A CPU whose RAPL has no DRAM domain, its packages read: DRAM is outside the boundary, as the
-  run's ``boundary.outside`` lists it, so it counts neither as read nor as unread.
+  run's ``boundary.outside`` lists it, so it counts neither as read nor as unread. So are the
+  GPUs of a run that uses none (``device=cpu``) on a host where no vendor library starts, where
+  RAPL is read: the node's total is then the packages and DRAM, and nothing is warned.
 
 ``measurement.boundary=gpu`` (the default) is not checked here: a run on a machine without a GPU
 still measures its time, and says why its energy is unavailable.
@@ -97,6 +99,8 @@ def check_node(
     else:
         reasons = {GPUS: gpu_reason(cfg, device_type, env, opener), **rapl_reasons(rapl())}
     unread = {part: why for part, why in reasons.items() if why is not None}
+    if _gpus_absent(cfg, device_type, opener, refused) and len(unread) < len(reasons):
+        del reasons[GPUS], unread[GPUS]  # outside, as the run's boundary.outside says
     if not unread:
         return NodeCheck()
     said = _grouped(unread)
@@ -114,6 +118,15 @@ def check_node(
             f"run would end with no energy at all; {_instead(unread)}"
         ]
     )
+
+
+def _gpus_absent(
+    cfg: MeasurementConfig, device_type: str, opener: GpuOpener, refused: str | None
+) -> bool:
+    """The run uses no GPU and no vendor library starts here (``OpenedSource.gpus_absent``)."""
+    if device_type == "cuda" or refused is not None or energy_mode(cfg) != "auto":
+        return False
+    return off_gpu(device_type, opener).gpus_absent is not None
 
 
 def _grouped(unread: Mapping[str, str]) -> str:

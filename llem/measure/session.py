@@ -117,6 +117,7 @@ class MeasurementSession:
         self.source: PowerSource | None = None
         self.unavailable_reason: str | None = None
         self.no_gpu_reason: str | None = None
+        self.gpus_absent: str | None = None  # a run on no GPU, on a host where none is visible
         self.setup_warnings: list[str] = []
         self.preflight_warnings: list[str] = []  # filled by preflight()
         self.idle = IdleBaseline(None, null_reason="session not started")
@@ -177,7 +178,7 @@ class MeasurementSession:
         )
         self.source, self.devices = opened.source, opened.devices
         self.unavailable_reason = opened.unavailable_reason
-        self.no_gpu_reason = opened.no_gpu_reason
+        self.no_gpu_reason, self.gpus_absent = opened.no_gpu_reason, opened.gpus_absent
         self.setup_warnings += opened.warnings
         if energy_mode(self.cfg) != "none" and self._refused is None:
             self._rapl = self._rapl_reader()
@@ -356,6 +357,7 @@ class MeasurementSession:
             device_type=self.device_type,
             unavailable_reason=self.unavailable_reason,
             no_gpu_reason=self.no_gpu_reason,
+            gpus_absent=self.gpus_absent,
             idle=self.idle,
             devices=self.devices,
             setup_warnings=self.setup_warnings,

@@ -39,6 +39,8 @@ class OpenedSource:
     ``unavailable_reason`` says why there is no energy; ``no_gpu_reason`` why there are no GPU
     readings at all (temperature, clocks, device memory), in words that name no energy, e.g.
     ``NVML unavailable: NVMLError_LibraryNotFound``; None when a source is open.
+    ``gpus_absent`` says, for a run that uses no GPU, that no vendor library starts on this host
+    (so it has no GPU they can see, and a node's total holds none); None otherwise.
     """
 
     source: PowerSource | None = None
@@ -46,6 +48,7 @@ class OpenedSource:
     unavailable_reason: str | None = None
     warnings: list[str] = field(default_factory=list)
     no_gpu_reason: str | None = None
+    gpus_absent: str | None = None
 
 
 #: the modes that name a vendor library, and how that library calls itself (``GpuLibrary.api``)
@@ -214,7 +217,8 @@ def short_nvml_error(exc: BaseException) -> str:
 
 def off_gpu(device_type: str, opener: GpuOpener) -> OpenedSource:
     """A run that is not on a GPU: no energy source. Says whether this machine has NVML at all
-    (``no NVIDIA GPU/NVML (NVMLError_LibraryNotFound)``) or the run just is not on its GPU."""
+    (``no NVIDIA GPU/NVML (NVMLError_LibraryNotFound)``: no vendor library starts, so no GPU is
+    visible, ``gpus_absent``) or the run just is not on its GPU."""
     try:
         opener().shutdown()
     except GpuUnavailable as exc:
@@ -222,6 +226,7 @@ def off_gpu(device_type: str, opener: GpuOpener) -> OpenedSource:
         return OpenedSource(
             unavailable_reason=f"no NVIDIA GPU/NVML ({short})",
             no_gpu_reason=f"NVML unavailable: {short}",
+            gpus_absent=f"no GPU is visible to NVML or amdsmi ({short})",
         )
     return OpenedSource(
         unavailable_reason=f"the run is on device={device_type}, not on a GPU",

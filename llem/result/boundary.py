@@ -8,14 +8,16 @@ empty where none could be read), ``cpu_packages_note`` which packages the proces
 to those read, ``outside`` one sentence per thing the figures leave out, ``includes`` one sentence
 per thing they take in that the components do not say (a server's: whose processes ran on the
 measured GPUs, and that any other work there is in the figures too; empty for the in-process
-engines, and in results written before it).
+engines, and in results written before it; a CPU run's node with no GPU names its RAPL domains).
 
 Energy per component over the measured window (J, idle power included, as ``energy.total_j``):
 ``gpu_j`` (``energy.total_j``), ``cpu_package_j``, ``dram_j`` and their sum ``total_j``; the
 ``idle_adjusted`` figures subtract each component's idle power times the window, as
 ``energy.idle_adjusted_j`` does for the GPUs; the ``j_per_output_token`` figures divide by the
 window's output tokens. A component outside the boundary, or that could not be read, is null with
-the reason in ``null_reasons["boundary.<field>"]``, and so is any total it would be part of.
+the reason in ``null_reasons["boundary.<field>"]``, and so is any total it would be part of;
+a part the host does not have (a CPU's missing DRAM domain; the GPUs of a CPU run on a host where
+no GPU library starts) is listed in ``outside`` instead, and the total is the rest.
 
 Bounds (worst case, J, ``X_uncertainty``): ``gpu_j``'s is ``energy.total_j_uncertainty``, and so
 is ``total_j``'s where the GPUs are all it holds (``boundary=gpu``, or a node whose packages and

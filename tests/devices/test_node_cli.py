@@ -19,11 +19,14 @@ GPU_W = {"GPU-node-0000": 120.0, "GPU-node-1111": 180.0}
 PACKAGE_W, DRAM_W = 40.0, 6.0
 
 
-def _run(tmp_path: Path, tiny_model_dir: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+def _run(
+    tmp_path: Path, tiny_model_dir: Path, *extra: str, cpu_only: bool = False
+) -> subprocess.CompletedProcess[str]:
     spec = tmp_path / "node.json"
     spec.write_text(
         json.dumps(
             {
+                "cpu_only": cpu_only,
                 "gpu_w": GPU_W,
                 "package_w": PACKAGE_W,
                 "dram_w": DRAM_W,
@@ -41,7 +44,7 @@ def _run(tmp_path: Path, tiny_model_dir: Path, *extra: str) -> subprocess.Comple
         f"model.name_or_path={tiny_model_dir}",
         "dataset.n_prompts=2",
         "decoder.max_new_tokens=4",
-        "measurement.energy=nvml",
+        "measurement.energy=" + ("auto" if cpu_only else "nvml"),
         "measurement.boundary=node",
         "measurement.min_window_s=1.0",
         "measurement.idle_baseline_s=0",
@@ -94,3 +97,22 @@ def test_a_gpu_index_the_machine_does_not_have_is_one_preflight_line(
     errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "measurement.gpu_indices=[0, 5]" in errors[0], proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.slow
+def test_a_cpu_run_on_a_host_without_gpus_has_a_node_total_of_its_packages_and_dram(
+    tmp_path: Path, tiny_model_dir: Path
+) -> None:
+    proc = _run(tmp_path, tiny_model_dir, "device=cpu", cpu_only=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads((tmp_path / "run" / "result.json").read_text())
+    boundary, window_s = result["boundary"], result["energy"]["window_s"]
+    assert result["lifecycle"]["preflight_warnings"] == []
+    assert boundary["gpus"] == [] and boundary["gpu_j"] is None
+    assert boundary["cpu_package_j"] == pytest.approx(PACKAGE_W * window_s, rel=0.05)
+    assert boundary["dram_j"] == pytest.approx(DRAM_W * window_s, rel=0.05)
+    assert boundary["total_j"] == pytest.approx(boundary["cpu_package_j"] + boundary["dram_j"])
+    tokens = result["workload"]["output_tokens"]
+    assert boundary["j_per_output_token"] == pytest.approx(boundary["total_j"] / tokens)
+    assert "no GPU is visible to NVML or amdsmi" in boundary["outside"][-1]
+    assert "boundary: node = GPUs: outside the boundary" in proc.stdout + proc.stderr

@@ -12,6 +12,8 @@ import pytest
 from llem.config.schema import Boundary, EnergySource
 from llem.devices.cpu_energy import RaplReader
 from llem.devices.powercap import PERMISSION_HINT
+from llem.result import RunResult
+from llem.runner.summary import boundary_line
 from llem.testing.fake_pynvml import FakeGpu
 from llem.testing.planted_rapl import PoweredCounters, ScriptedCounters, plant_zone
 
@@ -128,36 +130,89 @@ def test_a_root_only_package_beside_read_gpus_is_a_warning_with_how_to_read_it(
     ]
 
 
-def test_rapl_on_a_cpu_run_is_a_warning_naming_the_gpus(make_session, tmp_path) -> None:
+def test_rapl_on_a_cpu_run_on_a_host_without_gpus_is_not_warned(make_session, tmp_path) -> None:
+    """No vendor library starts: the GPUs are outside, as the run's boundary.outside says."""
+    rapl, _ = _planted(tmp_path)
+    s = make_session(make_cfg(**NODE), indices=None, device_type="cpu", rapl=rapl)
+    assert s.preflight() == [] and s.preflight_warnings == []
+
+
+def test_rapl_on_a_cpu_run_beside_a_visible_gpu_is_a_warning_naming_the_gpus(
+    make_session, install_nvml, tmp_path
+) -> None:
+    install_nvml([FakeGpu("GPU-a")])
     rapl, _ = _planted(tmp_path)
     s = make_session(make_cfg(**NODE), indices=None, device_type="cpu", rapl=rapl)
     assert s.preflight() == []
     assert s.preflight_warnings == [
-        f"measurement.boundary=node: part of the node cannot be read (GPUs: {NO_NVML_CPU}), so "
-        "the node's total_j will be null; CPU packages and DRAM keep their own figures"
+        "measurement.boundary=node: part of the node cannot be read (GPUs: the run is on "
+        "device=cpu, not on a GPU), so the node's total_j will be null; CPU packages and DRAM "
+        "keep their own figures"
     ]
 
 
-def test_what_the_warning_says_of_a_cpu_run_is_what_its_window_gives(
-    make_session, clock, tmp_path
-) -> None:
-    """The warning's 'total_j will be null' and 'keep their own figures', on a window: 40 W of
-    package and 6 W of DRAM planted for 2 s."""
+def _cpu_run(make_session, clock, tmp_path, dram_w: float = 6.0):
+    """A CPU run's node window: 40 W of package and ``dram_w`` of DRAM planted for 2 s, 10
+    output tokens."""
     root = tmp_path / "powercap"
     pkg = plant_zone(root, "intel-rapl:0", "package-0", 0)
     dram = plant_zone(root, "intel-rapl:0:0", "dram", 0)
     counters = PoweredCounters([pkg, dram], clock.now)
     counters.set_power_w(pkg, 40.0)
-    counters.set_power_w(dram, 6.0)
+    counters.set_power_w(dram, dram_w)
     rapl = RaplReader(root, read_text=counters, clock=clock.now)
     s = make_session(make_cfg(**NODE), indices=None, device_type="cpu", rapl=rapl)
-    assert s.preflight() == [] and len(s.preflight_warnings) == 1
+    assert s.preflight() == []
     s.start()
     with s.window():
         clock.sleep(2.0)
-    b = s.measurement(output_tokens=10, requests=1).boundary
-    assert b.total_j is None and b.gpu_j is None
+    return s, s.measurement(output_tokens=10, requests=1)
+
+
+def test_a_cpu_run_without_gpus_has_a_node_total_of_its_packages_and_dram(
+    make_session, clock, tmp_path
+) -> None:
+    """What the absent warning promises, on a window: 80 J of package and 12 J of DRAM."""
+    s, m = _cpu_run(make_session, clock, tmp_path)
+    b = m.boundary
+    assert s.preflight_warnings == []
     assert b.cpu_package_j == pytest.approx(80.0) and b.dram_j == pytest.approx(12.0)
+    assert b.total_j == pytest.approx(92.0, abs=1e-9)
+    assert b.j_per_output_token == pytest.approx(9.2, abs=1e-9)
+    assert (
+        b.gpu_j is None
+        and b.gpus == []
+        and b.includes == ["this host's RAPL domains package-0, dram-0"]
+    )
+    why = "no GPU is visible to NVML or amdsmi (NVMLError_LibraryNotFound)"
+    assert m.null_reasons["boundary.gpu_j"] == f"outside the boundary: {why}"
+    assert b.outside[-1] == (
+        f"this host's GPUs: the run uses none and {why}; the power of a GPU present without a "
+        "working driver, if any, is not in the total"
+    )
+    assert b.total_j_uncertainty is None and b.rapl_reading_limits_j is not None
+    bound_why = m.null_reasons["boundary.total_j_uncertainty"]
+    assert bound_why.startswith("cpu_package and dram hold RAPL energy: RAPL states no accuracy")
+    assert "RAPL's reading limits +/- " in bound_why and "gpu" not in bound_why
+    result = RunResult(status="ok", boundary=b)
+    result.null_reasons.update(m.null_reasons)
+    assert boundary_line(result) == (
+        f"boundary: node = GPUs: outside the boundary: {why} + CPU packages 80.0 J + DRAM 12.0 J "
+        "= 92.0 J, 9.2 J/token (no bound: RAPL states no accuracy; see null_reasons)"
+    )
+
+
+def test_a_cpu_run_beside_a_visible_gpu_has_no_node_total(
+    make_session, install_nvml, clock, tmp_path
+) -> None:
+    """The warning's 'total_j will be null' and 'keep their own figures', on a window."""
+    install_nvml([FakeGpu("GPU-a")])
+    s, m = _cpu_run(make_session, clock, tmp_path)
+    b = m.boundary
+    assert len(s.preflight_warnings) == 1
+    assert b.total_j is None and b.gpu_j is None and b.j_per_output_token is None
+    assert b.cpu_package_j == pytest.approx(80.0) and b.dram_j == pytest.approx(12.0)
+    assert "device=cpu, not on a GPU" in m.null_reasons["boundary.total_j"]
 
 
 def test_no_gpu_visible_under_cuda_visible_devices_is_a_part_not_read(
