@@ -84,7 +84,7 @@ def test_an_unreadable_file_is_ignored_with_one_warning_and_replaced(
     content: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     path = load_times_path()
-    path.parent.mkdir(parents=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(content)
     with caplog.at_level(logging.WARNING, logger=LOG):
         assert this_host_load_times(host="h") == {}
