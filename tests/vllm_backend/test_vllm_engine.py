@@ -249,18 +249,19 @@ def test_a_served_vllm_sweep_writes_each_points_requests_and_serving_sections(
         _check_steps(run_dir, r)
 
 
-@pytest.mark.parametrize(
-    "traffic",
-    [[], ["traffic=concurrency", "traffic.max_concurrency=2", "traffic.n_requests=2"]],
-    ids=["offline", "served"],
-)
+CHUNKED = {
+    "at_once": {"kind": "offline"},
+    "closed2": {"kind": "concurrency", "max_concurrency": 2, "n_requests": 2},
+}
+
+
 def test_chunked_prefill_lands_in_the_steps_that_computed_it_and_texts_are_saved(
-    head64_model_dir: Path, tmp_path: Path, traffic: list[str]
+    head64_model_dir: Path, tmp_path: Path
 ) -> None:
     """Two 160-token prompts through a 64-token step budget: each prompt is prefilled in chunks
     of at most 64 tokens, in successive steps before (and with) its first output, and its chunks
     add up to its prompt; measurement.save_outputs=true writes every request's text."""
-    run_dir = tmp_path / "run"
+    sweep = tmp_path / "sweep"
     proc = run_llem(
         "+backend=vllm",
         "model=hf",
@@ -275,11 +276,22 @@ def test_chunked_prefill_lands_in_the_steps_that_computed_it_and_texts_are_saved
         "vllm.max_num_batched_tokens=64",
         "measurement.save_outputs=true",
         *SMALL_ENGINE,
-        *traffic,
-        f"hydra.run.dir={run_dir}",
+        traffic_options(tmp_path, CHUNKED),
+        f"hydra.sweep.dir={sweep}",
+        multirun=True,
+        cwd=tmp_path,
     )
     assert proc.returncode == 0, output(proc)
-    r = read_json(run_dir / "result.json")
+    runs = sweep_results(sweep, len(CHUNKED))
+    assert [r["traffic"]["kind"] for _, r in runs] == ["offline", "concurrency"]
+    # offline generate and served AsyncLLM are engines of their own
+    assert [r["lifecycle"]["model_reused"] for _, r in runs] == [False, False]
+    for run_dir, r in runs:
+        _check_chunks(run_dir, r)
+
+
+def _check_chunks(run_dir: Path, r: dict[str, Any]) -> None:
+    """One chunked-prefill run's steps and saved texts."""
     assert "placed in the steps that computed them" in r["concurrency"]["engine_step_clock"]
     _check_steps(run_dir, r)
     steps = read_steps(run_dir)
