@@ -19,10 +19,15 @@ from attribution.real_steps import (
     assert_recovered,
     engine_steps,
 )
-from vllm_backend.vllm_helpers import SMALL_ENGINE, output, run_llem
+from vllm_backend.vllm_helpers import (
+    SMALL_ENGINE,
+    output,
+    run_llem,
+    sweep_results,
+    traffic_options,
+)
 
-# One pytest-xdist worker runs the whole module: its engine (a module fixture) starts once.
-pytestmark = pytest.mark.xdist_group("vllm_attribution")
+pytestmark = pytest.mark.vllm
 
 WORKLOAD = (
     "measurement.warmup=0",
@@ -30,48 +35,44 @@ WORKLOAD = (
     "decoder.max_new_tokens=12",
     "decoder.min_new_tokens=12",
     "vllm.max_num_seqs=4",
+    "slo.ttft_ms=60000",
 )
+# Each case a traffic option of the test's own conf/traffic/: both run in one llem process.
 CASES = {
-    "offline": (),
-    "serve, poisson": (
-        "traffic=poisson",
-        "traffic.rate_per_s=20",
-        "traffic.n_requests=8",
-        "slo.ttft_ms=60000",
-    ),
+    "at_once": {"kind": "offline"},
+    "poisson20": {"kind": "poisson", "rate_per_s": 20, "n_requests": 8},
 }
 
 
-@pytest.fixture(scope="module")
-def runs(head64_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Each case run once by ``python -m llem`` on vLLM: its run directory."""
-    out = {}
-    for name, overrides in CASES.items():
-        run_dir = tmp_path_factory.mktemp(name.replace(" ", "_").replace(",", "")) / "run"
-        proc = run_llem(
-            "+backend=vllm",
-            "model=hf",
-            f"model.name_or_path={head64_model_dir}",
-            *SMALL_ENGINE,
-            *WORKLOAD,
-            *overrides,
-            f"hydra.run.dir={run_dir}",
-        )
-        assert proc.returncode == 0, output(proc)
-        out[name] = run_dir
-    return out
-
-
-@pytest.mark.vllm
-@pytest.mark.parametrize("case", list(CASES))
 def test_planted_costs_and_each_requests_energy_are_recovered_on_vllm_steps(
-    runs: dict[str, Path], case: str
+    head64_model_dir: Path, tmp_path: Path
 ) -> None:
-    steps = engine_steps(runs[case])
-    assert steps and all(s.shares for s in steps)
-    # offline: the batch fills to max_num_seqs; serving: a batch that arrivals join and leave
-    running = {s.running for s in steps}
-    assert max(running) == 4 if case == "offline" else (max(running) <= 4 and len(running) > 1)
-    fine = assert_recovered(steps, FINE_HZ, fine=True)
-    coarse = assert_recovered(steps, COARSE_HZ, fine=False)
-    assert_coarse_is_wider(fine, coarse)
+    """Both cases, one ``python -m llem --multirun`` (an offline engine, then a serving one)."""
+    sweep = tmp_path / "sweep"
+    proc = run_llem(
+        "+backend=vllm",
+        "model=hf",
+        f"model.name_or_path={head64_model_dir}",
+        *SMALL_ENGINE,
+        *WORKLOAD,
+        traffic_options(tmp_path, CASES),
+        f"hydra.sweep.dir={sweep}",
+        multirun=True,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, output(proc)
+    runs = sweep_results(sweep, len(CASES))
+    assert [r["traffic"]["kind"] for _, r in runs] == ["offline", "poisson"]
+    for run_dir, r in runs:
+        case = r["traffic"]["kind"]
+        steps = engine_steps(run_dir)
+        assert steps and all(s.shares for s in steps), case
+        # offline: the batch fills to max_num_seqs; serving: a batch that arrivals join and leave
+        running = {s.running for s in steps}
+        if case == "offline":
+            assert max(running) == 4, running
+        else:
+            assert max(running) <= 4 and len(running) > 1, running
+        fine = assert_recovered(steps, FINE_HZ, fine=True)
+        coarse = assert_recovered(steps, COARSE_HZ, fine=False)
+        assert_coarse_is_wider(fine, coarse)

@@ -9,7 +9,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from vllm_backend.vllm_helpers import SMALL_ENGINE, output, read_json, run_llem, sockets_under
+from vllm_backend.vllm_helpers import (
+    SMALL_ENGINE,
+    output,
+    read_json,
+    run_llem,
+    sockets_under,
+    sweep_results,
+    traffic_options,
+)
 
 from llem.result import read_requests, read_steps
 
@@ -183,21 +191,23 @@ def test_preflight_reports_every_vllm_problem_before_an_engine_starts(
     assert not (run_dir / "result.json").exists()
 
 
-@pytest.mark.parametrize(
-    ("traffic", "origin"),
-    [
-        (["traffic=poisson", "traffic.rate_per_s=20"], "actual send"),
-        (["traffic=concurrency", "traffic.max_concurrency=2"], "actual send"),
-        (["traffic=gamma", "traffic.rate_per_s=20", "traffic.burstiness=0.5"], "actual send"),
-        (["traffic=constant", "traffic.rate_per_s=20"], "actual send"),
-    ],
-)
-def test_a_served_vllm_run_writes_its_requests_and_serving_sections(
-    head64_model_dir: Path, tmp_path: Path, traffic: list[str], origin: str
+# Each served kind a traffic option of the test's own conf/traffic/ (its own keys), all four
+# served by one llem process: the engine's load key does not depend on the traffic.
+SERVED = {
+    "poisson20": {"kind": "poisson", "rate_per_s": 20},
+    "closed2": {"kind": "concurrency", "max_concurrency": 2},
+    "gamma20": {"kind": "gamma", "rate_per_s": 20, "burstiness": 0.5},
+    "constant20": {"kind": "constant", "rate_per_s": 20},
+}
+
+
+def test_a_served_vllm_sweep_writes_each_points_requests_and_serving_sections(
+    head64_model_dir: Path, tmp_path: Path
 ) -> None:
-    """The whole CLI path of a served workload on vLLM's AsyncLLM: schedule, serve inside the
-    window, the serving sections and requests.jsonl."""
-    run_dir = tmp_path / "run"
+    """The whole CLI path of a served workload on vLLM's AsyncLLM, for every traffic kind:
+    schedule, serve inside the window, the serving sections and requests.jsonl; one engine,
+    started for the first point and kept for the other three."""
+    sweep = tmp_path / "sweep"
     n_requests = 6
     proc = run_llem(
         "+backend=vllm",
@@ -208,42 +218,50 @@ def test_a_served_vllm_run_writes_its_requests_and_serving_sections(
         f"decoder.min_new_tokens={N_TOKENS}",
         "vllm.max_num_seqs=2",
         *SMALL_ENGINE,
-        *traffic,
+        traffic_options(tmp_path, SERVED),
         f"traffic.n_requests={n_requests}",
         "slo.ttft_ms=60000",
-        f"hydra.run.dir={run_dir}",
+        f"hydra.sweep.dir={sweep}",
+        multirun=True,
+        cwd=tmp_path,
     )
     assert proc.returncode == 0, output(proc)
-    r = read_json(run_dir / "result.json")
-    assert r["status"] == "ok" and r["workload"]["requests"] == n_requests
-    assert r["workload"]["output_tokens"] == n_requests * N_TOKENS
-    assert r["latency"]["ttft_origin"] == origin
-    assert r["traffic"]["n_requests"] == n_requests
-    assert r["concurrency"]["max"] >= 1 and r["goodput"]["fraction"] == 1.0
-    rows = [json.loads(line) for line in (run_dir / "requests.jsonl").read_text().splitlines()]
-    assert [row["output_tokens"] for row in rows] == [N_TOKENS] * n_requests
-    assert all(row["first_token_s"] <= row["finish_s"] for row in rows)
-    if "traffic=concurrency" in traffic:  # closed loop: at most max_concurrency in flight
-        assert r["concurrency"]["max"] <= 2
-    # vLLM exposes its steps: steps.csv, and its running batch never above max_num_seqs
-    steps = read_steps(run_dir)
-    assert steps and max(s.running for s in steps) <= 2
-    assert 1 <= r["concurrency"]["engine_running_max"] <= 2
-    _check_steps(run_dir, r)
+    runs = sweep_results(sweep, len(SERVED))
+    kinds = [keys["kind"] for keys in SERVED.values()]
+    assert [r["traffic"]["kind"] for _, r in runs] == kinds
+    assert [r["lifecycle"]["model_reused"] for _, r in runs] == [False, True, True, True]
+    for run_dir, r in runs:
+        kind = r["traffic"]["kind"]
+        assert r["status"] == "ok" and r["workload"]["requests"] == n_requests, kind
+        assert r["workload"]["output_tokens"] == n_requests * N_TOKENS
+        assert r["latency"]["ttft_origin"] == "actual send"
+        assert r["traffic"]["n_requests"] == n_requests
+        assert r["concurrency"]["max"] >= 1 and r["goodput"]["fraction"] == 1.0
+        rows = [json.loads(x) for x in (run_dir / "requests.jsonl").read_text().splitlines()]
+        assert [row["output_tokens"] for row in rows] == [N_TOKENS] * n_requests
+        assert all(row["first_token_s"] <= row["finish_s"] for row in rows)
+        if kind == "concurrency":  # closed loop: at most max_concurrency in flight
+            assert r["concurrency"]["max"] <= 2
+        # vLLM exposes its steps: steps.csv, and its running batch never above max_num_seqs
+        steps = read_steps(run_dir)
+        assert steps and max(s.running for s in steps) <= 2, kind
+        assert 1 <= r["concurrency"]["engine_running_max"] <= 2
+        _check_steps(run_dir, r)
 
 
-@pytest.mark.parametrize(
-    "traffic",
-    [[], ["traffic=concurrency", "traffic.max_concurrency=2", "traffic.n_requests=2"]],
-    ids=["offline", "served"],
-)
+CHUNKED = {
+    "at_once": {"kind": "offline"},
+    "closed2": {"kind": "concurrency", "max_concurrency": 2, "n_requests": 2},
+}
+
+
 def test_chunked_prefill_lands_in_the_steps_that_computed_it_and_texts_are_saved(
-    head64_model_dir: Path, tmp_path: Path, traffic: list[str]
+    head64_model_dir: Path, tmp_path: Path
 ) -> None:
     """Two 160-token prompts through a 64-token step budget: each prompt is prefilled in chunks
     of at most 64 tokens, in successive steps before (and with) its first output, and its chunks
     add up to its prompt; measurement.save_outputs=true writes every request's text."""
-    run_dir = tmp_path / "run"
+    sweep = tmp_path / "sweep"
     proc = run_llem(
         "+backend=vllm",
         "model=hf",
@@ -258,11 +276,22 @@ def test_chunked_prefill_lands_in_the_steps_that_computed_it_and_texts_are_saved
         "vllm.max_num_batched_tokens=64",
         "measurement.save_outputs=true",
         *SMALL_ENGINE,
-        *traffic,
-        f"hydra.run.dir={run_dir}",
+        traffic_options(tmp_path, CHUNKED),
+        f"hydra.sweep.dir={sweep}",
+        multirun=True,
+        cwd=tmp_path,
     )
     assert proc.returncode == 0, output(proc)
-    r = read_json(run_dir / "result.json")
+    runs = sweep_results(sweep, len(CHUNKED))
+    assert [r["traffic"]["kind"] for _, r in runs] == ["offline", "concurrency"]
+    # offline generate and served AsyncLLM are engines of their own
+    assert [r["lifecycle"]["model_reused"] for _, r in runs] == [False, False]
+    for run_dir, r in runs:
+        _check_chunks(run_dir, r)
+
+
+def _check_chunks(run_dir: Path, r: dict[str, Any]) -> None:
+    """One chunked-prefill run's steps and saved texts."""
     assert "placed in the steps that computed them" in r["concurrency"]["engine_step_clock"]
     _check_steps(run_dir, r)
     steps = read_steps(run_dir)

@@ -9,7 +9,13 @@ import json
 from pathlib import Path
 
 import pytest
-from vllm_backend.vllm_helpers import SMALL_ENGINE, output, read_json, run_llem
+from vllm_backend.vllm_helpers import (
+    SMALL_ENGINE,
+    output,
+    run_llem,
+    sweep_results,
+    traffic_options,
+)
 
 from llem.result import read_requests
 
@@ -18,17 +24,16 @@ pytestmark = pytest.mark.vllm
 ANY, NONE = r"[\s\S]*", r"(?!)"
 
 
-@pytest.mark.parametrize(
-    "traffic",
-    [[], ["traffic=concurrency", "traffic.max_concurrency=2", "traffic.n_requests=6"]],
-    ids=["offline", "served"],
-)
+# Offline (generate) and served (AsyncLLM), each a traffic option of the test's own conf/traffic/:
+# one llem process runs both.
+TRAFFIC = {
+    "at_once": {"kind": "offline"},
+    "closed2": {"kind": "concurrency", "max_concurrency": 2, "n_requests": 6},
+}
+
+
 def test_each_vllm_answer_is_judged_against_its_own_prompt(
-    head64_model_dir: Path,
-    tmp_path: Path,
-    short_tmp: Path,
-    traffic: list[str],
-    monkeypatch: pytest.MonkeyPatch,
+    head64_model_dir: Path, tmp_path: Path, short_tmp: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("TMPDIR", str(short_tmp))
     data = tmp_path / "task.jsonl"
@@ -37,7 +42,7 @@ def test_each_vllm_answer_is_judged_against_its_own_prompt(
         for i, w in enumerate(["one", "two", "three", "four"])
     ]
     data.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    run_dir = tmp_path / "run"
+    sweep = tmp_path / "sweep"
     proc = run_llem(
         "+backend=vllm",
         "model=hf",
@@ -48,13 +53,18 @@ def test_each_vllm_answer_is_judged_against_its_own_prompt(
         "decoder.max_new_tokens=4",
         "vllm.max_num_seqs=2",
         *SMALL_ENGINE,
-        *traffic,
-        f"hydra.run.dir={run_dir}",
+        traffic_options(tmp_path, TRAFFIC),
+        f"hydra.sweep.dir={sweep}",
+        multirun=True,
+        cwd=tmp_path,
     )
     assert proc.returncode == 0, output(proc)
-    q = read_json(run_dir / "result.json")["quality"]
-    records = read_requests(run_dir)
-    assert q["n_answers"] == len(records) == (6 if traffic else 4)
-    assert q["n_correct"] == sum(r.prompt_index % 2 == 0 for r in records)
-    for r in records:
-        assert r.correct == (r.prompt_index % 2 == 0), r
+    runs = sweep_results(sweep, len(TRAFFIC))
+    assert [r["traffic"]["kind"] for _, r in runs] == ["offline", "concurrency"]
+    for run_dir, r in runs:
+        q = r["quality"]
+        records = read_requests(run_dir)
+        assert q["n_answers"] == len(records) == (4 if r["traffic"]["kind"] == "offline" else 6)
+        assert q["n_correct"] == sum(x.prompt_index % 2 == 0 for x in records)
+        for x in records:
+            assert x.correct == (x.prompt_index % 2 == 0), x

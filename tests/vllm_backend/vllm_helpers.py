@@ -76,3 +76,20 @@ def engine_processes() -> set[int]:
 def sockets_under(root: Path) -> list[Path]:
     """The Unix socket files anywhere under ``root``."""
     return [p for p in root.rglob("*") if stat.S_ISSOCK(p.lstat().st_mode)]
+
+
+def traffic_options(run_from: Path, options: dict[str, dict[str, Any]]) -> str:
+    """Write each option's traffic keys to ``run_from/conf/traffic/<name>.yaml`` (llem reads
+    ``conf/`` in the directory it runs from) and return the override that sweeps them in order
+    (``traffic=a,b``): one ``--multirun`` gives each point its own traffic keys."""
+    folder = run_from / "conf" / "traffic"
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, keys in options.items():
+        (folder / f"{name}.yaml").write_text("".join(f"{k}: {v}\n" for k, v in keys.items()))
+    return "traffic=" + ",".join(options)
+
+
+def sweep_results(sweep: Path, n: int) -> list[tuple[Path, dict[str, Any]]]:
+    """A ``--multirun``'s ``n`` job directories (``sweep/0`` ...) in sweep order, each with its
+    result.json."""
+    return [(sweep / str(i), read_json(sweep / str(i) / "result.json")) for i in range(n)]
