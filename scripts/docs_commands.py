@@ -6,8 +6,9 @@
 The commands are the lines of the pages' ```bash blocks (a trailing ``\\`` continues a line; a
 ``# ...`` comment is dropped). A command that needs what this machine may not have is not run, and
 the line says why: ``gpu`` (an NVIDIA GPU, root), ``cluster`` (SLURM), ``server`` (the vLLM
-environment), ``llamacpp`` (llama-cpp-python's server, built from source), ``network`` (pip or
-the hub), ``yours`` (a file or directory the reader brings:
+environment), ``running server`` (the server at ``server.url`` that the reader runs: pre-flight
+asks it what it serves, a dry run too), ``llamacpp`` (llama-cpp-python's server, built from
+source), ``network`` (pip or the hub), ``yours`` (a file or directory the reader brings:
 ``DIR``, ``<...>``, ``/models/...``, an example sweep), ``slow`` (benches, the test suite: minutes
 each) and ``writes`` (writes into the checkout; a test covers it). The rules are ``SKIPS`` below,
 first match first; a new command that fits none of them runs.
@@ -53,6 +54,7 @@ SKIPS: list[tuple[str, tuple[str, ...]]] = [
     ("gpu", (r"device=cuda", r"^sudo ", r"gpu_acceptance", r"llem\.gpu ", r"gpu\.power_limit_w")),
     ("cluster", (r"slurm",)),
     ("server", (r"\.venv-vllm", r"\+backend=vllm", r"--vllm")),
+    ("running server", (r"server\.url=",)),
     ("llamacpp", (r"server\.launch=llamacpp", r"stack=llamacpp_server")),
     ("network", (r"pip install", r"wheels\.sh", r"scripts/setup\.sh", r"build_llamacpp\.sh")),
     ("network", (r"=HuggingFaceTB/", r"=org/", r"dataset\.task=gsm8k")),  # gsm8k: the hub's data

@@ -139,3 +139,12 @@ def test_a_node_boundary_refused_for_what_this_machine_lacks_passes(docs: Module
     assert docs.refused_here(cmd, 1, said) is None  # a crash is not the refusal
     assert docs.refused_here(cmd, 3, "error: model.name_or_path=x: not found") is None
     assert docs.refused_here("python -m llem dataset=x", 3, said) is None
+
+
+def test_a_command_that_measures_a_running_server_needs_one(docs: ModuleType) -> None:
+    """Pre-flight asks a running server what it serves, a dry run too: a page's command for the
+    reader's own server is not run here, with the reason."""
+    cmd = 'python -m llem +backend=server server.url=http://127.0.0.1:8000 "server.gpus=[0]"'
+    assert docs.skip_reason(cmd).startswith("running server")
+    assert docs.skip_reason(cmd, "/v/bin/python").startswith("running server")
+    assert docs.skip_reason("python -m llem +backend=server server.command=x") is None
