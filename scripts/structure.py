@@ -28,7 +28,7 @@ MAX_MODULE_LINES = 400
 # matching prefix decides. Entry points (`__main__` modules), the package's own `__init__` (the
 # public API) and the test doubles (`llem.testing`) sit at the top.
 LAYERS: list[tuple[str, list[str]]] = [
-    ("base", ["llem.errors", "llem.atomic", "llem.version"]),
+    ("base", ["llem.errors", "llem.atomic", "llem.version", "llem.cache"]),
     ("config", ["llem.config"]),
     ("vocabulary", ["llem.backends.types", "llem.backends.base"]),
     ("result", ["llem.result", "llem.generations"]),

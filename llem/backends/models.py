@@ -12,6 +12,7 @@ import logging
 import os
 from pathlib import Path
 
+from llem.cache import llem_cache_dir
 from llem.config.model import ModelConfig, Weights
 
 log = logging.getLogger(__name__)
@@ -204,11 +205,6 @@ def gguf_identity(gguf_path: Path) -> str:
             fh.seek(offset)
             digest.update(fh.read(n))
     return digest.hexdigest()
-
-
-def llem_cache_dir() -> Path:
-    """llem's cache: ``LLEM_CACHE_DIR``, default ``~/.cache/llem``."""
-    return Path(os.environ.get("LLEM_CACHE_DIR", Path.home() / ".cache" / "llem"))
 
 
 def _cache_root() -> Path:

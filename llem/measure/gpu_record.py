@@ -24,10 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from llem.atomic import atomic_write_json
+from llem.cache import llem_cache_dir
 from llem.devices.gpu import Gpu, GpuLibrary, GpuUnavailable
 from llem.devices.gpu_control import GpuControl, GpuControlError
 from llem.devices.gpus import open_gpus
-from llem.measure.idle_store import cache_dir
 
 log = logging.getLogger("llem.gpu")
 
@@ -74,7 +74,7 @@ class Record:
 
 
 def record_dir() -> Path:
-    return cache_dir() / RECORD_DIR
+    return llem_cache_dir() / RECORD_DIR
 
 
 def own_record_path() -> Path:

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -38,11 +37,6 @@ log = logging.getLogger(__name__)
 
 FILE_NAME = "idle_baselines.json"
 FORMAT = 1
-
-
-def cache_dir() -> Path:
-    """llem's cache directory: ``LLEM_CACHE_DIR``, default ``~/.cache/llem``."""
-    return Path(os.environ.get("LLEM_CACHE_DIR", Path.home() / ".cache" / "llem"))
 
 
 @dataclass(frozen=True)

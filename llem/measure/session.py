@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from llem.backends.types import WorkloadProcesses
+from llem.cache import llem_cache_dir
 from llem.config.schema import MeasurementConfig
 from llem.devices.cpu_energy import RaplReader
 from llem.devices.gpu import GpuOpener
@@ -41,7 +42,7 @@ from llem.measure.energy import EnergyMeter, PowerSource, SourceError, WindowRes
 from llem.measure.energy_section import Counts
 from llem.measure.gpu_source import GpuSource
 from llem.measure.idle import IdleBaseline, IdleCache, baseline_from_window
-from llem.measure.idle_store import IdleStore, cache_dir, hot_text, stored_baseline
+from llem.measure.idle_store import IdleStore, hot_text, stored_baseline
 from llem.measure.measurement import Measurement, build_measurement
 from llem.measure.node_check import check_node
 from llem.measure.sampler import Clock, RealClock
@@ -110,7 +111,7 @@ class MeasurementSession:
         # idle baselines are kept per GPU settings (gpu.*: "" when the GPU is left as it was)
         self._gpu_settings = gpu_settings
         if idle_store is None and (cfg.idle_cache_max_age_s or 0) > 0:
-            idle_store = IdleStore(cache_dir(), settings=gpu_settings)
+            idle_store = IdleStore(llem_cache_dir(), settings=gpu_settings)
         self._idle_store = idle_store
         self.origin_s: float | None = None
         self.devices: list[DeviceInfo] = []

@@ -20,13 +20,13 @@ import importlib.metadata
 import importlib.util
 import json
 import logging
-import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from llem.atomic import atomic_write_text
+from llem.cache import llem_cache_dir
 
 log = logging.getLogger(__name__)
 
@@ -45,12 +45,6 @@ class Listed:
     cfg: None = None
 
 
-def cache_dir() -> Path:
-    """llem's cache directory: ``LLEM_CACHE_DIR``, default ``~/.cache/llem`` (as the run
-    layer's ``llem.backends.models.llem_cache_dir``, which this layer cannot import)."""
-    return Path(os.environ.get("LLEM_CACHE_DIR", Path.home() / ".cache" / "llem"))
-
-
 def tasks_dir() -> Path | None:
     """lm-eval's own task directory, found without importing lm-eval; None when not installed."""
     spec = importlib.util.find_spec(DISTRIBUTION)
@@ -67,7 +61,7 @@ def index_file() -> Path | None:
     version = importlib.metadata.version(DISTRIBUTION)
     stamp = f"{version}\n{where}\n{where.stat().st_mtime_ns}"
     key = hashlib.sha256(stamp.encode()).hexdigest()[:16]
-    return cache_dir() / "lm_eval" / f"tasks-{version}-{key}.json"
+    return llem_cache_dir() / "lm_eval" / f"tasks-{version}-{key}.json"
 
 
 @dataclass(frozen=True)

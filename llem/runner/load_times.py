@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from llem.atomic import atomic_write_json
-from llem.backends.models import llem_cache_dir
+from llem.cache import llem_cache_dir
 from llem.result import utc_now
 
 log = logging.getLogger(__name__)
