@@ -252,6 +252,11 @@ class RaplReader:
     def energy(self, *snapshots: Snapshot) -> CpuEnergy:
         return energy_over(snapshots, self.max_power_w, self.scope)
 
+    def package_reads(self) -> bool:
+        """Whether every CPU package counter reads now (one read of each)."""
+        snapshot = self.snapshot()
+        return self.energy(snapshot, snapshot).total("package").value_j is not None
+
     def max_read_interval_s(self) -> float | None:
         """How often (s) the counters must be read so none wraps twice; None without a range."""
         ranges = [z.max_energy_range_uj for z in self.discovery.zones if z.max_energy_range_uj]

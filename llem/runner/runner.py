@@ -281,7 +281,10 @@ class Runner:
                     progress.batch(passes + 1, k)
                 passes += 1
                 # Only a window that measures energy is stretched to min_window_s.
-                if session.source is None or window.elapsed_s() >= exp.measurement.min_window_s:
+                if (
+                    not session.measures_energy
+                    or window.elapsed_s() >= exp.measurement.min_window_s
+                ):
                     break
         progress.done()
         return _Measured(outputs, passes, 0)

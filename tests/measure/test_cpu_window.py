@@ -32,6 +32,7 @@ def test_session_reports_cpu_energy(powercap, make_session, clock):
     root, f = powercap
     s = cpu_session(make_session, powercap_root=root)
     s.start()
+    assert s.measures_energy  # RAPL alone: the window is stretched to min_window_s
     with s.window():
         f["pkg0"].write_text("1000000\n")  # wrapped: 5 J + 1 J
         clock.sleep(0.5)
@@ -63,6 +64,7 @@ def test_long_window_is_read_in_between_so_two_wraps_are_counted(tmp_path, make_
 def test_no_rapl_on_this_machine(tmp_path, make_session):
     s = cpu_session(make_session, powercap_root=tmp_path / "nothing")
     s.start()
+    assert not s.measures_energy
     with s.window():
         pass
     e = s.measurement(output_tokens=1, requests=1).energy
@@ -75,6 +77,7 @@ def test_root_only_counter_gives_the_permission_reason(powercap, make_session, c
     denied = ScriptedCounters({f["pkg1"]: [PermissionError(13, "Permission denied")]})
     s = cpu_session(make_session, rapl=RaplReader(root, read_text=denied, clock=clock.now))
     s.start()
+    assert not s.measures_energy  # a counter that does not read: nothing to stretch for
     with s.window():
         clock.sleep(0.5)
     e = s.measurement(output_tokens=1, requests=1).energy
