@@ -16,9 +16,10 @@ so over the whole window they add up to the window's energy.
 The bound of one span of ``d`` seconds has two parts, kept apart because they act differently on
 what is computed from the spans:
 
-* ``timing_bound_j`` (``timing_bound_j()``): the timeline places each sample interval's energy
-  right but may misplace it in time by up to the timeline's resolution ``r`` (the largest gap
-  between samples or, on NVML, the 100 ms between refreshes of its readings where that is longer
+* ``timing_bound_j`` (``moved_j()``, the trapezoid, ``_scaling_j()``): the timeline places each
+  sample interval's energy right but may misplace it in time by up to the timeline's resolution
+  ``r`` (the largest gap between samples or, on NVML, the 100 ms between refreshes of its
+  readings where that is longer
   (``READING_REFRESH_S``), plus the averaging length of the readings), so at most ``R x min(d, 2r)``
   joules can move across the span's two edges, ``R`` being a range (peak minus minimum) of the
   scaled timeline (below); plus the trapezoid bound of the sample intervals wholly inside
@@ -139,10 +140,10 @@ def span_energies(
         cum = [line.cumulative(t) for t in cut]
         for i in range(len(cut) - 1):
             joules = cum[i + 1] - cum[i]
+            moved = moved_j(line, cut[i], cut[i + 1])
             energy[i] += joules
-            bounds[i] += timing_bound_j(line, joules, cut[i], cut[i + 1])
-            bounds[i] += line.inner(cut[i], cut[i + 1])
-            edge[i] += moved_j(line, cut[i], cut[i + 1])
+            bounds[i] += moved + _scaling_j(line, joules) + line.inner(cut[i], cut[i + 1])
+            edge[i] += moved
     return SpanEnergies(
         tuple(energy),
         tuple(bounds),
@@ -194,11 +195,9 @@ def moved_j(line: _Timeline, a: float, b: float) -> float:
     return power_range * min(b - a, 2 * line.resolution_s)
 
 
-def timing_bound_j(line: _Timeline, joules: float, a: float, b: float) -> float:
-    """The timing part of the bound of the span ``[a, b]`` (module docstring)."""
-    moved = moved_j(line, a, b)
-    scaling = abs(1.0 - 1.0 / line.scale) * abs(joules) if line.scale > 0 else 0.0
-    return moved + scaling
+def _scaling_j(line: _Timeline, joules: float) -> float:
+    """What scaling the samples to the counter may misplace of a span's ``joules``."""
+    return abs(1.0 - 1.0 / line.scale) * abs(joules) if line.scale > 0 else 0.0
 
 
 def _timeline(window: WindowResult, d: DeviceEnergy, source: PowerSource) -> _Timeline | str:
