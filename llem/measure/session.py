@@ -124,7 +124,9 @@ class MeasurementSession:
         self.idle = IdleBaseline(None, null_reason="session not started")
         self.last_window: WindowResult | None = None
         self._rapl: RaplReader | None = rapl
-        self.rapl_reads = False  # set by start(): no GPU source, and this host's RAPL reads
+        # set by start(): a window measures energy (a GPU's, or a CPU run's RAPL counters that
+        # read); only such a window is stretched to min_window_s
+        self.measures_energy = False
         self._started = False
         self._closed = False
 
@@ -185,17 +187,10 @@ class MeasurementSession:
         if energy_mode(self.cfg) != "none" and self._refused is None:
             self._rapl = self._rapl_reader()
             # without a GPU source, RAPL is the run's energy if its counters read (one read)
-            self.rapl_reads = self.source is None and self._rapl.package_reads()
+            self.measures_energy = self.source is not None or self._rapl.package_reads()
         for w in self.setup_warnings:
             log.warning("%s", w)
         self.idle = self._idle_baseline()
-
-    @property
-    def measures_energy(self) -> bool:
-        """Whether a window measures energy: a GPU source, or this host's RAPL counters (a CPU
-        run's energy); only such a window is stretched to ``min_window_s``. Call after
-        ``start()``."""
-        return self.source is not None or self.rapl_reads
 
     def _idle_baseline(self) -> IdleBaseline:
         secs = float(self.cfg.idle_baseline_s or 0.0)
