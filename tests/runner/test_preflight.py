@@ -192,3 +192,27 @@ def test_a_node_whose_meters_the_engine_refuses_is_refused_and_only_a_node_asks(
         "measurement.boundary=node: no part of the node can be read here (GPUs, CPU packages and "
         "DRAM: planted: the server runs on another host), so the run would end with no energy"
     )
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the device nodes are Linux's")
+def test_a_host_without_a_gpu_driver_is_not_asked_through_torch(tmp_path: Path):
+    """Without any GPU driver's device node, CUDA cannot be available and torch is not imported to
+    ask (a dry run took 4.3 s, 2 of them torch's import); with one, torch is asked."""
+    import subprocess
+
+    node = tmp_path / "nvidiactl"
+    node.write_text("")
+    code = (
+        "import sys\n"
+        "from llem.runner.preflight import cuda_available\n"
+        "print(cuda_available(nodes=(sys.argv[1],)), 'torch' in sys.modules)\n"
+    )
+    runs = {
+        where: subprocess.run(
+            [sys.executable, "-c", code, where], capture_output=True, text=True, check=True
+        ).stdout.split()
+        for where in (str(tmp_path / "absent"), str(node))
+    }
+    assert runs[str(tmp_path / "absent")] == ["False", "False"]
+    assert runs[str(node)] == ["False", "True"]  # asked: this machine's torch has no CUDA
