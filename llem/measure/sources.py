@@ -216,17 +216,31 @@ def short_nvml_error(exc: BaseException) -> str:
 
 
 def off_gpu(device_type: str, opener: GpuOpener) -> OpenedSource:
-    """A run that is not on a GPU: no energy source. Says whether this machine has NVML at all
-    (``no NVIDIA GPU/NVML (NVMLError_LibraryNotFound)``: no vendor library starts, so no GPU is
-    visible, ``gpus_absent``) or the run just is not on its GPU."""
+    """A run that is not on a GPU: no energy source. Says whether this machine has a GPU at all
+    (``no NVIDIA GPU/NVML (NVMLError_LibraryNotFound)``: no vendor library starts, or one starts
+    and lists no GPU, so no GPU is visible, ``gpus_absent``) or the run just is not on its GPU."""
     try:
-        opener().shutdown()
+        lib = opener()
     except GpuUnavailable as exc:
         short = short_nvml_error(exc)
         return OpenedSource(
             unavailable_reason=f"no NVIDIA GPU/NVML ({short})",
             no_gpu_reason=f"NVML unavailable: {short}",
             gpus_absent=f"no GPU is visible to NVML or amdsmi ({short})",
+        )
+    try:
+        count: int | None = len(lib.gpus())
+    except Exception as exc:
+        if not lib.is_error(exc):
+            raise
+        count = None  # the library's own error: whether a GPU is there is not known
+    finally:
+        lib.shutdown()
+    if count == 0:  # the library starts (a driver without a GPU): no GPU is visible either
+        return OpenedSource(
+            unavailable_reason=f"no GPU: {lib.api} lists none",
+            no_gpu_reason=f"{lib.api} lists no GPU",
+            gpus_absent=f"no GPU is visible to {lib.api} (it lists none)",
         )
     return OpenedSource(
         unavailable_reason=f"the run is on device={device_type}, not on a GPU",

@@ -215,6 +215,21 @@ def test_a_cpu_run_beside_a_visible_gpu_has_no_node_total(
     assert "device=cpu, not on a GPU" in m.null_reasons["boundary.total_j"]
 
 
+def test_a_cpu_run_where_nvml_starts_but_lists_no_gpu_has_a_node_total(
+    make_session, install_nvml, clock, tmp_path
+) -> None:
+    """A driver without a GPU (NVML starts, 0 devices) is a host without GPUs: no warning, and the
+    node is its packages and DRAM (it was null, as beside a GPU the run does not use)."""
+    install_nvml([])
+    s, m = _cpu_run(make_session, clock, tmp_path)
+    b = m.boundary
+    assert s.preflight_warnings == []
+    assert b.total_j == pytest.approx(92.0, abs=1e-9) and b.gpu_j is None
+    why = "no GPU is visible to NVML (it lists none)"
+    assert m.null_reasons["boundary.gpu_j"] == f"outside the boundary: {why}"
+    assert b.outside[-1].startswith(f"this host's GPUs: the run uses none and {why}")
+
+
 def test_no_gpu_visible_under_cuda_visible_devices_is_a_part_not_read(
     make_session, install_nvml, tmp_path
 ) -> None:
