@@ -41,8 +41,9 @@ from llem.measure.devices import DeviceInfo
 from llem.measure.energy import EnergyMeter, PowerSource, SourceError, WindowResult, open_rapl
 from llem.measure.energy_section import Counts
 from llem.measure.gpu_source import GpuSource
-from llem.measure.idle import IdleBaseline, IdleCache, baseline_from_window
-from llem.measure.idle_store import IdleStore, hot_text, stored_baseline
+from llem.measure.idle import IdleBaseline, IdleCache
+from llem.measure.idle_settling import IdleSettling
+from llem.measure.idle_store import IdleStore, hot_text
 from llem.measure.measurement import Measurement, build_measurement
 from llem.measure.node_check import check_node
 from llem.measure.sampler import Clock, RealClock
@@ -55,12 +56,11 @@ from llem.measure.sources import (
 )
 from llem.measure.timeseries import write_timeseries
 from llem.measure.window import MeasurementWindow
-from llem.result import utc_now
 
 log = logging.getLogger(__name__)
 
 
-class MeasurementSession:
+class MeasurementSession(IdleSettling):
     """Measures one run's energy window. See the module docstring for the call order.
 
     ``idle_cache`` holds idle baselines across sessions: pass the same one to every session of a
@@ -191,74 +191,6 @@ class MeasurementSession:
         for w in self.setup_warnings:
             log.warning("%s", w)
         self.idle = self._idle_baseline()
-
-    def _idle_baseline(self) -> IdleBaseline:
-        secs = float(self.cfg.idle_baseline_s or 0.0)
-        if self.source is None:
-            return IdleBaseline(None, null_reason=f"energy unavailable: {self.unavailable_reason}")
-        if secs <= 0:
-            return IdleBaseline(None, null_reason="measurement.idle_baseline_s=0: not measured")
-        key = (f"{self.source.kind} {self._gpu_settings}", tuple(self.source.uuids))
-        cached = self._idle_cache.get(key)
-        kept = self._stored_idle() if cached is None else self._kept(cached)
-        if kept is not None:
-            self._idle_cache.put(key, kept)
-            return kept
-        fresh = self._measure_idle(secs)
-        if fresh.power_w is not None:
-            self._idle_cache.put(key, fresh)
-            if self._idle_store is not None and not self.source.kind.startswith("replay"):
-                self._idle_store.remember(fresh, float(self.cfg.idle_cache_max_age_s))
-                self._store_warnings()
-        return fresh
-
-    def _kept(self, cached: IdleBaseline) -> IdleBaseline | None:
-        """This process's baseline, reused; None (measure again) once it is older than
-        ``idle_max_age_s`` and the GPUs have cooled back to its temperature."""
-        reused = cached.reused(self.clock.now())
-        max_age = self.cfg.idle_max_age_s
-        if max_age is None or (reused.age_s or 0.0) <= max_age:
-            return reused
-        margin = float(self.cfg.idle_temp_margin_c)
-        cooling = self._wait_until_cool(cached.temperature_c, margin)
-        if not cooling.still_hot:
-            return None
-        self.setup_warnings.append(
-            f"idle baseline is {reused.age_s:.0f} s old (measurement.idle_max_age_s="
-            f"{max_age}) but was not measured again: "
-            + hot_text(cooling.still_hot, cached.temperature_c)
-            + f" after waiting measurement.cooldown_s={self.cfg.cooldown_s} s for "
-            f"idle + measurement.idle_temp_margin_c={margin}; the old baseline is used"
-        )
-        return reused
-
-    def _stored_idle(self) -> IdleBaseline | None:
-        """The GPUs' baseline from llem's cache directory, or None: measure (only NVML GPUs)."""
-        if self._idle_store is None or self.source is None or self.source.kind.startswith("replay"):
-            return None
-        baseline = stored_baseline(
-            self._idle_store,
-            self.source.uuids,
-            self.cfg,
-            lambda idle_c, margin: self._wait_until_cool(idle_c, margin).still_hot,
-            self.clock.now,
-            self.setup_warnings,
-        )
-        self._store_warnings()
-        return baseline
-
-    def _store_warnings(self) -> None:
-        if self._idle_store is not None:
-            self.setup_warnings += self._idle_store.warnings
-            self._idle_store.warnings.clear()
-
-    def _measure_idle(self, secs: float) -> IdleBaseline:
-        measured_at, clock_s = utc_now(), self.clock.now()
-        w = self._window(sync=None, keep=False)
-        with w:
-            self.clock.sleep(secs)
-        assert w.result is not None and self.source is not None
-        return baseline_from_window(w.result, self.source.uuids, measured_at, clock_s)
 
     @property
     def memory_bandwidth_bytes_per_s(self) -> float | None:

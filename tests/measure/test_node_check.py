@@ -202,6 +202,43 @@ def test_a_cpu_run_without_gpus_has_a_node_total_of_its_packages_and_dram(
     )
 
 
+def test_a_cpu_run_measures_its_cpus_idle_power_and_the_node_net_of_it(
+    make_session, clock, tmp_path
+) -> None:
+    """RAPL alone (no GPU): the idle baseline is the packages' and DRAM's, measured once per
+    process before the model loads. Planted: 10 W and 2 W idle for 2 s, then 40 W and 6 W over a
+    2 s window: 60 J and 8 J above idle (it was null: only a GPU source had an idle baseline)."""
+    root = tmp_path / "powercap"
+    pkg = plant_zone(root, "intel-rapl:0", "package-0", 0)
+    dram = plant_zone(root, "intel-rapl:0:0", "dram", 0)
+    counters = PoweredCounters([pkg, dram], clock.now)
+    rapl = RaplReader(root, read_text=counters, clock=clock.now)
+    cfg = make_cfg(**NODE, idle_baseline_s=2.0)
+
+    def run(idle_w: tuple[float, float], busy_w: tuple[float, float]):
+        counters.set_power_w(pkg, idle_w[0])
+        counters.set_power_w(dram, idle_w[1])
+        s = make_session(cfg, indices=None, device_type="cpu", rapl=rapl)
+        s.start()
+        counters.set_power_w(pkg, busy_w[0])
+        counters.set_power_w(dram, busy_w[1])
+        with s.window():
+            clock.sleep(2.0)
+        return s.measurement(output_tokens=10, requests=1)
+
+    m = run((10.0, 2.0), (40.0, 6.0))
+    b = m.boundary
+    assert b.cpu_package_j == pytest.approx(80.0) and b.dram_j == pytest.approx(12.0)
+    assert b.cpu_package_idle_adjusted_j == pytest.approx(60.0)
+    assert b.dram_idle_adjusted_j == pytest.approx(8.0)
+    assert b.idle_adjusted_j == pytest.approx(68.0)
+    assert m.energy.idle_source == "measured_this_run" and m.energy.idle_power_w is None
+    # the process's second run reuses the baseline: a hotter idle now is not measured
+    again = run((30.0, 5.0), (40.0, 6.0))
+    assert again.boundary.cpu_package_idle_adjusted_j == pytest.approx(60.0)
+    assert again.energy.idle_source == "reused_from_process"
+
+
 def test_a_cpu_run_beside_a_visible_gpu_has_no_node_total(
     make_session, install_nvml, clock, tmp_path
 ) -> None:
