@@ -115,6 +115,15 @@ def baseline_from_window(
     )
 
 
+def cpu_baseline_from_window(
+    res: WindowResult, measured_at: str, clock_s: float, no_gpu: str
+) -> IdleBaseline:
+    """The baseline of an idle window that read no GPU: the RAPL domains' power alone, the GPUs'
+    null with ``no_gpu`` (never 0 W)."""
+    read = baseline_from_window(res, (), measured_at, clock_s)
+    return replace(read, power_w=None, null_reason=no_gpu, power_uncertainty_w=None)
+
+
 CPU_KINDS = ("package", "dram")
 
 

@@ -8,18 +8,19 @@ from collections.abc import Callable, Mapping
 
 from llem.config.schema import MeasurementConfig
 from llem.measure.cooling import Cooling
-from llem.measure.energy import PowerSource
+from llem.measure.energy import PowerSource, WindowResult
 from llem.measure.idle import (
     IdleBaseline,
     IdleCache,
-    IdleSource,
     baseline_from_window,
-    cpu_idle_power,
+    cpu_baseline_from_window,
 )
 from llem.measure.idle_store import IdleStore, hot_text, stored_baseline
 from llem.measure.sampler import Clock
 from llem.measure.window import MeasurementWindow
 from llem.result import utc_now
+
+RAPL_KEY = ("rapl", ())  # the idle cache's key of a baseline of RAPL alone
 
 
 class IdleSettling:
@@ -104,35 +105,26 @@ class IdleSettling:
             self._idle_store.warnings.clear()
 
     def _measure_idle(self, secs: float) -> IdleBaseline:
-        measured_at, clock_s = utc_now(), self.clock.now()
-        w = self._window(sync=None, keep=False)
-        with w:
-            self.clock.sleep(secs)
-        assert w.result is not None and self.source is not None
-        return baseline_from_window(w.result, self.source.uuids, measured_at, clock_s)
+        res, measured_at, clock_s = self._idle_window(secs)
+        assert self.source is not None
+        return baseline_from_window(res, self.source.uuids, measured_at, clock_s)
 
     def _rapl_idle(self, secs: float) -> IdleBaseline:
         """The CPU packages' and DRAM's idle power over ``secs`` of RAPL alone (no GPU source),
         measured once per process like a GPU's (not kept on disk)."""
-        cached = self._idle_cache.get(("rapl", ()))
+        cached = self._idle_cache.get(RAPL_KEY)
         if cached is not None:
             return cached.reused(self.clock.now())
+        no_gpu = f"energy unavailable: {self.unavailable_reason}"
+        baseline = cpu_baseline_from_window(*self._idle_window(secs), no_gpu)
+        self._idle_cache.put(RAPL_KEY, baseline)
+        return baseline
+
+    def _idle_window(self, secs: float) -> tuple[WindowResult, str, float]:
+        """An idle window of ``secs``, when it began (UTC) and its start on the session clock."""
         measured_at, clock_s = utc_now(), self.clock.now()
         w = self._window(sync=None, keep=False)
         with w:
             self.clock.sleep(secs)
         assert w.result is not None
-        cpu_w, cpu_why = cpu_idle_power(w.result)
-        baseline = IdleBaseline(
-            None,
-            null_reason=f"energy unavailable: {self.unavailable_reason}",
-            window_s=w.result.window_s,
-            source=IdleSource.measured_this_run,
-            measured_at=measured_at,
-            measured_clock_s=clock_s,
-            age_s=0.0,
-            cpu_power_w=cpu_w,
-            cpu_null_reasons=cpu_why,
-        )
-        self._idle_cache.put(("rapl", ()), baseline)
-        return baseline
+        return w.result, measured_at, clock_s
