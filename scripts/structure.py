@@ -30,7 +30,7 @@ MAX_MODULE_LINES = 400
 LAYERS: list[tuple[str, list[str]]] = [
     ("base", ["llem.errors", "llem.atomic", "llem.version", "llem.cache"]),
     ("config", ["llem.config"]),
-    ("vocabulary", ["llem.backends.types", "llem.backends.base"]),
+    ("vocabulary", ["llem.vocabulary", "llem.backends.base"]),
     ("result", ["llem.result", "llem.generations"]),
     ("figures", ["llem.figures", "llem.quality", "llem.compute", "llem.latency"]),
     ("devices", ["llem.devices"]),
