@@ -25,9 +25,9 @@ from typing import Any
 import pytest
 from omegaconf import OmegaConf
 
-from llem.app.overrides import parse_grid
 from llem.backends.traffic.schedule import build_schedule
 from llem.config.traffic import TrafficConfig, edge_requests, is_open_loop, request_count
+from llem.hydra.overrides import parse_grid
 from llem.sweep.search_space import Choices, make_space
 from llem.vocabulary import Prompt
 
