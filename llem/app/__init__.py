@@ -8,4 +8,6 @@
 With ``llem/hydra`` (the override parser, composition and Hydra's error text that the sweep
 and the report use), the only place that imports ``hydra._internal``. It imports nothing here, so
 that ``hydra_plugins`` can import ``llem.app.searchpath`` cheaply.
+
+Top layer: imports any layer; writes nothing (it removes a run folder left with no result).
 """

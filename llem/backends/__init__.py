@@ -4,6 +4,8 @@ Each engine's row (name, section, driver module, packages) is configuration
 (``llem.config.engines``): nothing here names an engine. The shared
 types (``Prompt``, ``BatchOutput``, ``LoadedModel``, the ``Backend`` protocol) are in
 ``llem.vocabulary``.
+
+Imports llem.hydra and below; writes model copies in llem's cache, a server's log and metrics.
 """
 
 from __future__ import annotations

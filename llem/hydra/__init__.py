@@ -2,4 +2,6 @@
 of a sweep's points and the study files (``compose``) and Hydra's error text (``errors``).
 
 With ``llem/app``, the only code that imports ``hydra._internal``.
+
+Imports llem.measure and below; writes a study's copy and its record in the sweep folder.
 """
