@@ -32,10 +32,10 @@ from omegaconf import OmegaConf
 
 from llem.backends import sections
 from llem.backends.pytorch import PyTorchBackend
-from llem.backends.types import Prompt, ScheduledRequest
 from llem.config.schema import ExperimentConfig
 from llem.runner.prompts import builtin_texts
 from llem.testing.tinymodel import build_tiny_model
+from llem.vocabulary import Prompt, ScheduledRequest
 
 
 def _experiment(args: argparse.Namespace, tiny_dir: str | None) -> ExperimentConfig:

@@ -43,8 +43,8 @@ def poisson_times(n: int, rate: float, seed: int) -> list[float]:
     """Send times (seconds after the origin) of ``n`` Poisson arrivals at ``rate`` per second,
     drawn by llem's own schedule (the same times for both sides)."""
     from llem.backends.traffic.schedule import build_schedule
-    from llem.backends.types import Prompt
     from llem.config.traffic import TrafficConfig, TrafficKind
+    from llem.vocabulary import Prompt
 
     traffic = TrafficConfig(kind=TrafficKind.poisson, rate_per_s=rate, n_requests=n, seed=seed)
     return [r.scheduled_s or 0.0 for r in build_schedule(traffic, [Prompt(text="x")])]
@@ -105,9 +105,9 @@ def run(args: argparse.Namespace) -> dict[str, dict[str, list[float]]]:
     from vllm.sampling_params import RequestOutputKind
 
     from llem.backends.tokens import token_lists
-    from llem.backends.types import ScheduledRequest
     from llem.backends.vllm import build_sampling_kwargs
     from llem.runner.prompts import load_prompts
+    from llem.vocabulary import ScheduledRequest
 
     backend, exp = _backend(args)
     loaded = backend.load("cpu")

@@ -84,10 +84,10 @@ def continuous_pairs(args: argparse.Namespace, path: str) -> tuple[list[float], 
     from llem.backends import sections
     from llem.backends.pytorch import PyTorchBackend
     from llem.backends.pytorch.cb_steps import StepRecorder
-    from llem.backends.types import Prompt, ScheduledRequest
     from llem.config.pytorch import Batching
     from llem.config.schema import ExperimentConfig
     from llem.runner.prompts import builtin_texts
+    from llem.vocabulary import Prompt, ScheduledRequest
 
     exp = ExperimentConfig()
     exp.backend = "pytorch"

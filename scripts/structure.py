@@ -1,5 +1,7 @@
-"""Measure the shape of the llem package: module sizes, long functions, import circles, imports
-that run up the layers, imports hidden inside functions, and who touches hydra._internal.
+"""Measure the shape of the llem package: module sizes, long functions, import circles between
+modules and between packages, imports that run up the layers (and folders the layer map misses),
+imports hidden inside functions, and who touches hydra._internal. `lint-imports` checks the same
+layers and circles with import-linter's contracts (pyproject.toml).
 
     python scripts/structure.py            # print the figures
     python scripts/structure.py --check    # exit 1 when a limit is broken (tests run this)
@@ -24,31 +26,30 @@ PACKAGE = "llem"
 MAX_FUNCTION_LINES = 60
 MAX_MODULE_LINES = 400
 
-# Layers, bottom first: a module may import its own layer and the layers below it. The longest
-# matching prefix decides. Entry points (`__main__` modules), the package's own `__init__` (the
-# public API) and the test doubles (`llem.testing`) sit at the top.
+# Layers, bottom first: a module may import its own layer and the layers below it. Each folder of
+# llem (a first-level package or module) sits in exactly one layer, the same as in pyproject.toml's
+# import-linter `layers` contract (tests/test_structure.py keeps the two in step). The package's
+# own `__init__` (the public API) sits above them all; entry points (`__main__` modules) may
+# import upward. A module whose folder is in no layer is an error, not a guess.
 LAYERS: list[tuple[str, list[str]]] = [
     ("base", ["llem.errors", "llem.atomic", "llem.version", "llem.cache"]),
-    ("config", ["llem.config"]),
-    ("vocabulary", ["llem.backends.types", "llem.backends.base"]),
-    ("result", ["llem.result", "llem.generations"]),
-    ("figures", ["llem.figures", "llem.quality", "llem.compute", "llem.latency"]),
+    ("config", ["llem.config", "llem.conf"]),
+    ("vocabulary", ["llem.vocabulary"]),
+    ("result", ["llem.result"]),
+    ("figures", ["llem.figures", "llem.quality"]),
     ("devices", ["llem.devices"]),
     ("measure", ["llem.measure"]),
-    (
-        "adapter",
-        ["llem.app.overrides", "llem.app.compose", "llem.app.hydra_errors", "llem.overrides"],
-    ),
+    ("adapter", ["llem.hydra"]),
     ("backends", ["llem.backends"]),
-    (
-        "run",
-        ["llem.runner", "llem.lifecycle", "llem.prompts", "llem.preflight", "llem.environment"],
-    ),
+    ("run", ["llem.runner"]),
     ("sweep", ["llem.sweep"]),
     ("report", ["llem.report"]),
-    ("app", ["llem.app", "llem.main", "llem.cli", "llem.api", "llem.gpu", "llem.testing"]),
-    ("top", ["llem"]),
+    ("app", ["llem.app", "llem.api", "llem.gpu", "llem.testing", "llem.__main__"]),
 ]
+
+
+class UnplacedModule(Exception):
+    """A module whose folder is in no layer of LAYERS."""
 
 
 def _entry_point(module: str) -> bool:
@@ -75,17 +76,36 @@ def package_modules() -> dict[str, Path]:
     return {module_name(p): p for p in sorted((ROOT / PACKAGE).rglob("*.py"))}
 
 
+def folder_of(module: str) -> str:
+    """The folder a module sits in: ``llem.measure.energy`` -> ``llem.measure``."""
+    return ".".join(module.split(".")[:2])
+
+
 def layer_of(module: str) -> int:
-    if _entry_point(module):
-        return len(LAYERS) - 1
-    best: tuple[int, int] | None = None  # (prefix length, layer index)
-    for index, (_, prefixes) in enumerate(LAYERS):
-        for prefix in prefixes:
-            if (module == prefix or module.startswith(prefix + ".")) and (
-                best is None or len(prefix) > best[0]
-            ):
-                best = (len(prefix), index)
-    return best[1] if best else len(LAYERS) - 1
+    """The index in LAYERS of the module's folder; the package itself is above every layer."""
+    if module == PACKAGE:
+        return len(LAYERS)
+    folder = folder_of(module)
+    for index, (_, folders) in enumerate(LAYERS):
+        if folder in folders:
+            return index
+    raise UnplacedModule(f"{module}: its folder {folder} is in no layer of LAYERS")
+
+
+def is_placed(module: str) -> bool:
+    return module == PACKAGE or any(folder_of(module) in folders for _, folders in LAYERS)
+
+
+def layer_map_problems(modules: set[str]) -> list[str]:
+    """What is wrong with LAYERS against the package's modules: a folder in two layers, a folder
+    that matches no module, a module whose folder is in no layer."""
+    listed = [f for _, folders in LAYERS for f in folders]
+    problems = [f"{f}: in more than one layer" for f in sorted(set(listed)) if listed.count(f) > 1]
+    problems += [
+        f"{f}: matches no module" for f in listed if not any(folder_of(m) == f for m in modules)
+    ]
+    problems += [f"{m}: its folder is in no layer" for m in sorted(modules) if not is_placed(m)]
+    return problems
 
 
 def _resolve(module: str, is_package: bool, node: ast.ImportFrom) -> str:
@@ -174,9 +194,34 @@ def upward(imports: list[Import]) -> list[Import]:
     return [
         imp
         for imp in imports
-        if layer_of(imp.target) > layer_of(imp.source)
+        if not _entry_point(imp.source)
+        and layer_of(imp.target) > layer_of(imp.source)
         and not _is_parent_package(imp.source, imp.target)
     ]
+
+
+def _siblings(source: str, target: str) -> tuple[str, str] | None:
+    """The two children of the deepest package holding both modules, or None when one module
+    holds the other: ``llem.backends.server.gpus`` -> ``llem.backends.pytorch.load`` gives
+    ``llem.backends.server`` -> ``llem.backends.pytorch``."""
+    a, b = source.split("."), target.split(".")
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    if n in (len(a), len(b)):
+        return None
+    return ".".join(a[: n + 1]), ".".join(b[: n + 1])
+
+
+def package_cycles(imports: list[Import]) -> list[list[str]]:
+    """Packages (or modules) under one parent that import each other, through any of their
+    modules, at any depth: the circles import-linter's acyclic_siblings contract forbids."""
+    edges = [
+        Import(pair[0], pair[1], imp.line, imp.in_function)
+        for imp in imports
+        if (pair := _siblings(imp.source, imp.target)) is not None
+    ]
+    return cycles(edges)
 
 
 @dataclass(frozen=True)
@@ -220,6 +265,27 @@ def hydra_internal_users() -> list[str]:
     ]
 
 
+def _print_list(title: str, items: list[str]) -> None:
+    print(f"{title}: {len(items)}")
+    for item in items:
+        print(f"  {item}")
+
+
+def import_problems(imports: list[Import], modules: set[str]) -> bool:
+    """Print the layer map's problems, the circles between modules and between packages, and the
+    imports that run up the layers; True when any is found."""
+    problems = layer_map_problems(modules)
+    _print_list("problems of the layer map (LAYERS)", problems)
+    placed = [i for i in imports if is_placed(i.source) and is_placed(i.target)]
+    circles = cycles(imports)
+    _print_list("import circles", [" <-> ".join(c) for c in circles])
+    package_circles = [c for c in package_cycles(imports) if c not in circles]
+    _print_list("circles between packages", [" <-> ".join(c) for c in package_circles])
+    up = upward(placed)
+    _print_list("imports running up the layers", [f"{i.source}:{i.line} -> {i.target}" for i in up])
+    return bool(problems or circles or package_circles or up)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="exit 1 when a limit is broken")
@@ -228,10 +294,8 @@ def main(argv: list[str] | None = None) -> int:
     imports = all_imports()
     sizes = module_lines()
     funcs = functions()
-    circles = cycles(imports)
-    up = upward(imports)
     hidden = [i for i in imports if i.in_function]
-    internal = [u for u in hydra_internal_users() if not u.startswith("llem/app/")]
+    internal = [u for u in hydra_internal_users() if not u.startswith(("llem/app/", "llem/hydra/"))]
     internal = [u for u in internal if u != "scripts/structure.py"]
 
     print(f"modules: {len(sizes)}, lines: {sum(s for _, s in sizes)}")
@@ -243,17 +307,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"functions over {MAX_FUNCTION_LINES} lines: {len(long)}")
     for f in funcs[: args.top]:
         print(f"  {f.lines:5d}  {f.module}::{f.name}")
-    print(f"import circles: {len(circles)}")
-    for c in circles:
-        print("  " + " <-> ".join(c))
-    print(f"imports running up the layers: {len(up)}")
-    for i in up:
-        print(f"  {i.source}:{i.line} -> {i.target}")
+    layered_badly = import_problems(imports, {n for n, _ in sizes})
     print(f"imports of llem's own modules inside functions: {len(hidden)}")
-    print(f"files outside llem/app/ that name hydra._internal: {len(internal)}")
-    for u in internal:
-        print(f"  {u}")
-    broken = bool(big or long or circles or up or internal)
+    _print_list("files outside llem/app/ and llem/hydra/ that name hydra._internal", internal)
+    broken = bool(big or long or layered_badly or internal)
     return 1 if (args.check and broken) else 0
 
 

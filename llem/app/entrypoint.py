@@ -18,10 +18,10 @@ from omegaconf import DictConfig
 from llem.app.argv import help_text, normalize_argv, wants_help
 from llem.app.boundary import guard
 from llem.app.command import Command
-from llem.app.hydra_errors import as_config_error, explain_composition_error, is_composition_error
 from llem.app.job import run_task
 from llem.config.store import register_configs
 from llem.errors import EXIT_OK, LlemError
+from llem.hydra.errors import as_config_error, explain_composition_error, is_composition_error
 from llem.sweep.outcomes import LISTENER_ATTRIBUTE, JobOutcome
 
 # llem/conf, relative to this module's package (Hydra records it as pkg://llem/conf).

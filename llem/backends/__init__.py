@@ -3,7 +3,9 @@
 Each engine's row (name, section, driver module, packages) is configuration
 (``llem.config.engines``): nothing here names an engine. The shared
 types (``Prompt``, ``BatchOutput``, ``LoadedModel``, the ``Backend`` protocol) are in
-``llem.backends.types``.
+``llem.vocabulary``.
+
+Imports llem.hydra and below; writes model copies in llem's cache, a server's log and metrics.
 """
 
 from __future__ import annotations
@@ -12,12 +14,12 @@ import importlib
 import importlib.util
 from typing import Any
 
-from llem.backends.types import Backend, BackendSections
 from llem.config.architectures import run_decoder
 from llem.config.dataset import scores
 from llem.config.engines import Engine, active_engine, engine, engines
 from llem.config.schema import ExperimentConfig
 from llem.config.traffic import TrafficKind
+from llem.vocabulary import Backend, BackendSections
 
 
 def detect_default_backend() -> str | None:

@@ -1,0 +1,4 @@
+"""Hydra's config groups, as YAML files.
+
+Imports nothing; writes nothing.
+"""

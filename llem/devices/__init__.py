@@ -9,4 +9,6 @@ powercap (``powercap``: which zones exist and what each covers, snapshots of the
 energy between snapshots (``cpu_energy``), what a package's die zones read, from the CPU's vendor
 (``rapl_scope``), and which CPU packages the process may run on (``cpu_affinity``). Measurement
 asks this layer and never reads vendor files itself.
+
+Imports llem.figures, llem.quality and below (today none of llem); writes GPU limits, clocks.
 """

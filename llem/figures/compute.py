@@ -42,9 +42,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from llem.backends.types import BatchOutput, ModelShape
 from llem.config.pytorch import CacheImplementation
 from llem.figures.latency import decode_time_and_steps
+from llem.vocabulary import BatchOutput, ModelShape
 
 UNKNOWN_SHAPE = "this backend does not describe its model's shape"
 # The decode-traffic figures, computed together (null together, with one reason).

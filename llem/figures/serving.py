@@ -1,6 +1,6 @@
 """Serving figures from request timelines: per-request latency, concurrency, the requests and
 tokens within a span, and goodput. Pure functions over ``RequestTimeline`` lists
-(``llem.backends.types``); no engine. The steady state, the part of the window these figures are
+(``llem.vocabulary``); no engine. The steady state, the part of the window these figures are
 also read over, is ``llem.figures.steady_state``'s.
 
 Per request (every time on the run's one clock, ``time.perf_counter`` seconds), the figures
@@ -48,9 +48,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from llem.backends.types import RequestTimeline
 from llem.figures.latency import percentiles
 from llem.result.requests import RequestRecord
+from llem.vocabulary import RequestTimeline
 
 # --------------------------------------------------------------------------- per request
 

@@ -35,8 +35,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from llem.backends.types import RequestTimeline
 from llem.figures.serving import concurrency
+from llem.vocabulary import RequestTimeline
 
 OPEN_LOOP = "open_loop"
 BATCH_RULE = "mlenergy_v3"

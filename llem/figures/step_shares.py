@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from llem.backends.types import EngineStep
 from llem.figures.bins import Bins
 from llem.figures.energy_fit import StepRow
+from llem.vocabulary import EngineStep
 
 Coefficients = tuple[float, float, float, float, float]  # a, b, p_static, p_between, k
 # a step's fixed s, s per prefill token, per decode token, per context token

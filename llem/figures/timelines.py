@@ -18,7 +18,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 
-from llem.backends.types import BatchOutput, RequestTimeline
+from llem.vocabulary import BatchOutput, RequestTimeline
 
 ACTUAL_SEND = "actual send"
 BATCH_START = "batch start"

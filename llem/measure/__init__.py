@@ -10,6 +10,8 @@ them), ``measurement`` (the frozen ``Measurement`` of a window, made of result s
 ``window`` (the context manager), ``timeseries`` (the samples' CSV), ``idle`` (the idle baseline
 and the ``IdleCache`` a caller holds). Nothing here imports a vendor library or ``torch`` at
 module level.
+
+Imports llem.devices and below; writes idle baselines and GPU crash records (llem's cache).
 """
 
 from llem.measure.devices import DeviceInfo

@@ -12,12 +12,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeVar
 
-from llem.backends.types import WorkloadProcesses
 from llem.devices.gpu import GpuLibrary, GpuReader, SensorSpec, error_text
 from llem.devices.readings import OtherProcess, Sample
 from llem.measure.energy import DeviceReadError, SourceError
 from llem.measure.family import is_own
 from llem.measure.sampler import Clock
+from llem.vocabulary import WorkloadProcesses
 
 T = TypeVar("T")
 

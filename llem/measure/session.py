@@ -29,7 +29,6 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from llem.backends.types import WorkloadProcesses
 from llem.cache import llem_cache_dir
 from llem.config.schema import MeasurementConfig
 from llem.devices.cpu_energy import RaplReader
@@ -56,6 +55,7 @@ from llem.measure.sources import (
 )
 from llem.measure.timeseries import write_timeseries
 from llem.measure.window import MeasurementWindow
+from llem.vocabulary import WorkloadProcesses
 
 log = logging.getLogger(__name__)
 

@@ -31,11 +31,11 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from llem.backends.types import Prompt
 from llem.errors import ConfigError, LlemError, PreflightError, first_line
 from llem.quality.lm_eval_index import own_tasks
 from llem.quality.scorers import Score
 from llem.quality.task import Task
+from llem.vocabulary import Prompt
 
 KEY = "dataset.task"
 INCLUDE_KEY = "dataset.lm_eval_include"

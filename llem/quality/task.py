@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from llem.backends.types import Prompt
 from llem.quality.scorers import Score
+from llem.vocabulary import Prompt
 
 Judge = Callable[[int, str], Score]  # (prompt index, generated text) -> its score
 

@@ -43,7 +43,7 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from llem.app.overrides import knob_values
+from llem.hydra.overrides import knob_values
 from llem.report.cells import is_missing, typed_column
 from llem.report.find import ReportError, find_run_dirs, is_run_dir, run_dirs
 from llem.report.hardware import hardware_facts

@@ -1,6 +1,8 @@
 """The typed, versioned result model and its files: ``result.json`` (``RunResult``, with its
 sections and figures), ``generations.jsonl`` and ``requests.jsonl``. The only code that reads or
 writes run files.
+
+Imports llem.vocabulary, llem.config and the base modules; writes the run files.
 """
 
 from llem.result.boundary import Boundary

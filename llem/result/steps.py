@@ -32,8 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from llem.atomic import atomic_write_csv
-from llem.backends.types import StepShare
 from llem.result.migrate import ResultFormatError
+from llem.vocabulary import StepShare
 
 STEPS_FILE = "steps.csv"
 _COLUMNS = (

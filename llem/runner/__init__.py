@@ -7,6 +7,8 @@ environment snapshot and the assembly of the result. (The package is ``llem.runn
     result = runner.run(cfg, run_dir)
     print(summary_line(result, run_dir))
     runner.close()
+
+Imports llem.backends and below; writes the run folder, load times and GPU settings.
 """
 
 from __future__ import annotations

@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from llem.backends.types import BatchOutput, LoadedModel, ModelShape
 from llem.config.pytorch import CacheImplementation
 from llem.config.schema import ExperimentConfig
 from llem.config.validate import config_hash, plain
@@ -27,6 +26,7 @@ from llem.result import (
     quantization_label,
 )
 from llem.runner.prepare import Prepared
+from llem.vocabulary import BatchOutput, LoadedModel, ModelShape
 
 NO_PREFIX_CACHE = "this engine has no prefix cache (it computes every prompt token)"
 

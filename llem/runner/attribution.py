@@ -16,7 +16,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from llem.backends.types import EngineStep
 from llem.figures.attribution import METHOD, Attribution, Part, RequestEnergy, attribute
 from llem.figures.bins import BIN_RESOLUTIONS, Bins, group, per_span
 from llem.figures.step_shares import Span, spans
@@ -35,6 +34,7 @@ from llem.result import (
 )
 from llem.result.figure import with_figures
 from llem.runner.lag import Lag, estimate_lag, shifted, with_lag_spread
+from llem.vocabulary import EngineStep
 
 UNRESOLVED = "not resolvable at this sampling rate and window"
 NO_STEPS = "the engine exposes no per-step record, so energy cannot be attributed to its steps"

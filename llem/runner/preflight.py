@@ -23,7 +23,6 @@ from typing import Any
 from llem.backends import create_backend, sections
 from llem.backends.models import model_problem
 from llem.backends.random_weights import DEFAULT_MODEL_GROUP
-from llem.backends.types import Backend
 from llem.config.engines import Engine, active_engine, install_hint
 from llem.config.model import ModelConfig
 from llem.config.schema import Device, ExperimentConfig
@@ -33,6 +32,7 @@ from llem.errors import PreflightError
 from llem.measure import MeasurementSession
 from llem.runner.gpu_settings import gpu_preflight_problems
 from llem.runner.prompts import check_dataset
+from llem.vocabulary import Backend
 
 log = logging.getLogger(__name__)
 

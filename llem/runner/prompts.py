@@ -34,7 +34,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from llem.backends.types import Prompt
 from llem.config.dataset import (
     ChatTemplate,
     DatasetConfig,
@@ -47,6 +46,7 @@ from llem.quality import arithmetic
 from llem.quality.lm_eval_task import lm_eval_problems
 from llem.quality.scorers import reference_problem
 from llem.quality.task import Task
+from llem.vocabulary import Prompt
 
 BUILTIN_RESOURCE = "prompts.jsonl"  # in llem/data/
 

@@ -18,7 +18,6 @@ from omegaconf import DictConfig
 from llem.backends import create_backend, run_seed
 from llem.backends.memory import peak_memory, reset_peak_memory
 from llem.backends.stops import prompt_stops
-from llem.backends.types import Backend, BatchOutput, LoadedModel, ServeOutput
 from llem.config.schema import ExperimentConfig
 from llem.config.validate import config_hash
 from llem.measure import MeasurementSession
@@ -57,6 +56,7 @@ from llem.runner.serving import (
 from llem.runner.tasks import load_task
 from llem.runner.threads import settle_threads
 from llem.runner.weights import fill_weights
+from llem.vocabulary import Backend, BatchOutput, LoadedModel, ServeOutput
 
 log = logging.getLogger("llem.run")
 

@@ -21,15 +21,6 @@ from typing import Any
 
 from llem.backends import serves
 from llem.backends.traffic.schedule import build_schedule
-from llem.backends.types import (
-    Backend,
-    BatchOutput,
-    LoadedModel,
-    Prompt,
-    RequestTimeline,
-    ScheduledRequest,
-    ServeOutput,
-)
 from llem.config.engines import active_engine
 from llem.config.schema import ExperimentConfig
 from llem.config.traffic import TrafficConfig, TrafficKind, edge_requests, is_open_loop
@@ -41,6 +32,15 @@ from llem.result import RunResult, write_requests
 from llem.runner.attribution import fill_attribution
 from llem.runner.serving_sections import SectionInputs, fill_sections
 from llem.runner.steps import fill_engine_steps, window_steps
+from llem.vocabulary import (
+    Backend,
+    BatchOutput,
+    LoadedModel,
+    Prompt,
+    RequestTimeline,
+    ScheduledRequest,
+    ServeOutput,
+)
 
 log = logging.getLogger("llem.run")
 

@@ -10,7 +10,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from llem.backends.types import RequestTimeline
 from llem.config.traffic import TrafficConfig
 from llem.figures.serving import (
     Slo,
@@ -37,6 +36,7 @@ from llem.result import (
     Traffic,
 )
 from llem.result.figure import with_figures
+from llem.vocabulary import RequestTimeline
 
 NO_SLO = "no SLO set (slo.ttft_ms, slo.tpot_ms and slo.e2e_ms are null)"
 

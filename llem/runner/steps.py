@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from llem.backends.types import BatchOutput, EngineStep, ServeOutput
 from llem.figures.engine_steps import steps_from_batches
 from llem.result import RunResult, StepRecord, write_steps
+from llem.vocabulary import BatchOutput, EngineStep, ServeOutput
 
 NO_STEPS_SERVED = "the engine exposes no per-step record"
 NO_STEP_IN_WINDOW = "no engine step ended inside the measured window"

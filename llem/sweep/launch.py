@@ -23,10 +23,10 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from llem.app.compose.points import PointComposer
-from llem.app.overrides import without_key
 from llem.atomic import atomic_write_text
 from llem.errors import first_line
+from llem.hydra.compose.points import PointComposer
+from llem.hydra.overrides import without_key
 from llem.result import RESULT_FILE, ErrorInfo, RunResult
 from llem.sweep.outcomes import JobOutcome
 from llem.sweep.plan import Plan, Point, read_position

@@ -26,9 +26,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from llem.app.overrides import key_of, swept_keys
 from llem.atomic import atomic_write_json
 from llem.config.schema import SweepOrder
+from llem.hydra.overrides import key_of, swept_keys
 from llem.result import RunResult, SweepPosition, utc_now
 from llem.sweep.load_estimate import estimate_loads, loads_in_order
 from llem.sweep.superseded import supersede, supersede_stamp

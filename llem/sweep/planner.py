@@ -1,6 +1,6 @@
 """Planning a sweep: the grid's jobs, the sweep's own settings, and each point composed and checked.
 
-Each point's config is composed (``llem.app.compose.points``: each set of group choices once) and
+Each point's config is composed (``llem.hydra.compose.points``: each set of group choices once) and
 validated before the first model loads; a point that breaks a cross-field rule is marked skipped
 with the reason, while a Hydra composition error (bad key, bad type) stops the whole sweep with
 exit code 2. A dry run also runs every point's pre-flight checks. The composer keeps what it
@@ -14,13 +14,13 @@ from typing import Any
 
 from omegaconf import DictConfig
 
-from llem.app.compose.points import PointComposer
-from llem.app.hydra_errors import condense_hydra_error, explain_hydra_text, hydra_error_text
-from llem.app.overrides import parse_grid
 from llem.backends import create_backend
 from llem.config.schema import SweepOrder
 from llem.config.validate import config_hash
 from llem.errors import ConfigError
+from llem.hydra.compose.points import PointComposer
+from llem.hydra.errors import condense_hydra_error, explain_hydra_text, hydra_error_text
+from llem.hydra.overrides import parse_grid
 from llem.runner import prepare
 from llem.runner.preflight import PreflightMemo, collect_problems, resolve_device
 from llem.sweep.plan import Point, expand_grid, short_label

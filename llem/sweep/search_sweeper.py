@@ -28,10 +28,10 @@ from typing import Any, cast
 
 from omegaconf import DictConfig, OmegaConf
 
-from llem.app.compose.studies import check_study, record_study
 from llem.config.dataset import DatasetConfig, scores
 from llem.config.schema import SweepOrder
 from llem.errors import ConfigError, interrupted_by
+from llem.hydra.compose.studies import check_study, record_study
 from llem.result import ErrorInfo, RunResult
 from llem.runner.preflight import cuda_available
 from llem.sweep.launch import Launch, in_process, outcome, runs_here, write_record

@@ -39,9 +39,9 @@ from typing import Any
 from hydra.plugins.sweeper import Sweeper
 from omegaconf import DictConfig, OmegaConf
 
-from llem.app.compose.studies import check_study, record_study
-from llem.app.overrides import swept_keys
 from llem.errors import ConfigError, PreflightError, interrupted_by
+from llem.hydra.compose.studies import check_study, record_study
+from llem.hydra.overrides import swept_keys
 from llem.result import ErrorInfo
 from llem.runner.load_times import this_host_load_times
 from llem.runner.preflight import cuda_available

@@ -26,7 +26,6 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from llem.backends.types import EngineStep, StepShare
 from llem.figures.attribution import Span, spans
 from llem.measure import MeasurementSession
 from llem.measure.energy import WindowResult
@@ -35,6 +34,7 @@ from llem.testing.fake_pynvml import FakeGpu, Waveform
 from llem.testing.truth.sensor import Sensed
 from llem.testing.virtual_window import measure_window
 from llem.testing.virtual_window import shifted as moved
+from llem.vocabulary import EngineStep, StepShare
 
 
 @dataclass(frozen=True)

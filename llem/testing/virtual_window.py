@@ -5,7 +5,6 @@ power source (``llem.testing.modelled_power``) and the truth harness
 
 from __future__ import annotations
 
-from llem.backends.types import EngineStep
 from llem.config.schema import EnergySource, MeasurementConfig
 from llem.devices.nvidia import init_nvml
 from llem.measure import MeasurementSession
@@ -13,6 +12,7 @@ from llem.measure import devices as measure_devices
 from llem.measure.idle import IdleCache
 from llem.testing.clocks import SteppingClock
 from llem.testing.fake_pynvml import FakeGpu, FakeNvml
+from llem.vocabulary import EngineStep
 
 
 def measure_window(

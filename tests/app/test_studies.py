@@ -577,7 +577,7 @@ def test_installed_wheel_finds_conf_and_ships_the_presets(tmp_path: Path) -> Non
 def test_rerun_has_an_absolute_config_dir_for_a_relative_sweep_dir(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from llem.app.compose.studies import _rerun_command
+    from llem.hydra.compose.studies import _rerun_command
 
     monkeypatch.chdir(tmp_path)
     rerun = shlex.split(_rerun_command(Path("outputs/multirun/x"), "mine", ["+experiment=mine"]))

@@ -25,7 +25,6 @@ from pathlib import Path
 
 import pytest
 
-from llem.backends.types import EngineStep
 from llem.figures.attribution import FIT_SPLIT, Attribution, attribute
 from llem.result import read_steps
 from llem.runner.attribution import attribute_window
@@ -36,6 +35,7 @@ from llem.testing.modelled_power import (
     measure_modelled,
     window_spans,
 )
+from llem.vocabulary import EngineStep
 
 # a small GPU's costs: 4 mJ per prefill token, 50 mJ per decode token, 120 W static, 60 W idle
 MODEL = PlantedModel(a_j=0.004, b_j=0.05, static_w=120.0, idle_w=60.0)

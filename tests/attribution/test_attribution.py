@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from llem.backends.types import EngineStep, StepShare
 from llem.figures.attribution import TOKEN_SPLIT, attribute, spans
 from llem.figures.energy_fit import StepRow, fit_steps
+from llem.vocabulary import EngineStep, StepShare
 
 A, B, P = 0.004, 0.05, 120.0  # J/prefill token, J/decode token, W
 

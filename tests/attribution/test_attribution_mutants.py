@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import pytest
 
-from llem.backends.types import EngineStep, StepShare
 from llem.figures.attribution import (
     TOKEN_SPLIT,
     Part,
@@ -18,6 +17,7 @@ from llem.figures.attribution import (
 )
 from llem.figures.bins import Bins
 from llem.figures.energy_fit import Coefficient, Fit
+from llem.vocabulary import EngineStep, StepShare
 
 A, B, P, P_GAP = 0.004, 0.05, 120.0, 40.0
 

@@ -9,7 +9,6 @@ import math
 import numpy as np
 import pytest
 
-from llem.backends.types import EngineStep, StepShare
 from llem.figures.bins import Bins
 from llem.figures.energy_fit import Coefficient, Fit, StepRow
 from llem.figures.interval import (
@@ -23,6 +22,7 @@ from llem.figures.interval import (
     residual_variance,
 )
 from llem.figures.step_shares import TOKEN_PACE, Span
+from llem.vocabulary import EngineStep, StepShare
 
 
 def test_the_constants_are_the_documented_ones() -> None:

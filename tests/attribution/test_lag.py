@@ -9,12 +9,12 @@ from collections.abc import Sequence
 import pytest
 
 from attribution.truth_runs import attribute_run
-from llem.backends.types import EngineStep
 from llem.measure.span_energy import SpanEnergies, span_energies
 from llem.runner.attribution import attribute_window
 from llem.runner.lag import estimate_lag, lag_range, shifted
 from llem.testing.truth.harness import POWER_LIMIT_W
 from llem.testing.truth.variants import Variant
+from llem.vocabulary import EngineStep
 
 
 @pytest.mark.parametrize("planted_s", [0.0, 0.15])

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import pytest
 
-from llem.backends.types import EngineStep, StepShare
 from llem.figures.bins import Bins
 from llem.figures.energy_fit import StepRow
 from llem.figures.step_shares import (
@@ -21,6 +20,7 @@ from llem.figures.step_shares import (
     step_pace,
     weights_of,
 )
+from llem.vocabulary import EngineStep, StepShare
 
 
 def _step(start: float | None, end: float, shares: list[tuple[int, int, int]]) -> EngineStep:

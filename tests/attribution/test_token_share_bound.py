@@ -5,8 +5,8 @@ with another's decode token is split by tokens, and the planted truth (a 4 mJ pr
 
 from __future__ import annotations
 
-from llem.backends.types import EngineStep, StepShare
 from llem.figures.attribution import TOKEN_SPLIT, attribute, spans
+from llem.vocabulary import EngineStep, StepShare
 
 A, B, P_STATIC, D = 0.004, 0.05, 120.0, 0.01
 

@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 from attribution.truth_runs import DEFAULT_HZ, FINE_HZ, PART_TIME, attribute_run, simulated
-from llem.backends.types import EngineStep, StepShare
 from llem.figures.attribution import Attribution
 from llem.result import RunResult, SteadyState
 from llem.runner.attribution import UNRESOLVED, fill_attribution
 from llem.testing.truth.harness import POWER_LIMIT_W
+from llem.vocabulary import EngineStep, StepShare
 
 CASES = [
     (schedule, seed, hz)

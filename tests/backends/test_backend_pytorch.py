@@ -14,13 +14,13 @@ from llem.backends.pytorch import (
     count_output_tokens,
     left_pad,
 )
-from llem.backends.types import Prompt
 from llem.config.schema import (
     AttnImplementation,
     CacheImplementation,
     Dtype,
     ExperimentConfig,
 )
+from llem.vocabulary import Prompt
 
 
 def _exp(path: str = "unused") -> ExperimentConfig:

@@ -10,11 +10,11 @@ import pytest
 from llem.backends import sections
 from llem.backends.pytorch import PyTorchBackend
 from llem.backends.pytorch import continuous as cb
-from llem.backends.types import Prompt, ScheduledRequest
 from llem.config.pytorch import Batching, PyTorchConfig
 from llem.config.schema import ExperimentConfig
 from llem.config.validate import continuous_batching_problems
 from llem.errors import ConfigError
+from llem.vocabulary import Prompt, ScheduledRequest
 
 MAX_NEW = 6
 TEXTS = [
@@ -227,7 +227,7 @@ _NEVER_UNLOADS = """
 import dataclasses, sys
 from llem.backends import sections
 from llem.backends.pytorch import PyTorchBackend
-from llem.backends.types import Prompt
+from llem.vocabulary import Prompt
 from llem.config.schema import ExperimentConfig
 exp = ExperimentConfig()
 exp.model.name_or_path = sys.argv[1]

@@ -13,12 +13,12 @@ import pytest
 from llem.backends import sections
 from llem.backends.pytorch import PyTorchBackend
 from llem.backends.random_weights import build_model, random_source, synthetic_tokenizer
-from llem.backends.types import Prompt
 from llem.config.architectures import architecture_config, architecture_names, run_decoder
 from llem.config.model import ModelConfig, Weights
 from llem.config.schema import DecoderConfig, ExperimentConfig
 from llem.config.validate import cross_field_problems
 from llem.testing.cli import output, run_llem
+from llem.vocabulary import Prompt
 
 # Parameters of the published checkpoints (their model cards), tied embeddings counted once.
 PUBLISHED_PARAMETERS = {

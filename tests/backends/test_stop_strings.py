@@ -16,9 +16,9 @@ from backends.stop_planting import greedy, planted_stop
 from llem.backends import create_backend, sections
 from llem.backends.pytorch import PyTorchBackend
 from llem.backends.stops import batch_stops, cut_chunks, prompt_stops, stop_index
-from llem.backends.types import Prompt, ScheduledRequest
 from llem.config.pytorch import Batching
 from llem.config.schema import ExperimentConfig
+from llem.vocabulary import Prompt, ScheduledRequest
 
 MAX_NEW = 16
 TEXTS = ["Question: What is 1 + 1?\nAnswer:", "The quick brown fox jumps over the lazy dog."]

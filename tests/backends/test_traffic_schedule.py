@@ -8,8 +8,8 @@ import statistics
 import pytest
 
 from llem.backends.traffic.schedule import build_schedule
-from llem.backends.types import Prompt
 from llem.config.traffic import TrafficConfig, TrafficKind
+from llem.vocabulary import Prompt
 
 PROMPTS = [Prompt(text=f"prompt {i}") for i in range(5)]
 N = 4000

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from llem.backends.shape import is_moe, kv_layout, model_shape
-from llem.backends.types import BatchOutput, KvLayout, ModelShape
 from llem.config.schema import CacheImplementation
 from llem.figures.compute import compute_figures, decode_bytes
 from llem.testing.tinymodel import tiny_llama
+from llem.vocabulary import BatchOutput, KvLayout, ModelShape
 
 LLAMA2_7B_PARAMS = 6_738_415_616
 

@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 
 from llem.backends.pytorch.cb_steps import StepRecorder
-from llem.backends.types import BatchOutput, EngineStep, ServeOutput, StepShare
 from llem.figures.engine_steps import STATIC_CLOCK, static_steps, steps_from_batches
 from llem.result import Concurrency, RunResult, read_requests, read_steps
 from llem.runner.steps import fill_engine_steps, running_mean, window_steps
 from llem.testing.cli import run_tiny
+from llem.vocabulary import BatchOutput, EngineStep, ServeOutput, StepShare
 
 BASE = ("measurement.warmup=0", "decoder.max_new_tokens=5", "dataset.n_prompts=4")
 

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from llem.backends.types import BatchOutput
 from llem.figures.latency import LatencySamples, decode_time_and_steps, percentiles
+from llem.vocabulary import BatchOutput
 
 
 def _batch(outputs, steps, tokens=None, start=0.0):

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 
-from llem.backends.types import BatchOutput, RequestTimeline
 from llem.figures.serving import (
     Slo,
     concurrency,
@@ -20,6 +19,7 @@ from llem.figures.serving import (
 )
 from llem.figures.steady_state import STATIC_REASON, SteadyRule, below, steady_state
 from llem.figures.timelines import timelines_from_batches
+from llem.vocabulary import BatchOutput, RequestTimeline
 
 
 def tl(

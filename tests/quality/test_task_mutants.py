@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from llem.backends.types import Prompt
 from llem.quality.scorers import Score, exact
 from llem.quality.task import Task
+from llem.vocabulary import Prompt
 
 
 def _task() -> Task:

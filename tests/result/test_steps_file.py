@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from llem.backends.types import StepShare
 from llem.result import StepRecord, read_steps, write_steps
 from llem.result.migrate import ResultFormatError
+from llem.vocabulary import StepShare
 
 
 def test_steps_csv_round_trips_every_field(tmp_path: Path) -> None:

@@ -14,7 +14,6 @@ import pytest
 
 import llem.measure.session as session_module
 import llem.runner.runner as runner_module
-from llem.backends.types import BatchOutput, LoadedModel, Prompt
 from llem.config.validate import to_experiment
 from llem.devices.cpu_energy import RaplReader
 from llem.errors import PreflightError
@@ -22,6 +21,7 @@ from llem.result import RunResult
 from llem.runner import Runner
 from llem.testing.cli import compose_tiny, output, run_llem
 from llem.testing.planted_rapl import MAX_UJ, ScriptedCounters, plant_zone
+from llem.vocabulary import BatchOutput, LoadedModel, Prompt
 
 POWER_W = 150.0  # the replayed GPU trace
 # planted counters (uJ): at the window's start, at its end

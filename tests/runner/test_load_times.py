@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from llem.backends.types import LoadedModel
 from llem.runner import Runner, load_times
 from llem.runner.load_times import load_times_path, record_load, this_host_load_times
 from llem.testing.cli import compose_tiny
+from llem.vocabulary import LoadedModel
 
 LOG = "llem.runner.load_times"
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from llem.backends.types import LoadedModel
 from llem.result import Figure, RunResult
 from llem.runner.assemble import fill_memory
 from llem.runner.runner import _model_cuda_devices
+from llem.vocabulary import LoadedModel
 
 # What this process's allocator reads while vLLM's engine holds the GPU: about nothing.
 THIS_PROCESS = {

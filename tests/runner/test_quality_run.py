@@ -16,7 +16,12 @@ from typing import Any
 import pytest
 
 import llem.runner.runner as runner_module
-from llem.backends.types import (
+from llem.config.validate import to_experiment
+from llem.quality.interval import over_items
+from llem.result import RunResult, read_requests
+from llem.runner import Runner
+from llem.testing.cli import compose_tiny
+from llem.vocabulary import (
     BatchOutput,
     LoadedModel,
     Prompt,
@@ -24,11 +29,6 @@ from llem.backends.types import (
     ScheduledRequest,
     ServeOutput,
 )
-from llem.config.validate import to_experiment
-from llem.quality.interval import over_items
-from llem.result import RunResult, read_requests
-from llem.runner import Runner
-from llem.testing.cli import compose_tiny
 
 # prompt, reference, the planted answer; scorer=exact
 PLANTED = [

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from llem.backends.types import LoadedModel
 from llem.runner import Runner
 from llem.testing.cli import compose_tiny
+from llem.vocabulary import LoadedModel
 
 
 def _cfg(tiny_model_dir: Path, *overrides: str):  # type: ignore[no-untyped-def]

@@ -24,7 +24,12 @@ import pytest
 import llem.runner.runner as runner_module
 import llem.runner.serving as serving_module
 from llem.backends.traffic.driver import drive
-from llem.backends.types import (
+from llem.config.validate import to_experiment
+from llem.figures.steady_state import STATIC_REASON
+from llem.result import read_requests, read_steps
+from llem.runner import Runner
+from llem.testing.cli import compose_tiny
+from llem.vocabulary import (
     EngineStep,
     LoadedModel,
     Prompt,
@@ -32,11 +37,6 @@ from llem.backends.types import (
     ScheduledRequest,
     ServeOutput,
 )
-from llem.config.validate import to_experiment
-from llem.figures.steady_state import STATIC_REASON
-from llem.result import read_requests, read_steps
-from llem.runner import Runner
-from llem.testing.cli import compose_tiny
 
 N = 20
 GAP_S = 0.01  # constant rate: 100 requests/s

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from llem.app.overrides import parse_grid
 from llem.errors import ConfigError
+from llem.hydra.overrides import parse_grid
 from llem.result import ErrorInfo, Percentiles, RunResult
 from llem.result.keys import needs_energy, numeric_keys, value_at, why_missing
 from llem.sweep.search import Search

@@ -25,11 +25,11 @@ from typing import Any
 import pytest
 from omegaconf import OmegaConf
 
-from llem.app.overrides import parse_grid
 from llem.backends.traffic.schedule import build_schedule
-from llem.backends.types import Prompt
 from llem.config.traffic import TrafficConfig, edge_requests, is_open_loop, request_count
+from llem.hydra.overrides import parse_grid
 from llem.sweep.search_space import Choices, make_space
+from llem.vocabulary import Prompt
 
 SHIPPED = sorted(p.name[:-5] for p in resources.files("llem.conf").joinpath("experiment").iterdir())
 SEEDS = 10  # the study's traffic seed and the next 9: a confirmation's fresh seed among them

@@ -10,8 +10,8 @@ import pytest
 
 from llem.app.entrypoint import main
 from llem.backends.traffic.schedule import build_schedule
-from llem.backends.types import Prompt
 from llem.config.traffic import TrafficConfig, TrafficKind, request_count
+from llem.vocabulary import Prompt
 
 PROMPTS = [Prompt(text="x")] * 4
 

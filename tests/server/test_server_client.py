@@ -21,8 +21,8 @@ from llem.backends.server.client import (
     UsageMissing,
     serve_async,
 )
-from llem.backends.types import Prompt, ScheduledRequest
 from llem.errors import RunError
+from llem.vocabulary import Prompt, ScheduledRequest
 from server.fake_openai import MODEL, Plan, fake_server
 
 

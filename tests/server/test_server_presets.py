@@ -10,11 +10,11 @@ import pytest
 
 from llem.backends.server.commands import sglang_command, tgi_command
 from llem.backends.server.presets import launch_spec
-from llem.backends.types import BackendSections
 from llem.config.decoder import DecoderConfig
 from llem.config.model import Dtype, ModelConfig
 from llem.config.server import ServerConfig
 from llem.errors import RunError
+from llem.vocabulary import BackendSections
 
 
 def test_sglang_builds_its_command_with_metrics_on() -> None:

@@ -11,8 +11,8 @@ from hydra.core.global_hydra import GlobalHydra
 from hydra.types import RunMode
 from omegaconf import OmegaConf, open_dict
 
-from llem.app.compose.points import PointComposer
 from llem.config.store import register_configs
+from llem.hydra.compose.points import PointComposer
 
 
 @pytest.fixture()

@@ -3,9 +3,9 @@ step sequences are what vLLM 0.32's scheduler does with a 512-token budget, writ
 
 from __future__ import annotations
 
-from llem.backends.types import StepShare
 from llem.backends.vllm.chunks import StepRecord, place
 from llem.backends.vllm.steps import OfflineSteps
+from llem.vocabulary import StepShare
 
 
 def chunked_run() -> OfflineSteps:

@@ -12,7 +12,6 @@ import pytest
 from hydra import compose, initialize_config_module
 
 from llem.backends import create_backend, sections
-from llem.backends.types import BatchOutput, Prompt
 from llem.backends.vllm import (
     CPU_MEMORY_UTILIZATION,
     VLLMBackend,
@@ -25,6 +24,7 @@ from llem.config.store import register_configs
 from llem.config.validate import to_experiment
 from llem.errors import ConfigError
 from llem.figures.latency import LatencySamples
+from llem.vocabulary import BatchOutput, Prompt
 
 
 def experiment(*overrides: str) -> ExperimentConfig:

@@ -6,10 +6,10 @@ from __future__ import annotations
 from test_vllm_config import experiment
 
 from llem.backends import sections
-from llem.backends.types import BatchOutput, LoadedModel
 from llem.backends.vllm import build_engine_kwargs
 from llem.result import RunResult
 from llem.runner.assemble import fill_prefix_cache
+from llem.vocabulary import BatchOutput, LoadedModel
 
 
 def test_prefix_caching_is_off_unless_the_user_turns_it_on() -> None:

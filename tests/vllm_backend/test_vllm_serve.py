@@ -20,7 +20,11 @@ import pytest
 from vllm_backend.vllm_helpers import engine_processes, serving_backend
 
 from llem.backends import sections
-from llem.backends.types import (
+from llem.backends.vllm import VLLMBackend
+from llem.backends.vllm.serve import EngineLoop
+from llem.backends.vllm.steps import LoggedStep, engine_step, with_shares
+from llem.errors import RunError
+from llem.vocabulary import (
     EngineStep,
     LoadedModel,
     Prompt,
@@ -28,10 +32,6 @@ from llem.backends.types import (
     ServeOutput,
     StepShare,
 )
-from llem.backends.vllm import VLLMBackend
-from llem.backends.vllm.serve import EngineLoop
-from llem.backends.vllm.steps import LoggedStep, engine_step, with_shares
-from llem.errors import RunError
 
 # One pytest-xdist worker runs the whole module: its engine (a module fixture) starts once.
 pytestmark = pytest.mark.xdist_group("vllm_serve")

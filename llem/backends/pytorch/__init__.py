@@ -10,8 +10,8 @@ from __future__ import annotations
 from llem.backends.batching import StepClock, count_output_tokens, left_pad
 from llem.backends.pytorch.backend import PyTorchBackend
 from llem.backends.pytorch.kwargs import Sections, build_generate_kwargs, build_load_kwargs
-from llem.backends.types import Backend
 from llem.config.pytorch import PyTorchConfig
+from llem.vocabulary import Backend
 
 __all__ = [
     "PyTorchBackend",

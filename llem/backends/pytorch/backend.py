@@ -36,10 +36,10 @@ from llem.backends.pytorch.stops import count_to_stops, generate_stop_kwargs, st
 from llem.backends.shape import model_shape
 from llem.backends.stops import batch_stops
 from llem.backends.tokens import token_lists
-from llem.backends.types import BatchOutput, LoadedModel, Prompt, ScheduledRequest, ServeOutput
 from llem.config.measurement import MeasurementConfig
 from llem.config.pytorch import PyTorchConfig
 from llem.errors import RunError, first_line
+from llem.vocabulary import BatchOutput, LoadedModel, Prompt, ScheduledRequest, ServeOutput
 
 log = logging.getLogger(__name__)
 

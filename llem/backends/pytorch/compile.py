@@ -24,9 +24,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from llem.backends.types import LoadedModel
 from llem.config.pytorch import PyTorchConfig
 from llem.errors import RunError, first_line
+from llem.vocabulary import LoadedModel
 
 log = logging.getLogger(__name__)
 

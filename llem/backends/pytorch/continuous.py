@@ -50,7 +50,9 @@ from llem.backends.pytorch.kwargs import Sections, build_generate_kwargs, is_oom
 from llem.backends.stops import STOP, cut_chunks, finish_reason, stop_index, tail_has_stop
 from llem.backends.tokens import token_lists
 from llem.backends.traffic.driver import drive
-from llem.backends.types import (
+from llem.config.batching import continuous_batching_problems
+from llem.errors import ConfigError, RunError
+from llem.vocabulary import (
     EngineStep,
     LoadedModel,
     Prompt,
@@ -59,8 +61,6 @@ from llem.backends.types import (
     ServeOutput,
     StepShare,
 )
-from llem.config.batching import continuous_batching_problems
-from llem.errors import ConfigError, RunError
 
 log = logging.getLogger(__name__)
 

@@ -11,11 +11,11 @@ from typing import Any
 
 from llem.backends import sections
 from llem.backends.pytorch.quiet import BNB_MATMUL_LOGGER, say_once
-from llem.backends.types import BackendSections
 from llem.config.model import Dtype
 from llem.config.pytorch import PyTorchConfig
 from llem.config.schema import ExperimentConfig
 from llem.errors import OutOfMemory, first_line
+from llem.vocabulary import BackendSections
 
 SAMPLING_KNOBS = ("temperature", "top_k", "top_p", "min_p")
 

@@ -11,8 +11,8 @@ or transformers at module level.
 from __future__ import annotations
 
 from llem.backends.server.backend import Sections, ServerBackend, ServerModel
-from llem.backends.types import Backend
 from llem.config.server import ServerConfig
+from llem.vocabulary import Backend
 
 __all__ = ["ServerBackend", "ServerModel", "create_backend"]
 

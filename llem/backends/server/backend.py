@@ -33,7 +33,10 @@ from llem.backends.server.loaded import ServerModel
 from llem.backends.server.presets import launch_spec
 from llem.backends.server.served import not_served, served_models, served_name
 from llem.backends.server.watch import serve_watched
-from llem.backends.types import (
+from llem.config.measurement import MeasurementConfig
+from llem.config.server import Endpoint, Launch, ServerConfig, sends_token_ids, streams
+from llem.errors import RunError
+from llem.vocabulary import (
     BackendSections,
     BatchOutput,
     LoadedModel,
@@ -41,9 +44,6 @@ from llem.backends.types import (
     ScheduledRequest,
     ServeOutput,
 )
-from llem.config.measurement import MeasurementConfig
-from llem.config.server import Endpoint, Launch, ServerConfig, sends_token_ids, streams
-from llem.errors import RunError
 
 log = logging.getLogger(__name__)
 

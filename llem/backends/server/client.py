@@ -40,8 +40,8 @@ from typing import Any
 from llem.backends.server import loop
 from llem.backends.server.answer import Answer, chunk_counts, count
 from llem.backends.traffic.driver import drive
-from llem.backends.types import Prompt, RequestTimeline, ScheduledRequest, ServeOutput
 from llem.errors import RunError
+from llem.vocabulary import Prompt, RequestTimeline, ScheduledRequest, ServeOutput
 
 BODY_CHARS = 200  # of a failed answer's body, in its error line
 WHOLE_ANSWERS = (

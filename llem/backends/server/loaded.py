@@ -17,10 +17,10 @@ from llem.backends.server.processes import process_name
 from llem.backends.server.running import RunningServer
 from llem.backends.server.view import FIGURES, UsageCounts, server_view
 from llem.backends.server.watch import Watched
-from llem.backends.types import LoadedModel, WorkloadProcesses
 from llem.devices.gpus import open_gpus
 from llem.result import RunResult, ServerSection
 from llem.result.server import write_server_metrics
+from llem.vocabulary import LoadedModel, WorkloadProcesses
 
 log = logging.getLogger(__name__)
 

@@ -22,9 +22,9 @@ from llem.backends.server.served import (
     served_models,
     served_name,
 )
-from llem.backends.types import BackendSections
 from llem.config.server import Launch, ServerConfig
 from llem.errors import RunError
+from llem.vocabulary import BackendSections
 
 #: each preset's Python package (started as ``python -m ...``) and how to install it, as
 #: docs/engines.md gives it ({venv}: this interpreter's environment, ``sys.prefix``)

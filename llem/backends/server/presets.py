@@ -27,10 +27,10 @@ from llem.backends.server.commands import (
     vllm_command,
 )
 from llem.backends.server.launch import LaunchSpec
-from llem.backends.types import BackendSections
 from llem.backends.vllm.kwargs import CPU_MEMORY_UTILIZATION
 from llem.config.server import ServerConfig
 from llem.errors import RunError
+from llem.vocabulary import BackendSections
 
 #: the point's key each preset parameter comes from (named in a refusal)
 PARAMETER_KEYS = {

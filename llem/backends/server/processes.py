@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from llem.backends.types import WorkloadProcesses
 from llem.measure.family import is_own
+from llem.vocabulary import WorkloadProcesses
 
 PROC = Path("/proc")
 LISTEN = "0A"  # TCP_LISTEN in /proc/net/tcp's st column

@@ -13,9 +13,9 @@ import json
 import urllib.error
 import urllib.request
 
-from llem.backends.types import BackendSections
 from llem.config.server import ServerConfig
 from llem.errors import RunError
+from llem.vocabulary import BackendSections
 
 #: seconds pre-flight waits on a running server's /v1/models: to connect, then for each read
 #: (urllib's socket timeout); a refused connection is refused at once

@@ -26,8 +26,8 @@ import math
 import random
 from collections.abc import Iterator, Sequence
 
-from llem.backends.types import Prompt, ScheduledRequest
 from llem.config.traffic import TrafficConfig, TrafficKind, request_count
+from llem.vocabulary import Prompt, ScheduledRequest
 
 #: What drew the send times, for the record.
 GENERATOR = "random.Random(traffic.seed)"

@@ -8,7 +8,6 @@ errors stay fast, and vLLM's spawned engine process can import llem safely.
 
 from __future__ import annotations
 
-from llem.backends.types import Backend
 from llem.backends.vllm.engine import ENGINE_PROCESS_NOTE, EngineModel, VLLMBackend
 from llem.backends.vllm.kwargs import (
     CPU_MEMORY_UTILIZATION,
@@ -18,6 +17,7 @@ from llem.backends.vllm.kwargs import (
 )
 from llem.backends.vllm.preflight import preflight_problems
 from llem.config.vllm import VLLMConfig
+from llem.vocabulary import Backend
 
 __all__ = [
     "CPU_MEMORY_UTILIZATION",

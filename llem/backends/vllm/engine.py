@@ -25,7 +25,6 @@ from typing import Any
 from llem.backends import random_weights
 from llem.backends.memory import free_memory
 from llem.backends.tokens import token_lists
-from llem.backends.types import BatchOutput, LoadedModel, Prompt, ScheduledRequest, ServeOutput
 from llem.backends.vllm.ipc import use_own_ipc_directory
 from llem.backends.vllm.kwargs import (
     SAMPLING_SEED,
@@ -53,6 +52,7 @@ from llem.backends.vllm.steps import (
 from llem.config.measurement import MeasurementConfig
 from llem.config.vllm import VLLMConfig
 from llem.errors import RunError, first_line
+from llem.vocabulary import BatchOutput, LoadedModel, Prompt, ScheduledRequest, ServeOutput
 
 log = logging.getLogger(__name__)
 

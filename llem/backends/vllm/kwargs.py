@@ -16,8 +16,8 @@ from typing import Any
 
 from llem.backends import random_weights
 from llem.backends.models import convert_gguf, resolve_name_or_path
-from llem.backends.types import BackendSections, Prompt
 from llem.config.vllm import VLLMConfig
+from llem.vocabulary import BackendSections, Prompt
 
 Sections = BackendSections[VLLMConfig]
 

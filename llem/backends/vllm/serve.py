@@ -29,7 +29,6 @@ from typing import Any, TypeVar
 
 from llem.backends.tokens import token_lists
 from llem.backends.traffic.driver import drive
-from llem.backends.types import RequestTimeline, ScheduledRequest, ServeOutput
 from llem.backends.vllm.kwargs import stop_kwargs
 from llem.backends.vllm.steps import (
     SERVE_CLOCK,
@@ -40,6 +39,7 @@ from llem.backends.vllm.steps import (
     with_shares,
 )
 from llem.errors import RunError, first_line
+from llem.vocabulary import RequestTimeline, ScheduledRequest, ServeOutput
 
 T = TypeVar("T")
 

@@ -18,8 +18,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from llem.backends.types import EngineStep
 from llem.backends.vllm.chunks import Placement, StepRecord, place
+from llem.vocabulary import EngineStep
 
 #: How the serving engine's step times are taken (``ServeOutput.step_clock``).
 SERVE_CLOCK = (

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from llem.backends.types import EngineStep, StepShare
+from llem.vocabulary import EngineStep, StepShare
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,6 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from llem.backends.types import EngineStep
 from llem.measure import MeasurementSession
 from llem.measure.energy import WindowResult
 from llem.testing.clocks import SteppingClock
@@ -27,6 +26,7 @@ from llem.testing.truth.engine import EngineSpec, Request, Trace, Work
 from llem.testing.truth.gpu import Drift, Gpu, Physics
 from llem.testing.truth.sensor import Sensed, StepPower
 from llem.testing.virtual_window import measure_window, shifted
+from llem.vocabulary import EngineStep
 
 POWER_LIMIT_W = 700.0
 

@@ -28,7 +28,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from llem.app.overrides import hydra_parser
+from llem.hydra.overrides import hydra_parser
 
 
 def _hydra_apply() -> Callable[[list[Any], DictConfig], None] | None:

@@ -3,6 +3,8 @@ the loaded model and the ``Backend`` protocol.
 
 A leaf module: it imports nothing of llem's but the configuration, so every layer above can name
 these types without pulling in the modules that do the work.
+
+Imports llem.config and the base modules; writes nothing.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ Hydra composes it like any other group option; this module adds what Hydra does 
   (``<sweep dir>/study/experiment/NAME.yaml``) and ``<sweep dir>/study.json`` (name, where the file
   came from, its SHA-256, the command-line overrides and the command that runs it again).
 
-``llem.app.hydra_errors`` explains Hydra's errors about studies (an unknown one, a bad key in one).
+``llem.hydra.errors`` explains Hydra's errors about studies (an unknown one, a bad key in one).
 """
 
 from __future__ import annotations
@@ -32,10 +32,10 @@ import yaml
 from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
-from llem.app.compose.keys import no_such_key
-from llem.app.overrides import hydra_parser
 from llem.atomic import atomic_write_text
 from llem.errors import ConfigError
+from llem.hydra.compose.keys import no_such_key
+from llem.hydra.overrides import hydra_parser
 from llem.version import __version__
 
 log = logging.getLogger("llem.sweep")

@@ -19,9 +19,9 @@ from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 
-from llem.app.compose.keys import first_unknown_key, no_such_key
-from llem.app.compose.studies import GROUP, PACKAGE_CONF, dir_file, package_file
 from llem.errors import ConfigError
+from llem.hydra.compose.keys import first_unknown_key, no_such_key
+from llem.hydra.compose.studies import GROUP, PACKAGE_CONF, dir_file, package_file
 
 
 def condense_hydra_error(text: str) -> str:
