@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import FAST, NO_REPORT
 
 from llem.app.entrypoint import main
 from llem.backends import create_backend
@@ -17,6 +16,8 @@ from llem.runner import prepare
 from llem.runner.load_times import record_load, this_host_load_times
 from llem.sweep.plan import Plan, Point, order_points
 from llem.testing.cli import compose_tiny
+
+from .conftest import FAST, NO_REPORT
 
 
 @pytest.fixture(autouse=True)

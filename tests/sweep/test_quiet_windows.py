@@ -18,11 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import result
 
 from llem.app.entrypoint import main
 from llem.measure.window import MeasurementWindow
 from llem.testing.proctree import descendants_cpu_s
+
+from .conftest import result
 
 # Runs in every Python process started with the test's PYTHONPATH; spins only in the worker.
 _SLOW_WORKER = """

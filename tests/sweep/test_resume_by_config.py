@@ -8,10 +8,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import FAST, NO_REPORT, result
 
 from llem.app.entrypoint import main
 from llem.report.load import load_runs
+
+from .conftest import FAST, NO_REPORT, result
 
 
 @pytest.fixture(autouse=True)

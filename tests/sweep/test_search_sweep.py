@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import NO_REPORT, result
 
 from llem.app.entrypoint import main
+
+from .conftest import NO_REPORT, result
 
 pytest.importorskip("optuna")
 

@@ -7,8 +7,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FAST, NO_REPORT
-from test_watchdog import Clock, Scheduler, info, submit
 
 import llem.sweep.launch
 from llem.app.entrypoint import main
@@ -16,6 +14,9 @@ from llem.result import RunResult
 from llem.sweep.launch import collect
 from llem.sweep.plan import Point
 from llem.sweep.watchdog import Lost, SlurmWatchdog
+
+from .conftest import FAST, NO_REPORT
+from .test_watchdog import Clock, Scheduler, info, submit
 
 
 def test_a_result_that_shows_up_40_s_after_its_job_ended_is_waited_for(tmp_path: Path) -> None:

@@ -12,7 +12,8 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import FAST, NO_REPORT, REPO, llem_cmd, llem_env, output, plan, result, run_llem
+
+from .conftest import FAST, NO_REPORT, REPO, llem_cmd, llem_env, output, plan, result, run_llem
 
 
 def read_result(run_dir: Path) -> dict | None:

@@ -15,11 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FAST, NO_REPORT, plan, result
 
 from llem.app.entrypoint import main
 from llem.config.schema import SweepOrder
 from llem.sweep.plan import Point, order_points
+
+from .conftest import FAST, NO_REPORT, plan, result
 
 
 @pytest.fixture(autouse=True)

@@ -6,11 +6,12 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import NO_REPORT, output
 from filelock import FileLock
 
 from llem.sweep.lock import LOCK_FILE
 from llem.testing import cli
+
+from .conftest import NO_REPORT, output
 
 pytestmark = pytest.mark.slow  # each test runs python -m llem
 

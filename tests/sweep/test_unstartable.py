@@ -10,8 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FAST, NO_REPORT
-from test_watchdog import Clock, Scheduler, submit
 
 import llem.sweep.launch
 from llem.app.entrypoint import main
@@ -22,6 +20,9 @@ from llem.sweep.plan import Point
 from llem.sweep.progress import SweepProgress
 from llem.sweep.unstartable import Node, Request, gpus_of, memory_mb, parse_sinfo
 from llem.sweep.watchdog import JobInfo, SlurmWatchdog, parse_squeue
+
+from .conftest import FAST, NO_REPORT
+from .test_watchdog import Clock, Scheduler, submit
 
 # What squeue -o '%i|%A|%T|%r|%N|%M|%l|%P|%C|%m|%b' prints for a pending job.
 PENDING = "42_{t}|9{t}|PENDING|{reason}||0:00|2:00:00|gpu|{cpus}|64G|gres/gpu:{gpus}"
