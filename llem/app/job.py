@@ -22,7 +22,7 @@ from llem.errors import ConfigError, LlemError, PreflightError, first_line
 from llem.result import ErrorInfo, RunResult, SweepPosition, write_record
 from llem.runner import prepare, summary_line
 from llem.sweep.outcomes import JobOutcome
-from llem.sweep.plan import read_position
+from llem.sweep.plan_file import read_position
 
 log = logging.getLogger("llem")
 

@@ -29,7 +29,8 @@ from llem.atomic import atomic_write_text
 from llem.errors import first_line
 from llem.result import RESULT_FILE, ErrorInfo, RunResult
 from llem.sweep.outcomes import JobOutcome
-from llem.sweep.plan import Plan, Point, read_position
+from llem.sweep.plan import Plan, Point
+from llem.sweep.plan_file import read_position
 from llem.sweep.progress import ResultWatcher, SweepProgress
 from llem.sweep.watchdog import RESULT_GRACE_S, UNSTARTABLE_S, Lost, watch
 
