@@ -53,7 +53,7 @@ def build_report(
 
     Energy statistics leave out runs whose energy was judged invalid unless ``include_invalid``.
 
-    Raises :class:`llem.report.load.ReportError` when ``dirs`` hold no runs.
+    Raises :class:`llem.report.find.ReportError` when ``dirs`` hold no runs.
     """
     runs = load_runs(dirs)
     out_dir = Path(out) if out is not None else Path(dirs[0])

@@ -9,9 +9,9 @@ import pandas as pd
 
 from llem.report.cells import is_missing
 from llem.report.columns import Column, col
+from llem.report.hardware import GPU
 from llem.report.labels import basenames, format_number, gpu_short, knob_headers
 from llem.report.load import Runs
-from llem.report.stats import GPU
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,6 @@ from llem.config.dataset import (
     DatasetConfig,
     DatasetSource,
     chat_template_mode,
-    chat_template_problems,
 )
 from llem.errors import ConfigError
 from llem.quality import arithmetic
@@ -49,18 +48,6 @@ from llem.quality.scorers import reference_problem
 from llem.quality.task import Task
 
 BUILTIN_RESOURCE = "prompts.jsonl"  # in llem/data/
-
-__all__ = [
-    "Prompt",
-    "PromptSet",
-    "builtin_texts",
-    "chat_template_mode",
-    "chat_template_problems",
-    "check_dataset",
-    "load_prompts",
-    "prepare_prompts",
-    "read_references",
-]
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,9 @@ from llem.sweep.display import LiveSweepDisplay
 from llem.sweep.launch import collect
 from llem.sweep.plan import Point
 from llem.sweep.progress import SweepProgress
+from llem.sweep.squeue import parse_squeue
 from llem.sweep.unstartable import Node, Request, gpus_of, memory_mb, parse_sinfo
-from llem.sweep.watchdog import JobInfo, SlurmWatchdog, parse_squeue
+from llem.sweep.watchdog import JobInfo, SlurmWatchdog
 
 # What squeue -o '%i|%A|%T|%r|%N|%M|%l|%P|%C|%m|%b' prints for a pending job.
 PENDING = "42_{t}|9{t}|PENDING|{reason}||0:00|2:00:00|gpu|{cpus}|64G|gres/gpu:{gpus}"
