@@ -7,13 +7,8 @@ import pandas as pd
 import pytest
 from report import report_synth as synth
 
-from llem.report.load import (
-    ReportError,
-    find_run_dirs,
-    flatten,
-    load_runs,
-    parse_overrides,
-)
+from llem.report.find import ReportError, find_run_dirs
+from llem.report.load import flatten, load_runs, parse_overrides
 
 
 def parse_value(raw: str) -> object:
