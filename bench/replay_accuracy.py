@@ -91,7 +91,7 @@ def main() -> None:
 
     from llem.config.schema import EnergySource, MeasurementConfig
     from llem.measure import MeasurementSession
-    from llem.measure.energy import integrate_linear
+    from llem.measure.integrate import integrate_linear
 
     total = args.idle_s + 0.2 + args.window_s + 2.0
     print(

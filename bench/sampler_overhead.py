@@ -146,7 +146,7 @@ def run_conditions(
 
 def tick_cost_us(session: Any, clock: Any, n: int = 200) -> tuple[float, float]:
     """The sampler's own cost per tick, timed directly (CPU time excludes the fake's sleeps)."""
-    from llem.measure.energy import EnergyMeter
+    from llem.measure.meter import EnergyMeter
 
     meter = EnergyMeter(session.source, None, clock)
     cpu0, wall0 = time.thread_time(), time.perf_counter()

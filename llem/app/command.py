@@ -30,6 +30,7 @@ class Command:
         self.dry_run_preflight_failed = False
         self.error: BaseException | None = None  # what stopped a single run, raised after Hydra
         self._lock: SweepLock | None = None
+        self.said: set[str] = set()  # energy lines the sweep's points printed in this process
 
     def __reduce__(self) -> tuple:
         """A job that a launcher runs in another process records into a fresh command there."""
@@ -41,6 +42,7 @@ class Command:
         self.sweep_dir = sweep_dir
         self.sweep_outcomes = []
         self._lock = lock
+        self.said = set()
 
     def terminal_taken(self, taken: bool) -> None:
         self.runner.live_display = taken

@@ -22,7 +22,7 @@ from llem.errors import ConfigError, LlemError, PreflightError, first_line
 from llem.result import ErrorInfo, RunResult, SweepPosition, write_record
 from llem.runner import prepare, summary_line
 from llem.sweep.outcomes import JobOutcome
-from llem.sweep.plan import read_position
+from llem.sweep.plan_file import read_position
 
 log = logging.getLogger("llem")
 
@@ -81,14 +81,14 @@ def _sweep_position(sweep_dir: str, subdir: str) -> SweepPosition | None:
     return read_position(Path(sweep_dir), index)
 
 
-def _print_result(result: RunResult, run_dir: Path) -> None:
+def _print_result(result: RunResult, run_dir: Path, said: set[str] | None = None) -> None:
     if result.status == "dry_run":
         print(
             f"dry run: configuration valid, pre-flight passed (device {result.device}); "
             "nothing loaded"
         )
     else:
-        print(summary_line(result, run_dir))
+        print(summary_line(result, run_dir, said))
 
 
 def _single_run(cfg: DictConfig, command: Command, outcome: JobOutcome) -> None:
@@ -135,7 +135,7 @@ def _sweep_point(
         print(f"error: {type(exc).__name__}: {first_line(exc)}", file=sys.stderr)
         outcome.status, outcome.error = "failed", f"{type(exc).__name__}: {first_line(exc)}"
     else:
-        _print_result(result, run_dir)
+        _print_result(result, run_dir, command.said)
         outcome.status = result.status
 
 

@@ -26,9 +26,9 @@ from collections.abc import Mapping, Sequence
 from llem.config.schema import MeasurementConfig
 from llem.devices.cpu_affinity import package_coverage
 from llem.devices.cpu_energy import CpuEnergy
-from llem.measure.energy import WindowResult
 from llem.measure.energy_section import Counts
 from llem.measure.idle import IdleBaseline
+from llem.measure.meter import WindowResult
 from llem.measure.rapl_bound import NO_ACCURACY, limits_text, reading_limits_j
 from llem.measure.sources import DISABLED, energy_mode
 from llem.measure.uncertainty import ratio_bound

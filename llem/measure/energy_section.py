@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from llem.measure import uncertainty
-from llem.measure.energy import WindowResult, is_sampled
 from llem.measure.idle import IdleBaseline, IdleSource
+from llem.measure.meter import WindowResult, is_sampled
 from llem.result import Energy, Figure
 from llem.result.figure import with_figures
 

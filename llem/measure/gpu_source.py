@@ -1,5 +1,5 @@
 """``GpuSource``: the power source over the GPUs a run measures (see
-``llem.measure.energy.PowerSource``), whatever their vendor. It asks each GPU's ``GpuReader``
+``llem.measure.power_source.PowerSource``), whatever their vendor. It asks each GPU's ``GpuReader``
 (``llem.devices.gpu``) for every reading and turns the vendor library's errors during a window
 into ``SourceError``: ``DeviceReadError`` (with the other GPUs' readings) when some GPUs' own
 reading failed, a plain ``SourceError`` when every GPU's did. Its ``kind`` and the methods it
@@ -14,8 +14,8 @@ from typing import TypeVar
 
 from llem.devices.gpu import GpuLibrary, GpuReader, SensorSpec, error_text
 from llem.devices.readings import OtherProcess, Sample
-from llem.measure.energy import DeviceReadError, SourceError
 from llem.measure.family import is_own
+from llem.measure.power_source import DeviceReadError, SourceError
 from llem.measure.sampler import Clock
 from llem.vocabulary import WorkloadProcesses
 

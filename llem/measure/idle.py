@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import Enum
 
-from llem.measure.energy import WindowResult
+from llem.measure.meter import WindowResult
 
 
 class IdleSource(Enum):

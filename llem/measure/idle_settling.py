@@ -8,7 +8,6 @@ from collections.abc import Callable, Mapping
 
 from llem.config.schema import MeasurementConfig
 from llem.measure.cooling import Cooling
-from llem.measure.energy import PowerSource, WindowResult
 from llem.measure.idle import (
     IdleBaseline,
     IdleCache,
@@ -16,6 +15,8 @@ from llem.measure.idle import (
     cpu_baseline_from_window,
 )
 from llem.measure.idle_store import IdleStore, hot_text, stored_baseline
+from llem.measure.meter import WindowResult
+from llem.measure.power_source import PowerSource
 from llem.measure.sampler import Clock
 from llem.measure.window import MeasurementWindow
 from llem.result import utc_now

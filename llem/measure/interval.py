@@ -22,13 +22,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from llem.measure import uncertainty
-from llem.measure.energy import (
-    DeviceEnergy,
-    PowerSource,
-    WindowResult,
-    integrate_linear,
-    is_counter,
-)
+from llem.measure.integrate import integrate_linear
+from llem.measure.meter import DeviceEnergy, WindowResult, is_counter
+from llem.measure.power_source import PowerSource
 from llem.measure.replay import ReplaySource
 from llem.result import Figure
 

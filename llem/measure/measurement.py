@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from llem.config.schema import MeasurementConfig
 from llem.measure.boundary_section import boundary_section
 from llem.measure.devices import DeviceInfo
-from llem.measure.energy import WindowResult
 from llem.measure.energy_section import Counts, energy_section
 from llem.measure.idle import IdleBaseline
+from llem.measure.meter import WindowResult
 from llem.measure.throttle import decode_reasons, is_throttling, power_cap_shares, sort_reasons
 from llem.measure.validity import assess, temperature_rises_c
 from llem.result import Energy, Figure, Hardware, Thermal, Validity

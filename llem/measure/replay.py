@@ -24,7 +24,7 @@ from pathlib import Path
 
 from llem.devices.gpu import SensorSpec
 from llem.devices.readings import OtherProcess, Sample
-from llem.measure.energy import integrate_linear
+from llem.measure.integrate import integrate_linear
 from llem.measure.sampler import Clock
 
 REQUIRED_COLUMNS = ("time_s", "device", "power_w")

@@ -37,14 +37,16 @@ from llem.devices.gpus import open_gpus
 from llem.devices.powercap import DEFAULT_POWERCAP_ROOT
 from llem.measure.cooling import Cooling, wait_until_cool
 from llem.measure.devices import DeviceInfo
-from llem.measure.energy import EnergyMeter, PowerSource, SourceError, WindowResult, open_rapl
 from llem.measure.energy_section import Counts
 from llem.measure.gpu_source import GpuSource
 from llem.measure.idle import IdleBaseline, IdleCache
 from llem.measure.idle_settling import IdleSettling
 from llem.measure.idle_store import IdleStore, hot_text
 from llem.measure.measurement import Measurement, build_measurement
+from llem.measure.meter import EnergyMeter, WindowResult
 from llem.measure.node_check import check_node
+from llem.measure.power_source import PowerSource, SourceError
+from llem.measure.rapl_reader import open_rapl
 from llem.measure.sampler import Clock, RealClock
 from llem.measure.sources import (
     DISABLED,

@@ -18,8 +18,8 @@ from llem.devices.gpus import open_gpus
 from llem.errors import PreflightError
 from llem.measure import devices as _devices
 from llem.measure.devices import DeviceInfo, DeviceMappingError
-from llem.measure.energy import PowerSource
 from llem.measure.gpu_source import GpuSource
+from llem.measure.power_source import PowerSource
 from llem.measure.replay import ReplaySource, TraceError, load_trace
 
 DISABLED = "disabled by measurement.energy=none"

@@ -54,14 +54,10 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from llem.measure.energy import (
-    DeviceEnergy,
-    PowerSource,
-    WindowResult,
-    integrate_linear,
-    is_counter,
-)
+from llem.measure.integrate import integrate_linear
 from llem.measure.interval import _points
+from llem.measure.meter import DeviceEnergy, WindowResult, is_counter
+from llem.measure.power_source import PowerSource
 from llem.measure.replay import ReplaySource
 
 _EDGE_SLACK_S = 1e-9

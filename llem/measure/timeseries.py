@@ -8,7 +8,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from llem.measure.energy import WindowResult
+from llem.measure.meter import WindowResult
 from llem.measure.throttle import decode_reasons
 
 TIMESERIES_COLUMNS = (

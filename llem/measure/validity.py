@@ -53,8 +53,8 @@ from llem.measure.check_outcome import PASSED as _PASSED
 from llem.measure.check_outcome import Check, CheckOutcome, PerDevice, by_device, combined
 from llem.measure.check_outcome import outcome as _outcome
 from llem.measure.devices import DeviceInfo
-from llem.measure.energy import WindowResult, is_sampled
 from llem.measure.idle import IdleBaseline
+from llem.measure.meter import WindowResult, is_sampled
 from llem.measure.throttle import (
     POWER_CAP_REASONS,
     SLOWDOWN_REASONS,

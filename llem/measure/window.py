@@ -11,7 +11,7 @@ import logging
 from collections.abc import Callable
 from typing import Any, Literal
 
-from llem.measure.energy import EnergyMeter, WindowResult
+from llem.measure.meter import EnergyMeter, WindowResult
 from llem.measure.sampler import Clock, Sampler
 
 log = logging.getLogger(__name__)
@@ -24,7 +24,7 @@ class MeasurementWindow:
     read instant is the window start, then one sample), then the sampler thread starts. On exit,
     exceptions included: ``sync()``, the sampler is stopped and joined, then the end edge (one
     sample, then the counters, whose read instant is the window end). NVML failures inside never
-    raise out of the window (see ``llem.measure.energy``).
+    raise out of the window (see ``llem.measure.meter``).
 
     ``start_s``/``end_s`` are seconds since ``origin_s`` (the session start: the replay trace's
     time). ``on_end`` receives the result once the window has ended.

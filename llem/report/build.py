@@ -14,19 +14,14 @@ from llem.atomic import atomic_write
 from llem.report.conditions import render_conditions
 from llem.report.energy_note import render_gaps
 from llem.report.load import Runs, load_runs
+from llem.report.notes import DEFAULT_WIDTH, render_heading, render_invalid, render_problems
 from llem.report.phase_difference import phase_comparisons
 from llem.report.phase_section import render_phase_energy, write_phase_csv
 from llem.report.plots import draw_all
 from llem.report.search import find_search, write_search_csv
 from llem.report.search_section import render_search
 from llem.report.stats import summary_frame
-from llem.report.table import (
-    DEFAULT_WIDTH,
-    render_heading,
-    render_invalid,
-    render_problems,
-    render_table,
-)
+from llem.report.table import render_table
 from llem.report.weights import render_weights
 
 log = logging.getLogger(__name__)
@@ -58,7 +53,7 @@ def build_report(
 
     Energy statistics leave out runs whose energy was judged invalid unless ``include_invalid``.
 
-    Raises :class:`llem.report.load.ReportError` when ``dirs`` hold no runs.
+    Raises :class:`llem.report.find.ReportError` when ``dirs`` hold no runs.
     """
     runs = load_runs(dirs)
     out_dir = Path(out) if out is not None else Path(dirs[0])

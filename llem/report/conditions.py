@@ -1,7 +1,7 @@
 """The line under the table about recorded conditions: runs kept in the statistics, counted.
 
 A check of the validity verdict either fails (the energy cannot be trusted: the run is left out of
-the energy statistics and listed with its problems, see ``llem.report.table.render_invalid``) or
+the energy statistics and listed with its problems, see ``llem.report.notes.render_invalid``) or
 finds a ``condition``: something that describes the measurement without making its energy
 untrustworthy (the GPU at its power limit, warming inside the window after the cool-down, gaps in
 the power readings beside an energy counter). Runs with conditions stay in every mean; this line

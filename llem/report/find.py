@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from llem.errors import EXIT_CONFIG, LlemError
-from llem.sweep.plan import plan_indices
+from llem.sweep.plan_file import plan_indices
 from llem.sweep.superseded import SUPERSEDED_DIR
 
 _SKIP_DIRS = {".hydra", "plots", "__pycache__", ".git", SUPERSEDED_DIR, ".relocating"}

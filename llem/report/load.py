@@ -45,21 +45,9 @@ import yaml
 
 from llem.hydra.overrides import knob_values
 from llem.report.cells import is_missing, typed_column
-from llem.report.find import ReportError, find_run_dirs, is_run_dir, run_dirs
+from llem.report.find import run_dirs
 from llem.report.hardware import hardware_facts
 from llem.result import ResultFormatError, RunResult
-
-__all__ = [
-    "ReportError",
-    "Runs",
-    "config_keys",
-    "find_run_dirs",
-    "flatten",
-    "is_run_dir",
-    "is_run_setting",
-    "load_runs",
-    "parse_overrides",
-]
 
 log = logging.getLogger(__name__)
 

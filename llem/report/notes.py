@@ -9,9 +9,9 @@ import pandas as pd
 
 from llem.report.cells import is_missing
 from llem.report.find import as_given
-from llem.report.hardware import DETAILS, hardware_kind
+from llem.report.hardware import DETAILS, GPU, hardware_kind
 from llem.report.load import Runs
-from llem.report.stats import GPU, N_INVALID, N_LEFT_OUT, VALID, judged_invalid
+from llem.report.stats import N_INVALID, N_LEFT_OUT, VALID, judged_invalid
 
 DEFAULT_WIDTH = 100
 INVALID_MARK = "!"

@@ -13,14 +13,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from llem.figures.student_t import t_cdf, t_quantile
 from llem.report.cells import is_missing, typed_column
 from llem.report.hardware import (
-    GPU,
     Group,
     configuration_groups,
     device_column,
-    hardware_label,
     hardware_varies,
     varying_details,
     with_hardware,
@@ -39,18 +36,6 @@ from llem.report.window import (
     source,
     window_of,
 )
-
-__all__ = [
-    "GPU",
-    "METRICS",
-    "Group",
-    "configuration_groups",
-    "hardware_label",
-    "summary_frame",
-    "t_cdf",
-    "t_quantile",
-]
-
 
 # --------------------------------------------------------------------------- per configuration
 

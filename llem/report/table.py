@@ -42,277 +42,32 @@ from __future__ import annotations
 
 import textwrap
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any
 
 import pandas as pd
 
 from llem.figures.student_t import t_quantile
 from llem.report.cells import is_missing
-from llem.report.columns import (
-    WIDE_MARK,
-    Column,
-    col,
-    concurrency_column,
-    figure_column,
-    goodput_columns,
-    phase_columns,
-    serving_note,
-    traffic_column,
-    window_column,
-)
-from llem.report.labels import (
-    basenames,
-    ci_is_wide,
-    format_number,
-    format_with_ci,
-    gpu_short,
-    knob_headers,
-    shorten,
-)
-from llem.report.layout import split_columns, table_lines, table_width
+from llem.report.columns import WIDE_MARK, Column, col, serving_note
+from llem.report.figure_columns import JTOK, TOKS, has_bound, memory_field
+from llem.report.fit import fit
+from llem.report.knobs import knobs
+from llem.report.labels import ci_is_wide
+from llem.report.layout import table_lines
 from llem.report.load import Runs
-from llem.report.notes import (
-    DEFAULT_WIDTH,
-    INVALID_MARK,
-    gpu_set_note,
-    invalid_note,
-    render_heading,
-    render_invalid,
-    render_problems,
-)
-from llem.report.quality_columns import quality_columns, quality_note
-from llem.report.stats import BOUND_SUFFIX, GPU, N_INVALID, N_LEFT_OUT, N_USED
-from llem.report.ttft import ttft_columns, ttft_note
+from llem.report.notes import DEFAULT_WIDTH, gpu_set_note, invalid_note
+from llem.report.quality_columns import quality_note
+from llem.report.ttft import ttft_note
 from llem.report.window import headline, window_note
 
-__all__ = [
-    "DEFAULT_WIDTH",
-    "basenames",
-    "ci_is_wide",
-    "format_number",
-    "format_with_ci",
-    "gpu_short",
-    "knob_headers",
-    "memory_field",
-    "render_heading",
-    "render_invalid",
-    "render_problems",
-    "render_table",
-    "shorten",
-]
-
-TOKS = "throughput.output_tokens_per_s"
-JTOK = "energy.j_per_output_token"
-#: 'peak MB' shows the first of these that any configuration has (GPU runs: torch's allocator peak;
-#: CPU runs: the process's peak resident memory)
-MEMORY_FIELDS = (
-    "memory.peak_allocated_mb",
-    "memory.peak_device_used_mb",
-    "memory.peak_reserved_mb",
-    "memory.peak_host_rss_mb",
-)
 WIDE_NOTE = (
     f"{WIDE_MARK} wide 95% CI (half-width at least half the mean): too few repeats to pin the "
     "mean down ({why}); add repeats"
 )
-#: (paths to their last component, with ±, with the traffic column): tried in turn until the
-#: table fits; then the knobs move into a legend (nothing is ever cut: ``llem.report.layout``)
-FITS = (
-    (False, True, True),
-    (True, True, True),
-    (True, True, False),
-    (True, False, True),
-    (True, False, False),
-)
-_Column = Column
-_col = col
-_figure_column = figure_column
 
 
-def _count(value: Any) -> int:
-    return 0 if is_missing(value) else int(value)
-
-
-def memory_field(summary: pd.DataFrame) -> str | None:
-    """The memory figure shown as 'peak MB': the first of MEMORY_FIELDS that any row has."""
-    for name in MEMORY_FIELDS:
-        if any(not is_missing(v) for v in _col(summary, f"{name}.mean")):
-            return name
-    return None
-
-
-# --------------------------------------------------------------------------- columns
-
-
-@dataclass(frozen=True)
-class _Knobs:
-    """The knob columns' headers and cells, before shortening."""
-
-    keys: list[str]
-    headers: dict[str, str]
-    cells: dict[str, list[str]]
-    numeric: dict[str, bool]
-
-    def columns(self, short_paths: bool) -> list[_Column]:
-        """The knob columns; with ``short_paths``, path-like values as their last component
-        (where those stay distinct: ``labels.basenames``)."""
-        cols = []
-        for k in self.keys:
-            cells = self.cells[k]
-            if short_paths and not self.numeric[k]:
-                cells = basenames(cells)
-            cols.append(_Column(self.headers[k], cells, self.numeric[k]))
-        return cols
-
-    def shortened(self) -> list[str]:
-        """The headers of the knob columns whose values ``columns(True)`` shortens."""
-        return [
-            self.headers[k]
-            for k in self.keys
-            if not self.numeric[k] and basenames(self.cells[k]) != self.cells[k]
-        ]
-
-    def describe(self, i: int) -> str:
-        return " ".join(f"{self.headers[k]}={self.cells[k][i]}" for k in self.keys)
-
-
-def _knobs(runs: Runs, summary: pd.DataFrame) -> _Knobs:
-    keys = list(runs.knobs)
-    headers = knob_headers(keys)
-    cells = {
-        k: [format_number(v) if not isinstance(v, str) else v for v in _col(summary, k)]
-        for k in keys
-    }
-    numeric = {
-        k: all(
-            is_missing(v) or (isinstance(v, (int, float)) and not isinstance(v, bool))
-            for v in _col(summary, k)
-        )
-        for k in keys
-    }
-    if GPU in summary.columns:  # the runs ran on different hardware: say which row is which
-        keys.append(GPU)
-        headers[GPU] = "GPU"
-        cells[GPU] = [gpu_short(str(v)) for v in _col(summary, GPU)]
-        numeric[GPU] = False
-    return _Knobs(keys, headers, cells, numeric)
-
-
-def _plus_minus(mean: Any, half: Any) -> str:
-    """'±0.036': ``half`` to the precision ``format_with_ci`` gives it beside ``mean``."""
-    text = format_with_ci(mean, half)
-    at = text.find(" ±")
-    return text[at + 1 :] if at >= 0 else ""
-
-
-def has_bound(summary: pd.DataFrame) -> bool:
-    """Whether some row has a J/tok instrument bound (the 'J/tok bound' column)."""
-    jtok = headline(summary, JTOK)
-    return any(not is_missing(b) for b in _col(summary, f"{jtok}.{BOUND_SUFFIX}"))
-
-
-def _used_column(summary: pd.DataFrame) -> list[_Column]:
-    """'n', the runs every figure of a row comes from, where some row left runs out (elsewhere
-    the ok count in 'status' says it)."""
-    if not any(_count(v) for v in _col(summary, N_LEFT_OUT)):
-        return []
-    return [_Column("n", [format_number(n) for n in _col(summary, N_USED)], True)]
-
-
-def _metric_columns(
-    summary: pd.DataFrame, with_ci: bool, with_bound: bool, mem: str | None, interval: bool
-) -> list[_Column]:
-    invalid = [_count(v) for v in _col(summary, N_INVALID)]
-    marks = [INVALID_MARK if n else " " for n in invalid] if any(invalid) else []
-    toks, jtok_name = headline(summary, TOKS), headline(summary, JTOK)
-    bound = []
-    if with_bound:
-        means = _col(summary, f"{jtok_name}.mean")
-        bounds = _col(summary, f"{jtok_name}.{BOUND_SUFFIX}")
-        bound_cells = [_plus_minus(m, b) for m, b in zip(means, bounds, strict=True)]
-        bound = [_Column("J/tok bound", bound_cells, True)]
-    memory = (
-        _figure_column(summary, "peak MB", mem, False)
-        if mem
-        else _Column("peak MB", [""] * len(summary), True)
-    )
-    return [
-        *window_column(summary),
-        _figure_column(summary, "tok/s", toks, with_ci),
-        _figure_column(summary, "J/tok", jtok_name, with_ci, marks),
-        *bound,
-        *quality_columns(summary, interval, with_ci),
-        *concurrency_column(summary),
-        *ttft_columns(summary),
-        *goodput_columns(summary),
-        *phase_columns(summary),
-        memory,
-        *_used_column(summary),
-        _Column("status", [str(s) for s in _col(summary, "status")], False),
-    ]
-
-
-def _wide_shown(columns: Sequence[_Column]) -> bool:
+def _wide_shown(columns: Sequence[Column]) -> bool:
     """Whether some figure in the table carries the wide-CI mark."""
     return any(WIDE_MARK in cell for c in columns for cell in c.cells if "±" in cell)
-
-
-@dataclass
-class _Layout:
-    """The table's parts (each a list of columns, printed one under the other), the legend
-    under them (knobs that did not fit), whether the ± parts stayed, and what was done to fit."""
-
-    parts: list[list[_Column]]
-    legend: list[str] = field(default_factory=list)
-    plus_minus: bool = True
-    said: list[str] = field(default_factory=list)
-
-
-def _fit(
-    summary: pd.DataFrame, knobs: _Knobs, width: int, has_ci: bool, mem: str | None
-) -> _Layout:
-    """The columns laid out in ``width``: paths to their last component, then the traffic and
-    ``±`` parts left out, then the knobs in a legend and the rest split into parts; no value or
-    header is ever cut (``llem.report.layout``)."""
-    bounded = has_bound(summary)
-    traffic = traffic_column(summary, knobs.keys)
-    for short_paths, ci, with_traffic in FITS:
-        columns = knobs.columns(short_paths) + (traffic if with_traffic else [])
-        columns += _metric_columns(summary, ci and has_ci, ci and bounded, mem, ci)
-        if table_width(columns) <= width:
-            said = []
-            if short_paths and knobs.shortened():
-                said.append(
-                    f"{', '.join(knobs.shortened())}: the last path component (full paths in "
-                    "summary.csv)"
-                )
-            if traffic and not with_traffic:
-                said.append(f"traffic left out to fit {width} columns (traffic.* in summary.csv)")
-            return _Layout([columns], [], ci, said)
-    rest = traffic + _metric_columns(summary, False, False, mem, False)
-    keys = knobs.columns(True)
-    legend: list[str] = []
-    if table_width(keys) > width // 2:  # too wide to repeat: the knobs go into a legend
-        ids = [f"#{i + 1}" for i in range(len(summary))]
-        for i, tag in enumerate(ids):
-            legend += textwrap.wrap(
-                f"{tag}  {knobs.describe(i)}", width=width, subsequent_indent=" " * (len(tag) + 2)
-            )
-        keys = [_Column("config", ids, False)]
-    parts = split_columns(keys, rest, width)
-    said = [f"{', '.join(knobs.shortened())}: the last path component (full paths in summary.csv)"]
-    said = said if knobs.shortened() and not legend else []
-    if len(parts) > 1:
-        which = "config (#N)" if legend else "knobs"
-        said.append(
-            f"the table is printed in {len(parts)} parts to fit {width} columns, each with the "
-            f"{which} of its rows"
-        )
-    return _Layout(parts, legend, False, said)
-
-
-# --------------------------------------------------------------------------- the table
 
 
 def _notes(summary: pd.DataFrame, plus_minus: bool, has_ci: bool, mem: str | None) -> list[str]:
@@ -323,7 +78,7 @@ def _notes(summary: pd.DataFrame, plus_minus: bool, has_ci: bool, mem: str | Non
         notes.append("mean of ok repeats ± 95% CI half-width (Student t)")
     elif plus_minus and bounded:
         notes.append("mean of ok repeats (no CI: fewer than 2 repeats)")
-    elif has_ci or bounded or any((n or 0) >= 2 for n in _col(summary, "n")):
+    elif has_ci or bounded or any((n or 0) >= 2 for n in col(summary, "n")):
         also = " and bounds" if bounded else ""
         notes.append(f"mean of ok repeats (95% CIs{also} in summary.csv)")
     if plus_minus and bounded:
@@ -346,8 +101,8 @@ def _wide_note(summary: pd.DataFrame) -> str:
     runs each figure's CI comes from: ``<metric>.n``)."""
     counts: set[int] = set()
     for metric in (headline(summary, TOKS), headline(summary, JTOK)):
-        means, halves = _col(summary, f"{metric}.mean"), _col(summary, f"{metric}.ci95_half")
-        ns = _col(summary, f"{metric}.n")
+        means, halves = col(summary, f"{metric}.mean"), col(summary, f"{metric}.ci95_half")
+        ns = col(summary, f"{metric}.n")
         counts |= {
             int(n)
             for m, h, n in zip(means, halves, ns, strict=True)
@@ -367,9 +122,9 @@ def render_table(runs: Runs, summary: pd.DataFrame, width: int = DEFAULT_WIDTH) 
     has_ci = any(
         not is_missing(h)
         for m in (headline(summary, TOKS), headline(summary, JTOK))
-        for h in _col(summary, f"{m}.ci95_half")
+        for h in col(summary, f"{m}.ci95_half")
     )
-    layout = _fit(summary, _knobs(runs, summary), width, has_ci, mem)
+    layout = fit(summary, knobs(runs, summary), width, has_ci, mem)
     lines: list[str] = []
     for i, part in enumerate(layout.parts):
         lines += ([""] if i else []) + table_lines(part)

@@ -20,7 +20,8 @@ from llem.figures.attribution import METHOD, Attribution, Part, RequestEnergy, a
 from llem.figures.bins import BIN_RESOLUTIONS, Bins, group, per_span
 from llem.figures.step_shares import Span, spans
 from llem.measure import MeasurementSession
-from llem.measure.energy import PowerSource, WindowResult
+from llem.measure.meter import WindowResult
+from llem.measure.power_source import PowerSource
 from llem.measure.span_energy import METHOD as SPAN_METHOD
 from llem.measure.span_energy import SpanEnergies, span_energies
 from llem.result import (

@@ -39,7 +39,6 @@ from llem.config.dataset import (
     DatasetConfig,
     DatasetSource,
     chat_template_mode,
-    chat_template_problems,
 )
 from llem.errors import ConfigError
 from llem.quality import arithmetic
@@ -49,18 +48,6 @@ from llem.quality.task import Task
 from llem.vocabulary import Prompt
 
 BUILTIN_RESOURCE = "prompts.jsonl"  # in llem/data/
-
-__all__ = [
-    "Prompt",
-    "PromptSet",
-    "builtin_texts",
-    "chat_template_mode",
-    "chat_template_problems",
-    "check_dataset",
-    "load_prompts",
-    "prepare_prompts",
-    "read_references",
-]
 
 
 @dataclass(frozen=True)

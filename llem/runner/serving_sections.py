@@ -23,8 +23,9 @@ from llem.figures.serving import (
 )
 from llem.figures.steady_state import BATCH_RULE, OPEN_LOOP, SteadyRule, steady_state
 from llem.figures.steady_state import SteadyState as SteadyEdges
-from llem.measure.energy import PowerSource, WindowResult
 from llem.measure.interval import interval_energy
+from llem.measure.meter import WindowResult
+from llem.measure.power_source import PowerSource
 from llem.result import (
     Concurrency,
     Figure,

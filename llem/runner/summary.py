@@ -134,19 +134,13 @@ def _ms(value: float) -> str:
     return f"{value:.0f}" if value >= 100 else f"{value:.3g}"
 
 
-#: per sweep directory, the energy lines its points have printed in this process
-_SAID: dict[Path, set[str]] = {}
-
-
-def _once_per_sweep(line: str, run_dir: Path) -> str | None:
-    """``line``, less what a point of the same sweep (the run directory's parent holds Hydra's
-    multirun.yaml) printed already in this process: a reason every point shares (no GPU, no
-    RAPL) is said once, not after every point; a single run always says it all. A measured
-    figure differs per point, so its part stays."""
-    sweep = Path(run_dir).parent
-    if not (sweep / "multirun.yaml").is_file():
+def _once_per_sweep(line: str, said: set[str] | None) -> str | None:
+    """``line``, less what a point of the same sweep printed already (``said``: the sweep's own
+    record, kept by the command that runs it; None for a single run): a reason every point shares
+    (no GPU, no RAPL) is said once, not after every point; a single run always says it all. A
+    measured figure differs per point, so its part stays."""
+    if said is None:
         return line
-    said = _SAID.setdefault(sweep.resolve(), set())
     gpu, sep, cpu = line.partition(CPU_PART)
     parts = [gpu] + ([sep + cpu] if sep else [])
     kept = [p for p in parts if p not in said or FIGURE.search(p)]
@@ -172,11 +166,13 @@ def what_ran(result: RunResult) -> str:
     return f"{server.model} (served; tokenizer {result.model}) on {where}, dtype {result.dtype}"
 
 
-def summary_line(result: RunResult, run_dir: Path) -> str:
+def summary_line(result: RunResult, run_dir: Path, said: set[str] | None = None) -> str:
+    """The lines printed after a run; ``said``: what the sweep's earlier points printed (None: a
+    single run, which says everything)."""
     w, t = result.workload, result.throughput
     rate = t.output_tokens_per_s
     serving = serving_line(result)
-    energy = _once_per_sweep(energy_line(result.energy), run_dir)
+    energy = _once_per_sweep(energy_line(result.energy), said)
     return (
         f"llem: {what_ran(result)}: "
         f"{w.requests} requests, {w.output_tokens} output tokens in "

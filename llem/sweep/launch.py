@@ -29,7 +29,8 @@ from llem.hydra.compose.points import PointComposer
 from llem.hydra.overrides import without_key
 from llem.result import RESULT_FILE, ErrorInfo, RunResult
 from llem.sweep.outcomes import JobOutcome
-from llem.sweep.plan import Plan, Point, read_position
+from llem.sweep.plan import Plan, Point
+from llem.sweep.plan_file import read_position
 from llem.sweep.progress import ResultWatcher, SweepProgress
 from llem.sweep.watchdog import RESULT_GRACE_S, UNSTARTABLE_S, Lost, watch
 

@@ -9,7 +9,9 @@ composed: an in-process sweep builds each point's whole config from it instead o
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig
@@ -20,10 +22,12 @@ from llem.config.validate import config_hash
 from llem.errors import ConfigError
 from llem.hydra.compose.points import PointComposer
 from llem.hydra.errors import condense_hydra_error, explain_hydra_text, hydra_error_text
-from llem.hydra.overrides import parse_grid
+from llem.hydra.overrides import parse_grid, swept_keys
 from llem.runner import prepare
 from llem.runner.preflight import PreflightMemo, collect_problems, resolve_device
-from llem.sweep.plan import Point, expand_grid, short_label
+from llem.sweep.plan import Plan, Point, expand_grid, short_label
+from llem.sweep.point_dirs import mark_done
+from llem.sweep.run_order import order_points
 from llem.sweep.search_space import Space, make_space
 
 
@@ -119,3 +123,29 @@ class Planner:
         if self.dry_run or self.check_preflight:
             point.preflight = collect_problems(exp, self.has_cuda, self.preflight_memo)
         return point
+
+
+def make_plan(
+    jobs: list[list[str]],
+    analyse: Callable[[int, list[str]], Point],
+    sweep_dir: Path,
+    order: SweepOrder,
+    seed: int,
+    before_reading: Callable[[], object] | None = None,
+) -> Plan:
+    """Analyse every point, then (after ``before_reading``: the sweep takes its lock) read the
+    sweep directory for finished points, and order the rest."""
+    points = [analyse(i, overrides) for i, overrides in enumerate(jobs)]
+    swept = swept_keys(jobs) if len(jobs) > 1 else []
+    for p in points:
+        p.label = short_label(p.overrides, swept)
+    if before_reading is not None:
+        before_reading()
+    mark_done(points, sweep_dir)
+    return Plan(
+        points=points,
+        order=order,
+        seed=seed,
+        run_order=order_points(points, order, seed),
+        swept=swept,
+    )

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from llem.result import RunResult
 from llem.result.keys import needs_energy, value_at, why_missing
-from llem.sweep.plan import point_dirs
 from llem.sweep.planner import Planner
+from llem.sweep.point_dirs import point_dirs
 from llem.sweep.search import Search
 from llem.sweep.search_confirm import (
     REPEAT,

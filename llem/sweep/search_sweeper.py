@@ -36,8 +36,10 @@ from llem.result import ErrorInfo, RunResult
 from llem.runner.preflight import cuda_available
 from llem.sweep.launch import Launch, in_process, outcome, runs_here, write_record
 from llem.sweep.lock import SweepLock
-from llem.sweep.plan import Plan, Point, point_dirs, short_label, write_plan
+from llem.sweep.plan import Plan, Point, short_label
+from llem.sweep.plan_file import write_plan
 from llem.sweep.planner import Planner
+from llem.sweep.point_dirs import point_dirs
 from llem.sweep.progress import SweepProgress
 from llem.sweep.search import Proposal, Search, import_optuna
 from llem.sweep.search_results import number, resume, summary, verdict_of

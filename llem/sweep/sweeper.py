@@ -49,8 +49,10 @@ from llem.sweep import display
 from llem.sweep.launch import Launch, batch_size, in_process, outcome, runs_here, write_record
 from llem.sweep.lock import SweepLock
 from llem.sweep.outcomes import JobOutcome, SweepListener, listener_of
-from llem.sweep.plan import Plan, make_plan, settle_directories, write_plan
-from llem.sweep.planner import Planner, SweepSettings
+from llem.sweep.plan import Plan
+from llem.sweep.plan_file import write_plan
+from llem.sweep.planner import Planner, SweepSettings, make_plan
+from llem.sweep.point_dirs import settle_directories
 from llem.sweep.progress import SweepProgress, summary_lines
 
 log = logging.getLogger("llem.sweep")

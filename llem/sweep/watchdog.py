@@ -38,25 +38,11 @@ from typing import Any
 
 from llem.sweep.squeue import (
     ACTIVE_STATES,
-    SQUEUE_FORMAT,
     JobInfo,
-    parse_squeue,
     scancel,
-    slurm_seconds,
     squeue,
 )
 from llem.sweep.unstartable import Node, never_starts, sinfo
-
-__all__ = [
-    "SQUEUE_FORMAT",
-    "JobInfo",
-    "Lost",
-    "SlurmWatchdog",
-    "parse_squeue",
-    "slurm_seconds",
-    "squeue",
-    "watch",
-]
 
 log = logging.getLogger("llem.sweep")
 

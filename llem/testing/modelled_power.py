@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from llem.figures.attribution import Span, spans
 from llem.measure import MeasurementSession
-from llem.measure.energy import WindowResult
+from llem.measure.meter import WindowResult
 from llem.testing.clocks import SteppingClock
 from llem.testing.fake_pynvml import FakeGpu, Waveform
 from llem.testing.truth.sensor import Sensed

@@ -10,7 +10,7 @@ from llem.config.schema import EnergySource
 from llem.devices.gpu import SensorSpec
 from llem.devices.nvidia_reader import nvml_sensor
 from llem.devices.readings import Sample
-from llem.measure.energy import DeviceEnergy, WindowResult
+from llem.measure.meter import DeviceEnergy, WindowResult
 from llem.measure.span_energy import span_energies
 from tests.measure.conftest import make_cfg
 

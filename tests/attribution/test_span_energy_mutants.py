@@ -12,7 +12,7 @@ import pytest
 from llem.config.schema import EnergySource
 from llem.devices.gpu import SensorSpec
 from llem.devices.readings import Sample
-from llem.measure.energy import DeviceEnergy, WindowResult
+from llem.measure.meter import DeviceEnergy, WindowResult
 from llem.measure.span_energy import SpanEnergies, span_energies
 from tests.measure.conftest import make_cfg
 

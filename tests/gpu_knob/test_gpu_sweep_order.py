@@ -10,7 +10,8 @@ import pytest
 
 from gpu_knob.fake_process import gpu_env, start_gpu
 from llem.config.schema import SweepOrder
-from llem.sweep.plan import Point, order_points
+from llem.sweep.plan import Point
+from llem.sweep.run_order import order_points
 from llem.testing.cli import llem_command
 
 

@@ -109,7 +109,7 @@ class _Source:
 
 def test_the_sampled_shape_is_scaled_so_the_window_adds_up_to_the_counter() -> None:
     from llem.devices.readings import Sample
-    from llem.measure.energy import DeviceEnergy, WindowResult
+    from llem.measure.meter import DeviceEnergy, WindowResult
 
     # samples: 100 W flat over [0, 4] (400 J), but the counter says 440 J: every sub-interval
     # is scaled by 1.1, so [1, 2] gives 110 J, not the samples' 100 J

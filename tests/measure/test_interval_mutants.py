@@ -10,8 +10,8 @@ import pytest
 
 from llem.devices.gpu import SensorSpec
 from llem.devices.readings import Sample
-from llem.measure.energy import DeviceEnergy, WindowResult
 from llem.measure.interval import interval_energy
+from llem.measure.meter import DeviceEnergy, WindowResult
 
 # readings that are 1 s means; sensor +/- max(5 %, 5 W)
 SPEC = SensorSpec(0.001, 0.1, 0.05, 5.0, 1.0, "planted", "a 1 s mean")

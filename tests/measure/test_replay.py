@@ -8,7 +8,7 @@ import pytest
 
 from llem.config.schema import EnergySource
 from llem.errors import PreflightError
-from llem.measure.energy import integrate_linear
+from llem.measure.integrate import integrate_linear
 from llem.measure.sampler import RealClock
 from llem.testing.fake_pynvml import FakeGpu, Square
 

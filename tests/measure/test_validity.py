@@ -8,8 +8,8 @@ import pytest
 
 from llem.config.schema import EnergySource
 from llem.devices.readings import Sample
-from llem.measure.energy import DeviceEnergy, WindowResult
 from llem.measure.idle import IdleBaseline
+from llem.measure.meter import DeviceEnergy, WindowResult
 from llem.measure.validity import CHECKS, PER_DEVICE, assess, temperature_rise_c
 from llem.testing.fake_nvml_control import FakeControl
 from llem.testing.fake_pynvml import Constant, FakeGpu, Step

@@ -7,13 +7,8 @@ import pandas as pd
 import pytest
 from report import report_synth as synth
 
-from llem.report.load import (
-    ReportError,
-    find_run_dirs,
-    flatten,
-    load_runs,
-    parse_overrides,
-)
+from llem.report.find import ReportError, find_run_dirs
+from llem.report.load import flatten, load_runs, parse_overrides
 
 
 def parse_value(raw: str) -> object:
@@ -285,7 +280,8 @@ def test_the_run_order_is_no_knob_and_runs_that_differ_in_it_are_pooled(tmp_path
 
 def _write_plan(sweep: Path, grid: list[list[str]]) -> None:
     from llem.config.schema import SweepOrder
-    from llem.sweep.plan import Plan, Point, write_plan
+    from llem.sweep.plan import Plan, Point
+    from llem.sweep.plan_file import write_plan
 
     points = [Point(index=i, overrides=o) for i, o in enumerate(grid)]
     plan = Plan(points, SweepOrder.grouped, 0, [p.index for p in points])

@@ -8,9 +8,10 @@ import pandas as pd
 import pytest
 from report import report_synth as synth
 
+from llem.figures.student_t import t_cdf, t_quantile
 from llem.report.load import load_runs
 from llem.report.repeat_stats import summarise
-from llem.report.stats import summary_frame, t_cdf, t_quantile
+from llem.report.stats import summary_frame
 
 # scipy.stats.t.ppf reference values
 T_975 = {

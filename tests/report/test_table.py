@@ -5,20 +5,18 @@ from pathlib import Path
 import pytest
 from report import report_synth as synth
 
-from llem.report.load import load_runs
-from llem.report.stats import summary_frame
-from llem.report.table import (
+from llem.report.labels import (
     basenames,
     ci_is_wide,
     format_number,
     format_with_ci,
     knob_headers,
-    render_heading,
-    render_invalid,
-    render_problems,
-    render_table,
     shorten,
 )
+from llem.report.load import load_runs
+from llem.report.notes import render_heading, render_invalid, render_problems
+from llem.report.stats import summary_frame
+from llem.report.table import render_table
 
 REALISTIC_TABLE = """\
 batch_size  quantization      tok/s         J/tok  TTFT p50 ms  peak MB  status

@@ -65,22 +65,18 @@ def test_summary_puts_energy_on_its_own_line(tmp_path: Path) -> None:
 def test_a_sweep_says_an_energy_reason_every_point_shares_once(tmp_path: Path) -> None:
     """No GPU and no RAPL: the first point of a sweep says so, the others do not repeat it; a
     measured figure is printed for every point, the CPU reason beside it only the first time;
-    single runs (no multirun.yaml above them) always say it."""
-    sweep = tmp_path / "sweep"
-    sweep.mkdir()
-    (sweep / "multirun.yaml").write_text("hydra: {}\n")
+    single runs (no sweep's record passed) always say it."""
+    sweep, said = tmp_path / "sweep", set[str]()
     result = RunResult(status="ok", model="m", device="cpu", dtype="float32")
     result.energy = _unavailable()
-    first, second = (summary_line(result, sweep / str(i)) for i in (0, 1))
+    first, second = (summary_line(result, sweep / str(i), said) for i in (0, 1))
     assert energy_line(result.energy) in first.splitlines()
     assert not [line for line in second.splitlines() if line.startswith("energy")]
     assert second.splitlines()[-1] == f"result: {sweep / '1' / 'result.json'}"
     gpu = RunResult(status="ok", model="m", device="cuda", dtype="float16")
     gpu.energy = Energy(source="nvml_counter", total_j=100.0, cpu_unavailable_reason=NO_RAPL)
-    gpu_sweep = tmp_path / "gpu"
-    gpu_sweep.mkdir()
-    (gpu_sweep / "multirun.yaml").write_text("hydra: {}\n")
-    lines = [summary_line(gpu, gpu_sweep / str(i)).splitlines()[1] for i in (0, 1)]
+    gpu_sweep, gpu_said = tmp_path / "gpu", set[str]()
+    lines = [summary_line(gpu, gpu_sweep / str(i), gpu_said).splitlines()[1] for i in (0, 1)]
     assert lines == [f"energy: 100.0 J (nvml_counter); CPU package energy: {NO_RAPL}"] + [
         "energy: 100.0 J (nvml_counter)"
     ]
@@ -215,3 +211,43 @@ def test_a_node_line_gives_the_gpus_bound_and_says_the_total_has_none() -> None:
         "boundary: node = GPUs 500.0 +/- 27.5 J + CPU packages 160.0 J + DRAM 20.0 J = 680.0 J, "
         "0.68 J/token (no bound: RAPL states no accuracy; see null_reasons)"
     )
+
+
+def test_each_sweep_command_says_a_shared_energy_reason_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """What a sweep's points have said is the sweep command's own record, not a module's: a second
+    sweep into the same directory in the same process (a re-run through the Python API) says the
+    reason every point shares once again, and nothing is looked up on disk."""
+    from types import SimpleNamespace
+
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+    from omegaconf import OmegaConf
+
+    from llem.app.command import Command
+    from llem.app.job import run_task
+
+    result = RunResult(status="ok", model="m", device="cpu", dtype="float32")
+    result.energy = _unavailable()
+    sweep = tmp_path / "sweep"
+    sweep.mkdir()
+    (sweep / "multirun.yaml").write_text("hydra: {}\n")  # what Hydra writes above a sweep
+    cfg = OmegaConf.create({"sweep": {"reuse_model": False}})
+    runner = SimpleNamespace(run=lambda *args, **kwargs: result)
+
+    def point(command: Command, index: int) -> list[str]:
+        hc = SimpleNamespace(
+            mode=RunMode.MULTIRUN,
+            runtime=SimpleNamespace(output_dir=str(sweep / str(index))),
+            overrides=SimpleNamespace(task=[f"x={index}"]),
+            sweep=SimpleNamespace(dir=str(sweep), subdir=str(index)),
+        )
+        monkeypatch.setattr(HydraConfig, "get", staticmethod(lambda: hc))
+        run_task(cfg, command)
+        return [line for line in capsys.readouterr().out.splitlines() if line.startswith("energy")]
+
+    for _ in range(2):  # two sweep commands, one after the other, in one process
+        command = Command(runner=runner)  # type: ignore[arg-type]
+        assert point(command, 0) == [energy_line(result.energy)]
+        assert point(command, 1) == []

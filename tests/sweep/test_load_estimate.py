@@ -14,7 +14,8 @@ from llem.backends import create_backend
 from llem.config.schema import SweepOrder
 from llem.runner import prepare
 from llem.runner.load_times import record_load, this_host_load_times
-from llem.sweep.plan import Plan, Point, order_points
+from llem.sweep.plan import Plan, Point
+from llem.sweep.run_order import order_points
 from llem.testing.cli import compose_tiny
 
 from .conftest import FAST, NO_REPORT

@@ -18,7 +18,8 @@ import pytest
 
 from llem.app.entrypoint import main
 from llem.config.schema import SweepOrder
-from llem.sweep.plan import Point, order_points
+from llem.sweep.plan import Point
+from llem.sweep.run_order import order_points
 
 from .conftest import FAST, NO_REPORT, plan, result
 

@@ -9,19 +9,14 @@ import pytest
 from hydra.core.utils import JobReturn, JobStatus
 
 from llem.config.schema import SweepOrder
+from llem.hydra.overrides import swept_keys
 from llem.result import RunResult, SweepPosition
 from llem.sweep.launch import batch_size, collect, in_process, job_overrides
 from llem.sweep.outcomes import JobOutcome
-from llem.sweep.plan import (
-    Plan,
-    Point,
-    mark_done,
-    order_points,
-    settle_directories,
-    short_label,
-    swept_keys,
-)
+from llem.sweep.plan import Plan, Point, short_label
+from llem.sweep.point_dirs import mark_done, settle_directories
 from llem.sweep.progress import MAX_LISTED, SweepProgress, summary_lines
+from llem.sweep.run_order import order_points
 
 
 def points(keys: list[str], repeats: list[int] | None = None) -> list[Point]:

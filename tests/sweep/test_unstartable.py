@@ -18,8 +18,9 @@ from llem.sweep.display import LiveSweepDisplay
 from llem.sweep.launch import collect
 from llem.sweep.plan import Point
 from llem.sweep.progress import SweepProgress
+from llem.sweep.squeue import parse_squeue
 from llem.sweep.unstartable import Node, Request, gpus_of, memory_mb, parse_sinfo
-from llem.sweep.watchdog import JobInfo, SlurmWatchdog, parse_squeue
+from llem.sweep.watchdog import JobInfo, SlurmWatchdog
 
 from .conftest import FAST, NO_REPORT
 from .test_watchdog import Clock, Scheduler, submit

@@ -7,7 +7,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from llem.sweep.watchdog import JobInfo, SlurmWatchdog, parse_squeue, slurm_seconds
+from llem.sweep.squeue import parse_squeue, slurm_seconds
+from llem.sweep.watchdog import JobInfo, SlurmWatchdog
 
 
 class Clock:

@@ -43,6 +43,7 @@ import pandas as pd
 
 from llem.report.cells import is_missing
 from llem.report.find import as_given
+from llem.report.hardware import GPU
 from llem.report.labels import gpu_short
 from llem.report.load import Runs
 from llem.report.phase_difference import PhaseComparison
@@ -91,7 +92,6 @@ from llem.report.plots.timeline import (
 )
 from llem.report.quality_columns import has_quality
 from llem.report.search import find_search
-from llem.report.stats import GPU
 from llem.report.window import CONC, headline
 
 __all__ = [

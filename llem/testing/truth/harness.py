@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from llem.measure import MeasurementSession
-from llem.measure.energy import WindowResult
+from llem.measure.meter import WindowResult
 from llem.testing.clocks import SteppingClock
 from llem.testing.fake_pynvml import FakeGpu
 from llem.testing.truth import engine

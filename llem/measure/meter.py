@@ -26,97 +26,22 @@ the window's energy become unavailable. Other readings fail into ``Sample.errors
 
 from __future__ import annotations
 
-import bisect
 import logging
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Protocol
 
 from llem.devices.cpu_energy import CpuEnergy, RaplReader
 from llem.devices.gpu import SensorSpec
 from llem.devices.powercap import Snapshot
 from llem.devices.readings import OtherProcess, Sample
 from llem.measure import uncertainty
+from llem.measure.integrate import integrate_linear
+from llem.measure.power_source import DeviceReadError, PowerSource, SourceError
+from llem.measure.rapl_reader import rapl_read_every_s
 from llem.measure.sampler import Clock
 
 log = logging.getLogger(__name__)
-
-
-class SourceError(Exception):
-    """A power source failed while measuring; ``str(exc)`` is the reason."""
-
-
-class DeviceReadError(SourceError):
-    """Some devices' own reading failed, not all: ``failed`` maps each such device to its error;
-    ``readings`` holds what the other devices read (the call's result without the failed ones)."""
-
-    def __init__(self, failed: Mapping[str, str], readings: Any) -> None:
-        super().__init__("; ".join(f"{u}: {why}" for u, why in failed.items()))
-        self.failed = dict(failed)
-        self.readings = readings
-
-
-class PowerSource(Protocol):
-    """What the meter needs from NVML or a replayed trace. Times are session-clock seconds."""
-
-    kind: str  # "nvml", "replay:<path>": what the idle baseline is cached under
-    uuids: list[str]
-
-    # <api>_counter | <api>_power (api: nvml, amdsmi) | replay | None
-    def method(self, uuid: str) -> str | None: ...
-
-    def sensor(self, uuid: str) -> SensorSpec | None:
-        """How exact the device's readings are (None: exact, a replayed trace)."""
-        ...
-
-    def read_counters_j(self, clock: Clock) -> tuple[float, dict[str, float]]:
-        """(the instant they were read, cumulative J per device that has a counter)."""
-        ...
-
-    def read_samples(self, now: float) -> list[Sample]: ...
-
-    def read_temperatures_c(self, now: float) -> dict[str, float | None]: ...
-
-    def other_processes(self) -> list[OtherProcess] | None:
-        """Other compute processes on the measured devices; None when the source cannot tell."""
-        ...
-
-    def window_warnings(self, start: float, end: float) -> list[str]: ...
-
-    def close(self) -> None: ...
-
-
-def integrate_linear(times: Sequence[float], values: Sequence[float], a: float, b: float) -> float:
-    """Exact integral over [a, b] of the piecewise-linear curve through (times, values).
-
-    Outside the first/last point the curve holds the end value. ``times`` must be non-decreasing;
-    two points at the same time are a vertical step. With samples as the points this is the
-    trapezoid rule, window edges included.
-    """
-    if not times or b <= a:
-        return 0.0
-    total = 0.0
-    if a < times[0]:
-        total += values[0] * (min(b, times[0]) - a)
-    if b > times[-1]:
-        total += values[-1] * (b - max(a, times[-1]))
-    lo = max(bisect.bisect_right(times, a) - 1, 0)
-    for i in range(lo, len(times) - 1):
-        t0, t1 = times[i], times[i + 1]
-        if t0 >= b:
-            break
-        if t1 <= a or t1 == t0:
-            continue
-        s, e = max(t0, a), min(t1, b)
-        if e <= s:
-            continue
-        slope = (values[i + 1] - values[i]) / (t1 - t0)
-        p_s = values[i] + slope * (s - t0)
-        p_e = values[i] + slope * (e - t0)
-        total += (p_s + p_e) / 2 * (e - s)
-    return total
 
 
 @dataclass(frozen=True)
@@ -174,7 +99,7 @@ class EnergyMeter:
         self.source = source
         self.rapl = rapl
         self._snapshots: list[Snapshot] = []
-        self._read_every_s = _rapl_read_every_s(rapl)
+        self._read_every_s = rapl_read_every_s(rapl)
         self.clock = clock
         self._lock = threading.Lock()
         self._ticks: list[tuple[float, tuple[Sample, ...]]] = []
@@ -360,23 +285,6 @@ class EnergyMeter:
                 bound = uncertainty.combine(parts)
                 out.append(DeviceEnergy(uuid, method, joules, None, bound, parts, spec))
         return tuple(out)
-
-
-RAPL_READS_PER_INTERVAL = 4
-"""Snapshots per ``max_read_interval_s``: a tick a little late still reads well within it."""
-
-DEFAULT_RAPL_READ_EVERY_S = 30.0
-"""How often RAPL is read inside a window when no counter states its range."""
-
-
-def open_rapl(root: str | Path, clock: Clock) -> RaplReader:
-    """The host's RAPL reader on the session clock (tests replace it to plant counters)."""
-    return RaplReader(root, clock=clock.now)
-
-
-def _rapl_read_every_s(rapl: RaplReader | None) -> float:
-    limit = None if rapl is None else rapl.max_read_interval_s()
-    return DEFAULT_RAPL_READ_EVERY_S if limit is None else limit / RAPL_READS_PER_INTERVAL
 
 
 def _counter_components(
