@@ -35,6 +35,7 @@ from llem.result.serving import (
     SteadyState,
     Traffic,
 )
+from llem.result.speculative import SpeculativeSection
 from llem.result.steps import STEPS_FILE, StepRecord, read_steps, write_steps
 
 __all__ = [
@@ -43,6 +44,7 @@ __all__ = [
     "RESULT_FILE",
     "SCHEMA_VERSION",
     "ServerSection",
+    "SpeculativeSection",
     "STATUSES",
     "Boundary",
     "Compute",
