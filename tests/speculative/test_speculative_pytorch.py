@@ -16,6 +16,8 @@ from llem.config.schema import ExperimentConfig, SpeculativeMethod
 from llem.result import RunResult
 from llem.testing.tinymodel import build_tiny_model
 
+pytestmark = pytest.mark.slow  # each test loads the tiny model (and a draft) and generates: ~10 s
+
 # repetitive text, so that prompt lookup finds n-grams to continue
 PROMPTS = [
     Prompt(text="one two three four one two three four one two three"),
