@@ -310,6 +310,8 @@ class PyTorchBackend:
         if loaded is not None:
             loaded.model = None
             loaded.tokenizer = None
+        if isinstance(loaded, TorchModel):
+            loaded.draft = None  # speculative=draft's model goes with the target
         free_memory()
 
 
