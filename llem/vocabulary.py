@@ -18,6 +18,7 @@ from llem.config.decoder import DecoderConfig
 from llem.config.measurement import MeasurementConfig
 from llem.config.model import ModelConfig
 from llem.config.quantization import QuantizationConfig
+from llem.config.speculative import SpeculativeConfig
 
 
 @dataclass(frozen=True)
@@ -303,6 +304,7 @@ class BackendSections(Generic[ConfigT]):
     seed: int = 0
     run_seed: int = 0  # this run's seed (``lifecycle.seed``: seed + repeat when sampling)
     save_outputs: bool = False
+    speculative: SpeculativeConfig = field(default_factory=SpeculativeConfig)
     # The run serves a workload through ``Backend.serve`` (continuous batching with streamed
     # outputs) rather than ``generate`` batches: an engine that needs another engine object for it
     # (vLLM's AsyncLLM) builds that one, and its load key differs.

@@ -65,6 +65,7 @@ def sections(exp: ExperimentConfig, name: str | None = None) -> BackendSections[
         # a scored run keeps its texts for scoring after the window (llem.runner.quality)
         save_outputs=exp.measurement.save_outputs or scores(exp.dataset),
         serving=serves(exp, row.name),
+        speculative=exp.speculative,
     )
 
 

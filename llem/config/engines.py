@@ -49,6 +49,8 @@ class Engine:
     instead: Mapping[str, str] = field(default_factory=dict)
     # its own rules against the rest of the configuration, checked when it is the backend
     rules: Callable[[ExperimentConfig], list[str]] = lambda _exp: []
+    # the speculative methods it runs (``speculative=METHOD``); another is refused in pre-flight
+    speculative: tuple[str, ...] = ("none",)
 
 
 def _vllm_equivalent(text: str) -> str:
@@ -173,6 +175,7 @@ ENGINES: tuple[Engine, ...] = (
         offline_serves=_continuous,
         serve_drops_min_new_tokens=True,
         rules=pytorch_batching_problems,
+        speculative=("none", "ngram", "draft"),
     ),
     Engine(
         name="vllm",
@@ -242,6 +245,18 @@ def value_of(exp: ExperimentConfig, dotted: str) -> Any:
     for part in dotted.split("."):
         node = getattr(node, part)
     return node
+
+
+def speculative_refusal(exp: ExperimentConfig, row: Engine) -> str | None:
+    """The line refusing ``speculative=METHOD`` on an engine whose row does not run it (a
+    pre-flight failure), or None."""
+    method = exp.speculative.method.value
+    if method in row.speculative:
+        return None
+    return (
+        f"speculative={method}: backend={row.name} cannot run it in llem "
+        f"(it can: speculative={'|'.join(row.speculative)})"
+    )
 
 
 def engine_problems(exp: ExperimentConfig) -> list[str]:

@@ -81,8 +81,8 @@ class PyTorchConfig:
     )
     prompt_lookup_num_tokens: int | None = knob(
         None,
-        doc="Prompt-lookup speculative decoding: tokens proposed per step; needs num_beams unset "
-        "or 1.",
+        doc="Moved: use `speculative=ngram speculative.num_tokens=N` (a value here is refused "
+        "with that line).",
         goes_to=GENERATE,
         ge=1,
     )

@@ -25,6 +25,7 @@ from llem.config.pytorch import AttnImplementation, Batching, CacheImplementatio
 from llem.config.quantization import QuantizationConfig, QuantType
 from llem.config.server import ServerConfig
 from llem.config.slo import SloConfig
+from llem.config.speculative import SpeculativeConfig, SpeculativeMethod
 from llem.config.sweep import SweepConfig, SweepOrder
 from llem.config.traffic import TrafficConfig, TrafficKind
 from llem.config.vllm import VLLMConfig
@@ -50,6 +51,8 @@ __all__ = [
     "QuantizationConfig",
     "ServerConfig",
     "SloConfig",
+    "SpeculativeConfig",
+    "SpeculativeMethod",
     "SweepConfig",
     "SweepOrder",
     "TrafficConfig",
@@ -83,6 +86,11 @@ class ExperimentConfig:
         doc="An OpenAI-compatible server (`+backend=server`): a running one, or one llem starts.",
     )
     decoder: DecoderConfig = section(DecoderConfig, doc="How tokens are chosen, and how many.")
+    speculative: SpeculativeConfig = section(
+        SpeculativeConfig,
+        doc="Speculative decoding (`speculative=none|ngram|draft`): proposed tokens verified "
+        "several per target step.",
+    )
     quantization: QuantizationConfig = section(
         QuantizationConfig, doc="bitsandbytes weight quantisation (needs a CUDA GPU)."
     )

@@ -23,7 +23,6 @@ from llem.config.architectures import weights_problems
 from llem.config.batching import (
     CACHE_IMPLEMENTATION,
     MIN_NEW_TOKENS,
-    NUM_BEAMS,
     PROMPT_LOOKUP,
     TORCH_COMPILE,
     USE_CACHE,
@@ -48,6 +47,7 @@ from llem.config.schema import (
     TrafficConfig,
     TrafficKind,
 )
+from llem.config.speculative import speculative_problems
 from llem.config.traffic import OPEN_LOOP, planned_requests
 from llem.errors import ConfigError
 
@@ -60,7 +60,10 @@ _HASH_NEW_AT_DEFAULT: dict[str, dict[str, Any]] = {
     "dataset": {"scorer": None, "task": None, "lm_eval_include": None, "num_fewshot": None},
     "measurement": {"boundary": "gpu"},
     "server": {"stream": None, "prompt_token_ids": None, "command": None, "pids": None},
+    "speculative": {"method": "none", "num_tokens": 5, "ngram_size": None, "draft_model": None},
 }
+# sections added whole after results were first written: left out while every key is at default
+_HASH_NEW_SECTIONS = ("speculative",)
 
 
 def _key(dotted: str) -> str:
@@ -175,6 +178,7 @@ def cross_field_problems(exp: ExperimentConfig) -> list[str]:
         *_quantization_problems(exp.quantization),
         *_pytorch_problems(exp.pytorch),
         *_decoder_problems(exp.decoder),
+        *speculative_problems(exp.speculative),
         *_dataset_problems(exp.dataset),
         *_measurement_problems(exp.measurement),
         *_traffic_problems(exp.traffic),
@@ -213,8 +217,12 @@ def _pytorch_problems(pt: PyTorchConfig) -> list[str]:
             f"{CACHE_IMPLEMENTATION}={show(pt.cache_implementation)} needs "
             f"{USE_CACHE} to be true or unset (it is false)"
         )
-    if pt.num_beams not in (None, 1) and pt.prompt_lookup_num_tokens is not None:
-        p.append(f"{PROMPT_LOOKUP} needs {NUM_BEAMS} unset or 1 (it is {pt.num_beams})")
+    if pt.prompt_lookup_num_tokens is not None:
+        n = pt.prompt_lookup_num_tokens
+        p.append(
+            f"{PROMPT_LOOKUP}={n} has moved to the speculative group: use "
+            f"speculative=ngram speculative.num_tokens={n}"
+        )
     if pt.max_memory is not None and not _is_memory_map(pt.max_memory):
         p.append(
             f"{MAX_MEMORY}={pt.max_memory} is not a memory map "
@@ -334,5 +342,8 @@ def config_hash(exp: ExperimentConfig) -> str:
         for key, default in defaults.items():
             if key in data.get(section, {}) and data[section][key] == default:
                 del data[section][key]
+    for section in _HASH_NEW_SECTIONS:
+        if data.get(section) == {}:
+            del data[section]
     blob = json.dumps(data, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]

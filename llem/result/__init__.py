@@ -37,6 +37,7 @@ from llem.result.serving import (
     SteadyState,
     Traffic,
 )
+from llem.result.speculative import SpeculativeSection
 from llem.result.steps import STEPS_FILE, StepRecord, read_steps, write_steps
 
 __all__ = [
@@ -45,6 +46,7 @@ __all__ = [
     "RESULT_FILE",
     "SCHEMA_VERSION",
     "ServerSection",
+    "SpeculativeSection",
     "STATUSES",
     "Boundary",
     "Compute",

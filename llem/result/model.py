@@ -44,6 +44,7 @@ from llem.result.sections import (
 )
 from llem.result.server import ServerSection
 from llem.result.serving import Concurrency, Goodput, Latency, SteadyState, Traffic
+from llem.result.speculative import SpeculativeSection
 from llem.version import __version__
 
 RESULT_FILE = "result.json"
@@ -86,6 +87,8 @@ class RunResult:
     quality: Quality | None = None  # schema 6 (llem.result.quality); null: nothing was scored
     boundary: Boundary | None = None  # schema 6 (llem.result.boundary): what the energy covers
     server: ServerSection | None = None  # schema 6 (llem.result.server); null: in-process engine
+    # llem.result.speculative; null with the reason: speculative=none, or an older file
+    speculative: SpeculativeSection | None = None
     lifecycle: Lifecycle = field(default_factory=Lifecycle)
     sweep: SweepPosition | None = None
     null_reasons: dict[str, str] = field(default_factory=dict)

@@ -64,6 +64,13 @@ def new_result(
     life.slurm_job_id = os.environ.get("SLURM_JOB_ID") or None
     life.node = os.environ.get("SLURMD_NODENAME") or None
     life.preflight_warnings = list(preflight_warnings)
+    # the engine writes the section after the window (``LoadedModel.fill_window``)
+    method = exp.speculative.method.value
+    result.null_reasons["speculative"] = (
+        "speculative=none"
+        if method == "none"
+        else f"speculative={method}: not counted (the run ended before its measured window did)"
+    )
     return result
 
 

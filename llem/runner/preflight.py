@@ -23,7 +23,7 @@ from typing import Any
 from llem.backends import create_backend, sections
 from llem.backends.models import model_problem
 from llem.backends.random_weights import DEFAULT_MODEL_GROUP
-from llem.config.engines import Engine, active_engine, install_hint
+from llem.config.engines import Engine, active_engine, install_hint, speculative_refusal
 from llem.config.model import ModelConfig
 from llem.config.schema import Device, ExperimentConfig
 from llem.devices.gpu import GpuUnavailable
@@ -189,9 +189,12 @@ def _node_refusal(exp: ExperimentConfig, backend: Backend[Any]) -> str | None:
 
 
 def engine_preflight(exp: ExperimentConfig, row: Engine, device: str, has_cuda: bool) -> list[str]:
-    """The engine's packages (with its install hint), then its own pre-flight (its row's
-    ``preflight`` function, imported only here)."""
+    """The speculative method, where the engine cannot run it; the engine's packages (with its
+    install hint), then its own pre-flight (its row's ``preflight`` function, imported only
+    here)."""
     problems: list[str] = []
+    if refusal := speculative_refusal(exp, row):
+        problems.append(refusal)
     for package in sorted(row.packages):
         if importlib.util.find_spec(package) is None:
             hint = install_hint(package)

@@ -183,7 +183,6 @@ def test_the_load_key_differs_and_unload_stops_the_manager(tiny_model_dir):
     ("section", "key", "value"),
     [
         ("pytorch", "num_beams", 2),
-        ("pytorch", "prompt_lookup_num_tokens", 3),
         ("pytorch", "no_repeat_ngram_size", 2),
         ("pytorch", "use_cache", False),
         ("pytorch", "torch_compile", True),

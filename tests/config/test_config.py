@@ -17,7 +17,15 @@ from llem.config.validate import config_hash, cross_field_problems, to_experimen
 from llem.errors import ConfigError
 
 CONF = Path(__file__).resolve().parents[2] / "llem" / "conf"
-GROUPS = ["model", "decoder", "quantization", "dataset", "measurement", "traffic"]
+GROUPS = [
+    "model",
+    "decoder",
+    "quantization",
+    "dataset",
+    "measurement",
+    "traffic",
+    "speculative",
+]
 
 
 def _compose(*overrides: str):
@@ -40,6 +48,7 @@ def test_every_group_has_the_documented_options():
     assert _options("quantization") == ["bnb-4bit", "bnb-4bit-fp4", "bnb-8bit", "none"]
     assert _options("dataset") == ["arithmetic", "builtin", "jsonl", "lm_eval", "synthetic"]
     assert _options("measurement") == ["default"]
+    assert _options("speculative") == ["draft", "ngram", "none"]
     assert _options("traffic") == ["concurrency", "constant", "gamma", "offline", "poisson"]
     assert _options("backend") == ["pytorch", "server", "vllm"]
 
@@ -53,6 +62,7 @@ def test_every_option_composes_into_the_typed_tree(group, option):
         **{("traffic", kind): [*SERVE, "traffic.rate_per_s=8"] for kind in ("poisson", "constant")},
         ("traffic", "gamma"): [*SERVE, "traffic.rate_per_s=8", "traffic.burstiness=0.5"],
         ("traffic", "concurrency"): [*SERVE, "traffic.max_concurrency=4"],
+        ("speculative", "draft"): ["speculative.draft_model=some/draft"],
     }.get((group, option), [])
     cfg = _compose(f"{group}={option}", *extra)
     exp = to_experiment(cfg)
@@ -394,8 +404,8 @@ SERVING_ERRORS = [
         "does not support it)",
     ),
     (
-        [*SERVE, "pytorch.prompt_lookup_num_tokens=3"],
-        "pytorch.prompt_lookup_num_tokens=3 needs pytorch.batching=static (transformers' "
+        [*SERVE, "speculative=ngram"],
+        "speculative=ngram needs pytorch.batching=static (transformers' "
         "continuous batching does not support it)",
     ),
     (

@@ -169,7 +169,7 @@ def test_an_invalid_combination_is_an_infeasible_trial_that_never_runs(
         d,
         *THROUGHPUT,
         "hydra.sweeper.budget=6",
-        "pytorch.prompt_lookup_num_tokens=2",
+        "speculative=ngram",
         "pytorch.num_beams=1,2",
         "decoder.max_new_tokens=2,3",
     )

@@ -13,7 +13,7 @@ from llem.backends import random_weights
 from llem.backends.batching import StepClock, left_pad
 from llem.backends.memory import free_memory
 from llem.backends.models import convert_gguf, resolve_name_or_path
-from llem.backends.pytorch import continuous
+from llem.backends.pytorch import continuous, speculation
 from llem.backends.pytorch.compile import (
     COMPILE_ACTIVE,
     COMPILE_PENDING,
@@ -95,6 +95,7 @@ class PyTorchBackend:
             "device": device,
             "compile": [pt.torch_compile, pt.torch_compile_mode, pt.torch_compile_backend],
             "num_threads": pt.num_threads,
+            "draft": speculation.draft_key(self.sections.speculative),
         }
         if self.sections.serving:  # the model runs under a continuous-batching manager
             key["batching"] = continuous.CONTINUOUS
@@ -136,6 +137,7 @@ class PyTorchBackend:
             source=source,
             shape=None,
         )
+        loaded.draft = speculation.load_draft(self.sections.speculative, model, tokenizer, device)
         if self.config.torch_compile:
             wrap_compiled(loaded, self.config)
         loaded.load_s = time.perf_counter() - t0
@@ -189,6 +191,7 @@ class PyTorchBackend:
             self._stop_criterion(loaded, batch_stops(batch))
         model = _torch_model(loaded)
         model.compile_settled = False
+        model.speculation = None  # the warm-up's requests are not the window's
         seen: set[tuple[int, int]] = set()
         for i in range(n_batches):
             batch = batches[i % len(batches)]
@@ -204,6 +207,7 @@ class PyTorchBackend:
                     self.generate(model, batch)
                     seen.add(shape)
         model.compile_settled = True
+        model.speculation = speculation.for_run(self.sections)
 
     @staticmethod
     def _batch_shape(loaded: LoadedModel, prompts: Sequence[Prompt]) -> tuple[int, int]:
@@ -234,9 +238,11 @@ class PyTorchBackend:
         gen.update(stopping)
         eos = model.generation_config.eos_token_id
         eos_ids = [] if eos is None else ([eos] if isinstance(eos, int) else list(eos))
+        counted = getattr(loaded, "speculation", None)
+        count = speculation.RequestCount()
         start = time.perf_counter()
         try:
-            with torch.inference_mode():
+            with torch.inference_mode(), speculation.counting(model, count, on=counted is not None):
                 out = model.generate(
                     input_ids=input_ids, attention_mask=mask, pad_token_id=tok.pad_token_id, **gen
                 )
@@ -249,6 +255,8 @@ class PyTorchBackend:
                 return self.generate(loaded, prompts)
             raise
         end = time.perf_counter()
+        if counted is not None:
+            counted.requests.append(count)
         if loaded.torch_compile == COMPILE_PENDING:
             loaded.torch_compile = COMPILE_ACTIVE
         sequences = out.sequences if hasattr(out, "sequences") else out
@@ -286,6 +294,8 @@ class PyTorchBackend:
         from transformers import LogitsProcessorList
 
         gen = build_generate_kwargs(self.sections)
+        draft = getattr(loaded, "draft", None)
+        gen.update(speculation.generate_kwargs(self.sections.speculative, draft))
         clock = StepClock(cuda=loaded.device == "cuda")
         config_beams = getattr(loaded.model.generation_config, "num_beams", 1)
         beams = int(gen.get("num_beams") or config_beams or 1)
@@ -300,6 +310,8 @@ class PyTorchBackend:
         if loaded is not None:
             loaded.model = None
             loaded.tokenizer = None
+        if isinstance(loaded, TorchModel):
+            loaded.draft = None  # speculative=draft's model goes with the target
         free_memory()
 
 

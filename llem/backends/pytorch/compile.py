@@ -22,8 +22,10 @@ import functools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from llem.backends.pytorch.speculation import Speculation
 from llem.config.pytorch import PyTorchConfig
 from llem.errors import RunError, first_line
 from llem.vocabulary import LoadedModel
@@ -41,6 +43,13 @@ class TorchModel(LoadedModel):
     eager_forward: Any = None
     compile_settled: bool = False
     calls: CallCounts = field(default_factory=lambda: CallCounts())
+    draft: Any = None  # speculative=draft: the draft model, loaded with the target
+    speculation: Speculation | None = None  # this run's, counted from the window's start
+
+    def fill_window(self, result: Any, run_dir: Path) -> None:
+        """The ``speculative`` section, when the run speculated."""
+        if self.speculation is not None:
+            self.speculation.fill(result)
 
     def compilations(self) -> int | None:
         """Frames Dynamo has tried to compile in this process (a cache miss each: a first

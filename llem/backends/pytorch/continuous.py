@@ -77,7 +77,7 @@ _WATCH_S = 1.0  # how often a waiting request checks that the manager's thread i
 # ------------------------------------------------------------------------------------- rules
 def check(sections: Sections) -> None:
     """Raise the configuration error before anything loads (the CLI's validation says the same)."""
-    problems = continuous_batching_problems(sections.engine, sections.decoder)
+    problems = continuous_batching_problems(sections.engine, sections.decoder, sections.speculative)
     if problems:
         raise ConfigError(problems)
 

@@ -103,7 +103,6 @@ def build_generate_kwargs(settings: Sections | ExperimentConfig) -> dict[str, An
         "early_stopping": pt.early_stopping,
         "length_penalty": pt.length_penalty,
         "no_repeat_ngram_size": pt.no_repeat_ngram_size,
-        "prompt_lookup_num_tokens": pt.prompt_lookup_num_tokens,
     }
     if d.do_sample:
         knobs.update({k: getattr(d, k) for k in SAMPLING_KNOBS})
