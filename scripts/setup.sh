@@ -69,7 +69,12 @@ fi
 echo "installing llem[$extras] from this checkout (editable)"
 constraints=()
 [ -z "${LLEM_CONSTRAINTS:-}" ] || constraints=(-c "$LLEM_CONSTRAINTS")
-"${pip[@]}" install -e ".[$extras]" "${constraints[@]}"
+# Two setups of one checkout at once (CI sets up three environments) would race on the
+# checkout's llem.egg-info, which the editable install writes: the install step takes a lock.
+lock=()
+command -v flock > /dev/null && lock=(flock "${TMPDIR:-/tmp}/llem-setup-$(id -u).lock")
+quietly "${lock[@]}" "$venv/bin/python" -m pip --disable-pip-version-check \
+  install -e ".[$extras]" "${constraints[@]}"
 # setuptools' editable install finds llem through an import hook consulted after sys.path, so a
 # directory named llem next to a script (a clone, say) would shadow it as an empty namespace
 # package ("module 'llem' has no attribute 'run'"). This checkout on sys.path puts the real
