@@ -146,3 +146,25 @@ def test_no_test_edits_sys_path() -> None:
         if path.name != Path(__file__).name and any(e in path.read_text() for e in edits)
     ]
     assert found == []
+
+
+def _page_layers(page: str) -> list[tuple[str, list[str]]]:
+    """The layers table of docs/design.md: each row's layer and its folders as module names."""
+    rows = []
+    for line in page.split("## The layers", 1)[1].split("\n## ", 1)[0].splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 3 or cells[0] in ("layer", "---"):
+            continue
+        names = re.findall(r"`([^`]+)`", cells[1])
+        rows.append(
+            (cells[0], sorted("llem." + n.removesuffix("/").removesuffix(".py") for n in names))
+        )
+    return rows
+
+
+def test_the_design_pages_layer_table_is_the_layer_map() -> None:
+    """docs/design.md's table names the layers of structure.py's LAYERS, with the same folders,
+    bottom first: the page a newcomer reads is the map the checks hold."""
+    s = _structure()
+    page = _page_layers((ROOT / "docs" / "design.md").read_text(encoding="utf-8"))
+    assert page == [(name, sorted(folders)) for name, folders in s.LAYERS]

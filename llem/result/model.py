@@ -53,7 +53,8 @@ STATUSES = ("ok", "failed", "skipped")
 
 @dataclass
 class RunResult:
-    """One run's result.json (see the README's schema section for every field)."""
+    """One run's result.json: its sections and fields are listed in docs/results.md ("What a run
+    writes"); files from older versions are read through llem.result.migrate."""
 
     status: str  # ok | failed | skipped
     schema_version: int = SCHEMA_VERSION
