@@ -48,10 +48,12 @@ class SteppingClock:
             return True
 
     def sleep(self, seconds: float) -> None:
-        give_up = time.monotonic() + self._timeout
         with self._cv:
             target = self._t + max(seconds, 0.0)
             while True:
+                # the real time allowed is per sample: a sleep over many samples on a busy
+                # machine takes as long as they take, each within the timeout
+                give_up = time.monotonic() + self._timeout
                 while self._state == "busy":
                     if time.monotonic() > give_up:
                         raise RuntimeError("sampler thread never parked")
