@@ -52,16 +52,15 @@ from dataclasses import dataclass, field, replace
 from llem.figures.bins import Bins, linear_bound, per_span, sparse_bound
 from llem.figures.energy_fit import Coefficient, Fit, StepRow, fit_steps
 from llem.figures.interval import figure_intervals
+from llem.figures.share_weights import Sharing
 from llem.figures.step_shares import (
     Coefficients,
     Key,
     Span,
     Weights,
     interval_rows,
-    shares_in,
     spans,
     step_pace,
-    weights_of,
 )
 
 __all__ = [  # Span and spans: where the window is cut, for the callers that cut it
@@ -186,8 +185,9 @@ def attribute(
         return Attribution(
             total, None, None, None, fit, None, reason, None, reason, None, *tokens, b, None
         )
+    sharing = Sharing(cut, b, step_pace(cut))
     weights, figures, coefficient_ci95 = _shared(
-        cut, b, fit, rows, (coeffs, box), why is None and spread, spread, scale_relative
+        sharing, fit, rows, (coeffs, box), why is None and spread, spread, scale_relative
     )
     interval_why = _NO_FIT_INTERVAL if why is not None else None
     requests, req_why = _requests(figures, weights, b)
@@ -205,15 +205,14 @@ def attribute(
         prefill_tokens=tokens[0],
         decode_tokens=tokens[1],
         bins=b,
-        span_energy_j=_span_energies(cut, b, coeffs),
+        span_energy_j=_span_energies(sharing, coeffs),
         coefficient_ci95=coefficient_ci95,
         interval_null_reason=interval_why,
     )
 
 
 def _shared(
-    cut: Sequence[Span],
-    b: Bins,
+    sharing: Sharing,
     fit: Fit,
     rows: list[StepRow],
     model: tuple[Coefficients, list[Coefficients]],
@@ -225,10 +224,10 @@ def _shared(
     each figure with its bound (over the corners, where ``spread``) and, ``with_interval``, its
     95% half-width, and the coefficients' half-widths."""
     coeffs, box = model
+    b = sharing.bins
     total = sum(b.energy_j)
-    pace = step_pace(cut)
-    weights = weights_of(cut, b, coeffs, pace)
-    moved = [weights_of(cut, b, corner, pace) for corner in box] if spread else []
+    weights = sharing.weights(coeffs)
+    moved = [sharing.values(corner) for corner in box] if spread else []
     keys = set(weights).union(*moved)  # a figure that is 0 at the point may not be at a corner
     figures = {
         k: _figure(k, weights, moved, b, scale_relative, total) for k in keys if k[0] in _BOUNDED
@@ -236,7 +235,7 @@ def _shared(
     coefficient_ci95: dict[str, float] = {}
     if with_interval:
         half, coefficient_ci95 = figure_intervals(
-            cut, b, fit, rows, lambda v: _costs(fit, v), pace, weights, scale_relative
+            sharing, fit, rows, lambda v: _costs(fit, v), weights, scale_relative
         )
         figures = {k: replace(f, ci95_j=half.get(k, 0.0)) for k, f in figures.items()}
     return weights, figures, coefficient_ci95
@@ -245,7 +244,7 @@ def _shared(
 def _figure(
     key: Key,
     weights: Weights,
-    moved: Sequence[Weights],
+    moved: Sequence[Mapping[Key, float]],
     b: Bins,
     scale_relative: float,
     total: float,
@@ -254,7 +253,7 @@ def _figure(
     w = weights.get(key, {})
     value = _value(w, b)
     timing = sparse_bound(w, b)
-    shift = max((abs(_value(m.get(key, {}), b) - value) for m in moved), default=0.0)
+    shift = max((abs(m.get(key, 0.0) - value) for m in moved), default=0.0)
     bound = timing + scale_relative * abs(value) + shift
     cap = total * (1.0 + scale_relative)
     return Part(value, min(bound, max(value, cap - value)))
@@ -333,8 +332,7 @@ def _requests(
     return out, None
 
 
-def _span_energies(cut: Sequence[Span], b: Bins, c: Coefficients) -> tuple[float, ...]:
-    out: list[float] = []
-    for k, (lo, hi) in enumerate(b.groups):
-        out += [g * b.energy_j[k] for g in shares_in(cut, lo, hi, c)]
-    return tuple(out)
+def _span_energies(sharing: Sharing, c: Coefficients) -> tuple[float, ...]:
+    """Each span's share of its interval's energy (J), span by span."""
+    energy = [sharing.bins.energy_j[k] for k in sharing.group.tolist()]
+    return tuple(g * e for g, e in zip(sharing.span_shares(c).tolist(), energy, strict=True))

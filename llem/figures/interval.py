@@ -34,17 +34,9 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from llem.figures.bins import Bins
 from llem.figures.energy_fit import NAMES, Fit, StepRow
-from llem.figures.step_shares import (
-    TIME_SHARE,
-    Coefficients,
-    Key,
-    Pace,
-    Span,
-    Weights,
-    weights_of,
-)
+from llem.figures.share_weights import Sharing
+from llem.figures.step_shares import TIME_SHARE, Coefficients, Key, Weights
 
 Z95 = 1.959964
 LAGS = 3  # neighbouring intervals whose errors are taken as correlated (Newey-West)
@@ -127,12 +119,10 @@ def half_width(
 
 
 def figure_intervals(
-    cut: Sequence[Span],
-    b: Bins,
+    sharing: Sharing,
     fit: Fit,
     rows: Sequence[StepRow],
     costs_of: Callable[[Mapping[str, float]], Coefficients],
-    pace: Pace,
     weights: Weights,
     scale_relative: float,
 ) -> tuple[dict[Key, float], dict[str, float]]:
@@ -146,6 +136,7 @@ def figure_intervals(
     beta = np.array([float(fit.coefficient(n).usable or 0.0) for n in names])
     cols = [NAMES.index(n) for n in names]
     x = np.array([list(r.regressors) for r in rows], dtype=float)[:, cols]
+    b = sharing.bins
     resid = np.asarray(b.energy_j, dtype=float) - x @ beta
     cov = coefficient_covariance(x, resid)
     se = np.sqrt(np.clip(np.diag(cov), 0.0, None))
@@ -154,16 +145,15 @@ def figure_intervals(
     ]
 
     def value_at(fitted: Sequence[float]) -> dict[Key, float]:
-        w = weights_of(cut, b, costs_of(dict(zip(names, fitted, strict=True))), pace)
-        return {k: sum(x * b.energy_j[i] for i, x in v.items()) for k, v in w.items()}
+        return sharing.values(costs_of(dict(zip(names, fitted, strict=True))))
 
     grads = gradients(value_at, list(beta), steps)
-    by_time = weights_of(cut, b, costs_of({}), pace, TIME_SHARE)
+    by_time = sharing.values(costs_of({}), TIME_SHARE)
     r = list(resid)
     out = {}
     for key, w in weights.items():
         value = sum(x * b.energy_j[i] for i, x in w.items())
-        other = sum(x * b.energy_j[i] for i, x in by_time.get(key, {}).items())
+        other = by_time.get(key, 0.0)
         half = half_width(grads.get(key), cov, residual_variance(w, r), value, scale_relative)
         out[key] = math.hypot(half, other - value)
     return out, {n: Z95 * float(s) for n, s in zip(names, se, strict=True)}

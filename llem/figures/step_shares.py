@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from llem.figures.bins import Bins
 from llem.figures.energy_fit import StepRow
 from llem.vocabulary import EngineStep
 
@@ -139,110 +139,53 @@ def fractions(
     pace: Pace = TOKEN_PACE,
 ) -> list[float]:
     """Each part's share of a step (``parts``: prefill tokens, decode tokens, context tokens
-    read): its tokens' and its context's fitted cost plus static power by its share of the step's
+    read; ``part_fractions`` for one step)."""
+    import numpy as np
+
+    flags = [False] * len(parts) if idle is None else list(idle)
+    got = part_fractions(
+        np.array(parts, dtype=float).reshape(-1, 3),
+        np.zeros(len(parts), dtype=int),
+        np.array([row.duration_s]),
+        np.array(flags, dtype=bool),
+        c,
+        pace,
+    )
+    return [float(x) for x in got]
+
+
+def part_fractions(
+    parts: Any, step: Any, duration_s: Any, idle: Any, c: Sequence[float], pace: Pace
+) -> Any:
+    """Each part's share of its step (arrays: ``parts`` rows of prefill tokens, decode tokens,
+    context tokens read; ``step`` each part's step, in order; ``duration_s`` each step's): its
+    tokens' and its context's fitted cost plus the step's static power by its share of the step's
     time (``pace``: the step's fixed time shared by tokens, then its tokens' and its context's
-    time; ``step_pace``); where the step computed no token, equal shares of the parts flagged in
-    ``idle`` (every part where None)."""
+    time; ``step_pace``); where a step's costs give it nothing, its parts' token shares; where it
+    computed no token, equal shares of its parts flagged in ``idle`` (every part where none is)."""
+    import numpy as np
+
     a, b, p_static, k = c[0], c[1], c[2], c[4]
-    n = sum(p + q for p, q, _ in parts)
     t0, per_prefill, per_decode, per_context = pace
-    fixed = t0 / n if n else 0.0
-    times = [
-        (fixed + per_prefill) * p + (fixed + per_decode) * q + per_context * x for p, q, x in parts
-    ]
-    busy = sum(times)
-    static = p_static * row.duration_s / busy if busy else 0.0
-    costs = [a * p + b * q + k * x + static * t for (p, q, x), t in zip(parts, times, strict=True)]
-    total = sum(costs)
-    if total > 0:
-        return [x / total for x in costs]
-    tokens = [p + q for p, q, _ in parts]
-    if n > 0:
-        return [t / n for t in tokens]
-    flags = list(idle) if idle is not None and any(idle) else [True] * len(parts)
-    return [1.0 / sum(flags) if flag else 0.0 for flag in flags]
-
-
-def shares_in(cut: Sequence[Span], lo: int, hi: int, c: Coefficients) -> list[float]:
-    """Each span's share of its interval's energy under costs ``c`` (by duration where the
-    costs give the interval nothing)."""
-    if hi - lo == 1:
-        return [1.0]
-    cost = []
-    for span in cut[lo:hi]:
-        d = span.end_s - span.start_s
-        if span.step is None:
-            cost.append(c[3] * d)
-        else:
-            r = _row(span)
-            cost.append(
-                c[0] * r.prefill_tokens
-                + c[1] * r.decode_tokens
-                + c[2] * d
-                + c[4] * r.context_tokens
-            )
-    total = sum(cost)
-    if total <= 0:
-        cost = [s.end_s - s.start_s for s in cut[lo:hi]]
-        total = sum(cost)
-    return [x / total if total > 0 else 1.0 / (hi - lo) for x in cost]
-
-
-def weights_of(
-    cut: Sequence[Span],
-    b: Bins,
-    c: Coefficients,
-    pace: Pace = TOKEN_PACE,
-    within: Coefficients | None = None,
-) -> Weights:
-    """Each figure's weight on each interval's energy under costs ``c`` (``pace``:
-    ``fractions``); ``within``: other costs to share each step between its parts by (``TIME_SHARE``:
-    by time alone), the spans of an interval still shared by ``c``."""
-    inner = c if within is None else within
-    out: Weights = {}
-
-    def add(key: Key, k: int, x: float) -> None:
-        if x:
-            w = out.setdefault(key, {})
-            w[k] = w.get(k, 0.0) + x
-
-    for k, (lo, hi) in enumerate(b.groups):
-        for span, g in zip(cut[lo:hi], shares_in(cut, lo, hi, c), strict=True):
-            if span.step is None:
-                add(("between", 0), k, g)
-                add(("unattributed", 0), k, g)
-                continue
-            row = _row(span)
-            shares = span.step.shares or ()
-            read = [
-                (x if s.prefill_tokens else 0, 0 if s.prefill_tokens else x)
-                for s, x in zip(shares, span.context, strict=False)
-            ]
-            pre, dec = fractions(
-                [
-                    (row.prefill_tokens, 0, sum(r[0] for r in read)),
-                    (0, row.decode_tokens, sum(r[1] for r in read)),
-                ],
-                row,
-                inner,
-                (False, True),
-                pace,
-            )
-            add(("prefill", 0), k, g * pre)
-            add(("decode", 0), k, g * dec)
-            if not shares:
-                add(("unattributed", 0), k, g)
-                continue
-            parts = [
-                p
-                for s, (rp, rd) in zip(shares, read or [(0, 0)] * len(shares), strict=True)
-                for p in ((s.prefill_tokens, 0, rp), (0, s.decode_tokens, rd))
-            ]
-            decode = [j % 2 == 1 for j in range(len(parts))]
-            f = fractions(parts, row, inner, decode, pace)
-            for j, share in enumerate(shares):
-                rid = share.request_id
-                add(("req", rid), k, g * (f[2 * j] + f[2 * j + 1]))
-                add(("req_prefill", rid), k, g * f[2 * j])
-                add(("req_decode", rid), k, g * f[2 * j + 1])
-    return out
+    p, q, x = parts[:, 0], parts[:, 1], parts[:, 2]
+    steps = len(duration_s)
+    n = np.bincount(step, p + q, minlength=steps)
+    fixed = np.where(n > 0, t0 / np.where(n > 0, n, 1.0), 0.0)[step]
+    times = (fixed + per_prefill) * p + (fixed + per_decode) * q + per_context * x
+    busy = np.bincount(step, times, minlength=steps)
+    static = np.where(busy != 0, p_static * duration_s / np.where(busy != 0, busy, 1.0), 0.0)
+    costs = a * p + b * q + k * x + static[step] * times
+    total = np.bincount(step, costs, minlength=steps)[step]
+    tokens = n[step]
+    flagged = (np.bincount(step, idle, minlength=steps) > 0)[step]
+    flags = np.where(flagged, idle, True)
+    count = np.bincount(step, flags, minlength=steps)[step]
+    return np.where(
+        total > 0,
+        costs / np.where(total > 0, total, 1.0),
+        np.where(
+            tokens > 0,
+            (p + q) / np.where(tokens > 0, tokens, 1.0),
+            np.where(flags, 1.0 / np.where(count > 0, count, 1.0), 0.0),
+        ),
+    )

@@ -21,7 +21,8 @@ from llem.figures.interval import (
     newey_west,
     residual_variance,
 )
-from llem.figures.step_shares import TOKEN_PACE, Span
+from llem.figures.share_weights import Sharing
+from llem.figures.step_shares import Span
 from llem.vocabulary import EngineStep, StepShare
 
 
@@ -118,7 +119,7 @@ def test_no_fitted_coefficient_gives_no_interval() -> None:
     cut, b, rows = _window()
     null = Coefficient(None, null_reason="x")
     fit = Fit(null, null, null, None, 4)
-    got = figure_intervals(cut, b, fit, rows, lambda f: (0, 0, 0, 0, 0), TOKEN_PACE, {}, 0.0)
+    got = figure_intervals(Sharing(cut, b), fit, rows, lambda f: (0, 0, 0, 0, 0), {}, 0.0)
     assert got == ({}, {})
 
 
@@ -132,13 +133,13 @@ def test_a_cost_and_a_phase_have_the_hand_worked_half_widths() -> None:
     fit = Fit(Coefficient(0.004), Coefficient(None), Coefficient(None), None, 4)
     weights = {("prefill", 0): dict.fromkeys(range(4), 1.0)}
     figs, coef = figure_intervals(
-        cut, b, fit, rows, lambda f: (f.get("a", 0.0), 0, 0, 0, 0), TOKEN_PACE, weights, 0.0
+        Sharing(cut, b), fit, rows, lambda f: (f.get("a", 0.0), 0, 0, 0, 0), weights, 0.0
     )
     assert coef == {"a": pytest.approx(Z95 * math.sqrt(1500 / 300000**2 * 4 / 3))}
     assert figs[("prefill", 0)] == pytest.approx(Z95 * math.sqrt(0.015), rel=1e-9)
     # the window's relative bound: (0.1 x 4 J)^2 / 3 more
     figs, _ = figure_intervals(
-        cut, b, fit, rows, lambda f: (f.get("a", 0.0), 0, 0, 0, 0), TOKEN_PACE, weights, 0.1
+        Sharing(cut, b), fit, rows, lambda f: (f.get("a", 0.0), 0, 0, 0, 0), weights, 0.1
     )
     assert figs[("prefill", 0)] == pytest.approx(Z95 * math.sqrt(0.015 + 0.16 / 3), rel=1e-9)
 
@@ -152,7 +153,7 @@ def test_residuals_of_exactly_zero_give_intervals_of_zero() -> None:
     fit = Fit(Coefficient(0.25), Coefficient(None), Coefficient(None), None, 4)
     weights = {("prefill", 0): dict.fromkeys(range(4), 1.0)}
     figs, coef = figure_intervals(
-        cut, b, fit, rows, lambda f: (f.get("a", 0.0), 0, 0, 0, 0), TOKEN_PACE, weights, 0.0
+        Sharing(cut, b), fit, rows, lambda f: (f.get("a", 0.0), 0, 0, 0, 0), weights, 0.0
     )
     assert coef == {"a": 0.0}
     assert figs == {("prefill", 0): 0.0}

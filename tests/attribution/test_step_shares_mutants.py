@@ -8,19 +8,25 @@ import pytest
 
 from llem.figures.bins import Bins
 from llem.figures.energy_fit import StepRow
+from llem.figures.share_weights import Sharing, weights_of
 from llem.figures.step_shares import (
     TIME_SHARE,
     TOKEN_PACE,
+    Coefficients,
     Span,
     contexts,
     fractions,
     interval_rows,
-    shares_in,
     spans,
     step_pace,
-    weights_of,
 )
 from llem.vocabulary import EngineStep, StepShare
+
+
+def shares_in(cut: list[Span], lo: int, hi: int, c: Coefficients) -> list[float]:
+    """Each span's share of the interval of spans ``lo`` to ``hi`` (end excluded)."""
+    one = Bins(((lo, hi),), (1.0,), (0.0,), (0.0, 0.0), 0.1)
+    return [float(g) for g in Sharing(cut, one).span_shares(c)]
 
 
 def _step(start: float | None, end: float, shares: list[tuple[int, int, int]]) -> EngineStep:
