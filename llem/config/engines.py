@@ -191,6 +191,7 @@ ENGINES: tuple[Engine, ...] = (
         "(VLLM_CPU_OMP_THREADS_BIND on the CPU); llem does not set them",
         instead=_VLLM_INSTEAD,
         rules=_vllm_rules,
+        speculative=("none", "ngram", "draft"),
     ),
     Engine(
         name="server",
@@ -206,6 +207,7 @@ ENGINES: tuple[Engine, ...] = (
         offline_serves=lambda _section: True,
         instead=_SERVER_INSTEAD,
         rules=_server_rules,
+        speculative=("none", "ngram", "draft"),  # with server.launch=vllm (its pre-flight)
     ),
 )
 

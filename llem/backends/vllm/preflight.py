@@ -10,6 +10,7 @@ import json
 import os
 from pathlib import Path
 
+from llem.backends.draft_vocabulary import draft_vocabulary_problem
 from llem.backends.models import resolve_name_or_path
 from llem.backends.vllm.kwargs import (
     CPU_MEMORY_UTILIZATION,
@@ -112,10 +113,11 @@ def _cpu_memory_problem(s: Sections) -> str | None:
 
 def preflight_problems(s: Sections, device: str, has_cuda: bool) -> list[str]:
     """Every problem a vllm run would hit that can be seen before an engine starts."""
+    vocabulary = draft_vocabulary_problem(s)
+    p: list[str] = [] if vocabulary is None else [vocabulary]
     if importlib.util.find_spec("vllm") is None:
-        return []  # reported by the generic package check, with the install hint
+        return p  # the package is reported by the generic check, with the install hint
     quiet_vllm_logs()
-    p: list[str] = []
     if device == "cpu" and has_cuda:
         p.append(
             "device=cpu with backend=vllm: the installed vLLM runs on this machine's GPU "
