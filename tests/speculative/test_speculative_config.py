@@ -149,9 +149,15 @@ def test_the_pytorch_engine_runs_every_method():
 )
 def test_a_draft_of_another_vocabulary_is_refused_in_preflight(backend, tiny_model_dir, tmp_path):
     from llem.backends.random_weights import byte_level_bpe
+    from llem.testing.tinymodel import tiny_tokenizer
 
+    # as many tokens as the target's tokenizer, learned from other text: other merges
+    size = len(tiny_tokenizer().get_vocab())
+    corpus = [" ".join(a + b + c for a in "qwxzjk" for b in "aeiou" for c in "vbnm")] * 8
+    other = byte_level_bpe(corpus, size)
+    assert len(other.get_vocab()) == size
     draft = tmp_path / "draft"
-    byte_level_bpe(["other words entirely, another corpus"] * 8, 280).save_pretrained(draft)
+    other.save_pretrained(draft)
     target = ("model=hf", f"model.name_or_path={tiny_model_dir}")
     exp = _exp(*backend, *target, "speculative=draft", f"speculative.draft_model={draft}")
     problems = engine_preflight(exp, active_engine(exp), "cpu", False)
