@@ -34,7 +34,8 @@ MECHANISMS = {
 }
 GREEDY = "greedy: proposals kept while each equals the target's argmax (vLLM's rejection sampler)"
 SAMPLED = (
-    "sampling: vLLM's rejection sampler (rejection_sample_method standard: the output "
+    "sampling: vLLM's rejection sampler (rejection_sample_method standard: a proposal kept with "
+    "probability min(1, target / draft), an n-gram's draft probability taken as 1; the output "
     "distribution is the target's)"
 )
 NO_REQUEST_METRICS = (
