@@ -123,6 +123,13 @@ def test_a_server_llem_cannot_set_speculating_refuses_it_in_preflight(more, why)
     assert line in problems, problems
 
 
+def test_engine_kwargs_and_the_group_both_setting_speculation_is_refused():
+    exp = _exp("+backend=vllm", "speculative=ngram", "+vllm.engine_kwargs.speculative_config={}")
+    problems = engine_preflight(exp, active_engine(exp), "cpu", False)
+    line = "speculative=ngram and vllm.engine_kwargs.speculative_config both set the engine's"
+    assert any(p.startswith(line) for p in problems), problems
+
+
 def test_server_args_and_the_group_both_setting_speculation_is_refused():
     exp = _exp(
         "+backend=server",

@@ -111,10 +111,21 @@ def _cpu_memory_problem(s: Sections) -> str | None:
     return None
 
 
+def _speculation_twice(s: Sections) -> str | None:
+    """The group and ``vllm.engine_kwargs.speculative_config`` both set (the engine arguments
+    would win over the group, and the section would describe the group's settings)."""
+    method = s.speculative.method.value
+    if method == "none" or "speculative_config" not in s.engine.engine_kwargs:
+        return None
+    return (
+        f"speculative={method} and vllm.engine_kwargs.speculative_config both set the engine's "
+        "speculation (use one: the speculative group, or speculative=none with the argument)"
+    )
+
+
 def preflight_problems(s: Sections, device: str, has_cuda: bool) -> list[str]:
     """Every problem a vllm run would hit that can be seen before an engine starts."""
-    vocabulary = draft_vocabulary_problem(s)
-    p: list[str] = [] if vocabulary is None else [vocabulary]
+    p = [line for line in (_speculation_twice(s), draft_vocabulary_problem(s)) if line]
     if importlib.util.find_spec("vllm") is None:
         return p  # the package is reported by the generic check, with the install hint
     quiet_vllm_logs()
