@@ -88,7 +88,7 @@ _VLLM_INSTEAD = {
     "pytorch.length_penalty": _NO_BEAMS,
     "pytorch.no_repeat_ngram_size": _vllm_equivalent("none in vLLM"),
     "pytorch.prompt_lookup_num_tokens": _vllm_equivalent(
-        "+vllm.engine_kwargs.speculative_config with method ngram"
+        "speculative=ngram speculative.num_tokens=N (vLLM's speculative_config)"
     ),
     "pytorch.num_threads": _vllm_equivalent(
         "the VLLM_CPU_OMP_THREADS_BIND environment variable on the CPU"
@@ -191,6 +191,7 @@ ENGINES: tuple[Engine, ...] = (
         "(VLLM_CPU_OMP_THREADS_BIND on the CPU); llem does not set them",
         instead=_VLLM_INSTEAD,
         rules=_vllm_rules,
+        speculative=("none", "ngram", "draft"),
     ),
     Engine(
         name="server",
@@ -206,6 +207,7 @@ ENGINES: tuple[Engine, ...] = (
         offline_serves=lambda _section: True,
         instead=_SERVER_INSTEAD,
         rules=_server_rules,
+        speculative=("none", "ngram", "draft"),  # with server.launch=vllm (its pre-flight)
     ),
 )
 

@@ -19,7 +19,8 @@ from llem.config.knobs import Destination, knob
 SPECULATION = Destination(
     "speculation",
     "mapped by each engine to its own mechanism (transformers: `prompt_lookup_num_tokens`, "
-    "`max_matching_ngram_size`, `assistant_model` and its `num_assistant_tokens`)",
+    "`max_matching_ngram_size`, `assistant_model` and its `num_assistant_tokens`; vLLM: "
+    "`speculative_config`, a launched vLLM server's `--speculative-config`)",
 )
 
 

@@ -3,11 +3,11 @@ gaps between them), each step's requests' context, the time each part of a step 
 busy and each part's share of its step (``llem.figures.share_weights`` shares each interval
 between its spans and sums the parts' shares into each figure's weight on each interval).
 
-A step's energy is shared by its parts' fitted costs (``part_fractions``): ``a x prefill tokens + b x
-decode tokens + k x context tokens read``, plus the static power ``P_static x d`` shared by the
-time each part keeps the step busy (``step_pace``: the steps' durations fitted against their
-tokens and context; the fixed part of a step's time is shared by tokens). A request's context in
-a step is the tokens it computed in the steps before (``contexts``).
+A step's energy is shared by its parts' fitted costs (``part_fractions``): ``a x prefill
+tokens + b x decode tokens + k x context tokens read``, plus the static power ``P_static x d``
+shared by the time each part keeps the step busy (``step_pace``: the steps' durations fitted
+against their tokens and context; the fixed part of a step's time is shared by tokens). A
+request's context in a step is the tokens it computed in the steps before (``contexts``).
 """
 
 from __future__ import annotations

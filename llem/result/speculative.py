@@ -17,6 +17,15 @@ target_steps``; plain decoding takes one target step per token.
 - ``target_steps_saved``: tokens generated - target steps (the target passes one token per step
   would have added).
 
+- ``draft_tokens_accepted_per_position``: how many times the draft's i-th proposal of a step was
+  accepted (vLLM counts it; the PyTorch engine from each step's accepted count). Empty in files
+  written before it.
+- ``j_per_accepted_draft_token``: the window's energy (``energy.total_j``, J) over the accepted
+  draft tokens, with ``energy.total_j_uncertainty`` over them as its bound; null with the reason
+  where the energy is null or no draft token was accepted. It charges all of the window's energy
+  (the target's verification and the draft's proposing together) to the accepted tokens: compare
+  it with the plain twin's J per output token, not with this run's.
+
 A run with ``speculative=none`` has a null section, its reason under ``"speculative"`` in
 ``null_reasons``; so has every file written before the section existed. Added without a schema
 version of its own (it defaults to null, so older files load unchanged).
@@ -25,8 +34,9 @@ version of its own (it defaults to null, so older files load unchanged).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
-from llem.result.figure import figure, figure_specs
+from llem.result.figure import Figure, bound, figure, figure_specs
 
 
 @dataclass(frozen=True)
@@ -50,6 +60,36 @@ class SpeculativeSection:
     request_draft_tokens_proposed: list[int] = field(default_factory=list)
     request_draft_tokens_accepted: list[int] = field(default_factory=list)
     request_target_steps: list[int] = field(default_factory=list)
+    draft_tokens_accepted_per_position: list[int] = field(default_factory=list)
+    j_per_accepted_draft_token: float | None = figure(bounded=True)
+    j_per_accepted_draft_token_uncertainty: float | None = bound()
 
 
 figure_specs(SpeculativeSection)
+
+
+NO_ACCEPTED = "no draft token was accepted in the window"
+
+
+def fill_accepted_token_energy(result: Any) -> None:
+    """``speculative.j_per_accepted_draft_token`` from the window's energy (``energy.total_j``
+    and its bound), once the engine has written the section; nothing where it has not."""
+    section: SpeculativeSection | None = result.speculative
+    if section is None:
+        return
+    energy: Figure = result.figure("energy.total_j")
+    accepted = section.draft_tokens_accepted
+    if energy.value is None:
+        per = Figure(None, null_reason=f"energy.total_j is null: {energy.null_reason}")
+    elif accepted == 0:
+        per = Figure(None, null_reason=NO_ACCEPTED)
+    else:
+        known = energy.bound is not None
+        per = Figure(
+            energy.value / accepted,
+            bound=energy.bound / accepted if energy.bound is not None else None,
+            bound_null_reason=None
+            if known
+            else (energy.bound_null_reason or "energy.total_j has no bound"),
+        )
+    result.set_figures("speculative", {"j_per_accepted_draft_token": per})

@@ -34,17 +34,39 @@ class LiveMetrics:
     generation_total: float = 5000.0
     requests_total: float | None = 300.0
     other_requests_per_request: int = 0
+    # vLLM's speculative counters, grown by these per request (None: not exported)
+    spec_per_request: tuple[int, int, int] | None = None  # drafts, draft tokens, accepted
+    spec_totals: list[float] = field(default_factory=lambda: [70.0, 210.0, 90.0])
 
     def finish_request(self) -> None:
+        if self.spec_per_request is not None:
+            self.spec_totals = [
+                t + d for t, d in zip(self.spec_totals, self.spec_per_request, strict=True)
+            ]
         self.prompt_total += self.prompt_per_request
         self.generation_total += self.generation_per_request
         if self.requests_total is not None:
             self.requests_total += 1 + self.other_requests_per_request
 
+    def spec_text(self) -> str:
+        """The speculative counters as vLLM's prometheus_client writes them: each with its
+        ``_created`` timestamp, and the accepted tokens per position (llem reads none of these)."""
+        if self.spec_per_request is None:
+            return ""
+        labels = '{engine="0",model_name="fake-model"}'
+        names = ("num_drafts", "num_draft_tokens", "num_accepted_tokens")
+        lines = [
+            f"vllm:spec_decode_{n}_total{labels} {t}\nvllm:spec_decode_{n}_created{labels} 1.7e9"
+            for n, t in zip(names, self.spec_totals, strict=True)
+        ]
+        per_pos = "vllm:spec_decode_num_accepted_tokens_per_pos_total"
+        lines += [f'{per_pos}{{engine="0",position="{i}"}} 1000.0' for i in range(3)]
+        return "\n".join(lines) + "\n"
+
     def text(self) -> str:
         labels = '{engine="0",model_name="fake-model"}'
         finished = '{finished_reason="length"}'
-        return (
+        return self.spec_text() + (
             "# TYPE vllm:num_requests_running gauge\n"
             f"vllm:num_requests_running{labels} {self.running}\n"
             f"vllm:num_requests_waiting{labels} {self.waiting}\n"

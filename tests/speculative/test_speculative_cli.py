@@ -58,7 +58,7 @@ def test_a_method_the_engine_cannot_run_is_one_preflight_line(tmp_path):
     )
     assert proc.returncode == 3, output(proc)
     assert (
-        "speculative=ngram: backend=server cannot run it in llem (it can: speculative=none)"
-        in proc.stdout + proc.stderr
+        "speculative=ngram: server.url names a running server, whose speculation llem cannot set "
+        "(it can: server.launch=vllm, or speculative=none)" in proc.stdout + proc.stderr
     )
     assert "Traceback" not in proc.stdout + proc.stderr

@@ -96,6 +96,10 @@ def _check_counts(w: _Window) -> Any:
     accepted = [n - t for n, t in zip(w.output_tokens, w.target_steps, strict=True)]
     assert s.request_draft_tokens_accepted == accepted
     assert s.draft_tokens_accepted == sum(accepted)
+    # a step keeps its proposals in order: position i only where position i - 1 was kept
+    per = s.draft_tokens_accepted_per_position
+    assert sum(per) == sum(accepted) and len(per) <= s.num_tokens
+    assert all(a >= b for a, b in zip(per, per[1:], strict=False))
     assert s.target_steps == sum(w.target_steps)
     assert s.tokens_generated == sum(w.output_tokens)
     assert s.target_steps_saved == sum(w.output_tokens) - sum(w.target_steps)

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from llem.config.speculative import SpeculativeConfig, SpeculativeMethod
 from llem.errors import RunError, first_line
 from llem.result import Figure, SpeculativeSection
+from llem.result.speculative import fill_accepted_token_energy
 
 MECHANISMS = {
     SpeculativeMethod.ngram: "transformers prompt lookup (prompt_lookup_num_tokens)",
@@ -44,6 +45,7 @@ class RequestCount:
     steps: int = 0  # verification steps: target forward passes
     with_proposals: int = 0  # steps with at least one proposal
     generated: int = 0  # tokens the loop appended (accepted + one per step)
+    per_position: list[int] = field(default_factory=list)  # accepted at each draft position
 
 
 def draft_key(spec: SpeculativeConfig) -> str | None:
@@ -147,8 +149,13 @@ class _Counted:
         return candidates, logits
 
     def update_candidate_strategy(self, input_ids: Any, scores: Any, num_matches: Any) -> Any:
-        self._count.accepted += int(num_matches)
-        self._count.generated += int(input_ids.shape[1]) - self._length
+        kept = int(num_matches)
+        c = self._count
+        c.accepted += kept
+        c.per_position += [0] * max(0, kept - len(c.per_position))
+        for i in range(kept):
+            c.per_position[i] += 1
+        c.generated += int(input_ids.shape[1]) - self._length
         return self._inner.update_candidate_strategy(input_ids, scores, num_matches)
 
 
@@ -184,6 +191,7 @@ class Speculation:
             request_draft_tokens_proposed=[r.proposed for r in c],
             request_draft_tokens_accepted=[r.accepted for r in c],
             request_target_steps=[r.steps for r in c],
+            draft_tokens_accepted_per_position=_positions(c),
         )
         no_steps = "the window ran no verification step"
         result.set_figures(
@@ -195,6 +203,15 @@ class Speculation:
             },
         )
         result.null_reasons.pop("speculative", None)
+        fill_accepted_token_energy(result)
+
+
+def _positions(requests: list[RequestCount]) -> list[int]:
+    """Accepted proposals at each draft position, summed over the requests."""
+    width = max((len(r.per_position) for r in requests), default=0)
+    return [
+        sum(r.per_position[i] for r in requests if i < len(r.per_position)) for i in range(width)
+    ]
 
 
 def _ratio(numerator: int, denominator: int, reason: str) -> Figure:

@@ -14,6 +14,7 @@ carry it).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import signal
@@ -112,6 +113,8 @@ class ServerBackend:
                 gguf_file=self.sections.model.gguf_file,
                 dtype=self.sections.model.dtype,
             )
+        if self.sections.speculative.method.value != "none":  # the server's own speculation
+            key["speculative"] = dataclasses.asdict(self.sections.speculative)
         return json.dumps(key, sort_keys=True, default=str)
 
     def torch_device_indices(self) -> list[int]:
@@ -194,6 +197,8 @@ class ServerBackend:
             launched=launched,
             launch_record=record,
             running=None if launched is not None else running.find(self.config, base_url),
+            speculative=self.sections.speculative,
+            sampled=bool(self.sections.decoder.do_sample),
         )
         if launched is not None:
             loaded._previous_sigterm = _stop_on_sigterm()

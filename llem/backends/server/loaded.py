@@ -11,12 +11,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from llem.backends.server import gpus, load, running, scope
+from llem.backends.server import gpus, load, running, scope, speculation
 from llem.backends.server.launch import LaunchedServer, LaunchRecord
 from llem.backends.server.processes import process_name
 from llem.backends.server.running import RunningServer
 from llem.backends.server.view import FIGURES, UsageCounts, server_view
 from llem.backends.server.watch import Watched
+from llem.config.speculative import SpeculativeConfig, SpeculativeMethod
 from llem.devices.gpus import open_gpus
 from llem.result import RunResult, ServerSection
 from llem.result.server import write_server_metrics
@@ -52,6 +53,8 @@ class ServerModel(LoadedModel):
     launch_record: LaunchRecord | None = None
     running: RunningServer | None = None  # a server llem did not start: its host, its roots
     watched: Watched | None = None  # the last measured window's serving and /metrics
+    speculative: SpeculativeConfig = field(default_factory=SpeculativeConfig)
+    sampled: bool = False  # the run samples (the speculative section's verification rule)
     _previous_sigterm: Any = field(default=None, repr=False)
 
     def fill_result(self, result: Any) -> None:
@@ -67,6 +70,9 @@ class ServerModel(LoadedModel):
         if self.watched is not None:
             window_view(self.watched, result, run_dir)
             load.record(result, len(self.watched.out.requests))
+            if self.speculative.method != SpeculativeMethod.none:
+                n = len(self.watched.out.requests)
+                speculation.record(result, self.watched.metrics, self.speculative, self.sampled, n)
         if self.running is not None:
             running.record(result, self.running)
         elif self.launched is not None and self.launched.pid is not None:

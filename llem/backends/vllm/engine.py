@@ -20,6 +20,7 @@ import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from llem.backends import random_weights
@@ -43,6 +44,13 @@ from llem.backends.vllm.serve import (
     start_async_engine,
 )
 from llem.backends.vllm.shape import engine_shape
+from llem.backends.vllm.speculation import (
+    VLLMSpeculation,
+    count_requests,
+    count_step,
+    fill_speculative,
+    for_run,
+)
 from llem.backends.vllm.steps import (
     OFFLINE_CLOCK,
     OfflineSteps,
@@ -83,6 +91,12 @@ class EngineModel(LoadedModel):
 
     max_num_seqs: int | None = None
     max_model_len: int | None = None
+    speculation: VLLMSpeculation | None = None  # this run's, counted from the window's start
+    serving: bool = False  # an AsyncLLM: its requests' speculation is not read
+
+    def fill_window(self, result: Any, run_dir: Path) -> None:
+        """The ``speculative`` section, when the run speculated."""
+        fill_speculative(self.speculation, self.serving, result)
 
 
 class VLLMBackend:
@@ -164,6 +178,7 @@ class VLLMBackend:
             max_num_seqs=config.scheduler_config.max_num_seqs,
             max_model_len=config.model_config.max_model_len,
             prefix_caching=bool(config.cache_config.enable_prefix_caching),
+            serving=self.sections.serving,
         )
 
     def _start(self, source: str, kwargs: dict[str, Any]) -> tuple[Any, Any]:
@@ -194,16 +209,17 @@ class VLLMBackend:
         self, loaded: LoadedModel, batches: Sequence[Sequence[Prompt]], n_batches: int
     ) -> None:
         """``n_batches`` batches, outside the window (vLLM compiles while it loads); a serving
-        engine serves each batch's prompts, all at once."""
-        for i in range(n_batches):
-            if not batches:
-                return
+        engine serves each batch's prompts, all at once. Speculation is counted from its end."""
+        assert isinstance(loaded, EngineModel)
+        loaded.speculation = None  # the warm-up's requests are not the window's
+        for i in range(n_batches if batches else 0):
             batch = batches[i % len(batches)]
             if isinstance(loaded.model, AsyncEngine):
                 offline = [ScheduledRequest(k, k, p, 0.0) for k, p in enumerate(batch)]
                 self.serve(loaded, offline, None)
             else:
                 self.generate(loaded, batch)
+        loaded.speculation = for_run(self.sections)
 
     # --------------------------------------------------------------- generating
     def serve(
@@ -261,7 +277,8 @@ class VLLMBackend:
         try:
             for rid, engine_input, request_params in zip(ids, inputs, params, strict=True):
                 engine.add_request(rid, engine_input, request_params)
-            run = _step_until_done(engine, ids, log, self.sections.save_outputs)
+            counted = loaded.speculation if isinstance(loaded, EngineModel) else None
+            run = _step_until_done(engine, ids, log, self.sections.save_outputs, counted)
         except Exception as exc:
             engine.abort_request(ids)
             raise RunError(
@@ -324,11 +341,15 @@ class _Stepped:
 
 
 def _step_until_done(
-    engine: Any, ids: list[str], log: OfflineSteps, keep_text: bool = False
+    engine: Any,
+    ids: list[str],
+    log: OfflineSteps,
+    keep_text: bool = False,
+    speculation: VLLMSpeculation | None = None,
 ) -> _Stepped:
     """Step the engine until every request is done (``RequestOutput.num_cached_tokens`` gives
     the prefix-cache hits). Each step's tokens per request and the scheduler's totals (where the
-    engine reports them) go to ``log``."""
+    engine reports them) go to ``log``; its speculative counters to ``speculation``."""
     index = {rid: i for i, rid in enumerate(ids)}
     times: list[list[float]] = [[] for _ in ids]
     counts: list[list[int]] = [[] for _ in ids]
@@ -336,6 +357,7 @@ def _step_until_done(
     cached: list[int | None] = [None for _ in ids]
     reasons: list[str | None] = [None for _ in ids]
     steps: list[float] = []
+    metrics: list[Any] = [None for _ in ids]  # each request's spec_decode_metrics, at its end
     stats = watch_scheduler_stats(engine)
     while engine.has_unfinished_requests():
         outputs = engine.step()
@@ -351,13 +373,17 @@ def _step_until_done(
                 texts[i].append(out.outputs[0].text)
             if out.outputs and out.outputs[0].finish_reason is not None:
                 reasons[i] = str(out.outputs[0].finish_reason)
+                metrics[i] = getattr(out.outputs[0], "spec_decode_metrics", None)
             if n:
                 times[i].append(now)
                 counts[i].append(n)
                 made.append((i, n))
         if made:
             steps.append(now)
-        log.step(now, made, scheduled_tokens(stats.pop()))
+        scheduler = stats.pop()
+        count_step(speculation, scheduler)
+        log.step(now, made, scheduled_tokens(scheduler))
+    count_requests(speculation, metrics, counts)
     known = [c for c in cached if c is not None]
     return _Stepped(
         times=times,

@@ -1,7 +1,8 @@
 """What the vLLM backend hands to vLLM: engine arguments and ``SamplingParams`` keyword arguments.
 
 ``model.dtype`` and the ``vllm:`` knobs become engine arguments (``None`` knobs are not passed;
-``vllm.engine_kwargs`` are merged last); the decoder group becomes ``SamplingParams`` (greedy:
+``vllm.engine_kwargs`` are merged last; the ``speculative`` group becomes ``speculative_config``,
+``llem.backends.vllm.speculation``); the decoder group becomes ``SamplingParams`` (greedy:
 temperature 0). Prefix caching is off unless the user turns it on (``vllm.enable_prefix_caching``
 or ``engine_kwargs``), so the window measures cold prefill. Two CPU-aware defaults, used only when
 the user set nothing: a host-memory fraction (``CPU_MEMORY_UTILIZATION``) and, on an x86 CPU
@@ -16,6 +17,7 @@ from typing import Any
 
 from llem.backends import random_weights
 from llem.backends.models import convert_gguf, resolve_name_or_path
+from llem.backends.vllm.speculation import engine_kwargs as speculative_kwargs
 from llem.config.vllm import VLLMConfig
 from llem.vocabulary import BackendSections, Prompt
 
@@ -102,6 +104,7 @@ def build_engine_kwargs(s: Sections, device: str, source: str) -> dict[str, Any]
         # The warm-up runs the very prompts the window measures: with vLLM's default (on) nearly
         # every prefill in the window would be a cache hit. Cold prefill unless the user asks.
         kwargs["enable_prefix_caching"] = False
+    kwargs.update(speculative_kwargs(s.speculative, draft_source(s)))
     kwargs.update(v.engine_kwargs)
     return kwargs
 
@@ -165,6 +168,13 @@ def model_label(s: Sections) -> str:
     if random_weights.is_random(m):
         return random_weights.identity(m)
     return f"{m.name_or_path}|{m.gguf_file}" if m.gguf_file else m.name_or_path
+
+
+def draft_source(s: Sections) -> str | None:
+    """Where speculative=draft's draft model loads from (a local directory, or the Hub name as
+    written); None without one."""
+    name = s.speculative.draft_model
+    return resolve_name_or_path(name)[0] if name else None
 
 
 def checkpoint_source(s: Sections) -> str:

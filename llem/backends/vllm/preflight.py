@@ -10,6 +10,7 @@ import json
 import os
 from pathlib import Path
 
+from llem.backends.draft_vocabulary import draft_vocabulary_problem
 from llem.backends.models import resolve_name_or_path
 from llem.backends.vllm.kwargs import (
     CPU_MEMORY_UTILIZATION,
@@ -110,12 +111,24 @@ def _cpu_memory_problem(s: Sections) -> str | None:
     return None
 
 
+def _speculation_twice(s: Sections) -> str | None:
+    """The group and ``vllm.engine_kwargs.speculative_config`` both set (the engine arguments
+    would win over the group, and the section would describe the group's settings)."""
+    method = s.speculative.method.value
+    if method == "none" or "speculative_config" not in s.engine.engine_kwargs:
+        return None
+    return (
+        f"speculative={method} and vllm.engine_kwargs.speculative_config both set the engine's "
+        "speculation (use one: the speculative group, or speculative=none with the argument)"
+    )
+
+
 def preflight_problems(s: Sections, device: str, has_cuda: bool) -> list[str]:
     """Every problem a vllm run would hit that can be seen before an engine starts."""
+    p = [line for line in (_speculation_twice(s), draft_vocabulary_problem(s)) if line]
     if importlib.util.find_spec("vllm") is None:
-        return []  # reported by the generic package check, with the install hint
+        return p  # the package is reported by the generic check, with the install hint
     quiet_vllm_logs()
-    p: list[str] = []
     if device == "cpu" and has_cuda:
         p.append(
             "device=cpu with backend=vllm: the installed vLLM runs on this machine's GPU "
