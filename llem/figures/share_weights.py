@@ -205,15 +205,3 @@ def _dot(w: Any, energy: Any) -> float:
         if x:
             total += x * e
     return total
-
-
-def weights_of(
-    cut: Sequence[Span],
-    b: Bins,
-    c: Coefficients,
-    pace: Pace = TOKEN_PACE,
-    within: Coefficients | None = None,
-) -> Weights:
-    """Each figure's weight on each interval's energy under costs ``c``, for one set of costs
-    (``Sharing`` lays the window out once for many)."""
-    return Sharing(cut, b, pace).weights(c, within)

@@ -8,12 +8,13 @@ import pytest
 
 from llem.figures.bins import Bins
 from llem.figures.energy_fit import StepRow
-from llem.figures.share_weights import Sharing, weights_of
+from llem.figures.share_weights import Sharing
 from llem.figures.step_shares import (
     TIME_SHARE,
     TOKEN_PACE,
     Coefficients,
     Span,
+    Weights,
     contexts,
     fractions,
     interval_rows,
@@ -21,6 +22,12 @@ from llem.figures.step_shares import (
     step_pace,
 )
 from llem.vocabulary import EngineStep, StepShare
+
+
+def weights_of(
+    cut: list[Span], b: Bins, c: Coefficients, within: Coefficients | None = None
+) -> Weights:
+    return Sharing(cut, b).weights(c, within)
 
 
 def shares_in(cut: list[Span], lo: int, hi: int, c: Coefficients) -> list[float]:
@@ -235,6 +242,24 @@ def test_each_figure_takes_its_share_of_each_intervals_energy() -> None:
     assert t[("prefill", 0)] == pytest.approx({0: g_step * 100 / 101})
     assert t[("req", 1)] == pytest.approx({0: g_step / 101})
     assert t[("between", 0)] == pytest.approx({0: g_gap})
+
+
+def test_each_figures_value_is_its_weight_on_each_intervals_energy() -> None:
+    """The mixed step and the gap above share interval 0 (17.75 J); a gap alone is interval 1
+    (3 J): each figure's value is its weights times those energies, worked out by hand."""
+    step = _step(0.0, 0.1, [(1, 0, 1), (2, 100, 0)])
+    cut = [Span(0.0, 0.1, step, (300, 0)), Span(0.1, 0.4, None), Span(0.4, 0.5, None)]
+    b = Bins(((0, 2), (2, 3)), (17.75, 3.0), (0.0, 0.0), (0.0, 0.0, 0.0), 0.1)
+    v = Sharing(cut, b).values((0.004, 0.05, 110.0, 20.0, 0.001))
+    pre = 0.4 + 11.0 * 100 / 101  # J: of the step's 11.75 J, as the interval's share is 11.75
+    dec = 0.05 + 0.3 + 11.0 / 101
+    assert v[("prefill", 0)] == pytest.approx(pre)
+    assert v[("decode", 0)] == pytest.approx(dec)
+    assert v[("between", 0)] == pytest.approx(6.0 + 3.0)
+    assert v[("unattributed", 0)] == pytest.approx(6.0 + 3.0)
+    assert v[("req", 2)] == pytest.approx(pre) and v[("req_prefill", 2)] == pytest.approx(pre)
+    assert v[("req", 1)] == pytest.approx(dec) and v[("req_decode", 1)] == pytest.approx(dec)
+    assert ("req_prefill", 1) not in v and ("req_decode", 2) not in v
 
 
 def test_a_prefill_reading_context_charges_it_to_prefill() -> None:
