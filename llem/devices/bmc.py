@@ -74,9 +74,7 @@ class IpmitoolReader:
     def available(self) -> str | None:
         """None where ipmitool is on PATH, else why not."""
         if self._which(COMMAND[0]) is None:
-            return (
-                "ipmitool is not installed (not on PATH; Debian/Ubuntu: apt-get install ipmitool)"
-            )
+            return "ipmitool is not installed (not on PATH; Debian: apt-get install ipmitool)"
         return None
 
     def read_w(self) -> float:

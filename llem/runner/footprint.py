@@ -29,6 +29,9 @@ NOT_ASKED = {
     "chassis": "chassis.source=none (auto: the BMC's reading where it answers; model: a stated "
     "model)",
     "facility": "facility.pue is not set",
+    "layers": "no layer beyond measurement.boundary asked for (chassis.source, facility.pue; "
+    "docs/footprint.md)",
+    "footprint": "no carbon intensity and no price given (carbon.*, cost.*)",
 }
 
 
@@ -63,10 +66,13 @@ def _boundary_layers(result: RunResult) -> dict[str, Layer]:
     if result.boundary is None:
         why = result.null_reasons.get("boundary", "energy not measured")
         return {n: Layer(n, Figure.null(why), None, None) for n in ("gpu", "node")}
-    source = result.energy.source or "unavailable"
-    gpu = Layer("gpu", result.figure("boundary.gpu_j"), MEASURED, source)
+    source = result.energy.source
+    gpu_j = result.figure("boundary.gpu_j")
+    gpu = Layer("gpu", gpu_j, *((MEASURED, source) if gpu_j.value is not None else (None, None)))
     if result.boundary.boundary == "node":
         node = Layer("node", result.figure("boundary.total_j"), MEASURED, f"{source} + RAPL")
+        if node.energy.value is None:
+            node = Layer("node", node.energy, None, None)
     else:
         why = "outside measurement.boundary=gpu (measurement.boundary=node measures it)"
         node = Layer("node", Figure.null(why), None, None)
@@ -129,7 +135,7 @@ def build_footprint(exp: ExperimentConfig, result: RunResult) -> None:
     if intensity is None and all(
         v is None for v in (cost.usd_per_kwh, cost.usd_per_gpu_hour, cost.usd_per_node_hour)
     ):
-        result.null_reasons["footprint"] = "no carbon intensity and no price given"
+        result.null_reasons["footprint"] = NOT_ASKED["footprint"]
         return
     assert result.layers is not None
     name = exp.carbon.layer or result.layers.widest_measured
@@ -200,6 +206,20 @@ def _capacity(
 
 
 def fill_footprint(exp: ExperimentConfig, result: RunResult, wall: ChassisWindow | None) -> None:
-    """Both sections, once the window's energy and the quality are in the result."""
+    """Both sections, once the window's energy and the quality are in the result; null with the
+    reason where nothing beyond the boundary was asked for."""
+    cost = exp.cost
+    asked = (
+        exp.chassis.source != ChassisSource.none
+        or exp.facility.pue is not None
+        or resolve(exp.carbon) is not None
+        or any(
+            v is not None for v in (cost.usd_per_kwh, cost.usd_per_gpu_hour, cost.usd_per_node_hour)
+        )
+    )
+    if not asked:
+        result.null_reasons["layers"] = NOT_ASKED["layers"]
+        result.null_reasons["footprint"] = NOT_ASKED["footprint"]
+        return
     build_layers(exp, result, wall)
     build_footprint(exp, result)
