@@ -94,3 +94,22 @@ def test_a_reading_that_fails_mid_window_voids_the_layer_only(on_path):
     assert wall.energy_j is None
     assert wall.null_reason is not None
     assert wall.null_reason.startswith("no BMC: ipmitool dcmi power reading failed: Could not")
+
+
+def test_the_sessions_window_reads_the_bmc_and_keeps_the_chassis_energy(on_path):
+    from llem.config.schema import EnergySource, MeasurementConfig
+    from llem.measure import MeasurementSession
+
+    on_path([180])
+    cfg = MeasurementConfig(energy=EnergySource.none, idle_baseline_s=0.0, cooldown_s=0.0)
+    session = MeasurementSession(cfg, device_type="cpu", wall=IpmitoolReader(), wall_interval_s=0.05)
+    session.start()
+    with session.window():
+        session.clock.sleep(0.3)
+    wall = session.last_chassis()
+    session.close()
+    assert wall is not None and wall.null_reason is None
+    assert wall.readings >= 2
+    # a constant 180 W: the trapezoid is exact, the bound is the whole watts' only
+    assert wall.energy_j == pytest.approx(180.0 * wall.window_s)
+    assert wall.components["trapezoid_j"] == 0.0
