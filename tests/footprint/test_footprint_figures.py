@@ -183,3 +183,15 @@ def test_a_country_without_codecarbon_says_to_install_the_extra(monkeypatch):
     with pytest.raises(PreflightError) as caught:
         resolve(CarbonConfig(country="FRA"))
     assert "pip install 'llem[carbon]'" in caught.value.problems[0]
+
+
+def test_the_default_layer_is_the_widest_measured_one():
+    exp = _exp(carbon={"intensity_g_per_kwh": 360.0})
+    r = _result(3600.0, 10.0)
+    r.boundary = Boundary(boundary="node", gpus=["GPU-a"])
+    r.set_figure("boundary.gpu_j", Figure(3600.0, 1.0))
+    r.set_figure("boundary.total_j", Figure(7200.0, 2.0))
+    fill_footprint(exp, r, None)
+    assert r.layers is not None and r.layers.widest_measured == "node"
+    assert r.footprint is not None and r.footprint.layer == "node"
+    assert r.footprint.carbon_g == pytest.approx(0.72)  # 2 Wh at 360 g/kWh
