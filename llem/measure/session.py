@@ -98,9 +98,7 @@ class MeasurementSession(IdleSettling):
         wall_interval_s: float = 1.0,
     ) -> None:
         self.cfg = cfg
-        # the chassis's power at the wall (the BMC's readings), sampled in every measured window
-        self._wall = wall
-        self._wall_interval_s = wall_interval_s
+        self._wall, self._wall_interval_s = wall, wall_interval_s  # the chassis (docstring)
         # why this machine's devices are not the run's to measure (a running server elsewhere,
         # or on GPUs not named): nothing is opened, and the energy is null with this reason
         self._refused = energy_refused

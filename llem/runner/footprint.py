@@ -22,7 +22,7 @@ from llem.figures.footprint import (
 )
 from llem.measure.chassis import ChassisWindow
 from llem.result import Figure, RunResult
-from llem.result.footprint import MEASURED, Footprint, Layers
+from llem.result.footprint import MEASURED, MODELLED, Footprint, Layers
 from llem.runner.grid_intensity import resolve
 
 NOT_ASKED = {
@@ -101,8 +101,12 @@ def build_layers(exp: ExperimentConfig, result: RunResult, wall: ChassisWindow |
     if exp.facility.pue is None:
         layers["facility"] = Layer("facility", Figure.null(NOT_ASKED["facility"]), None, None)
     else:
-        base = widest_with_figure(layers, "facility") or layers["chassis"]
-        layers["facility"] = facility(base, exp.facility.pue)
+        base = widest_with_figure(layers, "facility")
+        layers["facility"] = (
+            facility(base, exp.facility.pue)
+            if base is not None
+            else _facility_without_base(layers, exp.facility.pue)
+        )
     widest = widest_measured(layers)
     chassis = layers["chassis"]
     result.layers = Layers(
@@ -121,6 +125,15 @@ def build_layers(exp: ExperimentConfig, result: RunResult, wall: ChassisWindow |
         widest_measured=None if widest is None else widest.name,
     )
     result.set_figures("layers", {f"{n}_j": layer.energy for n, layer in layers.items()})
+
+
+def _facility_without_base(layers: dict[str, Layer], pue: float) -> Layer:
+    """The facility where no other layer has a figure: null, naming why each is null."""
+    whys = "; ".join(f"{n}: {layers[n].energy.null_reason}" for n in ("gpu", "node", "chassis"))
+    reason = f"no layer has a figure to multiply by the PUE ({whys})"
+    return Layer(
+        "facility", Figure.null(reason), MODELLED, f"model: layer x PUE {pue:g}", {"pue": pue}
+    )
 
 
 def _layer(result: RunResult, name: str) -> tuple[Figure, str | None]:
@@ -148,13 +161,7 @@ def build_footprint(exp: ExperimentConfig, result: RunResult) -> None:
         energy, label = Figure.null(why), None
     else:
         energy, label = _layer(result, name)
-    q = result.quality
-    n = Counts(
-        result.workload.output_tokens or 0,
-        result.workload.requests or 0,
-        None if q is None else q.n_correct,
-        result.null_reasons.get("quality", "quality was not scored (dataset=arithmetic scores)"),
-    )
+    n = _counts(result)
     window_s = result.energy.window_s
     gpus = len(result.boundary.gpus) if result.boundary is not None else 0
     result.footprint = Footprint(
@@ -187,6 +194,16 @@ def build_footprint(exp: ExperimentConfig, result: RunResult) -> None:
     )
     figures.update(_capacity(cost.usd_per_gpu_hour, cost.usd_per_node_hour, gpus, window_s, n))
     result.set_figures("footprint", figures)  # type: ignore[arg-type]
+
+
+def _counts(result: RunResult) -> Counts:
+    q = result.quality
+    return Counts(
+        result.workload.output_tokens or 0,
+        result.workload.requests or 0,
+        None if q is None else q.n_correct,
+        result.null_reasons.get("quality", "quality was not scored (dataset=arithmetic scores)"),
+    )
 
 
 def _capacity(

@@ -102,7 +102,9 @@ def test_the_sessions_window_reads_the_bmc_and_keeps_the_chassis_energy(on_path)
 
     on_path([180])
     cfg = MeasurementConfig(energy=EnergySource.none, idle_baseline_s=0.0, cooldown_s=0.0)
-    session = MeasurementSession(cfg, device_type="cpu", wall=IpmitoolReader(), wall_interval_s=0.05)
+    session = MeasurementSession(
+        cfg, device_type="cpu", wall=IpmitoolReader(), wall_interval_s=0.05
+    )
     session.start()
     with session.window():
         session.clock.sleep(0.3)
