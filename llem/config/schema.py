@@ -17,6 +17,13 @@ from typing import Any
 
 from llem.config.dataset import ChatTemplate, DatasetConfig, DatasetSource
 from llem.config.decoder import DecoderConfig
+from llem.config.footprint import (
+    CarbonConfig,
+    ChassisConfig,
+    ChassisSource,
+    CostConfig,
+    FacilityConfig,
+)
 from llem.config.gpu import GPUConfig
 from llem.config.knobs import FROM_PRETRAINED, LLEM, knob, section
 from llem.config.measurement import Boundary, EnergySource, MeasurementConfig
@@ -41,6 +48,11 @@ __all__ = [
     "Device",
     "Dtype",
     "Boundary",
+    "CarbonConfig",
+    "ChassisConfig",
+    "ChassisSource",
+    "CostConfig",
+    "FacilityConfig",
     "EnergySource",
     "ExperimentConfig",
     "GPUConfig",
@@ -109,6 +121,20 @@ class ExperimentConfig:
         GPUConfig, doc="The GPU's power limit and locked clocks for the run (null: as they are)."
     )
     sweep: SweepConfig = section(SweepConfig, doc="How a --multirun is ordered and run.")
+    chassis: ChassisConfig = section(
+        ChassisConfig,
+        doc="The chassis layer at the wall: the BMC's DCMI power reading, or a stated model.",
+    )
+    facility: FacilityConfig = section(
+        FacilityConfig, doc="The facility layer: a layer times the PUE (modelled, always)."
+    )
+    carbon: CarbonConfig = section(
+        CarbonConfig,
+        doc="Grid carbon intensity (the user's number or a country's), for gCO2e per token.",
+    )
+    cost: CostConfig = section(
+        CostConfig, doc="Energy and capacity prices (USD), for cost per million output tokens."
+    )
     passthrough_kwargs: dict[str, Any] = knob(
         factory=dict,
         doc="Extra keyword arguments, merged last (overriding llem's own).",

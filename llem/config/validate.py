@@ -32,6 +32,7 @@ from llem.config.batching import (  # re-exported: its home before the engine ta
 )
 from llem.config.dataset import chat_template_problems, scoring_problems
 from llem.config.engines import engine_problems
+from llem.config.footprint import footprint_hash_defaults, footprint_problems
 from llem.config.gpu import gpu_problems
 from llem.config.knobs import Knob, range_problems, section_class, show
 from llem.config.reference import CONF_DIR
@@ -61,9 +62,10 @@ _HASH_NEW_AT_DEFAULT: dict[str, dict[str, Any]] = {
     "measurement": {"boundary": "gpu"},
     "server": {"stream": None, "prompt_token_ids": None, "command": None, "pids": None},
     "speculative": {"method": "none", "num_tokens": 5, "ngram_size": None, "draft_model": None},
+    **footprint_hash_defaults(),
 }
 # sections added whole after results were first written: left out while every key is at default
-_HASH_NEW_SECTIONS = ("speculative",)
+_HASH_NEW_SECTIONS = ("speculative", "chassis", "facility", "carbon", "cost")
 
 
 def _key(dotted: str) -> str:
@@ -184,6 +186,7 @@ def cross_field_problems(exp: ExperimentConfig) -> list[str]:
         *_traffic_problems(exp.traffic),
         *engine_problems(exp),
         *gpu_problems(exp.gpu, exp.device.value),
+        *footprint_problems(exp.carbon, exp.chassis),
     ]
 
 

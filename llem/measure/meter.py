@@ -36,6 +36,7 @@ from llem.devices.gpu import SensorSpec
 from llem.devices.powercap import Snapshot
 from llem.devices.readings import OtherProcess, Sample
 from llem.measure import uncertainty
+from llem.measure.chassis import ChassisWindow
 from llem.measure.integrate import integrate_linear
 from llem.measure.power_source import DeviceReadError, PowerSource, SourceError
 from llem.measure.rapl_reader import rapl_read_every_s
@@ -86,6 +87,7 @@ class WindowResult:
     cpu: CpuEnergy | None = None  # each RAPL package and DRAM domain; None: RAPL not read
     # device -> why its own reading failed in the window (the others were still measured)
     device_failures: Mapping[str, str] = field(default_factory=dict)
+    chassis: ChassisWindow | None = None  # the BMC's readings (None: not asked for)
 
     @property
     def samples(self) -> list[Sample]:

@@ -35,6 +35,7 @@ from llem.devices.cpu_energy import RaplReader
 from llem.devices.gpu import GpuOpener
 from llem.devices.gpus import open_gpus
 from llem.devices.powercap import DEFAULT_POWERCAP_ROOT
+from llem.measure.chassis import ChassisMeter, ChassisWindow, WallReader
 from llem.measure.cooling import Cooling, wait_until_cool
 from llem.measure.devices import DeviceInfo
 from llem.measure.energy_section import Counts
@@ -71,6 +72,8 @@ class MeasurementSession(IdleSettling):
     directory, unless ``measurement.idle_cache_max_age_s`` is 0).
     ``rapl`` reads the host's CPU packages and DRAM (None: ``open_rapl(powercap_root)`` at
     ``start()``). ``clock``, ``powercap_root``, ``rapl``, ``cuda_sync`` and ``env`` are for tests.
+    ``wall`` reads the chassis's power at the wall (``llem.devices.bmc``), every
+    ``wall_interval_s`` inside each measured window (None: the chassis is not measured).
     ``energy_refused`` says why this host's devices are not the run's to measure (a running
     server on another host, or on GPUs not named): nothing is opened, the energy is null with it.
     """
@@ -91,8 +94,11 @@ class MeasurementSession(IdleSettling):
         gpu_settings: str = "",
         gpus: GpuOpener = open_gpus,
         energy_refused: str | None = None,
+        wall: WallReader | None = None,
+        wall_interval_s: float = 1.0,
     ) -> None:
         self.cfg = cfg
+        self._wall, self._wall_interval_s = wall, wall_interval_s  # the chassis (docstring)
         # why this machine's devices are not the run's to measure (a running server elsewhere,
         # or on GPUs not named): nothing is opened, and the energy is null with this reason
         self._refused = energy_refused
@@ -259,6 +265,11 @@ class MeasurementSession(IdleSettling):
             self.origin_s or 0.0,
             sync=sync,
             on_end=self._keep_window if keep else None,
+            chassis=(
+                ChassisMeter(self._wall, self.clock, self._wall_interval_s)
+                if keep and self._wall is not None
+                else None
+            ),
         )
 
     def count_as_own(self, workload: WorkloadProcesses | None) -> None:
@@ -305,6 +316,10 @@ class MeasurementSession(IdleSettling):
             cpu_disabled_reason=self._refused or self._cpu_disabled(),
             workload_said=None if self._workload is None else self._workload.said,
         )
+
+    def last_chassis(self) -> ChassisWindow | None:
+        """The chassis's energy over the last window (None: the chassis was not read)."""
+        return None if self.last_window is None else self.last_window.chassis
 
     def _cpu_disabled(self) -> str | None:
         return DISABLED if energy_mode(self.cfg) == "none" else None

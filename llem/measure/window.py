@@ -7,10 +7,12 @@ reverse.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable
 from typing import Any, Literal
 
+from llem.measure.chassis import ChassisMeter
 from llem.measure.meter import EnergyMeter, WindowResult
 from llem.measure.sampler import Clock, Sampler
 
@@ -27,7 +29,9 @@ class MeasurementWindow:
     raise out of the window (see ``llem.measure.meter``).
 
     ``start_s``/``end_s`` are seconds since ``origin_s`` (the session start: the replay trace's
-    time). ``on_end`` receives the result once the window has ended.
+    time). ``on_end`` receives the result once the window has ended. ``chassis`` (the BMC's
+    readings, ``llem.measure.chassis``) begins after the start edge and ends after the end edge;
+    its energy is the result's ``chassis``.
     """
 
     def __init__(
@@ -38,8 +42,10 @@ class MeasurementWindow:
         origin_s: float,
         sync: Callable[[], None] | None = None,
         on_end: Callable[[WindowResult], None] | None = None,
+        chassis: ChassisMeter | None = None,
     ) -> None:
         self._meter = meter
+        self._chassis = chassis
         self._clock = clock
         self._sampler = Sampler(meter.tick, sample_hz, clock)
         self._origin_s = origin_s
@@ -58,6 +64,8 @@ class MeasurementWindow:
         start = self._meter.begin()
         self._t0 = start
         self.start_s = start - self._origin_s
+        if self._chassis is not None:
+            self._chassis.begin(start)
         self._sampler.start(start)
         return self
 
@@ -80,6 +88,9 @@ class MeasurementWindow:
             self._sampler.stop()
         finally:
             self.result = self._meter.end(self._sampler.error)
+            if self._chassis is not None:
+                wall = self._chassis.end(self.result.end_s)
+                self.result = dataclasses.replace(self.result, chassis=wall)
             self.end_s = self.result.end_s - self._origin_s
             if self._on_end is not None:
                 self._on_end(self.result)

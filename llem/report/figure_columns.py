@@ -17,6 +17,7 @@ from llem.report.columns import (
     phase_columns,
     window_column,
 )
+from llem.report.footprint_columns import footprint_columns
 from llem.report.labels import format_number, format_with_ci
 from llem.report.notes import INVALID_MARK
 from llem.report.quality_columns import quality_columns
@@ -92,6 +93,7 @@ def metric_columns(
         figure_column(summary, "J/tok", jtok_name, with_ci, marks),
         *bound,
         *quality_columns(summary, interval, with_ci),
+        *footprint_columns(summary, with_ci),
         *concurrency_column(summary),
         *ttft_columns(summary),
         *goodput_columns(summary),

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from llem.report.cells import is_missing, typed_column
+from llem.report.footprint_metrics import FOOTPRINT_METRICS, LAYER_LABEL
 from llem.report.hardware import (
     Group,
     configuration_groups,
@@ -212,6 +213,7 @@ def summary_frame(runs: Runs, include_invalid: bool = False) -> pd.DataFrame:
     keys = runs.config_keys
     traffic = [k for k in columns.traffic if k not in keys]
     origin = [ORIGIN] if columns.present(ORIGIN) else []  # part of what pools (report.ttft)
+    origin += [LAYER_LABEL] if columns.present(LAYER_LABEL) else []  # measured | modelled
     rows = []
     for group in groups:
         row, used = _group_row(columns, group, [*keys, *traffic, *origin], include_invalid)
@@ -234,6 +236,7 @@ class _Columns:
         self.metrics = [m for m in METRICS if m in frame.columns]
         self.metrics += [m for m in SERVING_METRICS if self.present(m)]
         self.metrics += [m for m in QUALITY_METRICS if self.present(m)]  # schema 6
+        self.metrics += [m for m in FOOTPRINT_METRICS if self.present(m)]  # docs/footprint.md
         #: metrics with per-run bounds in ``<metric>_uncertainty``
         self.bounded = {m for m in self.metrics if f"{m}{UNCERTAINTY_SUFFIX}" in frame.columns}
         #: metrics with per-run 95% intervals in ``<metric>_ci95_half_width``

@@ -25,6 +25,7 @@ from typing import Any
 from llem.atomic import atomic_write_text
 from llem.result.boundary import Boundary
 from llem.result.figure import Figure, read_figure, with_figures
+from llem.result.footprint import Footprint, Layers
 from llem.result.gpu import GpuSection
 from llem.result.migrate import SCHEMA_VERSION, ResultFormatError, migrate
 from llem.result.quality import Quality
@@ -90,6 +91,9 @@ class RunResult:
     server: ServerSection | None = None  # schema 6 (llem.result.server); null: in-process engine
     # llem.result.speculative; null with the reason: speculative=none, or an older file
     speculative: SpeculativeSection | None = None
+    # llem.result.footprint; null with the reason: nothing asked for, or an older file
+    layers: Layers | None = None
+    footprint: Footprint | None = None
     lifecycle: Lifecycle = field(default_factory=Lifecycle)
     sweep: SweepPosition | None = None
     null_reasons: dict[str, str] = field(default_factory=dict)

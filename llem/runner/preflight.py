@@ -30,6 +30,7 @@ from llem.devices.gpu import GpuUnavailable
 from llem.devices.gpus import open_gpus
 from llem.errors import PreflightError
 from llem.measure import MeasurementSession
+from llem.runner.footprint import footprint_preflight
 from llem.runner.gpu_settings import gpu_preflight_problems
 from llem.runner.prompts import check_dataset
 from llem.vocabulary import Backend
@@ -177,6 +178,7 @@ def collect_findings(
     )
     problems.extend(session.preflight())
     problems.extend(gpu_preflight_problems(exp.gpu, exp.measurement.gpu_indices))
+    problems.extend(footprint_preflight(exp))  # chassis.source=ipmitool, carbon.country
     return problems, list(session.preflight_warnings)
 
 

@@ -37,6 +37,7 @@ from llem.runner.assemble import (
     no_temperature_reason,
 )
 from llem.runner.environment import EnvironmentCache, write_environment
+from llem.runner.footprint import fill_footprint, wall_reader
 from llem.runner.gpu_settings import GpuSettings, requested_settings
 from llem.runner.load_times import record_load
 from llem.runner.preflight import preflight
@@ -176,6 +177,7 @@ class Runner:
             fill_serving(result, exp, ran, session, backend, loaded, run_dir)
             loaded.fill_window(result, run_dir)  # the engine's own view of it (server)
             fill_quality(result, measured.task, ran, run_dir)  # after the window and its energy
+            fill_footprint(exp, result, session.last_chassis())  # layers, carbon, cost
             if exp.measurement.save_outputs:
                 write_generations(run_dir, measured.outputs, measured.n_prompts)
             session.write_timeseries(run_dir / "timeseries.csv")
@@ -210,6 +212,8 @@ class Runner:
             gpu_settings=requested_settings(exp.gpu),  # baselines are kept per GPU settings
             # a running server elsewhere, or on GPUs not named: this host's are not its
             energy_refused=backend.energy_refusal(exp.measurement),
+            wall=wall_reader(exp),  # the chassis at the wall (chassis.source=auto|ipmitool)
+            wall_interval_s=exp.chassis.interval_s,
         )
 
     def _generate(

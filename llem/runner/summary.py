@@ -27,6 +27,7 @@ from pathlib import Path
 
 from llem.figures.digits import plain
 from llem.result import Energy, RunResult
+from llem.runner.footprint_line import footprint_lines
 
 CPU_PART = "; CPU package energy: "
 FIGURE = re.compile(r"\d J \(")  # a measured figure ("12.3 J (nvml_counter)"), not a reason
@@ -182,6 +183,7 @@ def summary_line(result: RunResult, run_dir: Path, said: set[str] | None = None)
         + (f"{node}\n" if (node := boundary_line(result)) else "")
         + (f"{quality}\n" if (quality := quality_line(result)) else "")
         + (f"{spec}\n" if (spec := speculative_line(result)) else "")
+        + "".join(f"{line}\n" for line in footprint_lines(result))
         + f"result: {Path(run_dir) / 'result.json'}"
     )
 

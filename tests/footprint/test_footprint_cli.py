@@ -1,0 +1,63 @@
+"""``python -m llem`` on the tiny model with a grid intensity, prices and the chassis asked for,
+on a host whose BMC does not answer (a fake ipmitool on PATH that answers as the real one does
+without a BMC device): the chassis null with ipmitool's words, carbon null with the reason
+energy is unavailable, the capacity cost given; the terminal says the same."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from llem.testing import fake_ipmitool
+from llem.testing.cli import output, run_llem
+
+pytestmark = pytest.mark.slow
+
+
+def test_a_run_without_a_bmc_prints_the_chassis_reason_and_its_carbon_and_cost_lines(
+    tiny_model_dir, tmp_path, monkeypatch
+):
+    fake_ipmitool.install(tmp_path / "bin", [fake_ipmitool.NO_DEVICE])
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    run_dir = tmp_path / "run"
+    proc = run_llem(
+        "model=hf",
+        f"model.name_or_path={tiny_model_dir}",
+        "device=cpu",
+        "measurement.energy=none",
+        "measurement.warmup=0",
+        "decoder.max_new_tokens=4",
+        "dataset.n_prompts=2",
+        "chassis.source=auto",
+        "chassis.interval_s=0.2",
+        "facility.pue=1.2",
+        "carbon.intensity_g_per_kwh=400",
+        "carbon.label=planted",
+        "cost.usd_per_node_hour=3.6",
+        f"hydra.run.dir={run_dir}",
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, output(proc)
+    no_bmc = (
+        "no BMC: ipmitool dcmi power reading failed: Could not open device at /dev/ipmi0 or "
+        "/dev/ipmi/0 or /dev/ipmidev/0: No such file or directory"
+    )
+    assert f"layers: chassis null ({no_bmc})" in proc.stdout, output(proc)
+    assert "carbon: null (no layer was measured here" in proc.stdout
+    assert "intensity 400 gCO2e/kWh (user value (carbon.intensity_g_per_kwh): planted)" in (
+        proc.stdout
+    )
+    result = json.loads((run_dir / "result.json").read_text())
+    assert result["null_reasons"]["layers.chassis_j"] == no_bmc
+    assert result["layers"]["chassis_label"] == "measured"
+    assert result["layers"]["facility_label"] == "modelled"
+    fp = result["footprint"]
+    assert fp["g_per_output_token"] is None
+    window_s = result["energy"]["window_s"]
+    assert fp["capacity_cost_usd"] == pytest.approx(window_s / 3600 * 3.6)
+    tokens = result["workload"]["output_tokens"]
+    assert fp["capacity_usd_per_million_output_tokens"] == pytest.approx(
+        window_s / 3600 * 3.6 / tokens * 1e6
+    )
