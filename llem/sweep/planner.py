@@ -18,7 +18,7 @@ from omegaconf import DictConfig
 
 from llem.backends import create_backend
 from llem.config.schema import SweepOrder
-from llem.config.validate import config_hash
+from llem.config.validate import config_hash, legacy_config_hash
 from llem.errors import ConfigError
 from llem.hydra.compose.points import PointComposer
 from llem.hydra.errors import condense_hydra_error, explain_hydra_text, hydra_error_text
@@ -112,7 +112,7 @@ class Planner:
                 raise  # an unknown key is a typo, not an invalid combination
             point.status, point.reason = "skipped", exc.message
             return point
-        point.config_hash = config_hash(exp)
+        point.config_hash, point.legacy_hash = config_hash(exp), legacy_config_hash(exp)
         point.repeat = exp.repeat
         point.power_limit_w = exp.gpu.power_limit_w  # the run order steps through the limits
         device = resolve_device(exp.device, self.has_cuda)
