@@ -19,7 +19,6 @@ from llem.backends import create_backend, run_seed
 from llem.backends.memory import peak_memory, reset_peak_memory
 from llem.backends.stops import prompt_stops
 from llem.config.schema import ExperimentConfig
-from llem.config.validate import config_hash
 from llem.measure import MeasurementSession
 from llem.measure.gpu_record import restore_leftovers
 from llem.measure.idle import IdleCache
@@ -40,7 +39,7 @@ from llem.runner.environment import EnvironmentCache, write_environment
 from llem.runner.gpu_settings import GpuSettings, requested_settings
 from llem.runner.load_times import record_load
 from llem.runner.preflight import preflight
-from llem.runner.prepare import prepare
+from llem.runner.prepare import Prepared, prepare
 from llem.runner.progress import BatchProgress
 from llem.runner.prompts import prepare_prompts
 from llem.runner.quality import fill_quality
@@ -90,7 +89,7 @@ class Runner:
 
     def run(
         self,
-        cfg: DictConfig | ExperimentConfig,
+        cfg: DictConfig | ExperimentConfig | Prepared,
         run_dir: Path,
         overrides: list[str] | None = None,
         reuse_model: bool = False,
@@ -109,7 +108,9 @@ class Runner:
         exp = prepared.exp
         checks = preflight(exp)
         if exp.dry_run:
-            return RunResult(status="dry_run", config_hash=config_hash(exp), device=checks.device)
+            return RunResult(
+                status="dry_run", config_hash=prepared.config_hash, device=checks.device
+            )
         run_dir = Path(run_dir)
         run_dir.mkdir(parents=True, exist_ok=True)
         result = new_result(prepared, checks.device, started_at, overrides, sweep, checks.warnings)
