@@ -309,6 +309,9 @@ class BackendSections(Generic[ConfigT]):
     # outputs) rather than ``generate`` batches: an engine that needs another engine object for it
     # (vLLM's AsyncLLM) builds that one, and its load key differs.
     serving: bool = False
+    # the run's directory, where the engine writes files of its own (a launched server's log);
+    # None outside a run (pre-flight, planning)
+    run_dir: Path | None = None
 
 
 class Backend(Protocol[ConfigT_co]):

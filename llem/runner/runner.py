@@ -137,7 +137,7 @@ class Runner:
         self, exp: ExperimentConfig, device: str, run_dir: Path, result: RunResult, reuse: bool
     ) -> None:
         write_environment(run_dir / "environment.json", self._environment.snapshot())
-        backend = create_backend(exp)
+        backend = create_backend(exp, run_dir)
         threads = settle_threads(exp)  # before the model loads (llem.runner.threads)
         # the device whose energy is measured: a server's named GPUs, whatever llem's torch sees
         metered = backend.energy_device(device, exp.measurement)

@@ -147,7 +147,7 @@ def _run(
         overrides += ["measurement.energy=replay", f"measurement.replay_trace={trace}"]
     exp = to_experiment(compose_tiny(tiny_model_dir, *overrides))
     fake = PlantedAnswers(tiny_tokenizer())
-    monkeypatch.setattr(runner_module, "create_backend", lambda exp: fake)
+    monkeypatch.setattr(runner_module, "create_backend", lambda exp, run_dir: fake)
     run_dir = tmp_path / "run"
     return Runner().run(exp, run_dir), fake, run_dir
 
