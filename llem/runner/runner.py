@@ -20,6 +20,7 @@ from llem.backends.memory import peak_memory, reset_peak_memory
 from llem.backends.stops import prompt_stops
 from llem.config.schema import ExperimentConfig
 from llem.measure import MeasurementSession
+from llem.measure.engine_gpus import judge_engine_gpus
 from llem.measure.gpu_record import restore_leftovers
 from llem.measure.idle import IdleCache
 from llem.quality.task import Task
@@ -176,6 +177,8 @@ class Runner:
             ran = Served(measured.outputs, measured.served, measured.n_prompts)
             fill_serving(result, exp, ran, session, backend, loaded, run_dir)
             loaded.fill_window(result, run_dir)  # the engine's own view of it (server)
+            if (used := loaded.gpus_used()) is not None:  # judged against the GPUs measured
+                judge_engine_gpus(result, backend.name, used)
             fill_quality(result, measured.task, ran, run_dir)  # after the window and its energy
             if exp.measurement.save_outputs:
                 write_generations(run_dir, measured.outputs, measured.n_prompts)
