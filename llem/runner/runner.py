@@ -81,6 +81,10 @@ class Runner:
     live_display: bool  # a sweep's live display owns the terminal: batch progress goes to the log
     idle_cache: IdleCache  # idle-power baselines this runner's runs measured, for later runs
 
+    # the Hydra job's ``hydra`` node as plain data, set by the command that runs under Hydra (how
+    # many points its launcher runs at once); None: one run in this process
+    hydra: dict[str, Any] | None = None
+
     def __init__(self, live_display: bool = False) -> None:
         self.live_display = live_display
         self.idle_cache = IdleCache()
@@ -139,7 +143,7 @@ class Runner:
     ) -> None:
         write_environment(run_dir / "environment.json", self._environment.snapshot())
         backend = create_backend(exp, run_dir)
-        threads = settle_threads(exp)  # before the model loads (llem.runner.threads)
+        threads = settle_threads(exp, self.hydra)  # before the model loads (runner.threads)
         # the device whose energy is measured: a server's named GPUs, whatever llem's torch sees
         metered = backend.energy_device(device, exp.measurement)
         indices = _torch_indices(exp, metered, backend)
