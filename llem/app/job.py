@@ -49,9 +49,11 @@ def run_task(cfg: DictConfig, command: Command) -> JobOutcome:
 
 
 def _plain(node: Any) -> dict[str, Any] | None:
-    """Hydra's own config node as plain data."""
+    """Hydra's own config node as plain data (None for anything else)."""
     from omegaconf import OmegaConf
 
+    if not OmegaConf.is_config(node):
+        return None
     data = OmegaConf.to_container(node, resolve=False)
     return {str(k): v for k, v in data.items()} if isinstance(data, dict) else None
 

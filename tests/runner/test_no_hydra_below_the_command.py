@@ -14,12 +14,13 @@ HANDED_IN = ("runner", "backends", "measure", "result", "devices", "figures", "q
 def _hydra_imports(path: Path) -> list[int]:
     lines: list[int] = []
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "hydra":
-            lines.append(node.lineno)
-        elif isinstance(node, ast.Import) and any(
-            a.name.split(".")[0] == "hydra" for a in node.names
-        ):
-            lines.append(node.lineno)
+        if isinstance(node, ast.ImportFrom):
+            names = [node.module or ""]
+        elif isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        else:
+            continue
+        lines += [node.lineno for name in names if name.split(".")[0] == "hydra"]
     return lines
 
 
