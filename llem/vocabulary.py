@@ -235,6 +235,18 @@ class WorkloadProcesses:
     said: str
 
 
+@dataclass(frozen=True)
+class EngineGpus:
+    """The GPUs the engine's processes held in the window (UUIDs; None with ``null_reason`` where
+    they cannot be known), for the check that the run measured each of them
+    (``llem.measure.engine_gpus``)."""
+
+    uuids: list[str] | None
+    null_reason: str | None = None
+    cover: str = ""  # how to measure a GPU it used beyond those measured
+    who: str = "the engine"  # how the check's sentences name it ("the server")
+
+
 @dataclass
 class LoadedModel:
     """A model ready to generate, plus what the run needs to describe it."""
@@ -265,6 +277,12 @@ class LoadedModel:
         """After the measured window: what the engine saw of the window itself (a server's own
         /metrics) into the run's result and run directory; nothing for an engine in this
         process."""
+
+    def gpus_used(self) -> EngineGpus | None:
+        """After ``fill_window``: the GPUs the engine's processes held in the window (a server's),
+        judged by the run against those it measured; None: the engine runs in llem's own
+        processes, on the GPUs the run measures."""
+        return None
 
     def workload_processes(self) -> WorkloadProcesses | None:
         """The processes outside llem's tree that run this model (a running server's), for the
@@ -309,6 +327,9 @@ class BackendSections(Generic[ConfigT]):
     # outputs) rather than ``generate`` batches: an engine that needs another engine object for it
     # (vLLM's AsyncLLM) builds that one, and its load key differs.
     serving: bool = False
+    # the run's directory, where the engine writes files of its own (a launched server's log);
+    # None outside a run (pre-flight, planning)
+    run_dir: Path | None = None
 
 
 class Backend(Protocol[ConfigT_co]):

@@ -34,6 +34,7 @@ def run_task(cfg: DictConfig, command: Command) -> JobOutcome:
 
     command.task_started = True
     hc = HydraConfig.get()
+    command.runner.hydra = _plain(hc)  # its launcher sets the threads (llem.runner.threads)
     multirun = hc.mode == RunMode.MULTIRUN
     command.multirun = command.multirun or multirun
     run_dir = Path(hc.runtime.output_dir)
@@ -45,6 +46,16 @@ def run_task(cfg: DictConfig, command: Command) -> JobOutcome:
     else:
         _single_run(cfg, command, outcome)
     return outcome
+
+
+def _plain(node: Any) -> dict[str, Any] | None:
+    """Hydra's own config node as plain data (None for anything else)."""
+    from omegaconf import OmegaConf
+
+    if not OmegaConf.is_config(node):
+        return None
+    data = OmegaConf.to_container(node, resolve=False)
+    return {str(k): v for k, v in data.items()} if isinstance(data, dict) else None
 
 
 def _discard_run_dir(run_dir: Path) -> None:

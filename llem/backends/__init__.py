@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+from pathlib import Path
 from typing import Any
 
 from llem.config.architectures import run_decoder
@@ -50,8 +51,11 @@ def serves(exp: ExperimentConfig, name: str | None = None) -> bool:
     return exp.traffic.kind != TrafficKind.offline or row.offline_serves(getattr(exp, row.section))
 
 
-def sections(exp: ExperimentConfig, name: str | None = None) -> BackendSections[Any]:
-    """The sections the ``name`` backend (default: ``exp.backend``) is built with."""
+def sections(
+    exp: ExperimentConfig, name: str | None = None, run_dir: Path | None = None
+) -> BackendSections[Any]:
+    """The sections the ``name`` backend (default: ``exp.backend``) is built with, for a run
+    into ``run_dir`` (None: no run, as in pre-flight)."""
     row = _row(exp, name)
     drops_min_tokens = row.serve_drops_min_new_tokens and serves(exp, row.name)
     return BackendSections(
@@ -66,13 +70,14 @@ def sections(exp: ExperimentConfig, name: str | None = None) -> BackendSections[
         save_outputs=exp.measurement.save_outputs or scores(exp.dataset),
         serving=serves(exp, row.name),
         speculative=exp.speculative,
+        run_dir=run_dir,
     )
 
 
-def create_backend(exp: ExperimentConfig) -> Backend[Any]:
+def create_backend(exp: ExperimentConfig, run_dir: Path | None = None) -> Backend[Any]:
     """The backend ``exp`` names (the default when none is named), built with its sections by
-    the driver module of its row in the engine table."""
+    the driver module of its row in the engine table, for a run into ``run_dir``."""
     row = active_engine(exp)
     module = importlib.import_module(row.driver)
-    backend: Backend[Any] = module.create_backend(sections(exp, row.name))
+    backend: Backend[Any] = module.create_backend(sections(exp, row.name, run_dir))
     return backend

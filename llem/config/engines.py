@@ -22,8 +22,8 @@ from typing import Any
 from llem.config.batching import pytorch_batching_problems
 from llem.config.pytorch import Batching, PyTorchConfig
 from llem.config.schema import ExperimentConfig
-from llem.config.server import ServerConfig, server_problems
-from llem.config.vllm import VLLMConfig
+from llem.config.server import SERVER_INSTEAD, ServerConfig, server_problems
+from llem.config.vllm import VLLM_INSTEAD, VLLMConfig
 
 
 @dataclass(frozen=True)
@@ -49,110 +49,29 @@ class Engine:
     instead: Mapping[str, str] = field(default_factory=dict)
     # its own rules against the rest of the configuration, checked when it is the backend
     rules: Callable[[ExperimentConfig], list[str]] = lambda _exp: []
+    # ``quantization`` (bitsandbytes) and ``passthrough_kwargs`` (from_pretrained's): what to use
+    # instead with this engine, which refuses them (transformers-only shared keys)
+    shared_instead: Mapping[str, str] = field(default_factory=dict)
     # the speculative methods it runs (``speculative=METHOD``); another is refused in pre-flight
     speculative: tuple[str, ...] = ("none",)
 
 
-def _vllm_equivalent(text: str) -> str:
-    return f"vLLM equivalent: {text}"
-
-
-_COMPILE = _vllm_equivalent("vllm.enforce_eager; vLLM compiles unless it is true")
-_PAGED = _vllm_equivalent(
-    "vllm.block_size and vllm.kv_cache_dtype; vLLM always uses its paged KV cache"
-)
-_NO_BEAMS = _vllm_equivalent("none; beam search is not measured through the vllm backend")
-
-# pytorch.* knob -> what to use with the vllm backend instead
-_VLLM_INSTEAD = {
-    "pytorch.batch_size": _vllm_equivalent(
-        "vllm.max_num_seqs; all prompts go to the engine at once"
-    ),
-    "pytorch.batching": "vLLM always batches continuously; leave it unset",
-    "pytorch.device_map": _vllm_equivalent(
-        "vllm.tensor_parallel_size / vllm.pipeline_parallel_size"
-    ),
-    "pytorch.max_memory": _vllm_equivalent(
-        "vllm.gpu_memory_utilization or vllm.kv_cache_memory_bytes"
-    ),
-    "pytorch.attn_implementation": _vllm_equivalent(
-        "+vllm.engine_kwargs.attention_config.backend=NAME; vLLM picks one itself"
-    ),
-    "pytorch.torch_compile": _COMPILE,
-    "pytorch.torch_compile_mode": _COMPILE,
-    "pytorch.torch_compile_backend": _COMPILE,
-    "pytorch.use_cache": _PAGED,
-    "pytorch.cache_implementation": _PAGED,
-    "pytorch.num_beams": _NO_BEAMS,
-    "pytorch.early_stopping": _NO_BEAMS,
-    "pytorch.length_penalty": _NO_BEAMS,
-    "pytorch.no_repeat_ngram_size": _vllm_equivalent("none in vLLM"),
-    "pytorch.prompt_lookup_num_tokens": _vllm_equivalent(
-        "speculative=ngram speculative.num_tokens=N (vLLM's speculative_config)"
-    ),
-    "pytorch.num_threads": _vllm_equivalent(
-        "the VLLM_CPU_OMP_THREADS_BIND environment variable on the CPU"
-    ),
-}
-
-
-def _vllm_rules(exp: ExperimentConfig) -> list[str]:
-    """What the vllm backend cannot take from the sections every engine shares."""
+def _not_transformers(exp: ExperimentConfig, row: Engine) -> list[str]:
+    """The shared keys only transformers reads (bitsandbytes quantisation, ``passthrough_kwargs``:
+    from_pretrained's arguments), refused under an engine whose row says what to use instead."""
     p: list[str] = []
     q = exp.quantization
-    if q.load_in_4bit or q.load_in_8bit:
+    if "quantization" in row.shared_instead and (q.load_in_4bit or q.load_in_8bit):
         which = "bnb-4bit" if q.load_in_4bit else "bnb-8bit"
         p.append(
             f"quantization={which} is the transformers bitsandbytes path and does not apply to "
-            "backend=vllm (use quantization=none vllm.quantization=bitsandbytes)"
+            f"backend={row.name} (use {row.shared_instead['quantization']})"
         )
-    if exp.passthrough_kwargs:
+    if "passthrough_kwargs" in row.shared_instead and exp.passthrough_kwargs:
         keys = ", ".join(sorted(str(k) for k in exp.passthrough_kwargs))
         p.append(
             f"passthrough_kwargs ({keys}) are from_pretrained arguments and do not apply to "
-            "backend=vllm (use +vllm.engine_kwargs.<engine argument>=VALUE)"
-        )
-    return p
-
-
-def _server_equivalent(text: str) -> str:
-    return f"server equivalent: {text}"
-
-
-_SERVER_ARG = _server_equivalent("+server.args.{name}=VALUE with server.launch=vllm")
-
-# another engine's key -> what to use with the server backend instead
-_SERVER_INSTEAD = {
-    **{
-        f"vllm.{f.name}": _SERVER_ARG.format(name=f.name)
-        for f in fields(VLLMConfig)
-        if f.name not in ("max_num_seqs", "engine_kwargs")
-    },
-    "vllm.max_num_seqs": _server_equivalent("server.max_num_seqs"),
-    "vllm.engine_kwargs": _server_equivalent("+server.args.NAME=VALUE"),
-    "pytorch.batch_size": _server_equivalent(
-        "server.max_num_seqs; the server batches continuously"
-    ),
-    "pytorch.batching": "a server batches continuously; leave it unset",
-    "pytorch.num_threads": _server_equivalent("none; the server runs its own threads"),
-}
-
-
-def _server_rules(exp: ExperimentConfig) -> list[str]:
-    """What the server backend cannot take: its own section's rules, and the transformers-only
-    shared keys."""
-    p = server_problems(exp.server)
-    q = exp.quantization
-    if q.load_in_4bit or q.load_in_8bit:
-        p.append(
-            "quantization=bnb-* is the transformers bitsandbytes path and does not apply to "
-            "backend=server (use quantization=none and the server's own argument in +server.args)"
-        )
-    if exp.passthrough_kwargs:
-        keys = ", ".join(sorted(str(k) for k in exp.passthrough_kwargs))
-        p.append(
-            f"passthrough_kwargs ({keys}) are from_pretrained arguments and do not apply to "
-            "backend=server (use +server.args.NAME=VALUE)"
+            f"backend={row.name} (use {row.shared_instead['passthrough_kwargs']})"
         )
     return p
 
@@ -189,9 +108,12 @@ ENGINES: tuple[Engine, ...] = (
         preflight="llem.backends.vllm:preflight_problems",
         threads_reason="the vLLM engine runs in its own processes with vLLM's own CPU threads "
         "(VLLM_CPU_OMP_THREADS_BIND on the CPU); llem does not set them",
-        instead=_VLLM_INSTEAD,
-        rules=_vllm_rules,
+        instead=VLLM_INSTEAD,
         speculative=("none", "ngram", "draft"),
+        shared_instead={
+            "quantization": "quantization=none vllm.quantization=bitsandbytes",
+            "passthrough_kwargs": "+vllm.engine_kwargs.<engine argument>=VALUE",
+        },
     ),
     Engine(
         name="server",
@@ -205,9 +127,13 @@ ENGINES: tuple[Engine, ...] = (
         threads_reason="the server runs in its own processes with its own CPU threads; llem "
         "does not set them",
         offline_serves=lambda _section: True,
-        instead=_SERVER_INSTEAD,
-        rules=_server_rules,
+        instead=SERVER_INSTEAD,
+        rules=lambda exp: server_problems(exp.server),
         speculative=("none", "ngram", "draft"),  # with server.launch=vllm (its pre-flight)
+        shared_instead={
+            "quantization": "quantization=none and the server's own argument in +server.args",
+            "passthrough_kwargs": "+server.args.NAME=VALUE",
+        },
     ),
 )
 
@@ -267,7 +193,11 @@ def engine_problems(exp: ExperimentConfig) -> list[str]:
     is reported, and the rest checked as under the default engine."""
     table = engines()
     backend = table.get(exp.backend or default_name(), table[default_name()])
-    p = [*foreign_key_problems(exp, backend), *backend.rules(exp)]
+    p = [
+        *foreign_key_problems(exp, backend),
+        *backend.rules(exp),
+        *_not_transformers(exp, backend),
+    ]
     if exp.backend is not None and exp.backend not in table:
         p.append(f"backend={exp.backend}: unknown backend (allowed: {', '.join(known_backends())})")
     return p

@@ -20,6 +20,7 @@ from enum import Enum
 from typing import Any
 
 from llem.config.knobs import LLEM, Destination, knob
+from llem.config.vllm import VLLMConfig
 
 LAUNCH = Destination(
     "server launch", "an argument of the server command that `server.launch` starts"
@@ -241,3 +242,24 @@ def server_problems(config: ServerConfig) -> list[str]:
             "server.command; a preset's GPUs come from its own arguments"
         )
     return p + ([] if config.url is not None else _command_problems(config))
+
+
+def server_equivalent(text: str) -> str:
+    return f"server equivalent: {text}"
+
+
+SERVER_ARG = server_equivalent("+server.args.{name}=VALUE with server.launch=vllm")
+
+# another engine's key -> what to use with the server backend instead
+SERVER_INSTEAD = {
+    **{
+        f"vllm.{f.name}": SERVER_ARG.format(name=f.name)
+        for f in fields(VLLMConfig)
+        if f.name not in ("max_num_seqs", "engine_kwargs")
+    },
+    "vllm.max_num_seqs": server_equivalent("server.max_num_seqs"),
+    "vllm.engine_kwargs": server_equivalent("+server.args.NAME=VALUE"),
+    "pytorch.batch_size": server_equivalent("server.max_num_seqs; the server batches continuously"),
+    "pytorch.batching": "a server batches continuously; leave it unset",
+    "pytorch.num_threads": server_equivalent("none; the server runs its own threads"),
+}

@@ -31,7 +31,7 @@ from llem.config.batching import (  # re-exported: its home before the engine ta
     continuous_batching_problems as continuous_batching_problems,
 )
 from llem.config.dataset import chat_template_problems, scoring_problems
-from llem.config.engines import engine_problems
+from llem.config.engines import active_engine, engine_problems, engines
 from llem.config.footprint import footprint_hash_defaults, footprint_problems
 from llem.config.gpu import gpu_problems
 from llem.config.knobs import Knob, range_problems, section_class, show
@@ -333,14 +333,31 @@ def plain(value: Any) -> Any:
 
 
 def config_hash(exp: ExperimentConfig) -> str:
-    """Identity of a configuration: the resolved config minus repeat, dry_run and sweep settings."""
-    data = plain(exp)
+    """Identity of a configuration: the resolved config minus repeat, dry_run and sweep settings,
+    and minus every engine section but the active one's (other engines' keys are refused away
+    from their defaults, so those sections say nothing; adding an engine changes no hash)."""
+    data = _hashed(exp)
+    active = active_engine(exp).section
+    for row in engines().values():
+        if row.section != active:
+            data.pop(row.section, None)
+    return _digest(data)
+
+
+def legacy_config_hash(exp: ExperimentConfig) -> str:
+    """The hash that llem wrote before ``config_hash`` left out the inactive engines' sections
+    (every section but an unconfigured server's): a sweep written then still resumes by it."""
+    return _digest(_hashed(exp, legacy=True))
+
+
+def _hashed(exp: ExperimentConfig, legacy: bool = False) -> dict[str, Any]:
+    data: dict[str, Any] = plain(exp)
+    if legacy and data.get("server") == plain(ExperimentConfig())["server"]:
+        data.pop("server")  # no server configured: the hash of configs from before server.*
     for key in _HASH_EXCLUDED:
         data.pop(key, None)
     if not any(v is not None for v in data.get("gpu", {}).values()):
         data.pop("gpu", None)  # a GPU left as it is: the hash of configs from before gpu.*
-    if data.get("server") == plain(ExperimentConfig())["server"]:
-        data.pop("server")  # no server configured: the hash of configs from before server.*
     for section, defaults in _HASH_NEW_AT_DEFAULT.items():
         for key, default in defaults.items():
             if key in data.get(section, {}) and data[section][key] == default:
@@ -348,5 +365,9 @@ def config_hash(exp: ExperimentConfig) -> str:
     for section in _HASH_NEW_SECTIONS:
         if data.get(section) == {}:
             del data[section]
+    return data
+
+
+def _digest(data: dict[str, Any]) -> str:
     blob = json.dumps(data, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]

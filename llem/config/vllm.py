@@ -3,7 +3,8 @@
 Every knob defaults to ``None`` (vLLM's own default applies and nothing is passed). Knob names are
 vLLM's engine-argument names, so a value means what vLLM's documentation says it means;
 ``engine_kwargs`` passes any other engine argument and is merged last. The rules between this
-section and the rest of the tree live in ``llem.config.engines``.
+section and the rest of the tree live in ``llem.config.engines``; ``VLLM_INSTEAD`` is what
+the vLLM engine's row says to use instead of PyTorch's keys.
 """
 
 from __future__ import annotations
@@ -87,3 +88,46 @@ class VLLMConfig:
     engine_kwargs: dict[str, Any] = knob(
         factory=dict, doc="Any other engine argument, merged last.", goes_to=ENGINE
     )
+
+
+def vllm_equivalent(text: str) -> str:
+    return f"vLLM equivalent: {text}"
+
+
+COMPILE = vllm_equivalent("vllm.enforce_eager; vLLM compiles unless it is true")
+PAGED = vllm_equivalent(
+    "vllm.block_size and vllm.kv_cache_dtype; vLLM always uses its paged KV cache"
+)
+NO_BEAMS = vllm_equivalent("none; beam search is not measured through the vllm backend")
+
+# pytorch.* knob -> what to use with the vllm backend instead
+VLLM_INSTEAD = {
+    "pytorch.batch_size": vllm_equivalent(
+        "vllm.max_num_seqs; all prompts go to the engine at once"
+    ),
+    "pytorch.batching": "vLLM always batches continuously; leave it unset",
+    "pytorch.device_map": vllm_equivalent(
+        "vllm.tensor_parallel_size / vllm.pipeline_parallel_size"
+    ),
+    "pytorch.max_memory": vllm_equivalent(
+        "vllm.gpu_memory_utilization or vllm.kv_cache_memory_bytes"
+    ),
+    "pytorch.attn_implementation": vllm_equivalent(
+        "+vllm.engine_kwargs.attention_config.backend=NAME; vLLM picks one itself"
+    ),
+    "pytorch.torch_compile": COMPILE,
+    "pytorch.torch_compile_mode": COMPILE,
+    "pytorch.torch_compile_backend": COMPILE,
+    "pytorch.use_cache": PAGED,
+    "pytorch.cache_implementation": PAGED,
+    "pytorch.num_beams": NO_BEAMS,
+    "pytorch.early_stopping": NO_BEAMS,
+    "pytorch.length_penalty": NO_BEAMS,
+    "pytorch.no_repeat_ngram_size": vllm_equivalent("none in vLLM"),
+    "pytorch.prompt_lookup_num_tokens": vllm_equivalent(
+        "speculative=ngram speculative.num_tokens=N (vLLM's speculative_config)"
+    ),
+    "pytorch.num_threads": vllm_equivalent(
+        "the VLLM_CPU_OMP_THREADS_BIND environment variable on the CPU"
+    ),
+}

@@ -14,7 +14,7 @@ from typing import Any
 
 from llem.config.pytorch import CacheImplementation
 from llem.config.schema import ExperimentConfig
-from llem.config.validate import config_hash, plain
+from llem.config.validate import plain
 from llem.figures.compute import compute_figures
 from llem.measure import Measurement, MeasurementSession
 from llem.result import (
@@ -44,7 +44,7 @@ def new_result(
     q = exp.quantization
     result = RunResult(
         status="failed",
-        config_hash=config_hash(exp),
+        config_hash=prepared.config_hash,
         overrides=list(overrides or []),
         started_at=started_at,
         config=plain(exp),

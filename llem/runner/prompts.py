@@ -197,7 +197,7 @@ def builtin_texts() -> tuple[str, ...]:
     """All built-in prompt texts in file order (read through importlib.resources)."""
     resource = resources.files("llem").joinpath("data").joinpath(BUILTIN_RESOURCE)
     with resource.open("r", encoding="utf-8") as fh:
-        return tuple(_parse_lines(fh, f"built-in llem/data/{BUILTIN_RESOURCE}"))
+        return tuple(t for t, _, _ in _parse_records(fh, f"built-in llem/data/{BUILTIN_RESOURCE}"))
 
 
 # --- internals -----------------------------------------------------------------------------------
@@ -278,17 +278,30 @@ def _jsonl_path(cfg: DatasetConfig) -> Path:
 
 
 def _read_jsonl(path: Path) -> list[str]:
+    return [text for text, _, _ in _records(path)]
+
+
+def _records(path: Path) -> tuple[tuple[str, str | None, int], ...]:
+    """The file's records (``_parse_records``), read once while the file stays as it is: the
+    pre-flight's checks, the prompts and the references of one run share one reading."""
+    try:
+        stat = path.stat()
+    except OSError as exc:
+        raise ConfigError(f"{path} cannot be read: {exc.strerror or exc}") from None
+    return _read_records(path, stat.st_mtime_ns, stat.st_size)
+
+
+@lru_cache(maxsize=4)
+def _read_records(
+    path: Path, _mtime_ns: int, _size: int
+) -> tuple[tuple[str, str | None, int], ...]:
     try:
         with path.open("r", encoding="utf-8") as fh:
-            return _parse_lines(fh, str(path))
+            return tuple(_parse_records(fh, str(path)))
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except OSError as exc:
         raise ConfigError(f"{path} cannot be read: {exc.strerror or exc}") from None
-
-
-def _parse_lines(lines: Iterable[str], name: str) -> list[str]:
-    return [text for text, _, _ in _parse_records(lines, name)]
 
 
 def _parse_records(lines: Iterable[str], name: str) -> list[tuple[str, str | None, int]]:
@@ -325,14 +338,7 @@ def _parse_records(lines: Iterable[str], name: str) -> list[tuple[str, str | Non
 def read_references(cfg: DatasetConfig) -> list[str]:
     """The ``reference`` of each of the run's JSONL prompts (``dataset.scorer`` set), in the order
     ``load_prompts`` takes them. Raises ``ConfigError`` naming the first line without one."""
-    path = _jsonl_path(cfg)
-    try:
-        with path.open("r", encoding="utf-8") as fh:
-            records = _parse_records(fh, str(path))
-    except (UnicodeDecodeError, OSError):
-        _read_jsonl(path)  # raises the same ConfigError as loading the prompts does
-        raise
-    taken = records[: cfg.n_prompts]
+    taken = _records(_jsonl_path(cfg))[: cfg.n_prompts]
     missing = [lineno for _, ref, lineno in taken if ref is None]
     if missing:
         raise ConfigError(

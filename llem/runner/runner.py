@@ -19,8 +19,8 @@ from llem.backends import create_backend, run_seed
 from llem.backends.memory import peak_memory, reset_peak_memory
 from llem.backends.stops import prompt_stops
 from llem.config.schema import ExperimentConfig
-from llem.config.validate import config_hash
 from llem.measure import MeasurementSession
+from llem.measure.engine_gpus import judge_engine_gpus
 from llem.measure.gpu_record import restore_leftovers
 from llem.measure.idle import IdleCache
 from llem.quality.task import Task
@@ -41,7 +41,7 @@ from llem.runner.footprint import fill_footprint, wall_reader
 from llem.runner.gpu_settings import GpuSettings, requested_settings
 from llem.runner.load_times import record_load
 from llem.runner.preflight import preflight
-from llem.runner.prepare import prepare
+from llem.runner.prepare import Prepared, prepare
 from llem.runner.progress import BatchProgress
 from llem.runner.prompts import prepare_prompts
 from llem.runner.quality import fill_quality
@@ -82,6 +82,10 @@ class Runner:
     live_display: bool  # a sweep's live display owns the terminal: batch progress goes to the log
     idle_cache: IdleCache  # idle-power baselines this runner's runs measured, for later runs
 
+    # the Hydra job's ``hydra`` node as plain data, set by the command that runs under Hydra (how
+    # many points its launcher runs at once); None: one run in this process
+    hydra: dict[str, Any] | None = None
+
     def __init__(self, live_display: bool = False) -> None:
         self.live_display = live_display
         self.idle_cache = IdleCache()
@@ -91,7 +95,7 @@ class Runner:
 
     def run(
         self,
-        cfg: DictConfig | ExperimentConfig,
+        cfg: DictConfig | ExperimentConfig | Prepared,
         run_dir: Path,
         overrides: list[str] | None = None,
         reuse_model: bool = False,
@@ -110,7 +114,9 @@ class Runner:
         exp = prepared.exp
         checks = preflight(exp)
         if exp.dry_run:
-            return RunResult(status="dry_run", config_hash=config_hash(exp), device=checks.device)
+            return RunResult(
+                status="dry_run", config_hash=prepared.config_hash, device=checks.device
+            )
         run_dir = Path(run_dir)
         run_dir.mkdir(parents=True, exist_ok=True)
         result = new_result(prepared, checks.device, started_at, overrides, sweep, checks.warnings)
@@ -137,8 +143,8 @@ class Runner:
         self, exp: ExperimentConfig, device: str, run_dir: Path, result: RunResult, reuse: bool
     ) -> None:
         write_environment(run_dir / "environment.json", self._environment.snapshot())
-        backend = create_backend(exp)
-        threads = settle_threads(exp)  # before the model loads (llem.runner.threads)
+        backend = create_backend(exp, run_dir)
+        threads = settle_threads(exp, self.hydra)  # before the model loads (runner.threads)
         # the device whose energy is measured: a server's named GPUs, whatever llem's torch sees
         metered = backend.energy_device(device, exp.measurement)
         indices = _torch_indices(exp, metered, backend)
@@ -176,6 +182,8 @@ class Runner:
             ran = Served(measured.outputs, measured.served, measured.n_prompts)
             fill_serving(result, exp, ran, session, backend, loaded, run_dir)
             loaded.fill_window(result, run_dir)  # the engine's own view of it (server)
+            if (used := loaded.gpus_used()) is not None:  # judged against the GPUs measured
+                judge_engine_gpus(result, backend.name, used)
             fill_quality(result, measured.task, ran, run_dir)  # after the window and its energy
             fill_footprint(exp, result, session.last_chassis())  # layers, carbon, cost
             if exp.measurement.save_outputs:

@@ -113,8 +113,6 @@ def settle_threads(exp: ExperimentConfig, hydra: Mapping[str, Any] | None = None
     row = active_engine(exp)
     if row.threads_knob is None:  # the engine runs its own threads (its row says why)
         return Threads(None, None, row.threads_reason)
-    if hydra is None:
-        hydra = _hydra_node()
     cpus = usable_cpus()
     at_once, launcher = points_at_once(hydra, cpus)
     given = value_of(exp, row.threads_knob)
@@ -161,14 +159,3 @@ def _environment_threads() -> int:
 
         _ENVIRONMENT_THREADS.append(torch.get_num_threads())
     return _ENVIRONMENT_THREADS[0]
-
-
-def _hydra_node() -> dict[str, Any] | None:
-    """The running Hydra job's ``hydra`` config, as plain data; None outside a Hydra job."""
-    from hydra.core.hydra_config import HydraConfig
-    from omegaconf import OmegaConf
-
-    if not HydraConfig.initialized():
-        return None
-    node = OmegaConf.to_container(HydraConfig.get(), resolve=False)
-    return {str(k): v for k, v in node.items()} if isinstance(node, dict) else None

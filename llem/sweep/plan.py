@@ -25,6 +25,7 @@ class Point:
     status: str = "pending"  # pending | skipped | done
     reason: str | None = None
     config_hash: str | None = None
+    legacy_hash: str | None = None  # the hash an older llem wrote for it (found on resume)
     load_key: str | None = None
     repeat: int = 0
     preflight: list[str] = field(default_factory=list)

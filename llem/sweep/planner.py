@@ -18,7 +18,7 @@ from omegaconf import DictConfig
 
 from llem.backends import create_backend
 from llem.config.schema import SweepOrder
-from llem.config.validate import config_hash
+from llem.config.validate import legacy_config_hash
 from llem.errors import ConfigError
 from llem.hydra.compose.points import PointComposer
 from llem.hydra.errors import condense_hydra_error, explain_hydra_text, hydra_error_text
@@ -106,13 +106,14 @@ class Planner:
         point = Point(index=index, overrides=list(overrides))
         cfg = self.compose(index, overrides)  # composition errors stop the whole sweep
         try:
-            exp = prepare(cfg).exp
+            prepared = prepare(cfg)
         except ConfigError as exc:
             if any(": no such key" in p for p in exc.problems):
                 raise  # an unknown key is a typo, not an invalid combination
             point.status, point.reason = "skipped", exc.message
             return point
-        point.config_hash = config_hash(exp)
+        exp = prepared.exp
+        point.config_hash, point.legacy_hash = prepared.config_hash, legacy_config_hash(exp)
         point.repeat = exp.repeat
         point.power_limit_w = exp.gpu.power_limit_w  # the run order steps through the limits
         device = resolve_device(exp.device, self.has_cuda)

@@ -49,8 +49,8 @@ def mark_done(points: list[Point], sweep_dir: Path) -> None:
         if key is not None:
             finished.setdefault(key, []).append(index)
     pending = [p for p in points if p.status == "pending" and p.config_hash]
-    for p in sorted(pending, key=lambda p: p.index not in finished.get(_key(p), [])):
-        where = finished.get(_key(p), [])
+    for p in sorted(pending, key=lambda p: p.index not in _where(finished, p)):
+        where = _where(finished, p)
         if not where:
             continue
         j = p.index if p.index in where else where[0]
@@ -58,8 +58,9 @@ def mark_done(points: list[Point], sweep_dir: Path) -> None:
         p.status, p.found_at = "done", j
 
 
-def _key(p: Point) -> tuple:
-    return (p.config_hash, p.repeat)
+def _where(finished: dict[tuple, list[int]], p: Point) -> list[int]:
+    """Where ``p``'s finished results are: by its hash, or by the hash an older llem wrote."""
+    return finished.get((p.config_hash, p.repeat)) or finished.get((p.legacy_hash, p.repeat), [])
 
 
 def settle_directories(points: list[Point], sweep_dir: Path) -> list[str]:
@@ -93,6 +94,9 @@ def settle_directories(points: list[Point], sweep_dir: Path) -> list[str]:
         _renumber(staging / str(j), j, i)
         shutil.move(str(staging / str(j)), str(sweep_dir / str(i)))
         lines.append(f"#{i}: its finished result was in #{j}; moved to #{i} (not re-run)")
+    for p in points:
+        if p.status == "done" and p.config_hash:
+            _rehash(sweep_dir / str(p.index), p.config_hash)
     if staging.exists():
         shutil.rmtree(staging, ignore_errors=True)
     planned = {p.index for p in points}
@@ -115,6 +119,15 @@ def _older_contents(run_dir: Path, overrides: list[str]) -> str:
     differs = [o for o in result.overrides if o not in overrides]
     of = f"[{' '.join(differs)}]" if differs else "of this configuration"
     return f"an older {result.status} result {of}"
+
+
+def _rehash(run_dir: Path, config_hash: str) -> None:
+    """Write today's hash into a finished result found by the hash an older llem wrote, so that
+    the report pools it with the repeats run now."""
+    result = RunResult.read(run_dir)
+    if result is not None and result.config_hash != config_hash:
+        result.config_hash = config_hash
+        result.write(run_dir)
 
 
 def _renumber(run_dir: Path, old: int, new: int) -> None:

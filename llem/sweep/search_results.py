@@ -89,7 +89,8 @@ def not_a_trial(
         if k
         else search.space.overrides(knobs)
     )
-    if planner.analyse(index, overrides).config_hash != result.config_hash:
+    point = planner.analyse(index, overrides)
+    if result.config_hash not in (point.config_hash, point.legacy_hash):
         return "a result of another configuration"
     return None
 

@@ -13,7 +13,12 @@ from llem.config.knobs import walk
 from llem.config.schema import Batching, DatasetSource, ExperimentConfig, QuantType, TrafficKind
 from llem.config.store import register_configs
 from llem.config.traffic import TrafficConfig, edge_requests
-from llem.config.validate import config_hash, cross_field_problems, to_experiment
+from llem.config.validate import (
+    config_hash,
+    cross_field_problems,
+    legacy_config_hash,
+    to_experiment,
+)
 from llem.errors import ConfigError
 
 CONF = Path(__file__).resolve().parents[2] / "llem" / "conf"
@@ -239,13 +244,13 @@ def test_configs_from_before_the_scoring_keys_keep_their_hashes():
     from llem.testing.cli import compose_tiny
 
     model = Path("/nonexistent/m")
-    assert config_hash(to_experiment(compose_tiny(model))) == "2484b38f0a633719"
+    assert legacy_config_hash(to_experiment(compose_tiny(model))) == "2484b38f0a633719"
     jsonl = compose_tiny(model, "dataset=jsonl", "dataset.path=p.jsonl")
-    assert config_hash(to_experiment(jsonl)) == "4158808c89150df5"
+    assert legacy_config_hash(to_experiment(jsonl)) == "4158808c89150df5"
     scored = compose_tiny(model, "dataset=jsonl", "dataset.path=p.jsonl", "dataset.scorer=exact")
-    assert config_hash(to_experiment(scored)) != "4158808c89150df5"
+    assert legacy_config_hash(to_experiment(scored)) != "4158808c89150df5"
     node = compose_tiny(model, "dataset=jsonl", "dataset.path=p.jsonl", "measurement.boundary=node")
-    assert config_hash(to_experiment(node)) != "4158808c89150df5"
+    assert legacy_config_hash(to_experiment(node)) != "4158808c89150df5"
 
 
 def test_server_configs_from_before_stream_and_command_keep_their_hashes():
@@ -255,9 +260,9 @@ def test_server_configs_from_before_stream_and_command_keep_their_hashes():
 
     model, launch = Path("/nonexistent/m"), ("+backend=server", "server.launch=vllm")
     served = compose_tiny(model, *launch, "server.max_num_seqs=8")
-    assert config_hash(to_experiment(served)) == "3b231dccb31dd5e3"
+    assert legacy_config_hash(to_experiment(served)) == "3b231dccb31dd5e3"
     whole = compose_tiny(model, *launch, "server.max_num_seqs=8", "server.stream=false")
-    assert config_hash(to_experiment(whole)) != "3b231dccb31dd5e3"
+    assert legacy_config_hash(to_experiment(whole)) != "3b231dccb31dd5e3"
 
 
 def test_max_memory_takes_gpu_indices_and_cpu_from_the_command_line():

@@ -94,3 +94,22 @@ def test_the_vllm_rules_are_the_generic_rule_with_vllms_row() -> None:
         "search is not measured through the vllm backend)"
     )
     assert table.engine("vllm").instead["pytorch.num_beams"] in problem
+
+
+def test_the_transformers_only_keys_are_refused_by_one_rule_fed_by_each_row(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    instead = {"quantization": "fake.quant=int4", "passthrough_kwargs": "+fake.extra.NAME=V"}
+    fake_engine.plant(monkeypatch, fake_engine.row(shared_instead=instead))
+    exp = with_section("fake", FakeConfig())
+    exp.quantization.load_in_8bit = True
+    exp.passthrough_kwargs = {"low_cpu_mem_usage": True}
+    assert engine_problems(exp) == [
+        "quantization=bnb-8bit is the transformers bitsandbytes path and does not apply to "
+        "backend=fake (use fake.quant=int4)",
+        "passthrough_kwargs (low_cpu_mem_usage) are from_pretrained arguments and do not apply "
+        "to backend=fake (use +fake.extra.NAME=V)",
+    ]
+    # a row that names neither takes both (the PyTorch engine's)
+    exp.backend = "pytorch"
+    assert not any("does not apply to backend" in p for p in engine_problems(exp))

@@ -9,7 +9,7 @@ import pytest
 from llem.config.engines import engine, engine_problems
 from llem.config.schema import ExperimentConfig
 from llem.config.server import Launch, ServerConfig
-from llem.config.validate import config_hash
+from llem.config.validate import legacy_config_hash
 from llem.testing.cli import output, run_llem
 
 NEITHER = (
@@ -96,10 +96,10 @@ def test_the_row_serves_offline_traffic_and_runs_no_threads_of_ours() -> None:
 
 def test_an_unconfigured_server_section_leaves_the_config_hash_as_before() -> None:
     exp = ExperimentConfig()
-    before = config_hash(exp)
+    before = legacy_config_hash(exp)
     exp.server.url = "http://127.0.0.1:8000"
-    assert config_hash(exp) != before
-    assert before == config_hash(ExperimentConfig())
+    assert legacy_config_hash(exp) != before
+    assert before == legacy_config_hash(ExperimentConfig())
 
 
 @pytest.mark.slow

@@ -115,7 +115,9 @@ def _run(tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, 
             *extra,
         )
     )
-    monkeypatch.setattr(runner_module, "create_backend", lambda exp: Echo(tiny_tokenizer()))
+    monkeypatch.setattr(
+        runner_module, "create_backend", lambda exp, run_dir: Echo(tiny_tokenizer())
+    )
     result = Runner().run(exp, tmp_path / "run")
     written = RunResult.from_json(tmp_path / "run" / "result.json")
     return result, written

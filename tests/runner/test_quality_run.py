@@ -147,7 +147,7 @@ def _run(
         overrides += ["measurement.energy=replay", f"measurement.replay_trace={trace}"]
     exp = to_experiment(compose_tiny(tiny_model_dir, *overrides))
     fake = PlantedAnswers(tiny_tokenizer())
-    monkeypatch.setattr(runner_module, "create_backend", lambda exp: fake)
+    monkeypatch.setattr(runner_module, "create_backend", lambda exp, run_dir: fake)
     run_dir = tmp_path / "run"
     return Runner().run(exp, run_dir), fake, run_dir
 
@@ -240,3 +240,22 @@ def test_a_served_workload_is_scored_by_each_request_s_own_prompt(
     assert q is not None and (q.n_answers, q.n_correct) == (6, right)
     for r in records:
         assert r.correct == (r.prompt_index in RIGHT), r
+
+
+def test_a_scored_jsonl_file_is_read_once_per_run(
+    tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # pre-flight counts its prompts and checks its references, the run loads its prompts and the
+    # task its references: four readings of one file, where one says everything
+    opened: list[Path] = []
+    real_open = Path.open
+
+    def counting_open(self: Path, *args: Any, **kwargs: Any) -> Any:
+        if self.name == "task.jsonl" and (args[0] if args else kwargs.get("mode", "r")) == "r":
+            opened.append(self)  # read, not written
+        return real_open(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "open", counting_open)
+    result, _, _ = _run(tiny_model_dir, tmp_path, monkeypatch)
+    assert result.status == "ok" and result.quality is not None
+    assert len(opened) == 1

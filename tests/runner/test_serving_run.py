@@ -169,7 +169,7 @@ def served_run(tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyP
     ]
     exp = to_experiment(compose_tiny(tiny_model_dir, *base, *serving))
     fake = FakeServingBackend(tiny_tokenizer())
-    monkeypatch.setattr(runner_module, "create_backend", lambda exp: fake)
+    monkeypatch.setattr(runner_module, "create_backend", lambda exp, run_dir: fake)
     monkeypatch.setattr(serving_module, "build_schedule", _schedule)
     run_dir = tmp_path / "run"
     result = Runner().run(exp, run_dir)

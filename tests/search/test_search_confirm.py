@@ -163,7 +163,8 @@ class HashingPlanner:
         from types import SimpleNamespace
 
         return SimpleNamespace(
-            config_hash="|".join(sorted(o for o in overrides if "repeat" not in o))
+            config_hash="|".join(sorted(o for o in overrides if "repeat" not in o)),
+            legacy_hash=None,
         )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from llem.backends.server import gpus
 from llem.devices.nvidia import NvmlUnavailable, init_nvml
+from llem.measure.engine_gpus import judge_engine_gpus
 from llem.result import Figure, RunResult, ServerSection
 from llem.testing.clocks import SteppingClock
 from llem.testing.fake_pynvml import FakeGpu, FakeNvml
@@ -64,7 +65,7 @@ def _result(measured: list[str]) -> RunResult:
 
 def test_a_server_gpu_llem_did_not_measure_invalidates_the_energy_and_names_it() -> None:
     result = _result(["GPU-a"])
-    gpus.record(result, gpus.ServerGpus(["GPU-a", "GPU-c"]))
+    judge_engine_gpus(result, "server", gpus.record(result, gpus.ServerGpus(["GPU-a", "GPU-c"])))
     assert result.server is not None and result.server.gpus_used == ["GPU-a", "GPU-c"]
     assert result.validity.energy_valid is False
     assert result.validity.checks["server_gpus"] == "failed"
@@ -74,7 +75,7 @@ def test_a_server_gpu_llem_did_not_measure_invalidates_the_energy_and_names_it()
 
 def test_a_measured_gpu_the_server_does_not_use_is_a_condition_only() -> None:
     result = _result(["GPU-a", "GPU-b"])
-    gpus.record(result, gpus.ServerGpus(["GPU-a"]))
+    judge_engine_gpus(result, "server", gpus.record(result, gpus.ServerGpus(["GPU-a"])))
     assert result.validity.energy_valid is True
     assert result.validity.checks["server_gpus"] == "condition"
     assert "GPU-b" in result.validity.conditions[0]
@@ -101,6 +102,9 @@ def test_a_server_commands_unmeasured_gpu_names_server_gpus_as_the_remedy(
         loaded.launched = types.SimpleNamespace(pid=here)  # type: ignore[assignment]
         result = _result(["GPU-a"])
         loaded.fill_window(result, tmp_path)
+        used = loaded.gpus_used()
+        assert used is not None
+        judge_engine_gpus(result, "server", used)  # as the run does after the window
         (said[cover],) = result.validity.problems
     assert said[gpus.RUNNING_COVER].endswith("(set server.gpus to cover them)")
     assert "tensor_parallel_size" in said[gpus.LAUNCHED_COVER]

@@ -104,7 +104,9 @@ def _run(tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, 
             *(extra or ("measurement.energy=replay", f"measurement.replay_trace={trace}")),
         )
     )
-    monkeypatch.setattr(runner_module, "create_backend", lambda exp: Planted(tiny_tokenizer()))
+    monkeypatch.setattr(
+        runner_module, "create_backend", lambda exp, run_dir: Planted(tiny_tokenizer())
+    )
     Runner().run(exp, tmp_path / "run")
     return RunResult.from_json(tmp_path / "run" / "result.json")
 

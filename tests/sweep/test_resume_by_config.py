@@ -137,3 +137,35 @@ def test_a_configuration_error_inside_a_running_point_fails_it(
     failed = result(d, 1)
     assert failed["status"] == "failed" and failed["error"]["type"] == "ConfigError"
     assert "dataset.n_prompts=2" in failed["error"]["message"]
+
+
+@pytest.mark.slow
+def test_a_sweep_written_with_the_older_hash_resumes_without_running_again(
+    tiny: list[str], tmp_path: Path
+) -> None:
+    from hydra import compose, initialize_config_module
+
+    from llem.config.validate import config_hash, legacy_config_hash
+    from llem.runner.prepare import prepare
+
+    d = tmp_path / "sweep"
+    assert sweep(tiny, d, "pytorch.batch_size=1,2") == 0
+    # the directory as the llem before the active-engine hash wrote it: every section hashed
+    hashes = {}
+    with initialize_config_module(version_base="1.3", config_module="llem.conf"):
+        for i, bs in ((0, 1), (1, 2)):
+            exp = prepare(compose("config", [*tiny, *FAST, f"pytorch.batch_size={bs}"])).exp
+            hashes[i] = (legacy_config_hash(exp), config_hash(exp))
+            assert hashes[i][0] != hashes[i][1]
+            written = result(d, i)
+            assert written["config_hash"] == hashes[i][1]
+            written["config_hash"] = hashes[i][0]
+            (d / str(i) / "result.json").write_text(json.dumps(written))
+    started = {i: result(d, i)["started_at"] for i in (0, 1)}
+
+    assert sweep(tiny, d, "pytorch.batch_size=1,2,4") == 0
+    plan = json.loads((d / "sweep_plan.json").read_text())
+    assert [p["status"] for p in plan["points"]] == ["done", "done", "pending"]
+    # not run again; their hash is today's, so the report pools them with new repeats
+    assert {i: result(d, i)["started_at"] for i in (0, 1)} == started
+    assert [result(d, i)["config_hash"] for i in (0, 1)] == [hashes[0][1], hashes[1][1]]

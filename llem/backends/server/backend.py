@@ -62,14 +62,10 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(s.getsockname()[1])
 
 
-def log_dir() -> Path:
-    """The run directory when Hydra runs this point, else a new temporary directory."""
-    try:
-        from hydra.core.hydra_config import HydraConfig
-
-        return Path(HydraConfig.get().runtime.output_dir)
-    except Exception:  # no Hydra run here (the Python API, tests): a directory of our own
-        return Path(tempfile.mkdtemp(prefix="llem-server-"))
+def log_dir(run_dir: Path | None) -> Path:
+    """Where a launched server's log goes: the run's directory, handed in with the sections;
+    a new temporary directory when the server is launched outside a run."""
+    return run_dir if run_dir is not None else Path(tempfile.mkdtemp(prefix="llem-server-"))
 
 
 class ServerBackend:
@@ -213,7 +209,7 @@ class ServerBackend:
         port = self.config.port or free_port()
         base_url = f"http://127.0.0.1:{port}"
         spec = launch_spec(self.sections, port, model, self.served_name, device)
-        server = launch(spec, base_url, log_dir(), self.config.ready_timeout_s)
+        server = launch(spec, base_url, log_dir(self.sections.run_dir), self.config.ready_timeout_s)
         record = server.start()
         log.info("server ready in %.1f s: %s", record.launch_to_ready_s, spec.command_line)
         return server, record, base_url

@@ -3,26 +3,23 @@
 The server's processes (a launched server's leader, which llem started, or a running server's
 roots, ``llem.backends.server.processes``, and every descendant: vLLM's engine core and workers)
 are found on the GPUs through the vendor library's list of compute processes, and recorded
-(``server.processes``: pid, name, GPU, memory). A GPU
-the server runs on that llem did not measure makes the run's energy invalid (the server's work
-there is missing from every figure); a measured GPU the server does not run on is a condition (its
-idle power is in the figures). Where the library cannot list processes, or there is no GPU library,
-the GPUs are null with the reason.
+(``server.processes``: pid, name, GPU, memory). The run judges them against the GPUs it measured
+(``llem.measure.engine_gpus``, check ``server_gpus``). Where the library cannot list processes,
+or there is no GPU library, the GPUs are null with the reason.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
 from llem.backends.server.processes import process_name
 from llem.devices.gpu import GpuOpener, GpuUnavailable
 from llem.measure.family import is_own
-from llem.result import Figure, RunResult
-
-CHECK = "server_gpus"
+from llem.result import RunResult
+from llem.vocabulary import EngineGpus
 
 
 @dataclass(frozen=True)
@@ -81,51 +78,21 @@ LAUNCHED_COVER = "set measurement.gpu_indices or the server's tensor_parallel_si
 RUNNING_COVER = "set server.gpus to cover them"
 
 
-def record(result: RunResult, found: ServerGpus, cover: str = LAUNCHED_COVER) -> None:
-    """``found`` into ``result.server.gpus_used``, and its judgement against the GPUs the run
-    measured into ``result.validity`` (check ``server_gpus``)."""
+WHO = "the server"  # how the check of the GPUs the engine used names it
+
+
+def record(result: RunResult, found: ServerGpus, cover: str = LAUNCHED_COVER) -> EngineGpus:
+    """``found`` into ``result.server`` (``gpus_used``, ``processes``, each null with its
+    reason); returns the GPUs for the run to judge against those it measured
+    (``llem.measure.engine_gpus``)."""
     assert result.server is not None
     result.server = dataclasses.replace(
         result.server, gpus_used=found.uuids, processes=found.processes
     )
-    validity = result.validity
     if found.uuids is None:
         result.null_reasons["server.gpus_used"] = found.null_reason or "not known"
         result.null_reasons["server.processes"] = found.null_reason or "not known"
-        validity.checks[CHECK] = "not checked"
-        return
-    for key in ("server.gpus_used", "server.processes"):
-        result.null_reasons.pop(key, None)
-    measured = [g.get("uuid") for g in result.hardware.gpus if isinstance(g, dict)]
-    problems, conditions = judge(found.uuids, [u for u in measured if isinstance(u, str)], cover)
-    validity.problems.extend(problems)
-    validity.conditions.extend(conditions)
-    validity.checks[CHECK] = "failed" if problems else ("condition" if conditions else "passed")
-    if problems and validity.energy_valid is not None:
-        result.set_figure("validity.energy_valid", Figure(False))
-
-
-def judge(
-    used: Sequence[str], measured: Sequence[str], cover: str = LAUNCHED_COVER
-) -> tuple[list[str], list[str]]:
-    """(problems, conditions): a GPU the server used that was not measured is a problem; a
-    measured GPU it did not use is a condition."""
-    missing = [u for u in used if u not in measured]
-    idle = [u for u in measured if u not in used]
-    problems = (
-        [
-            f"the server runs on GPU(s) {', '.join(missing)}, which llem did not measure: its work "
-            f"there is missing from the energy ({cover})"
-        ]
-        if missing
-        else []
-    )
-    conditions = (
-        [
-            f"GPU(s) {', '.join(idle)} were measured but the server has no process on them: their "
-            "idle power is in the figures"
-        ]
-        if idle
-        else []
-    )
-    return problems, conditions
+    else:
+        for key in ("server.gpus_used", "server.processes"):
+            result.null_reasons.pop(key, None)
+    return EngineGpus(found.uuids, found.null_reason, cover, WHO)

@@ -21,7 +21,7 @@ from llem.config.speculative import SpeculativeConfig, SpeculativeMethod
 from llem.devices.gpus import open_gpus
 from llem.result import RunResult, ServerSection
 from llem.result.server import write_server_metrics
-from llem.vocabulary import LoadedModel, WorkloadProcesses
+from llem.vocabulary import EngineGpus, LoadedModel, WorkloadProcesses
 
 log = logging.getLogger(__name__)
 
@@ -55,16 +55,21 @@ class ServerModel(LoadedModel):
     watched: Watched | None = None  # the last measured window's serving and /metrics
     speculative: SpeculativeConfig = field(default_factory=SpeculativeConfig)
     sampled: bool = False  # the run samples (the speculative section's verification rule)
+    used: EngineGpus | None = None  # the GPUs its processes held in the last window
     _previous_sigterm: Any = field(default=None, repr=False)
 
     def fill_result(self, result: Any) -> None:
         server_section(self, result)
+
+    def gpus_used(self) -> EngineGpus | None:
+        return self.used
 
     def workload_processes(self) -> WorkloadProcesses | None:
         """A running server's processes (a launched one's are llem's descendants)."""
         return None if self.running is None else self.running.processes.workload(self.base_url)
 
     def fill_window(self, result: Any, run_dir: Path) -> None:
+        self.used = None  # a kept server's last window is not this one
         if result.server is None:
             return
         if self.watched is not None:
@@ -74,13 +79,14 @@ class ServerModel(LoadedModel):
                 n = len(self.watched.out.requests)
                 speculation.record(result, self.watched.metrics, self.speculative, self.sampled, n)
         if self.running is not None:
-            running.record(result, self.running)
+            self.used = running.record(result, self.running)
         elif self.launched is not None and self.launched.pid is not None:
             pid = self.launched.pid
             found = f"pid {pid} ({process_name(pid) or 'name unreadable'}), launched by llem"
             result.server = dataclasses.replace(result.server, processes_found_by=found)
             result.null_reasons.pop("server.processes_found_by", None)
-            gpus.record(result, gpus.server_gpus(open_gpus, gpus.launched_tree(pid)), self.cover)
+            held = gpus.server_gpus(open_gpus, gpus.launched_tree(pid))
+            self.used = gpus.record(result, held, self.cover)
         scope.record(result)
 
 

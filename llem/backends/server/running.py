@@ -31,6 +31,7 @@ from llem.devices.gpu import GpuOpener
 from llem.devices.gpus import open_gpus
 from llem.measure.family import is_own
 from llem.result import RunResult
+from llem.vocabulary import EngineGpus
 
 CHECK = "server_processes"
 #: the energy modes that read no GPU of this host
@@ -75,9 +76,10 @@ def find(config: ServerConfig, url: str) -> RunningServer:
     return RunningServer(url, host, server_processes(url, config.pids, host.local))
 
 
-def record(result: RunResult, running: RunningServer, opener: GpuOpener = open_gpus) -> None:
-    """After the window: the server's processes on the GPUs into ``result.server`` and the
-    checks ``server_gpus`` and ``server_processes`` into ``result.validity``."""
+def record(result: RunResult, running: RunningServer, opener: GpuOpener = open_gpus) -> EngineGpus:
+    """After the window: the server's processes on the GPUs into ``result.server`` and the check
+    ``server_processes`` into ``result.validity``; returns the GPUs it used, for the run to judge
+    (``llem.measure.engine_gpus``)."""
     assert result.server is not None
     found = running.processes
     result.server = dataclasses.replace(
@@ -100,13 +102,14 @@ def record(result: RunResult, running: RunningServer, opener: GpuOpener = open_g
         )
         for key in ("server.gpus_used", "server.processes"):
             reasons[key] = why
-        checks[gpus.CHECK] = checks[CHECK] = "not checked"
-        return
+        checks[CHECK] = "not checked"
+        return EngineGpus(None, why, gpus.RUNNING_COVER, gpus.WHO)
     if found.roots:
-        gpus.record(result, gpus.server_gpus(opener, found.owns), gpus.RUNNING_COVER)
+        used = gpus.record(result, gpus.server_gpus(opener, found.owns), gpus.RUNNING_COVER)
         checks[CHECK] = "passed"
-        return
+        return used
     _record_unattributed(result, found, measured, opener)
+    return EngineGpus(None, result.null_reasons["server.gpus_used"], gpus.RUNNING_COVER, gpus.WHO)
 
 
 def _record_unattributed(
@@ -119,7 +122,6 @@ def _record_unattributed(
     result.server = dataclasses.replace(result.server, processes=seen.processes)
     reasons, validity = result.null_reasons, result.validity
     reasons["server.gpus_used"] = f"the server's processes are not known ({found.reason})"
-    validity.checks[gpus.CHECK] = "not checked"
     if seen.processes is None:
         reasons["server.processes"] = seen.null_reason or "not known"
         validity.checks[CHECK] = "not checked"
