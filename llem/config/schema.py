@@ -27,6 +27,7 @@ from llem.config.server import ServerConfig
 from llem.config.slo import SloConfig
 from llem.config.speculative import SpeculativeConfig, SpeculativeMethod
 from llem.config.sweep import SweepConfig, SweepOrder
+from llem.config.tracking import TrackerKind, TrackingConfig
 from llem.config.traffic import TrafficConfig, TrafficKind
 from llem.config.vllm import VLLMConfig
 
@@ -55,6 +56,8 @@ __all__ = [
     "SpeculativeMethod",
     "SweepConfig",
     "SweepOrder",
+    "TrackerKind",
+    "TrackingConfig",
     "TrafficConfig",
     "TrafficKind",
     "VLLMConfig",
@@ -109,6 +112,11 @@ class ExperimentConfig:
         GPUConfig, doc="The GPU's power limit and locked clocks for the run (null: as they are)."
     )
     sweep: SweepConfig = section(SweepConfig, doc="How a --multirun is ordered and run.")
+    tracking: TrackingConfig = section(
+        TrackingConfig,
+        doc="An experiment tracker the runs are also logged to (`+tracking=mlflow`; not in the "
+        "config hash).",
+    )
     passthrough_kwargs: dict[str, Any] = knob(
         factory=dict,
         doc="Extra keyword arguments, merged last (overriding llem's own).",
