@@ -62,7 +62,9 @@ def _parser() -> argparse.ArgumentParser:
         "MLFLOW_TRACKING_URI); credentials from MLflow's own environment variables only",
     )
     p.add_argument(
-        "--experiment", default="llem", help="with --to-mlflow: the experiment (default: llem)"
+        "--experiment",
+        default=None,
+        help="with --to-mlflow: the experiment (default: the one DIR was logged to, else llem)",
     )
     return p
 
@@ -81,8 +83,9 @@ def _to_mlflow(args: argparse.Namespace) -> int:
             raise ConfigError(f"{directory}: no such directory")
         state = read_state(directory)
         uri = args.tracking_uri or (state.uri if state is not None else None)
+        experiment = args.experiment or (state.experiment if state is not None else "llem")
         try:
-            print(upload(directory, uri, args.experiment, timeout_s=30.0))
+            print(upload(directory, uri, experiment, timeout_s=30.0))
         except Exception as exc:  # the tracker's own errors, said in one line
             text = str(exc).strip().splitlines()
             raise PreflightError(

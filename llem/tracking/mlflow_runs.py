@@ -16,6 +16,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from llem.tracking.state import TrackedRun
+
 T = TypeVar("T")
 
 # MLflow's limits per log_batch call
@@ -49,10 +51,15 @@ class MlflowRuns:
 
         self.client: Any = MlflowClient(tracking_uri=uri)
         self.uri = str(self.client.tracking_uri)
+        self.experiment = experiment
         found = self.client.get_experiment_by_name(experiment)
         self.experiment_id = str(
             found.experiment_id if found is not None else self.client.create_experiment(experiment)
         )
+
+    def tracked(self, run_id: str) -> TrackedRun:
+        """What a directory keeps of ``run_id`` (``tracking.json``)."""
+        return TrackedRun(self.uri, self.experiment, self.experiment_id, run_id)
 
     def exists(self, run_id: str) -> bool:
         """Whether ``run_id`` is a live run of this experiment (not deleted)."""

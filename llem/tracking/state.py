@@ -14,13 +14,15 @@ from pathlib import Path
 from llem.atomic import atomic_write_text
 
 STATE_FILE = "tracking.json"
+_FIELDS = ("uri", "experiment", "experiment_id", "run_id")
 
 
 @dataclass(frozen=True)
 class TrackedRun:
-    """The run a directory was logged to: where, in which experiment, its id."""
+    """The run a directory was logged to: where, in which experiment (name and id), its id."""
 
     uri: str
+    experiment: str
     experiment_id: str
     run_id: str
 
@@ -29,7 +31,7 @@ def read_state(directory: Path) -> TrackedRun | None:
     """The run ``directory`` was logged to, None when it was not (or the file is unreadable)."""
     try:
         data = json.loads((directory / STATE_FILE).read_text())["mlflow"]
-        return TrackedRun(str(data["uri"]), str(data["experiment_id"]), str(data["run_id"]))
+        return TrackedRun(**{k: str(data[k]) for k in _FIELDS})
     except (OSError, ValueError, KeyError, TypeError):
         return None
 

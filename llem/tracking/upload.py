@@ -17,7 +17,7 @@ from llem.result import RESULT_FILE
 from llem.sweep.plan_file import PLAN_FILE
 from llem.tracking import figures
 from llem.tracking.mlflow_runs import POINT_TAG, STARTED_TAG, MlflowRuns
-from llem.tracking.state import TrackedRun, read_state, write_state
+from llem.tracking.state import read_state, write_state
 
 # the sweep's own files, logged as the parent's artifacts when present
 SWEEP_ARTIFACTS = (PLAN_FILE, "multirun.yaml", "summary.csv", "results.csv", "plots")
@@ -48,7 +48,7 @@ def log_single(runs: MlflowRuns, run_dir: Path) -> bool:
             return False
     else:
         run_id = runs.create(run_dir.name, {"llem.run_dir": run_dir.name})
-        write_state(run_dir, TrackedRun(runs.uri, runs.experiment_id, run_id))
+        write_state(run_dir, runs.tracked(run_id))
     _log_result(runs, run_id, run_dir, result)
     return True
 
@@ -83,7 +83,7 @@ class SweepLog:
             "order": str(plan.get("order")),
         }
         self.runs.log(run_id, {}, params, {})
-        write_state(self.sweep_dir, TrackedRun(self.runs.uri, self.runs.experiment_id, run_id))
+        write_state(self.sweep_dir, self.runs.tracked(run_id))
         return run_id
 
     def _label(self, index: str, result: dict[str, Any]) -> str:

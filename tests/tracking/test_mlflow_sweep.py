@@ -171,3 +171,17 @@ def test_a_single_run_is_one_run(mlflow_server, tiny_model_dir: Path, tmp_path: 
     )  # fmt: skip
     assert upload.returncode == 0 and "already logged" in upload.stdout, output(upload)
     assert len(client.search_runs([exp.experiment_id])) == 1
+
+
+def test_the_client_leaves_no_thread_running_between_points(mlflow_server) -> None:
+    """A point's window starts after the tracker's calls return: none may leave a thread."""
+    import threading
+
+    from llem.tracking.mlflow_runs import MlflowRuns
+
+    before = {t.ident for t in threading.enumerate()}
+    runs = MlflowRuns(mlflow_server["uri"], "threads", timeout_s=5)
+    run_id = runs.create("a", {"llem.kind": "point"})
+    runs.log(run_id, {"duration_s": 1.0}, {"p": "1"}, {"t": "v"})
+    runs.end(run_id, "FINISHED")
+    assert [t.name for t in threading.enumerate() if t.ident not in before] == []
