@@ -43,6 +43,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("backends", ["llem.backends"]),
     ("run", ["llem.runner"]),
     ("sweep", ["llem.sweep"]),
+    ("tracking", ["llem.tracking"]),
     ("report", ["llem.report"]),
     ("app", ["llem.app", "llem.api", "llem.gpu", "llem.testing", "llem.__main__"]),
 ]

@@ -34,6 +34,7 @@ from llem.config.server import ServerConfig
 from llem.config.slo import SloConfig
 from llem.config.speculative import SpeculativeConfig, SpeculativeMethod
 from llem.config.sweep import SweepConfig, SweepOrder
+from llem.config.tracking import TrackerKind, TrackingConfig
 from llem.config.traffic import TrafficConfig, TrafficKind
 from llem.config.vllm import VLLMConfig
 
@@ -67,6 +68,8 @@ __all__ = [
     "SpeculativeMethod",
     "SweepConfig",
     "SweepOrder",
+    "TrackerKind",
+    "TrackingConfig",
     "TrafficConfig",
     "TrafficKind",
     "VLLMConfig",
@@ -134,6 +137,11 @@ class ExperimentConfig:
     )
     cost: CostConfig = section(
         CostConfig, doc="Energy and capacity prices (USD), for cost per million output tokens."
+    )
+    tracking: TrackingConfig = section(
+        TrackingConfig,
+        doc="An experiment tracker the runs are also logged to (`+tracking=mlflow`; not in the "
+        "config hash).",
     )
     passthrough_kwargs: dict[str, Any] = knob(
         factory=dict,

@@ -49,12 +49,13 @@ from llem.config.schema import (
     TrafficKind,
 )
 from llem.config.speculative import speculative_problems
+from llem.config.tracking import tracking_problems
 from llem.config.traffic import OPEN_LOOP, planned_requests
 from llem.errors import ConfigError
 
 # Fields whose value does not change what is measured: left out of the config hash so that repeats
 # (and re-runs of the same point) group together.
-_HASH_EXCLUDED = ("repeat", "dry_run", "sweep")
+_HASH_EXCLUDED = ("repeat", "dry_run", "sweep", "tracking")
 # keys added after results were first written, with their defaults: left out of the hash while
 # at them, so a sweep written before they existed still resumes (its points keep their hashes)
 _HASH_NEW_AT_DEFAULT: dict[str, dict[str, Any]] = {
@@ -187,6 +188,7 @@ def cross_field_problems(exp: ExperimentConfig) -> list[str]:
         *engine_problems(exp),
         *gpu_problems(exp.gpu, exp.device.value),
         *footprint_problems(exp.carbon, exp.chassis),
+        *tracking_problems(exp.tracking),
     ]
 
 

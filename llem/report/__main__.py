@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from llem.app.boundary import guard
-from llem.errors import EXIT_OK, ConfigError
+from llem.errors import EXIT_OK, ConfigError, PreflightError
 
 log = logging.getLogger("llem.report")
 
@@ -49,7 +49,50 @@ def _parser() -> argparse.ArgumentParser:
         help="widest the printed table may be, in columns (default: 100)",
     )
     p.add_argument("-q", "--quiet", action="store_true", help="do not print the table")
+    p.add_argument(
+        "--to-mlflow",
+        action="store_true",
+        help="log each DIR (a finished sweep or run) to MLflow instead of building the report: "
+        "a parent run per sweep, a child per point not logged yet (needs 'llem[tracking]')",
+    )
+    p.add_argument(
+        "--tracking-uri",
+        default=None,
+        help="with --to-mlflow: the tracking server (default: the one DIR was logged to, else "
+        "MLFLOW_TRACKING_URI); credentials from MLflow's own environment variables only",
+    )
+    p.add_argument(
+        "--experiment",
+        default=None,
+        help="with --to-mlflow: the experiment (default: the one DIR was logged to, else llem)",
+    )
     return p
+
+
+def _to_mlflow(args: argparse.Namespace) -> int:
+    from llem.config.tracking import TrackerKind, TrackingConfig, tracking_problems
+
+    problems = tracking_problems(TrackingConfig(TrackerKind.mlflow, args.tracking_uri))
+    if problems:
+        raise ConfigError(problems)
+    from llem.tracking.state import read_state
+    from llem.tracking.upload import upload
+
+    for directory in args.dirs:
+        if not directory.is_dir():
+            raise ConfigError(f"{directory}: no such directory")
+        state = read_state(directory)
+        uri = args.tracking_uri or (state.uri if state is not None else None)
+        experiment = args.experiment or (state.experiment if state is not None else "llem")
+        try:
+            print(upload(directory, uri, experiment, timeout_s=30.0))
+        except Exception as exc:  # the tracker's own errors, said in one line
+            text = str(exc).strip().splitlines()
+            raise PreflightError(
+                [f"MLflow at {uri}: {type(exc).__name__}: {text[0] if text else ''}"[:400]],
+                hint="is the tracking server up, and reachable from here?",
+            ) from exc
+    return EXIT_OK
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -76,7 +119,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.error = _usage_error  # type: ignore[method-assign]
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
-    return guard(lambda: _report(parser.parse_args(argv)))
+    return guard(lambda: _dispatch(parser.parse_args(argv)))
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    return _to_mlflow(args) if args.to_mlflow else _report(args)
 
 
 def _usage_error(message: str) -> NoReturn:

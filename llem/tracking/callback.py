@@ -1,0 +1,116 @@
+"""The tracker's Hydra callback: a run, or a sweep's points, logged after their windows.
+
+Registered in ``llem/conf/config.yaml`` before the report (Hydra calls the end hooks in reverse,
+so the sweep's end is logged once its report and summary.csv are written); it does nothing unless
+``+tracking=mlflow`` selects a tracker, and never imports one before. A point of a sweep that
+runs in this process is logged in ``on_job_end``, after its result.json is written and before the
+next point starts, so nothing of the tracker runs inside a measured window; points run by other
+launchers (joblib, SLURM, whose nodes may not reach the tracker) are logged by the sweep's own
+process at its end. The first failure (tracker down, slow, refusing) is said once, with the
+command that logs the directory later; the sweep goes on and never fails for it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig, OmegaConf
+
+from llem.sweep.launch import in_process
+
+log = logging.getLogger("llem.tracking")
+
+
+def _tracking(config: DictConfig) -> Any:
+    """The config's tracking section when a tracker is selected and this is no dry run."""
+    t = OmegaConf.select(config, "tracking", default=None)
+    if t is None or str(t.kind) in ("none", "TrackerKind.none") or config.get("dry_run"):
+        return None
+    return t
+
+
+class TrackingCallback(Callback):
+    """Logs to the tracker ``tracking.kind`` names (MLflow); inert when it names none."""
+
+    def __init__(self) -> None:
+        self._sweep: Any = None  # the SweepLog of this sweep, made at its first logged point
+        self._failed: str | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Launchers that pickle the Hydra context get no client (it is made where it logs)."""
+        return {**self.__dict__, "_sweep": None}
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        self._sweep, self._failed = None, None
+
+    def on_job_end(self, config: DictConfig, job_return: Any = None, **kwargs: Any) -> None:
+        t = _tracking(config)
+        if t is None or self._failed is not None:
+            return
+        run_dir = Path(str(config.hydra.runtime.output_dir))
+        if str(config.hydra.mode) == "RunMode.RUN" or str(config.hydra.mode) == "RUN":
+            from llem.tracking.mlflow_runs import MlflowRuns
+            from llem.tracking.upload import log_single
+
+            self._guard(t, run_dir, lambda: log_single(_runs(t, MlflowRuns), run_dir))
+        elif in_process(config) and (run_dir / "result.json").is_file():
+            sweep_dir = Path(str(config.hydra.sweep.dir))
+            self._guard(t, sweep_dir, lambda: self._sweep_log(t, sweep_dir).log_point(run_dir))
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        t = _tracking(config)
+        if t is None or self._failed is not None:
+            return
+        sweep_dir = Path(str(config.hydra.sweep.dir))
+        if not sweep_dir.is_dir():
+            return
+        self._guard(t, sweep_dir, lambda: self._end(t, sweep_dir))
+
+    def _end(self, t: Any, sweep_dir: Path) -> None:
+        sweep = self._sweep_log(t, sweep_dir)
+        sweep.log_pending()
+        sweep.finish()
+        log.info(
+            "tracking: %d point(s) of the sweep in MLflow at %s (parent run %s)",
+            len(sweep.logged),
+            sweep.runs.uri,
+            sweep.parent_id,
+        )
+
+    def _sweep_log(self, t: Any, sweep_dir: Path) -> Any:
+        from llem.tracking.mlflow_runs import MlflowRuns
+        from llem.tracking.upload import SweepLog
+
+        if self._sweep is None:
+            self._sweep = SweepLog(_runs(t, MlflowRuns), sweep_dir)
+        return self._sweep
+
+    def _guard(self, t: Any, directory: Path, step: Callable[[], Any]) -> None:
+        """Run ``step``; its first failure is said once and ends tracking for this sweep."""
+        try:
+            step()
+        except Exception as exc:  # a tracker never fails a point
+            self._failed = f"{type(exc).__name__}: {_first_line(exc)}"
+            log.warning(
+                "tracking: MLflow at %s failed (%s); the run goes on without it. Log it later "
+                "with `llem-report --to-mlflow %s --tracking-uri %s --experiment %s`",
+                t.uri,
+                self._failed,
+                directory,
+                t.uri,
+                t.experiment,
+                exc_info=log.isEnabledFor(logging.DEBUG),
+            )
+
+
+def _runs(t: Any, factory: Any) -> Any:
+    return factory(t.uri, str(t.experiment), float(t.timeout_s))
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0][:300] if text else ""

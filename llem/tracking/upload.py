@@ -1,0 +1,140 @@
+"""A run directory or a sweep directory, logged to a tracker from its files on disk.
+
+The same code logs a point right after its window (``llem.tracking.callback``), the points the
+sweep could not log at its end, and a finished sweep later (``llem-report --to-mlflow DIR``,
+for compute nodes that cannot reach the tracker). A sweep is a parent run (its swept keys and
+plan; its plan, report and summary.csv as artifacts) with a child run per point; a point whose
+result is logged already is not logged again, and a point re-run since updates its own child.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from llem.result import RESULT_FILE
+from llem.sweep.plan_file import PLAN_FILE
+from llem.tracking import figures
+from llem.tracking.mlflow_runs import POINT_TAG, STARTED_TAG, MlflowRuns
+from llem.tracking.state import read_state, write_state
+
+# the sweep's own files, logged as the parent's artifacts when present
+SWEEP_ARTIFACTS = (PLAN_FILE, "multirun.yaml", "summary.csv", "results.csv", "plots")
+_STATUS = {"ok": "FINISHED", "failed": "FAILED", "skipped": "KILLED"}
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    data = json.loads(path.read_text())
+    return data if isinstance(data, dict) else {}
+
+
+def _log_result(runs: MlflowRuns, run_id: str, run_dir: Path, result: dict[str, Any]) -> None:
+    """One result's metrics, parameters (those not logged yet), tags and result.json."""
+    logged = runs.logged_params(run_id)
+    params = {k: v for k, v in figures.params(result).items() if k not in logged}
+    runs.log(run_id, figures.metrics(result), params, figures.tags(result))
+    runs.artifact(run_id, run_dir / RESULT_FILE)
+    runs.end(run_id, _STATUS.get(str(result.get("status")), "FINISHED"))
+
+
+def log_single(runs: MlflowRuns, run_dir: Path) -> bool:
+    """A single run's directory as one run; False when it was logged already."""
+    result = _read_json(run_dir / RESULT_FILE)
+    state = read_state(run_dir)
+    if state is not None and runs.exists(state.run_id):
+        run_id = state.run_id
+        if runs.client.get_run(run_id).data.tags.get(STARTED_TAG) == result.get("started_at"):
+            return False
+    else:
+        run_id = runs.create(run_dir.name, {"llem.run_dir": run_dir.name})
+        write_state(run_dir, runs.tracked(run_id))
+    _log_result(runs, run_id, run_dir, result)
+    return True
+
+
+class SweepLog:
+    """One sweep directory's parent run and its children, logged as the points finish."""
+
+    def __init__(self, runs: MlflowRuns, sweep_dir: Path) -> None:
+        self.runs = runs
+        self.sweep_dir = sweep_dir
+        self.parent_id = self._parent()
+        self.logged = runs.children(self.parent_id)
+
+    def _plan(self) -> dict[str, Any]:
+        try:
+            return _read_json(self.sweep_dir / PLAN_FILE)
+        except (OSError, ValueError):
+            return {}
+
+    def _parent(self) -> str:
+        """The parent run kept in the sweep directory (reopened), else a new one."""
+        state = read_state(self.sweep_dir)
+        if state is not None and self.runs.exists(state.run_id):
+            self.runs.reopen(state.run_id)
+            return state.run_id
+        name = "/".join(self.sweep_dir.resolve().parts[-2:])
+        run_id = self.runs.create(name, {"llem.sweep_dir": name, "llem.kind": "sweep"})
+        plan = self._plan()
+        params = {
+            "swept": ",".join(plan.get("swept") or []),
+            "points": str(len(plan.get("points") or [])),
+            "order": str(plan.get("order")),
+        }
+        self.runs.log(run_id, {}, params, {})
+        write_state(self.sweep_dir, self.runs.tracked(run_id))
+        return run_id
+
+    def _label(self, index: str, result: dict[str, Any]) -> str:
+        swept = self._plan().get("swept") or []
+        pairs = [o for o in result.get("overrides") or [] if o.split("=")[0].lstrip("+~") in swept]
+        return f"#{index} " + " ".join(pairs) if pairs else f"#{index}"
+
+    def log_point(self, point_dir: Path) -> bool:
+        """The point's child run; False when this result of it is logged already."""
+        index = point_dir.name
+        result = _read_json(point_dir / RESULT_FILE)
+        started = str(result.get("started_at"))
+        known = self.logged.get(index)
+        if known is not None and known[1] == started:
+            return False
+        if known is not None:  # re-run since it was logged: its own child is updated
+            run_id = known[0]
+            self.runs.reopen(run_id)
+        else:
+            tags = {POINT_TAG: index, "llem.kind": "point"}
+            run_id = self.runs.create(self._label(index, result), tags, self.parent_id)
+        _log_result(self.runs, run_id, point_dir, result)
+        self.logged[index] = (run_id, started)
+        return True
+
+    def log_pending(self) -> int:
+        """Every point with a result that is not logged yet; how many were logged."""
+        dirs = [d for d in self.sweep_dir.iterdir() if d.name.isdigit() and d.is_dir()]
+        done = [d for d in sorted(dirs, key=lambda d: int(d.name)) if (d / RESULT_FILE).is_file()]
+        return sum(self.log_point(d) for d in done)
+
+    def finish(self) -> None:
+        """The sweep's files as the parent's artifacts; the parent ends."""
+        for name in SWEEP_ARTIFACTS:
+            path = self.sweep_dir / name
+            if path.exists():
+                self.runs.artifact(self.parent_id, path, "plots" if name == "plots" else None)
+        self.runs.end(self.parent_id, "FINISHED")
+
+
+def upload(directory: Path, uri: str | None, experiment: str, timeout_s: float) -> str:
+    """``llem-report --to-mlflow``: a sweep or a single run's directory; one line saying what
+    was logged where."""
+    runs = MlflowRuns(uri, experiment, timeout_s)
+    if (directory / RESULT_FILE).is_file():
+        new = log_single(runs, directory)
+        return f"{'logged' if new else 'already logged'}: {directory} to {runs.uri}"
+    sweep = SweepLog(runs, directory)
+    n = sweep.log_pending()
+    sweep.finish()
+    return (
+        f"logged {n} point(s) of {directory} to {runs.uri} (parent run {sweep.parent_id}); "
+        f"{len(sweep.logged) - n} were logged already"
+    )
