@@ -69,10 +69,13 @@ fi
 echo "installing llem[$extras] from this checkout (editable)"
 constraints=()
 [ -z "${LLEM_CONSTRAINTS:-}" ] || constraints=(-c "$LLEM_CONSTRAINTS")
-# Two setups of one checkout at once (CI sets up three environments) would race on the
-# checkout's llem.egg-info, which the editable install writes: the install step takes a lock.
+# Two setups of one checkout at once (CI sets up two environments side by side) would race on
+# the checkout's llem.egg-info, which the editable install writes: with LLEM_SETUP_LOCK=FILE the
+# install step holds that lock file (flock), and setups given the same file take turns.
 lock=()
-command -v flock > /dev/null && lock=(flock "${TMPDIR:-/tmp}/llem-setup-$(id -u).lock")
+if [ -n "${LLEM_SETUP_LOCK:-}" ] && command -v flock > /dev/null; then
+  lock=(flock "$LLEM_SETUP_LOCK")
+fi
 quietly "${lock[@]}" "$venv/bin/python" -m pip --disable-pip-version-check \
   install -e ".[$extras]" "${constraints[@]}"
 # setuptools' editable install finds llem through an import hook consulted after sys.path, so a

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -40,13 +41,14 @@ def _setup(tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
     python.chmod(0o755)
     site = tmp_path / "site"
     site.mkdir(exist_ok=True)
+    timeout = float(env.pop("timeout", "60"))
     full_env = {**os.environ, "LLEM_VENV": str(venv), "FAKE_SITE": str(site), **env}
     return subprocess.run(
         ["bash", str(REPO / "scripts" / "setup.sh")],
         env=full_env,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=timeout,
     )
 
 
@@ -80,3 +82,22 @@ def test_the_dev_extra_is_installed_when_asked(tmp_path: Path) -> None:
     assert "llem[dev]" in proc.stdout
     calls = (tmp_path / "venv" / "setup.log").read_text().splitlines()
     assert any("install" in c and "[dev]" in c for c in calls if c.startswith("pip call:")), calls
+
+
+@pytest.mark.skipif(shutil.which("flock") is None, reason="needs flock")
+def test_setup_waits_on_no_lock_unless_one_is_named(tmp_path: Path) -> None:
+    """A setup running elsewhere holds a lock file (CI's two background setups take turns with
+    LLEM_SETUP_LOCK): a setup not given that file does not wait for it; one given it does."""
+    lock = tmp_path / f"llem-setup-{os.getuid()}.lock"  # where a lock of every setup would be
+    holder = subprocess.Popen(["flock", str(lock), "sleep", "30"])
+    try:
+        for _ in range(50):  # until the holder has the lock
+            if subprocess.run(["flock", "-n", str(lock), "true"]).returncode != 0:
+                break
+            time.sleep(0.1)
+        assert _setup(tmp_path, TMPDIR=str(tmp_path), timeout="20").returncode == 0
+        with pytest.raises(subprocess.TimeoutExpired):
+            _setup(tmp_path, LLEM_SETUP_LOCK=str(lock), timeout="2")
+    finally:
+        holder.kill()
+        holder.wait()
