@@ -69,6 +69,35 @@ figure_specs(SpeculativeSection)
 
 
 NO_ACCEPTED = "no draft token was accepted in the window"
+NO_PROPOSALS = "no draft tokens were proposed"
+NO_STEPS = "the window ran no verification step"
+
+
+def fill_ratios(result: Any) -> None:
+    """Once an engine has written the section's counts: acceptance, accepted tokens and tokens
+    per verification step, and J per accepted draft token; the section's null reason goes."""
+    section: SpeculativeSection | None = result.speculative
+    if section is None:
+        return
+    steps = section.target_steps
+    result.set_figures(
+        "speculative",
+        {
+            "acceptance_rate": _ratio(
+                section.draft_tokens_accepted, section.draft_tokens_proposed, NO_PROPOSALS
+            ),
+            "mean_accepted_tokens_per_step": _ratio(section.draft_tokens_accepted, steps, NO_STEPS),
+            "tokens_per_target_step": _ratio(section.tokens_generated, steps, NO_STEPS),
+        },
+    )
+    result.null_reasons.pop("speculative", None)
+    fill_accepted_token_energy(result)
+
+
+def _ratio(numerator: int, denominator: int, reason: str) -> Figure:
+    if denominator == 0:
+        return Figure(None, null_reason=reason)
+    return Figure(numerator / denominator)
 
 
 def fill_accepted_token_energy(result: Any) -> None:

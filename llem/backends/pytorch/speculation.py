@@ -21,8 +21,8 @@ from typing import Any
 
 from llem.config.speculative import SpeculativeConfig, SpeculativeMethod
 from llem.errors import RunError, first_line
-from llem.result import Figure, SpeculativeSection
-from llem.result.speculative import fill_accepted_token_energy
+from llem.result import SpeculativeSection
+from llem.result.speculative import fill_ratios
 
 MECHANISMS = {
     SpeculativeMethod.ngram: "transformers prompt lookup (prompt_lookup_num_tokens)",
@@ -193,17 +193,7 @@ class Speculation:
             request_target_steps=[r.steps for r in c],
             draft_tokens_accepted_per_position=_positions(c),
         )
-        no_steps = "the window ran no verification step"
-        result.set_figures(
-            "speculative",
-            {
-                "acceptance_rate": _ratio(accepted, proposed, "no draft tokens were proposed"),
-                "mean_accepted_tokens_per_step": _ratio(accepted, steps, no_steps),
-                "tokens_per_target_step": _ratio(generated, steps, no_steps),
-            },
-        )
-        result.null_reasons.pop("speculative", None)
-        fill_accepted_token_energy(result)
+        fill_ratios(result)
 
 
 def _positions(requests: list[RequestCount]) -> list[int]:
@@ -212,9 +202,3 @@ def _positions(requests: list[RequestCount]) -> list[int]:
     return [
         sum(r.per_position[i] for r in requests if i < len(r.per_position)) for i in range(width)
     ]
-
-
-def _ratio(numerator: int, denominator: int, reason: str) -> Figure:
-    if denominator == 0:
-        return Figure(None, null_reason=reason)
-    return Figure(numerator / denominator)

@@ -18,11 +18,11 @@ from typing import Any
 
 from llem.backends.draft_vocabulary import draft_vocabulary_problem
 from llem.backends.server.metrics import MetricsSample, ServerMetrics
-from llem.backends.vllm.speculation import GREEDY, MECHANISMS, SAMPLED, ngram_size, ratio
+from llem.backends.vllm.speculation import GREEDY, MECHANISMS, SAMPLED, ngram_size
 from llem.config.server import Launch, ServerConfig
 from llem.config.speculative import SpeculativeConfig, SpeculativeMethod
 from llem.result import SpeculativeSection
-from llem.result.speculative import fill_accepted_token_energy
+from llem.result.speculative import fill_ratios
 from llem.vocabulary import BackendSections
 
 SERVER_MECHANISM = "a launched vLLM server's --speculative-config, counted from its /metrics"
@@ -111,18 +111,8 @@ def record(
         target_steps_saved=accepted,
     )
     reasons = result.null_reasons
-    reasons.pop("speculative", None)
     for name in ("proposed", "accepted"):
         reasons[f"speculative.request_draft_tokens_{name}"] = NOT_PER_REQUEST
     reasons["speculative.request_target_steps"] = NOT_PER_REQUEST
     reasons["speculative.draft_tokens_accepted_per_position"] = NO_POSITIONS
-    no_steps = "the window ran no verification step"
-    result.set_figures(
-        "speculative",
-        {
-            "acceptance_rate": ratio(accepted, proposed, "no draft tokens were proposed"),
-            "mean_accepted_tokens_per_step": ratio(accepted, steps, no_steps),
-            "tokens_per_target_step": ratio(tokens, steps, no_steps),
-        },
-    )
-    fill_accepted_token_energy(result)
+    fill_ratios(result)

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from llem.config.speculative import SpeculativeConfig, SpeculativeMethod
-from llem.result import Figure, SpeculativeSection
-from llem.result.speculative import fill_accepted_token_energy
+from llem.result import SpeculativeSection
+from llem.result.speculative import fill_ratios
 
 #: vLLM's n-gram proposer matches n-grams from ``prompt_lookup_min`` to ``prompt_lookup_max``
 #: tokens long; llem passes 1 as the shortest, as transformers' prompt lookup matches down to one.
@@ -193,22 +193,4 @@ class VLLMSpeculation:
         if not known:
             for name in ("request_draft_tokens_proposed", "request_draft_tokens_accepted"):
                 result.null_reasons[f"speculative.{name}"] = NO_REQUEST_METRICS
-        no_steps = "the window ran no verification step"
-        result.set_figures(
-            "speculative",
-            {
-                "acceptance_rate": ratio(
-                    self.accepted, self.draft_tokens, "no draft tokens were proposed"
-                ),
-                "mean_accepted_tokens_per_step": ratio(self.accepted, steps, no_steps),
-                "tokens_per_target_step": ratio(self.tokens, steps, no_steps),
-            },
-        )
-        result.null_reasons.pop("speculative", None)
-        fill_accepted_token_energy(result)
-
-
-def ratio(numerator: float, denominator: float, reason: str) -> Figure:
-    if denominator == 0:
-        return Figure(None, null_reason=reason)
-    return Figure(numerator / denominator)
+        fill_ratios(result)
