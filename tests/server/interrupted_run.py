@@ -1,13 +1,16 @@
 """A ``+backend=server server.launch=vllm`` run whose launch command is the fake launch server
-(``fake_launch_server.py``) and whose warm-up waits forever, run as a script by the interrupt
-tests: it writes the launched group's id to MARKER once the server is up, then waits for a
-signal.
+(``fake_launch_server.py``), run as a script by the interrupt tests. It stops and waits for a
+signal at STAGE: ``starting`` (the server never becomes ready; the test waits for PIDFILE),
+``ready`` (the server answers, and llem is checking which models it serves) or ``warm-up``
+(the run's warm-up waits forever). At ``ready`` and ``warm-up`` it writes the launched group's
+id to MARKER.
 
-usage: interrupted_run.py MODEL_DIR RUN_DIR MARKER PIDFILE
+usage: interrupted_run.py MODEL_DIR RUN_DIR MARKER PIDFILE STAGE
 """
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import time
@@ -27,18 +30,23 @@ def main() -> None:
     # without job control (a CI script run with `&`) inherits SIGINT ignored, and then no Ctrl-C
     # reaches the run at all
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    model_dir, run_dir, marker, pidfile = sys.argv[1:5]
+    model_dir, run_dir, marker, pidfile, stage = sys.argv[1:6]
+
+    def wait_here(*_: Any) -> Any:
+        group = os.getpgid(int(Path(pidfile).read_text()))  # the fake's child: in its group
+        Path(marker).write_text(str(group))
+        time.sleep(3600)
 
     def spec(sections: Any, port: int, *_: Any) -> LaunchSpec:
-        return LaunchSpec((sys.executable, str(FAKE), str(port), "0", "ok", pidfile))
-
-    def warm_up(self: Any, loaded: Any, batches: Any, n_batches: int) -> None:
-        Path(marker).write_text(str(loaded.launched.pid))
-        time.sleep(3600)
+        mode = "never" if stage == "starting" else "ok"
+        return LaunchSpec((sys.executable, str(FAKE), str(port), "0", mode, pidfile))
 
     backend.launch_spec = spec  # type: ignore[assignment]
     preflight.LAUNCH_PACKAGES[Launch.vllm] = ("llem", "")  # the fake needs no vllm
-    backend.ServerBackend.warm_up = warm_up  # type: ignore[method-assign]
+    if stage == "ready":
+        backend.served_models = wait_here  # type: ignore[assignment]
+    elif stage == "warm-up":
+        backend.ServerBackend.warm_up = wait_here  # type: ignore[method-assign,assignment]
     overrides = ("+backend=server", "server.launch=vllm", "server.model=m")
     run_tiny(Path(model_dir), Path(run_dir), *overrides)
 

@@ -1,5 +1,6 @@
 """A launched server's whole process group is gone after the run is interrupted: SIGTERM and
-Ctrl-C (SIGINT) while the run waits in its warm-up, checked by pid (the server and its child)."""
+Ctrl-C (SIGINT) while the server starts, once it answers and before the run has set itself up,
+and in the run's warm-up, checked by pid (the server and its child)."""
 
 from __future__ import annotations
 
@@ -29,12 +30,13 @@ def _gone(pid: int) -> bool:
     return False
 
 
+@pytest.mark.parametrize("stage", ["starting", "ready", "warm-up"])
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["sigterm", "ctrl-c"])
 def test_the_launched_group_is_gone_after_an_interrupt(
-    tiny_model_dir: Path, tmp_path: Path, sig: signal.Signals
+    tiny_model_dir: Path, tmp_path: Path, sig: signal.Signals, stage: str
 ) -> None:
     marker, pidfile = tmp_path / "marker", tmp_path / "pids"
-    args = [str(tiny_model_dir), str(tmp_path / "run"), str(marker), str(pidfile)]
+    args = [str(tiny_model_dir), str(tmp_path / "run"), str(marker), str(pidfile), stage]
     proc = subprocess.Popen(
         [sys.executable, str(SCRIPT), *args],
         env=llem_env(),
@@ -42,13 +44,15 @@ def test_the_launched_group_is_gone_after_an_interrupt(
         stderr=subprocess.STDOUT,
         text=True,
     )
+    waited_for = pidfile if stage == "starting" else marker
     try:
         deadline = time.monotonic() + 240
-        while not marker.exists() and proc.poll() is None and time.monotonic() < deadline:
+        while not waited_for.exists() and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.2)
-        assert marker.exists(), proc.stdout.read() if proc.poll() is not None else "no marker"
+        assert waited_for.exists(), proc.stdout.read() if proc.poll() is not None else "no marker"
         time.sleep(0.2)
-        pgid, child = int(marker.read_text()), int(pidfile.read_text())
+        child = int(pidfile.read_text())
+        pgid = os.getpgid(child)
         assert group_alive(pgid) and not _gone(child)
         proc.send_signal(sig)
         proc.wait(timeout=60)

@@ -3,14 +3,19 @@ gone on every way out (checked by pid)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import socket
+import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from llem.backends.server import launch as launch_module
 from llem.backends.server.commands import llamacpp_command, vllm_command
 from llem.backends.server.launch import (
     LaunchedServer,
@@ -147,3 +152,43 @@ def test_presets_build_the_command_from_typed_keys_and_passthrough() -> None:
     )
     with pytest.raises(ValueError, match="n_parallel=4"):
         llamacpp_command("a.gguf", 9000, n_parallel=4)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["sigterm", "ctrl-c"])
+def test_a_signal_while_the_command_starts_still_stops_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sig: signal.Signals
+) -> None:
+    """The signal lands inside Popen, after the child exists and before llem knows it: it is
+    delivered once the process is known, and the run's handler unwinds through the stop."""
+    started: list[subprocess.Popen[bytes]] = []
+    real_popen = subprocess.Popen
+
+    def popen_then_signal(*args: Any, **kw: Any) -> subprocess.Popen[bytes]:
+        started.append(real_popen(*args, **kw))
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "pids").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)  # the fake's child exists too
+        os.kill(os.getpid(), sig)
+        time.sleep(0.2)  # the handler runs here unless the signal waits
+        return started[-1]
+
+    def interrupted(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    monkeypatch.setattr(launch_module.subprocess, "Popen", popen_then_signal)
+    monkeypatch.setattr(launch_module.LaunchedServer, "_wait_ready", lambda self: time.sleep(30))
+    previous = signal.signal(sig, interrupted)
+    try:
+        with pytest.raises(SystemExit) as stopped:
+            _server(tmp_path, delay_s=0.0).start()
+        (process,) = started
+        leader_stopped = process.poll() is not None  # stopped and reaped
+        child_gone = _gone(int((tmp_path / "pids").read_text()))  # and its child with it
+    finally:
+        signal.signal(sig, previous)
+        for process in started:  # whatever the outcome, nothing is left running
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+    assert stopped.value.code == 128 + sig
+    assert leader_stopped and child_gone

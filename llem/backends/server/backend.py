@@ -8,8 +8,8 @@ pre-flight too, but it may have changed since). Every workload is served (``serv
 is never called). Token counts are the server's own ``usage``: a stream without it fails the
 run, llem never counts them itself (``server.stream=false`` asks for whole answers instead, which
 carry it).
-``unload`` stops a launched server's whole process group; while one is running, SIGTERM raises
-``SystemExit`` so that the run's ``finally`` paths stop it too (Ctrl-C does so already).
+``unload`` stops a launched server's whole process group; from its launch until then, SIGTERM
+raises ``SystemExit`` so that the run's ``finally`` paths stop it too (Ctrl-C does so already).
 """
 
 from __future__ import annotations
@@ -165,13 +165,19 @@ class ServerBackend:
         launched: LaunchedServer | None = None
         record: LaunchRecord | None = None
         base_url = (self.config.url or "").rstrip("/")
-        if served is not None:
-            launched, record, base_url = self._launch(device, served)
+        # from before the launch: a SIGTERM while the server starts, or once it answers and
+        # before the run has begun, must unwind through the stop below, never orphan the server
+        previous_sigterm = _stop_on_sigterm() if served is not None else None
         try:
+            if served is not None:
+                launched, record, base_url = self._launch(device, served)
             self._check_served(base_url)
         except BaseException:
-            if launched is not None:
-                launched.stop()
+            try:
+                if launched is not None:
+                    launched.stop()
+            finally:
+                _restore_sigterm(previous_sigterm)
             raise
         loaded = ServerModel(
             model=base_url,
@@ -196,8 +202,7 @@ class ServerBackend:
             speculative=self.sections.speculative,
             sampled=bool(self.sections.decoder.do_sample),
         )
-        if launched is not None:
-            loaded._previous_sigterm = _stop_on_sigterm()
+        loaded._previous_sigterm = previous_sigterm
         return loaded
 
     def _dtype(self) -> str:

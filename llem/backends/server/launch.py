@@ -25,10 +25,11 @@ import os
 import shlex
 import signal
 import subprocess
+import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -152,21 +153,23 @@ class LaunchedServer:
         """Start the command and wait until it is ready; stop it again if it is not."""
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         launched_s = time.perf_counter()
-        with self.log_path.open("ab") as log:
-            try:
-                self.process = subprocess.Popen(
-                    self.spec.command,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    stdin=subprocess.DEVNULL,
-                    env={**os.environ, **self.spec.env},
-                    start_new_session=True,
-                )
-            except OSError as e:
-                raise ServerLaunchError(
-                    f"server command could not start ({e}): {self.spec.command_line}"
-                ) from e
         try:
+            # a SIGTERM or Ctrl-C inside Popen would lose the child it has just started: they
+            # wait until the process is known, so that the stop below reaches it
+            with self.log_path.open("ab") as log, signals_deferred():
+                try:
+                    self.process = subprocess.Popen(
+                        self.spec.command,
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                        stdin=subprocess.DEVNULL,
+                        env={**os.environ, **self.spec.env},
+                        start_new_session=True,
+                    )
+                except OSError as e:
+                    raise ServerLaunchError(
+                        f"server command could not start ({e}): {self.spec.command_line}"
+                    ) from e
             self._wait_ready()
         except BaseException:
             self.stop()
@@ -252,6 +255,34 @@ class LaunchedServer:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+DEFERRED_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+@contextlib.contextmanager
+def signals_deferred() -> Iterator[None]:
+    """SIGTERM and SIGINT that arrive inside the block are delivered when it ends, to the
+    handlers in place before it (on the main thread; elsewhere none can be set, and the block
+    runs as it is). Handlers, not the signal mask: a mask would pass to the child started inside."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    arrived: list[int] = []
+
+    def defer(signum: int, frame: object) -> None:
+        arrived.append(signum)
+
+    # a handler set outside Python (getsignal's None) could not be put back: left as it is
+    kept = [sig for sig in DEFERRED_SIGNALS if signal.getsignal(sig) is not None]
+    previous = {sig: signal.signal(sig, defer) for sig in kept}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        for signum in dict.fromkeys(arrived):
+            signal.raise_signal(signum)
 
 
 def _signal_group(pgid: int, sig: signal.Signals) -> None:
