@@ -17,7 +17,8 @@ are ``SKIPS`` below, first match first; a new command that fits none of them run
 A llem run is run as a dry run (``dry_run=true``: composed, validated and pre-flighted, nothing
 loaded), its directory in a temporary folder, so the check takes seconds per command; ``--real``
 runs it as written. A run whose pre-flight refuses it for what this machine lacks
-(``REFUSED_HERE``: a node boundary of which no part can be read) passes with that refusal, the
+(``REFUSED_HERE``: a node boundary of which no part can be read, a Redfish service that does
+not answer) passes with that refusal, the
 outcome its page documents for such a machine. ``--vllm-python PY`` runs only the commands of
 the vLLM environment's interpreter (``.venv-vllm/bin/python ...``), with PY, where that
 environment exists (CI's vLLM part); ``--llamacpp`` only those that need llama-cpp-python
@@ -76,6 +77,7 @@ ENV_PROGRAMS = ("llem", "llem-report", "python", "mkdocs", "pytest", "ruff", "my
 # on a machine without what it measures does what its page says it does there, and passes.
 REFUSED_HERE: list[tuple[str, str]] = [
     (r"measurement\.boundary=node", "measurement.boundary=node: no part of the node can be read"),
+    (r"chassis\.source=redfish", "chassis.source=redfish but Redfish GET "),  # no BMC here
 ]
 
 LLEM_RUN = re.compile(r"^(?:\.venv(?:-vllm)?/bin/)?(?:llem|python3? -m llem)(?=\s|$)")

@@ -31,6 +31,7 @@ class ChassisSource(Enum):
     none = "none"
     auto = "auto"
     ipmitool = "ipmitool"
+    redfish = "redfish"
     model = "model"
 
 
@@ -107,12 +108,28 @@ class ChassisConfig:
         ChassisSource.none,
         doc="The chassis layer at the wall: none; auto (ipmitool's DCMI power reading where the "
         "BMC answers, else null with the reason); ipmitool (refused in pre-flight where it does "
-        "not answer); model (chassis.psu_efficiency and the parts below).",
+        "not answer); redfish (the BMC's Redfish resource at chassis.redfish_url, refused in "
+        "pre-flight where it does not answer); model (chassis.psu_efficiency and the parts "
+        "below).",
+        goes_to=LLEM,
+    )
+    redfish_url: str | None = knob(
+        None,
+        doc="chassis.source=redfish: the chassis's Redfish power resource, e.g. "
+        "https://BMC/redfish/v1/Chassis/1/Power or .../EnvironmentMetrics (credentials from "
+        "REDFISH_USERNAME and REDFISH_PASSWORD).",
+        goes_to=LLEM,
+        placeholder="URL",
+    )
+    redfish_verify_tls: bool = knob(
+        True,
+        doc="chassis.source=redfish: check the BMC's TLS certificate (false for a BMC's "
+        "self-signed one, the user's choice).",
         goes_to=LLEM,
     )
     interval_s: float = knob(
         1.0,
-        doc="Seconds between two DCMI power readings (a BMC refreshes about once a second).",
+        doc="Seconds between two BMC power readings (a BMC refreshes about once a second).",
         goes_to=LLEM,
         gt=0,
     )
@@ -161,6 +178,7 @@ def footprint_problems(carbon: CarbonConfig, chassis: ChassisConfig) -> list[str
         )
     if carbon.layer is not None and carbon.layer not in LAYERS:
         p.append(f"carbon.layer={carbon.layer} is not a layer (allowed: {', '.join(LAYERS)})")
+    p.extend(_redfish_problems(chassis))
     if chassis.source == ChassisSource.model and chassis.psu_efficiency is None:
         p.append("chassis.source=model needs chassis.psu_efficiency (0 to 1, e.g. 0.94)")
     modelled = {
@@ -176,6 +194,30 @@ def footprint_problems(carbon: CarbonConfig, chassis: ChassisConfig) -> list[str
             if value is not None
         )
     return p
+
+
+def _redfish_problems(chassis: ChassisConfig) -> list[str]:
+    url = chassis.redfish_url
+    if chassis.source == ChassisSource.redfish and not url:
+        return [
+            "chassis.source=redfish needs chassis.redfish_url (the chassis's Redfish power "
+            "resource, e.g. https://BMC/redfish/v1/Chassis/1/Power)"
+        ]
+    if not url:
+        return []
+    if "@" in url.split("://", 1)[-1].split("/", 1)[0]:  # never printed back: it holds them
+        return [
+            "chassis.redfish_url holds credentials (user:password@host): give them in "
+            "REDFISH_USERNAME and REDFISH_PASSWORD instead, never in the config"
+        ]
+    if chassis.source != ChassisSource.redfish:
+        return [
+            f"chassis.redfish_url={url} applies to chassis.source=redfish only "
+            f"(it is chassis.source={chassis.source.value})"
+        ]
+    if not url.startswith(("http://", "https://")):
+        return [f"chassis.redfish_url={url} is not an http:// or https:// URL"]
+    return []
 
 
 def footprint_hash_defaults() -> dict[str, dict[str, object]]:

@@ -67,6 +67,9 @@ def parse_reading(stdout: str) -> float:
 class IpmitoolReader:
     """Reads the chassis's power through ``ipmitool`` (``run`` and ``which`` are for tests)."""
 
+    source = COMMAND_TEXT
+    resolution_w = RESOLUTION_W
+
     def __init__(self, run: Runner = _run, which: Callable[[str], str | None] = shutil.which):
         self._run = run
         self._which = which

@@ -1,6 +1,7 @@
 """The chassis layer measured at the wall: the BMC's power readings sampled over the window.
 
-A ``ChassisMeter`` reads its source (``llem.devices.bmc.IpmitoolReader``) once at each edge of the
+A ``ChassisMeter`` reads its source (``llem.devices.bmc.IpmitoolReader`` or
+``llem.devices.redfish.RedfishReader``) once at each edge of the
 window and every ``chassis.interval_s`` in between on a sampler thread of its own (a BMC answers
 in tenths of a second, too slow for the GPU sampler's rate), and integrates the readings over the
 window with the trapezoid rule (``llem.measure.integrate``). Each reading is stamped with the
@@ -10,7 +11,8 @@ The bound (worst case, J) is the sum of:
 
 * ``trapezoid_j``: a step change between two readings, ``sum |dP| x dt / 2`` (as for a GPU's
   sampled power, ``llem.measure.uncertainty``);
-* ``resolution_j``: ipmitool prints whole watts, ``RESOLUTION_W / 2 x window_s``.
+* ``resolution_j``: the reader's resolution (whole watts, ipmitool's and Redfish's alike),
+  ``resolution_w / 2 x window_s``.
 
 Not covered: the BMC's sensor accuracy (DCMI states none; it is the vendor's), the delay between
 the BMC's own sampling and the read, and power that rises and falls between two readings. A
@@ -23,13 +25,16 @@ import threading
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from llem.devices.bmc import COMMAND_TEXT, RESOLUTION_W, BmcError, no_bmc_reason
+from llem.devices.bmc import COMMAND_TEXT, BmcError, no_bmc_reason
 from llem.measure.integrate import integrate_linear
 from llem.measure.sampler import Clock, Sampler
 from llem.measure.uncertainty import trapezoid_bound_j
 
 
 class WallReader(Protocol):
+    source: str  # what is read, as the layer records it (a command, a URL)
+    resolution_w: float  # the smallest step of a reading (W)
+
     def read_w(self) -> float:
         """One reading of the chassis's power (W); raises ``BmcError`` with the reason."""
         ...
@@ -85,26 +90,37 @@ class ChassisMeter:
             if self._sampler.error is not None and self._failure is None:
                 self._failure = f"chassis sampler stopped: {self._sampler.error}"
         self._read()
-        return integrate_window(self._points, self._start, end, self._failure)
+        reader = self.reader
+        return integrate_window(
+            self._points, self._start, end, self._failure, reader.resolution_w, reader.source
+        )
 
 
 def integrate_window(
-    points: list[tuple[float, float]], start: float, end: float, failure: str | None
+    points: list[tuple[float, float]],
+    start: float,
+    end: float,
+    failure: str | None,
+    resolution_w: float,
+    source: str,
 ) -> ChassisWindow:
     """The chassis's energy over ``[start, end]`` from ``(instant, W)`` readings, with its bound."""
     window_s = end - start
     if failure is not None:
-        return ChassisWindow(None, window_s=window_s, readings=len(points), null_reason=failure)
+        return ChassisWindow(
+            None, window_s=window_s, readings=len(points), source=source, null_reason=failure
+        )
     pts = sorted(points)
     if len(pts) < 2:
+        why = "fewer than 2 BMC readings"
         return ChassisWindow(
-            None, window_s=window_s, readings=len(pts), null_reason="fewer than 2 BMC readings"
+            None, window_s=window_s, readings=len(pts), source=source, null_reason=why
         )
     times = [t for t, _ in pts]
     watts = [w for _, w in pts]
     joules = integrate_linear(times, watts, start, end)
     parts = {
         "trapezoid_j": trapezoid_bound_j(times, watts),
-        "resolution_j": RESOLUTION_W / 2 * window_s,
+        "resolution_j": resolution_w / 2 * window_s,
     }
-    return ChassisWindow(joules, sum(parts.values()), parts, len(pts), window_s)
+    return ChassisWindow(joules, sum(parts.values()), parts, len(pts), window_s, source)

@@ -9,7 +9,8 @@ parameters):
 - ``node_j``: those plus the CPU packages and DRAM (``boundary.total_j`` under
   ``measurement.boundary=node``), measured;
 - ``chassis_j``: the chassis at the wall, measured through the BMC (``chassis.source=auto`` or
-  ``ipmitool``) or modelled (``chassis.source=model``, ``chassis_parameters``);
+  ``ipmitool``, or its Redfish service: ``redfish``) or modelled (``chassis.source=model``,
+  ``chassis_parameters``);
 - ``facility_j``: the widest other layer times ``facility.pue``, modelled always.
 
 A layer that was not asked for, or not measured here, is null with the reason in

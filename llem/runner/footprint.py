@@ -8,6 +8,7 @@ from __future__ import annotations
 from llem.config.footprint import ChassisSource
 from llem.config.schema import ExperimentConfig
 from llem.devices.bmc import BmcError, IpmitoolReader
+from llem.devices.redfish import RedfishReader
 from llem.errors import PreflightError
 from llem.figures.footprint import (
     Counts,
@@ -20,7 +21,7 @@ from llem.figures.footprint import (
     widest_measured,
     widest_with_figure,
 )
-from llem.measure.chassis import ChassisWindow
+from llem.measure.chassis import ChassisWindow, WallReader
 from llem.result import Figure, RunResult
 from llem.result.footprint import MEASURED, MODELLED, Footprint, Layers
 from llem.runner.grid_intensity import resolve
@@ -35,26 +36,31 @@ NOT_ASKED = {
 }
 
 
-def wall_reader(exp: ExperimentConfig) -> IpmitoolReader | None:
+def wall_reader(exp: ExperimentConfig) -> WallReader | None:
     """The BMC reader the session samples in its window (None: the chassis is not measured)."""
-    return IpmitoolReader() if exp.chassis.source in MEASURED_SOURCES else None
+    c = exp.chassis
+    if c.source == ChassisSource.redfish and c.redfish_url:
+        return RedfishReader(c.redfish_url, verify_tls=c.redfish_verify_tls)
+    return IpmitoolReader() if c.source in (ChassisSource.auto, ChassisSource.ipmitool) else None
 
 
-MEASURED_SOURCES = (ChassisSource.auto, ChassisSource.ipmitool)
-
-
-def footprint_preflight(exp: ExperimentConfig, reader: IpmitoolReader | None = None) -> list[str]:
-    """One line per problem: ``chassis.source=ipmitool`` without a reading, a carbon country
-    that CodeCarbon's data cannot resolve."""
+def footprint_preflight(exp: ExperimentConfig, reader: WallReader | None = None) -> list[str]:
+    """One line per problem: ``chassis.source=ipmitool`` or ``redfish`` without a reading, a
+    carbon country that CodeCarbon's data cannot resolve."""
     problems: list[str] = []
-    if exp.chassis.source == ChassisSource.ipmitool:
+    source = exp.chassis.source
+    reader = reader or wall_reader(exp)
+    if source in (ChassisSource.ipmitool, ChassisSource.redfish) and reader is not None:
         try:
-            (reader or IpmitoolReader()).read_w()
+            reader.read_w()
         except BmcError as exc:
-            problems.append(
-                f"chassis.source=ipmitool but {exc} (use chassis.source=auto to record the "
-                "layer as null instead, or chassis.source=none)"
+            instead = (
+                "check chassis.redfish_url and the credentials, or use chassis.source=none"
+                if source == ChassisSource.redfish
+                else "use chassis.source=auto to record the layer as null instead, or "
+                "chassis.source=none"
             )
+            problems.append(f"chassis.source={source.value} but {exc} ({instead})")
     try:
         resolve(exp.carbon)
     except PreflightError as exc:

@@ -10,10 +10,23 @@ import os
 
 import pytest
 
-from llem.testing import fake_ipmitool
+from llem.testing import fake_ipmitool, fake_redfish
 from llem.testing.cli import output, run_llem
 
 pytestmark = pytest.mark.slow
+
+
+def _tiny(model_dir) -> tuple[str, ...]:
+    """A short run of the tiny model, on the CPU, with no energy source of its own."""
+    return (
+        "model=hf",
+        f"model.name_or_path={model_dir}",
+        "device=cpu",
+        "measurement.energy=none",
+        "measurement.warmup=0",
+        "decoder.max_new_tokens=4",
+        "dataset.n_prompts=2",
+    )
 
 
 def test_a_run_without_a_bmc_prints_the_chassis_reason_and_its_carbon_and_cost_lines(
@@ -23,13 +36,7 @@ def test_a_run_without_a_bmc_prints_the_chassis_reason_and_its_carbon_and_cost_l
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
     run_dir = tmp_path / "run"
     proc = run_llem(
-        "model=hf",
-        f"model.name_or_path={tiny_model_dir}",
-        "device=cpu",
-        "measurement.energy=none",
-        "measurement.warmup=0",
-        "decoder.max_new_tokens=4",
-        "dataset.n_prompts=2",
+        *_tiny(tiny_model_dir),
         "chassis.source=auto",
         "chassis.interval_s=0.2",
         "facility.pue=1.2",
@@ -61,3 +68,43 @@ def test_a_run_without_a_bmc_prints_the_chassis_reason_and_its_carbon_and_cost_l
     assert fp["capacity_usd_per_million_output_tokens"] == pytest.approx(
         window_s / 3600 * 3.6 / tokens * 1e6
     )
+
+
+def test_a_run_measures_the_chassis_over_redfish_and_never_writes_its_credentials(
+    tiny_model_dir, tmp_path, monkeypatch
+):
+    """The chassis at a planted 250 W through the Redfish double, with the credentials in the
+    environment: the layer is measured (250 W x the window, exact for a constant power), carbon
+    is taken from it as the widest measured layer (the GPU's energy is unavailable here), and
+    the password is in no file of the run directory."""
+    secret = "planted-secret-c41b"
+    monkeypatch.setenv("REDFISH_USERNAME", "root")
+    monkeypatch.setenv("REDFISH_PASSWORD", secret)
+    run_dir = tmp_path / "run"
+    with fake_redfish.serve([250.0], user="root", password=secret) as (url, fake):
+        proc = run_llem(
+            *_tiny(tiny_model_dir),
+            "chassis.source=redfish",
+            f"chassis.redfish_url={url}{fake_redfish.POWER}",
+            "chassis.interval_s=0.2",
+            "carbon.intensity_g_per_kwh=400",
+            f"hydra.run.dir={run_dir}",
+            cwd=tmp_path,
+        )
+    assert proc.returncode == 0, output(proc)
+    assert fake.calls >= 3  # pre-flight's, and at least both edges of the window
+    result = json.loads((run_dir / "result.json").read_text())
+    layers, window_s = result["layers"], result["energy"]["window_s"]
+    assert layers["chassis_label"] == "measured"
+    assert layers["chassis_source"] == f"Redfish GET {url}{fake_redfish.POWER}"
+    assert layers["widest_measured"] == "chassis"
+    chassis_j = layers["chassis_j"]
+    assert chassis_j == pytest.approx(250.0 * window_s, rel=1e-4)  # window_s: to the microsecond
+    tokens = result["workload"]["output_tokens"]
+    assert result["footprint"]["g_per_output_token"] == pytest.approx(
+        chassis_j / 3.6e6 * 400 / tokens
+    )
+    leaked = [
+        p for p in run_dir.rglob("*") if p.is_file() and secret in p.read_text(errors="replace")
+    ]
+    assert leaked == [] and secret not in proc.stdout + proc.stderr
