@@ -15,6 +15,8 @@ FOOTPRINT_METRICS = (
     "footprint.g_per_correct_answer",
     ENERGY_USD,
     CAPACITY_USD,
+    "footprint.energy_usd_per_correct_answer",
+    "footprint.capacity_usd_per_correct_answer",
 )
 #: a row's layer label (measured | modelled): runs of different labels are different rows
 LAYER_LABEL = "footprint.layer_label"

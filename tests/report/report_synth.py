@@ -514,3 +514,14 @@ def write_rate_sweep(sweep_dir: Path, steady: bool | Callable[[dict], bool] = Tr
         )
 
     return write_sweep(sweep_dir, {"traffic.rate_per_s": [1, 2, 4, 8]}, make, repeats=2)
+
+
+def prepared_plots(sweep: Path) -> tuple[dict[str, Any], list[str]]:
+    """The report's plots over ``sweep``, prepared (not drawn), by file name; and the skip lines."""
+    from llem.report.load import load_runs
+    from llem.report.plots import prepare_all
+    from llem.report.stats import summary_frame
+
+    runs = load_runs([sweep])
+    plots = prepare_all(runs, summary_frame(runs))
+    return dict(plots.plots), list(plots.skipped)

@@ -13,10 +13,8 @@ from report import quality_synth as qs
 from report import report_synth as synth
 
 from llem.report.build import build_report
-from llem.report.load import load_runs
-from llem.report.plots import draw, prepare_all
+from llem.report.plots import draw
 from llem.report.plots.quality import QUALITY_PLOT
-from llem.report.stats import summary_frame
 
 #: the planted (accuracy %, J per correct answer) of quality_synth.PLANTED, and the bars' ends:
 #: the accuracy's interval in %, and J/correct ± its bound (one run each: no CI over repeats)
@@ -27,12 +25,6 @@ POINTS = {
     (4, "bnb-4bit"): ((62.5, 10.0), (50.0, 73.0), (9.5, 10.5)),
 }
 FRONT = [(62.5, 10.0), (75.0, 12.0)]  # by accuracy: (4, bnb-4bit), (4, none)
-
-
-def prepared(sweep: Path) -> tuple[dict[str, Any], list[str]]:
-    runs = load_runs([sweep])
-    plots = prepare_all(runs, summary_frame(runs))
-    return dict(plots.plots), list(plots.skipped)
 
 
 @pytest.fixture
@@ -50,7 +42,7 @@ def _segments(ax: Any) -> list[np.ndarray]:
 
 
 def test_the_front_is_the_planted_non_dominated_configurations(quality_sweep: Path) -> None:
-    plots, _ = prepared(quality_sweep)
+    plots, _ = synth.prepared_plots(quality_sweep)
     plot = plots[QUALITY_PLOT]
     assert [(p.x, p.y) for p in plot.front] == FRONT
     assert sorted((p.x, p.y) for p in plot.dominated) == [(50.0, 90.0), (75.0, 40.0)]
@@ -64,7 +56,7 @@ def test_the_front_is_the_planted_non_dominated_configurations(quality_sweep: Pa
 
 
 def test_the_bars_span_the_planted_intervals_on_both_axes(quality_sweep: Path) -> None:
-    plots, _ = prepared(quality_sweep)
+    plots, _ = synth.prepared_plots(quality_sweep)
     ax = draw(plots[QUALITY_PLOT]).axes[0]
     segments = _segments(ax)
     for (x, y), (x_lo, x_hi), (y_lo, y_hi) in POINTS.values():
@@ -79,7 +71,7 @@ def test_the_bars_span_the_planted_intervals_on_both_axes(quality_sweep: Path) -
 
 
 def test_the_subtitle_says_which_energy_and_what_the_bars_are(quality_sweep: Path) -> None:
-    plots, _ = prepared(quality_sweep)
+    plots, _ = synth.prepared_plots(quality_sweep)
     ax = draw(plots[QUALITY_PLOT]).axes[0]
     note = ax.get_title(loc="left").replace("\n", " ")
     assert note.startswith("J per correct answer: what a right answer costs")
@@ -107,7 +99,7 @@ def test_scored_runs_without_energy_skip_the_plot_and_say_why(tmp_path: Path) ->
         return result
 
     synth.write_sweep(tmp_path / "s", {"pytorch.batch_size": [1, 2]}, cpu)
-    plots, skipped = prepared(tmp_path / "s")
+    plots, skipped = synth.prepared_plots(tmp_path / "s")
     assert QUALITY_PLOT not in plots
     (line,) = [s for s in skipped if s.startswith(QUALITY_PLOT)]
     assert "2 scored, 0 with both" in line and "needs measured energy" in line

@@ -12,6 +12,9 @@ labels drawn, a frozen dataclass) and then drawn on matplotlib's Agg canvas (no 
   objective against the trial number, infeasible trials marked, the best feasible so far.
 * :mod:`.quality`: ``quality_pareto.png`` where runs scored their answers (result schema 6):
   accuracy against J per correct answer, the front (accuracy up, energy down) labelled.
+* :mod:`.footprint`: ``carbon_pareto.png`` and ``cost_pareto.png`` where runs have carbon or
+  cost figures (``docs/footprint.md``): against accuracy where runs scored, else median latency;
+  a configuration from a modelled layer hollow and off the front.
 * :mod:`.attribution`: ``request_energy_vs_output.png`` and ``request_energy_vs_input.png`` where
   runs recorded each request's energy (requests.jsonl), one colour per configuration.
 * :mod:`.phase_energy`: ``phase_energy.png`` where the runs pair 1 new token with N
@@ -58,6 +61,12 @@ from llem.report.plots.common import (
     invalid_points,
     safe_name,
     values,
+)
+from llem.report.plots.footprint import (
+    CARBON_PLOT,
+    COST_PLOT,
+    has_footprint,
+    prepare_footprint_pareto,
 )
 from llem.report.plots.knob import KnobPlot, draw_knob, knob_figure, prepare_knob
 from llem.report.plots.pareto import (
@@ -125,6 +134,8 @@ OWN_PATTERNS = (
     PHASE_PLOT,
     SEARCH_PLOT,
     QUALITY_PLOT,
+    CARBON_PLOT,
+    COST_PLOT,
 )
 
 CONCURRENCY_PLOT = "j_per_token_vs_concurrency.png"
@@ -229,8 +240,8 @@ def prepare_all(
     elif pareto:
         out.add("pareto.png", prepare_pareto, summary, series, hollow, hollow_toks)
     _serving(runs, summary, series, has_energy, out)
-    if len(summary) >= 2 and has_quality(summary):  # llem.report.plots.quality
-        out.add(QUALITY_PLOT, prepare_quality_pareto, summary, series)
+    if len(summary) >= 2:
+        _other_fronts(summary, series, out)
     _energy_split(runs, phases, out)
     if runs.n_runs == 1:
         _single_run(runs, out)
@@ -238,6 +249,16 @@ def prepare_all(
     if search is not None:
         out.add(SEARCH_PLOT, prepare_search_plot, search)
     return PlotSet(tuple(out.plots), tuple(out.skipped))
+
+
+def _other_fronts(summary: pd.DataFrame, series: list[str], out: _Collector) -> None:
+    """The Pareto fronts beyond tokens/s and J/token, where the runs have their figures:
+    accuracy (``.quality``), carbon and cost (``.footprint``)."""
+    if has_quality(summary):
+        out.add(QUALITY_PLOT, prepare_quality_pareto, summary, series)
+    for kind, name in (("carbon", CARBON_PLOT), ("cost", COST_PLOT)):
+        if has_footprint(summary, kind):
+            out.add(name, prepare_footprint_pareto, summary, series, kind)
 
 
 def _energy_split(runs: Runs, phases: Sequence[PhaseComparison], out: _Collector) -> None:
