@@ -20,6 +20,7 @@ from llem.report.phase_section import render_phase_energy, write_phase_csv
 from llem.report.plots import draw_all
 from llem.report.search import find_search, write_search_csv
 from llem.report.search_section import render_search
+from llem.report.speculative_crossover import render_crossover
 from llem.report.stats import summary_frame
 from llem.report.table import render_table
 from llem.report.weights import render_weights
@@ -115,6 +116,7 @@ def _text(
         render_conditions(runs, width=width),
         *_notes(runs, width),
         phases,
+        render_crossover(summary, runs.knobs, width),
         render_problems(runs, width=width),
         _search(runs, search_out[0], width, search_out[1]),
     ]

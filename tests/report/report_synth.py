@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-GROUPS = {"model", "decoder", "quantization", "dataset", "measurement", "backend"}
+GROUPS = {"model", "decoder", "quantization", "dataset", "measurement", "backend", "speculative"}
 
 BASE_CONFIG: dict[str, Any] = {
     "model": {"name_or_path": "HuggingFaceTB/SmolLM2-135M", "dtype": None},
