@@ -20,9 +20,15 @@ from llem.app.entrypoint import main
 REPO = Path(__file__).resolve().parents[2]
 SHIPPED = sorted(p.name[:-5] for p in resources.files("llem.conf").joinpath("experiment").iterdir())
 #: studies on the vLLM backend: their dry run needs vllm importable to pass pre-flight
-VLLM_STUDIES = {"mlenergy", "batch_scaling_vllm"}
+VLLM_STUDIES = {"mlenergy", "batch_scaling_vllm", "speculative_crossover"}
 #: studies that set traffic/slo keys (issue 18's serving config)
-SERVING_STUDIES = {"mlenergy", "batch_scaling_vllm", "serving_rate", "energy_under_slo"}
+SERVING_STUDIES = {
+    "mlenergy",
+    "batch_scaling_vllm",
+    "serving_rate",
+    "energy_under_slo",
+    "speculative_crossover",
+}
 #: studies that search (an objective on energy: on a machine without a GPU, exit 2 saying so)
 SEARCH_STUDIES = {"energy_under_slo"}
 STACKS = ("transformers", "vllm", "vllm_server", "llamacpp_server")
@@ -220,6 +226,7 @@ def test_every_shipped_preset_is_documented_and_cites_a_source() -> None:
         "aienergyscore",
         "batch_scaling",
         "batch_scaling_vllm",
+        "carbon_per_answer",
         "decoding",
         "decoding_quality",
         "energy_under_slo",
@@ -230,6 +237,7 @@ def test_every_shipped_preset_is_documented_and_cites_a_source() -> None:
         "quantization",
         "quantization_quality",
         "serving_rate",
+        "speculative_crossover",
     ]
     for name in SHIPPED:
         text = resources.files("llem.conf").joinpath("experiment", f"{name}.yaml").read_text()
@@ -357,6 +365,22 @@ def test_shipped_presets_set_what_their_protocol_says(
     assert c.hydra.sweeper.params["quantization"] == "none,bnb-8bit,bnb-4bit,bnb-4bit-fp4"
     c = cfg("decoding")
     assert c.hydra.sweeper.params["decoder"] == "greedy,standard,creative,factual"
+    c = cfg("speculative_crossover")
+    assert (c.backend, c.traffic.kind.value, c.decoder.do_sample) == ("vllm", "offline", False)
+    assert c.hydra.sweeper.params == {
+        "speculative": "none,ngram",
+        "vllm.max_num_seqs": "1,4,16",
+        "repeat": "range(3)",
+    }
+    c = cfg("carbon_per_answer")
+    assert (c.dataset.source.value, c.dataset.n_prompts, c.decoder.do_sample) == (
+        "arithmetic",
+        64,
+        False,
+    )
+    assert (c.carbon.intensity_g_per_kwh, c.carbon.market_based) == (400, False)
+    assert "no grid's figure" in c.carbon.label
+    assert c.hydra.sweeper.params == {"pytorch.batch_size": "1,4,16", "repeat": "range(3)"}
 
 
 def test_the_phase_energy_study_runs_each_length_exactly_on_the_same_prompts(
@@ -463,9 +487,10 @@ def test_unknown_experiment_lists_shipped_and_local_ones_in_one_line(tmp_path: P
     (line,) = errors(proc.stderr)
     assert "no experiment 'nope'" in line
     assert (
-        "aienergyscore, batch_scaling, batch_scaling_vllm, decoding, decoding_quality, "
+        "aienergyscore, batch_scaling, batch_scaling_vllm, carbon_per_answer, decoding, "
+        "decoding_quality, "
         "energy_under_slo, engines, mlenergy, peer_sweep, phase_energy, quantization, "
-        "quantization_quality, serving_rate (shipped with llem)" in line
+        "quantization_quality, serving_rate, speculative_crossover (shipped with llem)" in line
     )
     assert "mine (./conf/experiment)" in line
     assert not (tmp_path / "outputs").exists()

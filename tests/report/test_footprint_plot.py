@@ -101,3 +101,22 @@ def test_without_scores_carbon_is_drawn_against_median_latency_lower_being_bette
     # no price was given: the cost plot is not drawn, and not said to be skipped either
     assert COST_PLOT not in plots
     assert not [s for s in skipped if s.startswith(COST_PLOT)]
+
+
+def test_an_intensity_without_measured_energy_says_why_the_carbon_plot_is_missing(
+    tmp_path: Path,
+) -> None:
+    why = "no layer was measured here (planted: no energy source)"
+
+    def make(point: dict[str, Any]) -> dict[str, Any]:
+        result = _unscored(point)
+        result["footprint"] = _footprint("measured", g_per_1k_output_tokens=None)
+        result["footprint"]["g_per_output_token"] = None
+        result["null_reasons"]["footprint.g_per_output_token"] = why
+        return result
+
+    synth.write_sweep(tmp_path / "s", {"pytorch.batch_size": [1, 4]}, make)
+    plots, skipped = synth.prepared_plots(tmp_path / "s")
+    assert CARBON_PLOT not in plots
+    assert f"{CARBON_PLOT} skipped: no run has its figure ({why})" in skipped
+    assert not [s for s in skipped if s.startswith(COST_PLOT)]  # no price: nothing to say

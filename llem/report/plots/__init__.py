@@ -65,6 +65,8 @@ from llem.report.plots.common import (
 from llem.report.plots.footprint import (
     CARBON_PLOT,
     COST_PLOT,
+    asked_footprint,
+    footprint_null,
     has_footprint,
     prepare_footprint_pareto,
 )
@@ -241,7 +243,7 @@ def prepare_all(
         out.add("pareto.png", prepare_pareto, summary, series, hollow, hollow_toks)
     _serving(runs, summary, series, has_energy, out)
     if len(summary) >= 2:
-        _other_fronts(summary, series, out)
+        _other_fronts(runs, summary, series, out)
     _energy_split(runs, phases, out)
     if runs.n_runs == 1:
         _single_run(runs, out)
@@ -251,14 +253,19 @@ def prepare_all(
     return PlotSet(tuple(out.plots), tuple(out.skipped))
 
 
-def _other_fronts(summary: pd.DataFrame, series: list[str], out: _Collector) -> None:
+def _other_fronts(runs: Runs, summary: pd.DataFrame, series: list[str], out: _Collector) -> None:
     """The Pareto fronts beyond tokens/s and J/token, where the runs have their figures:
-    accuracy (``.quality``), carbon and cost (``.footprint``)."""
+    accuracy (``.quality``), carbon and cost (``.footprint``; where an intensity or a price was
+    given but no run has the figure, the skip says why)."""
     if has_quality(summary):
         out.add(QUALITY_PLOT, prepare_quality_pareto, summary, series)
     for kind, name in (("carbon", CARBON_PLOT), ("cost", COST_PLOT)):
         if has_footprint(summary, kind):
             out.add(name, prepare_footprint_pareto, summary, series, kind)
+        elif asked_footprint(runs.frame, kind):
+            out.skipped.append(
+                f"{name} skipped: no run has its figure ({footprint_null(runs.frame, kind)})"
+            )
 
 
 def _energy_split(runs: Runs, phases: Sequence[PhaseComparison], out: _Collector) -> None:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from llem.report.cells import is_missing
 from llem.report.footprint_metrics import CAPACITY_USD, ENERGY_USD, G_PER_1K, LAYER_LABEL
 from llem.report.plots.common import PlotSkipped, floats, nan_to_zero, values
 from llem.report.plots.pareto import ParetoPlot, ParetoPoint, pareto_front, point_labels
@@ -149,3 +150,22 @@ def has_footprint(summary: pd.DataFrame, kind: str) -> bool:
         for m in measure.metrics
         for v in floats(summary, f"{m}.mean")
     )
+
+
+#: what a run was given for each plot: a grid intensity, or a price
+ASKED = {
+    "carbon": ("footprint.intensity_g_per_kwh",),
+    "cost": ("footprint.usd_per_kwh", "footprint.usd_per_gpu_hour", "footprint.usd_per_node_hour"),
+}
+
+
+def asked_footprint(frame: pd.DataFrame, kind: str) -> bool:
+    """Some run was given what the plot of ``kind`` needs (an intensity, a price)."""
+    return any(not is_missing(v) for key in ASKED[kind] for v in values(frame, key))
+
+
+def footprint_null(frame: pd.DataFrame, kind: str) -> str:
+    """The most common reason the runs give for the plot's figure being null."""
+    key = "footprint.g_per_output_token" if kind == "carbon" else ENERGY_USD
+    reasons = [str(v) for v in values(frame, f"null_reasons.{key}") if not is_missing(v) and v]
+    return max(set(reasons), key=reasons.count) if reasons else "no figure in any run"
