@@ -31,6 +31,7 @@ class ChassisSource(Enum):
     none = "none"
     auto = "auto"
     ipmitool = "ipmitool"
+    freeipmi = "freeipmi"
     redfish = "redfish"
     model = "model"
 
@@ -106,9 +107,10 @@ class FacilityConfig:
 class ChassisConfig:
     source: ChassisSource = knob(
         ChassisSource.none,
-        doc="The chassis layer at the wall: none; auto (ipmitool's DCMI power reading where the "
-        "BMC answers, else null with the reason); ipmitool (refused in pre-flight where it does "
-        "not answer); redfish (the BMC's Redfish resource at chassis.redfish_url, refused in "
+        doc="The chassis layer at the wall: none; auto (the BMC's DCMI power reading through "
+        "ipmitool, or FreeIPMI where only it is installed, where the BMC answers, else null with "
+        "the reason); ipmitool or freeipmi (that tool, refused in pre-flight where it does not "
+        "answer); redfish (the BMC's Redfish resource at chassis.redfish_url, refused in "
         "pre-flight where it does not answer); model (chassis.psu_efficiency and the parts "
         "below).",
         goes_to=LLEM,

@@ -8,7 +8,7 @@ what a reading is in ``readings``), NVIDIA through NVML (``nvidia``, the only im
 powercap (``powercap``: which zones exist and what each covers, snapshots of their counters), the
 energy between snapshots (``cpu_energy``), what a package's die zones read, from the CPU's vendor
 (``rapl_scope``), and which CPU packages the process may run on (``cpu_affinity``). The chassis
-at the wall: the BMC's power reading through ipmitool (``bmc``) or its Redfish service
+at the wall: the BMC's power reading through ipmitool or FreeIPMI (``bmc``) or its Redfish service
 (``redfish``). Measurement asks this layer and never reads vendor files itself.
 
 Imports llem.figures, llem.quality and below (today none of llem); writes GPU limits, clocks.

@@ -1,19 +1,25 @@
-"""The chassis's power at the wall, as the BMC reports it through ``ipmitool dcmi power reading``.
+"""The chassis's power at the wall, as the BMC reports it through DCMI's Get Power Reading, read
+by ``ipmitool dcmi power reading`` or FreeIPMI's ``ipmi-dcmi --get-system-power-statistics``.
 
-The only caller of ``ipmitool``. DCMI's Get Power Reading answers, as ipmitool prints it::
+The only caller of either tool. ipmitool prints::
 
         Instantaneous power reading:                   280 Watts
         Minimum during sampling period:                 88 Watts
-        Maximum during sampling period:                460 Watts
-        Average power reading over sample period:      276 Watts
-        IPMI timestamp:                           Sat Nov 28 17:00:00 2026
-        Sampling period:                          00000001 Seconds.
+        ...
         Power reading state is:                   activated
 
-llem reads the instantaneous line (whole watts). A host with no BMC device makes ipmitool exit
-non-zero with ``Could not open device at /dev/ipmi0 or /dev/ipmi/0 or /dev/ipmidev/0: No such file
-or directory``; a BMC without DCMI power readings answers ``DCMI request failed because: Invalid
-command (c1)`` or ``Power reading state is: deactivated``. Each is a ``BmcError`` whose text is
+and FreeIPMI::
+
+    Current Power                        : 280 Watts
+    Minimum Power over sampling duration : 88 watts
+    ...
+    Power Measurement                    : Active
+
+llem reads the current (instantaneous) line, whole watts. A host with no BMC device makes the
+tool exit non-zero, ipmitool with ``Could not open device at /dev/ipmi0 or /dev/ipmi/0 or
+/dev/ipmidev/0: No such file or directory``, FreeIPMI with ``could not find inband device``; a BMC
+without DCMI power readings answers ``DCMI request failed because: Invalid command (c1)`` or a
+state other than activated (ipmitool) or Active (FreeIPMI). Each is a ``BmcError`` whose text is
 the reason a chassis layer is null.
 """
 
@@ -23,16 +29,45 @@ import re
 import shutil
 import subprocess
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
-COMMAND = ("ipmitool", "dcmi", "power", "reading")
-COMMAND_TEXT = " ".join(COMMAND)
-#: seconds one reading may take before it counts as failed (ipmitool's own retries included)
+#: seconds one reading may take before it counts as failed (the tool's own retries included)
 TIMEOUT_S = 10.0
-#: ipmitool prints whole watts: each reading is off by up to half a watt from the BMC's figure
+#: both tools print whole watts: each reading is off by up to half a watt from the BMC's figure
 RESOLUTION_W = 1.0
 
-_INSTANT = re.compile(r"^\s*Instantaneous power reading:\s*([0-9]+(?:\.[0-9]+)?)\s*Watts", re.M)
-_STATE = re.compile(r"^\s*Power reading state is:\s*(\S+)", re.M)
+
+@dataclass(frozen=True)
+class DcmiTool:
+    """A command that prints the BMC's DCMI power reading, and how to read its output."""
+
+    command: tuple[str, ...]
+    reading: re.Pattern[str]  # group 1: the current power (W)
+    state: re.Pattern[str]  # group 1: whether the BMC measures power
+    active: str  # the state's word when it does
+    install: str  # how to install the tool (Debian)
+
+    @property
+    def text(self) -> str:
+        return " ".join(self.command)
+
+
+IPMITOOL = DcmiTool(
+    ("ipmitool", "dcmi", "power", "reading"),
+    re.compile(r"^\s*Instantaneous power reading:\s*([0-9]+(?:\.[0-9]+)?)\s*Watts", re.M),
+    re.compile(r"^\s*Power reading state is:\s*(\S+)", re.M),
+    "activated",
+    "apt-get install ipmitool",
+)
+FREEIPMI = DcmiTool(
+    ("ipmi-dcmi", "--get-system-power-statistics"),
+    re.compile(r"^\s*Current Power\s*:\s*([0-9]+(?:\.[0-9]+)?)\s*[Ww]atts", re.M),
+    re.compile(r"^\s*Power Measurement\s*:\s*(.+?)\s*$", re.M),
+    "Active",
+    "apt-get install freeipmi-tools",
+)
+COMMAND = IPMITOOL.command
+COMMAND_TEXT = IPMITOOL.text
 
 Runner = Callable[[Sequence[str], float], "subprocess.CompletedProcess[str]"]
 
@@ -51,13 +86,13 @@ def _run(argv: Sequence[str], timeout_s: float) -> subprocess.CompletedProcess[s
     )
 
 
-def parse_reading(stdout: str) -> float:
-    """The instantaneous power (W) of ``ipmitool dcmi power reading``'s output; ``BmcError`` where
-    it holds none, or says the power reading is deactivated."""
-    state = _STATE.search(stdout)
-    if state is not None and state.group(1).lower() != "activated":
+def parse_reading(stdout: str, tool: DcmiTool = IPMITOOL) -> float:
+    """The current power (W) in ``tool``'s output; ``BmcError`` where it holds none, or says
+    the BMC does not measure power."""
+    state = tool.state.search(stdout)
+    if state is not None and state.group(1).lower() != tool.active.lower():
         raise BmcError(f"the BMC's power reading state is {state.group(1)}")
-    found = _INSTANT.search(stdout)
+    found = tool.reading.search(stdout)
     if found is None:
         first = stdout.strip().splitlines()[0] if stdout.strip() else "nothing"
         raise BmcError(f"answered without a power reading ({first})")
@@ -65,19 +100,27 @@ def parse_reading(stdout: str) -> float:
 
 
 class IpmitoolReader:
-    """Reads the chassis's power through ``ipmitool`` (``run`` and ``which`` are for tests)."""
+    """Reads the chassis's power through ``tool`` (ipmitool's by default; ``run`` and ``which``
+    are for tests)."""
 
-    source = COMMAND_TEXT
     resolution_w = RESOLUTION_W
 
-    def __init__(self, run: Runner = _run, which: Callable[[str], str | None] = shutil.which):
+    def __init__(
+        self,
+        run: Runner = _run,
+        which: Callable[[str], str | None] = shutil.which,
+        tool: DcmiTool = IPMITOOL,
+    ):
         self._run = run
         self._which = which
+        self.tool = tool
+        self.source = tool.text
 
     def available(self) -> str | None:
-        """None where ipmitool is on PATH, else why not."""
-        if self._which(COMMAND[0]) is None:
-            return "ipmitool is not installed (not on PATH; Debian: apt-get install ipmitool)"
+        """None where the tool is on PATH, else why not."""
+        name = self.tool.command[0]
+        if self._which(name) is None:
+            return f"{name} is not installed (not on PATH; Debian: {self.tool.install})"
         return None
 
     def read_w(self) -> float:
@@ -85,20 +128,29 @@ class IpmitoolReader:
         missing = self.available()
         if missing is not None:
             raise ToolMissing(missing)
+        text = self.tool.text
         try:
-            done = self._run(COMMAND, TIMEOUT_S)
+            done = self._run(self.tool.command, TIMEOUT_S)
         except subprocess.TimeoutExpired:
-            raise BmcError(f"{COMMAND_TEXT} failed: no answer in {TIMEOUT_S:g} s") from None
+            raise BmcError(f"{text} failed: no answer in {TIMEOUT_S:g} s") from None
         except OSError as exc:
-            raise BmcError(f"{COMMAND_TEXT} failed: {exc}") from None
+            raise BmcError(f"{text} failed: {exc}") from None
         if done.returncode != 0:
             said = (done.stderr or done.stdout or "").strip().splitlines()
             why = said[0] if said else f"exit status {done.returncode}"
-            raise BmcError(f"{COMMAND_TEXT} failed: {why}")
+            raise BmcError(f"{text} failed: {why}")
         try:
-            return parse_reading(done.stdout)
+            return parse_reading(done.stdout, self.tool)
         except BmcError as exc:
-            raise BmcError(f"{COMMAND_TEXT} {exc}") from None
+            raise BmcError(f"{text} {exc}") from None
+
+
+def dcmi_reader(which: Callable[[str], str | None] = shutil.which) -> IpmitoolReader:
+    """The reader ``chassis.source=auto`` uses: ipmitool's, or FreeIPMI's where only it is
+    installed (where neither is, ipmitool's, which says so)."""
+    if which(IPMITOOL.command[0]) is None and which(FREEIPMI.command[0]) is not None:
+        return IpmitoolReader(which=which, tool=FREEIPMI)
+    return IpmitoolReader(which=which)
 
 
 def no_bmc_reason(exc: BmcError) -> str:

@@ -1,13 +1,16 @@
 """The run's ``layers`` and ``footprint`` sections (``llem.result.footprint``), and their
-pre-flight: a chassis that ``chassis.source=ipmitool`` asks for but that gives no reading, and a
-carbon country that cannot be resolved, are refused before anything is loaded.
+pre-flight: a chassis that ``chassis.source=ipmitool``, ``freeipmi`` or ``redfish`` asks for but
+that gives no reading, and a carbon country that cannot be resolved, are refused before anything
+is loaded.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from llem.config.footprint import ChassisSource
 from llem.config.schema import ExperimentConfig
-from llem.devices.bmc import BmcError, IpmitoolReader
+from llem.devices.bmc import FREEIPMI, BmcError, IpmitoolReader, dcmi_reader
 from llem.devices.redfish import RedfishReader
 from llem.errors import PreflightError
 from llem.figures.footprint import (
@@ -41,7 +44,12 @@ def wall_reader(exp: ExperimentConfig) -> WallReader | None:
     c = exp.chassis
     if c.source == ChassisSource.redfish and c.redfish_url:
         return RedfishReader(c.redfish_url, verify_tls=c.redfish_verify_tls)
-    return IpmitoolReader() if c.source in (ChassisSource.auto, ChassisSource.ipmitool) else None
+    readers: dict[ChassisSource, Callable[[], WallReader]] = {
+        ChassisSource.auto: dcmi_reader,
+        ChassisSource.ipmitool: IpmitoolReader,
+        ChassisSource.freeipmi: lambda: IpmitoolReader(tool=FREEIPMI),
+    }
+    return readers[c.source]() if c.source in readers else None
 
 
 def footprint_preflight(exp: ExperimentConfig, reader: WallReader | None = None) -> list[str]:
@@ -50,7 +58,8 @@ def footprint_preflight(exp: ExperimentConfig, reader: WallReader | None = None)
     problems: list[str] = []
     source = exp.chassis.source
     reader = reader or wall_reader(exp)
-    if source in (ChassisSource.ipmitool, ChassisSource.redfish) and reader is not None:
+    asked = (ChassisSource.ipmitool, ChassisSource.freeipmi, ChassisSource.redfish)
+    if source in asked and reader is not None:
         try:
             reader.read_w()
         except BmcError as exc:

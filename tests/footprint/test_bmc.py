@@ -9,7 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from llem.devices.bmc import BmcError, IpmitoolReader, no_bmc_reason, parse_reading
+from llem.devices.bmc import (
+    FREEIPMI,
+    BmcError,
+    IpmitoolReader,
+    dcmi_reader,
+    no_bmc_reason,
+    parse_reading,
+)
 from llem.measure.chassis import ChassisMeter
 from llem.testing import fake_ipmitool
 from llem.testing.clocks import SteppingClock
@@ -27,7 +34,7 @@ def on_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 
 
 def test_the_instantaneous_reading_is_read_from_the_documented_output():
-    text = fake_ipmitool.READING.format(w=280, state="activated")
+    text = fake_ipmitool.output(fake_ipmitool.READING, 280, "activated")
     assert parse_reading(text) == 280.0
 
 
@@ -115,3 +122,76 @@ def test_the_sessions_window_reads_the_bmc_and_keeps_the_chassis_energy(on_path)
     # a constant 180 W: the trapezoid is exact, the bound is the whole watts' only
     assert wall.energy_j == pytest.approx(180.0 * wall.window_s)
     assert wall.components["trapezoid_j"] == 0.0
+
+
+# ------------------------------------------------------------------ FreeIPMI's ipmi-dcmi
+@pytest.fixture
+def freeipmi_on_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    def put(answers):
+        bin_dir = tmp_path / "bin"
+        fake_ipmitool.install(bin_dir, answers, tool="freeipmi")
+        monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+        return bin_dir
+
+    return put
+
+
+def test_freeipmis_current_power_is_read_from_its_output():
+    text = fake_ipmitool.output(fake_ipmitool.FREEIPMI_READING, 332, "Active")
+    assert parse_reading(text, FREEIPMI) == 332.0
+    with pytest.raises(BmcError, match="state is Not Available"):
+        parse_reading(
+            fake_ipmitool.output(fake_ipmitool.FREEIPMI_READING, 0, "Not Available"), FREEIPMI
+        )
+    # ipmitool's output is not FreeIPMI's: neither reads the other's reading
+    with pytest.raises(BmcError, match="without a power reading"):
+        parse_reading(fake_ipmitool.output(fake_ipmitool.READING, 280, "Active"), FREEIPMI)
+
+
+@pytest.mark.parametrize(
+    ("answer", "said"),
+    [
+        (
+            fake_ipmitool.NO_DEVICE,
+            "no BMC: ipmi-dcmi --get-system-power-statistics failed: could not find inband device",
+        ),
+        (
+            fake_ipmitool.DEACTIVATED,
+            "no BMC: ipmi-dcmi --get-system-power-statistics the BMC's power reading state is "
+            "Not Available",
+        ),
+    ],
+)
+def test_freeipmis_failures_are_one_line_with_its_words(freeipmi_on_path, answer, said):
+    freeipmi_on_path([answer])
+    with pytest.raises(BmcError) as caught:
+        IpmitoolReader(tool=FREEIPMI).read_w()
+    assert no_bmc_reason(caught.value) == said
+
+
+def test_the_chassis_energy_through_freeipmi_is_the_planted_integral(freeipmi_on_path):
+    # Planted: 400 W, then 460 W from the third reading, read at 0, 1, 2, 3 s and at the end
+    # (3 s again): the trapezoid 400 + 430 + 460 = 1290 J; bound 60 x 1 / 2 + 0.5 x 3 = 31.5 J
+    bin_dir = freeipmi_on_path([400, 400, 460])
+    clock = SteppingClock(start=0.0)
+    meter = ChassisMeter(IpmitoolReader(tool=FREEIPMI), clock, interval_s=1.0)
+    meter.begin(clock.now())
+    clock.sleep(3.0)
+    wall = meter.end(clock.now())
+    assert fake_ipmitool.calls(bin_dir) == 5
+    assert wall.energy_j == pytest.approx(1290.0)
+    assert wall.uncertainty_j == pytest.approx(31.5)
+    assert wall.source == "ipmi-dcmi --get-system-power-statistics"
+
+
+@pytest.mark.parametrize(
+    ("installed", "picked"),
+    [
+        ({"ipmitool", "ipmi-dcmi"}, "ipmitool dcmi power reading"),
+        ({"ipmi-dcmi"}, "ipmi-dcmi --get-system-power-statistics"),
+        (set(), "ipmitool dcmi power reading"),  # neither: ipmitool's reader says it is missing
+    ],
+)
+def test_auto_reads_through_ipmitool_or_freeipmi_where_only_it_is_installed(installed, picked):
+    reader = dcmi_reader(which=lambda name: f"/usr/bin/{name}" if name in installed else None)
+    assert reader.source == picked
