@@ -19,6 +19,7 @@ from llem.app.argv import help_text, normalize_argv, wants_help
 from llem.app.boundary import guard
 from llem.app.command import Command
 from llem.app.job import run_task
+from llem.app.sigterm import sigterm_unwinds
 from llem.config.store import register_configs
 from llem.errors import EXIT_OK, LlemError
 from llem.hydra.errors import as_config_error, explain_composition_error, is_composition_error
@@ -139,7 +140,8 @@ def main(argv: list[str] | None = None) -> int:
         print(help_text(), end="")
         return EXIT_OK
     command = Command(argv=args)
-    return guard(lambda: _command(args, command), interrupted=command.interrupted)
+    with sigterm_unwinds():  # SIGTERM stops what the command started, as Ctrl-C does
+        return guard(lambda: _command(args, command), interrupted=command.interrupted)
 
 
 if __name__ == "__main__":  # pragma: no cover
