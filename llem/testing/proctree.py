@@ -15,6 +15,17 @@ _PROC = Path("/proc")
 _TICKS_PER_S = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
+def gone(pid: int) -> bool:
+    """The process ``pid`` no longer exists (a zombie not yet reaped still does)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
 def _stat_fields(pid: int) -> list[str] | None:
     """The fields of /proc/<pid>/stat after the command name (state first), None when gone."""
     try:

@@ -15,18 +15,11 @@ from pathlib import Path
 import pytest
 
 from llem.testing.cli import llem_env
+from llem.testing.proctree import gone
 
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 def test_sigterm_stops_the_engines_own_process_and_records_the_run(
@@ -49,14 +42,14 @@ def test_sigterm_stops_the_engines_own_process_and_records_the_run(
         assert pidfile.exists(), out.read_text()[-3000:]
         time.sleep(0.2)
         engine = int(pidfile.read_text())
-        assert _alive(engine)
+        assert not gone(engine)
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=60)
-        stopped = not _alive(engine)
+        stopped = gone(engine)
     finally:
         if proc.poll() is None:
             proc.kill()
-        if engine is not None and _alive(engine):
+        if engine is not None and not gone(engine):
             os.kill(engine, signal.SIGKILL)
     said = out.read_text()
     assert stopped, said[-3000:]

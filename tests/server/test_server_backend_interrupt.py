@@ -15,19 +15,12 @@ import pytest
 
 from llem.backends.server.launch import group_alive
 from llem.testing.cli import llem_env
+from llem.testing.proctree import gone
 
 pytestmark = pytest.mark.slow
 
 SCRIPT = Path(__file__).with_name("interrupted_run.py")
 REPO = Path(__file__).resolve().parents[2]
-
-
-def _gone(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    return False
 
 
 @pytest.mark.parametrize("stage", ["starting", "ready", "warm-up"])
@@ -53,14 +46,14 @@ def test_the_launched_group_is_gone_after_an_interrupt(
         time.sleep(0.2)
         child = int(pidfile.read_text())
         pgid = os.getpgid(child)
-        assert group_alive(pgid) and not _gone(child)
+        assert group_alive(pgid) and not gone(child)
         proc.send_signal(sig)
         proc.wait(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()
     assert not group_alive(pgid)
-    assert _gone(child)
+    assert gone(child)
 
 
 def test_sigterm_while_serving_cancels_every_request_cleanly(tmp_path: Path) -> None:

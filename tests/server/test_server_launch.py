@@ -23,6 +23,7 @@ from llem.backends.server.launch import (
     ServerLaunchError,
     launch,
 )
+from llem.testing.proctree import gone
 
 FAKE = Path(__file__).with_name("fake_launch_server.py")
 
@@ -37,14 +38,6 @@ def _server(tmp_path: Path, delay_s: float, mode: str = "ok", **kw: float) -> La
     port = _port()
     command = [sys.executable, str(FAKE), str(port), str(delay_s), mode, str(tmp_path / "pids")]
     return launch(command, f"http://127.0.0.1:{port}", tmp_path / "logs", **kw)
-
-
-def _gone(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    return False
 
 
 def _pids(server: LaunchedServer, tmp_path: Path) -> list[int]:
@@ -62,8 +55,8 @@ def test_ready_after_a_delay_with_its_record_and_gone_after(tmp_path: Path) -> N
         assert str(FAKE) in record.command_line
         assert "fake server starting" in Path(record.log_path).read_text()
         pids = _pids(server, tmp_path)
-        assert not any(_gone(p) for p in pids)
-    assert all(_gone(p) for p in pids)
+        assert not any(gone(p) for p in pids)
+    assert all(gone(p) for p in pids)
 
 
 @pytest.mark.slow
@@ -91,7 +84,7 @@ def test_exit_before_ready_is_an_error_with_the_logs_tail(tmp_path: Path) -> Non
     with pytest.raises(ServerLaunchError, match="exited with code 3") as err:
         server.start()
     assert "planted failure before ready" in str(err.value)
-    assert all(_gone(p) for p in _pids(server, tmp_path))
+    assert all(gone(p) for p in _pids(server, tmp_path))
 
 
 @pytest.mark.slow
@@ -99,7 +92,7 @@ def test_never_ready_times_out_and_is_stopped(tmp_path: Path) -> None:
     server = _server(tmp_path, delay_s=0.0, mode="never", ready_timeout_s=1.5)
     with pytest.raises(ServerLaunchError, match="not ready within ready_timeout_s=1.5"):
         server.start()
-    assert all(_gone(p) for p in _pids(server, tmp_path))
+    assert all(gone(p) for p in _pids(server, tmp_path))
 
 
 @pytest.mark.slow
@@ -107,7 +100,7 @@ def test_group_gone_after_an_exception_inside(tmp_path: Path) -> None:
     with pytest.raises(RuntimeError, match="planted"), _server(tmp_path, 0.0) as server:
         pids = _pids(server, tmp_path)
         raise RuntimeError("planted")
-    assert all(_gone(p) for p in pids)
+    assert all(gone(p) for p in pids)
 
 
 @pytest.mark.slow
@@ -115,7 +108,7 @@ def test_group_gone_after_keyboard_interrupt_inside(tmp_path: Path) -> None:
     with pytest.raises(KeyboardInterrupt), _server(tmp_path, 0.0) as server:
         pids = _pids(server, tmp_path)
         raise KeyboardInterrupt
-    assert all(_gone(p) for p in pids)
+    assert all(gone(p) for p in pids)
 
 
 @pytest.mark.slow
@@ -124,7 +117,7 @@ def test_sigterm_ignoring_group_is_killed_after_grace(tmp_path: Path) -> None:
         pids = _pids(server, tmp_path)
         t0 = time.monotonic()
     assert time.monotonic() - t0 >= 1.0  # it waited out the grace period first
-    assert all(_gone(p) for p in pids)
+    assert all(gone(p) for p in pids)
 
 
 def test_presets_build_the_command_from_typed_keys_and_passthrough() -> None:
@@ -184,7 +177,7 @@ def test_a_signal_while_the_command_starts_still_stops_it(
             _server(tmp_path, delay_s=0.0).start()
         (process,) = started
         leader_stopped = process.poll() is not None  # stopped and reaped
-        child_gone = _gone(int((tmp_path / "pids").read_text()))  # and its child with it
+        child_gone = gone(int((tmp_path / "pids").read_text()))  # and its child with it
     finally:
         signal.signal(sig, previous)
         for process in started:  # whatever the outcome, nothing is left running
