@@ -23,6 +23,7 @@ each run's result.json and timeseries.csv. Rows:
 * bnb-4bit (if bitsandbytes imports): the label and less memory than the unquantised run.
 * torch.compile: the label read from ``lifecycle.torch_compile`` against the run's log.
 * vLLM steady state (if vllm imports): ``steady_state.j_per_output_token`` of a Poisson run.
+* quality, boundary=node, layers/carbon/cost and speculative=ngram: ``bench/_gpu_rows.py``.
 
 Without a CUDA GPU it says so and exits 0. The table ends with one verdict line per check ("met" /
 "NOT met"; a check whose figure could not be had is not met); exit status 1 when a target is missed.
@@ -47,7 +48,15 @@ from _verdict import Check, report
 from llem.testing import cli
 
 BATCHES = (1, 8, 64)
-GROUPS = ("batch", "small", "vllm", "quality", "boundary")  # --only picks among them
+GROUPS = (
+    "batch",
+    "small",
+    "vllm",
+    "quality",
+    "boundary",
+    "footprint",
+    "speculative",
+)  # --only picks among them
 MLENERGY_H100_VLLM = {8: 0.455, 64: 0.119}  # ML.ENERGY v3, Llama-3.1-8B, one H100, J/token
 
 
@@ -379,8 +388,13 @@ def main() -> int:
         rows.extend(small_model_rows(out / "small", small))
     if "vllm" in only:
         rows.append(vllm_row(out / "vllm", args.architecture))
-    if only & {"quality", "boundary"}:
-        from _gpu_rows import boundary_row, quality_row  # they build on this module's helpers
+    if only & {"quality", "boundary", "footprint", "speculative"}:
+        from _gpu_rows import (  # they build on this module's helpers
+            boundary_row,
+            footprint_row,
+            quality_row,
+            speculative_row,
+        )
 
         # the small model at batch 8, its answers capped at 32 tokens; each row picks its dataset
         scored = [*common, f"model.architecture={args.small}", "pytorch.batch_size=8"]
@@ -390,6 +404,10 @@ def main() -> int:
             rows.append(quality_row(out / "quality", scored))
         if "boundary" in only:
             rows.append(boundary_row(out / "boundary", scored))
+        if "footprint" in only:
+            rows.append(footprint_row(out / "footprint", scored))
+        if "speculative" in only:
+            rows.append(speculative_row(out / "speculative", small))
     print_table(rows)
     checks = [Check(r.check, r.figure, r.target, r.ok) for r in rows if r.ok is not None]
     return 0 if report(checks) else 1
