@@ -98,3 +98,41 @@ def test_a_resumed_sweep_logs_no_point_twice(no_network: Listener, tmp_path: Pat
     assert sorted(r["exit_code"] for r in points if r["run"]["run_id"] == failed_id) == [0, 1]
     assert len({r["run"]["run_id"] for r in logged if r["run"]["job_type"] == "sweep"}) == 1
     assert no_network.connections == 0
+
+
+def test_a_single_run_is_one_run_logged_once(no_network: Listener, tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    plant_result(run_dir, 2, "2026-11-28T10:00:00")
+    tracker = _tracker()
+    assert tracker.log_single(run_dir) is True
+    assert tracker.log_single(run_dir) is False
+    (logged,) = runs(run_dir / "wandb")
+    assert logged["run"]["job_type"] == "run" and not logged["run"].get("run_group")
+    assert logged["summary"]["workload.output_tokens"] == 16
+    assert no_network.connections == 0
+
+
+def test_a_refusing_wandb_is_one_warning_and_the_run_goes_on(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Online, with a key W&B refuses: the callback says so once, with the command for later."""
+    from omegaconf import OmegaConf
+
+    from llem.tracking.callback import TrackingCallback
+
+    monkeypatch.setenv("WANDB_API_KEY", "short")  # refused before any request: under 40 chars
+    monkeypatch.setenv("WANDB_BASE_URL", "http://127.0.0.1:9")
+    run_dir = tmp_path / "run"
+    plant_result(run_dir, 2, "2026-11-28T10:00:00")
+    tracking = {"kind": "wandb", "project": "p", "entity": None, "mode": "online", "dir": None}
+    config = OmegaConf.create(
+        {"tracking": {**tracking, "timeout_s": 5.0}, "dry_run": False,
+         "hydra": {"mode": "RUN", "runtime": {"output_dir": str(run_dir)}}}
+    )  # fmt: skip
+    callback = TrackingCallback()
+    callback.on_job_end(config)
+    callback.on_job_end(config)  # given up: not tried, not said again
+    said = [r.getMessage() for r in caplog.records if "tracking:" in r.getMessage()]
+    assert len(said) == 1, said
+    assert "W&B project p (online) failed (AuthenticationError" in said[0]
+    assert f"llem-report --to-wandb {run_dir} --project p --wandb-mode online" in said[0]
