@@ -7,12 +7,13 @@ The commands are the lines of the pages' ```bash blocks (a trailing ``\\`` conti
 ``# ...`` comment is dropped). A command that needs what this machine may not have is not run, and
 the line says why: ``gpu`` (an NVIDIA GPU, root), ``cluster`` (SLURM), ``server`` (the vLLM
 environment), ``running server`` (the server at ``server.url`` that the reader runs: pre-flight
-asks it what it serves, a dry run too), ``tracker`` (an MLflow server and the tracking extra:
-tests/tracking runs these commands against a real one), ``llamacpp`` (llama-cpp-python's
-server, built from source), ``network`` (pip or the hub), ``yours`` (a file or directory the
-reader brings: ``DIR``, ``<...>``, ``/models/...``, an example sweep), ``slow`` (benches, the
-test suite: minutes each) and ``writes`` (writes into the checkout; a test covers it). The rules
-are ``SKIPS`` below, first match first; a new command that fits none of them runs.
+asks it what it serves, a dry run too), ``tracker`` (an MLflow server or wandb, the tracking
+extra: tests/tracking runs these commands against a real server and W&B's offline files),
+``llamacpp`` (llama-cpp-python's server, built from source), ``network`` (pip or the hub),
+``yours`` (a file or directory the reader brings: ``DIR``, ``<...>``, ``/models/...``, an
+example sweep), ``slow`` (benches, the test suite: minutes each) and ``writes`` (writes into the
+checkout; a test covers it). The rules are ``SKIPS`` below, first match first; a new command
+that fits none of them runs.
 
 A llem run is run as a dry run (``dry_run=true``: composed, validated and pre-flighted, nothing
 loaded), its directory in a temporary folder, so the check takes seconds per command; ``--real``
@@ -58,6 +59,7 @@ SKIPS: list[tuple[str, tuple[str, ...]]] = [
     ("server", (r"\.venv-vllm", r"\+backend=vllm", r"--vllm")),
     ("running server", (r"server\.url=",)),
     ("tracker", (r"mlflow server", r"\+tracking=mlflow", r"--to-mlflow")),
+    ("tracker", (r"\+tracking=wandb", r"--to-wandb", r"^wandb ")),
     ("llamacpp", (r"server\.launch=llamacpp", r"stack=llamacpp_server")),
     ("network", (r"pip install", r"wheels\.sh", r"scripts/setup\.sh", r"build_llamacpp\.sh")),
     ("network", (r"=HuggingFaceTB/", r"=org/", r"dataset\.task=gsm8k")),  # gsm8k: the hub's data

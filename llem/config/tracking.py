@@ -1,9 +1,10 @@
 """The ``tracking:`` group: where a run or a sweep is logged besides its directory.
 
 ``+tracking=mlflow`` logs a parent run per sweep and a child run per point (a single run: one
-run) to an MLflow tracking server, after each point's measured window (``llem.tracking``).
-Credentials never come from here: MLflow reads them from its own environment variables
-(``MLFLOW_TRACKING_TOKEN``, ``MLFLOW_TRACKING_USERNAME`` and ``MLFLOW_TRACKING_PASSWORD``), so
+run) to an MLflow tracking server; ``+tracking=wandb`` logs a sweep as a W&B group with a run per
+point; both after each point's measured window (``llem.tracking``). Credentials never come from
+here: MLflow reads them from its own environment variables (``MLFLOW_TRACKING_TOKEN``,
+``MLFLOW_TRACKING_USERNAME`` and ``MLFLOW_TRACKING_PASSWORD``), W&B from ``WANDB_API_KEY``, so
 none is written into a config dump or a result. The section is not part of the config hash.
 """
 
@@ -16,23 +17,34 @@ from urllib.parse import urlsplit
 
 from llem.config.knobs import Destination, knob
 
-TRACKER = Destination("tracker", "given to the tracker's client (MLflow's `MlflowClient`)")
+TRACKER = Destination(
+    "tracker", "given to the tracker's client (MLflow's `MlflowClient`, W&B's `wandb.init`)"
+)
 
 # the tracker's Python package, by kind, with its install hint
-PACKAGES = {"mlflow": ("mlflow", "pip install 'llem[tracking]'")}
+PACKAGES = {
+    "mlflow": ("mlflow", "pip install 'llem[tracking]'"),
+    "wandb": ("wandb", "pip install 'llem[tracking]'"),
+}
 
 
 class TrackerKind(Enum):
     none = "none"
     mlflow = "mlflow"
+    wandb = "wandb"
+
+
+class WandbMode(Enum):
+    offline = "offline"
+    online = "online"
 
 
 @dataclass
 class TrackingConfig:
     kind: TrackerKind = knob(
         TrackerKind.none,
-        doc="none: the run directory only; mlflow: also an MLflow tracking server. Set by "
-        "`+tracking=mlflow`.",
+        doc="none: the run directory only; mlflow: also an MLflow tracking server; wandb: also "
+        "Weights & Biases. Set by `+tracking=mlflow` or `+tracking=wandb`.",
         goes_to=TRACKER,
     )
     uri: str | None = knob(
@@ -45,6 +57,29 @@ class TrackingConfig:
     experiment: str = knob(
         "llem", doc="The MLflow experiment the runs go into (created if absent).", goes_to=TRACKER
     )
+    project: str | None = knob(
+        None,
+        doc="wandb: the W&B project the runs go into (required with `+tracking=wandb`).",
+        goes_to=TRACKER,
+    )
+    entity: str | None = knob(
+        None,
+        doc="wandb: the W&B entity (team or user; null: the API key's default entity).",
+        goes_to=TRACKER,
+    )
+    mode: WandbMode | None = knob(
+        None,
+        doc="wandb: offline writes the runs under tracking.dir for a later `wandb sync` and "
+        "touches no network; online sends them (null: WANDB_MODE, else W&B's default, online). "
+        "The API key comes from WANDB_API_KEY only.",
+        goes_to=TRACKER,
+    )
+    dir: str | None = knob(
+        None,
+        doc="wandb: the folder W&B writes its run files under (a `wandb/` folder in it; null: "
+        "the sweep's or the run's own directory).",
+        goes_to=TRACKER,
+    )
     timeout_s: float = knob(
         5.0,
         doc="Seconds one request to the tracker may take, with no retries; a tracker that does "
@@ -56,7 +91,8 @@ class TrackingConfig:
 
 
 def tracking_problems(t: TrackingConfig) -> list[str]:
-    """A tracker whose package is not installed; credentials written into the URI."""
+    """A tracker whose package is not installed; W&B without a project; credentials written
+    into the URI."""
     problems: list[str] = []
     if t.kind != TrackerKind.none:
         package, hint = PACKAGES[t.kind.value]
@@ -65,6 +101,11 @@ def tracking_problems(t: TrackingConfig) -> list[str]:
                 f"tracking.kind={t.kind.value} needs the Python package '{package}' "
                 f"(not installed; {hint})"
             )
+    if t.kind == TrackerKind.wandb and not (t.project or "").strip():
+        problems.append(
+            f"tracking.project={t.project}: +tracking=wandb needs the W&B project the runs go "
+            "into, e.g. tracking.project=llem-sweeps"
+        )
     if t.uri is not None:
         parts = urlsplit(t.uri)
         if parts.password is not None:

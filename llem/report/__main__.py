@@ -11,7 +11,7 @@ import argparse
 import logging
 import sys
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from llem.app.boundary import guard
 from llem.errors import EXIT_OK, ConfigError, PreflightError
@@ -49,6 +49,12 @@ def _parser() -> argparse.ArgumentParser:
         help="widest the printed table may be, in columns (default: 100)",
     )
     p.add_argument("-q", "--quiet", action="store_true", help="do not print the table")
+    _tracker_options(p)
+    return p
+
+
+def _tracker_options(p: argparse.ArgumentParser) -> None:
+    """--to-mlflow and --to-wandb, with the options each takes."""
     p.add_argument(
         "--to-mlflow",
         action="store_true",
@@ -66,33 +72,71 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="with --to-mlflow: the experiment (default: the one DIR was logged to, else llem)",
     )
-    return p
+    p.add_argument(
+        "--to-wandb",
+        action="store_true",
+        help="log each DIR (a finished sweep or run) to Weights & Biases instead of building the "
+        "report: a group per sweep, a run per point not logged yet (needs 'llem[tracking]'); "
+        "the API key from WANDB_API_KEY only",
+    )
+    p.add_argument(
+        "--project",
+        default=None,
+        help="with --to-wandb: the W&B project (default: the one DIR was logged to)",
+    )
+    p.add_argument("--entity", default=None, help="with --to-wandb: the W&B entity")
+    p.add_argument(
+        "--wandb-mode",
+        choices=("offline", "online"),
+        default=None,
+        help="with --to-wandb: offline writes the runs under DIR/wandb for `wandb sync` "
+        "(default: the mode DIR was logged with, else WANDB_MODE, else online)",
+    )
 
 
-def _to_mlflow(args: argparse.Namespace) -> int:
-    from llem.config.tracking import TrackerKind, TrackingConfig, tracking_problems
-
-    problems = tracking_problems(TrackingConfig(TrackerKind.mlflow, args.tracking_uri))
-    if problems:
-        raise ConfigError(problems)
-    from llem.tracking.state import read_state
-    from llem.tracking.upload import upload
+def _to_tracker(args: argparse.Namespace) -> int:
+    """``--to-mlflow`` or ``--to-wandb``: each DIR logged; the tracker's refusal one line."""
+    from llem.tracking.tracker import upload
 
     for directory in args.dirs:
         if not directory.is_dir():
             raise ConfigError(f"{directory}: no such directory")
-        state = read_state(directory)
-        uri = args.tracking_uri or (state.uri if state is not None else None)
-        experiment = args.experiment or (state.experiment if state is not None else "llem")
+        t = _tracking_of(args, directory)
+        where = f"MLflow at {t.uri}" if args.to_mlflow else f"W&B project {t.project}"
         try:
-            print(upload(directory, uri, experiment, timeout_s=30.0))
+            from llem.tracking.make import tracker_for
+
+            print(upload(tracker_for(t), directory))
         except Exception as exc:  # the tracker's own errors, said in one line
             text = str(exc).strip().splitlines()
             raise PreflightError(
-                [f"MLflow at {uri}: {type(exc).__name__}: {text[0] if text else ''}"[:400]],
-                hint="is the tracking server up, and reachable from here?",
+                [f"{where}: {type(exc).__name__}: {text[0] if text else ''}"[:400]],
+                hint="is the tracker up, and reachable from here?",
             ) from exc
     return EXIT_OK
+
+
+def _tracking_of(args: argparse.Namespace, directory: Path) -> Any:
+    """The tracking section for ``directory``: the options, else what it was logged to."""
+    from llem.config.tracking import TrackerKind, TrackingConfig, WandbMode, tracking_problems
+    from llem.tracking.state import read_section, read_state
+
+    if args.to_mlflow:
+        state = read_state(directory)
+        t = TrackingConfig(TrackerKind.mlflow, timeout_s=30.0)
+        t.uri = args.tracking_uri or (state.uri if state is not None else None)
+        t.experiment = args.experiment or (state.experiment if state is not None else "llem")
+    else:
+        logged = read_section(directory, "wandb")
+        t = TrackingConfig(TrackerKind.wandb, timeout_s=30.0)
+        t.project = args.project or logged.get("project")
+        t.entity = args.entity or logged.get("entity")
+        mode = args.wandb_mode or logged.get("mode")
+        t.mode = WandbMode(mode) if mode else None
+    problems = tracking_problems(t)
+    if problems:
+        raise ConfigError(problems)
+    return t
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -123,7 +167,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _dispatch(args: argparse.Namespace) -> int:
-    return _to_mlflow(args) if args.to_mlflow else _report(args)
+    if args.to_mlflow and args.to_wandb:
+        raise ConfigError("command line: --to-mlflow and --to-wandb: give one at a time")
+    return _to_tracker(args) if args.to_mlflow or args.to_wandb else _report(args)
 
 
 def _usage_error(message: str) -> NoReturn:

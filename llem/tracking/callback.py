@@ -2,7 +2,8 @@
 
 Registered in ``llem/conf/config.yaml`` before the report (Hydra calls the end hooks in reverse,
 so the sweep's end is logged once its report and summary.csv are written); it does nothing unless
-``+tracking=mlflow`` selects a tracker, and never imports one before. A point of a sweep that
+``+tracking=mlflow`` or ``+tracking=wandb`` selects a tracker, and never imports one before. It
+calls the tracker only through ``llem.tracking.tracker.Tracker``. A point of a sweep that
 runs in this process is logged in ``on_job_end``, after its result.json is written and before the
 next point starts, so nothing of the tracker runs inside a measured window; points run by other
 launchers (joblib, SLURM, whose nodes may not reach the tracker) are logged by the sweep's own
@@ -34,32 +35,29 @@ def _tracking(config: DictConfig) -> Any:
 
 
 class TrackingCallback(Callback):
-    """Logs to the tracker ``tracking.kind`` names (MLflow); inert when it names none."""
+    """Logs to the tracker ``tracking.kind`` names (MLflow, W&B); inert when it names none."""
 
     def __init__(self) -> None:
-        self._sweep: Any = None  # the SweepLog of this sweep, made at its first logged point
+        self._tracker: Any = None  # the Tracker of this sweep, made at its first logged point
         self._failed: str | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         """Launchers that pickle the Hydra context get no client (it is made where it logs)."""
-        return {**self.__dict__, "_sweep": None}
+        return {**self.__dict__, "_tracker": None}
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        self._sweep, self._failed = None, None
+        self._tracker, self._failed = None, None
 
     def on_job_end(self, config: DictConfig, job_return: Any = None, **kwargs: Any) -> None:
         t = _tracking(config)
         if t is None or self._failed is not None:
             return
         run_dir = Path(str(config.hydra.runtime.output_dir))
-        if str(config.hydra.mode) == "RunMode.RUN" or str(config.hydra.mode) == "RUN":
-            from llem.tracking.mlflow_runs import MlflowRuns
-            from llem.tracking.upload import log_single
-
-            self._guard(t, run_dir, lambda: log_single(_runs(t, MlflowRuns), run_dir))
+        if str(config.hydra.mode) in ("RunMode.RUN", "RUN"):
+            self._guard(t, run_dir, lambda: self._of(t).log_single(run_dir))
         elif in_process(config) and (run_dir / "result.json").is_file():
             sweep_dir = Path(str(config.hydra.sweep.dir))
-            self._guard(t, sweep_dir, lambda: self._sweep_log(t, sweep_dir).log_point(run_dir))
+            self._guard(t, sweep_dir, lambda: self._of(t).log_point(sweep_dir, run_dir))
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         t = _tracking(config)
@@ -71,23 +69,16 @@ class TrackingCallback(Callback):
         self._guard(t, sweep_dir, lambda: self._end(t, sweep_dir))
 
     def _end(self, t: Any, sweep_dir: Path) -> None:
-        sweep = self._sweep_log(t, sweep_dir)
-        sweep.log_pending()
-        sweep.finish()
-        log.info(
-            "tracking: %d point(s) of the sweep in MLflow at %s (parent run %s)",
-            len(sweep.logged),
-            sweep.runs.uri,
-            sweep.parent_id,
-        )
+        tracker = self._of(t)
+        _, total = tracker.end_sweep(sweep_dir)
+        log.info("tracking: %d point(s) of the sweep in %s", total, tracker.where)
 
-    def _sweep_log(self, t: Any, sweep_dir: Path) -> Any:
-        from llem.tracking.mlflow_runs import MlflowRuns
-        from llem.tracking.upload import SweepLog
+    def _of(self, t: Any) -> Any:
+        from llem.tracking.make import tracker_for
 
-        if self._sweep is None:
-            self._sweep = SweepLog(_runs(t, MlflowRuns), sweep_dir)
-        return self._sweep
+        if self._tracker is None:
+            self._tracker = tracker_for(t)
+        return self._tracker
 
     def _guard(self, t: Any, directory: Path, step: Callable[[], Any]) -> None:
         """Run ``step``; its first failure is said once and ends tracking for this sweep."""
@@ -95,20 +86,30 @@ class TrackingCallback(Callback):
             step()
         except Exception as exc:  # a tracker never fails a point
             self._failed = f"{type(exc).__name__}: {_first_line(exc)}"
+            where, later = _where_and_later(t, self._tracker, directory)
             log.warning(
-                "tracking: MLflow at %s failed (%s); the run goes on without it. Log it later "
-                "with `llem-report --to-mlflow %s --tracking-uri %s --experiment %s`",
-                t.uri,
+                "tracking: %s failed (%s); the run goes on without it. Log it later with `%s`",
+                where,
                 self._failed,
-                directory,
-                t.uri,
-                t.experiment,
+                later,
                 exc_info=log.isEnabledFor(logging.DEBUG),
             )
 
 
-def _runs(t: Any, factory: Any) -> Any:
-    return factory(t.uri, str(t.experiment), float(t.timeout_s))
+def _where_and_later(t: Any, tracker: Any, directory: Path) -> tuple[str, str]:
+    """Where the tracker logs and the command that logs ``directory`` later, also when the
+    tracker could not even be made."""
+    if tracker is not None:
+        return str(tracker.where), str(tracker.later(directory))
+    if "wandb" in str(t.kind):
+        return (
+            f"W&B project {t.project}",
+            f"llem-report --to-wandb {directory} --project {t.project}",
+        )
+    return (
+        f"MLflow at {t.uri}",
+        f"llem-report --to-mlflow {directory} --tracking-uri {t.uri} --experiment {t.experiment}",
+    )
 
 
 def _first_line(exc: BaseException) -> str:

@@ -2,9 +2,10 @@
 
 The same code logs a point right after its window (``llem.tracking.callback``), the points the
 sweep could not log at its end, and a finished sweep later (``llem-report --to-mlflow DIR``,
-for compute nodes that cannot reach the tracker). A sweep is a parent run (its swept keys and
-plan; its plan, report and summary.csv as artifacts) with a child run per point; a point whose
-result is logged already is not logged again, and a point re-run since updates its own child.
+for compute nodes that cannot reach the tracker), all through ``tracker.MlflowTracker``. A sweep
+is a parent run (its swept keys and plan; its plan, report and summary.csv as artifacts) with a
+child run per point; a point whose result is logged already is not logged again, and a point
+re-run since updates its own child.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from llem.sweep.plan_file import PLAN_FILE
 from llem.tracking import figures
 from llem.tracking.mlflow_runs import POINT_TAG, STARTED_TAG, MlflowRuns
 from llem.tracking.state import read_state, write_state
+from llem.tracking.tracker import point_dirs
 
 # the sweep's own files, logged as the parent's artifacts when present
 SWEEP_ARTIFACTS = (PLAN_FILE, "multirun.yaml", "summary.csv", "results.csv", "plots")
@@ -111,9 +113,7 @@ class SweepLog:
 
     def log_pending(self) -> int:
         """Every point with a result that is not logged yet; how many were logged."""
-        dirs = [d for d in self.sweep_dir.iterdir() if d.name.isdigit() and d.is_dir()]
-        done = [d for d in sorted(dirs, key=lambda d: int(d.name)) if (d / RESULT_FILE).is_file()]
-        return sum(self.log_point(d) for d in done)
+        return sum(self.log_point(d) for d in point_dirs(self.sweep_dir))
 
     def finish(self) -> None:
         """The sweep's files as the parent's artifacts; the parent ends."""
@@ -124,17 +124,33 @@ class SweepLog:
         self.runs.end(self.parent_id, "FINISHED")
 
 
-def upload(directory: Path, uri: str | None, experiment: str, timeout_s: float) -> str:
-    """``llem-report --to-mlflow``: a sweep or a single run's directory; one line saying what
-    was logged where."""
-    runs = MlflowRuns(uri, experiment, timeout_s)
-    if (directory / RESULT_FILE).is_file():
-        new = log_single(runs, directory)
-        return f"{'logged' if new else 'already logged'}: {directory} to {runs.uri}"
-    sweep = SweepLog(runs, directory)
-    n = sweep.log_pending()
-    sweep.finish()
-    return (
-        f"logged {n} point(s) of {directory} to {runs.uri} (parent run {sweep.parent_id}); "
-        f"{len(sweep.logged) - n} were logged already"
-    )
+class MlflowTracker:
+    """MLflow's parent run per sweep and child per point (``llem.tracking.upload``)."""
+
+    def __init__(self, uri: str | None, experiment: str, timeout_s: float) -> None:
+        self.runs = MlflowRuns(uri, experiment, timeout_s)
+        self.where = f"MLflow at {self.runs.uri}"
+        self._sweeps: dict[Path, Any] = {}
+
+    def _sweep(self, sweep_dir: Path) -> Any:
+        if sweep_dir not in self._sweeps:
+            self._sweeps[sweep_dir] = SweepLog(self.runs, sweep_dir)
+        return self._sweeps[sweep_dir]
+
+    def log_single(self, run_dir: Path) -> bool:
+        return log_single(self.runs, run_dir)
+
+    def log_point(self, sweep_dir: Path, point_dir: Path) -> bool:
+        return bool(self._sweep(sweep_dir).log_point(point_dir))
+
+    def end_sweep(self, sweep_dir: Path) -> tuple[int, int]:
+        sweep = self._sweep(sweep_dir)
+        n = sweep.log_pending()
+        sweep.finish()
+        return n, len(sweep.logged)
+
+    def later(self, directory: Path) -> str:
+        return (
+            f"llem-report --to-mlflow {directory} --tracking-uri {self.runs.uri} "
+            f"--experiment {self.runs.experiment}"
+        )

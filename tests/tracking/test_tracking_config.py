@@ -63,3 +63,36 @@ def test_tracking_is_not_part_of_the_config_hash() -> None:
     tracked.tracking.uri = "http://127.0.0.1:5000"
     tracked.tracking.experiment = "other"
     assert config_hash(tracked) == config_hash(ExperimentConfig())
+
+
+def test_wandb_not_installed_is_one_line_with_exit_2(
+    tmp_path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    monkeypatch.setitem(
+        tracking.PACKAGES, "wandb", ("llem_no_such_package", "pip install 'llem[tracking]'")
+    )
+    argv = ["dry_run=true", "+tracking=wandb", "tracking.project=p"]
+    code = main([*argv, f"hydra.run.dir={tmp_path / 'r'}"])
+    line = _one_error_line(capsys.readouterr().err)
+    assert code == 2
+    assert "tracking.kind=wandb" in line and "pip install 'llem[tracking]'" in line
+
+
+def test_wandb_without_a_project_is_one_line_with_exit_2(
+    tmp_path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    monkeypatch.setitem(tracking.PACKAGES, "wandb", ("json", "pip install 'llem[tracking]'"))
+    code = main(["dry_run=true", "+tracking=wandb", f"hydra.run.dir={tmp_path / 'r'}"])
+    line = _one_error_line(capsys.readouterr().err)
+    assert code == 2
+    assert "tracking.project=None" in line and "+tracking=wandb needs the W&B project" in line
+
+
+def test_a_wandb_mode_outside_offline_and_online_is_refused(
+    tmp_path, capsys: pytest.CaptureFixture
+) -> None:
+    argv = ["dry_run=true", "+tracking=wandb", "tracking.project=p", "tracking.mode=dryrun"]
+    code = main([*argv, f"hydra.run.dir={tmp_path / 'r'}"])
+    line = _one_error_line(capsys.readouterr().err)
+    assert code == 2
+    assert "tracking.mode" in line and "dryrun" in line and "offline" in line, line

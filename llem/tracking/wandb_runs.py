@@ -1,0 +1,220 @@
+"""The one module that imports wandb: a sweep as a W&B group, a point as one run in it.
+
+A sweep is a group (named after the sweep directory, kept in ``tracking.json``); each point is a
+run of job_type ``point`` in it, with its overrides, its composed configuration and its null
+figures' reasons as the run's config, every numeric figure of result.json as a summary metric
+under its dotted, unit-bearing key (a null figure is no metric, never a 0), status and validity
+as tags and result.json as an artifact. The sweep's plan, summary.csv and plots go to a run of
+job_type ``sweep`` in the same group. A single run is one run of job_type ``run``.
+
+Every run is opened, logged and finished after its window, and wandb's service is torn down
+before the next point starts, so nothing of wandb runs inside a measured window. Offline
+(``tracking.mode=offline`` or ``WANDB_MODE=offline``) writes the runs under ``tracking.dir``
+(default: the sweep's or the run's directory) for ``wandb sync``, and touches no network. The
+API key is wandb's own business (``WANDB_API_KEY`` or its netrc); nothing here sees it.
+"""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any
+
+from llem.result import RESULT_FILE
+from llem.sweep.plan_file import PLAN_FILE
+from llem.tracking import figures
+from llem.tracking.state import read_section, write_section
+from llem.tracking.tracker import point_dirs
+
+SECTION = "wandb"
+SWEEP_FILES = (PLAN_FILE, "multirun.yaml", "summary.csv", "results.csv", "plots")
+TAG_MAX = 64  # W&B's longest tag
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    import json
+
+    data = json.loads(path.read_text())
+    return data if isinstance(data, dict) else {}
+
+
+def run_config(result: dict[str, Any]) -> dict[str, Any]:
+    """What a point's run keeps as config: overrides, composed configuration, null reasons."""
+    overrides = {}
+    for override in result.get("overrides") or []:
+        key, _, value = str(override).lstrip("+~").partition("=")
+        overrides[key] = value
+    validity = result.get("validity") or {}
+    error = result.get("error") or {}
+    return {
+        "overrides": overrides,
+        "config": result.get("config") or {},
+        "null_reasons": dict(result.get("null_reasons") or {}),
+        "llem": {
+            "config_hash": result.get("config_hash"),
+            "started_at": result.get("started_at"),
+            "validity_problems": list(validity.get("problems") or []),
+            "error": f"{error.get('type')}: {error.get('message')}" if error else None,
+        },
+    }
+
+
+def run_tags(result: dict[str, Any]) -> list[str]:
+    """``status:<ok|failed|skipped>`` and ``energy_valid:<true|false|unknown>``."""
+    valid = (result.get("validity") or {}).get("energy_valid")
+    shown = "unknown" if valid is None else str(bool(valid)).lower()
+    return [f"status:{result.get('status')}"[:TAG_MAX], f"energy_valid:{shown}"]
+
+
+class WandbTracker:
+    """One W&B project (and entity); runs written offline or sent online as ``mode`` says."""
+
+    def __init__(
+        self, project: str, entity: str | None, mode: str | None, dir: str | None, timeout_s: float
+    ) -> None:
+        import wandb  # noqa: F401  (its absence is said before the sweep starts)
+
+        self.project, self.entity, self.mode = project, entity, mode
+        self.dir = Path(dir) if dir else None
+        self.timeout_s = timeout_s
+        shown = f"{entity}/{project}" if entity else project
+        self.where = f"W&B project {shown}" + (f" ({mode})" if mode else "")
+
+    def _settings(self) -> Any:
+        import wandb
+
+        return wandb.Settings(
+            **({"mode": self.mode} if self.mode else {}),
+            init_timeout=self.timeout_s,
+            x_disable_stats=True,  # no sampling thread
+            x_disable_meta=True,  # no command line, host or environment captured
+            x_disable_machine_info=True,
+            x_save_requirements=False,
+            disable_git=True,
+            save_code=False,
+            console="off",
+            silent=True,
+        )
+
+    def _log(self, where: Path, run_id: str, files: list[Path], **init: Any) -> None:
+        """One run opened (or resumed), its summary and files logged, finished; wandb's
+        service torn down so nothing of it runs on into the next window."""
+        import wandb
+
+        summary = init.pop("summary", {})
+        exit_code = init.pop("exit_code", 0)
+        (self.dir or where).mkdir(parents=True, exist_ok=True)
+        run = wandb.init(
+            project=self.project,
+            entity=self.entity,
+            id=run_id,
+            resume="allow",
+            dir=str(self.dir or where),
+            settings=self._settings(),
+            reinit="create_new",
+            **init,
+        )
+        try:
+            run.summary.update(summary)
+            artifact = wandb.Artifact(f"{init['job_type']}-{run_id}", type=init["job_type"])
+            for path in files:
+                if path.is_dir():
+                    artifact.add_dir(str(path), name=path.name)
+                elif path.is_file():
+                    artifact.add_file(str(path), name=path.name)
+            run.log_artifact(artifact)
+        finally:
+            run.finish(exit_code=exit_code)
+            wandb.teardown()
+
+    def _result_run(self, where: Path, run_dir: Path, run_id: str, **init: Any) -> str:
+        result = _read_json(run_dir / RESULT_FILE)
+        self._log(
+            where,
+            run_id,
+            [run_dir / RESULT_FILE],
+            config=run_config(result),
+            tags=run_tags(result),
+            summary=figures.metrics(result),
+            exit_code=0 if result.get("status") == "ok" else 1,
+            **init,
+        )
+        return str(result.get("started_at"))
+
+    def log_single(self, run_dir: Path) -> bool:
+        state = read_section(run_dir, SECTION)
+        started = str(_read_json(run_dir / RESULT_FILE).get("started_at"))
+        if state.get("started_at") == started:
+            return False
+        run_id = str(state.get("run_id") or _new_id())
+        self._result_run(run_dir, run_dir, run_id, job_type="run", name=run_dir.name)
+        write_section(
+            run_dir, SECTION, {**self._identity(), "run_id": run_id, "started_at": started}
+        )
+        return True
+
+    def _identity(self) -> dict[str, Any]:
+        return {"project": self.project, "entity": self.entity, "mode": self.mode}
+
+    def _sweep_state(self, sweep_dir: Path) -> dict[str, Any]:
+        state = read_section(sweep_dir, SECTION)
+        group = state.get("group") or "/".join(sweep_dir.resolve().parts[-2:])
+        points = state.get("points") if isinstance(state.get("points"), dict) else {}
+        return {**state, **self._identity(), "group": group, "points": points}
+
+    def log_point(self, sweep_dir: Path, point_dir: Path) -> bool:
+        state = self._sweep_state(sweep_dir)
+        index = point_dir.name
+        known = state["points"].get(index) or [None, None]
+        started = str(_read_json(point_dir / RESULT_FILE).get("started_at"))
+        if known[1] == started:
+            return False
+        run_id = str(known[0] or _new_id())  # a point re-run since: its own run, resumed
+        name = _label(sweep_dir, index, point_dir)
+        self._result_run(
+            sweep_dir, point_dir, run_id, job_type="point", group=state["group"], name=name
+        )
+        state["points"][index] = [run_id, started]
+        write_section(sweep_dir, SECTION, state)
+        return True
+
+    def end_sweep(self, sweep_dir: Path) -> tuple[int, int]:
+        n = sum(self.log_point(sweep_dir, d) for d in point_dirs(sweep_dir))
+        state = self._sweep_state(sweep_dir)
+        run_id = str(state.get("sweep_run_id") or _new_id())
+        plan = _plan(sweep_dir)
+        config = {
+            "swept": list(plan.get("swept") or []),
+            "points": len(plan.get("points") or []),
+            "order": plan.get("order"),
+        }
+        files = [sweep_dir / name for name in SWEEP_FILES]
+        self._log(
+            sweep_dir, run_id, files, job_type="sweep", group=state["group"],
+            name=state["group"], config=config, tags=["llem:sweep"],
+        )  # fmt: skip
+        write_section(sweep_dir, SECTION, {**state, "sweep_run_id": run_id})
+        return n, len(state["points"])
+
+    def later(self, directory: Path) -> str:
+        entity = f" --entity {self.entity}" if self.entity else ""
+        mode = f" --wandb-mode {self.mode}" if self.mode else ""
+        return f"llem-report --to-wandb {directory} --project {self.project}{entity}{mode}"
+
+
+def _new_id() -> str:
+    return uuid.uuid4().hex[:16]
+
+
+def _plan(sweep_dir: Path) -> dict[str, Any]:
+    try:
+        return _read_json(sweep_dir / PLAN_FILE)
+    except (OSError, ValueError):
+        return {}
+
+
+def _label(sweep_dir: Path, index: str, point_dir: Path) -> str:
+    swept = _plan(sweep_dir).get("swept") or []
+    overrides = _read_json(point_dir / RESULT_FILE).get("overrides") or []
+    pairs = [o for o in overrides if o.split("=")[0].lstrip("+~") in swept]
+    return f"#{index} " + " ".join(pairs) if pairs else f"#{index}"

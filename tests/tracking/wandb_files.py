@@ -1,0 +1,105 @@
+"""A planted sweep directory, and W&B's offline run files read back through wandb's own reader
+(``wandb leet inspect --json``, which prints a run's ``.wandb`` transaction log record by record).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+SECRET = "planted-wandb-key-5e1d0c"
+
+
+def plant_result(point: Path, batch: int, started: str, status: str = "ok") -> dict[str, Any]:
+    """A point's result.json with known figures, one null figure and its reason."""
+    result = {
+        "schema_version": 1,
+        "status": status,
+        "started_at": started,
+        "config_hash": f"hash{batch}",
+        "overrides": [f"pytorch.batch_size={batch}", "dataset.n_prompts=2"],
+        "config": {"pytorch": {"batch_size": batch}, "dataset": {"n_prompts": 2}},
+        "validity": {"energy_valid": None, "problems": []},
+        "workload": {"output_tokens": 8 * batch},
+        "throughput": {"output_tokens_per_s": 10.0 + batch},
+        "latency": {"ttft_ms": {"p50": 3.5 * batch}},
+        "energy": {"total_j": None},
+        "null_reasons": {"energy.total_j": "disabled by measurement.energy=none"},
+    }
+    point.mkdir(parents=True, exist_ok=True)
+    (point / "result.json").write_text(json.dumps(result))
+    return result
+
+
+def plant_sweep(sweep: Path, batches: list[int]) -> None:
+    sweep.mkdir(parents=True, exist_ok=True)
+    plan = {"swept": ["pytorch.batch_size"], "points": batches, "order": "grid"}
+    (sweep / "sweep_plan.json").write_text(json.dumps(plan))
+    (sweep / "summary.csv").write_text("planted summary\n")
+    for i, b in enumerate(batches):
+        plant_result(sweep / str(i), b, f"2026-11-28T10:0{i}:00")
+
+
+def records(run_dir: Path) -> list[dict[str, Any]]:
+    """The records of the offline run in ``run_dir``, as wandb's own reader prints them (the
+    reader itself tries W&B's server once: it is pointed away from the tests' listener)."""
+    env = {**os.environ, "WANDB_BASE_URL": "http://127.0.0.1:9", "WANDB_MODE": "offline"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "wandb", "leet", "inspect", "--json", str(run_dir)],
+        capture_output=True, text=True, timeout=120, check=True, env=env,
+    )  # fmt: skip
+    return [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+
+
+def runs(wandb_dir: Path) -> list[dict[str, Any]]:
+    """Each offline run folder under ``wandb_dir``: its run record, its config (updates merged),
+    its summary (updates merged), its artifacts' names and its exit code."""
+    out = []
+    for folder in sorted(wandb_dir.glob("offline-run-*")):
+        recs = records(folder)
+        (run,) = [r["run"] for r in recs if r["type"] == "run"]
+        config = dict(run.get("config", {}).get("update", {}))
+        summary: dict[str, Any] = {}
+        for r in recs:
+            if r["type"] == "summary":
+                summary.update(r["summary"].get("update", {}))
+        exits = [r["exit"].get("exit_code", 0) for r in recs if r["type"] == "exit"]
+        names = [r["artifact"]["name"] for r in recs if r["type"] == "artifact"]
+        out.append({"run": run, "config": config, "summary": summary, "artifacts": names,
+                    "exit_code": exits[-1] if exits else None})  # fmt: skip
+    return out
+
+
+class Listener:
+    """A local port that accepts and counts connections: where WANDB_BASE_URL points, so any
+    attempt of wandb to reach its server is seen."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.connections = 0
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.connections += 1
+            conn.close()
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def grep(secret: str, root: Path) -> list[str]:
+    return [str(f) for f in root.rglob("*") if f.is_file() and secret.encode() in f.read_bytes()]
