@@ -66,7 +66,12 @@ def needs_energy(key: str) -> bool:
         or leaf.startswith(("j_per_", "wh_per_"))
         or "power_w" in leaf
         or leaf.endswith(("_per_j", "_per_kj"))
+        # carbon and energy cost are joules times a stated factor (capacity cost is not)
+        or (key.startswith("footprint.") and leaf.startswith(ENERGY_FOOTPRINT))
     )
+
+
+ENERGY_FOOTPRINT = ("carbon_g", "g_per_", "energy_cost", "energy_usd_")
 
 
 def value_at(result: RunResult, key: str) -> float | None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -194,3 +195,32 @@ def check_quality(spec: SearchSpec, why_none: str | None) -> None:
         "dataset=lm_eval with dataset.task, or dataset=jsonl with a reference per line and "
         "dataset.scorer)"
     )
+
+
+#: the footprint figures a search can read, by the start of their name, and what each needs set
+FOOTPRINT_NEEDS = (
+    (("carbon_g", "g_per_"), ("carbon.intensity_g_per_kwh", "carbon.country"), "a grid intensity"),
+    (("energy_cost", "energy_usd_"), ("cost.usd_per_kwh",), "an energy price"),
+    (("capacity_",), ("cost.usd_per_gpu_hour", "cost.usd_per_node_hour"), "a capacity price"),
+)
+
+
+def check_footprint(spec: SearchSpec, given: Callable[[str], bool]) -> None:
+    """A ConfigError when the search reads a carbon or cost figure and the run is given nothing
+    to compute it from (``given(key)``: the config sets ``key``): such a run's figure is null,
+    and every trial would be infeasible for it."""
+    for key in spec.keys:
+        if not key.startswith("footprint."):
+            continue
+        leaf = key.rsplit(".", 1)[-1]
+        for starts, needs, what in FOOTPRINT_NEEDS:
+            if leaf.startswith(starts) and not any(given(k) for k in needs):
+                role = (
+                    "hydra.sweeper.objective"
+                    if key == spec.objective
+                    else "hydra.sweeper.constraints"
+                )
+                raise ConfigError(
+                    f"{role}: {key} needs {what}, and none is given (allowed: set "
+                    f"{' or '.join(needs)}; docs/footprint.md)"
+                )

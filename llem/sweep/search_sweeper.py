@@ -43,7 +43,13 @@ from llem.sweep.point_dirs import point_dirs
 from llem.sweep.progress import SweepProgress
 from llem.sweep.search import Proposal, Search, import_optuna
 from llem.sweep.search_results import number, resume, summary, verdict_of
-from llem.sweep.search_spec import SearchSpec, check_energy, check_quality, make_spec
+from llem.sweep.search_spec import (
+    SearchSpec,
+    check_energy,
+    check_footprint,
+    check_quality,
+    make_spec,
+)
 from llem.sweep.search_verdict import judge
 from llem.sweep.sweeper import GridSweeper, GridSweeperConf
 
@@ -171,6 +177,10 @@ class SearchSweeper(GridSweeper):
         local = in_process(self.config)
         cfg = planner.compose(0, first)
         on_this_machine = local or runs_here(self.launcher)
+        # what the config lacks first (a factor of carbon or cost), then what the machine lacks
+        check_footprint(
+            spec, lambda key: key in space.keys or OmegaConf.select(cfg, key) is not None
+        )
         check_energy(spec, energy_unavailable(cfg, planner.has_cuda, on_this_machine))
         check_quality(spec, quality_unavailable(cfg, space.keys))
         search = Search(spec, space, confirm=self.confirm, traffic_seed=drawn_seed(cfg))

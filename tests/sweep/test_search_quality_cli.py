@@ -1,5 +1,6 @@
-"""A search on quality through llem's entrypoint (issue 32): where the dataset scores no answer,
-a quality constraint stops the search before anything runs, exit 2, one line naming the key."""
+"""A search on quality or carbon through llem's entrypoint (issue 32): where the dataset scores no
+answer, a quality constraint stops the search before anything runs, exit 2, one line naming the
+key; so does a carbon objective where no grid intensity is given."""
 
 from __future__ import annotations
 
@@ -39,3 +40,40 @@ def test_a_quality_constraint_on_a_dataset_without_references_is_exit_2(
     assert "dataset.source=builtin scores no answer" in err[0] and "dataset=arithmetic" in err[0]
     assert "Traceback" not in "\n".join(err)
     assert not d.exists() or not list(d.glob("*/result.json"))
+
+
+def test_a_carbon_objective_without_an_intensity_is_exit_2_before_anything_runs(
+    tiny: list[str], tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    d = tmp_path / "search"
+    args = ["hydra.sweeper.objective=footprint.g_per_output_token", "pytorch.batch_size=1,2"]
+    code = main(
+        ["--multirun", "hydra/sweeper=llem_search", *tiny, NO_REPORT, f"hydra.sweep.dir={d}", *args]
+    )
+    assert code == 2
+    (line, *_) = capsys.readouterr().err.strip().splitlines()
+    assert line == (
+        "error: hydra.sweeper.objective: footprint.g_per_output_token needs a grid intensity, and "
+        "none is given (allowed: set carbon.intensity_g_per_kwh or carbon.country; "
+        "docs/footprint.md)"
+    )
+    assert not d.exists() or not list(d.glob("*/result.json"))
+
+
+def test_a_carbon_objective_with_an_intensity_on_a_machine_without_energy_says_that(
+    tiny: list[str], tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    args = [
+        "hydra.sweeper.objective=footprint.g_per_output_token",
+        "carbon.intensity_g_per_kwh=400",
+        "pytorch.batch_size=1,2",
+    ]
+    d = tmp_path / "search"
+    code = main(
+        ["--multirun", "hydra/sweeper=llem_search", *tiny, NO_REPORT, f"hydra.sweep.dir={d}", *args]
+    )
+    assert code == 2
+    (line, *_) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith(
+        "error: hydra.sweeper.objective: footprint.g_per_output_token needs measured energy"
+    )
