@@ -10,7 +10,12 @@ the proportion is the mean of each item's proportion correct, and Wilson's inter
 the items' effective sample size, ``p(1 - p) / var``, where ``var`` is the variance of that mean
 estimated from the spread between the items' proportions (the cluster-robust variance), never
 more than the answers' count, and with Student's t quantile at ``items - 1`` degrees of freedom in
-place of the normal's (a small-sample allowance for the estimated variance). With one answer per
+place of the normal's (a small-sample allowance for the estimated variance). The spread is pooled
+with ``PRIOR_ITEMS`` items of the widest spread a proportion ``p`` allows, ``p (1 - p)``, where
+that widens it: a few items that differ widely (hard items carrying most of the errors) are often
+all missed by a small sample, whose items then look alike; at accuracy 0.9 over 16 sampled items
+answered 10 times, the spread at face value covered the truth in 91% of runs, pooled in 94-96%,
+for an interval about 10% wider. The pooling fades as items grow in number. With one answer per
 item it is Wilson's interval at ``items - 1`` answers' spread; with every pass repeating the same
 answers it is Wilson's over the items. Coverage, simulated with planted item populations
 (``tests/quality/test_item_interval.py``, ``bench/quality_interval.py``), holds at nominal 95%
@@ -26,10 +31,12 @@ from dataclasses import dataclass
 from llem.figures.student_t import t_quantile
 
 Z95 = 1.959963984540054  # the standard normal's 97.5% quantile
+#: items of the widest spread (p (1 - p)) the spread between items is pooled with, at the least
+PRIOR_ITEMS = 2
 METHOD = "Wilson score interval, 95%"
 ITEMS_METHOD = (
     "Wilson score interval over items, 95% (effective sample size from the spread between "
-    "items' proportions; Student's t quantile)"
+    "items' proportions, pooled with 2 items of the widest spread; Student's t quantile)"
 )
 
 
@@ -76,7 +83,13 @@ def over_items(items: Sequence[tuple[int, int]]) -> ItemInterval | None:
     p = sum(shares) / k
     effective = float(k)
     if k > 1 and 0 < p < 1:
-        var = sum((s - p) ** 2 for s in shares) / (k - 1) / k  # of the mean over items
+        spread = sum((s - p) ** 2 for s in shares)
+        # the spread of one item's proportion, never below what it would be with PRIOR_ITEMS more
+        # items of the widest spread a proportion p allows, p (1 - p)
+        per_item = max(
+            spread / (k - 1), (spread + PRIOR_ITEMS * p * (1 - p)) / (k - 1 + PRIOR_ITEMS)
+        )
+        var = per_item / k  # of the mean over items
         effective = float(n_answers) if var == 0 else min(n_answers, p * (1 - p) / var)
     z = t_quantile(0.975, k - 1) if k > 1 else Z95
     low, high = wilson_at(p, effective, z)
