@@ -49,6 +49,7 @@ def _check_steps(run_dir: Path, r: dict[str, Any]) -> None:
     assert all(a.end_s <= (b.start_s or 0) + 1e-6 for a, b in zip(steps, steps[1:], strict=False))
 
 
+@pytest.mark.engine_process  # the core's own process leaves no socket behind
 def test_run_writes_a_complete_vllm_result(
     head64_model_dir: Path, tmp_path: Path, short_tmp: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
