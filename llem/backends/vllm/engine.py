@@ -92,11 +92,10 @@ class EngineModel(LoadedModel):
     max_num_seqs: int | None = None
     max_model_len: int | None = None
     speculation: VLLMSpeculation | None = None  # this run's, counted from the window's start
-    serving: bool = False  # an AsyncLLM: its requests' speculation is not read
 
     def fill_window(self, result: Any, run_dir: Path) -> None:
         """The ``speculative`` section, when the run speculated."""
-        fill_speculative(self.speculation, self.serving, result)
+        fill_speculative(self.speculation, result)
 
 
 class VLLMBackend:
@@ -178,7 +177,6 @@ class VLLMBackend:
             max_num_seqs=config.scheduler_config.max_num_seqs,
             max_model_len=config.model_config.max_model_len,
             prefix_caching=bool(config.cache_config.enable_prefix_caching),
-            serving=self.sections.serving,
         )
 
     def _start(self, source: str, kwargs: dict[str, Any]) -> tuple[Any, Any]:
@@ -242,6 +240,7 @@ class VLLMBackend:
             max_concurrency,
             build_sampling_kwargs(self.sections),
             save_outputs=self.sections.save_outputs,
+            speculation=loaded.speculation if isinstance(loaded, EngineModel) else None,
         )
 
     def generate(self, loaded: LoadedModel, prompts: Sequence[Prompt]) -> BatchOutput:

@@ -24,12 +24,13 @@ import asyncio
 import threading
 import time
 from collections.abc import Coroutine, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from llem.backends.tokens import token_lists
 from llem.backends.traffic.driver import drive
 from llem.backends.vllm.kwargs import stop_kwargs
+from llem.backends.vllm.speculation import VLLMSpeculation, count_requests, count_step
 from llem.backends.vllm.steps import (
     SERVE_CLOCK,
     LoggedStep,
@@ -147,6 +148,8 @@ class _Stream:
     input_tokens: dict[int, int]
     prefix: str
     save_outputs: bool
+    # per request: vLLM's speculative metrics at its end (``CompletionOutput.spec_decode_metrics``)
+    speculation: dict[int, Any] = field(default_factory=dict)
 
 
 async def _submit(s: _Stream, request: ScheduledRequest, arrival_s: float) -> RequestTimeline:
@@ -172,6 +175,7 @@ async def _submit(s: _Stream, request: ScheduledRequest, arrival_s: float) -> Re
             texts.append(out.outputs[0].text)
         if out.outputs and out.outputs[0].finish_reason is not None:
             reason = str(out.outputs[0].finish_reason)
+            s.speculation[request.request_id] = getattr(out.outputs[0], "spec_decode_metrics", None)
     return RequestTimeline(
         request_id=request.request_id,
         prompt_index=request.prompt_index,
@@ -205,9 +209,12 @@ def serve_requests(
     max_concurrency: int | None,
     sampling_kwargs: dict[str, Any],
     save_outputs: bool = False,
+    speculation: VLLMSpeculation | None = None,
 ) -> ServeOutput:
     """Serve ``requests`` through the engine, paced by the shared driver; every request's
-    timeline and the engine's steps between the workload's origin and its last token."""
+    timeline and the engine's steps between the workload's origin and its last token. The
+    window's speculation (the steps' counters and each request's own) is added to
+    ``speculation`` where given."""
     from vllm import SamplingParams
     from vllm.sampling_params import RequestOutputKind
 
@@ -249,7 +256,27 @@ def serve_requests(
         raise
     except Exception as exc:
         raise RunError(f"vLLM serving failed: {type(exc).__name__}: {first_line(exc)}") from exc
+    _count(speculation, start, steps, timelines, stream.speculation)
     return _output(start, timelines, steps, requests, stream.prefix)
+
+
+def _count(
+    counted: VLLMSpeculation | None,
+    start: float,
+    steps: list[LoggedStep],
+    timelines: list[RequestTimeline],
+    metrics: dict[int, Any],
+) -> None:
+    """The served workload's speculation: the counters of its steps (those that ended after its
+    origin) and each request's metrics with the tokens of each of its chunks (one chunk per engine
+    step: the engine streams every step's new tokens), in request order."""
+    for s in steps:
+        if s.step.end_s >= start:
+            count_step(counted, s)
+    ordered = sorted(timelines, key=lambda t: t.request_id)
+    count_requests(
+        counted, [metrics.get(t.request_id) for t in ordered], [t.chunk_tokens for t in ordered]
+    )
 
 
 def _output(

@@ -79,21 +79,10 @@ def engine_kwargs(spec: SpeculativeConfig, draft: str | None = None) -> dict[str
     return {"speculative_config": config, "per_request_spec_decode_metrics": "summary"}
 
 
-SERVED = (
-    "speculative={method}: not counted for a served workload (llem reads vLLM's speculative "
-    "counters from the offline engine's steps only)"
-)
-
-
-def fill_speculative(counted: VLLMSpeculation | None, serving: bool, result: Any) -> None:
-    """The ``speculative`` section from the window's count (an offline run's), or the reason it
-    is null (a served workload's: not read); nothing for speculative=none."""
-    if counted is None:
-        return
-    if serving:
-        result.null_reasons["speculative"] = SERVED.format(method=counted.spec.method.value)
-        return
-    counted.fill(result)
+def fill_speculative(counted: VLLMSpeculation | None, result: Any) -> None:
+    """The ``speculative`` section from the window's count; nothing for speculative=none."""
+    if counted is not None:
+        counted.fill(result)
 
 
 def count_step(counted: VLLMSpeculation | None, scheduler_stats: Any) -> None:

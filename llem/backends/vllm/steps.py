@@ -39,6 +39,9 @@ class LoggedStep:
     made: tuple[tuple[str, int], ...] | None
     ctx_tokens: int | None = None  # scheduled prompt tokens of requests with no output yet
     gen_tokens: int | None = None  # scheduled tokens of requests with output (recompute too)
+    # the step's speculative counters (vLLM's SpecDecodingStats; None: no verification), under
+    # SchedulerStats' own name, so a logged step counts as the scheduler's report does
+    spec_decoding_stats: Any = None
 
 
 @dataclass
@@ -68,7 +71,13 @@ class StepLog:
         known = made is not None and self.broken is None
         ctx, gen = scheduled_tokens(scheduler_stats)
         self.steps.append(
-            LoggedStep(step, tuple(made) if known and made is not None else None, ctx, gen)
+            LoggedStep(
+                step,
+                tuple(made) if known and made is not None else None,
+                ctx,
+                gen,
+                getattr(scheduler_stats, "spec_decoding_stats", None),
+            )
         )
 
 
