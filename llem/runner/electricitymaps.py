@@ -141,4 +141,7 @@ def hour_intensity(
         f"ElectricityMaps zone {body.get('zone') or zone}, hour {_iso(hour)} (the window's start, "
         f"UTC, floored), {factors} emission factors, {how}, location-based",
         "location",
+        hour=_iso(hour),
+        estimated=estimated if isinstance(estimated, bool) else None,
+        emission_factor_type=body.get("emissionFactorType") or None,
     )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
+from typing import Any
 
 from llem.config.footprint import ChassisSource
 from llem.config.schema import ExperimentConfig
@@ -213,9 +214,7 @@ def build_footprint(
     result.footprint = Footprint(
         layer=name,
         layer_label=label,
-        intensity_g_per_kwh=None if intensity is None else intensity.g_per_kwh,
-        intensity_source=None if intensity is None else intensity.source,
-        intensity_basis=None if intensity is None else intensity.basis,
+        **_intensity_fields(intensity),
         usd_per_kwh=cost.usd_per_kwh,
         usd_per_gpu_hour=cost.usd_per_gpu_hour,
         usd_per_node_hour=cost.usd_per_node_hour,
@@ -239,6 +238,20 @@ def build_footprint(
     )
     figures.update(_capacity(cost.usd_per_gpu_hour, cost.usd_per_node_hour, gpus, window_s, n))
     result.set_figures("footprint", figures)  # type: ignore[arg-type]
+
+
+def _intensity_fields(intensity: Intensity | None) -> dict[str, Any]:
+    """The footprint's fields that say which intensity was used (all null where none was)."""
+    if intensity is None:
+        return {}
+    return {
+        "intensity_g_per_kwh": intensity.g_per_kwh,
+        "intensity_source": intensity.source,
+        "intensity_basis": intensity.basis,
+        "intensity_hour": intensity.hour,
+        "intensity_estimated": intensity.estimated,
+        "intensity_emission_factor_type": intensity.emission_factor_type,
+    }
 
 
 def _counts(result: RunResult) -> Counts:

@@ -70,6 +70,11 @@ def test_the_carbon_per_token_is_the_energy_times_the_planted_intensity_of_the_w
         "ElectricityMaps zone DE, hour 2026-03-14T13:00:00Z (the window's start, UTC, floored), "
         "lifecycle emission factors, measured, location-based"
     )
+    assert (fp.intensity_hour, fp.intensity_estimated, fp.intensity_emission_factor_type) == (
+        "2026-03-14T13:00:00Z",
+        False,
+        "lifecycle",
+    )
     assert fake.past_hours() == ["2026-03-14T13:00:00Z"]
     assert [r.with_key for r in fake.requests] == [True]
 
@@ -82,6 +87,7 @@ def test_a_window_started_in_another_time_zone_is_asked_for_by_its_utc_hour(monk
     assert fake.past_hours() == ["2026-03-14T12:00:00Z"]
     assert got.g_per_kwh == 111.0
     assert "estimated (TIME_SLICER_AVERAGE)" in got.source
+    assert (got.hour, got.estimated) == ("2026-03-14T12:00:00Z", True)
 
 
 def test_the_key_may_come_from_a_file_the_environment_names(monkeypatch, tmp_path):

@@ -84,6 +84,7 @@ def test_a_run_takes_the_planted_intensity_of_its_windows_hour_and_never_writes_
     assert fp["intensity_g_per_kwh"] == hours[hour]
     assert fp["g_per_output_token"] == pytest.approx(chassis_j / 3.6e6 * hours[hour] / tokens)
     assert fp["intensity_basis"] == "location"
+    assert fp["intensity_hour"] == asked and fp["intensity_estimated"] is False
     assert fp["intensity_source"].startswith(f"ElectricityMaps zone DE, hour {asked}")
     assert "carbon: " in proc.stdout and "ElectricityMaps zone DE" in proc.stdout
     assert _leaks(tmp_path / "run", proc) == []
