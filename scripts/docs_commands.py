@@ -19,7 +19,7 @@ A llem run is run as a dry run (``dry_run=true``: composed, validated and pre-fl
 loaded), its directory in a temporary folder, so the check takes seconds per command; ``--real``
 runs it as written. A run whose pre-flight refuses it for what this machine lacks
 (``REFUSED_HERE``: a node boundary of which no part can be read, a Redfish service that does
-not answer) passes with that refusal, the
+not answer, an ElectricityMaps zone without its key or its API) passes with that refusal, the
 outcome its page documents for such a machine. ``--vllm-python PY`` runs only the commands of
 the vLLM environment's interpreter (``.venv-vllm/bin/python ...``), with PY, where that
 environment exists (CI's vLLM part); ``--llamacpp`` only those that need llama-cpp-python
@@ -80,6 +80,9 @@ ENV_PROGRAMS = ("llem", "llem-report", "python", "mkdocs", "pytest", "ruff", "my
 REFUSED_HERE: list[tuple[str, str]] = [
     (r"measurement\.boundary=node", "measurement.boundary=node: no part of the node can be read"),
     (r"chassis\.source=redfish", "chassis.source=redfish but Redfish GET "),  # no BMC here
+    # no ElectricityMaps key here (CI holds none), or a key but no way out to the API
+    (r"carbon\.zone=", "needs an ElectricityMaps API key: set ELECTRICITYMAPS_API_KEY"),
+    (r"carbon\.zone=", "ElectricityMaps GET https://api.electricitymaps.com/"),
 ]
 
 LLEM_RUN = re.compile(r"^(?:\.venv(?:-vllm)?/bin/)?(?:llem|python3? -m llem)(?=\s|$)")

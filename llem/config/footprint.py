@@ -7,8 +7,10 @@ fact. What each figure is computed from, and which layers are measured or modell
 
 - ``carbon.intensity_g_per_kwh`` (a number the user gives, with ``carbon.label`` naming where it
   comes from) or ``carbon.country`` (an ISO 3166-1 alpha-3 code resolved offline in CodeCarbon's
-  bundled ``global_energy_mix.json``; the ``carbon`` extra): one of the two. Location-based unless
+  bundled ``global_energy_mix.json``; the ``carbon`` extra). Location-based unless
   ``carbon.market_based=true`` says the user's own number is a market-based factor.
+- ``carbon.zone``: an ElectricityMaps zone whose intensity for the window's hour its API gives
+  (``carbon.electricitymaps_url``; the key from the environment only), one of the three.
 - ``cost.usd_per_kwh`` (energy cost), ``cost.usd_per_gpu_hour`` and ``cost.usd_per_node_hour``
   (capacity cost, from the window's duration and the GPUs the run used).
 - ``facility.pue``: the facility layer, a measured or modelled layer times the PUE (modelled,
@@ -21,6 +23,7 @@ fact. What each figure is computed from, and which layers are measured or modell
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass
 from enum import Enum
 
@@ -57,6 +60,20 @@ class CarbonConfig:
         "offline from CodeCarbon's bundled data (needs the `carbon` extra).",
         goes_to=LLEM,
         placeholder="ISO3",
+    )
+    zone: str | None = knob(
+        None,
+        doc="ElectricityMaps zone (e.g. DE, FR, US-CAL-CISO) whose grid intensity for the "
+        "window's hour is asked of its API after the window (key from ELECTRICITYMAPS_API_KEY, "
+        "or the file ELECTRICITYMAPS_API_KEY_FILE names); location-based.",
+        goes_to=LLEM,
+        placeholder="ZONE",
+    )
+    electricitymaps_url: str = knob(
+        "https://api.electricitymaps.com",
+        doc="carbon.zone: the ElectricityMaps API's base URL (its /v3/carbon-intensity/latest "
+        "and /past are asked).",
+        goes_to=LLEM,
     )
     market_based: bool = knob(
         False,
@@ -158,16 +175,20 @@ class ChassisConfig:
 
 
 LAYERS = ("gpu", "node", "chassis", "facility")
+ZONE = re.compile(r"[A-Za-z]{2}(-[A-Za-z0-9]+)*")
 
 
 def footprint_problems(carbon: CarbonConfig, chassis: ChassisConfig) -> list[str]:
     """The rules between these sections' fields, each naming its keys and what is allowed."""
     p: list[str] = []
-    if carbon.intensity_g_per_kwh is not None and carbon.country is not None:
-        p.append(
-            f"carbon.intensity_g_per_kwh={show(carbon.intensity_g_per_kwh)} and "
-            f"carbon.country={carbon.country} both give the grid intensity (set one)"
-        )
+    given = {
+        "carbon.intensity_g_per_kwh": carbon.intensity_g_per_kwh,
+        "carbon.country": carbon.country,
+        "carbon.zone": carbon.zone,
+    }
+    both = [f"{key}={show(value)}" for key, value in given.items() if value is not None]
+    if len(both) > 1:
+        p.append(f"{' and '.join(both)} each give the grid intensity (set one)")
     if carbon.market_based and carbon.intensity_g_per_kwh is None:
         p.append(
             "carbon.market_based=true needs carbon.intensity_g_per_kwh (a market-based factor "
@@ -177,6 +198,16 @@ def footprint_problems(carbon: CarbonConfig, chassis: ChassisConfig) -> list[str
         p.append(
             f"carbon.country={carbon.country} is not an ISO 3166-1 alpha-3 code "
             "(allowed: three letters, e.g. FRA, USA, DEU)"
+        )
+    if carbon.zone is not None and not ZONE.fullmatch(carbon.zone):
+        p.append(
+            f"carbon.zone={carbon.zone} is not an ElectricityMaps zone (allowed: letters, digits "
+            "and dashes, e.g. DE, FR, US-CAL-CISO)"
+        )
+    if not carbon.electricitymaps_url.startswith(("http://", "https://")):
+        p.append(
+            f"carbon.electricitymaps_url={carbon.electricitymaps_url} is not an http:// or "
+            "https:// URL"
         )
     if carbon.layer is not None and carbon.layer not in LAYERS:
         p.append(f"carbon.layer={carbon.layer} is not a layer (allowed: {', '.join(LAYERS)})")

@@ -30,6 +30,7 @@ import logging
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from llem.devices.cpu_energy import CpuEnergy, RaplReader
 from llem.devices.gpu import SensorSpec
@@ -88,6 +89,7 @@ class WindowResult:
     # device -> why its own reading failed in the window (the others were still measured)
     device_failures: Mapping[str, str] = field(default_factory=dict)
     chassis: ChassisWindow | None = None  # the BMC's readings (None: not asked for)
+    started_utc: datetime | None = None  # the wall-clock instant of the start edge
 
     @property
     def samples(self) -> list[Sample]:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -320,6 +321,10 @@ class MeasurementSession(IdleSettling):
     def last_chassis(self) -> ChassisWindow | None:
         """The chassis's energy over the last window (None: the chassis was not read)."""
         return None if self.last_window is None else self.last_window.chassis
+
+    def last_window_start_utc(self) -> datetime | None:
+        """The wall-clock instant the last window started (None: no window yet)."""
+        return None if self.last_window is None else self.last_window.started_utc
 
     def _cpu_disabled(self) -> str | None:
         return DISABLED if energy_mode(self.cfg) == "none" else None

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Callable
+from datetime import datetime, timezone
 from typing import Any, Literal
 
 from llem.measure.chassis import ChassisMeter
@@ -55,6 +56,7 @@ class MeasurementWindow:
         self.result: WindowResult | None = None
         self.start_s: float | None = None
         self.end_s: float | None = None
+        self.started_utc: datetime | None = None  # the start edge on the wall clock
 
     def __enter__(self) -> MeasurementWindow:
         if self._t0 is not None:
@@ -64,6 +66,7 @@ class MeasurementWindow:
         start = self._meter.begin()
         self._t0 = start
         self.start_s = start - self._origin_s
+        self.started_utc = datetime.now(timezone.utc)
         if self._chassis is not None:
             self._chassis.begin(start)
         self._sampler.start(start)
@@ -88,6 +91,7 @@ class MeasurementWindow:
             self._sampler.stop()
         finally:
             self.result = self._meter.end(self._sampler.error)
+            self.result = dataclasses.replace(self.result, started_utc=self.started_utc)
             if self._chassis is not None:
                 wall = self._chassis.end(self.result.end_s)
                 self.result = dataclasses.replace(self.result, chassis=wall)

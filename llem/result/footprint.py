@@ -22,8 +22,11 @@ grams of CO2e (``energy_j`` / 3.6e6 x ``intensity_g_per_kwh``) in total and per 
 per 1,000 output tokens, per request and per correct answer (where quality was scored); the
 energy cost (``usd_per_kwh``) and the capacity cost (``usd_per_gpu_hour`` x GPUs +
 ``usd_per_node_hour``, times the window's hours) apart, each per million output tokens and per
-correct answer. Carbon and energy cost carry the layer's bound, scaled the same way (the intensity
-and prices are taken as exact: they are the user's, or the data's, numbers). A figure that cannot
+correct answer. With ``carbon.zone``, ``intensity_hour``, ``intensity_estimated`` and
+``intensity_emission_factor_type`` say which hour ElectricityMaps' intensity is for, whether it
+estimated it, and whether its factors are lifecycle or direct (null otherwise). Carbon and
+energy cost carry the layer's bound, scaled the same way (the intensity and prices are taken as
+exact: they are the user's, or the data's, numbers). A figure that cannot
 be given is null with its reason (energy unavailable: carbon and energy cost null, while the
 capacity cost, from the window's duration, is still given).
 
@@ -77,6 +80,9 @@ class Footprint:
     intensity_g_per_kwh: float | None = None
     intensity_source: str | None = None  # the user's value and label, or the country data
     intensity_basis: str | None = None  # location | market
+    intensity_hour: str | None = None  # the hour it is for (carbon.zone: the window's, UTC)
+    intensity_estimated: bool | None = None  # the source estimated that hour (carbon.zone)
+    intensity_emission_factor_type: str | None = None  # lifecycle | direct (carbon.zone)
     carbon_g: float | None = figure(bounded=True)
     carbon_g_uncertainty: float | None = bound()
     g_per_output_token: float | None = figure(bounded=True)

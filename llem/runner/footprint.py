@@ -7,6 +7,8 @@ is loaded.
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
+from typing import Any
 
 from llem.config.footprint import ChassisSource
 from llem.config.schema import ExperimentConfig
@@ -27,7 +29,8 @@ from llem.figures.footprint import (
 from llem.measure.chassis import ChassisWindow, WallReader
 from llem.result import Figure, RunResult
 from llem.result.footprint import MEASURED, MODELLED, Footprint, Layers
-from llem.runner.grid_intensity import resolve
+from llem.runner import electricitymaps
+from llem.runner.grid_intensity import Intensity, resolve
 
 NOT_ASKED = {
     "chassis": "chassis.source=none (auto: the BMC's reading where it answers; model: a stated "
@@ -74,7 +77,30 @@ def footprint_preflight(exp: ExperimentConfig, reader: WallReader | None = None)
         resolve(exp.carbon)
     except PreflightError as exc:
         problems.extend(exc.problems)
+    if exp.carbon.zone is not None:
+        problems.extend(electricitymaps.preflight(exp.carbon.zone, exp.carbon.electricitymaps_url))
     return problems
+
+
+def grid_intensity(
+    exp: ExperimentConfig, window_start: datetime | None
+) -> tuple[Intensity | None, str]:
+    """The intensity the carbon figures use, or None with the reason they are null. An
+    ElectricityMaps zone's is asked for here, after the window: where the API gives none, the
+    carbon figures are null with its words and the run goes on."""
+    zone = exp.carbon.zone
+    if zone is None:
+        why = (
+            "no carbon intensity given (carbon.intensity_g_per_kwh, carbon.country or carbon.zone)"
+        )
+        return resolve(exp.carbon), why
+    if window_start is None:
+        return None, f"carbon.zone={zone}: the window's start is unknown (no window measured)"
+    try:
+        url = exp.carbon.electricitymaps_url
+        return electricitymaps.hour_intensity(zone, url, window_start), ""
+    except electricitymaps.EmapsError as exc:
+        return None, f"no grid intensity for the window's hour: {exc}"
 
 
 def _boundary_layers(result: RunResult) -> dict[str, Layer]:
@@ -156,12 +182,18 @@ def _layer(result: RunResult, name: str) -> tuple[Figure, str | None]:
     return result.figure(f"layers.{name}_j"), getattr(result.layers, f"{name}_label")
 
 
-def build_footprint(exp: ExperimentConfig, result: RunResult) -> None:
+def build_footprint(
+    exp: ExperimentConfig, result: RunResult, window_start: datetime | None = None
+) -> None:
     """``result.footprint`` from the chosen layer's energy, the window and the counts."""
-    intensity = resolve(exp.carbon)
+    intensity, no_carbon = grid_intensity(exp, window_start)
     cost = exp.cost
-    if intensity is None and all(
-        v is None for v in (cost.usd_per_kwh, cost.usd_per_gpu_hour, cost.usd_per_node_hour)
+    if (
+        intensity is None
+        and exp.carbon.zone is None
+        and all(
+            v is None for v in (cost.usd_per_kwh, cost.usd_per_gpu_hour, cost.usd_per_node_hour)
+        )
     ):
         result.null_reasons["footprint"] = NOT_ASKED["footprint"]
         return
@@ -182,9 +214,7 @@ def build_footprint(exp: ExperimentConfig, result: RunResult) -> None:
     result.footprint = Footprint(
         layer=name,
         layer_label=label,
-        intensity_g_per_kwh=None if intensity is None else intensity.g_per_kwh,
-        intensity_source=None if intensity is None else intensity.source,
-        intensity_basis=None if intensity is None else intensity.basis,
+        **_intensity_fields(intensity),
         usd_per_kwh=cost.usd_per_kwh,
         usd_per_gpu_hour=cost.usd_per_gpu_hour,
         usd_per_node_hour=cost.usd_per_node_hour,
@@ -195,7 +225,6 @@ def build_footprint(exp: ExperimentConfig, result: RunResult) -> None:
         else None,
     )
     figures: dict[str, Figure] = {"energy_j": energy}
-    no_carbon = "no carbon intensity given (carbon.intensity_g_per_kwh or carbon.country)"
     figures.update(
         carbon_figures(energy, intensity.g_per_kwh, n)
         if intensity is not None
@@ -209,6 +238,20 @@ def build_footprint(exp: ExperimentConfig, result: RunResult) -> None:
     )
     figures.update(_capacity(cost.usd_per_gpu_hour, cost.usd_per_node_hour, gpus, window_s, n))
     result.set_figures("footprint", figures)  # type: ignore[arg-type]
+
+
+def _intensity_fields(intensity: Intensity | None) -> dict[str, Any]:
+    """The footprint's fields that say which intensity was used (all null where none was)."""
+    if intensity is None:
+        return {}
+    return {
+        "intensity_g_per_kwh": intensity.g_per_kwh,
+        "intensity_source": intensity.source,
+        "intensity_basis": intensity.basis,
+        "intensity_hour": intensity.hour,
+        "intensity_estimated": intensity.estimated,
+        "intensity_emission_factor_type": intensity.emission_factor_type,
+    }
 
 
 def _counts(result: RunResult) -> Counts:
@@ -237,13 +280,20 @@ def _capacity(
     return capacity_cost_figures(usd, n)
 
 
-def fill_footprint(exp: ExperimentConfig, result: RunResult, wall: ChassisWindow | None) -> None:
+def fill_footprint(
+    exp: ExperimentConfig,
+    result: RunResult,
+    wall: ChassisWindow | None,
+    window_start: datetime | None = None,
+) -> None:
     """Both sections, once the window's energy and the quality are in the result; null with the
-    reason where nothing beyond the boundary was asked for."""
+    reason where nothing beyond the boundary was asked for. ``window_start``: the window's start
+    on the wall clock, whose hour an ElectricityMaps zone's intensity is asked for."""
     cost = exp.cost
     asked = (
         exp.chassis.source != ChassisSource.none
         or exp.facility.pue is not None
+        or exp.carbon.zone is not None
         or resolve(exp.carbon) is not None
         or any(
             v is not None for v in (cost.usd_per_kwh, cost.usd_per_gpu_hour, cost.usd_per_node_hour)
@@ -254,4 +304,4 @@ def fill_footprint(exp: ExperimentConfig, result: RunResult, wall: ChassisWindow
         result.null_reasons["footprint"] = NOT_ASKED["footprint"]
         return
     build_layers(exp, result, wall)
-    build_footprint(exp, result)
+    build_footprint(exp, result, window_start)

@@ -38,8 +38,9 @@ def carbon_cost_line(result: RunResult) -> str | None:
     if fp is None:
         return None
     reasons = result.null_reasons
-    if fp.intensity_g_per_kwh is None:
-        carbon = None
+    if fp.intensity_g_per_kwh is None:  # none asked for, or none given for the window's hour
+        why = reasons.get("footprint.g_per_output_token") or ""
+        carbon = None if why.startswith("no carbon intensity given") else f"carbon: null ({why})"
     elif fp.g_per_output_token is None:
         carbon = f"carbon: null ({reasons.get('footprint.g_per_output_token')})"
     else:

@@ -27,6 +27,9 @@ class Intensity:
     g_per_kwh: float
     source: str
     basis: str  # location | market
+    hour: str | None = None  # the hour it is for (ElectricityMaps: the window's, UTC)
+    estimated: bool | None = None  # the source estimated it (None: not stated, or not hourly)
+    emission_factor_type: str | None = None  # lifecycle | direct (None: not stated)
 
 
 def _data_file() -> Path | None:

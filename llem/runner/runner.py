@@ -185,7 +185,8 @@ class Runner:
             if (used := loaded.gpus_used()) is not None:  # judged against the GPUs measured
                 judge_engine_gpus(result, backend.name, used)
             fill_quality(result, measured.task, ran, run_dir)  # after the window and its energy
-            fill_footprint(exp, result, session.last_chassis())  # layers, carbon, cost
+            # layers, carbon, cost (a grid intensity for the window's hour asked for here)
+            fill_footprint(exp, result, session.last_chassis(), session.last_window_start_utc())
             if exp.measurement.save_outputs:
                 write_generations(run_dir, measured.outputs, measured.n_prompts)
             session.write_timeseries(run_dir / "timeseries.csv")

@@ -199,7 +199,11 @@ def check_quality(spec: SearchSpec, why_none: str | None) -> None:
 
 #: the footprint figures a search can read, by the start of their name, and what each needs set
 FOOTPRINT_NEEDS = (
-    (("carbon_g", "g_per_"), ("carbon.intensity_g_per_kwh", "carbon.country"), "a grid intensity"),
+    (
+        ("carbon_g", "g_per_"),
+        ("carbon.intensity_g_per_kwh", "carbon.country", "carbon.zone"),
+        "a grid intensity",
+    ),
     (("energy_cost", "energy_usd_"), ("cost.usd_per_kwh",), "an energy price"),
     (("capacity_",), ("cost.usd_per_gpu_hour", "cost.usd_per_node_hour"), "a capacity price"),
 )

@@ -244,3 +244,22 @@ def test_plain_cooldown(install_nvml, make_session, clock):
     s_none = make_session(make_cfg(cooldown_s=0.0, energy=EnergySource.none))
     s_none.start()
     assert s_none.cooldown() == {"cooldown_waited_s": 0.0, "start_temp_c": None}
+
+
+def test_the_windows_start_is_stamped_on_the_wall_clock_at_its_start_edge(
+    install_nvml, make_session
+):
+    """The instant an ElectricityMaps zone's hour is taken from: the start edge, not the end."""
+    import time
+    from datetime import datetime, timezone
+
+    install_nvml([FakeGpu("GPU-a")])
+    s = make_session(make_cfg(energy=EnergySource.auto), device_type="cpu", indices=None)
+    s.start()
+    assert s.last_window_start_utc() is None
+    before = datetime.now(timezone.utc)
+    with s.window():
+        inside = datetime.now(timezone.utc)
+        time.sleep(0.01)
+    started = s.last_window_start_utc()
+    assert started is not None and before <= started <= inside

@@ -31,7 +31,8 @@ def test_carbon_and_energy_cost_read_energy_and_capacity_cost_does_not() -> None
     ("objective", "constraints", "given", "line"),
     [
         (G, [], set(), f"hydra.sweeper.objective: {G} needs a grid intensity, and none is given "
-         "(allowed: set carbon.intensity_g_per_kwh or carbon.country; docs/footprint.md)"),
+         "(allowed: set carbon.intensity_g_per_kwh or carbon.country or carbon.zone; "
+         "docs/footprint.md)"),
         ("energy.j_per_output_token", [f"{ENERGY_USD} <= 2"], {"carbon.country"},
          f"hydra.sweeper.constraints: {ENERGY_USD} needs an energy price, and none is given "
          "(allowed: set cost.usd_per_kwh; docs/footprint.md)"),
@@ -54,6 +55,7 @@ def test_a_footprint_figure_without_its_factor_is_one_line_naming_the_key(
     [
         (G, {"carbon.intensity_g_per_kwh"}),
         (G, {"carbon.country"}),
+        (G, {"carbon.zone"}),
         (ENERGY_USD, {"cost.usd_per_kwh"}),
         (CAPACITY_USD, {"cost.usd_per_node_hour"}),
         ("energy.j_per_output_token", set()),  # no footprint figure: nothing to give

@@ -54,7 +54,7 @@ def test_a_carbon_objective_without_an_intensity_is_exit_2_before_anything_runs(
     (line, *_) = capsys.readouterr().err.strip().splitlines()
     assert line == (
         "error: hydra.sweeper.objective: footprint.g_per_output_token needs a grid intensity, and "
-        "none is given (allowed: set carbon.intensity_g_per_kwh or carbon.country; "
+        "none is given (allowed: set carbon.intensity_g_per_kwh or carbon.country or carbon.zone; "
         "docs/footprint.md)"
     )
     assert not d.exists() or not list(d.glob("*/result.json"))
