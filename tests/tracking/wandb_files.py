@@ -100,7 +100,8 @@ def records(run_dir: Path) -> list[dict[str, Any]]:
 
 def runs(wandb_dir: Path) -> list[dict[str, Any]]:
     """Each offline run folder under ``wandb_dir``: its run record, its config (updates merged),
-    its summary (updates merged), its artifacts' names and its exit code."""
+    its summary (updates merged), its artifacts' names and files, its history rows and its exit
+    code."""
     out = []
     for folder in sorted(wandb_dir.glob("offline-run-*")):
         recs = records(folder)
@@ -111,8 +112,11 @@ def runs(wandb_dir: Path) -> list[dict[str, Any]]:
             if r["type"] == "summary":
                 summary.update(r["summary"].get("update", {}))
         exits = [r["exit"].get("exit_code", 0) for r in recs if r["type"] == "exit"]
-        names = [r["artifact"]["name"] for r in recs if r["type"] == "artifact"]
-        out.append({"run": run, "config": config, "summary": summary, "artifacts": names,
+        arts = [r["artifact"] for r in recs if r["type"] == "artifact"]
+        files = sorted(c["path"] for a in arts for c in a["manifest"]["contents"])
+        history = [r["history"]["item"] for r in recs if r["type"] == "history"]
+        out.append({"run": run, "config": config, "summary": summary,
+                    "artifacts": [a["name"] for a in arts], "files": files, "history": history,
                     "exit_code": exits[-1] if exits else None})  # fmt: skip
     return out
 
