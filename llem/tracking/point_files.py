@@ -15,6 +15,7 @@ functions, no tracker imported.
 from __future__ import annotations
 
 import csv
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,10 +45,12 @@ def artifacts(run_dir: Path) -> list[Path]:
 
 
 def _number(cell: str | None) -> float | None:
+    """A reading; None for an empty cell, text or a non-finite number (never a 0)."""
     try:
-        return float(cell) if cell not in (None, "") else None
+        value = float(cell) if cell not in (None, "") else None
     except ValueError:
         return None
+    return value if value is not None and math.isfinite(value) else None
 
 
 def timeline(run_dir: Path) -> list[TimelinePoint]:
@@ -91,7 +94,7 @@ def search_best(sweep_dir: Path) -> dict[str, str] | None:
         tags["search.unconfirmed"] = record.unconfirmed[:VALUE_MAX]
     best = record.best_trial()
     if best is None:
-        tags["search.best"] = "none: no configuration was feasible in every run"
+        tags["search.best"] = "none: no configuration is feasible in every run so far"
         return tags
     tags["search.best"] = f"#{best.dir}"
     tags["search.best_runs"] = str(record.best_runs)

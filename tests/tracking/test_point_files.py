@@ -28,7 +28,7 @@ def test_the_timeline_is_each_reading_at_its_millisecond(tmp_path: Path) -> None
 
 def test_two_devices_each_have_their_own_history(tmp_path: Path) -> None:
     (tmp_path / "timeseries.csv").write_text(
-        "time_s,device,power_w\n0.0,0,100\n0.0,1,90\n0.5,0,110\n0.5,1,\n"
+        "time_s,device,power_w\n0.0,0,100\n0.0,1,90\n0.5,0,110\n0.5,1,\n0.75,1,nan\n"
     )
     assert _history(timeline(tmp_path)) == {
         "timeline.0.power_w": [(0, 100.0), (500, 110.0)],
