@@ -16,6 +16,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from llem.tracking.point_files import TimelinePoint
 from llem.tracking.state import TrackedRun
 
 T = TypeVar("T")
@@ -113,6 +114,16 @@ class MlflowRuns:
         ts = [RunTag(k, v) for k, v in tags.items()]
         for batch in _chunks(ts, _PARAMS_TAGS_PER_BATCH):
             self.client.log_batch(run_id, tags=list(batch))
+
+    def history(self, run_id: str, points: Sequence[TimelinePoint]) -> None:
+        """A metric history: each point at its step (ms since the window's start), stamped now,
+        so a re-run's history is told apart from the one logged before it."""
+        from mlflow.entities import Metric
+
+        now_ms = int(time.time() * 1000)
+        ms = [Metric(p.key, p.value, now_ms, p.step_ms) for p in points]
+        for batch in _chunks(ms, _METRICS_PER_BATCH):
+            self.client.log_batch(run_id, metrics=list(batch))
 
     def artifact(self, run_id: str, path: Path, under: str | None = None) -> None:
         """A file or a folder, as the run's artifact (under ``under``)."""

@@ -3,9 +3,11 @@
 The same code logs a point right after its window (``llem.tracking.callback``), the points the
 sweep could not log at its end, and a finished sweep later (``llem-report --to-mlflow DIR``,
 for compute nodes that cannot reach the tracker), all through ``tracker.MlflowTracker``. A sweep
-is a parent run (its swept keys and plan; its plan, report and summary.csv as artifacts) with a
-child run per point; a point whose result is logged already is not logged again, and a point
-re-run since updates its own child.
+is a parent run (its swept keys and plan; its plan, report and summary.csv as artifacts; a
+search's best configuration as tags and search.json) with a child run per point (its figures, its
+timeline as a metric history, result.json, requests.jsonl and plots/: ``point_files``); a point
+whose result is logged already is not logged again, and a point re-run since updates its own
+child.
 """
 
 from __future__ import annotations
@@ -16,13 +18,14 @@ from typing import Any
 
 from llem.result import RESULT_FILE
 from llem.sweep.plan_file import PLAN_FILE
-from llem.tracking import figures
+from llem.sweep.search_file import SEARCH_FILE
+from llem.tracking import figures, point_files
 from llem.tracking.mlflow_runs import POINT_TAG, STARTED_TAG, MlflowRuns
 from llem.tracking.state import read_state, write_state
 from llem.tracking.tracker import point_dirs
 
 # the sweep's own files, logged as the parent's artifacts when present
-SWEEP_ARTIFACTS = (PLAN_FILE, "multirun.yaml", "summary.csv", "results.csv", "plots")
+SWEEP_ARTIFACTS = (PLAN_FILE, SEARCH_FILE, "multirun.yaml", "summary.csv", "results.csv", "plots")
 _STATUS = {"ok": "FINISHED", "failed": "FAILED", "skipped": "KILLED"}
 
 
@@ -32,11 +35,14 @@ def _read_json(path: Path) -> dict[str, Any]:
 
 
 def _log_result(runs: MlflowRuns, run_id: str, run_dir: Path, result: dict[str, Any]) -> None:
-    """One result's metrics, parameters (those not logged yet), tags and result.json."""
+    """One result's metrics, parameters (those not logged yet), tags, its timeline as a metric
+    history, and its files: result.json, requests.jsonl and plots/ where it has them."""
     logged = runs.logged_params(run_id)
     params = {k: v for k, v in figures.params(result).items() if k not in logged}
     runs.log(run_id, figures.metrics(result), params, figures.tags(result))
-    runs.artifact(run_id, run_dir / RESULT_FILE)
+    runs.history(run_id, point_files.timeline(run_dir))
+    for path in point_files.artifacts(run_dir):
+        runs.artifact(run_id, path, path.name if path.is_dir() else None)
     runs.end(run_id, _STATUS.get(str(result.get("status")), "FINISHED"))
 
 
@@ -116,7 +122,11 @@ class SweepLog:
         return sum(self.log_point(d) for d in point_dirs(self.sweep_dir))
 
     def finish(self) -> None:
-        """The sweep's files as the parent's artifacts; the parent ends."""
+        """The sweep's files as the parent's artifacts, a search's best as its tags; the
+        parent ends."""
+        best = point_files.search_best(self.sweep_dir)
+        if best is not None:
+            self.runs.log(self.parent_id, {}, {}, best)
         for name in SWEEP_ARTIFACTS:
             path = self.sweep_dir / name
             if path.exists():

@@ -3,9 +3,11 @@
 A sweep is a group (named after the sweep directory, kept in ``tracking.json``); each point is a
 run of job_type ``point`` in it, with its overrides, its composed configuration and its null
 figures' reasons as the run's config, every numeric figure of result.json as a summary metric
-under its dotted, unit-bearing key (a null figure is no metric, never a 0), status and validity
-as tags and result.json as an artifact. The sweep's plan, summary.csv and plots go to a run of
-job_type ``sweep`` in the same group. A single run is one run of job_type ``run``.
+under its dotted, unit-bearing key (a null figure is no metric, never a 0), its timeline as
+history at step = ms since the window's start (``point_files.timeline``), status and validity
+as tags and result.json, requests.jsonl and plots/ as an artifact. The sweep's plan, summary.csv,
+plots and a search's search.json go to a run of job_type ``sweep`` in the same group, with the
+search's best configuration in its config (``search``). A single run is one run of job_type ``run``.
 
 Every run is opened, logged and finished after its window, and wandb's service is torn down
 before the next point starts, so nothing of wandb runs inside a measured window. Offline
@@ -22,12 +24,13 @@ from typing import Any
 
 from llem.result import RESULT_FILE
 from llem.sweep.plan_file import PLAN_FILE
-from llem.tracking import figures
+from llem.sweep.search_file import SEARCH_FILE
+from llem.tracking import figures, point_files
 from llem.tracking.state import read_section, write_section
 from llem.tracking.tracker import point_dirs
 
 SECTION = "wandb"
-SWEEP_FILES = (PLAN_FILE, "multirun.yaml", "summary.csv", "results.csv", "plots")
+SWEEP_FILES = (PLAN_FILE, SEARCH_FILE, "multirun.yaml", "summary.csv", "results.csv", "plots")
 TAG_MAX = 64  # W&B's longest tag
 
 
@@ -102,6 +105,7 @@ class WandbTracker:
         import wandb
 
         summary = init.pop("summary", {})
+        history = init.pop("history", [])
         exit_code = init.pop("exit_code", 0)
         (self.dir or where).mkdir(parents=True, exist_ok=True)
         run = wandb.init(
@@ -115,6 +119,8 @@ class WandbTracker:
             **init,
         )
         try:
+            for step, row in _rows(history):
+                run.log(row, step=step)
             run.summary.update(summary)
             artifact = wandb.Artifact(f"{init['job_type']}-{run_id}", type=init["job_type"])
             for path in files:
@@ -132,10 +138,11 @@ class WandbTracker:
         self._log(
             where,
             run_id,
-            [run_dir / RESULT_FILE],
+            point_files.artifacts(run_dir),
             config=run_config(result),
             tags=run_tags(result),
             summary=figures.metrics(result),
+            history=point_files.timeline(run_dir),
             exit_code=0 if result.get("status") == "ok" else 1,
             **init,
         )
@@ -188,6 +195,9 @@ class WandbTracker:
             "points": len(plan.get("points") or []),
             "order": plan.get("order"),
         }
+        best = point_files.search_best(sweep_dir)
+        if best is not None:
+            config["search"] = best
         files = [sweep_dir / name for name in SWEEP_FILES]
         self._log(
             sweep_dir, run_id, files, job_type="sweep", group=state["group"],
@@ -200,6 +210,14 @@ class WandbTracker:
         entity = f" --entity {self.entity}" if self.entity else ""
         mode = f" --wandb-mode {self.mode}" if self.mode else ""
         return f"llem-report --to-wandb {directory} --project {self.project}{entity}{mode}"
+
+
+def _rows(history: list[point_files.TimelinePoint]) -> list[tuple[int, dict[str, float]]]:
+    """The timeline as W&B history rows: the readings of one step together, steps in order."""
+    rows: dict[int, dict[str, float]] = {}
+    for p in history:
+        rows.setdefault(p.step_ms, {})[p.key] = p.value
+    return sorted(rows.items())
 
 
 def _new_id() -> str:

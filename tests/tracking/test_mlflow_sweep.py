@@ -79,7 +79,8 @@ def _check_child(client: Any, child: Any, point_dir: Path) -> None:
     assert t["llem.status"] == "ok" and t["llem.energy_valid"] == "unknown"
     batch = str(result["config"]["pytorch"]["batch_size"])
     assert p["override.pytorch.batch_size"] == batch == p["config.pytorch.batch_size"]
-    assert [a.path for a in client.list_artifacts(child.info.run_id)] == ["result.json"]
+    files = [n for n in ("plots", "requests.jsonl", "result.json") if (point_dir / n).exists()]
+    assert [a.path for a in client.list_artifacts(child.info.run_id)] == files
     assert child.info.status == "FINISHED"
 
 
@@ -121,6 +122,49 @@ def test_a_grid_then_its_resumed_grid(mlflow_server, tiny_model_dir: Path, tmp_p
         assert len(history) == 1, f"point {index} logged {len(history)} times"
     _check_child(client, again["2"], sweep / "2")
     assert "summary.csv" in {a.path for a in client.list_artifacts(parent.info.run_id)}
+
+
+def test_a_points_files_timeline_and_a_search_best(mlflow_server, tmp_path: Path) -> None:
+    """A planted sweep logged by the tracker itself: the point's requests.jsonl and plots/, its
+    timeline as a metric history at the planted steps (an unreadable reading absent, not 0), the
+    search's best as the parent's tags and search.json; logged again, nothing is twice; a
+    re-run point's child gets the new result."""
+    from llem.tracking.upload import MlflowTracker
+
+    from .wandb_files import TIMELINE, plant_point_files, plant_result, plant_search, plant_sweep
+
+    uri, sweep = mlflow_server["uri"], tmp_path / "sweep"
+    plant_sweep(sweep, [1, 4])
+    plant_point_files(sweep / "0")
+    plant_search(sweep)
+    assert MlflowTracker(uri, tmp_path.name, 30).end_sweep(sweep) == (2, 2)
+    client, (parent,), children = _runs(uri, sweep)
+    points = _by_point(children, sweep)
+    run_id = points["0"].info.run_id
+    files = {a.path for a in client.list_artifacts(run_id)}
+    assert files == {"result.json", "requests.jsonl", "plots"}
+    assert [a.path for a in client.list_artifacts(run_id, "plots")] == ["plots/timeline.png"]
+    for key, planted in TIMELINE.items():
+        history = sorted((m.step, m.value) for m in client.get_metric_history(run_id, key))
+        assert history == planted, key
+    assert not client.get_metric_history(points["1"].info.run_id, "timeline.power_w")
+    tags = parent.data.tags
+    assert tags["best.pytorch.batch_size"] == "4" and tags["search.best"] == "#1"
+    assert tags["search.confirmations"] == "2" and tags["search.best_runs"] == "3"
+    assert "search.json" in {a.path for a in client.list_artifacts(parent.info.run_id)}
+
+    plant_result(sweep / "1", 4, "2026-11-28T12:00:00")  # point 1 re-ran since
+    (sweep / "1" / "result.json").write_text(
+        (sweep / "1" / "result.json").read_text().replace('"p50": 14.0', '"p50": 15.0')
+    )
+    assert MlflowTracker(uri, tmp_path.name, 30).end_sweep(sweep) == (1, 2)
+    client, _, children = _runs(uri, sweep)
+    again = _by_point(children, sweep)
+    assert {k: c.info.run_id for k, c in again.items()} == {
+        k: c.info.run_id for k, c in points.items()
+    }
+    assert again["1"].data.metrics["latency.ttft_ms.p50"] == 15.0
+    assert len(client.get_metric_history(run_id, "timeline.power_w")) == 2  # not logged twice
 
 
 def test_a_server_stopped_mid_sweep(mlflow_server, tiny_model_dir: Path, tmp_path: Path) -> None:

@@ -12,7 +12,17 @@ from pathlib import Path
 
 import pytest
 
-from .wandb_files import SECRET, Listener, grep, plant_result, plant_sweep, runs
+from .wandb_files import (
+    SECRET,
+    TIMELINE,
+    Listener,
+    grep,
+    plant_point_files,
+    plant_result,
+    plant_search,
+    plant_sweep,
+    runs,
+)
 
 pytestmark = [
     pytest.mark.wandb,
@@ -43,6 +53,8 @@ def _tracker():
 def test_a_sweep_is_a_group_of_runs(no_network: Listener, tmp_path: Path) -> None:
     sweep = tmp_path / "multirun" / "sweep"
     plant_sweep(sweep, [1, 4])
+    plant_point_files(sweep / "0")
+    plant_search(sweep)
     start = time.monotonic()
     assert _tracker().end_sweep(sweep) == (2, 2)
     took = time.monotonic() - start
@@ -70,8 +82,20 @@ def test_a_sweep_is_a_group_of_runs(no_network: Listener, tmp_path: Path) -> Non
         assert set(point["run"]["tags"]) == {"status:ok", "energy_valid:unknown"}
         assert point["artifacts"] == [f"point-{point['run']['run_id']}"]
         assert point["exit_code"] == 0
+        if batch == 1:  # point 0: its files and its timeline at the planted steps
+            assert point["files"] == ["plots/timeline.png", "requests.jsonl", "result.json"]
+            history = {
+                k: [(row["_step"], row[k]) for row in point["history"] if k in row]
+                for k in TIMELINE
+            }
+            assert history == TIMELINE
+        else:
+            assert point["files"] == ["result.json"] and point["history"] == []
     (swept,) = by_job["sweep"]
     assert swept["config"]["swept"] == ["pytorch.batch_size"] and swept["config"]["points"] == 2
+    search = swept["config"]["search"]
+    assert search["best.pytorch.batch_size"] == "4" and search["search.confirmations"] == "2"
+    assert "search.json" in swept["files"]
     assert grep(SECRET, tmp_path) == []
 
 

@@ -46,6 +46,47 @@ def plant_sweep(sweep: Path, batches: list[int]) -> None:
         plant_result(sweep / str(i), b, f"2026-11-28T10:0{i}:00")
 
 
+TIMESERIES = (
+    "time_s,device,power_w,temperature_c,throttle_reasons\n"
+    "0.000000,0,100,50,\n"
+    "0.100000,0,,51,\n"  # power unreadable: no point of its history, never a 0
+    "0.250000,0,120.5,52,\n"
+)
+# timeline.<column>: (step in ms since the window's start, value), as planted above
+TIMELINE = {
+    "timeline.power_w": [(0, 100.0), (250, 120.5)],
+    "timeline.temperature_c": [(0, 50.0), (100, 51.0), (250, 52.0)],
+}
+
+
+def plant_point_files(point: Path) -> None:
+    """A point's timeline, requests.jsonl and plots/."""
+    (point / "timeseries.csv").write_text(TIMESERIES)
+    (point / "requests.jsonl").write_text('{"request": 0, "energy_j": null}\n')
+    (point / "plots").mkdir(exist_ok=True)
+    (point / "plots" / "timeline.png").write_bytes(b"planted png")
+
+
+def plant_search(sweep: Path) -> None:
+    """search.json: trial 1 (batch 4) the best at 12.5 over 3 runs, confirmed twice."""
+    from llem.sweep.search_file import SearchRecord, TrialRecord
+
+    def trial(n: int, kind: str, batch: int, value: float) -> TrialRecord:
+        knobs = {"pytorch.batch_size": str(batch)}
+        overrides = [f"pytorch.batch_size={batch}"]
+        return TrialRecord(n, str(n), kind, knobs, overrides, "ok", value, {}, True)
+
+    record = SearchRecord(
+        "energy.per_output_token_j", "minimize", [], 2, 0, "random",
+        ["pytorch.batch_size=choice(1,4)"], [], 2, confirm=2, state="finished",
+        stopped_because="budget of 2 trials spent",
+        trials=[trial(0, "search", 1, 20.0), trial(1, "search", 4, 12.0),
+                trial(2, "confirm", 4, 13.0), trial(3, "confirm", 4, 12.5)],
+        best=1, best_mean=12.5, best_runs=3,
+    )  # fmt: skip
+    record.write(sweep)
+
+
 def records(run_dir: Path) -> list[dict[str, Any]]:
     """The records of the offline run in ``run_dir``, as wandb's own reader prints them (the
     reader itself tries W&B's server once: it is pointed away from the tests' listener)."""
@@ -59,7 +100,8 @@ def records(run_dir: Path) -> list[dict[str, Any]]:
 
 def runs(wandb_dir: Path) -> list[dict[str, Any]]:
     """Each offline run folder under ``wandb_dir``: its run record, its config (updates merged),
-    its summary (updates merged), its artifacts' names and its exit code."""
+    its summary (updates merged), its artifacts' names and files, its history rows and its exit
+    code."""
     out = []
     for folder in sorted(wandb_dir.glob("offline-run-*")):
         recs = records(folder)
@@ -70,8 +112,11 @@ def runs(wandb_dir: Path) -> list[dict[str, Any]]:
             if r["type"] == "summary":
                 summary.update(r["summary"].get("update", {}))
         exits = [r["exit"].get("exit_code", 0) for r in recs if r["type"] == "exit"]
-        names = [r["artifact"]["name"] for r in recs if r["type"] == "artifact"]
-        out.append({"run": run, "config": config, "summary": summary, "artifacts": names,
+        arts = [r["artifact"] for r in recs if r["type"] == "artifact"]
+        files = sorted(c["path"] for a in arts for c in a["manifest"]["contents"])
+        history = [r["history"]["item"] for r in recs if r["type"] == "history"]
+        out.append({"run": run, "config": config, "summary": summary,
+                    "artifacts": [a["name"] for a in arts], "files": files, "history": history,
                     "exit_code": exits[-1] if exits else None})  # fmt: skip
     return out
 
