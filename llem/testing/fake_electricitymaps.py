@@ -16,7 +16,6 @@ records each request: its path, its query and whether it carried the key.
 from __future__ import annotations
 
 import http.server
-import json
 import threading
 import urllib.parse
 from collections.abc import Iterator
@@ -24,6 +23,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
+
+from llem.testing.json_http import local_server, send_json
 
 LATEST = "/v3/carbon-intensity/latest"
 PAST = "/v3/carbon-intensity/past"
@@ -97,12 +98,7 @@ def _handler(fake: FakeEmaps) -> type[http.server.BaseHTTPRequestHandler]:
             split = urllib.parse.urlsplit(self.path)
             query = dict(urllib.parse.parse_qsl(split.query))
             status, body = fake.answer(split.path, query, self.headers.get("auth-token"))
-            data = json.dumps(body).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            send_json(self, status, body)
 
         def log_message(self, *args: object) -> None:
             pass
@@ -120,12 +116,5 @@ def serve(
 ) -> Iterator[tuple[str, FakeEmaps]]:
     """The double on a free local port: ``(base URL, its state)``; stopped on the way out."""
     fake = FakeEmaps(dict(hours), key, zone, estimated, fail_past=fail_past)
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _handler(fake))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", fake
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
+    with local_server(_handler(fake)) as url:
+        yield url, fake

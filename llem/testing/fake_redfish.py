@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import base64
 import http.server
-import json
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
+
+from llem.testing.json_http import local_server, send_json
 
 CHASSIS = "/redfish/v1/Chassis/1"
 POWER = f"{CHASSIS}/Power"
@@ -116,14 +117,9 @@ def _handler(fake: FakeRedfish) -> type[http.server.BaseHTTPRequestHandler]:
                 self._send(404, error_body("ResourceMissingAtURI", message))
 
         def _send(self, status: int, body: dict[str, Any], auth: bool = False) -> None:
-            data = json.dumps(body).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            if auth:
-                self.send_header("WWW-Authenticate", 'Basic realm="Redfish"')
-            self.end_headers()
-            self.wfile.write(data)
+            send_json(
+                self, status, body, {"WWW-Authenticate": 'Basic realm="Redfish"'} if auth else None
+            )
 
         def log_message(self, *args: object) -> None:
             pass
@@ -137,12 +133,5 @@ def serve(
 ) -> Iterator[tuple[str, FakeRedfish]]:
     """The double on a free local port: ``(base URL, its state)``; stopped on the way out."""
     fake = FakeRedfish(list(answers), user, password)
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _handler(fake))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", fake
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
+    with local_server(_handler(fake)) as url:
+        yield url, fake

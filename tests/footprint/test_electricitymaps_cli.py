@@ -10,9 +10,11 @@ from __future__ import annotations
 import json
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from footprint.tiny_run import tiny_run
 from llem.runner.electricitymaps import KEY_ENV, KEY_FILE_ENV
 from llem.testing import fake_electricitymaps, fake_redfish
 from llem.testing.cli import output, run_llem
@@ -30,19 +32,34 @@ def _hours() -> dict[datetime, float]:
 
 def _run(tmp_path: Path, model_dir: Path, emaps_url: str, *extra: str):
     return run_llem(
-        "model=hf",
-        f"model.name_or_path={model_dir}",
-        "device=cpu",
-        "measurement.energy=none",
-        "measurement.warmup=0",
-        "decoder.max_new_tokens=4",
-        "dataset.n_prompts=2",
+        *tiny_run(model_dir),
         "carbon.zone=DE",
         f"carbon.electricitymaps_url={emaps_url}",
         f"hydra.run.dir={tmp_path / 'run'}",
         *extra,
         cwd=tmp_path,
     )
+
+
+def _run_with_chassis(
+    tmp_path: Path, model_dir: Path, hours: dict[datetime, float], **emaps: Any
+) -> tuple[Any, fake_electricitymaps.FakeEmaps]:
+    """A run whose chassis is read at a planted 250 W over the Redfish double, its intensity
+    asked of the ElectricityMaps double (``emaps``: the double's options): the run's process and
+    the double's state."""
+    with (
+        fake_redfish.serve([250.0]) as (bmc, _),
+        fake_electricitymaps.serve(hours, KEY, **emaps) as (url, fake),
+    ):
+        proc = _run(
+            tmp_path,
+            model_dir,
+            url,
+            "chassis.source=redfish",
+            f"chassis.redfish_url={bmc}{fake_redfish.POWER}",
+            "chassis.interval_s=0.2",
+        )
+    return proc, fake
 
 
 def _leaks(run_dir: Path, proc) -> list[str]:
@@ -57,18 +74,7 @@ def test_a_run_takes_the_planted_intensity_of_its_windows_hour_and_never_writes_
     monkeypatch.setenv(KEY_ENV, KEY)
     monkeypatch.delenv(KEY_FILE_ENV, raising=False)
     hours = _hours()
-    with (
-        fake_redfish.serve([250.0]) as (bmc, _),
-        fake_electricitymaps.serve(hours, KEY) as (url, fake),
-    ):
-        proc = _run(
-            tmp_path,
-            tiny_model_dir,
-            url,
-            "chassis.source=redfish",
-            f"chassis.redfish_url={bmc}{fake_redfish.POWER}",
-            "chassis.interval_s=0.2",
-        )
+    proc, fake = _run_with_chassis(tmp_path, tiny_model_dir, hours)
     assert proc.returncode == 0, output(proc)
     # pre-flight's request for the latest hour, then one for the window's hour after it
     paths = [(r.path, r.with_key) for r in fake.requests]
@@ -120,23 +126,15 @@ def test_a_failure_after_the_window_nulls_carbon_with_the_reason_and_the_run_suc
     tiny_model_dir, tmp_path, monkeypatch
 ):
     monkeypatch.setenv(KEY_ENV, KEY)
-    with (
-        fake_redfish.serve([250.0]) as (bmc, _),
-        fake_electricitymaps.serve(_hours(), KEY, fail_past=503) as (url, fake),
-    ):
-        proc = _run(
-            tmp_path,
-            tiny_model_dir,
-            url,
-            "chassis.source=redfish",
-            f"chassis.redfish_url={bmc}{fake_redfish.POWER}",
-            "chassis.interval_s=0.2",
-        )
+    proc, fake = _run_with_chassis(tmp_path, tiny_model_dir, _hours(), fail_past=503)
     assert proc.returncode == 0, output(proc)
     assert len(fake.past_hours()) == 1
     result = json.loads((tmp_path / "run" / "result.json").read_text())
     assert result["status"] == "ok"
-    assert result["layers"]["chassis_j"] == pytest.approx(250.0 * result["energy"]["window_s"])
+    # window_s is rounded to the microsecond: on a window of a few tens of ms, 1e-5 of it
+    assert result["layers"]["chassis_j"] == pytest.approx(
+        250.0 * result["energy"]["window_s"], rel=1e-4
+    )
     assert result["footprint"]["g_per_output_token"] is None
     why = result["null_reasons"]["footprint.g_per_output_token"]
     assert why.startswith("no grid intensity for the window's hour: ElectricityMaps GET ")

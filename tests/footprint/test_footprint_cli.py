@@ -10,23 +10,11 @@ import os
 
 import pytest
 
+from footprint.tiny_run import tiny_run
 from llem.testing import fake_ipmitool, fake_redfish
 from llem.testing.cli import output, run_llem
 
 pytestmark = pytest.mark.slow
-
-
-def _tiny(model_dir) -> tuple[str, ...]:
-    """A short run of the tiny model, on the CPU, with no energy source of its own."""
-    return (
-        "model=hf",
-        f"model.name_or_path={model_dir}",
-        "device=cpu",
-        "measurement.energy=none",
-        "measurement.warmup=0",
-        "decoder.max_new_tokens=4",
-        "dataset.n_prompts=2",
-    )
 
 
 def test_a_run_without_a_bmc_prints_the_chassis_reason_and_its_carbon_and_cost_lines(
@@ -36,7 +24,7 @@ def test_a_run_without_a_bmc_prints_the_chassis_reason_and_its_carbon_and_cost_l
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
     run_dir = tmp_path / "run"
     proc = run_llem(
-        *_tiny(tiny_model_dir),
+        *tiny_run(tiny_model_dir),
         "chassis.source=auto",
         "chassis.interval_s=0.2",
         "facility.pue=1.2",
@@ -83,7 +71,7 @@ def test_a_run_measures_the_chassis_over_redfish_and_never_writes_its_credential
     run_dir = tmp_path / "run"
     with fake_redfish.serve([250.0], user="root", password=secret) as (url, fake):
         proc = run_llem(
-            *_tiny(tiny_model_dir),
+            *tiny_run(tiny_model_dir),
             "chassis.source=redfish",
             f"chassis.redfish_url={url}{fake_redfish.POWER}",
             "chassis.interval_s=0.2",
