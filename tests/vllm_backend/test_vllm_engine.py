@@ -88,7 +88,9 @@ def test_run_writes_a_complete_vllm_result(
     assert r["compute"]["flops_estimate"] > 0
     # the engine lives in other processes: no stand-in memory figures from this one
     assert r["memory"]["peak_host_rss_mb"] is None
-    assert "memory.peak_host_rss_mb" in r["null_reasons"]
+    reason = r["null_reasons"]["memory.peak_host_rss_mb"]
+    assert reason.startswith("the vLLM engine runs in its own processes")
+    assert "the engine core runs in its own process" in r["concurrency"]["engine_step_clock"]
     assert "result:" in proc.stdout
     # prefix caching off by default: the warm-up ran the same prompts, none of them hit a cache
     assert r["lifecycle"]["prefix_caching"] is False
@@ -287,6 +289,16 @@ def test_chunked_prefill_lands_in_the_steps_that_computed_it_and_texts_are_saved
     assert [r["traffic"]["kind"] for _, r in runs] == ["offline", "concurrency"]
     # offline generate and served AsyncLLM are engines of their own
     assert [r["lifecycle"]["model_reused"] for _, r in runs] == [False, False]
+    # the offline core ran in llem's process here (conftest), the served one in its own: each
+    # result says where
+    offline, served = (r for _, r in runs)
+    assert (
+        "llem's process (VLLM_ENABLE_V1_MULTIPROCESSING=0)"
+        in (offline["concurrency"]["engine_step_clock"])
+    )
+    rss = "memory.peak_host_rss_mb"
+    assert offline["null_reasons"][rss].startswith("the vLLM engine's core runs in llem's process")
+    assert served["null_reasons"][rss].startswith("the vLLM engine runs in its own processes")
     for run_dir, r in runs:
         _check_chunks(run_dir, r)
 

@@ -52,8 +52,9 @@ from llem.backends.vllm.speculation import (
     for_run,
 )
 from llem.backends.vllm.steps import (
-    OFFLINE_CLOCK,
     OfflineSteps,
+    core_in_process,
+    offline_clock,
     scheduled_tokens,
     watch_scheduler_stats,
 )
@@ -81,6 +82,12 @@ def offline_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
 
 ENGINE_PROCESS_NOTE = (
     "the vLLM engine runs in its own processes; this process's allocator and RSS do not see it "
+    "(memory.peak_device_used_mb is the device-wide reading on a GPU)"
+)
+#: the note where the offline engine's core runs in llem's process (``core_in_process``)
+ENGINE_CORE_HERE_NOTE = (
+    "the vLLM engine's core runs in llem's process (VLLM_ENABLE_V1_MULTIPROCESSING=0); llem "
+    "reads no allocator or RSS figure of this process as the engine's "
     "(memory.peak_device_used_mb is the device-wide reading on a GPU)"
 )
 
@@ -173,7 +180,9 @@ class VLLMBackend:
             load_s=load_s,
             source=source,
             shape=engine_shape(source, config.model_config),
-            engine_process=ENGINE_PROCESS_NOTE,
+            engine_process=ENGINE_PROCESS_NOTE
+            if self.sections.serving or not core_in_process()
+            else ENGINE_CORE_HERE_NOTE,
             max_num_seqs=config.scheduler_config.max_num_seqs,
             max_model_len=config.model_config.max_model_len,
             prefix_caching=bool(config.cache_config.enable_prefix_caching),
@@ -297,7 +306,7 @@ class VLLMBackend:
             cached_input_tokens=run.cached,
             texts=run.texts,
             steps=steps,
-            step_clock=f"{OFFLINE_CLOCK}; {placement.note}",
+            step_clock=f"{offline_clock()}; {placement.note}",
             shares_estimated=placement.unplaced and placement.note,
             finish_reasons=run.reasons,
         )
