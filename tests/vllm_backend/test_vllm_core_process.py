@@ -5,12 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from llem.backends.vllm.steps import (
-    CORE_IN_PROCESS,
-    CORE_OWN_PROCESS,
-    core_in_process,
-    offline_clock,
-)
+from llem.backends.vllm.core_process import CORE_IN_PROCESS, CORE_OWN_PROCESS, core_in_process
+from llem.backends.vllm.steps import offline_clock
 
 SWITCH = "VLLM_ENABLE_V1_MULTIPROCESSING"
 

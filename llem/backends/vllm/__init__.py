@@ -8,7 +8,8 @@ errors stay fast, and vLLM's spawned engine process can import llem safely.
 
 from __future__ import annotations
 
-from llem.backends.vllm.engine import ENGINE_PROCESS_NOTE, EngineModel, VLLMBackend
+from llem.backends.vllm.core_process import ENGINE_PROCESS_NOTE
+from llem.backends.vllm.engine import EngineModel, VLLMBackend
 from llem.backends.vllm.kwargs import (
     CPU_MEMORY_UTILIZATION,
     Sections,

@@ -26,6 +26,7 @@ from typing import Any
 from llem.backends import random_weights
 from llem.backends.memory import free_memory
 from llem.backends.tokens import token_lists
+from llem.backends.vllm.core_process import engine_process_note
 from llem.backends.vllm.ipc import use_own_ipc_directory
 from llem.backends.vllm.kwargs import (
     SAMPLING_SEED,
@@ -53,7 +54,6 @@ from llem.backends.vllm.speculation import (
 )
 from llem.backends.vllm.steps import (
     OfflineSteps,
-    core_in_process,
     offline_clock,
     scheduled_tokens,
     watch_scheduler_stats,
@@ -78,18 +78,6 @@ OFFLINE_DEFAULTS: dict[str, Any] = {
 def offline_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
     """The engine arguments with the offline engine's defaults under them."""
     return {**OFFLINE_DEFAULTS, **kwargs}
-
-
-ENGINE_PROCESS_NOTE = (
-    "the vLLM engine runs in its own processes; this process's allocator and RSS do not see it "
-    "(memory.peak_device_used_mb is the device-wide reading on a GPU)"
-)
-#: the note where the offline engine's core runs in llem's process (``core_in_process``)
-ENGINE_CORE_HERE_NOTE = (
-    "the vLLM engine's core runs in llem's process (VLLM_ENABLE_V1_MULTIPROCESSING=0); llem "
-    "reads no allocator or RSS figure of this process as the engine's "
-    "(memory.peak_device_used_mb is the device-wide reading on a GPU)"
-)
 
 
 @dataclass
@@ -180,9 +168,7 @@ class VLLMBackend:
             load_s=load_s,
             source=source,
             shape=engine_shape(source, config.model_config),
-            engine_process=ENGINE_PROCESS_NOTE
-            if self.sections.serving or not core_in_process()
-            else ENGINE_CORE_HERE_NOTE,
+            engine_process=engine_process_note(self.sections.serving),
             max_num_seqs=config.scheduler_config.max_num_seqs,
             max_model_len=config.model_config.max_model_len,
             prefix_caching=bool(config.cache_config.enable_prefix_caching),

@@ -13,13 +13,13 @@ the scheduler's per-step totals (or spread, with the reason, where those do not 
 from __future__ import annotations
 
 import dataclasses
-import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from llem.backends.vllm.chunks import Placement, StepRecord, place
+from llem.backends.vllm.core_process import CORE_IN_PROCESS, CORE_OWN_PROCESS, core_in_process
 from llem.vocabulary import EngineStep
 
 #: How the serving engine's step times are taken (``ServeOutput.step_clock``).
@@ -201,28 +201,11 @@ def step_logger_factory(log: StepLog) -> Callable[[Any, int], Any]:
 
 
 #: How the offline engine's step times are taken (``BatchOutput.step_clock``; ``{core}``: where
-#: the engine's core ran, ``CORE_OWN_PROCESS`` or ``CORE_IN_PROCESS``).
+#: the engine's core ran, ``core_process.CORE_OWN_PROCESS`` or ``CORE_IN_PROCESS``).
 OFFLINE_CLOCK = (
     "time.perf_counter in llem's process: a step ends when LLMEngine.step() returned its outputs "
     "({core}) and starts where the previous step ended (the first at the batch's start)"
 )
-CORE_OWN_PROCESS = "the engine core runs in its own process, so that is when they reached llem"
-CORE_IN_PROCESS = (
-    "the engine core runs in llem's process (VLLM_ENABLE_V1_MULTIPROCESSING=0), so that is when "
-    "it finished the step"
-)
-#: vLLM's switch for where its offline engine's core runs ("0": in the calling process)
-MULTIPROCESSING = "VLLM_ENABLE_V1_MULTIPROCESSING"
-
-
-def core_in_process(environ: Mapping[str, str] | None = None) -> bool:
-    """Whether vLLM runs the offline engine's core in llem's process: its own switch set to 0
-    (read as vLLM reads it, an integer; its default is a process of its own)."""
-    value = (os.environ if environ is None else environ).get(MULTIPROCESSING, "1").strip()
-    try:
-        return int(value) == 0
-    except ValueError:
-        return False
 
 
 def offline_clock(environ: Mapping[str, str] | None = None) -> str:
