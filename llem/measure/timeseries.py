@@ -11,6 +11,7 @@ from pathlib import Path
 from llem.measure.meter import WindowResult
 from llem.measure.throttle import decode_reasons
 
+TIMESERIES_FILE = "timeseries.csv"
 TIMESERIES_COLUMNS = (
     "time_s",
     "device",

@@ -23,6 +23,7 @@ from llem.measure import MeasurementSession
 from llem.measure.engine_gpus import judge_engine_gpus
 from llem.measure.gpu_record import restore_leftovers
 from llem.measure.idle import IdleCache
+from llem.measure.timeseries import TIMESERIES_FILE
 from llem.quality.task import Task
 from llem.result import ErrorInfo, RunResult, SweepPosition, utc_now, write_generations
 from llem.runner.assemble import (
@@ -189,7 +190,7 @@ class Runner:
             fill_footprint(exp, result, session.last_chassis(), session.last_window_start_utc())
             if exp.measurement.save_outputs:
                 write_generations(run_dir, measured.outputs, measured.n_prompts)
-            session.write_timeseries(run_dir / "timeseries.csv")
+            session.write_timeseries(run_dir / TIMESERIES_FILE)
             keep = reuse
         finally:
             try:

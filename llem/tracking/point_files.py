@@ -19,12 +19,12 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from llem.measure.timeseries import TIMESERIES_FILE
 from llem.result import RESULT_FILE
 from llem.result.requests import REQUESTS_FILE
 from llem.sweep.search_file import SearchRecord
 from llem.tracking.figures import VALUE_MAX, safe_key
 
-TIMESERIES_FILE = "timeseries.csv"  # llem.measure.timeseries writes it
 POINT_FILES = (RESULT_FILE, REQUESTS_FILE, "plots")
 # timeseries.csv's columns that are no figure of the timeline
 _NOT_READINGS = ("time_s", "device", "throttle_reasons")

@@ -44,6 +44,7 @@ from typing import Any
 
 import pandas as pd
 
+from llem.measure.timeseries import TIMESERIES_FILE
 from llem.report.cells import is_missing
 from llem.report.find import as_given
 from llem.report.hardware import GPU
@@ -94,7 +95,6 @@ from llem.report.plots.serving import (
     prepare_latency_throughput,
 )
 from llem.report.plots.timeline import (
-    TIMESERIES,
     TimelinePlot,
     draw_timeline,
     prepare_timeline,
@@ -203,7 +203,7 @@ def _single_run(runs: Runs, out: _Collector) -> None:
     run_dir = as_given(row["run_dir"], runs.roots)  # its skip reason names it as the user did
 
     def prepare() -> TimelinePlot:
-        return prepare_timeline(read_timeseries(run_dir), row, run_dir / TIMESERIES)
+        return prepare_timeline(read_timeseries(run_dir), row, run_dir / TIMESERIES_FILE)
 
     out.add("timeline.png", prepare)
 

@@ -15,13 +15,13 @@ from typing import Any
 
 import pandas as pd
 
+from llem.measure.timeseries import TIMESERIES_FILE
 from llem.report.cells import is_missing
 from llem.report.labels import format_number
 from llem.report.plots.common import PlotSkipped
 from llem.report.plots.style import new_figure, save, side_legend, style_axes, titles
 from llem.report.stats import VALID, judged_invalid
 
-TIMESERIES = "timeseries.csv"
 #: energy.source of a run whose power was a recorded trace played back
 REPLAY_SOURCE = "replay"
 PANELS = (("power_w", "power (W)"), ("temperature_c", "temperature (°C)"))
@@ -68,7 +68,7 @@ class TimelinePlot:
 
 def read_timeseries(run_dir: Path) -> pd.DataFrame:
     """A run's timeseries.csv; raises PlotSkipped when it is absent, unreadable or empty."""
-    ts_file = Path(run_dir) / TIMESERIES
+    ts_file = Path(run_dir) / TIMESERIES_FILE
     if not ts_file.is_file():
         raise PlotSkipped(f"{ts_file} does not exist")
     try:
@@ -126,7 +126,7 @@ def prepare_timeline(ts: pd.DataFrame, row: Mapping[str, Any], source: Path) -> 
     replay = _replayed(row)
     return TimelinePlot(
         title=f"{plotted[0].upper()}{plotted[1:]}{' (replayed)' if replay else ''}{what}",
-        note=f"{where}: {len(ts)} samples from {TIMESERIES}{replay}{invalid}",
+        note=f"{where}: {len(ts)} samples from {TIMESERIES_FILE}{replay}{invalid}",
         panels=tuple(panels),
     )
 
@@ -169,5 +169,5 @@ def draw_timeline(plot: TimelinePlot, path: Path | None = None) -> Any:
 def timeline_figure(run_dir: Path, row: Mapping[str, Any]) -> Any:
     """The figure of :func:`prepare_timeline` for the run in ``run_dir`` (not written anywhere)."""
     return draw_timeline(
-        prepare_timeline(read_timeseries(run_dir), row, Path(run_dir) / TIMESERIES)
+        prepare_timeline(read_timeseries(run_dir), row, Path(run_dir) / TIMESERIES_FILE)
     )
