@@ -59,6 +59,31 @@ def test_a_method_the_engine_cannot_run_is_one_preflight_line(tmp_path):
     assert proc.returncode == 3, output(proc)
     assert (
         "speculative=ngram: server.url names a running server, whose speculation llem cannot set "
-        "(it can: server.launch=vllm, or speculative=none)" in proc.stdout + proc.stderr
+        "(it can: server.launch=vllm or sglang, or speculative=none)" in proc.stdout + proc.stderr
     )
     assert "Traceback" not in proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("more", "line"),
+    [
+        (
+            ["speculative=ngram", "device=cpu"],
+            "speculative=ngram: server.launch=sglang runs NGRAM speculation on CUDA only, and "
+            "device=cpu (it can: speculative=draft, or speculative=none)",
+        ),
+        (
+            ["speculative=ngram", "+server.args.speculative_algorithm=EAGLE"],
+            "speculative=ngram and server.args.speculative_algorithm both set the server's "
+            "speculation (use one: the speculative group, or speculative=none with the arguments)",
+        ),
+    ],
+)
+def test_what_a_launched_sglang_cannot_do_is_one_preflight_line(tmp_path, more, line):
+    proc = run_llem(
+        "+backend=server", "server.launch=sglang", *more, "dry_run=true", cwd=tmp_path, timeout=120
+    )
+    text = proc.stdout + proc.stderr
+    assert proc.returncode == 3, output(proc)
+    assert line in text, output(proc)
+    assert "Traceback" not in text

@@ -108,7 +108,6 @@ def test_vllm_in_process_and_a_server_run_every_method(backend):
     ("more", "why"),
     [
         (["server.launch=llamacpp"], "server.launch=llamacpp has no speculative mapping in llem"),
-        (["server.launch=sglang"], "server.launch=sglang has no speculative mapping in llem"),
         (["server.launch=tgi"], "server.launch=tgi has no speculative mapping in llem"),
         (
             ["server.url=http://127.0.0.1:9"],
@@ -119,7 +118,7 @@ def test_vllm_in_process_and_a_server_run_every_method(backend):
 def test_a_server_llem_cannot_set_speculating_refuses_it_in_preflight(more, why):
     exp = _exp("+backend=server", "speculative=ngram", *more)
     problems = engine_preflight(exp, active_engine(exp), "cpu", False)
-    line = f"speculative=ngram: {why} (it can: server.launch=vllm, or speculative=none)"
+    line = f"speculative=ngram: {why} (it can: server.launch=vllm or sglang, or speculative=none)"
     assert line in problems, problems
 
 

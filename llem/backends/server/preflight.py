@@ -72,7 +72,7 @@ def _running_problems(sections: BackendSections[ServerConfig]) -> list[str]:
 def preflight_problems(
     sections: BackendSections[ServerConfig], device: str, has_cuda: bool
 ) -> list[str]:
-    if (refused := speculation.refusal(sections)) is not None:
+    if (refused := speculation.refusal(sections, device)) is not None:
         return [refused]
     launch = sections.engine.launch
     if launch is None:

@@ -1,6 +1,7 @@
 """The command ``server.launch`` starts: a preset (``commands.vllm_command``,
 ``commands.llamacpp_command``, ``commands.sglang_command``, ``commands.tgi_command``) filled from
-the point's own keys: the model, its dtype (vLLM, SGLang, TGI), ``server.max_num_seqs`` and the
+the point's own keys: the model, its dtype (vLLM, SGLang, TGI), ``server.max_num_seqs``, the
+``speculative`` group (vLLM's ``--speculative-config``, SGLang's ``--speculative-*`` flags) and the
 passthrough ``server.args``.
 
 The model the server loads is ``checkpoint`` where the caller resolved it (``checkpoint``: a
@@ -18,7 +19,7 @@ from __future__ import annotations
 import os
 import sys
 
-from llem.backends.server import speculation
+from llem.backends.server import sglang_speculation, speculation
 from llem.backends.server.checkpoint import local_path
 from llem.backends.server.commands import (
     llamacpp_command,
@@ -54,19 +55,37 @@ def _memory_sized(args: dict[str, object]) -> bool:
     return any(k in args for k in keys) or bool(os.environ.get("VLLM_CPU_KVCACHE_SPACE"))
 
 
+def _draft(sections: BackendSections[ServerConfig]) -> str | None:
+    """The draft model as the server loads it (resolved where it resolves; None: no draft)."""
+    from llem.backends.models import resolve_name_or_path
+
+    name = sections.speculative.draft_model
+    return resolve_name_or_path(name)[0] if name else None
+
+
 def _vllm_args(
     sections: BackendSections[ServerConfig], args: dict[str, object], device: str | None
 ) -> None:
     """The vLLM preset's own additions to ``args``: the speculative group as
     ``--speculative-config`` (nothing for speculative=none; the draft where it resolves), and on
     the CPU the host-memory fraction unless something sizes it."""
-    from llem.backends.models import resolve_name_or_path
-
-    name = sections.speculative.draft_model
-    draft = resolve_name_or_path(name)[0] if name else None
-    args.update(speculation.launch_args(sections.speculative, draft))
+    args.update(speculation.launch_args(sections.speculative, _draft(sections)))
     if device == "cpu" and not _memory_sized(args):
         args["gpu_memory_utilization"] = CPU_MEMORY_UTILIZATION
+
+
+def _speculative_args(
+    sections: BackendSections[ServerConfig],
+    name: str | None,
+    args: dict[str, object],
+    device: str | None,
+) -> None:
+    """The preset's own additions to ``args``: vLLM's (``_vllm_args``), or the speculative group
+    as SGLang's flags (none for speculative=none)."""
+    if name == "vllm":
+        _vllm_args(sections, args, device)
+    elif name == "sglang":
+        args.update(sglang_speculation.launch_args(sections.speculative, _draft(sections)))
 
 
 def launch_spec(
@@ -85,8 +104,7 @@ def launch_spec(
     option = SERVED_NAME_OPTION.get(name or "")
     if served is not None and option is not None:
         args.setdefault(option, served)
-    if name == "vllm":
-        _vllm_args(sections, args, device)
+    _speculative_args(sections, name, args, device)
     model = checkpoint or m.name_or_path
     if name == "command":
         return _from_template(sections, port, model, served)

@@ -1,7 +1,8 @@
 """Speculative decoding on a server llem launches: the ``speculative`` group as the vLLM preset's
-``--speculative-config`` JSON (``llem.backends.vllm.speculation.speculative_config``), the
-refusal of every other way to a server, and what the server's speculation did over the window,
-read from its Prometheus ``/metrics`` (``llem.backends.server.metrics``).
+``--speculative-config`` JSON (``llem.backends.vllm.speculation.speculative_config``) or the
+SGLang preset's flags (``llem.backends.server.sglang_speculation``), the refusal of every other
+way to a server, and what the server's speculation did over the window, read from its Prometheus
+``/metrics`` (``llem.backends.server.metrics``; SGLang's says too little: the section is null).
 
 vLLM's server counts drafts (request-steps that verified proposals), draft tokens and accepted
 tokens (``vllm:spec_decode_num_drafts_total`` and the like); the window's figures are each
@@ -17,6 +18,7 @@ import json
 from typing import Any
 
 from llem.backends.draft_vocabulary import draft_vocabulary_problem
+from llem.backends.server import sglang_speculation
 from llem.backends.server.metrics import MetricsSample, ServerMetrics
 from llem.backends.vllm.speculation import GREEDY, MECHANISMS, SAMPLED, ngram_size
 from llem.config.server import Launch, ServerConfig
@@ -33,27 +35,36 @@ NO_POSITIONS = (
 )
 
 
-def refusal(sections: BackendSections[ServerConfig]) -> str | None:
+#: the presets llem maps the speculative group to
+SPECULATIVE_LAUNCHES = (Launch.vllm, Launch.sglang)
+CAN = "it can: server.launch=vllm or sglang, or speculative=none"
+
+
+def refusal(sections: BackendSections[ServerConfig], device: str | None = None) -> str | None:
     """The pre-flight line refusing ``speculative=METHOD`` where llem cannot set the server's
-    speculation (a running server, a preset other than vLLM's, or ``server.args`` that set it
-    too), or a draft of another vocabulary (``llem.backends.draft_vocabulary``); None where it
-    can, or for speculative=none."""
+    speculation (a running server, a preset other than vLLM's or SGLang's, ``server.args`` that
+    set it too, a method SGLang cannot run on ``device``), or a draft of another vocabulary
+    (``llem.backends.draft_vocabulary``); None where it can, or for speculative=none."""
     method = sections.speculative.method
     if method == SpeculativeMethod.none:
         return None
     c = sections.engine
     head = f"speculative={method.value}"
     if c.launch is None:
-        return (
-            f"{head}: server.url names a running server, whose speculation llem cannot set "
-            "(it can: server.launch=vllm, or speculative=none)"
-        )
-    if c.launch != Launch.vllm:
-        return (
-            f"{head}: server.launch={c.launch.value} has no speculative mapping in llem "
-            "(it can: server.launch=vllm, or speculative=none)"
-        )
-    if "speculative_config" in c.args:
+        why = "server.url names a running server, whose speculation llem cannot set"
+        return f"{head}: {why} ({CAN})"
+    if c.launch not in SPECULATIVE_LAUNCHES:
+        return f"{head}: server.launch={c.launch.value} has no speculative mapping in llem ({CAN})"
+    if c.launch == Launch.sglang:
+        keys = sglang_speculation.conflicting_args(dict(c.args))
+        if keys:
+            return (
+                f"{head} and server.args.{keys[0]} both set the server's speculation (use one: "
+                "the speculative group, or speculative=none with the arguments)"
+            )
+        if (refused := sglang_speculation.device_refusal(method, device)) is not None:
+            return refused
+    elif "speculative_config" in c.args:
         return (
             f"{head} and server.args.speculative_config both set the server's speculation "
             "(use one: the speculative group, or speculative=none with the argument)"
@@ -81,6 +92,9 @@ def record(
     """The ``speculative`` section from the window's first and last /metrics samples; null with
     the reason where the server's counters were not read."""
     method = spec.method
+    if metrics.family == "sglang":
+        result.null_reasons["speculative"] = sglang_speculation.null_reason(method, metrics)
+        return
     samples = metrics.samples
     first, last = (samples[0], samples[-1]) if len(samples) >= 2 else (None, None)
     names = ("spec_drafts_total", "spec_draft_tokens_total", "spec_accepted_tokens_total")
