@@ -30,16 +30,12 @@ def _flags(*overrides: str) -> list[str]:
 
 
 def test_ngram_is_sglangs_ngram_algorithm_as_a_chain_of_num_tokens_proposals() -> None:
-    flags = _flags("speculative=ngram", "speculative.num_tokens=4", "speculative.ngram_size=3")
-    assert flags == [
+    assert _flags("speculative=ngram", "speculative.num_tokens=4") == [
         *("--speculative-algorithm", "NGRAM"),
         *("--speculative-num-draft-tokens", "5"),  # the chain's root is the last verified token
         *("--speculative-ngram-max-bfs-breadth", "1"),
-        *("--speculative-ngram-max-match-window-size", "3"),
         "--enable-metrics",
     ]
-    # no ngram_size: SGLang's own match window
-    assert "--speculative-ngram-max-match-window-size" not in _flags("speculative=ngram")
 
 
 def test_draft_is_sglangs_standalone_algorithm_with_one_token_per_draft_step(tmp_path) -> None:
@@ -68,6 +64,14 @@ def test_ngram_off_cuda_is_one_line_naming_what_sglang_can_do() -> None:
         "device=cpu (it can: speculative=draft, or speculative=none)"
     )
     assert _problems("speculative=ngram", device="cpu") == [line]
+
+
+def test_an_ngram_size_is_refused_on_sglang_in_one_line() -> None:
+    assert _problems("speculative=ngram", "speculative.ngram_size=3") == [
+        "speculative.ngram_size=3: server.launch=sglang's NGRAM takes no n-gram size (its nearest "
+        "flag changed meaning across SGLang releases; it can: speculative=ngram with "
+        "speculative.ngram_size unset)"
+    ]
 
 
 def test_server_args_setting_sglangs_speculation_too_is_refused(tmp_path) -> None:

@@ -9,9 +9,12 @@ Read in SGLang's sources on its main branch of 2026 (0.5.x): ``python/sglang/srt
   in an n-gram cache of the prompts and outputs it has seen (all requests', not just this one's)
   and verifies a tree of ``--speculative-num-draft-tokens`` nodes whose root is the last verified
   token; llem asks for a chain (``--speculative-ngram-max-bfs-breadth 1``) of ``num_tokens``
-  proposals, so ``num_tokens + 1`` draft tokens, and ``ngram_size`` is the longest match window
-  (``--speculative-ngram-max-match-window-size``; null: SGLang's default). SGLang runs NGRAM on
-  CUDA only.
+  proposals, so ``num_tokens + 1`` draft tokens (its n-gram trie returns that many per request,
+  the root first: ``cpp_ngram/trie_cache.cpp``). ``speculative.ngram_size`` is refused: the
+  flag nearest to it changed meaning across SGLang releases
+  (``--speculative-ngram-max-match-window-size``, which had to stay below the stored branch
+  length, 18; then ``--speculative-ngram-max-trie-depth``, which bounds the stored continuations
+  too), so SGLang's own default stands. SGLang runs NGRAM on CUDA only.
 - ``speculative=draft``: ``--speculative-algorithm STANDALONE`` with the draft model
   (``--speculative-draft-model-path``), ``num_tokens`` draft steps of one token each
   (``--speculative-num-steps``, ``--speculative-eagle-topk 1``) and ``num_tokens + 1`` draft tokens
@@ -49,8 +52,6 @@ def launch_args(spec: SpeculativeConfig, draft: str | None) -> dict[str, Any]:
     if spec.method == SpeculativeMethod.ngram:
         args["speculative_num_draft_tokens"] = spec.num_tokens + 1
         args["speculative_ngram_max_bfs_breadth"] = 1
-        if spec.ngram_size is not None:
-            args["speculative_ngram_max_match_window_size"] = spec.ngram_size
         return args
     args["speculative_draft_model_path"] = draft or spec.draft_model
     args["speculative_num_steps"] = spec.num_tokens
@@ -64,14 +65,23 @@ def conflicting_args(server_args: dict[str, Any]) -> list[str]:
     return sorted(k for k in server_args if k.startswith(FLAG_PREFIX))
 
 
-def device_refusal(method: SpeculativeMethod, device: str | None) -> str | None:
-    """The line refusing NGRAM off CUDA (None where SGLang can run the method)."""
-    if method != SpeculativeMethod.ngram or device != "cpu":
+def method_refusal(spec: SpeculativeConfig, device: str | None) -> str | None:
+    """The line refusing what SGLang's speculation cannot do as asked: NGRAM off CUDA, or an
+    n-gram size (None where it can)."""
+    if spec.method != SpeculativeMethod.ngram:
         return None
-    return (
-        "speculative=ngram: server.launch=sglang runs NGRAM speculation on CUDA only, and "
-        "device=cpu (it can: speculative=draft, or speculative=none)"
-    )
+    if device == "cpu":
+        return (
+            "speculative=ngram: server.launch=sglang runs NGRAM speculation on CUDA only, and "
+            "device=cpu (it can: speculative=draft, or speculative=none)"
+        )
+    if spec.ngram_size is not None:
+        return (
+            f"speculative.ngram_size={spec.ngram_size}: server.launch=sglang's NGRAM takes no "
+            "n-gram size (its nearest flag changed meaning across SGLang releases; it can: "
+            "speculative=ngram with speculative.ngram_size unset)"
+        )
+    return None
 
 
 def _gauge(value: float | None, name: str) -> str:

@@ -62,7 +62,8 @@ def refusal(sections: BackendSections[ServerConfig], device: str | None = None) 
                 f"{head} and server.args.{keys[0]} both set the server's speculation (use one: "
                 "the speculative group, or speculative=none with the arguments)"
             )
-        if (refused := sglang_speculation.device_refusal(method, device)) is not None:
+        refused = sglang_speculation.method_refusal(sections.speculative, device)
+        if refused is not None:
             return refused
     elif "speculative_config" in c.args:
         return (
