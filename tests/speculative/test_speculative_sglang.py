@@ -123,3 +123,73 @@ def test_a_gauge_sglang_has_not_set_yet_is_not_read_as_zero(length: str, said: s
     reason = _record(length, "0.0").null_reasons["speculative"]
     assert f"sglang:spec_accept_length {said} tokens per verification step" in reason
     assert f"sglang:spec_accept_rate {said}" in reason
+
+
+# sglang.launch_server's stand-in: keeps its arguments, serves the fake with SGLang's gauges
+FAKE_LAUNCH_SERVER = """
+import asyncio, json, os, sys
+
+from tests.server.fake_openai import Plan, fake_server
+
+argv = sys.argv[1:]
+with open(os.environ["FAKE_SGLANG_ARGV"], "w") as f:
+    json.dump(argv, f)
+METRICS = os.environ["FAKE_SGLANG_METRICS"]
+
+
+async def main() -> None:
+    async with fake_server(Plan(metrics=METRICS), int(argv[argv.index("--port") + 1])):
+        await asyncio.Event().wait()
+
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.slow
+def test_a_launched_sglang_run_passes_the_flags_and_nulls_the_section_with_the_gauges(
+    tiny_model_dir, tmp_path, monkeypatch
+) -> None:
+    """The whole path: pre-flight finds SGLang, the preset starts it with the draft's flags, the
+    run measures through it and result.json's section is null with the planted gauges."""
+    import json
+    from pathlib import Path
+
+    from llem.testing.cli import run_tiny
+
+    fake = tmp_path / "fake"
+    (fake / "sglang").mkdir(parents=True)
+    (fake / "sglang" / "__init__.py").write_text("")
+    (fake / "sglang" / "launch_server.py").write_text(FAKE_LAUNCH_SERVER)
+    repo = Path(__file__).resolve().parents[2]
+    monkeypatch.syspath_prepend(str(fake))  # pre-flight looks the package up in this process
+    monkeypatch.setenv("PYTHONPATH", f"{fake}:{repo}")
+    monkeypatch.setenv("FAKE_SGLANG_ARGV", str(tmp_path / "argv.json"))
+    monkeypatch.setenv("FAKE_SGLANG_METRICS", SGLANG_METRICS % ("1.84", "0.21"))
+    result = run_tiny(
+        tiny_model_dir,
+        tmp_path / "run",
+        "+backend=server",
+        "server.launch=sglang",
+        "server.model=fake-model",
+        "speculative=draft",
+        f"speculative.draft_model={tiny_model_dir}",
+        "speculative.num_tokens=3",
+        "traffic.n_requests=2",
+        "measurement.warmup=0",
+    )
+    assert result["status"] == "ok", result.get("error")
+    argv = json.loads((tmp_path / "argv.json").read_text())
+    at = argv.index("--speculative-algorithm")
+    assert argv[at : at + 10] == [
+        *("--speculative-algorithm", "STANDALONE"),
+        *("--speculative-draft-model-path", str(tiny_model_dir)),
+        *("--speculative-num-steps", "3"),
+        *("--speculative-eagle-topk", "1"),
+        *("--speculative-num-draft-tokens", "4"),
+    ]
+    assert result["speculative"] is None
+    reason = result["null_reasons"]["speculative"]
+    assert reason.startswith("speculative=draft: SGLang's /metrics counts no draft or accepted")
+    assert "sglang:spec_accept_length 1.84 tokens per verification step" in reason
+    assert "sglang:spec_accept_rate 0.21;" in reason
