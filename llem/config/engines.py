@@ -129,7 +129,11 @@ ENGINES: tuple[Engine, ...] = (
         offline_serves=lambda _section: True,
         instead=SERVER_INSTEAD,
         rules=lambda exp: server_problems(exp.server),
-        speculative=("none", "ngram", "draft"),  # with server.launch=vllm (its pre-flight)
+        speculative=(
+            "none",
+            "ngram",
+            "draft",
+        ),  # with server.launch=vllm or sglang (its pre-flight)
         shared_instead={
             "quantization": "quantization=none and the server's own argument in +server.args",
             "passthrough_kwargs": "+server.args.NAME=VALUE",

@@ -20,7 +20,8 @@ SPECULATION = Destination(
     "speculation",
     "mapped by each engine to its own mechanism (transformers: `prompt_lookup_num_tokens`, "
     "`max_matching_ngram_size`, `assistant_model` and its `num_assistant_tokens`; vLLM: "
-    "`speculative_config`, a launched vLLM server's `--speculative-config`)",
+    "`speculative_config`, a launched vLLM server's `--speculative-config`; a launched SGLang "
+    "server: `--speculative-algorithm` NGRAM or STANDALONE and its draft flags)",
 )
 
 
