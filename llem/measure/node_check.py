@@ -26,9 +26,8 @@ from dataclasses import dataclass, field
 
 from llem.config.schema import MeasurementConfig
 from llem.devices.cpu_energy import RaplReader
-from llem.devices.gpu import GpuOpener, GpuUnavailable, error_text
+from llem.devices.gpu import GpuOpener, GpuUnavailable, Inventory, error_text
 from llem.devices.powercap import PERMISSION_HINT
-from llem.measure import devices as _devices
 from llem.measure.boundary_section import no_dram_domain
 from llem.measure.sources import DISABLED, energy_mode, off_gpu, short_nvml_error
 
@@ -60,7 +59,7 @@ def gpu_reason(
     except GpuUnavailable as exc:
         return f"NVML is not available ({short_nvml_error(exc)})"
     try:
-        visible, shown = _devices.visible_devices(_devices.Inventory(lib), env)
+        visible, shown = lib.visible(Inventory(lib), env)
     except Exception as exc:
         return f"{lib.api} device queries fail ({error_text(exc)})"
     finally:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from llem.config.schema import MeasurementConfig
-from llem.devices.gpu import GpuLibrary, GpuOpener, GpuUnavailable, error_text
+from llem.devices.gpu import GpuLibrary, GpuOpener, GpuUnavailable, Inventory, error_text
 from llem.devices.gpus import open_gpus
 from llem.errors import PreflightError
 from llem.measure import devices as _devices
@@ -165,7 +165,7 @@ def _nvml_problems(
         nvml.shutdown()
         return [vendor_problem]
     try:
-        visible, shown = _devices.visible_devices(_devices.Inventory(nvml), env)
+        visible, shown = nvml.visible(Inventory(nvml), env)
         bad = [i for i in (torch_indices or []) if not 0 <= i < len(visible)]
         if bad:
             key = "measurement.gpu_indices" if cfg.gpu_indices is not None else "torch devices"
