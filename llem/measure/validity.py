@@ -58,7 +58,6 @@ from llem.measure.meter import WindowResult, is_sampled
 from llem.measure.throttle import (
     POWER_CAP_REASONS,
     SLOWDOWN_REASONS,
-    decode_reasons,
     power_cap_shares,
     sort_reasons,
 )
@@ -135,20 +134,20 @@ def _throttling(window: WindowResult) -> PerDevice:
     """A hardware or thermal slowdown fails; a power cap alone is a condition (see
     ``llem.measure.throttle`` for why)."""
     slowed: dict[str, list[str]] = {}
-    capped: dict[str, list[int]] = {}
+    capped: dict[str, list[tuple[str, ...]]] = {}
     capped_w: dict[str, list[float]] = {}  # power in the samples with a power-cap reason
     for s in window.samples:
-        if s.throttle_mask is None:
+        names = s.throttle_reasons
+        if names is None:
             continue
-        names = decode_reasons(s.throttle_mask)
         slowed.setdefault(s.device, []).extend(n for n in names if n in SLOWDOWN_REASONS)
-        capped.setdefault(s.device, []).append(s.throttle_mask)
+        capped.setdefault(s.device, []).append(names)
         if s.power_w is not None and any(n in POWER_CAP_REASONS for n in names):
             capped_w.setdefault(s.device, []).append(s.power_w)
     out: PerDevice = {}
-    for uuid, masks in capped.items():
+    for uuid, readings in capped.items():
         slow = slowed.get(uuid)
-        share, per_reason = power_cap_shares(masks)
+        share, per_reason = power_cap_shares(readings)
         watts = capped_w.get(uuid)
         if slow:
             out[uuid] = _outcome(
