@@ -64,6 +64,7 @@ class AmdSmi(AmdSmiControl):
     vendor = "amd"
     api = "amdsmi"
     visible_devices_var = "HIP_VISIBLE_DEVICES"
+    torch_device_type = "cuda"
 
     def __init__(self, module: Any) -> None:
         self.module = module  # amdsmi, or a test double in its place

@@ -22,6 +22,15 @@ from typing import Any, Protocol
 
 from llem.devices.readings import OtherProcess, Sample
 
+#: the device type torch gives the CPU; any other (``cuda``, ``hpu``, ``mps``) is a vendor's GPU
+CPU_DEVICE = "cpu"
+
+
+def on_gpu(device_type: str | None) -> bool:
+    """True for a run placed on a GPU, whatever torch calls the vendor's device (its library's
+    ``torch_device_type``)."""
+    return device_type is not None and device_type != CPU_DEVICE
+
 
 class GpuUnavailable(Exception):
     """No vendor library can be used; ``str(exc)`` is the reason, e.g.
@@ -130,6 +139,7 @@ class GpuLibrary(Protocol):
     vendor: str  # "nvidia" | "amd": what result.json records
     api: str  # "NVML" | "amdsmi": how messages name it; "nvml"/"amdsmi" tag the energy method
     visible_devices_var: str  # the variable that numbers the devices torch sees
+    torch_device_type: str  # what torch calls the vendor's GPUs: "cuda" for NVIDIA and ROCm
 
     def shutdown(self) -> None: ...
 

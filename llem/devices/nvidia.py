@@ -48,6 +48,7 @@ class Nvml(NvmlControl):
     vendor = "nvidia"
     api = "NVML"
     visible_devices_var = "CUDA_VISIBLE_DEVICES"
+    torch_device_type = "cuda"
 
     def __init__(self, module: Any) -> None:
         self.module = module  # pynvml, or a test double in its place

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from llem.config.schema import MeasurementConfig
 from llem.devices.cpu_energy import RaplReader
-from llem.devices.gpu import GpuOpener, GpuUnavailable, Inventory, error_text
+from llem.devices.gpu import GpuOpener, GpuUnavailable, Inventory, error_text, on_gpu
 from llem.devices.powercap import PERMISSION_HINT
 from llem.measure.boundary_section import no_dram_domain
 from llem.measure.sources import DISABLED, energy_mode, off_gpu, short_nvml_error
@@ -52,7 +52,7 @@ def gpu_reason(
     """Why the run's GPUs cannot be read (None: they can)."""
     if energy_mode(cfg) == "replay":
         return None
-    if device_type != "cuda":  # the run's own reason: no GPU library, or not on its GPU
+    if not on_gpu(device_type):  # the run's own reason: no GPU library, or not on its GPU
         return off_gpu(device_type, opener).unavailable_reason
     try:
         lib = opener()
@@ -123,7 +123,7 @@ def _gpus_absent(
     cfg: MeasurementConfig, device_type: str, opener: GpuOpener, refused: str | None
 ) -> bool:
     """The run uses no GPU and no vendor library starts here (``OpenedSource.gpus_absent``)."""
-    if device_type == "cuda" or refused is not None or energy_mode(cfg) != "auto":
+    if on_gpu(device_type) or refused is not None or energy_mode(cfg) != "auto":
         return False
     return off_gpu(device_type, opener).gpus_absent is not None
 

@@ -48,6 +48,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from llem.config.schema import MeasurementConfig
+from llem.devices.gpu import on_gpu
 from llem.measure.check_outcome import NOT_CHECKED as _NOT_CHECKED
 from llem.measure.check_outcome import PASSED as _PASSED
 from llem.measure.check_outcome import Check, CheckOutcome, PerDevice, by_device, combined
@@ -338,7 +339,7 @@ def assess(
     if unavailable_reason is not None:
         why = (
             f"the run is on device={device_type}: no GPU energy to judge"
-            if device_type != "cuda"
+            if not on_gpu(device_type)
             else f"no energy was measured: {unavailable_reason}"
         )
         checks = dict.fromkeys(CHECKS, Check.not_checked.value)

@@ -26,7 +26,7 @@ from llem.backends.random_weights import DEFAULT_MODEL_GROUP
 from llem.config.engines import Engine, active_engine, install_hint, speculative_refusal
 from llem.config.model import ModelConfig
 from llem.config.schema import Device, ExperimentConfig
-from llem.devices.gpu import GpuUnavailable
+from llem.devices.gpu import GpuUnavailable, on_gpu
 from llem.devices.gpus import open_gpus
 from llem.errors import PreflightError
 from llem.measure import MeasurementSession
@@ -224,7 +224,7 @@ def preflight(exp: ExperimentConfig) -> PreflightReport:
             "bitsandbytes quantization on the CPU works (bitsandbytes >= 0.50) but is slow: "
             "its CPU kernels are no match for the GPU ones, so compare it with CPU runs only"
         )
-    if device == "cuda":
+    if on_gpu(device):
         warnings.extend(_persistence_mode_warning())
     for w in warnings:
         log.warning(w)

@@ -19,6 +19,7 @@ from llem.backends import create_backend, run_seed
 from llem.backends.memory import peak_memory, reset_peak_memory
 from llem.backends.stops import prompt_stops
 from llem.config.schema import ExperimentConfig
+from llem.devices.gpu import on_gpu
 from llem.measure import MeasurementSession
 from llem.measure.engine_gpus import judge_engine_gpus
 from llem.measure.gpu_record import restore_leftovers
@@ -155,7 +156,7 @@ class Runner:
         keep = False
         try:
             gpu.apply()  # before the idle baseline and the warm-up: both run under it
-            if device == "cuda":
+            if on_gpu(device):
                 _init_cuda()
             session.start()  # idle baseline: after CUDA init, before the model loads
             loaded = self._acquire(backend, device, reuse, result)
@@ -217,7 +218,7 @@ class Runner:
             exp.measurement,
             torch_device_indices=indices,
             device_type=metered,
-            cuda_sync=None if device == "cuda" else _no_sync,
+            cuda_sync=None if on_gpu(device) else _no_sync,
             idle_cache=self.idle_cache,  # the Runner's idle baselines (llem.measure.idle)
             gpu_settings=requested_settings(exp.gpu),  # baselines are kept per GPU settings
             # a running server elsewhere, or on GPUs not named: this host's are not its
@@ -369,7 +370,7 @@ def _seed(exp: ExperimentConfig) -> int:
 def _model_cuda_devices(loaded: LoadedModel) -> list[int]:
     """The torch CUDA indices holding the model (the current device when none is known); none
     when the model is not in this process (vllm's engine: this allocator does not see it)."""
-    if loaded.device != "cuda" or loaded.engine_process:
+    if not on_gpu(loaded.device) or loaded.engine_process:
         return []
     if loaded.shape is not None and loaded.shape.cuda_devices:
         return list(loaded.shape.cuda_devices)
@@ -381,7 +382,7 @@ def _model_cuda_devices(loaded: LoadedModel) -> list[int]:
 def _torch_indices(exp: ExperimentConfig, device: str, backend: Backend[Any]) -> list[int] | None:
     """The torch CUDA indices to measure on ``device`` (``Backend.energy_device``):
     measurement.gpu_indices, else where the model goes (a server: the GPUs it names)."""
-    if device != "cuda":
+    if not on_gpu(device):
         return None
     if exp.measurement.gpu_indices is not None:
         return list(exp.measurement.gpu_indices)
