@@ -20,6 +20,7 @@ from llem.backends.memory import peak_memory, reset_peak_memory
 from llem.backends.stops import prompt_stops
 from llem.config.schema import ExperimentConfig
 from llem.devices.gpu import on_gpu
+from llem.devices.gpus import RunGpus
 from llem.measure import MeasurementSession
 from llem.measure.engine_gpus import judge_engine_gpus
 from llem.measure.gpu_record import restore_leftovers
@@ -114,24 +115,30 @@ class Runner:
         started_at, t_start = utc_now(), time.perf_counter()
         prepared = prepare(cfg)
         exp = prepared.exp
-        checks = preflight(exp)
-        if exp.dry_run:
-            return RunResult(
-                status="dry_run", config_hash=prepared.config_hash, device=checks.device
-            )
-        run_dir = Path(run_dir)
-        run_dir.mkdir(parents=True, exist_ok=True)
-        result = new_result(prepared, checks.device, started_at, overrides, sweep, checks.warnings)
+        gpus = RunGpus()  # the run's GPU library, opened at the first ask, closed at the end
         try:
-            self._measure(exp, checks.device, run_dir, result, reuse_model)
-            result.status = "ok"
-        except BaseException as exc:
-            result.fail(ErrorInfo.from_exception(exc))
-            raise
+            checks = preflight(exp, gpus)
+            if exp.dry_run:
+                return RunResult(
+                    status="dry_run", config_hash=prepared.config_hash, device=checks.device
+                )
+            run_dir = Path(run_dir)
+            run_dir.mkdir(parents=True, exist_ok=True)
+            result = new_result(
+                prepared, checks.device, started_at, overrides, sweep, checks.warnings
+            )
+            try:
+                self._measure(exp, checks.device, run_dir, result, reuse_model, gpus)
+                result.status = "ok"
+            except BaseException as exc:
+                result.fail(ErrorInfo.from_exception(exc))
+                raise
+            finally:
+                result.duration_s = round(time.perf_counter() - t_start, 3)
+                result.write(run_dir)
+            return result
         finally:
-            result.duration_s = round(time.perf_counter() - t_start, 3)
-            result.write(run_dir)
-        return result
+            gpus.close()
 
     def close(self) -> None:
         """Free a model kept for reuse."""
@@ -142,16 +149,22 @@ class Runner:
 
     # ------------------------------------------------------------------ one run
     def _measure(
-        self, exp: ExperimentConfig, device: str, run_dir: Path, result: RunResult, reuse: bool
+        self,
+        exp: ExperimentConfig,
+        device: str,
+        run_dir: Path,
+        result: RunResult,
+        reuse: bool,
+        gpus: RunGpus,
     ) -> None:
-        write_environment(run_dir / "environment.json", self._environment.snapshot())
+        write_environment(run_dir / "environment.json", self._environment.snapshot(gpus))
         backend = create_backend(exp, run_dir)
         threads = settle_threads(exp, self.hydra)  # before the model loads (runner.threads)
         # the device whose energy is measured: a server's named GPUs, whatever llem's torch sees
         metered = backend.energy_device(device, exp.measurement)
         indices = _torch_indices(exp, metered, backend)
-        gpu = GpuSettings(exp.gpu, indices)  # the gpu section (llem.runner.gpu_settings)
-        session = self._session(exp, device, metered, indices, backend)
+        gpu = GpuSettings(exp.gpu, indices, gpus)  # the gpu section (llem.runner.gpu_settings)
+        session = self._session(exp, device, metered, indices, backend, gpus)
         loaded = None
         keep = False
         try:
@@ -208,6 +221,7 @@ class Runner:
         metered: str,
         indices: list[int] | None,
         backend: Backend[Any],
+        gpus: RunGpus,
     ) -> MeasurementSession:
         """The run's measurement session over the GPUs ``indices`` (torch's numbering) of
         ``metered``, the device whose energy the run measures (``Backend.energy_device``). Its
@@ -225,6 +239,7 @@ class Runner:
             energy_refused=backend.energy_refusal(exp.measurement),
             wall=wall_reader(exp),  # the chassis at the wall (chassis.source=auto|ipmitool)
             wall_interval_s=exp.chassis.interval_s,
+            gpus=gpus,
         )
 
     def _generate(
