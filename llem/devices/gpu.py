@@ -234,24 +234,15 @@ class Inventory:
     def by_uuid(self, uuid: str, prefix: bool = False) -> tuple[Gpu | None, str | None]:
         """(parent GPU, MIG uuid or None) for a GPU or MIG UUID; unique prefixes when ``prefix``."""
         want = normalise_uuid(uuid)
-        hits = [
-            g
-            for g in self.gpus
-            if (
-                normalise_uuid(g.uuid).startswith(want)
-                if prefix
-                else normalise_uuid(g.uuid) == want
-            )
-        ]
-        if len(hits) == 1:
-            return hits[0], None
-        if hits:
-            return None, None  # ambiguous prefix
-        migs = self.migs()
-        keys = [k for k in migs if (k.startswith(want) if prefix else k == want)]
-        if len(keys) == 1:
-            return migs[keys[0]], "MIG-" + keys[0]
-        return None, None
+
+        def match(key: str) -> bool:
+            return key.startswith(want) if prefix else key == want
+
+        hits = [g for g in self.gpus if match(normalise_uuid(g.uuid))]
+        if hits:  # more than one: an ambiguous prefix
+            return (hits[0], None) if len(hits) == 1 else (None, None)
+        keys = [k for k in self.migs() if match(k)]
+        return (self.migs()[keys[0]], "MIG-" + keys[0]) if len(keys) == 1 else (None, None)
 
 
 #: opens a vendor library, or raises ``GpuUnavailable``

@@ -51,13 +51,7 @@ def decode_reasons(mask: int | None) -> list[str]:
         return []
     names = [name for name, bit in REASON_BITS.items() if mask & bit]
     rest = mask & ~sum(REASON_BITS.values())
-    bit = 1
-    while rest:
-        if rest & bit:
-            names.append(f"unknown_{bit:#x}")
-            rest &= ~bit
-        bit <<= 1
-    return names
+    return names + [f"unknown_{1 << i:#x}" for i in range(rest.bit_length()) if rest >> i & 1]
 
 
 def _field_value(fv: Any) -> float:
