@@ -5,8 +5,9 @@ initialises. When none does it raises ``GpuUnavailable`` with every vendor's rea
 the vendors whose Python package is not installed at all (``LibraryMissing``) unless no vendor got
 further than that: on a machine without amdsmi the reason is NVML's alone, as it always was.
 
-``RunGpus`` is one run's: it opens the library at the first ask and lends the same one to every
-part of the run that asks (environment, pre-flight, GPU settings, the measurement session).
+``RunGpus`` is a run's: it opens the library at the first ask and lends the same one to every
+part of the run that asks (environment, pre-flight, GPU settings, the measurement session), until
+the run closes it (``with``).
 """
 
 from __future__ import annotations
@@ -60,9 +61,16 @@ class RunGpus:
         return cast(GpuLibrary, _Lent(self._lib))
 
     def close(self) -> None:
+        """Shut the library down; the next ask opens it afresh (the next run's)."""
         lib, self._lib, self._failure = self._lib, None, None
         if lib is not None:
             lib.shutdown()
+
+    def __enter__(self) -> RunGpus:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 class _Lent:

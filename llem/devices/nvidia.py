@@ -19,15 +19,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from llem.devices.gpu import (
-    Gpu,
-    GpuFacts,
-    GpuUnavailable,
-    Inventory,
-    Visible,
-    error_text,
-    shown,
-)
+from llem.devices.gpu import Gpu, GpuFacts, GpuUnavailable, Inventory, Visible, error_text, shown
 from llem.devices.nvidia_control import NvmlControl
 from llem.devices.nvidia_reader import MB, NvmlDevice
 

@@ -94,6 +94,7 @@ class Runner:
         self.idle_cache = IdleCache()
         self._kept: tuple[Backend[Any], LoadedModel] | None = None
         self._environment: EnvironmentCache = EnvironmentCache()
+        self._gpus = RunGpus()  # the GPU library of the run under way (closed at its end)
         restore_leftovers()  # GPU settings a killed llem left behind (llem.measure.gpu_record)
 
     def run(
@@ -115,9 +116,8 @@ class Runner:
         started_at, t_start = utc_now(), time.perf_counter()
         prepared = prepare(cfg)
         exp = prepared.exp
-        gpus = RunGpus()  # the run's GPU library, opened at the first ask, closed at the end
-        try:
-            checks = preflight(exp, gpus)
+        with self._gpus:  # the run's GPU library: opened at the first ask, closed on every way out
+            checks = preflight(exp, self._gpus)
             if exp.dry_run:
                 return RunResult(
                     status="dry_run", config_hash=prepared.config_hash, device=checks.device
@@ -128,7 +128,7 @@ class Runner:
                 prepared, checks.device, started_at, overrides, sweep, checks.warnings
             )
             try:
-                self._measure(exp, checks.device, run_dir, result, reuse_model, gpus)
+                self._measure(exp, checks.device, run_dir, result, reuse_model)
                 result.status = "ok"
             except BaseException as exc:
                 result.fail(ErrorInfo.from_exception(exc))
@@ -137,8 +137,6 @@ class Runner:
                 result.duration_s = round(time.perf_counter() - t_start, 3)
                 result.write(run_dir)
             return result
-        finally:
-            gpus.close()
 
     def close(self) -> None:
         """Free a model kept for reuse."""
@@ -149,22 +147,16 @@ class Runner:
 
     # ------------------------------------------------------------------ one run
     def _measure(
-        self,
-        exp: ExperimentConfig,
-        device: str,
-        run_dir: Path,
-        result: RunResult,
-        reuse: bool,
-        gpus: RunGpus,
+        self, exp: ExperimentConfig, device: str, run_dir: Path, result: RunResult, reuse: bool
     ) -> None:
-        write_environment(run_dir / "environment.json", self._environment.snapshot(gpus))
+        write_environment(run_dir / "environment.json", self._environment.snapshot(self._gpus))
         backend = create_backend(exp, run_dir)
         threads = settle_threads(exp, self.hydra)  # before the model loads (runner.threads)
         # the device whose energy is measured: a server's named GPUs, whatever llem's torch sees
         metered = backend.energy_device(device, exp.measurement)
         indices = _torch_indices(exp, metered, backend)
-        gpu = GpuSettings(exp.gpu, indices, gpus)  # the gpu section (llem.runner.gpu_settings)
-        session = self._session(exp, device, metered, indices, backend, gpus)
+        gpu = GpuSettings(exp.gpu, indices, self._gpus)  # the gpu section (runner.gpu_settings)
+        session = self._session(exp, device, metered, indices, backend)
         loaded = None
         keep = False
         try:
@@ -221,7 +213,6 @@ class Runner:
         metered: str,
         indices: list[int] | None,
         backend: Backend[Any],
-        gpus: RunGpus,
     ) -> MeasurementSession:
         """The run's measurement session over the GPUs ``indices`` (torch's numbering) of
         ``metered``, the device whose energy the run measures (``Backend.energy_device``). Its
@@ -239,7 +230,7 @@ class Runner:
             energy_refused=backend.energy_refusal(exp.measurement),
             wall=wall_reader(exp),  # the chassis at the wall (chassis.source=auto|ipmitool)
             wall_interval_s=exp.chassis.interval_s,
-            gpus=gpus,
+            gpus=self._gpus,
         )
 
     def _generate(

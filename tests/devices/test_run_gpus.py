@@ -22,6 +22,9 @@ def test_every_ask_gets_the_library_opened_at_the_first(clock) -> None:
     gpus.close()
     gpus.close()
     assert (fake.init_calls, fake.shutdown_calls) == (1, 1)
+    with gpus:  # the next run's: opened afresh, closed on the way out
+        gpus()
+    assert (fake.init_calls, fake.shutdown_calls) == (2, 2)
 
 
 def test_a_library_that_cannot_start_is_tried_once(clock) -> None:
