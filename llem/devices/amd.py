@@ -10,7 +10,11 @@ every AMD GPU of the machine whatever ``ROCR_VISIBLE_DEVICES``/``HIP_VISIBLE_DEV
 numbers only the devices those variables leave visible, in the order they list them, so HIP device
 0 is amdsmi GPU 2 under ``HIP_VISIBLE_DEVICES=2``; with both variables unset the two orders are
 assumed to agree (``amdsmi_get_gpu_enumeration_info``'s ``hip_id`` says HIP's number where the
-driver reports it; ``llem.measure.devices`` maps torch's devices by UUID first).
+driver reports it; ``llem.measure.devices`` maps torch's devices by UUID first). ``AmdSmi.visible``
+follows ROCm's "GPU isolation" documentation: ``ROCR_VISIBLE_DEVICES`` first (indices into amdsmi's
+list, or ``GPU-<uuid>``), then ``HIP_VISIBLE_DEVICES`` (indices into what ROCR left; HIP reads
+``CUDA_VISIBLE_DEVICES`` when it is unset). A UUID amdsmi does not list ends the list there, like
+an index out of range.
 
 amdsmi is not thread-safe before ROCm 7.2: every call goes through ``AmdSmi.call``, which holds one
 lock (re-entrant: a reader's counter bookkeeping holds it around its reads too).
@@ -19,13 +23,23 @@ lock (re-entrant: a reader's counter bookkeeping holds it around its reads too).
 from __future__ import annotations
 
 import logging
+import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from llem.devices.amd_control import AmdSmiControl
 from llem.devices.amd_reader import AmdSmiDevice
-from llem.devices.gpu import Gpu, GpuFacts, GpuUnavailable, LibraryMissing, error_text
+from llem.devices.gpu import (
+    Gpu,
+    GpuFacts,
+    GpuUnavailable,
+    Inventory,
+    LibraryMissing,
+    Visible,
+    error_text,
+    shown,
+)
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +64,7 @@ class AmdSmi(AmdSmiControl):
     vendor = "amd"
     api = "amdsmi"
     visible_devices_var = "HIP_VISIBLE_DEVICES"
+    torch_device_type = "cuda"
 
     def __init__(self, module: Any) -> None:
         self.module = module  # amdsmi, or a test double in its place
@@ -103,6 +118,17 @@ class AmdSmi(AmdSmiControl):
 
     def reader(self, gpu: Gpu) -> AmdSmiDevice:
         return AmdSmiDevice(self, gpu.handle, gpu.uuid)
+
+    def visible(self, inv: Inventory, env: Mapping[str, str]) -> tuple[Visible, str]:
+        rocr = env.get("ROCR_VISIBLE_DEVICES")
+        hip_var = "HIP_VISIBLE_DEVICES" if "HIP_VISIBLE_DEVICES" in env else "CUDA_VISIBLE_DEVICES"
+        hip = env.get(hip_var)
+        kept = _select(inv, _select(inv, inv.gpus, rocr, by_uuid=True), hip, by_uuid=False)
+        said = [shown(v, x) for v, x in (("ROCR_VISIBLE_DEVICES", rocr), (hip_var, hip)) if x]
+        return [(g, None) for g in kept], ", ".join(said) or shown("HIP_VISIBLE_DEVICES", None)
+
+    def order_warning(self, inv: Inventory, env: Mapping[str, str]) -> str | None:
+        return None
 
     # ------------------------------------------------------------------ what a GPU is
     def _optional(self, key: str, reasons: dict[str, str], fn: Callable[[], Any]) -> Any:
@@ -183,6 +209,26 @@ class AmdSmi(AmdSmiControl):
     def persistence_off(self) -> list[int]:
         """Empty: amdgpu keeps no NVIDIA-style persistence mode to warn about."""
         return []
+
+
+def _select(inv: Inventory, pool: list[Gpu], value: str | None, by_uuid: bool) -> list[Gpu]:
+    """The GPUs of ``pool`` a ROCm visibility variable keeps, in its order; the list ends at
+    the first entry that names no GPU of ``pool`` (or repeats one)."""
+    if value is None:
+        return list(pool)
+    kept: list[Gpu] = []
+    for raw in value.split(","):
+        entry = raw.strip()
+        gpu: Gpu | None = None
+        if re.fullmatch(r"\d+", entry):
+            gpu = pool[int(entry)] if int(entry) < len(pool) else None
+        elif by_uuid and entry.upper().startswith("GPU-"):
+            gpu, _ = inv.by_uuid(entry, prefix=True)
+            gpu = gpu if gpu in pool else None
+        if gpu is None or gpu in kept:
+            break
+        kept.append(gpu)
+    return kept
 
 
 def _watts(microwatts: Any) -> float | None:

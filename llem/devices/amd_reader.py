@@ -17,12 +17,12 @@ Power: ``amdsmi_get_power_info`` in W; ``current_socket_power`` (instantaneous, 
 where the part reports it, else ``average_socket_power`` (a moving average, MI200 and earlier,
 Navi); "N/A" is not available.
 
-Throttling: ``amdsmi_get_violation_status`` (MI300 and newer) mapped onto llem's bits
-(``llem.measure.throttle``) where the meaning is the same: ``active_ppt_pwr`` (package power
-tracking: held at the power cap) -> ``sw_power_cap``; ``active_socket_thrm`` and
+Throttling: ``amdsmi_get_violation_status`` (MI300 and newer) mapped onto llem's reasons
+(``llem.devices.readings.THROTTLE_REASONS``) where the meaning is the same: ``active_ppt_pwr``
+(package power tracking: held at the power cap) -> ``sw_power_cap``; ``active_socket_thrm`` and
 ``active_hbm_thrm`` (GPU or memory at its temperature limit) -> ``sw_thermal_slowdown``;
 ``active_prochot_thrm`` (the hardware PROCHOT signal) -> ``hw_thermal_slowdown``. The voltage
-regulator's thermal limit and the clock-below-host-limit flags have no llem bit and are not read.
+regulator's thermal limit and the clock-below-host-limit flags have no llem reason and are not read.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from llem.devices.gpu import SensorSpec, error_text
-from llem.devices.readings import OtherProcess, Sample, SecondaryReadings
+from llem.devices.readings import THROTTLE_REASONS, OtherProcess, Sample, SecondaryReadings
 
 log = logging.getLogger(__name__)
 
@@ -56,10 +56,10 @@ FLAT_S = 2.0  # 20 times the assumed refresh: a slow-refreshing counter is not j
 FLAT_MIN_W = 10.0
 
 _VIOLATIONS = {
-    "active_ppt_pwr": 0x004,  # sw_power_cap
-    "active_socket_thrm": 0x020,  # sw_thermal_slowdown
-    "active_hbm_thrm": 0x020,  # sw_thermal_slowdown
-    "active_prochot_thrm": 0x040,  # hw_thermal_slowdown
+    "active_ppt_pwr": "sw_power_cap",
+    "active_socket_thrm": "sw_thermal_slowdown",
+    "active_hbm_thrm": "sw_thermal_slowdown",
+    "active_prochot_thrm": "hw_thermal_slowdown",
 }
 
 
@@ -246,7 +246,7 @@ class AmdSmiDevice:
             temperature_c=read("temp", self._temperature, "temperature_c"),
             sm_clock_mhz=read("sm_clock", lambda: self._clock("GFX"), "sm_clock_mhz"),
             mem_clock_mhz=read("mem_clock", lambda: self._clock("MEM"), "mem_clock_mhz"),
-            throttle_mask=read("throttle", self._throttle_mask, "throttle_reasons"),
+            throttle_reasons=read("throttle", self._throttle_reasons, "throttle_reasons"),
             memory_used_mb=None if vram is None else _num(vram.get("vram_used")),
             gpu_util_pct=None if act is None else _num(act.get("gfx_activity")),
             mem_util_pct=None if act is None else _num(act.get("umc_activity")),
@@ -257,13 +257,10 @@ class AmdSmiDevice:
         clk_type = getattr(self._lib.module.AmdSmiClkType, kind)
         return _num(self._lib.call("amdsmi_get_clock_info", self.handle, clk_type)["clk"])
 
-    def _throttle_mask(self) -> int:
+    def _throttle_reasons(self) -> tuple[str, ...]:
         status = self._lib.call("amdsmi_get_violation_status", self.handle)
-        mask = 0
-        for key, bit in _VIOLATIONS.items():
-            if na(status.get(key)) is True:
-                mask |= bit
-        return mask
+        held = {name for key, name in _VIOLATIONS.items() if na(status.get(key)) is True}
+        return tuple(r for r in THROTTLE_REASONS if r in held)
 
     def _temperature_of(self, kind: Any) -> float | None:
         current = self._lib.module.AmdSmiTemperatureMetric.CURRENT

@@ -22,6 +22,15 @@ from typing import Any, Protocol
 
 from llem.devices.readings import OtherProcess, Sample
 
+#: the device type torch gives the CPU; any other (``cuda``, ``hpu``, ``mps``) is a vendor's GPU
+CPU_DEVICE = "cpu"
+
+
+def on_gpu(device_type: str | None) -> bool:
+    """True for a run placed on a GPU, whatever torch calls the vendor's device (its library's
+    ``torch_device_type``)."""
+    return device_type is not None and device_type != CPU_DEVICE
+
 
 class GpuUnavailable(Exception):
     """No vendor library can be used; ``str(exc)`` is the reason, e.g.
@@ -92,6 +101,10 @@ class SensorSpec:
     averaged_reading: str = ""
 
 
+#: the GPUs a runtime shows, in its order, each with the partition (MIG) UUID it selects or None
+Visible = list[tuple[Gpu, str | None]]
+
+
 class GpuReader(Protocol):
     """One GPU's readings during a window (see ``llem.devices.nvidia_reader`` for NVIDIA's)."""
 
@@ -126,6 +139,7 @@ class GpuLibrary(Protocol):
     vendor: str  # "nvidia" | "amd": what result.json records
     api: str  # "NVML" | "amdsmi": how messages name it; "nvml"/"amdsmi" tag the energy method
     visible_devices_var: str  # the variable that numbers the devices torch sees
+    torch_device_type: str  # what torch calls the vendor's GPUs: "cuda" for NVIDIA and ROCm
 
     def shutdown(self) -> None: ...
 
@@ -142,6 +156,17 @@ class GpuLibrary(Protocol):
         ...
 
     def reader(self, gpu: Gpu) -> GpuReader: ...
+
+    def visible(self, inv: Inventory, env: Mapping[str, str]) -> tuple[Visible, str]:
+        """(the GPUs the vendor's runtime shows torch under ``env``'s visibility variables, in
+        torch's order, each with the partition UUID it selects or None; those variables as
+        messages show them: ``CUDA_VISIBLE_DEVICES is '1,3'``)."""
+        ...
+
+    def order_warning(self, inv: Inventory, env: Mapping[str, str]) -> str | None:
+        """Why torch may number ``inv``'s GPUs unlike the library under ``env`` (None: it
+        cannot)."""
+        ...
 
     def facts(self, gpu: Gpu) -> GpuFacts: ...
 
@@ -173,6 +198,51 @@ class GpuLibrary(Protocol):
     def lock_clocks(self, gpu: Gpu, domain: str, lo: int, hi: int) -> None: ...
 
     def reset_clocks(self, gpu: Gpu, domain: str) -> None: ...
+
+
+def normalise_uuid(uuid: str) -> str:
+    """Lower-case UUID without its ``GPU-``/``MIG-`` prefix (torch reports it bare)."""
+    u = uuid.strip().lower()
+    for prefix in ("gpu-", "mig-"):
+        if u.startswith(prefix):
+            return u[len(prefix) :]
+    return u
+
+
+def shown(var: str, value: str | None) -> str:
+    """A visibility variable as messages show it: ``CUDA_VISIBLE_DEVICES is '1,3'``."""
+    return f"{var} is " + ("unset" if value is None else repr(value))
+
+
+class Inventory:
+    """A vendor library's GPUs, plus their partitions (MIG instances) when asked for."""
+
+    def __init__(self, lib: GpuLibrary) -> None:
+        self.lib = lib
+        self.gpus: list[Gpu] = lib.gpus()
+        self._migs: dict[str, Gpu] | None = None  # MIG uuid -> parent GPU
+
+    def migs(self) -> dict[str, Gpu]:
+        if self._migs is None:
+            self._migs = {
+                normalise_uuid(mig): gpu
+                for gpu in self.gpus
+                for mig in self.lib.partition_uuids(gpu)
+            }
+        return self._migs
+
+    def by_uuid(self, uuid: str, prefix: bool = False) -> tuple[Gpu | None, str | None]:
+        """(parent GPU, MIG uuid or None) for a GPU or MIG UUID; unique prefixes when ``prefix``."""
+        want = normalise_uuid(uuid)
+
+        def match(key: str) -> bool:
+            return key.startswith(want) if prefix else key == want
+
+        hits = [g for g in self.gpus if match(normalise_uuid(g.uuid))]
+        if hits:  # more than one: an ambiguous prefix
+            return (hits[0], None) if len(hits) == 1 else (None, None)
+        keys = [k for k in self.migs() if match(k)]
+        return (self.migs()[keys[0]], "MIG-" + keys[0]) if len(keys) == 1 else (None, None)
 
 
 #: opens a vendor library, or raises ``GpuUnavailable``

@@ -4,14 +4,19 @@
 initialises. When none does it raises ``GpuUnavailable`` with every vendor's reason, leaving out
 the vendors whose Python package is not installed at all (``LibraryMissing``) unless no vendor got
 further than that: on a machine without amdsmi the reason is NVML's alone, as it always was.
+
+``RunGpus`` is a run's: it opens the library at the first ask and lends the same one to every
+part of the run that asks (environment, pre-flight, GPU settings, the measurement session), until
+the run closes it (``with``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any, cast
 
 from llem.devices.amd import init_amdsmi
-from llem.devices.gpu import GpuLibrary, GpuUnavailable, LibraryMissing
+from llem.devices.gpu import GpuLibrary, GpuOpener, GpuUnavailable, LibraryMissing
 from llem.devices.nvidia import init_nvml
 
 #: (vendor, its opener), in the order they are tried
@@ -31,3 +36,51 @@ def open_gpus() -> GpuLibrary:
             failures.append(exc)
     present = [f for f in failures if not isinstance(f, LibraryMissing)] or failures[:1]
     raise GpuUnavailable("; ".join(str(f) for f in present))
+
+
+class RunGpus:
+    """One run's GPU library, a ``GpuOpener`` that opens it at the first ask and lends the same
+    library to every later one; a library that cannot start is tried once, its
+    ``GpuUnavailable`` raised to every ask. The borrowers' ``shutdown()`` leaves it open: the run
+    shuts it down once, with ``close()``, on every way out."""
+
+    def __init__(self, opener: GpuOpener = open_gpus) -> None:
+        self._opener = opener
+        self._lib: GpuLibrary | None = None
+        self._failure: GpuUnavailable | None = None
+
+    def __call__(self) -> GpuLibrary:
+        if self._failure is not None:
+            raise self._failure
+        if self._lib is None:
+            try:
+                self._lib = self._opener()
+            except GpuUnavailable as exc:
+                self._failure = exc
+                raise
+        return cast(GpuLibrary, _Lent(self._lib))
+
+    def close(self) -> None:
+        """Shut the library down; the next ask opens it afresh (the next run's)."""
+        lib, self._lib, self._failure = self._lib, None, None
+        if lib is not None:
+            lib.shutdown()
+
+    def __enter__(self) -> RunGpus:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class _Lent:
+    """The run's library as lent to one of its parts: all of it but ``shutdown``."""
+
+    def __init__(self, lib: GpuLibrary) -> None:
+        self._lib = lib
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._lib, name)
+
+    def shutdown(self) -> None:
+        """Nothing: the run shuts its library down (``RunGpus.close``)."""

@@ -5,16 +5,21 @@ GPUs, what each is (``facts``), a reader of each (``llem.devices.nvidia_reader``
 snapshot, and the control primitives (``llem.devices.nvidia_control``). NVML units are converted
 where they are read, once: mW to W, mJ to J, bytes to MB (2**20 bytes).
 
-NVML numbers *all* GPUs in PCI bus order, ignoring ``CUDA_VISIBLE_DEVICES`` (see
-``llem.measure.devices`` for how torch's device indices map onto NVML's).
+NVML numbers *all* GPUs in PCI bus order, ignoring ``CUDA_VISIBLE_DEVICES``; ``Nvml.visible``
+parses that variable the way CUDA does: integers are indices, ``GPU-<uuid>`` (a unique prefix is
+enough) and ``MIG-<uuid>`` select by UUID, parsing stops at the first invalid entry, and a repeated
+entry makes no device visible. Integer indices follow CUDA's order, which is NVML's (PCI) order only
+with ``CUDA_DEVICE_ORDER=PCI_BUS_ID`` (``Nvml.order_warning`` says so when the GPUs differ).
 """
 
 from __future__ import annotations
 
 import logging
+import re
+from collections.abc import Mapping
 from typing import Any
 
-from llem.devices.gpu import Gpu, GpuFacts, GpuUnavailable, error_text
+from llem.devices.gpu import Gpu, GpuFacts, GpuUnavailable, Inventory, Visible, error_text, shown
 from llem.devices.nvidia_control import NvmlControl
 from llem.devices.nvidia_reader import MB, NvmlDevice
 
@@ -35,6 +40,7 @@ class Nvml(NvmlControl):
     vendor = "nvidia"
     api = "NVML"
     visible_devices_var = "CUDA_VISIBLE_DEVICES"
+    torch_device_type = "cuda"
 
     def __init__(self, module: Any) -> None:
         self.module = module  # pynvml, or a test double in its place
@@ -89,6 +95,22 @@ class Nvml(NvmlControl):
     def reader(self, gpu: Gpu) -> NvmlDevice:
         """A reader of ``gpu``'s energy, power and the rest of a sample."""
         return NvmlDevice(self, gpu.handle, gpu.uuid)
+
+    def visible(self, inv: Inventory, env: Mapping[str, str]) -> tuple[Visible, str]:
+        cvd = env.get("CUDA_VISIBLE_DEVICES")
+        return cuda_visible(inv, cvd), shown("CUDA_VISIBLE_DEVICES", cvd)
+
+    def order_warning(self, inv: Inventory, env: Mapping[str, str]) -> str | None:
+        cvd = env.get("CUDA_VISIBLE_DEVICES")
+        by_int = cvd is None or any(re.fullmatch(r"\s*\d+\s*", e) for e in cvd.split(","))
+        names = {self.name(g) for g in inv.gpus}
+        if by_int and len(names) > 1 and env.get("CUDA_DEVICE_ORDER") != "PCI_BUS_ID":
+            return (
+                "GPUs of different models and CUDA_DEVICE_ORDER is not PCI_BUS_ID: CUDA may "
+                "number them differently from NVML; set CUDA_DEVICE_ORDER=PCI_BUS_ID so that the "
+                "measured GPU is the one torch used"
+            )
+        return None
 
     # ------------------------------------------------------------------ what a GPU is
     def facts(self, gpu: Gpu) -> GpuFacts:
@@ -166,6 +188,35 @@ class Nvml(NvmlControl):
             return [i for i, h in enumerate(handles) if n.nvmlDeviceGetPersistenceMode(h) == 0]
         except Exception:  # unsupported: nothing to warn about
             return []
+
+
+_LEGACY_MIG = re.compile(r"^MIG-(GPU-[0-9a-fA-F-]+)/\d+/\d+$")
+
+
+def cuda_visible(inv: Inventory, cvd: str | None) -> Visible:
+    """The devices CUDA makes visible under ``CUDA_VISIBLE_DEVICES=cvd``, in CUDA's order."""
+    if cvd is None:
+        return [(g, None) for g in inv.gpus]
+    visible: Visible = []
+    seen: list[str] = []
+    for raw in cvd.split(","):
+        entry = raw.strip()
+        if entry in seen:
+            return []  # CUDA: a repeated entry makes no device visible
+        seen.append(entry)
+        found: tuple[Gpu | None, str | None] = (None, None)
+        if re.fullmatch(r"\d+", entry):
+            i = int(entry)
+            found = (inv.gpus[i], None) if i < len(inv.gpus) else (None, None)
+        elif _LEGACY_MIG.match(entry):
+            gpu, _ = inv.by_uuid(_LEGACY_MIG.match(entry).group(1), prefix=True)  # type: ignore[union-attr]
+            found = (gpu, entry)
+        elif entry.upper().startswith(("GPU-", "MIG-")):
+            found = inv.by_uuid(entry, prefix=True)
+        if found[0] is None:
+            break  # CUDA stops at the first invalid entry
+        visible.append((found[0], found[1]))
+    return visible
 
 
 def _import_pynvml() -> Any:

@@ -29,6 +29,30 @@ SENSOR_ABSOLUTE_W = 5.0
 POWER_AVERAGE_S = 1.0
 SENSOR_SOURCE = "NVML API reference +/- 5 %, nvidia-smi +/- 5 W"
 
+# nvmlDeviceGetCurrentClocksEventReasons (and its older name ...ThrottleReasons) returns a bitmask
+# of why the clocks are below their maximum; the bits as in nvml.h (nvmlClocksEventReason*), each
+# named by its reason of ``llem.devices.readings.THROTTLE_REASONS``.
+REASON_BITS = {
+    "gpu_idle": 0x001,
+    "applications_clocks_setting": 0x002,
+    "sw_power_cap": 0x004,
+    "hw_slowdown": 0x008,
+    "sync_boost": 0x010,
+    "sw_thermal_slowdown": 0x020,
+    "hw_thermal_slowdown": 0x040,
+    "hw_power_brake_slowdown": 0x080,
+    "display_clock_setting": 0x100,
+}
+
+
+def decode_reasons(mask: int | None) -> list[str]:
+    """Names of the bits set in ``mask``, in bit order; unknown bits as ``unknown_0x...``."""
+    if not mask:
+        return []
+    names = [name for name, bit in REASON_BITS.items() if mask & bit]
+    rest = mask & ~sum(REASON_BITS.values())
+    return names + [f"unknown_{1 << i:#x}" for i in range(rest.bit_length()) if rest >> i & 1]
+
 
 def _field_value(fv: Any) -> float:
     """The number inside an ``nvmlFieldValue_t`` according to its ``valueType``."""
@@ -185,7 +209,7 @@ class NvmlDevice:
             temperature_c=temp,
             sm_clock_mhz=sm,
             mem_clock_mhz=mem_clock,
-            throttle_mask=throttle,
+            throttle_reasons=None if throttle is None else tuple(decode_reasons(throttle)),
             memory_used_mb=None if mem is None else mem.used / MB,
             gpu_util_pct=None if util is None else float(util.gpu),
             mem_util_pct=None if util is None else float(util.memory),

@@ -1,8 +1,8 @@
 """What a GPU reading is, whatever the vendor: one sample of a device, and a process on it.
 
 The vendor modules (``nvidia``, ``amd``) fill these in their own units converted once: W, J, MHz,
-degrees C, MB (2**20 bytes, the unit of torch's memory figures). ``throttle_mask`` uses the bits of
-``llem.devices.throttle`` (NVML's numbering; a vendor with other reasons maps its own onto them).
+degrees C, MB (2**20 bytes, the unit of torch's memory figures). ``throttle_reasons`` are names of
+``THROTTLE_REASONS``, each vendor's reader mapping its own bits or flags onto them.
 """
 
 from __future__ import annotations
@@ -10,6 +10,21 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+#: Why a GPU's clocks are below their maximum, whatever the vendor, in the order llem lists them
+#: (result.json's ``thermal.throttle_reasons``, timeseries.csv's ``throttle_reasons``). A reason a
+#: vendor reports that is none of these is ``unknown_<the vendor's code>``.
+THROTTLE_REASONS = (
+    "gpu_idle",  # nothing to run
+    "applications_clocks_setting",  # clocks set by the user or an application
+    "sw_power_cap",  # the driver holds the board at its power limit
+    "hw_slowdown",  # a hardware slowdown: over-temperature, a power brake or excess draw
+    "sync_boost",  # clocks held down to match other GPUs of a sync-boost group
+    "sw_thermal_slowdown",  # the GPU or its memory at its temperature limit
+    "hw_thermal_slowdown",  # a hardware thermal signal (NVIDIA's thermal slowdown, AMD's PROCHOT)
+    "hw_power_brake_slowdown",  # an external power brake (the system or its power supply)
+    "display_clock_setting",  # clocks held by the display
+)
 
 
 @dataclass(frozen=True)
@@ -22,7 +37,7 @@ class Sample:
     temperature_c: float | None = None
     sm_clock_mhz: float | None = None
     mem_clock_mhz: float | None = None
-    throttle_mask: int | None = None
+    throttle_reasons: tuple[str, ...] | None = None  # of THROTTLE_REASONS; () = at full clocks
     memory_used_mb: float | None = None  # MB = 2**20 bytes
     gpu_util_pct: float | None = None
     mem_util_pct: float | None = None

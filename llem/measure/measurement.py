@@ -21,7 +21,7 @@ from llem.measure.devices import DeviceInfo
 from llem.measure.energy_section import Counts, energy_section
 from llem.measure.idle import IdleBaseline
 from llem.measure.meter import WindowResult
-from llem.measure.throttle import decode_reasons, is_throttling, power_cap_shares, sort_reasons
+from llem.measure.throttle import is_throttling, power_cap_shares, sort_reasons
 from llem.measure.validity import assess, temperature_rises_c
 from llem.result import Energy, Figure, Hardware, Thermal, Validity
 from llem.result.boundary import Boundary
@@ -103,9 +103,9 @@ class _NoReadings:
 def _thermal(window: WindowResult, none: _NoReadings) -> tuple[Thermal, dict[str, str]]:
     samples = window.samples
     temps = [s.temperature_c for s in samples if s.temperature_c is not None]
-    masks = [s.throttle_mask for s in samples if s.throttle_mask is not None]
-    names = sort_reasons(n for m in masks for n in decode_reasons(m))
-    capped, per_reason = power_cap_shares(masks)
+    readings = [s.throttle_reasons for s in samples if s.throttle_reasons is not None]
+    names = sort_reasons(n for r in readings for n in r)
+    capped, per_reason = power_cap_shares(readings)
     rises = temperature_rises_c(window)
     figures = {
         "max_temp_c": Figure.of(
@@ -113,7 +113,7 @@ def _thermal(window: WindowResult, none: _NoReadings) -> tuple[Thermal, dict[str
             none.reason("temperature readings") or "no temperature readings",
         ),
         "throttled": Figure.of(
-            is_throttling(names) if masks else None,
+            is_throttling(names) if readings else None,
             none.reason("clock throttle readings") or "no clock throttle readings",
         ),
         "power_capped_fraction": Figure.of(

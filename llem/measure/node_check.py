@@ -26,9 +26,8 @@ from dataclasses import dataclass, field
 
 from llem.config.schema import MeasurementConfig
 from llem.devices.cpu_energy import RaplReader
-from llem.devices.gpu import GpuOpener, GpuUnavailable, error_text
+from llem.devices.gpu import GpuOpener, GpuUnavailable, Inventory, error_text, on_gpu
 from llem.devices.powercap import PERMISSION_HINT
-from llem.measure import devices as _devices
 from llem.measure.boundary_section import no_dram_domain
 from llem.measure.sources import DISABLED, energy_mode, off_gpu, short_nvml_error
 
@@ -53,14 +52,14 @@ def gpu_reason(
     """Why the run's GPUs cannot be read (None: they can)."""
     if energy_mode(cfg) == "replay":
         return None
-    if device_type != "cuda":  # the run's own reason: no GPU library, or not on its GPU
+    if not on_gpu(device_type):  # the run's own reason: no GPU library, or not on its GPU
         return off_gpu(device_type, opener).unavailable_reason
     try:
         lib = opener()
     except GpuUnavailable as exc:
         return f"NVML is not available ({short_nvml_error(exc)})"
     try:
-        visible, shown = _devices.visible_devices(_devices.Inventory(lib), env)
+        visible, shown = lib.visible(Inventory(lib), env)
     except Exception as exc:
         return f"{lib.api} device queries fail ({error_text(exc)})"
     finally:
@@ -124,7 +123,7 @@ def _gpus_absent(
     cfg: MeasurementConfig, device_type: str, opener: GpuOpener, refused: str | None
 ) -> bool:
     """The run uses no GPU and no vendor library starts here (``OpenedSource.gpus_absent``)."""
-    if device_type == "cuda" or refused is not None or energy_mode(cfg) != "auto":
+    if on_gpu(device_type) or refused is not None or energy_mode(cfg) != "auto":
         return False
     return off_gpu(device_type, opener).gpus_absent is not None
 

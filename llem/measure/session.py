@@ -33,7 +33,7 @@ from typing import Any
 from llem.cache import llem_cache_dir
 from llem.config.schema import MeasurementConfig
 from llem.devices.cpu_energy import RaplReader
-from llem.devices.gpu import GpuOpener
+from llem.devices.gpu import GpuOpener, on_gpu
 from llem.devices.gpus import open_gpus
 from llem.devices.powercap import DEFAULT_POWERCAP_ROOT
 from llem.measure.chassis import ChassisMeter, ChassisWindow, WallReader
@@ -251,12 +251,12 @@ class MeasurementSession(IdleSettling):
             return {}
 
     def window(self) -> MeasurementWindow:
-        """The measured window (a context manager). CUDA is synchronised at both edges when
-        ``device_type == "cuda"``; the sampler runs at ``sample_hz`` inside it and is stopped and
+        """The measured window (a context manager). The GPU is synchronised at both edges when
+        the run is on one; the sampler runs at ``sample_hz`` inside it and is stopped and
         joined on the way out, exceptions included. A later window replaces an earlier one."""
         if not self._started:
             raise RuntimeError("MeasurementSession.window() before start()")
-        return self._window(sync=self.cuda_sync if self.device_type == "cuda" else None, keep=True)
+        return self._window(sync=self.cuda_sync if on_gpu(self.device_type) else None, keep=True)
 
     def _window(self, sync: Callable[[], None] | None, keep: bool) -> MeasurementWindow:
         return MeasurementWindow(

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from llem.config.schema import MeasurementConfig
-from llem.devices.gpu import GpuLibrary, GpuOpener, GpuUnavailable, error_text
+from llem.devices.gpu import GpuLibrary, GpuOpener, GpuUnavailable, Inventory, error_text, on_gpu
 from llem.devices.gpus import open_gpus
 from llem.errors import PreflightError
 from llem.measure import devices as _devices
@@ -86,14 +86,14 @@ def preflight_problems(
     """One sentence per problem, naming the key and its value; empty when all is well."""
     mode = energy_mode(cfg)
     problems = _range_problems(cfg) + _replay_problems(cfg, mode)
-    if mode in EXPLICIT and device_type != "cuda":
+    if mode in EXPLICIT and not on_gpu(device_type):
         problems.append(_not_cuda(device_type, mode))
-    elif cfg.gpu_indices is not None and device_type != "cuda" and mode != "replay":
+    elif cfg.gpu_indices is not None and not on_gpu(device_type) and mode != "replay":
         problems.append(
             f"measurement.gpu_indices={list(cfg.gpu_indices)} names GPUs to measure, but this "
             f"run is on device={device_type}, where no GPU is measured; leave it unset"
         )
-    elif (mode in EXPLICIT or mode == "auto") and device_type == "cuda":
+    elif (mode in EXPLICIT or mode == "auto") and on_gpu(device_type):
         problems.extend(_nvml_problems(cfg, mode, torch_indices, env, opener))
     return problems
 
@@ -165,7 +165,7 @@ def _nvml_problems(
         nvml.shutdown()
         return [vendor_problem]
     try:
-        visible, shown = _devices.visible_devices(_devices.Inventory(nvml), env)
+        visible, shown = nvml.visible(Inventory(nvml), env)
         bad = [i for i in (torch_indices or []) if not 0 <= i < len(visible)]
         if bad:
             key = "measurement.gpu_indices" if cfg.gpu_indices is not None else "torch devices"
@@ -200,7 +200,7 @@ def open_source(
         return OpenedSource(unavailable_reason=DISABLED, no_gpu_reason=READINGS_OFF)
     if mode == "replay":
         return _open_replay(str(cfg.replay_trace), origin_s)
-    if device_type != "cuda":
+    if not on_gpu(device_type):
         if mode in EXPLICIT:
             raise PreflightError([_not_cuda(device_type, mode)])
         return off_gpu(device_type, opener)

@@ -1,29 +1,18 @@
-"""Clock throttle ("clock event") reasons: decode NVML's bitmask into names.
+"""Clock throttle reasons: which of them count as throttling, and how a window's are summed up.
 
-``nvmlDeviceGetCurrentClocksEventReasons`` (and its older name
-``nvmlDeviceGetCurrentClocksThrottleReasons``) return a bitmask of why the clocks are below their
-maximum. Only some reasons mean the measurement was throttled by heat or power: ``gpu_idle`` or an
-application clock setting are normal and do not count. Of those that do, a hardware or thermal
-slowdown invalidates the energy figure (``SLOWDOWN_REASONS``) and a power cap is only recorded
-(``POWER_CAP_REASONS``); the comments below say why.
+Each vendor's reader names why the clocks are below their maximum (``Sample.throttle_reasons``,
+of ``llem.devices.readings.THROTTLE_REASONS``). Only some reasons mean the measurement was
+throttled by heat or power: ``gpu_idle`` or an application clock setting are normal and do not
+count. Of those that do, a hardware or thermal slowdown invalidates the energy figure
+(``SLOWDOWN_REASONS``) and a power cap is only recorded (``POWER_CAP_REASONS``); the comments below
+say why.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 
-# Bit values as in nvml.h (nvmlClocksEventReason*); the same under both API names.
-REASON_BITS = {
-    "gpu_idle": 0x001,
-    "applications_clocks_setting": 0x002,
-    "sw_power_cap": 0x004,
-    "hw_slowdown": 0x008,
-    "sync_boost": 0x010,
-    "sw_thermal_slowdown": 0x020,
-    "hw_thermal_slowdown": 0x040,
-    "hw_power_brake_slowdown": 0x080,
-    "display_clock_setting": 0x100,
-}
+from llem.devices.readings import THROTTLE_REASONS
 
 # Reasons that invalidate a window's energy: the GPU was slowed by a fault or by heat beyond its
 # operating range, so the figure describes that event (a failing fan, a hot rack, a power supply
@@ -44,29 +33,12 @@ POWER_CAP_REASONS = frozenset({"sw_power_cap"})
 # Reasons that mean heat or power held the clocks down (``thermal.throttled``).
 THROTTLING_REASONS = SLOWDOWN_REASONS | POWER_CAP_REASONS
 
-_ORDER = {name: i for i, name in enumerate(REASON_BITS)}
-
-
-def decode_reasons(mask: int | None) -> list[str]:
-    """Names of the bits set in ``mask``, in bit order; unknown bits as ``unknown_0x...``."""
-    if not mask:
-        return []
-    names = [name for name, bit in REASON_BITS.items() if mask & bit]
-    known = 0
-    for bit in REASON_BITS.values():
-        known |= bit
-    rest = mask & ~known
-    bit = 1
-    while rest:
-        if rest & bit:
-            names.append(f"unknown_{bit:#x}")
-            rest &= ~bit
-        bit <<= 1
-    return names
+_ORDER = {name: i for i, name in enumerate(THROTTLE_REASONS)}
 
 
 def sort_reasons(names: Iterable[str]) -> list[str]:
-    """Distinct reason names, known ones in bit order first, unknown ones after, sorted."""
+    """Distinct reason names, known ones in ``THROTTLE_REASONS``' order first, unknown ones
+    after, sorted."""
     return sorted(set(names), key=lambda n: (_ORDER.get(n, len(_ORDER)), n))
 
 
@@ -75,13 +47,13 @@ def is_throttling(names: Iterable[str]) -> bool:
     return any(n in THROTTLING_REASONS for n in names)
 
 
-def power_cap_shares(masks: Sequence[int]) -> tuple[float | None, dict[str, float]]:
-    """The share of ``masks`` (one throttle reading per device sample) with a power-cap reason,
-    and the share per power-cap reason; (None, {}) without readings."""
-    if not masks:
+def power_cap_shares(readings: Sequence[Collection[str]]) -> tuple[float | None, dict[str, float]]:
+    """The share of ``readings`` (one throttle reading per device sample: its reasons) with a
+    power-cap reason, and the share per power-cap reason; (None, {}) without readings."""
+    if not readings:
         return None, {}
-    names = [set(decode_reasons(m)) & POWER_CAP_REASONS for m in masks]
+    names = [set(r) & POWER_CAP_REASONS for r in readings]
     per_reason = {
-        r: sum(r in n for n in names) / len(masks) for r in sort_reasons(set().union(*names))
+        r: sum(r in n for n in names) / len(readings) for r in sort_reasons(set().union(*names))
     }
-    return sum(bool(n) for n in names) / len(masks), per_reason
+    return sum(bool(n) for n in names) / len(readings), per_reason

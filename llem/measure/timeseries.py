@@ -9,7 +9,6 @@ import csv
 from pathlib import Path
 
 from llem.measure.meter import WindowResult
-from llem.measure.throttle import decode_reasons
 
 TIMESERIES_FILE = "timeseries.csv"
 TIMESERIES_COLUMNS = (
@@ -34,7 +33,7 @@ def write_timeseries(window: WindowResult, path: str | Path) -> int:
         out = csv.writer(fh)
         out.writerow(TIMESERIES_COLUMNS)
         for s in window.samples:
-            reasons = "" if s.throttle_mask is None else "|".join(decode_reasons(s.throttle_mask))
+            reasons = "|".join(s.throttle_reasons or ())
             out.writerow(
                 [
                     f"{s.time_s - start:.6f}",

@@ -48,6 +48,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from llem.config.schema import MeasurementConfig
+from llem.devices.gpu import on_gpu
 from llem.measure.check_outcome import NOT_CHECKED as _NOT_CHECKED
 from llem.measure.check_outcome import PASSED as _PASSED
 from llem.measure.check_outcome import Check, CheckOutcome, PerDevice, by_device, combined
@@ -58,7 +59,6 @@ from llem.measure.meter import WindowResult, is_sampled
 from llem.measure.throttle import (
     POWER_CAP_REASONS,
     SLOWDOWN_REASONS,
-    decode_reasons,
     power_cap_shares,
     sort_reasons,
 )
@@ -135,20 +135,20 @@ def _throttling(window: WindowResult) -> PerDevice:
     """A hardware or thermal slowdown fails; a power cap alone is a condition (see
     ``llem.measure.throttle`` for why)."""
     slowed: dict[str, list[str]] = {}
-    capped: dict[str, list[int]] = {}
+    capped: dict[str, list[tuple[str, ...]]] = {}
     capped_w: dict[str, list[float]] = {}  # power in the samples with a power-cap reason
     for s in window.samples:
-        if s.throttle_mask is None:
+        names = s.throttle_reasons
+        if names is None:
             continue
-        names = decode_reasons(s.throttle_mask)
         slowed.setdefault(s.device, []).extend(n for n in names if n in SLOWDOWN_REASONS)
-        capped.setdefault(s.device, []).append(s.throttle_mask)
+        capped.setdefault(s.device, []).append(names)
         if s.power_w is not None and any(n in POWER_CAP_REASONS for n in names):
             capped_w.setdefault(s.device, []).append(s.power_w)
     out: PerDevice = {}
-    for uuid, masks in capped.items():
+    for uuid, readings in capped.items():
         slow = slowed.get(uuid)
-        share, per_reason = power_cap_shares(masks)
+        share, per_reason = power_cap_shares(readings)
         watts = capped_w.get(uuid)
         if slow:
             out[uuid] = _outcome(
@@ -339,7 +339,7 @@ def assess(
     if unavailable_reason is not None:
         why = (
             f"the run is on device={device_type}: no GPU energy to judge"
-            if device_type != "cuda"
+            if not on_gpu(device_type)
             else f"no energy was measured: {unavailable_reason}"
         )
         checks = dict.fromkeys(CHECKS, Check.not_checked.value)

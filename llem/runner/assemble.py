@@ -15,6 +15,7 @@ from typing import Any
 from llem.config.pytorch import CacheImplementation
 from llem.config.schema import ExperimentConfig
 from llem.config.validate import plain
+from llem.devices.gpu import on_gpu
 from llem.figures.compute import compute_figures
 from llem.measure import Measurement, MeasurementSession
 from llem.result import (
@@ -223,7 +224,7 @@ def fill_memory(
         mem.peak_reserved_mb = peaks["peak_reserved_mb"]
         mem.per_device = peaks["per_device"]
     mem.peak_host_rss_mb = _peak_rss_mb()
-    if device != "cuda":
+    if not on_gpu(device):
         for k in ("peak_allocated_mb", "peak_reserved_mb"):
             reasons[f"memory.{k}"] = "torch allocator statistics exist for CUDA devices only"
 

@@ -31,7 +31,7 @@ from typing import Any, Union
 
 from llem.atomic import atomic_write_text
 from llem.config.engines import ENGINES
-from llem.devices.gpu import GpuUnavailable
+from llem.devices.gpu import GpuOpener, GpuUnavailable
 from llem.devices.gpus import open_gpus
 from llem.version import __version__
 
@@ -62,11 +62,12 @@ class _Unavailable(Exception):
         self.reason = reason
 
 
-def capture_environment(cuda_home: PathLike | None = None) -> dict:
+def capture_environment(cuda_home: PathLike | None = None, gpus: GpuOpener = open_gpus) -> dict:
     """Return the environment snapshot as a JSON-ready dict; never raises.
 
     ``cuda_home`` overrides where the CUDA toolkit is looked for (default: ``$CUDA_HOME``, then
     ``$CUDA_PATH``, then ``/usr/local/cuda``); it is consulted only when torch is not a CUDA build.
+    ``gpus`` opens the vendor library (a run's own ``RunGpus``).
     """
     unavailable: dict[str, str] = {}
 
@@ -88,7 +89,7 @@ def capture_environment(cuda_home: PathLike | None = None) -> dict:
     env["torch"] = probe("torch", _torch)
     env["cuda"] = probe("cuda", lambda: _cuda(cuda_home), default={"version": None, "source": None})
 
-    nvml = probe("gpus", _nvml, default={})
+    nvml = probe("gpus", lambda: _nvml(gpus), default={})
     env["gpu_vendor"] = nvml.get("vendor")
     env["driver_version"] = nvml.get("driver_version")
     env["gpus"] = nvml.get("gpus", [])
@@ -125,10 +126,10 @@ class EnvironmentCache:
         self._key: str | None = None
         self._env: dict[str, Any] | None = None
 
-    def snapshot(self) -> dict[str, Any]:
+    def snapshot(self, gpus: GpuOpener = open_gpus) -> dict[str, Any]:
         key = os.environ.get("CUDA_VISIBLE_DEVICES", "\0unset")
         if self._env is None or key != self._key:
-            self._env, self._key = capture_environment(), key
+            self._env, self._key = capture_environment(gpus=gpus), key
             return dict(self._env)
         return {**self._env, "captured_at": _now()}
 
@@ -275,11 +276,11 @@ def _nvcc_version(nvcc: str) -> str | None:
     return match.group(1) if match else None
 
 
-def _nvml() -> dict:
+def _nvml(gpus: GpuOpener) -> dict:
     """Driver version and every GPU the vendor library sees; raises _Unavailable when no GPU
     library can start."""
     try:
-        lib = open_gpus()
+        lib = gpus()
     except GpuUnavailable as exc:
         raise _Unavailable(f"NVML is unavailable ({exc})") from None
     try:

@@ -27,7 +27,7 @@ from types import FrameType
 from typing import Any
 
 from llem.config.gpu import GPUConfig, is_set, parse_clock
-from llem.devices.gpu import Gpu, GpuLibrary, GpuUnavailable
+from llem.devices.gpu import Gpu, GpuLibrary, GpuOpener, GpuUnavailable
 from llem.devices.gpu_control import (
     GpuControl,
     GpuControlError,
@@ -64,12 +64,14 @@ def _targets(nvml: GpuLibrary, torch_indices: Sequence[int] | None) -> list[Gpu]
 
 
 # ------------------------------------------------------------------------------ pre-flight
-def gpu_preflight_problems(cfg: GPUConfig, torch_indices: Sequence[int] | None) -> list[str]:
+def gpu_preflight_problems(
+    cfg: GPUConfig, torch_indices: Sequence[int] | None, opener: GpuOpener = open_gpus
+) -> list[str]:
     """Every reason the gpu section cannot be applied (empty when it can, or is all null)."""
     if not is_set(cfg):
         return []
     try:
-        nvml = open_gpus()
+        nvml = opener()
     except GpuUnavailable as exc:
         return [f"{requested_settings(cfg)} needs a GPU that NVML or amdsmi can reach ({exc})"]
     try:
@@ -112,9 +114,12 @@ def _gpu_problems(control: GpuControl, gpu: Gpu, cfg: GPUConfig) -> list[str]:
 class GpuSettings:
     """The gpu section on one run's GPUs: ``apply``, ``check_window_end``, ``restore``."""
 
-    def __init__(self, cfg: GPUConfig, torch_indices: Sequence[int] | None) -> None:
+    def __init__(
+        self, cfg: GPUConfig, torch_indices: Sequence[int] | None, opener: GpuOpener = open_gpus
+    ) -> None:
         self.cfg = cfg
         self.torch_indices = torch_indices
+        self._open = opener
         self.active = is_set(cfg)
         self._nvml: GpuLibrary | None = None
         self._gpus: list[Gpu] = []
@@ -133,7 +138,7 @@ class GpuSettings:
         if not self.active:
             return
         try:
-            self._nvml = open_gpus()
+            self._nvml = self._open()
         except GpuUnavailable as exc:
             raise GpuSettingsError(
                 f"{requested_settings(self.cfg)}: no GPU library (NVML, amdsmi) can start ({exc})"

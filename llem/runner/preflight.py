@@ -26,7 +26,7 @@ from llem.backends.random_weights import DEFAULT_MODEL_GROUP
 from llem.config.engines import Engine, active_engine, install_hint, speculative_refusal
 from llem.config.model import ModelConfig
 from llem.config.schema import Device, ExperimentConfig
-from llem.devices.gpu import GpuUnavailable
+from llem.devices.gpu import GpuOpener, GpuUnavailable, on_gpu
 from llem.devices.gpus import open_gpus
 from llem.errors import PreflightError
 from llem.measure import MeasurementSession
@@ -62,9 +62,9 @@ def cuda_available(nodes: Sequence[str] = GPU_DEVICE_NODES) -> bool:
     return bool(torch.cuda.is_available())
 
 
-def _persistence_mode_warning() -> list[str]:
+def _persistence_mode_warning(gpus: GpuOpener = open_gpus) -> list[str]:
     try:
-        lib = open_gpus()
+        lib = gpus()
     except GpuUnavailable:
         return []
     try:
@@ -143,9 +143,13 @@ def collect_problems(
 
 
 def collect_findings(
-    exp: ExperimentConfig, has_cuda: bool, memo: PreflightMemo | None = None
+    exp: ExperimentConfig,
+    has_cuda: bool,
+    memo: PreflightMemo | None = None,
+    gpus: GpuOpener = open_gpus,
 ) -> tuple[list[str], list[str]]:
-    """(every pre-flight failure, the checks' warnings) for this configuration."""
+    """(every pre-flight failure, the checks' warnings) for this configuration; ``gpus`` opens
+    the vendor library (a run's own ``RunGpus``)."""
     memo = memo if memo is not None else PreflightMemo()
     problems: list[str] = []
     if exp.device == Device.cuda and not has_cuda:
@@ -175,9 +179,10 @@ def collect_findings(
         # the device whose energy the run measures: a server's named GPUs, whatever torch sees
         device_type=backend.energy_device(device, exp.measurement),
         energy_refused=_node_refusal(exp, backend),
+        gpus=gpus,
     )
     problems.extend(session.preflight())
-    problems.extend(gpu_preflight_problems(exp.gpu, exp.measurement.gpu_indices))
+    problems.extend(gpu_preflight_problems(exp.gpu, exp.measurement.gpu_indices, gpus))
     problems.extend(footprint_preflight(exp))  # chassis.source=ipmitool, carbon.country
     return problems, list(session.preflight_warnings)
 
@@ -211,10 +216,10 @@ def engine_preflight(exp: ExperimentConfig, row: Engine, device: str, has_cuda: 
     return problems
 
 
-def preflight(exp: ExperimentConfig) -> PreflightReport:
+def preflight(exp: ExperimentConfig, gpus: GpuOpener = open_gpus) -> PreflightReport:
     """Run every check; raise ``PreflightError`` listing all failures, else return warnings."""
     has_cuda = cuda_available()
-    problems, warnings = collect_findings(exp, has_cuda)
+    problems, warnings = collect_findings(exp, has_cuda, gpus=gpus)
     if problems:
         raise PreflightError(problems, hint="nothing was loaded; fix these and run again")
     device = resolve_device(exp.device, has_cuda)
@@ -224,8 +229,8 @@ def preflight(exp: ExperimentConfig) -> PreflightReport:
             "bitsandbytes quantization on the CPU works (bitsandbytes >= 0.50) but is slow: "
             "its CPU kernels are no match for the GPU ones, so compare it with CPU runs only"
         )
-    if device == "cuda":
-        warnings.extend(_persistence_mode_warning())
+    if on_gpu(device):
+        warnings.extend(_persistence_mode_warning(gpus))
     for w in warnings:
         log.warning(w)
     return PreflightReport(device=device, warnings=warnings)

@@ -19,6 +19,8 @@ from llem.backends import create_backend, run_seed
 from llem.backends.memory import peak_memory, reset_peak_memory
 from llem.backends.stops import prompt_stops
 from llem.config.schema import ExperimentConfig
+from llem.devices.gpu import on_gpu
+from llem.devices.gpus import RunGpus
 from llem.measure import MeasurementSession
 from llem.measure.engine_gpus import judge_engine_gpus
 from llem.measure.gpu_record import restore_leftovers
@@ -92,6 +94,7 @@ class Runner:
         self.idle_cache = IdleCache()
         self._kept: tuple[Backend[Any], LoadedModel] | None = None
         self._environment: EnvironmentCache = EnvironmentCache()
+        self._gpus = RunGpus()  # the GPU library of the run under way (closed at its end)
         restore_leftovers()  # GPU settings a killed llem left behind (llem.measure.gpu_record)
 
     def run(
@@ -113,24 +116,27 @@ class Runner:
         started_at, t_start = utc_now(), time.perf_counter()
         prepared = prepare(cfg)
         exp = prepared.exp
-        checks = preflight(exp)
-        if exp.dry_run:
-            return RunResult(
-                status="dry_run", config_hash=prepared.config_hash, device=checks.device
+        with self._gpus:  # the run's GPU library: opened at the first ask, closed on every way out
+            checks = preflight(exp, self._gpus)
+            if exp.dry_run:
+                return RunResult(
+                    status="dry_run", config_hash=prepared.config_hash, device=checks.device
+                )
+            run_dir = Path(run_dir)
+            run_dir.mkdir(parents=True, exist_ok=True)
+            result = new_result(
+                prepared, checks.device, started_at, overrides, sweep, checks.warnings
             )
-        run_dir = Path(run_dir)
-        run_dir.mkdir(parents=True, exist_ok=True)
-        result = new_result(prepared, checks.device, started_at, overrides, sweep, checks.warnings)
-        try:
-            self._measure(exp, checks.device, run_dir, result, reuse_model)
-            result.status = "ok"
-        except BaseException as exc:
-            result.fail(ErrorInfo.from_exception(exc))
-            raise
-        finally:
-            result.duration_s = round(time.perf_counter() - t_start, 3)
-            result.write(run_dir)
-        return result
+            try:
+                self._measure(exp, checks.device, run_dir, result, reuse_model)
+                result.status = "ok"
+            except BaseException as exc:
+                result.fail(ErrorInfo.from_exception(exc))
+                raise
+            finally:
+                result.duration_s = round(time.perf_counter() - t_start, 3)
+                result.write(run_dir)
+            return result
 
     def close(self) -> None:
         """Free a model kept for reuse."""
@@ -143,19 +149,19 @@ class Runner:
     def _measure(
         self, exp: ExperimentConfig, device: str, run_dir: Path, result: RunResult, reuse: bool
     ) -> None:
-        write_environment(run_dir / "environment.json", self._environment.snapshot())
+        write_environment(run_dir / "environment.json", self._environment.snapshot(self._gpus))
         backend = create_backend(exp, run_dir)
         threads = settle_threads(exp, self.hydra)  # before the model loads (runner.threads)
         # the device whose energy is measured: a server's named GPUs, whatever llem's torch sees
         metered = backend.energy_device(device, exp.measurement)
         indices = _torch_indices(exp, metered, backend)
-        gpu = GpuSettings(exp.gpu, indices)  # the gpu section (llem.runner.gpu_settings)
+        gpu = GpuSettings(exp.gpu, indices, self._gpus)  # the gpu section (runner.gpu_settings)
         session = self._session(exp, device, metered, indices, backend)
         loaded = None
         keep = False
         try:
             gpu.apply()  # before the idle baseline and the warm-up: both run under it
-            if device == "cuda":
+            if on_gpu(device):
                 _init_cuda()
             session.start()  # idle baseline: after CUDA init, before the model loads
             loaded = self._acquire(backend, device, reuse, result)
@@ -217,13 +223,14 @@ class Runner:
             exp.measurement,
             torch_device_indices=indices,
             device_type=metered,
-            cuda_sync=None if device == "cuda" else _no_sync,
+            cuda_sync=None if on_gpu(device) else _no_sync,
             idle_cache=self.idle_cache,  # the Runner's idle baselines (llem.measure.idle)
             gpu_settings=requested_settings(exp.gpu),  # baselines are kept per GPU settings
             # a running server elsewhere, or on GPUs not named: this host's are not its
             energy_refused=backend.energy_refusal(exp.measurement),
             wall=wall_reader(exp),  # the chassis at the wall (chassis.source=auto|ipmitool)
             wall_interval_s=exp.chassis.interval_s,
+            gpus=self._gpus,
         )
 
     def _generate(
@@ -369,7 +376,7 @@ def _seed(exp: ExperimentConfig) -> int:
 def _model_cuda_devices(loaded: LoadedModel) -> list[int]:
     """The torch CUDA indices holding the model (the current device when none is known); none
     when the model is not in this process (vllm's engine: this allocator does not see it)."""
-    if loaded.device != "cuda" or loaded.engine_process:
+    if not on_gpu(loaded.device) or loaded.engine_process:
         return []
     if loaded.shape is not None and loaded.shape.cuda_devices:
         return list(loaded.shape.cuda_devices)
@@ -381,7 +388,7 @@ def _model_cuda_devices(loaded: LoadedModel) -> list[int]:
 def _torch_indices(exp: ExperimentConfig, device: str, backend: Backend[Any]) -> list[int] | None:
     """The torch CUDA indices to measure on ``device`` (``Backend.energy_device``):
     measurement.gpu_indices, else where the model goes (a server: the GPUs it names)."""
-    if device != "cuda":
+    if not on_gpu(device):
         return None
     if exp.measurement.gpu_indices is not None:
         return list(exp.measurement.gpu_indices)

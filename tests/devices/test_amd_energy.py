@@ -104,7 +104,7 @@ def test_with_current_socket_power_the_instant_reading_is_used(clock):
     assert reader.read_power_w() == 500.0  # the planted draw now, not a 1 s mean
 
 
-def test_samples_map_violations_onto_llems_throttle_bits_and_list_other_processes(clock):
+def test_samples_map_violations_onto_llems_throttle_reasons_and_list_other_processes(clock):
     gpu = FakeAmdGpu(
         "GPU-t",
         violations={"active_ppt_pwr": True, "active_hbm_thrm": True, "active_vr_thrm": True},
@@ -113,7 +113,7 @@ def test_samples_map_violations_onto_llems_throttle_bits_and_list_other_processe
     lib = init_amdsmi(FakeAmdSmi([gpu], clock))
     reader = lib.reader(lib.gpus()[0])
     sample = reader.read_sample(clock.now())
-    assert sample.throttle_mask == 0x004 | 0x020  # sw_power_cap, sw_thermal_slowdown; VR unmapped
+    assert sample.throttle_reasons == ("sw_power_cap", "sw_thermal_slowdown")  # VR unmapped
     assert (sample.temperature_c, sample.sm_clock_mhz, sample.memory_used_mb) == (45, 2100, 2048)
     (other,) = reader.other_processes(lambda pid: False)
     assert (other.pid, other.used_memory_mb) == (4242, 3072.0)

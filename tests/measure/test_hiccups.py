@@ -13,7 +13,7 @@ PASCAL = 4
 SECONDARY = [
     ("nvmlDeviceGetUtilizationRates", "gpu_util_pct"),
     ("nvmlDeviceGetClockInfo", "sm_clock_mhz"),
-    ("clock_event_reasons", "throttle_mask"),
+    ("clock_event_reasons", "throttle_reasons"),
     ("nvmlDeviceGetMemoryInfo", "memory_used_mb"),
     ("nvmlDeviceGetTemperature", "temperature_c"),
     ("nvmlDeviceGetFieldValues", "power_w"),  # power is secondary where a counter exists

@@ -1,9 +1,9 @@
+from llem.devices.nvidia_reader import REASON_BITS, decode_reasons
+from llem.devices.readings import THROTTLE_REASONS
 from llem.measure.throttle import (
     POWER_CAP_REASONS,
-    REASON_BITS,
     SLOWDOWN_REASONS,
     THROTTLING_REASONS,
-    decode_reasons,
     is_throttling,
     power_cap_shares,
     sort_reasons,
@@ -25,7 +25,7 @@ def test_decode_names_in_bit_order():
     assert decode_reasons(None) == []
     assert decode_reasons(0x1) == ["gpu_idle"]
     assert decode_reasons(0x4 | 0x40) == ["sw_power_cap", "hw_thermal_slowdown"]
-    assert decode_reasons(0x1FF) == list(REASON_BITS)
+    assert decode_reasons(0x1FF) == list(REASON_BITS) == list(THROTTLE_REASONS)
     assert decode_reasons(0x800 | 0x2) == ["applications_clocks_setting", "unknown_0x800"]
 
 
@@ -54,4 +54,5 @@ def test_power_cap_is_a_condition_and_slowdowns_invalidate():
     assert {"sw_power_cap"} == POWER_CAP_REASONS
     assert SLOWDOWN_REASONS == THROTTLING_REASONS - POWER_CAP_REASONS
     assert power_cap_shares([]) == (None, {})
-    assert power_cap_shares([0x04, 0x04 | 0x01, 0x01, 0x40]) == (0.5, {"sw_power_cap": 0.5})
+    readings = [("sw_power_cap",), ("gpu_idle", "sw_power_cap"), ("gpu_idle",), ("hw_slowdown",)]
+    assert power_cap_shares(readings) == (0.5, {"sw_power_cap": 0.5})
