@@ -84,7 +84,7 @@ TESTS: list[tuple[str, list[str]]] = [
     ("llem/figures/*.py", ["tests/figures"]),
 ]
 # what the tests need beside llem/ and tests/ (pytest's pythonpath has bench/)
-ALSO_COPY = ["bench", "hydra_plugins", "conf"]
+ALSO_COPY = ["bench", "hydra_plugins", "conf", "docs"]  # docs: tests read its pages
 KILLED = {"killed"}
 TIMEOUT = {"timeout"}
 SURVIVED = {"survived", "no tests"}
