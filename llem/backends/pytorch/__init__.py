@@ -2,7 +2,8 @@
 ``pytorch:`` section (``llem.config.pytorch``).
 
 ``kwargs`` builds what transformers receives, ``compile`` handles torch.compile, ``backend`` is
-the driver.
+the driver; ``pytorch.batching=continuous`` serves through ``continuous`` on the manager
+``cb_manager`` starts, whose steps ``cb_steps`` records.
 """
 
 from __future__ import annotations
