@@ -36,7 +36,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from llem.figures.serving import concurrency
-from llem.vocabulary import RequestTimeline
+from llem.vocabulary.workload import RequestTimeline
 
 OPEN_LOOP = "open_loop"
 BATCH_RULE = "mlenergy_v3"

@@ -26,7 +26,8 @@ from llem.result import (
     quantization_label,
 )
 from llem.runner.prepare import Prepared
-from llem.vocabulary import BatchOutput, LoadedModel, ModelShape
+from llem.vocabulary.model import LoadedModel, ModelShape
+from llem.vocabulary.workload import BatchOutput
 
 NO_PREFIX_CACHE = "this engine has no prefix cache (it computes every prompt token)"
 

@@ -11,7 +11,8 @@ import gc
 from typing import Any
 
 from llem.runner.load_times import record_load
-from llem.vocabulary import Backend, LoadedModel
+from llem.vocabulary.engine import Backend
+from llem.vocabulary.model import LoadedModel
 
 
 class KeptModel:

@@ -57,7 +57,9 @@ from llem.runner.serving import (
 from llem.runner.tasks import load_task
 from llem.runner.threads import settle_threads
 from llem.runner.weights import fill_weights
-from llem.vocabulary import Backend, BatchOutput, LoadedModel, ServeOutput
+from llem.vocabulary.engine import Backend
+from llem.vocabulary.model import LoadedModel
+from llem.vocabulary.workload import BatchOutput, ServeOutput
 
 log = logging.getLogger("llem.run")
 

@@ -37,7 +37,7 @@ from llem.result import (
     Traffic,
 )
 from llem.result.figure import with_figures
-from llem.vocabulary import RequestTimeline
+from llem.vocabulary.workload import RequestTimeline
 
 NO_SLO = "no SLO set (slo.ttft_ms, slo.tpot_ms and slo.e2e_ms are null)"
 

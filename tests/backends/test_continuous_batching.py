@@ -13,7 +13,7 @@ from llem.config.pytorch import Batching, PyTorchConfig
 from llem.config.schema import ExperimentConfig
 from llem.config.validate import continuous_batching_problems
 from llem.errors import ConfigError
-from llem.vocabulary import Prompt, ScheduledRequest
+from llem.vocabulary.workload import Prompt, ScheduledRequest
 
 MAX_NEW = 6
 TEXTS = [
@@ -225,7 +225,7 @@ _NEVER_UNLOADS = """
 import dataclasses, sys
 from llem.backends import sections
 from llem.backends.pytorch import PyTorchBackend
-from llem.vocabulary import Prompt
+from llem.vocabulary.workload import Prompt
 from llem.config.schema import ExperimentConfig
 exp = ExperimentConfig()
 exp.model.name_or_path = sys.argv[1]

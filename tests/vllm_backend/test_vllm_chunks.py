@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from llem.backends.vllm.chunks import StepRecord, place
 from llem.backends.vllm.steps import OfflineSteps
-from llem.vocabulary import StepShare
+from llem.vocabulary.workload import StepShare
 
 
 def chunked_run() -> OfflineSteps:

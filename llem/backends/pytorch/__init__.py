@@ -12,7 +12,7 @@ from llem.backends.batching import StepClock, count_output_tokens, left_pad
 from llem.backends.pytorch.backend import PyTorchBackend
 from llem.backends.pytorch.kwargs import Sections, build_generate_kwargs, build_load_kwargs
 from llem.config.pytorch import PyTorchConfig
-from llem.vocabulary import Backend
+from llem.vocabulary.engine import Backend
 
 __all__ = [
     "PyTorchBackend",

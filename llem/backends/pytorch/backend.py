@@ -39,7 +39,8 @@ from llem.backends.tokens import token_lists
 from llem.config.measurement import MeasurementConfig
 from llem.config.pytorch import PyTorchConfig
 from llem.errors import RunError, first_line
-from llem.vocabulary import BatchOutput, LoadedModel, Prompt, ScheduledRequest, ServeOutput
+from llem.vocabulary.model import LoadedModel
+from llem.vocabulary.workload import BatchOutput, Prompt, ScheduledRequest, ServeOutput
 
 log = logging.getLogger(__name__)
 

@@ -43,7 +43,8 @@ from llem.backends.pytorch.kwargs import Sections, build_generate_kwargs
 from llem.backends.tokens import token_lists
 from llem.config.batching import continuous_batching_problems
 from llem.errors import ConfigError
-from llem.vocabulary import LoadedModel, Prompt
+from llem.vocabulary.model import LoadedModel
+from llem.vocabulary.workload import Prompt
 
 log = logging.getLogger(__name__)
 

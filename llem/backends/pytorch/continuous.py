@@ -36,9 +36,9 @@ from llem.backends.stops import STOP, cut_chunks, finish_reason, stop_index, tai
 from llem.backends.tokens import token_lists
 from llem.backends.traffic.driver import drive
 from llem.errors import RunError
-from llem.vocabulary import (
+from llem.vocabulary.model import LoadedModel
+from llem.vocabulary.workload import (
     EngineStep,
-    LoadedModel,
     Prompt,
     RequestTimeline,
     ScheduledRequest,

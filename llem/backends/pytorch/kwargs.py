@@ -15,7 +15,7 @@ from llem.config.model import Dtype
 from llem.config.pytorch import PyTorchConfig
 from llem.config.schema import ExperimentConfig
 from llem.errors import OutOfMemory, first_line
-from llem.vocabulary import BackendSections
+from llem.vocabulary.engine import BackendSections
 
 SAMPLING_KNOBS = ("temperature", "top_k", "top_p", "min_p")
 

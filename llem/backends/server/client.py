@@ -41,7 +41,7 @@ from llem.backends.server import loop
 from llem.backends.server.answer import Answer, chunk_counts, count
 from llem.backends.traffic.driver import drive
 from llem.errors import RunError
-from llem.vocabulary import Prompt, RequestTimeline, ScheduledRequest, ServeOutput
+from llem.vocabulary.workload import Prompt, RequestTimeline, ScheduledRequest, ServeOutput
 
 BODY_CHARS = 200  # of a failed answer's body, in its error line
 WHOLE_ANSWERS = (

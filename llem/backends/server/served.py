@@ -15,7 +15,7 @@ import urllib.request
 
 from llem.config.server import ServerConfig
 from llem.errors import RunError
-from llem.vocabulary import BackendSections
+from llem.vocabulary.engine import BackendSections
 
 #: seconds pre-flight waits on a running server's /v1/models: to connect, then for each read
 #: (urllib's socket timeout); a refused connection is refused at once

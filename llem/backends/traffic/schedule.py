@@ -27,7 +27,7 @@ import random
 from collections.abc import Iterator, Sequence
 
 from llem.config.traffic import TrafficConfig, TrafficKind, request_count
-from llem.vocabulary import Prompt, ScheduledRequest
+from llem.vocabulary.workload import Prompt, ScheduledRequest
 
 #: What drew the send times, for the record.
 GENERATOR = "random.Random(traffic.seed)"

@@ -19,7 +19,7 @@ from llem.backends.vllm.kwargs import (
 )
 from llem.backends.vllm.preflight import preflight_problems
 from llem.config.vllm import VLLMConfig
-from llem.vocabulary import Backend
+from llem.vocabulary.engine import Backend
 
 __all__ = [
     "CPU_MEMORY_UTILIZATION",

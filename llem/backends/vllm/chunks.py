@@ -28,7 +28,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from llem.vocabulary import StepShare
+from llem.vocabulary.workload import StepShare
 
 #: How ``Placement.shares`` were built when every check held.
 PLACED = (

@@ -46,7 +46,8 @@ from llem.backends.vllm.speculation import VLLMSpeculation, fill_speculative, fo
 from llem.config.measurement import MeasurementConfig
 from llem.config.vllm import VLLMConfig
 from llem.errors import RunError, first_line
-from llem.vocabulary import BatchOutput, LoadedModel, Prompt, ScheduledRequest, ServeOutput
+from llem.vocabulary.model import LoadedModel
+from llem.vocabulary.workload import BatchOutput, Prompt, ScheduledRequest, ServeOutput
 
 log = logging.getLogger(__name__)
 

@@ -26,7 +26,7 @@ from llem.backends.vllm.steps import (
     watch_scheduler_stats,
 )
 from llem.errors import RunError, first_line
-from llem.vocabulary import BatchOutput, Prompt
+from llem.vocabulary.workload import BatchOutput, Prompt
 
 #: Engine arguments the offline engine sets unless the user did (``vllm.engine_kwargs``): the
 #: engine core's per-step statistics with the scheduler's iteration details, so that each step's

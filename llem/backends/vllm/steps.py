@@ -20,7 +20,7 @@ from typing import Any
 
 from llem.backends.vllm.chunks import Placement, StepRecord, place
 from llem.backends.vllm.core_process import CORE_IN_PROCESS, CORE_OWN_PROCESS, core_in_process
-from llem.vocabulary import EngineStep
+from llem.vocabulary.workload import EngineStep
 
 #: How the serving engine's step times are taken (``ServeOutput.step_clock``).
 SERVE_CLOCK = (

@@ -26,7 +26,7 @@ from llem.testing.truth.engine import EngineSpec, Request, Trace, Work
 from llem.testing.truth.gpu import Drift, Gpu, Physics
 from llem.testing.truth.sensor import Sensed, StepPower
 from llem.testing.virtual_window import measure_window, shifted
-from llem.vocabulary import EngineStep
+from llem.vocabulary.workload import EngineStep
 
 POWER_LIMIT_W = 700.0
 
