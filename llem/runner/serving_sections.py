@@ -21,8 +21,7 @@ from llem.figures.serving import (
     request_figures,
     tokens_between,
 )
-from llem.figures.steady_state import BATCH_RULE, OPEN_LOOP, SteadyRule, steady_state
-from llem.figures.steady_state import SteadyState as SteadyEdges
+from llem.figures.steady_state import BATCH_RULE, OPEN_LOOP, SteadyEdges, SteadyRule, steady_state
 from llem.measure.interval import interval_energy
 from llem.measure.meter import WindowResult
 from llem.measure.power_source import PowerSource
