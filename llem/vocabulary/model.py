@@ -72,6 +72,15 @@ class EngineGpus:
     who: str = "the engine"  # how the check's sentences name it ("the server")
 
 
+def shown(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """JSON-ready view of an engine's load kwargs (``LoadedModel.load_kwargs``): objects such as
+    a BitsAndBytesConfig become their repr."""
+    return {
+        k: (v if isinstance(v, (str, int, float, bool, dict, list)) or v is None else repr(v))
+        for k, v in kwargs.items()
+    }
+
+
 @dataclass
 class LoadedModel:
     """A model ready to generate, plus what the run needs to describe it."""

@@ -29,7 +29,6 @@ from llem.backends.pytorch.kwargs import (
     build_load_kwargs,
     is_oom,
     oom_error,
-    shown,
 )
 from llem.backends.pytorch.placement import placed_indices
 from llem.backends.pytorch.stops import count_to_stops, generate_stop_kwargs, stop_criterion
@@ -39,7 +38,7 @@ from llem.backends.tokens import token_lists
 from llem.config.measurement import MeasurementConfig
 from llem.config.pytorch import PyTorchConfig
 from llem.errors import RunError, first_line
-from llem.vocabulary.model import LoadedModel
+from llem.vocabulary.model import LoadedModel, shown
 from llem.vocabulary.workload import BatchOutput, Prompt, ScheduledRequest, ServeOutput
 
 log = logging.getLogger(__name__)

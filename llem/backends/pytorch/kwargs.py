@@ -109,14 +109,6 @@ def build_generate_kwargs(settings: Sections | ExperimentConfig) -> dict[str, An
     return {k: v for k, v in knobs.items() if v is not None}
 
 
-def shown(kwargs: dict[str, Any]) -> dict[str, Any]:
-    """JSON-ready view of load kwargs (objects such as a BitsAndBytesConfig become their repr)."""
-    return {
-        k: (v if isinstance(v, (str, int, float, bool, dict, list)) or v is None else repr(v))
-        for k, v in kwargs.items()
-    }
-
-
 def is_oom(exc: BaseException) -> bool:
     import torch
 

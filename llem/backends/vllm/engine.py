@@ -46,7 +46,7 @@ from llem.backends.vllm.speculation import VLLMSpeculation, fill_speculative, fo
 from llem.config.measurement import MeasurementConfig
 from llem.config.vllm import VLLMConfig
 from llem.errors import RunError, first_line
-from llem.vocabulary.model import LoadedModel
+from llem.vocabulary.model import LoadedModel, shown
 from llem.vocabulary.workload import BatchOutput, Prompt, ScheduledRequest, ServeOutput
 
 log = logging.getLogger(__name__)
@@ -125,14 +125,9 @@ class VLLMBackend:
             device=device,
             dtype=str(config.model_config.dtype).replace("torch.", ""),
             load_kwargs={
-                **{
-                    k: v
-                    if isinstance(v, (str, int, float, bool, dict, list)) or v is None
-                    else repr(v)
-                    for k, v in (
-                        serving_kwargs(kwargs) if self.sections.serving else offline_kwargs(kwargs)
-                    ).items()
-                },
+                **shown(
+                    serving_kwargs(kwargs) if self.sections.serving else offline_kwargs(kwargs)
+                ),
                 **random_weights.described(self.sections.model),
                 "llem_sampling_seed": SAMPLING_SEED.format(seed=kwargs["seed"]),
             },
@@ -161,13 +156,13 @@ class VLLMBackend:
                 return start_async_engine(kwargs), tokenizer
             return LLM(**offline_kwargs(kwargs)), tokenizer
         except Exception as exc:
-            shown = ", ".join(
+            args = ", ".join(
                 f"{k}={v}" for k, v in kwargs.items() if k not in ("model", "tokenizer")
             )
             raise RunError(
                 f"could not start the vLLM engine for model.name_or_path="
                 f"{self.sections.model.name_or_path}: {type(exc).__name__}: {first_line(exc)}",
-                hint="see llem.log for vLLM's own messages; engine arguments: " + shown,
+                hint="see llem.log for vLLM's own messages; engine arguments: " + args,
             ) from exc
 
     def warm_up(
