@@ -29,9 +29,6 @@ from collections.abc import Iterator, Sequence
 from llem.config.traffic import TrafficConfig, TrafficKind, request_count
 from llem.vocabulary.workload import Prompt, ScheduledRequest
 
-#: What drew the send times, for the record.
-GENERATOR = "random.Random(traffic.seed)"
-
 
 def build_schedule(traffic: TrafficConfig, prompts: Sequence[Prompt]) -> list[ScheduledRequest]:
     """Every request of the workload, in send order, with its planned send time."""
