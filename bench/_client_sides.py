@@ -59,7 +59,7 @@ def _sampling() -> dict[str, Any]:
 def run_llem(w: Workload, scrape: bool = True) -> Sample:
     from llem.backends.server.client import ClientConfig, serve_http
     from llem.backends.server.watch import serve_watched
-    from llem.vocabulary import Prompt, ScheduledRequest
+    from llem.vocabulary.workload import Prompt, ScheduledRequest
 
     config = ClientConfig(
         base_url=w.url,

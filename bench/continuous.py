@@ -35,7 +35,7 @@ from llem.backends.pytorch import PyTorchBackend
 from llem.config.schema import ExperimentConfig
 from llem.runner.prompts import builtin_texts
 from llem.testing.tinymodel import build_tiny_model
-from llem.vocabulary import Prompt, ScheduledRequest
+from llem.vocabulary.workload import Prompt, ScheduledRequest
 
 
 def _experiment(args: argparse.Namespace, tiny_dir: str | None) -> ExperimentConfig:

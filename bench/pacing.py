@@ -25,7 +25,7 @@ from _verdict import Target, report
 from llem.backends.traffic.driver import PRECISE_S, drive
 from llem.backends.traffic.schedule import build_schedule
 from llem.config.traffic import TrafficConfig, TrafficKind
-from llem.vocabulary import Prompt, RequestTimeline, ScheduledRequest
+from llem.vocabulary.workload import Prompt, RequestTimeline, ScheduledRequest
 
 RATES = (10.0, 100.0, 1000.0)
 TARGET_RATE, TARGET_P99_MS = 100.0, 1.0

@@ -44,7 +44,7 @@ def poisson_times(n: int, rate: float, seed: int) -> list[float]:
     drawn by llem's own schedule (the same times for both sides)."""
     from llem.backends.traffic.schedule import build_schedule
     from llem.config.traffic import TrafficConfig, TrafficKind
-    from llem.vocabulary import Prompt
+    from llem.vocabulary.workload import Prompt
 
     traffic = TrafficConfig(kind=TrafficKind.poisson, rate_per_s=rate, n_requests=n, seed=seed)
     return [r.scheduled_s or 0.0 for r in build_schedule(traffic, [Prompt(text="x")])]
@@ -107,7 +107,7 @@ def run(args: argparse.Namespace) -> dict[str, dict[str, list[float]]]:
     from llem.backends.tokens import token_lists
     from llem.backends.vllm import build_sampling_kwargs
     from llem.runner.prompts import load_prompts
-    from llem.vocabulary import ScheduledRequest
+    from llem.vocabulary.workload import ScheduledRequest
 
     backend, exp = _backend(args)
     loaded = backend.load("cpu")

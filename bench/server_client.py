@@ -63,7 +63,7 @@ def send_times(kind: str, rate: float, n: int, seed: int) -> list[float]:
     """Each request's send time after the origin, drawn by llem's own schedule."""
     from llem.backends.traffic.schedule import build_schedule
     from llem.config.traffic import TrafficConfig, TrafficKind
-    from llem.vocabulary import Prompt
+    from llem.vocabulary.workload import Prompt
 
     traffic = TrafficConfig(kind=TrafficKind(kind), rate_per_s=rate, n_requests=n, seed=seed)
     return [r.scheduled_s or 0.0 for r in build_schedule(traffic, [Prompt(text="x")])]

@@ -87,7 +87,7 @@ def continuous_pairs(args: argparse.Namespace, path: str) -> tuple[list[float], 
     from llem.config.pytorch import Batching
     from llem.config.schema import ExperimentConfig
     from llem.runner.prompts import builtin_texts
-    from llem.vocabulary import Prompt, ScheduledRequest
+    from llem.vocabulary.workload import Prompt, ScheduledRequest
 
     exp = ExperimentConfig()
     exp.backend = "pytorch"

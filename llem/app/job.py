@@ -19,7 +19,7 @@ from llem.app.command import Command
 from llem.app.run_log import record_failure, to_file
 from llem.config.validate import config_hash
 from llem.errors import ConfigError, LlemError, PreflightError, first_line
-from llem.result import ErrorInfo, RunResult, SweepPosition, write_record
+from llem.result import ErrorInfo, RunResult, SweepPosition, write_unmeasured
 from llem.runner import prepare, summary_line
 from llem.sweep.outcomes import JobOutcome
 from llem.sweep.plan_file import read_position
@@ -160,7 +160,7 @@ def _log_error(run_dir: Path, exc: LlemError) -> None:
 def _failed_record(
     cfg: DictConfig, run_dir: Path, exc: Any, overrides: list[str], sweep: SweepPosition | None
 ) -> None:
-    write_record(
+    write_unmeasured(
         run_dir,
         status="failed",
         error=ErrorInfo(type(exc).__name__, exc.message, exc.hint),

@@ -20,7 +20,7 @@ from llem.config.dataset import scores
 from llem.config.engines import Engine, active_engine, engine, engines
 from llem.config.schema import ExperimentConfig
 from llem.config.traffic import TrafficKind
-from llem.vocabulary import Backend, BackendSections
+from llem.vocabulary.engine import Backend, BackendSections
 
 
 def detect_default_backend() -> str | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from llem.vocabulary import KvLayout, ModelShape
+from llem.vocabulary.model import KvLayout, ModelShape
 
 MOE_CONFIG_KEYS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts")
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from llem.vocabulary import Prompt
+from llem.vocabulary.workload import Prompt
 
 STOP = "stop"  # a request ended at EOS or a stop string (the OpenAI API's finish_reason)
 LENGTH = "length"  # a request ran to its token limit

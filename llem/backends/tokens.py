@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from llem.vocabulary import Prompt
+from llem.vocabulary.workload import Prompt
 
 
 def token_lists(tokenizer: Any, prompts: Sequence[Prompt]) -> list[list[int]]:

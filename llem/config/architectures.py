@@ -44,11 +44,6 @@ def architecture_config(name: str) -> dict[str, Any]:
     return config
 
 
-def published_name(name: str) -> str:
-    """The name the architecture was published under (``Llama-3.1-8B``)."""
-    return str(_catalogue()[name]["published_as"])
-
-
 def weights_problems(m: ModelConfig) -> list[str]:
     """Every rule of ``model.weights`` / ``model.architecture`` that the config breaks.
 

@@ -83,7 +83,6 @@ DATASET_PATH = _key("dataset.path")
 INPUT_TOKENS = _key("dataset.input_tokens")
 ENERGY = _key("measurement.energy")
 REPLAY_TRACE = _key("measurement.replay_trace")
-TRAFFIC_KIND = _key("traffic.kind")
 RATE = _key("traffic.rate_per_s")
 BURSTINESS = _key("traffic.burstiness")
 MAX_CONCURRENCY = _key("traffic.max_concurrency")
@@ -321,16 +320,16 @@ def check_rules(exp: ExperimentConfig) -> None:
         raise ConfigError(problems)
 
 
-def plain(value: Any) -> Any:
+def json_ready(value: Any) -> Any:
     """A JSON-ready copy of a dataclass tree: enums become their values."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        return {f.name: json_ready(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, Enum):
         return value.value
     if isinstance(value, dict):
-        return {str(k): plain(v) for k, v in value.items()}
+        return {str(k): json_ready(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [plain(v) for v in value]
+        return [json_ready(v) for v in value]
     return value
 
 
@@ -353,8 +352,8 @@ def legacy_config_hash(exp: ExperimentConfig) -> str:
 
 
 def _hashed(exp: ExperimentConfig, legacy: bool = False) -> dict[str, Any]:
-    data: dict[str, Any] = plain(exp)
-    if legacy and data.get("server") == plain(ExperimentConfig())["server"]:
+    data: dict[str, Any] = json_ready(exp)
+    if legacy and data.get("server") == json_ready(ExperimentConfig())["server"]:
         data.pop("server")  # no server configured: the hash of configs from before server.*
     for key in _HASH_EXCLUDED:
         data.pop(key, None)

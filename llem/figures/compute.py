@@ -44,7 +44,8 @@ from typing import Any
 
 from llem.config.pytorch import CacheImplementation
 from llem.figures.latency import decode_time_and_steps
-from llem.vocabulary import BatchOutput, ModelShape
+from llem.vocabulary.model import ModelShape
+from llem.vocabulary.workload import BatchOutput
 
 UNKNOWN_SHAPE = "this backend does not describe its model's shape"
 # The decode-traffic figures, computed together (null together, with one reason).

@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from llem.vocabulary import BatchOutput, EngineStep, StepShare
+from llem.vocabulary.workload import BatchOutput, EngineStep, StepShare
 
 STATIC_CLOCK = (
     "time.perf_counter in llem's process: a static batch's prefill step runs from the generate() "

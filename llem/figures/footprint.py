@@ -110,7 +110,7 @@ def scaled(energy: Figure, factor: float, over: float | None, what: str) -> Figu
 
 
 @dataclass(frozen=True)
-class Counts:
+class WorkDone:
     """The window's units of work: output tokens, requests, correct answers (None: not scored,
     with the reason)."""
 
@@ -120,7 +120,7 @@ class Counts:
     correct_reason: str | None = None
 
 
-def carbon_figures(energy: Figure, intensity_g_per_kwh: float, n: Counts) -> dict[str, Figure]:
+def carbon_figures(energy: Figure, intensity_g_per_kwh: float, n: WorkDone) -> dict[str, Figure]:
     """gCO2e from ``energy`` (J) at ``intensity_g_per_kwh``: total, per output token, per 1,000,
     per request and per correct answer."""
     g_per_j = intensity_g_per_kwh / J_PER_KWH
@@ -134,7 +134,7 @@ def carbon_figures(energy: Figure, intensity_g_per_kwh: float, n: Counts) -> dic
     }
 
 
-def energy_cost_figures(energy: Figure, usd_per_kwh: float, n: Counts) -> dict[str, Figure]:
+def energy_cost_figures(energy: Figure, usd_per_kwh: float, n: WorkDone) -> dict[str, Figure]:
     """The energy cost (USD) of ``energy`` at ``usd_per_kwh``: total, per million output tokens,
     per correct answer."""
     usd_per_j = usd_per_kwh / J_PER_KWH
@@ -147,7 +147,7 @@ def energy_cost_figures(energy: Figure, usd_per_kwh: float, n: Counts) -> dict[s
     }
 
 
-def capacity_cost_figures(usd: float, n: Counts) -> dict[str, Figure]:
+def capacity_cost_figures(usd: float, n: WorkDone) -> dict[str, Figure]:
     """The capacity cost (USD, from the window's duration): total, per million output tokens, per
     correct answer. Exact: the duration and the counts are."""
     exact = Figure(usd, 0.0)
@@ -164,7 +164,7 @@ def _plain(f: Figure) -> Figure:
     return f if f.value is None else Figure(f.value)
 
 
-def _per_correct(energy: Figure, factor: float, n: Counts) -> Figure:
+def _per_correct(energy: Figure, factor: float, n: WorkDone) -> Figure:
     if n.correct is None:
         return Figure.null(n.correct_reason or "quality not scored")
     return scaled(energy, factor, n.correct, "correct answers")

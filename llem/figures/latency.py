@@ -26,7 +26,7 @@ import itertools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from llem.vocabulary import BatchOutput
+from llem.vocabulary.workload import BatchOutput
 
 PERCENTILES = (50, 90, 99)
 

@@ -50,7 +50,7 @@ from dataclasses import dataclass
 
 from llem.figures.latency import percentiles
 from llem.result.requests import RequestRecord
-from llem.vocabulary import RequestTimeline
+from llem.vocabulary.workload import RequestTimeline
 
 # --------------------------------------------------------------------------- per request
 

@@ -27,7 +27,7 @@ traffic is not judged by concurrency: its offered load, not the engine's batch, 
 Static batches (an engine that runs each batch to its end before the next starts, PyTorch's
 ``generate``) have no steady state to judge: every batch fills and drains, so the running batch
 never holds at B. They get none, with that reason, and no condition is recorded
-(``SteadyState.judged`` is false); their figures are the whole window's.
+(``SteadyEdges.judged`` is false); their figures are the whole window's.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from llem.figures.serving import concurrency
-from llem.vocabulary import RequestTimeline
+from llem.vocabulary.workload import RequestTimeline
 
 OPEN_LOOP = "open_loop"
 BATCH_RULE = "mlenergy_v3"
@@ -56,7 +56,7 @@ class SteadyRule:
 
 
 @dataclass(frozen=True)
-class SteadyState:
+class SteadyEdges:
     """The steady state's edges (perf_counter seconds) and mean concurrency, or None with the
     reason it does not exist."""
 
@@ -127,29 +127,29 @@ def _open_edges(
 
 def steady_state(
     timelines: Sequence[RequestTimeline], rule: SteadyRule, origin_s: float
-) -> SteadyState:
+) -> SteadyEdges:
     """The steady state of ``timelines`` under ``rule`` (``origin_s``: the workload's origin, the
     open-loop steady state's start when ``warmup_requests`` is 0)."""
     name = OPEN_LOOP if rule.open_loop else BATCH_RULE
     if rule.static_batches and not rule.open_loop:
-        return SteadyState(None, None, None, name, STATIC_REASON, judged=False)
+        return SteadyEdges(None, None, None, name, STATIC_REASON, judged=False)
     if rule.max_batch < 1 and not rule.open_loop:
-        return SteadyState(None, None, None, name, UNKNOWN_BATCH_REASON)
+        return SteadyEdges(None, None, None, name, UNKNOWN_BATCH_REASON)
     edges = (
         _open_edges(timelines, origin_s, rule.warmup_requests, rule.cooldown_requests)
         if rule.open_loop
         else _batch_edges(timelines, rule.max_batch)
     )
     if isinstance(edges, str):
-        return SteadyState(None, None, None, name, edges)
+        return SteadyEdges(None, None, None, name, edges)
     start, end = edges
     if end <= start:
-        return SteadyState(None, None, None, name, "the steady state would end before it starts")
+        return SteadyEdges(None, None, None, name, "the steady state would end before it starts")
     if end - start < rule.min_s:
         more = "traffic.n_requests"
         if rule.open_loop:
             more = "traffic.duration_s or traffic.n_requests"
-        return SteadyState(
+        return SteadyEdges(
             None,
             None,
             None,
@@ -163,7 +163,7 @@ def steady_state(
     floor = rule.min_concurrency * rule.max_batch
     if not rule.open_loop and running < floor:
         shown, floor_shown = below(running, floor)
-        return SteadyState(
+        return SteadyEdges(
             None,
             None,
             None,
@@ -171,4 +171,4 @@ def steady_state(
             f"mean running batch {shown} < measurement.min_steady_concurrency="
             f"{rule.min_concurrency:g} x the maximum batch {rule.max_batch} = {floor_shown}",
         )
-    return SteadyState(start, end, mean, name, mean_running=running)
+    return SteadyEdges(start, end, mean, name, mean_running=running)

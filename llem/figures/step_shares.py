@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from llem.figures.energy_fit import StepRow
-from llem.vocabulary import EngineStep
+from llem.vocabulary.workload import EngineStep
 
 Coefficients = tuple[float, float, float, float, float]  # a, b, p_static, p_between, k
 # a step's fixed s, s per prefill token, per decode token, per context token

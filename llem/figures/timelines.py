@@ -18,7 +18,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 
-from llem.vocabulary import BatchOutput, RequestTimeline
+from llem.vocabulary.workload import BatchOutput, RequestTimeline
 
 ACTUAL_SEND = "actual send"
 BATCH_START = "batch start"

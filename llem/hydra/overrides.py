@@ -90,10 +90,6 @@ def key_of(text: str) -> str:
     return parse_one(text).key
 
 
-def value_text_of(text: str) -> str:
-    return parse_one(text).value_text or ""
-
-
 def swept_keys(jobs: Sequence[Sequence[str]]) -> list[str]:
     """Override keys whose value differs between jobs (or that some jobs lack), in order."""
     values: dict[str, set[str]] = {}

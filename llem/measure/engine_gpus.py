@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from llem.result import Figure, RunResult
-from llem.vocabulary import EngineGpus
+from llem.vocabulary.model import EngineGpus
 
 
 def check_name(engine: str) -> str:

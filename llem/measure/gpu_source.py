@@ -17,7 +17,7 @@ from llem.devices.readings import OtherProcess, Sample
 from llem.measure.family import is_own
 from llem.measure.power_source import DeviceReadError, SourceError
 from llem.measure.sampler import Clock
-from llem.vocabulary import WorkloadProcesses
+from llem.vocabulary.model import WorkloadProcesses
 
 T = TypeVar("T")
 

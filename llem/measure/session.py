@@ -59,7 +59,7 @@ from llem.measure.sources import (
 )
 from llem.measure.timeseries import write_timeseries
 from llem.measure.window import MeasurementWindow
-from llem.vocabulary import WorkloadProcesses
+from llem.vocabulary.model import WorkloadProcesses
 
 log = logging.getLogger(__name__)
 

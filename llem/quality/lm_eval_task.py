@@ -35,7 +35,7 @@ from llem.errors import ConfigError, LlemError, PreflightError, first_line
 from llem.quality.lm_eval_index import own_tasks
 from llem.quality.scorers import Score
 from llem.quality.task import Task
-from llem.vocabulary import Prompt
+from llem.vocabulary.workload import Prompt
 
 KEY = "dataset.task"
 INCLUDE_KEY = "dataset.lm_eval_include"

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from llem.quality.scorers import Score
-from llem.vocabulary import Prompt
+from llem.vocabulary.workload import Prompt
 
 Judge = Callable[[int, str], Score]  # (prompt index, generated text) -> its score
 

@@ -28,7 +28,7 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
-from llem.report.worker import Answer, ReportWorker
+from llem.report.worker import ReportWorker, WorkerReply
 from llem.sweep.launch import in_process
 
 log = logging.getLogger(__name__)
@@ -98,8 +98,8 @@ class _WorkerError(Exception):
     """The worker's report failed; its message already names the error's type."""
 
 
-def _build_here(sweep_dir: Path, plots: bool) -> Answer:
+def _build_here(sweep_dir: Path, plots: bool) -> WorkerReply:
     from llem.report.build import build_report
 
     report = build_report([sweep_dir], plots=plots)
-    return Answer(text=report.text, out_dir=str(report.out_dir), files=len(report.files))
+    return WorkerReply(text=report.text, out_dir=str(report.out_dir), files=len(report.files))

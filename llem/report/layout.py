@@ -15,9 +15,6 @@ from typing import Any
 
 from llem.report.columns import Column
 
-#: the space rich leaves between two columns
-GAP = 2
-
 
 def rich_table(columns: Sequence[Column]) -> Any:
     """A rich Table: two spaces between columns, a dashed rule under the header, no edges."""

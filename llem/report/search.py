@@ -40,6 +40,7 @@ from pathlib import Path
 
 from llem.atomic import atomic_write
 from llem.errors import ConfigError
+from llem.figures.pareto import pareto_front
 from llem.report.load import Runs
 from llem.report.repeat_stats import Summary, summarise
 from llem.report.stats import UNCERTAINTY_SUFFIX
@@ -114,7 +115,7 @@ def _constraints(texts: Sequence[str]) -> tuple[Constraint, ...]:
 
 def prepare_search(record: SearchRecord, sweep_dir: Path, runs: Runs) -> SearchView:
     constraints = _constraints(record.constraints)
-    front = pareto_front(record.trials, record.direction, constraints[:1])
+    front = front_trials(record.trials, record.direction, constraints[:1])
     trials = tuple(
         Trial(record=t, run_dir=sweep_dir / t.dir, on_front=t.number in front)
         for t in record.trials
@@ -130,7 +131,7 @@ def prepare_search(record: SearchRecord, sweep_dir: Path, runs: Runs) -> SearchV
     )
 
 
-def pareto_front(
+def front_trials(
     trials: Sequence[TrialRecord], direction: str, first: Sequence[Constraint]
 ) -> set[int]:
     """The numbers of the feasible search trials that no other one beats on both the objective
@@ -146,12 +147,9 @@ def pareto_front(
             if value is None:
                 continue
             figure = value if first[0].op in ("<=", "<") else -value
-        points[t.number] = (sign * t.objective, figure)
-
-    def beaten(p: tuple[float, float]) -> bool:
-        return any(q[0] <= p[0] and q[1] <= p[1] and q != p for q in points.values())
-
-    return {n for n, p in points.items() if not beaten(p)}
+        points[t.number] = (-sign * t.objective, figure)  # pareto_front: a higher first
+    numbers = list(points)
+    return {numbers[i] for i in pareto_front(list(points.values()))}
 
 
 def _bounds(runs: Runs, dirs: Sequence[Path], key: str) -> list[object]:

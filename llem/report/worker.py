@@ -45,7 +45,7 @@ _WARM = (
 
 
 @dataclass(frozen=True)
-class Answer:
+class WorkerReply:
     """What the worker built: the printed text, where and how many files; or why it could not."""
 
     text: str = ""
@@ -100,7 +100,7 @@ class ReportWorker:
         self._ready = seen.decode().strip() == READY
         return self._ready
 
-    def build(self, sweep_dir: Path, plots: bool) -> Answer | None:
+    def build(self, sweep_dir: Path, plots: bool) -> WorkerReply | None:
         """The worker's answer for ``sweep_dir``; None when the worker is gone or said nothing."""
         job = json.dumps({"sweep_dir": str(sweep_dir), "plots": plots})
         try:
@@ -111,7 +111,7 @@ class ReportWorker:
         lines = out.strip().splitlines()
         if self._proc.returncode != 0 or not lines:
             return None
-        return Answer(**json.loads(lines[-1]))
+        return WorkerReply(**json.loads(lines[-1]))
 
     def close(self) -> None:
         """End a worker that was given no job (its input closes; it exits without building)."""
@@ -127,14 +127,14 @@ class ReportWorker:
             self._proc.communicate(timeout=30)
 
 
-def _answer(job: dict[str, Any]) -> Answer:
+def _answer(job: dict[str, Any]) -> WorkerReply:
     from llem.report.build import build_report
 
     try:
         report = build_report([Path(job["sweep_dir"])], plots=bool(job.get("plots", True)))
     except Exception as exc:
-        return Answer(error_type=type(exc).__name__, error=str(exc))
-    return Answer(text=report.text, out_dir=str(report.out_dir), files=len(report.files))
+        return WorkerReply(error_type=type(exc).__name__, error=str(exc))
+    return WorkerReply(text=report.text, out_dir=str(report.out_dir), files=len(report.files))
 
 
 def main(stdin: IO[str] = sys.stdin, stdout: IO[str] = sys.stdout) -> int:

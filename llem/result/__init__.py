@@ -9,7 +9,7 @@ from llem.result.boundary import Boundary
 from llem.result.figure import Figure
 from llem.result.generations import GENERATIONS_FILE, write_generations
 from llem.result.migrate import SCHEMA_VERSION, ResultFormatError, migrate
-from llem.result.model import RESULT_FILE, STATUSES, RunResult, write_record
+from llem.result.model import RESULT_FILE, STATUSES, RunResult, write_unmeasured
 from llem.result.quality import Quality
 from llem.result.requests import REQUESTS_FILE, RequestRecord, read_requests, write_requests
 from llem.result.sections import (
@@ -82,5 +82,5 @@ __all__ = [
     "utc_now",
     "write_generations",
     "write_requests",
-    "write_record",
+    "write_unmeasured",
 ]

@@ -184,7 +184,7 @@ class RunResult:
         return read_figure(getattr(self, section), section, name, self.null_reasons)
 
 
-def write_record(
+def write_unmeasured(
     run_dir: Path | str,
     *,
     status: str,
@@ -192,12 +192,18 @@ def write_record(
     config_hash: str | None,
     overrides: list[str],
     sweep: SweepPosition | None = None,
+    slurm_job_id: str | None = None,
+    node: str | None = None,
+    replace: bool = True,
 ) -> Path:
-    """A result for a run that never measured anything (skipped, failed before or outside it)."""
+    """A result for a run that never measured anything (skipped, failed before or outside it;
+    a SLURM job's id and node where one ran it); with ``replace=False`` FileExistsError when one
+    exists (``RunResult.write``)."""
     record = RunResult(
         status=status, error=error, config_hash=config_hash, overrides=list(overrides), sweep=sweep
     )
-    return record.write(run_dir)
+    record.lifecycle.slurm_job_id, record.lifecycle.node = slurm_job_id, node
+    return record.write(run_dir, replace=replace)
 
 
 # --------------------------------------------------------------------------- (de)serialisation

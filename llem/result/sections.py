@@ -86,14 +86,6 @@ class Workload:
 
 
 @dataclass
-class Latency:
-    generate_s: float | None = None
-    ttft_ms: Percentiles = field(default_factory=Percentiles)
-    itl_ms: Percentiles = field(default_factory=Percentiles)
-    request_latency_s: Percentiles = field(default_factory=Percentiles)
-
-
-@dataclass
 class Throughput:
     output_tokens_per_s: float | None = None  # over the measured window, as J per token is
     requests_per_s: float | None = None

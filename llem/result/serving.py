@@ -21,19 +21,23 @@ from llem.result.figure import (
     figure_specs,
     interval_figure,
 )
-from llem.result.sections import Latency as _WindowLatency
 from llem.result.sections import Percentiles
 
 
 @dataclass
-class Latency(_WindowLatency):
-    """Every request's latency. ``ttft_ms``, ``itl_ms``, ``tpot_ms``, ``e2e_ms`` and
-    ``request_latency_s`` follow vLLM's ``bench serve`` (from each request's send; one ITL per
-    streamed chunk); ``ttft_origin`` says what the send was (``llem.figures.timelines``:
-    actual send | batch start | all prompts at once). llem's own figures have their own names:
-    ``itl_per_token_ms`` (a chunk's gap spread over its tokens) and ``ttft_from_schedule_ms`` /
-    ``e2e_from_schedule_ms`` (from the scheduled send, pacing lateness included)."""
+class Latency:
+    """Every request's latency, and the seconds inside generate() (``generate_s``). ``ttft_ms``,
+    ``itl_ms``, ``tpot_ms``, ``e2e_ms`` and ``request_latency_s`` follow vLLM's ``bench serve``
+    (from each request's send; one ITL per streamed chunk); ``ttft_origin`` says what the send
+    was (``llem.figures.timelines``: actual send | batch start | all prompts at once). llem's own
+    figures have their own names: ``itl_per_token_ms`` (a chunk's gap spread over its tokens)
+    and ``ttft_from_schedule_ms`` / ``e2e_from_schedule_ms`` (from the scheduled send, pacing
+    lateness included)."""
 
+    generate_s: float | None = None
+    ttft_ms: Percentiles = field(default_factory=Percentiles)
+    itl_ms: Percentiles = field(default_factory=Percentiles)
+    request_latency_s: Percentiles = field(default_factory=Percentiles)
     ttft_origin: str | None = None  # actual send | batch start | all prompts at once
     tpot_ms: Percentiles = field(default_factory=Percentiles)
     e2e_ms: Percentiles = field(default_factory=Percentiles)

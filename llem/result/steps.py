@@ -33,7 +33,7 @@ from pathlib import Path
 
 from llem.atomic import atomic_write_csv
 from llem.result.migrate import ResultFormatError
-from llem.vocabulary import StepShare
+from llem.vocabulary.workload import StepShare
 
 STEPS_FILE = "steps.csv"
 _COLUMNS = (

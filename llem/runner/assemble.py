@@ -9,15 +9,15 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from llem.config.pytorch import CacheImplementation
 from llem.config.schema import ExperimentConfig
-from llem.config.validate import plain
+from llem.config.validate import json_ready
 from llem.devices.gpu import on_gpu
 from llem.figures.compute import compute_figures
 from llem.measure import Measurement, MeasurementSession
+from llem.measure.energy_section import Counts
 from llem.result import (
     Compute,
     Figure,
@@ -27,7 +27,8 @@ from llem.result import (
     quantization_label,
 )
 from llem.runner.prepare import Prepared
-from llem.vocabulary import BatchOutput, LoadedModel, ModelShape
+from llem.vocabulary.model import LoadedModel, ModelShape
+from llem.vocabulary.workload import BatchOutput
 
 NO_PREFIX_CACHE = "this engine has no prefix cache (it computes every prompt token)"
 
@@ -48,7 +49,7 @@ def new_result(
         config_hash=prepared.config_hash,
         overrides=list(overrides or []),
         started_at=started_at,
-        config=plain(exp),
+        config=json_ready(exp),
         model=exp.model.name_or_path,
         backend=exp.backend,
         device=device,
@@ -75,23 +76,6 @@ def new_result(
     return result
 
 
-@dataclass(frozen=True)
-class Counts:
-    """Real tokens and requests over the measured batches (no padding, nothing past EOS)."""
-
-    input_tokens: int
-    output_tokens: int
-    requests: int
-
-    @classmethod
-    def of(cls, outputs: Sequence[BatchOutput]) -> Counts:
-        return cls(
-            input_tokens=sum(sum(b.input_tokens) for b in outputs),
-            output_tokens=sum(sum(b.output_tokens) for b in outputs),
-            requests=sum(len(b.output_tokens) for b in outputs),
-        )
-
-
 def fill_workload(
     result: RunResult,
     outputs: Sequence[BatchOutput],
@@ -99,8 +83,13 @@ def fill_workload(
     n_prompts: int,
     batch_size: int | None,
 ) -> Counts:
-    """Workload counts and the generate-only rate; returns the counts."""
-    counts = Counts.of(outputs)
+    """Workload counts (real tokens and requests: no padding, nothing past EOS) and the
+    generate-only rate; returns the counts."""
+    counts = Counts(
+        output_tokens=sum(sum(b.output_tokens) for b in outputs),
+        input_tokens=sum(sum(b.input_tokens) for b in outputs),
+        requests=sum(len(b.output_tokens) for b in outputs),
+    )
     out_tokens = counts.output_tokens
     generate_s = sum(b.end_s - b.start_s for b in outputs)
     w = result.workload

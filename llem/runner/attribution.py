@@ -35,7 +35,7 @@ from llem.result import (
 )
 from llem.result.figure import with_figures
 from llem.runner.lag import Lag, estimate_lag, shifted, with_lag_spread
-from llem.vocabulary import EngineStep
+from llem.vocabulary.workload import EngineStep
 
 UNRESOLVED = "not resolvable at this sampling rate and window"
 NO_STEPS = "the engine exposes no per-step record, so energy cannot be attributed to its steps"

@@ -16,8 +16,8 @@ from llem.devices.bmc import FREEIPMI, BmcError, IpmitoolReader, dcmi_reader
 from llem.devices.redfish import RedfishReader
 from llem.errors import PreflightError
 from llem.figures.footprint import (
-    Counts,
     Layer,
+    WorkDone,
     capacity_cost_figures,
     carbon_figures,
     chassis_model,
@@ -254,9 +254,9 @@ def _intensity_fields(intensity: Intensity | None) -> dict[str, Any]:
     }
 
 
-def _counts(result: RunResult) -> Counts:
+def _counts(result: RunResult) -> WorkDone:
     q = result.quality
-    return Counts(
+    return WorkDone(
         result.workload.output_tokens or 0,
         result.workload.requests or 0,
         None if q is None else q.n_correct,
@@ -265,7 +265,11 @@ def _counts(result: RunResult) -> Counts:
 
 
 def _capacity(
-    per_gpu_h: float | None, per_node_h: float | None, gpus: int, window_s: float | None, n: Counts
+    per_gpu_h: float | None,
+    per_node_h: float | None,
+    gpus: int,
+    window_s: float | None,
+    n: WorkDone,
 ) -> dict[str, Figure]:
     names = capacity_cost_figures(0.0, n)
     if per_gpu_h is None and per_node_h is None:

@@ -27,7 +27,7 @@ from llem.figures.attribution import Attribution, Part, RequestEnergy
 from llem.figures.bins import BIN_RESOLUTIONS, group
 from llem.figures.step_shares import Span, interval_rows, spans
 from llem.measure.span_energy import SpanEnergies
-from llem.vocabulary import EngineStep
+from llem.vocabulary.workload import EngineStep
 
 GRID_S = 0.025
 CANDIDATES_S = tuple(GRID_S * k for k in range(13))  # 0 to 300 ms

@@ -33,7 +33,7 @@ from llem.measure import MeasurementSession
 from llem.runner.footprint import footprint_preflight
 from llem.runner.gpu_settings import gpu_preflight_problems
 from llem.runner.prompts import check_dataset
-from llem.vocabulary import Backend
+from llem.vocabulary.engine import Backend
 
 log = logging.getLogger(__name__)
 

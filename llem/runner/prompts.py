@@ -45,7 +45,7 @@ from llem.quality import arithmetic
 from llem.quality.lm_eval_task import lm_eval_problems
 from llem.quality.scorers import reference_problem
 from llem.quality.task import Task
-from llem.vocabulary import Prompt
+from llem.vocabulary.workload import Prompt
 
 BUILTIN_RESOURCE = "prompts.jsonl"  # in llem/data/
 

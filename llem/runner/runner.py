@@ -6,7 +6,6 @@ A ``Runner`` holds what outlives one run inside a process: the loaded model kept
 
 from __future__ import annotations
 
-import gc
 import logging
 import time
 from dataclasses import dataclass
@@ -42,7 +41,7 @@ from llem.runner.assemble import (
 from llem.runner.environment import EnvironmentCache, write_environment
 from llem.runner.footprint import fill_footprint, wall_reader
 from llem.runner.gpu_settings import GpuSettings, requested_settings
-from llem.runner.load_times import record_load
+from llem.runner.kept_model import KeptModel
 from llem.runner.preflight import preflight
 from llem.runner.prepare import Prepared, prepare
 from llem.runner.progress import BatchProgress
@@ -60,7 +59,9 @@ from llem.runner.serving import (
 from llem.runner.tasks import load_task
 from llem.runner.threads import settle_threads
 from llem.runner.weights import fill_weights
-from llem.vocabulary import Backend, BatchOutput, LoadedModel, ServeOutput
+from llem.vocabulary.engine import Backend
+from llem.vocabulary.model import LoadedModel
+from llem.vocabulary.workload import BatchOutput, ServeOutput
 
 log = logging.getLogger("llem.run")
 
@@ -92,7 +93,7 @@ class Runner:
     def __init__(self, live_display: bool = False) -> None:
         self.live_display = live_display
         self.idle_cache = IdleCache()
-        self._kept: tuple[Backend[Any], LoadedModel] | None = None
+        self._model = KeptModel()  # the model kept for the next run (reuse_model)
         self._environment: EnvironmentCache = EnvironmentCache()
         self._gpus = RunGpus()  # the GPU library of the run under way (closed at its end)
         restore_leftovers()  # GPU settings a killed llem left behind (llem.measure.gpu_record)
@@ -140,10 +141,7 @@ class Runner:
 
     def close(self) -> None:
         """Free a model kept for reuse."""
-        if self._kept is not None:
-            backend, loaded = self._kept
-            self._kept = None
-            backend.unload(loaded)
+        self._model.close()
 
     # ------------------------------------------------------------------ one run
     def _measure(
@@ -204,7 +202,7 @@ class Runner:
                 gpu.fill(result)
             finally:
                 session.close()
-                self._release(backend, loaded, keep)
+                self._model.release(backend, loaded, keep)
 
     def _session(
         self,
@@ -310,26 +308,12 @@ class Runner:
         progress.done()
         return _Measured(outputs, passes, 0)
 
-    # ------------------------------------------------------------- model reuse
     def _acquire(
         self, backend: Backend[Any], device: str, reuse: bool, result: RunResult
     ) -> LoadedModel:
-        """The model for this run: the kept one when its load key matches (and reuse is on),
-        else a fresh load. A kept model that does not match is freed first, so two models never
-        share the device."""
-        key = backend.load_key(device)
-        reused = False
-        if self._kept is not None and reuse and self._kept[1].load_key == key:
-            loaded, reused = self._kept[1], True
-        else:
-            self.close()
-            # What is alive now (imported modules, the config; the last model was collected by
-            # close) lives as long as the process: the collector stops scanning it, so its full
-            # passes during loading and generation no longer walk torch's and transformers'
-            # objects (0.4 s of a 4-point sweep on the tiny model; bench/sweep_floor.py).
-            gc.freeze()
-            loaded = backend.load(device)
-            record_load(key, loaded.load_s)  # for later sweep plans' estimates
+        """The model for this run (the kept one where it serves: ``KeptModel``), described in
+        the result's lifecycle."""
+        loaded, reused = self._model.acquire(backend, device, reuse)
         life = result.lifecycle
         result.dtype = loaded.dtype
         life.load_s = 0.0 if reused else round(loaded.load_s, 3)
@@ -338,17 +322,6 @@ class Runner:
         life.load_kwargs = loaded.load_kwargs
         loaded.fill_result(result)  # the engine's own section, if it has one (server)
         return loaded
-
-    def _release(self, backend: Backend[Any], loaded: LoadedModel | None, keep: bool) -> None:
-        """After a run: keep the model for the next run, or free it now."""
-        if loaded is None:
-            return
-        if keep and loaded.model is not None:
-            self._kept = (backend, loaded)
-            return
-        if self._kept is not None and self._kept[1] is loaded:
-            self._kept = None
-        backend.unload(loaded)
 
 
 def _no_sync() -> None:

@@ -32,10 +32,10 @@ from llem.result import RunResult, write_requests
 from llem.runner.attribution import fill_attribution
 from llem.runner.serving_sections import SectionInputs, fill_sections
 from llem.runner.steps import fill_engine_steps, window_steps
-from llem.vocabulary import (
-    Backend,
+from llem.vocabulary.engine import Backend
+from llem.vocabulary.model import LoadedModel
+from llem.vocabulary.workload import (
     BatchOutput,
-    LoadedModel,
     Prompt,
     RequestTimeline,
     ScheduledRequest,

@@ -21,8 +21,7 @@ from llem.figures.serving import (
     request_figures,
     tokens_between,
 )
-from llem.figures.steady_state import BATCH_RULE, OPEN_LOOP, SteadyRule, steady_state
-from llem.figures.steady_state import SteadyState as SteadyEdges
+from llem.figures.steady_state import BATCH_RULE, OPEN_LOOP, SteadyEdges, SteadyRule, steady_state
 from llem.measure.interval import interval_energy
 from llem.measure.meter import WindowResult
 from llem.measure.power_source import PowerSource
@@ -37,7 +36,7 @@ from llem.result import (
     Traffic,
 )
 from llem.result.figure import with_figures
-from llem.vocabulary import RequestTimeline
+from llem.vocabulary.workload import RequestTimeline
 
 NO_SLO = "no SLO set (slo.ttft_ms, slo.tpot_ms and slo.e2e_ms are null)"
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from llem.figures.engine_steps import steps_from_batches
 from llem.result import RunResult, StepRecord, write_steps
-from llem.vocabulary import BatchOutput, EngineStep, ServeOutput
+from llem.vocabulary.workload import BatchOutput, EngineStep, ServeOutput
 
 NO_STEPS_SERVED = "the engine exposes no per-step record"
 NO_STEP_IN_WINDOW = "no engine step ended inside the measured window"

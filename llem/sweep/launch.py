@@ -27,7 +27,7 @@ from llem.atomic import atomic_write_text
 from llem.errors import first_line
 from llem.hydra.compose.points import PointComposer
 from llem.hydra.overrides import without_key
-from llem.result import RESULT_FILE, ErrorInfo, RunResult
+from llem.result import RESULT_FILE, ErrorInfo, RunResult, write_unmeasured
 from llem.sweep.outcomes import JobOutcome
 from llem.sweep.plan import Plan, Point
 from llem.sweep.plan_file import read_position
@@ -145,7 +145,7 @@ def outcome(point: Point, status: str, error: str | None = None) -> JobOutcome:
     )
 
 
-def write_record(
+def write_point_record(
     sweep_dir: Path,
     point: Point,
     status: str,
@@ -154,21 +154,23 @@ def write_record(
     node: str | None = None,
     replace: bool = True,
 ) -> None:
-    """A result.json written for the sweeper (skipped, or a job that left none); with
-    ``replace=False`` FileExistsError when one exists (``RunResult.write``)."""
+    """A point's result.json written for the sweeper (skipped, or a job that left none), with
+    its overrides.yaml where Hydra wrote none (``llem.result.write_unmeasured``)."""
     point_dir = sweep_dir / str(point.index)
     overrides_file = point_dir / ".hydra" / "overrides.yaml"
     if not overrides_file.exists():
         atomic_write_text(overrides_file, "".join(f"- {json.dumps(o)}\n" for o in point.overrides))
-    record = RunResult(
+    write_unmeasured(
+        point_dir,
         status=status,
         error=error,
         config_hash=point.config_hash,
         overrides=list(point.overrides),
         sweep=read_position(sweep_dir, point.index),
+        slurm_job_id=slurm_job_id,
+        node=node,
+        replace=replace,
     )
-    record.lifecycle.slurm_job_id, record.lifecycle.node = slurm_job_id, node
-    record.write(point_dir, replace=replace)
 
 
 def _job_value(ret: Any) -> tuple[Any, BaseException | None]:
@@ -214,7 +216,7 @@ def _record_lost(point: Point, point_dir: Path, before: tuple | None, lost: Lost
     error = _lost_error(lost)
     replace = before is not None  # an older result.json (planning normally moved it aside)
     try:
-        write_record(
+        write_point_record(
             point_dir.parent, point, "failed", error, lost.slurm_job_id, lost.node, replace
         )
     except FileExistsError:
@@ -262,12 +264,12 @@ def collect(
         first_line(cause) if cause else "the job returned without writing a result",
         hint,
     )
-    write_record(point_dir.parent, point, "failed", error)
+    write_point_record(point_dir.parent, point, "failed", error)
     return "failed", f"{error.type}: {error.message}"
 
 
 @dataclass
-class Launch:
+class SweepLaunch:
     """Everything one sweep's batches share; ``batch`` launches one and records its outcomes."""
 
     hydra_context: Any

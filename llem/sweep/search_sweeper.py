@@ -34,7 +34,7 @@ from llem.errors import ConfigError, interrupted_by
 from llem.hydra.compose.studies import check_study, record_study
 from llem.result import ErrorInfo, RunResult
 from llem.runner.preflight import cuda_available
-from llem.sweep.launch import Launch, in_process, outcome, runs_here, write_record
+from llem.sweep.launch import SweepLaunch, in_process, outcome, runs_here, write_point_record
 from llem.sweep.lock import SweepLock
 from llem.sweep.plan import Plan, Point, short_label
 from llem.sweep.plan_file import write_plan
@@ -271,7 +271,7 @@ class SearchSweeper(GridSweeper):
         planner: Planner,
         search: Search,
         plan: Plan,
-        launch: Launch,
+        launch: SweepLaunch,
         sweep_dir: Path,
         reuse: bool,
         size: int,
@@ -319,11 +319,11 @@ class SearchSweeper(GridSweeper):
         return batch
 
     def _skipped(
-        self, search: Search, proposal: Proposal, point: Point, sweep_dir: Path, launch: Launch
+        self, search: Search, proposal: Proposal, point: Point, sweep_dir: Path, launch: SweepLaunch
     ) -> None:
         reason = point.reason or "invalid combination"
         hint = "this combination is invalid; the search went on"
-        write_record(sweep_dir, point, "skipped", ErrorInfo("ConfigError", reason, hint))
+        write_point_record(sweep_dir, point, "skipped", ErrorInfo("ConfigError", reason, hint))
         verdict = judge(search.spec, {}, lambda key: f"skipped: {reason}")
         search.tell(proposal, str(point.index), verdict, status="skipped")
         launch.outcomes.append(outcome(point, "skipped", reason))

@@ -46,7 +46,14 @@ from llem.result import ErrorInfo
 from llem.runner.load_times import this_host_load_times
 from llem.runner.preflight import cuda_available
 from llem.sweep import display
-from llem.sweep.launch import Launch, batch_size, in_process, outcome, runs_here, write_record
+from llem.sweep.launch import (
+    SweepLaunch,
+    batch_size,
+    in_process,
+    outcome,
+    runs_here,
+    write_point_record,
+)
 from llem.sweep.lock import SweepLock
 from llem.sweep.outcomes import JobOutcome, SweepListener, listener_of
 from llem.sweep.plan import Plan
@@ -208,7 +215,7 @@ class GridSweeper(Sweeper):
         for p in plan.skipped:
             reason = p.reason or "invalid combination"
             hint = "this combination is invalid; the rest of the sweep ran"
-            write_record(sweep_dir, p, "skipped", ErrorInfo("ConfigError", reason, hint))
+            write_point_record(sweep_dir, p, "skipped", ErrorInfo("ConfigError", reason, hint))
         log.info(plan.short(reuse))
         for p in plan.skipped:
             log.info("  skipped #%d [%s]: %s", p.index, p.label, p.reason)
@@ -252,11 +259,11 @@ class GridSweeper(Sweeper):
         outcomes: list[JobOutcome],
         local: bool,
         reuse_model: bool,
-    ) -> Launch:
+    ) -> SweepLaunch:
         """How ``plan``'s points reach the launcher; a launcher that runs each point in its own
         process cannot reuse a model, so its jobs are told not to."""
         assert self.config is not None
-        return Launch(
+        return SweepLaunch(
             hydra_context=self.hydra_context,
             task_function=self.task_function,
             config=self.config,

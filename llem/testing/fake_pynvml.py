@@ -10,7 +10,6 @@ optional failure after N calls. Install with ``monkeypatch.setitem(sys.modules, 
 from __future__ import annotations
 
 import math
-import random
 import threading
 import time
 import types
@@ -101,31 +100,6 @@ class Ramp(Waveform):
         pts = sorted({a, b, min(max(self.t0, a), b), min(max(self.t1, a), b)})
         pairs = zip(pts, pts[1:], strict=False)
         return sum((self.power(x) + self.power(y)) / 2 * (y - x) for x, y in pairs)
-
-
-@dataclass
-class Noisy(Waveform):
-    """A base waveform plus bounded noise that changes every ``step_s`` (deterministic)."""
-
-    base: Waveform
-    amplitude_w: float
-    step_s: float = 0.01
-    seed: int = 0
-
-    def _noise(self, k: int) -> float:
-        return random.Random(self.seed * 1_000_003 + k).uniform(-1, 1) * self.amplitude_w
-
-    def power(self, t: float) -> float:
-        return self.base.power(t) + self._noise(math.floor(t / self.step_s))
-
-    def energy(self, a: float, b: float) -> float:
-        total = self.base.energy(a, b)
-        k = math.floor(a / self.step_s)
-        while k * self.step_s < b:
-            lo, hi = max(a, k * self.step_s), min(b, (k + 1) * self.step_s)
-            total += self._noise(k) * (hi - lo)
-            k += 1
-        return total
 
 
 # ---------------------------------------------------------------- devices

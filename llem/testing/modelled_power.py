@@ -34,7 +34,7 @@ from llem.testing.fake_pynvml import FakeGpu, Waveform
 from llem.testing.truth.sensor import Sensed
 from llem.testing.virtual_window import measure_window
 from llem.testing.virtual_window import shifted as moved
-from llem.vocabulary import EngineStep, StepShare
+from llem.vocabulary.workload import EngineStep, StepShare
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from llem.measure import devices as measure_devices
 from llem.measure.idle import IdleCache
 from llem.testing.clocks import SteppingClock
 from llem.testing.fake_pynvml import FakeGpu, FakeNvml
-from llem.vocabulary import EngineStep
+from llem.vocabulary.workload import EngineStep
 
 
 def measure_window(

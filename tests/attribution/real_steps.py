@@ -35,7 +35,7 @@ from llem.testing.modelled_power import (
     measure_modelled,
     window_spans,
 )
-from llem.vocabulary import EngineStep
+from llem.vocabulary.workload import EngineStep
 
 # a small GPU's costs: 4 mJ per prefill token, 50 mJ per decode token, 120 W static, 60 W idle
 MODEL = PlantedModel(a_j=0.004, b_j=0.05, static_w=120.0, idle_w=60.0)

@@ -7,7 +7,7 @@ import pytest
 
 from llem.figures.attribution import TOKEN_SPLIT, attribute, spans
 from llem.figures.energy_fit import StepRow, fit_steps
-from llem.vocabulary import EngineStep, StepShare
+from llem.vocabulary.workload import EngineStep, StepShare
 
 A, B, P = 0.004, 0.05, 120.0  # J/prefill token, J/decode token, W
 

@@ -17,7 +17,7 @@ from llem.figures.attribution import (
 )
 from llem.figures.bins import Bins
 from llem.figures.energy_fit import Coefficient, Fit
-from llem.vocabulary import EngineStep, StepShare
+from llem.vocabulary.workload import EngineStep, StepShare
 
 A, B, P, P_GAP = 0.004, 0.05, 120.0, 40.0
 

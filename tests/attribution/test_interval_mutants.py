@@ -23,7 +23,7 @@ from llem.figures.interval import (
 )
 from llem.figures.share_weights import Sharing
 from llem.figures.step_shares import Span
-from llem.vocabulary import EngineStep, StepShare
+from llem.vocabulary.workload import EngineStep, StepShare
 
 
 def test_the_constants_are_the_documented_ones() -> None:

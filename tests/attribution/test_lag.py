@@ -14,7 +14,7 @@ from llem.runner.attribution import attribute_window
 from llem.runner.lag import estimate_lag, lag_range, shifted
 from llem.testing.truth.harness import POWER_LIMIT_W
 from llem.testing.truth.variants import Variant
-from llem.vocabulary import EngineStep
+from llem.vocabulary.workload import EngineStep
 
 
 @pytest.mark.parametrize("planted_s", [0.0, 0.15])

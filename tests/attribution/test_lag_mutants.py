@@ -10,7 +10,7 @@ import pytest
 
 from llem.figures.attribution import Part, RequestEnergy, attribute, spans
 from llem.runner.lag import CANDIDATES_S, GRID_S, _vertex, lag_range, shifted, with_lag_spread
-from llem.vocabulary import EngineStep, StepShare
+from llem.vocabulary.workload import EngineStep, StepShare
 
 
 def test_the_grid_is_0_to_300_ms_by_25_ms() -> None:

@@ -26,7 +26,7 @@ from llem.config.schema import EnergySource
 from llem.figures.attribution import Attribution, attribute, spans
 from llem.figures.bins import Bins, group
 from llem.runner.attribution import attribute_window
-from llem.vocabulary import EngineStep, StepShare
+from llem.vocabulary.workload import EngineStep, StepShare
 from tests.measure.conftest import make_cfg
 
 A, B, P, P_GAP = 0.004, 0.05, 120.0, 60.0  # J/prefill token, J/decode token, W in steps, W between

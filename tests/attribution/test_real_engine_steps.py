@@ -37,7 +37,7 @@ from llem.result import RunResult, read_requests
 from llem.runner.attribution import fill_attribution
 from llem.testing.cli import run_tiny
 from llem.testing.modelled_power import ModelledPower, measure_modelled
-from llem.vocabulary import EngineStep
+from llem.vocabulary.workload import EngineStep
 
 # Every test reads the real engine runs of the module fixture (about 5 s to make).
 pytestmark = pytest.mark.slow

@@ -10,7 +10,7 @@ import pytest
 from llem.result import RequestRecord, RunResult, SteadyState, read_requests, write_requests
 from llem.runner.attribution import NO_STEPS, fill_attribution
 from llem.testing.modelled_power import PlantedModel, measure_modelled, simulate
-from llem.vocabulary import ServeOutput
+from llem.vocabulary.workload import ServeOutput
 
 MODEL = PlantedModel(a_j=0.004, b_j=0.05, static_w=120.0, idle_w=60.0)
 

@@ -21,7 +21,7 @@ from llem.figures.step_shares import (
     spans,
     step_pace,
 )
-from llem.vocabulary import EngineStep, StepShare
+from llem.vocabulary.workload import EngineStep, StepShare
 
 
 def weights_of(

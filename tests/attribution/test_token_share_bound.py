@@ -6,7 +6,7 @@ with another's decode token is split by tokens, and the planted truth (a 4 mJ pr
 from __future__ import annotations
 
 from llem.figures.attribution import TOKEN_SPLIT, attribute, spans
-from llem.vocabulary import EngineStep, StepShare
+from llem.vocabulary.workload import EngineStep, StepShare
 
 A, B, P_STATIC, D = 0.004, 0.05, 120.0, 0.01
 

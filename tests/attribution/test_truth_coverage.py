@@ -17,7 +17,7 @@ from llem.figures.attribution import Attribution
 from llem.result import RunResult, SteadyState
 from llem.runner.attribution import UNRESOLVED, fill_attribution
 from llem.testing.truth.harness import POWER_LIMIT_W
-from llem.vocabulary import EngineStep, StepShare
+from llem.vocabulary.workload import EngineStep, StepShare
 
 CASES = [
     (schedule, seed, hz)

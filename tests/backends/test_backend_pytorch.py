@@ -20,7 +20,7 @@ from llem.config.schema import (
     Dtype,
     ExperimentConfig,
 )
-from llem.vocabulary import Prompt
+from llem.vocabulary.workload import Prompt
 
 
 def _exp(path: str = "unused") -> ExperimentConfig:

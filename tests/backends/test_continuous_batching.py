@@ -8,13 +8,12 @@ import dataclasses
 import pytest
 
 from llem.backends import sections
-from llem.backends.pytorch import PyTorchBackend
-from llem.backends.pytorch import continuous as cb
+from llem.backends.pytorch import PyTorchBackend, cb_manager, cb_steps
 from llem.config.pytorch import Batching, PyTorchConfig
 from llem.config.schema import ExperimentConfig
 from llem.config.validate import continuous_batching_problems
 from llem.errors import ConfigError
-from llem.vocabulary import Prompt, ScheduledRequest
+from llem.vocabulary.workload import Prompt, ScheduledRequest
 
 MAX_NEW = 6
 TEXTS = [
@@ -94,7 +93,7 @@ def _assert_streams(out, n: int) -> None:
         assert t.input_tokens > 0 and 1 <= t.output_tokens <= MAX_NEW
     assert out.end_s == max(t.finish_s for t in out.requests)
     # the manager's steps: every request's output tokens, inside the workload, one at a time
-    assert out.steps is not None and out.step_clock == cb.CLOCK
+    assert out.steps is not None and out.step_clock == cb_steps.CLOCK
     made = {t.request_id: 0 for t in out.requests}
     for s in out.steps:
         for x in s.shares or ():
@@ -215,10 +214,10 @@ def test_greedy_and_sampling_settings_reach_the_managers_generation_config(tiny_
     backend = _backend(exp)
     loaded = backend.load("cpu")
     exp.decoder.temperature = 0.5  # greedy: dropped, as generate() drops it
-    gen = cb.generation_config(backend.sections, loaded.model)
+    gen = cb_manager.generation_config(backend.sections, loaded.model)
     assert gen.do_sample is False and gen.max_new_tokens == MAX_NEW and gen.temperature != 0.5
     exp.decoder.do_sample, exp.decoder.top_p = True, 0.9
-    gen = cb.generation_config(backend.sections, loaded.model)
+    gen = cb_manager.generation_config(backend.sections, loaded.model)
     assert gen.do_sample is True and (gen.temperature, gen.top_p) == (0.5, 0.9)
 
 
@@ -226,7 +225,7 @@ _NEVER_UNLOADS = """
 import dataclasses, sys
 from llem.backends import sections
 from llem.backends.pytorch import PyTorchBackend
-from llem.vocabulary import Prompt
+from llem.vocabulary.workload import Prompt
 from llem.config.schema import ExperimentConfig
 exp = ExperimentConfig()
 exp.model.name_or_path = sys.argv[1]
@@ -257,8 +256,8 @@ def test_a_process_that_never_unloads_still_exits(tiny_model_dir):
 def test_a_manager_of_one_request_at_a_time_is_warned_about():
     # pytorch.batch_size defaults to 1: on an H100 a poisson run at 40 req/s queued behind it
     def size(batch: int) -> dict[str, int]:
-        return cb.sizing(sections(_exp("unused", batch_size=batch), "pytorch"), [12, 30])
+        return cb_manager.sizing(sections(_exp("unused", batch_size=batch), "pytorch"), [12, 30])
 
-    one = cb.one_at_a_time(size(1))
+    one = cb_manager.one_at_a_time(size(1))
     assert one is not None and one.startswith("pytorch.batch_size=1: continuous batching holds")
-    assert cb.one_at_a_time(size(16)) is None
+    assert cb_manager.one_at_a_time(size(16)) is None

@@ -18,7 +18,7 @@ from llem.config.model import ModelConfig, Weights
 from llem.config.schema import DecoderConfig, ExperimentConfig
 from llem.config.validate import cross_field_problems
 from llem.testing.cli import output, run_llem
-from llem.vocabulary import Prompt
+from llem.vocabulary.workload import Prompt
 
 # Parameters of the published checkpoints (their model cards), tied embeddings counted once.
 PUBLISHED_PARAMETERS = {

@@ -18,7 +18,7 @@ from llem.backends.pytorch import PyTorchBackend
 from llem.backends.stops import batch_stops, cut_chunks, prompt_stops, stop_index
 from llem.config.pytorch import Batching
 from llem.config.schema import ExperimentConfig
-from llem.vocabulary import Prompt, ScheduledRequest
+from llem.vocabulary.workload import Prompt, ScheduledRequest
 
 MAX_NEW = 16
 TEXTS = ["Question: What is 1 + 1?\nAnswer:", "The quick brown fox jumps over the lazy dog."]

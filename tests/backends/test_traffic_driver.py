@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from llem.backends.traffic.driver import _thread_sleep, drive
-from llem.vocabulary import Prompt, RequestTimeline, ScheduledRequest
+from llem.vocabulary.workload import Prompt, RequestTimeline, ScheduledRequest
 
 
 class _VirtualSelector(selectors.SelectSelector):

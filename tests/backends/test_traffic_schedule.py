@@ -9,7 +9,7 @@ import pytest
 
 from llem.backends.traffic.schedule import build_schedule
 from llem.config.traffic import TrafficConfig, TrafficKind
-from llem.vocabulary import Prompt
+from llem.vocabulary.workload import Prompt
 
 PROMPTS = [Prompt(text=f"prompt {i}") for i in range(5)]
 N = 4000

@@ -8,7 +8,8 @@ from llem.backends.shape import is_moe, kv_layout, model_shape
 from llem.config.schema import CacheImplementation
 from llem.figures.compute import compute_figures, decode_bytes
 from llem.testing.tinymodel import tiny_llama
-from llem.vocabulary import BatchOutput, KvLayout, ModelShape
+from llem.vocabulary.model import KvLayout, ModelShape
+from llem.vocabulary.workload import BatchOutput
 
 LLAMA2_7B_PARAMS = 6_738_415_616
 

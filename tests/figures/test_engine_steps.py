@@ -16,7 +16,7 @@ from llem.figures.engine_steps import STATIC_CLOCK, static_steps, steps_from_bat
 from llem.result import Concurrency, RunResult, read_requests, read_steps
 from llem.runner.steps import fill_engine_steps, running_mean, window_steps
 from llem.testing.cli import run_tiny
-from llem.vocabulary import BatchOutput, EngineStep, ServeOutput, StepShare
+from llem.vocabulary.workload import BatchOutput, EngineStep, ServeOutput, StepShare
 
 BASE = ("measurement.warmup=0", "decoder.max_new_tokens=5", "dataset.n_prompts=4")
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from llem.figures.latency import LatencySamples, decode_time_and_steps, percentiles
-from llem.vocabulary import BatchOutput
+from llem.vocabulary.workload import BatchOutput
 
 
 def _batch(outputs, steps, tokens=None, start=0.0):

@@ -12,7 +12,7 @@ import pytest
 from llem.figures.serving import latency_figures, pacing_lateness_ms, request_figures
 from llem.figures.timelines import ALL_AT_ONCE, BATCH_START, batches_ttft_origin
 from llem.result import RunResult, migrate
-from llem.vocabulary import BatchOutput, RequestTimeline
+from llem.vocabulary.workload import BatchOutput, RequestTimeline
 
 
 def _timeline(sent: float, times: list[float], tokens: list[int], scheduled: float | None):

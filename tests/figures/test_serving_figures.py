@@ -19,7 +19,7 @@ from llem.figures.serving import (
 )
 from llem.figures.steady_state import STATIC_REASON, SteadyRule, below, steady_state
 from llem.figures.timelines import timelines_from_batches
-from llem.vocabulary import BatchOutput, RequestTimeline
+from llem.vocabulary.workload import BatchOutput, RequestTimeline
 
 
 def tl(

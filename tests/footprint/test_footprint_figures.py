@@ -12,8 +12,8 @@ from llem.config.footprint import CarbonConfig
 from llem.config.schema import ExperimentConfig
 from llem.errors import PreflightError
 from llem.figures.footprint import (
-    Counts,
     Layer,
+    WorkDone,
     carbon_figures,
     chassis_model,
     energy_cost_figures,
@@ -28,7 +28,7 @@ from llem.runner.grid_intensity import country_intensity, resolve
 
 def test_carbon_per_unit_from_a_planted_energy():
     # 7.2 MJ = 2 kWh at 400 g/kWh: 800 g; 1,000 tokens, 50 requests, 20 correct
-    got = carbon_figures(Figure(7.2e6, 3.6e5), 400.0, Counts(1000, 50, 20))
+    got = carbon_figures(Figure(7.2e6, 3.6e5), 400.0, WorkDone(1000, 50, 20))
     assert got["carbon_g"].value == pytest.approx(800.0)
     assert got["carbon_g"].bound == pytest.approx(40.0)  # 0.1 kWh x 400
     assert got["g_per_output_token"].value == pytest.approx(0.8)
@@ -40,14 +40,14 @@ def test_carbon_per_unit_from_a_planted_energy():
 
 def test_energy_cost_per_million_tokens_from_a_planted_energy():
     # 2 kWh at 0.15 USD/kWh = 0.30 USD over 1,000 tokens: 300 USD per million
-    got = energy_cost_figures(Figure(7.2e6), 0.15, Counts(1000, 50, None, "not scored"))
+    got = energy_cost_figures(Figure(7.2e6), 0.15, WorkDone(1000, 50, None, "not scored"))
     assert got["energy_cost_usd"].value == pytest.approx(0.30)
     assert got["energy_usd_per_million_output_tokens"].value == pytest.approx(300.0)
     assert got["energy_usd_per_correct_answer"].null_reason == "not scored"
 
 
 def test_a_null_energy_gives_null_carbon_with_its_reason():
-    got = carbon_figures(Figure.null("no GPU here"), 400.0, Counts(1000, 50, None))
+    got = carbon_figures(Figure.null("no GPU here"), 400.0, WorkDone(1000, 50, None))
     assert {f.null_reason for f in got.values()} >= {"no GPU here"}
     assert all(f.value is None for f in got.values())
 

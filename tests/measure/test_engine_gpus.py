@@ -10,7 +10,7 @@ import pytest
 
 from llem.measure.engine_gpus import judge_engine_gpus
 from llem.result import Figure, RunResult
-from llem.vocabulary import EngineGpus, LoadedModel
+from llem.vocabulary.model import EngineGpus, LoadedModel
 
 TOY = EngineGpus(["GPU-a", "GPU-c"], cover="give the toy all of them", who="the toy engine")
 

@@ -7,7 +7,7 @@ import pytest
 
 from llem.quality.scorers import Score, exact
 from llem.quality.task import Task
-from llem.vocabulary import Prompt
+from llem.vocabulary.workload import Prompt
 
 
 def _task() -> Task:

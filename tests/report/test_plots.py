@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 from report import report_synth as synth
 
+from llem.figures.pareto import pareto_front
 from llem.report.load import load_runs
 from llem.report.plots import (
     JTOK,
@@ -16,7 +17,6 @@ from llem.report.plots import (
     invalid_points,
     knob_figure,
     pareto_figure,
-    pareto_front,
     prepare_all,
     prepare_knob,
     prepare_pareto,

@@ -18,7 +18,7 @@ from llem.result import (
     ResultFormatError,
     RunResult,
     SweepPosition,
-    write_record,
+    write_unmeasured,
 )
 from llem.result.figure import figure_specs
 
@@ -70,7 +70,7 @@ def test_unknown_keys_and_newer_schemas_are_refused_by_name() -> None:
 
 
 def test_a_record_for_a_point_that_never_measured_has_every_section(tmp_path: Path) -> None:
-    write_record(
+    write_unmeasured(
         tmp_path,
         status="skipped",
         error=ErrorInfo("ConfigError", "bad combination", None),

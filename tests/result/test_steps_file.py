@@ -9,7 +9,7 @@ import pytest
 
 from llem.result import StepRecord, read_steps, write_steps
 from llem.result.migrate import ResultFormatError
-from llem.vocabulary import StepShare
+from llem.vocabulary.workload import StepShare
 
 
 def test_steps_csv_round_trips_every_field(tmp_path: Path) -> None:

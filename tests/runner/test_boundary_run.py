@@ -21,7 +21,8 @@ from llem.result import RunResult
 from llem.runner import Runner
 from llem.testing.cli import compose_tiny, output, run_llem
 from llem.testing.planted_rapl import MAX_UJ, ScriptedCounters, plant_zone
-from llem.vocabulary import BatchOutput, LoadedModel, Prompt
+from llem.vocabulary.model import LoadedModel
+from llem.vocabulary.workload import BatchOutput, Prompt
 
 POWER_W = 150.0  # the replayed GPU trace
 # planted counters (uJ): at the window's start, at its end

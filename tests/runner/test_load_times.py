@@ -13,7 +13,7 @@ import pytest
 from llem.runner import Runner, load_times
 from llem.runner.load_times import load_times_path, record_load, this_host_load_times
 from llem.testing.cli import compose_tiny
-from llem.vocabulary import LoadedModel
+from llem.vocabulary.model import LoadedModel
 
 LOG = "llem.runner.load_times"
 

@@ -8,7 +8,7 @@ import dataclasses
 from llem.result import Figure, RunResult
 from llem.runner.assemble import fill_memory
 from llem.runner.runner import _model_cuda_devices
-from llem.vocabulary import LoadedModel
+from llem.vocabulary.model import LoadedModel
 
 # What this process's allocator reads while vLLM's engine holds the GPU: about nothing.
 THIS_PROCESS = {

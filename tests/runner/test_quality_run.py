@@ -21,9 +21,9 @@ from llem.quality.interval import over_items
 from llem.result import RunResult, read_requests
 from llem.runner import Runner
 from llem.testing.cli import compose_tiny
-from llem.vocabulary import (
+from llem.vocabulary.model import LoadedModel
+from llem.vocabulary.workload import (
     BatchOutput,
-    LoadedModel,
     Prompt,
     RequestTimeline,
     ScheduledRequest,

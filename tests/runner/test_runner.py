@@ -9,7 +9,7 @@ import pytest
 
 from llem.runner import Runner
 from llem.testing.cli import compose_tiny
-from llem.vocabulary import LoadedModel
+from llem.vocabulary.model import LoadedModel
 
 
 def _cfg(tiny_model_dir: Path, *overrides: str):  # type: ignore[no-untyped-def]

@@ -29,9 +29,9 @@ from llem.figures.steady_state import STATIC_REASON
 from llem.result import read_requests, read_steps
 from llem.runner import Runner
 from llem.testing.cli import compose_tiny
-from llem.vocabulary import (
+from llem.vocabulary.model import LoadedModel
+from llem.vocabulary.workload import (
     EngineStep,
-    LoadedModel,
     Prompt,
     RequestTimeline,
     ScheduledRequest,

@@ -21,7 +21,9 @@ from llem.config.schema import ExperimentConfig
 from llem.config.validate import config_hash, to_experiment
 from llem.runner import Runner
 from llem.testing.cli import compose_tiny
-from llem.vocabulary import BackendSections, BatchOutput, LoadedModel, Prompt
+from llem.vocabulary.engine import BackendSections
+from llem.vocabulary.model import LoadedModel
+from llem.vocabulary.workload import BatchOutput, Prompt
 
 pytestmark = pytest.mark.slow  # loads the tiny tokenizer and measures a window
 

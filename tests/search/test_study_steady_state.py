@@ -29,7 +29,7 @@ from llem.backends.traffic.schedule import build_schedule
 from llem.config.traffic import TrafficConfig, edge_requests, is_open_loop, request_count
 from llem.hydra.overrides import parse_grid
 from llem.sweep.search_space import Choices, make_space
-from llem.vocabulary import Prompt
+from llem.vocabulary.workload import Prompt
 
 SHIPPED = sorted(p.name[:-5] for p in resources.files("llem.conf").joinpath("experiment").iterdir())
 SEEDS = 10  # the study's traffic seed and the next 9: a confirmation's fresh seed among them

@@ -11,7 +11,7 @@ import pytest
 from llem.app.entrypoint import main
 from llem.backends.traffic.schedule import build_schedule
 from llem.config.traffic import TrafficConfig, TrafficKind, request_count
-from llem.vocabulary import Prompt
+from llem.vocabulary.workload import Prompt
 
 PROMPTS = [Prompt(text="x")] * 4
 

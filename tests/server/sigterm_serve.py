@@ -14,7 +14,7 @@ from pathlib import Path
 
 from llem.backends.server.client import ClientConfig
 from llem.backends.server.watch import serve_watched
-from llem.vocabulary import Prompt, ScheduledRequest
+from llem.vocabulary.workload import Prompt, ScheduledRequest
 from tests.server.fake_openai import MODEL, Plan
 from tests.server.fake_thread import fake_in_thread
 

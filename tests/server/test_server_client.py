@@ -22,7 +22,7 @@ from llem.backends.server.client import (
     serve_async,
 )
 from llem.errors import RunError
-from llem.vocabulary import Prompt, ScheduledRequest
+from llem.vocabulary.workload import Prompt, ScheduledRequest
 from server.fake_openai import MODEL, Plan, fake_server
 
 

@@ -14,7 +14,7 @@ from llem.config.decoder import DecoderConfig
 from llem.config.model import Dtype, ModelConfig
 from llem.config.server import ServerConfig
 from llem.errors import RunError
-from llem.vocabulary import BackendSections
+from llem.vocabulary.engine import BackendSections
 
 
 def test_sglang_builds_its_command_with_metrics_on() -> None:

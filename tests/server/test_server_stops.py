@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from llem.backends.server.client import ClientConfig, HttpTimeline, request_body, serve_async
-from llem.vocabulary import Prompt, ScheduledRequest
+from llem.vocabulary.workload import Prompt, ScheduledRequest
 from server.fake_openai import MODEL, Plan, fake_server
 
 # five tokens; the third completes "Q:" (its text is "Q:x"), so a request stops after three

@@ -24,7 +24,7 @@ from llem.config.server import Launch, ServerConfig, sends_token_ids, streams
 from llem.errors import RunError
 from llem.figures.serving import Slo, request_figures, slo_met
 from llem.testing.cli import run_tiny
-from llem.vocabulary import Prompt, ScheduledRequest, ServeOutput
+from llem.vocabulary.workload import Prompt, ScheduledRequest, ServeOutput
 from tests.server.fake_openai import MODEL, Plan, fake_server
 from tests.server.fake_thread import fake_in_thread
 

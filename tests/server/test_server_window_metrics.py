@@ -20,7 +20,7 @@ from llem.backends.server.metrics import MetricsSample, ServerMetrics
 from llem.backends.server.view import FIGURES, UsageCounts, server_view
 from llem.result.server import read_server_metrics
 from llem.testing.cli import run_tiny
-from llem.vocabulary import Prompt, ScheduledRequest
+from llem.vocabulary.workload import Prompt, ScheduledRequest
 from tests.server.fake_openai import MODEL, LiveMetrics, Plan, fake_server
 from tests.server.fake_thread import fake_in_thread
 

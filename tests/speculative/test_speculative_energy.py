@@ -20,7 +20,8 @@ from llem.config.validate import to_experiment
 from llem.result import RunResult
 from llem.runner import Runner
 from llem.testing.cli import compose_tiny
-from llem.vocabulary import BatchOutput, LoadedModel, Prompt
+from llem.vocabulary.model import LoadedModel
+from llem.vocabulary.workload import BatchOutput, Prompt
 
 POWER_W = 150.0  # the replayed trace
 ACCEPTED = (4, 6)  # per request: the planted accepted draft tokens (10 in all)

@@ -14,7 +14,7 @@ from llem.backends import create_backend
 from llem.config.schema import ExperimentConfig, SpeculativeMethod
 from llem.result import RunResult
 from llem.testing.tinymodel import build_tiny_model
-from llem.vocabulary import Prompt
+from llem.vocabulary.workload import Prompt
 
 pytestmark = pytest.mark.slow  # each test loads the tiny model (and a draft) and generates: ~10 s
 

@@ -11,7 +11,7 @@ from llem.backends.server.client import ClientConfig
 from llem.backends.server.presets import launch_spec
 from llem.config.speculative import SpeculativeConfig, SpeculativeMethod
 from llem.result import RunResult
-from llem.vocabulary import Prompt, ScheduledRequest
+from llem.vocabulary.workload import Prompt, ScheduledRequest
 from tests.server.fake_openai import MODEL, LiveMetrics, Plan
 from tests.server.fake_thread import fake_in_thread
 from tests.speculative.test_speculative_config import _exp

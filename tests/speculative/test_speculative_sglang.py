@@ -14,7 +14,7 @@ from llem.config.engines import active_engine
 from llem.config.speculative import SpeculativeConfig, SpeculativeMethod
 from llem.result import RunResult
 from llem.runner.preflight import engine_preflight
-from llem.vocabulary import Prompt, ScheduledRequest
+from llem.vocabulary.workload import Prompt, ScheduledRequest
 from tests.server.fake_openai import MODEL, Plan
 from tests.server.fake_thread import fake_in_thread
 from tests.speculative.test_speculative_config import _exp

@@ -3,9 +3,9 @@ step sequences are what vLLM 0.32's scheduler does with a 512-token budget, writ
 
 from __future__ import annotations
 
-from llem.backends.vllm.chunks import StepRecord, place
+from llem.backends.vllm.chunks import SeenStep, place
 from llem.backends.vllm.steps import OfflineSteps
-from llem.vocabulary import StepShare
+from llem.vocabulary.workload import StepShare
 
 
 def chunked_run() -> OfflineSteps:
@@ -38,11 +38,11 @@ def test_a_preempted_requests_recompute_lands_where_it_was_recomputed() -> None:
     """Request 1 (prompt 300) decodes 2 tokens, is preempted while 0 decodes, and is recomputed
     (302 tokens: its prompt and its 2 outputs) in two steps before it speaks again."""
     recs = [
-        StepRecord(((0, 1), (1, 1)), 400, 0),  # both prefill (100 + 300), first tokens
-        StepRecord(((0, 1), (1, 1)), 0, 2),
-        StepRecord(((0, 1),), 0, 1),  # 1 preempted
-        StepRecord(((0, 1),), 0, 1 + 200),  # 200 of 1's recompute beside 0's decode
-        StepRecord(((0, 1), (1, 1)), 0, 1 + 102),  # the last 102, and 1 speaks again
+        SeenStep(((0, 1), (1, 1)), 400, 0),  # both prefill (100 + 300), first tokens
+        SeenStep(((0, 1), (1, 1)), 0, 2),
+        SeenStep(((0, 1),), 0, 1),  # 1 preempted
+        SeenStep(((0, 1),), 0, 1 + 200),  # 200 of 1's recompute beside 0's decode
+        SeenStep(((0, 1), (1, 1)), 0, 1 + 102),  # the last 102, and 1 speaks again
     ]
     placed = place(recs, {0: 100, 1: 300}, {0: 100, 1: 300})
     assert placed.unplaced is None
@@ -51,7 +51,7 @@ def test_a_preempted_requests_recompute_lands_where_it_was_recomputed() -> None:
 
 
 def test_without_the_schedulers_totals_the_prefill_is_spread_and_the_reason_given() -> None:
-    recs = [StepRecord(((0, 1),)), StepRecord(((0, 1),)), StepRecord(((0, 1), (1, 1)))]
+    recs = [SeenStep(((0, 1),)), SeenStep(((0, 1),)), SeenStep(((0, 1), (1, 1)))]
     placed = place(recs, {0: 10, 1: 7}, {0: 10, 1: 7}, {1: 1})
     assert placed.unplaced == "vLLM reported no per-step scheduled token totals"
     assert [s for s in placed.shares[1] if s.request_id == 1] == [StepShare(1, 4, 0)]
@@ -62,7 +62,7 @@ def test_without_the_schedulers_totals_the_prefill_is_spread_and_the_reason_give
 def test_totals_that_do_not_add_up_are_not_forced_onto_requests() -> None:
     """A step whose prompt tokens no pending request can take (e.g. a prefix-cache miss llem did
     not know of) falls back to the spread, with the step named."""
-    recs = [StepRecord(((0, 1),), 150, 0), StepRecord(((0, 1),), 0, 1)]
+    recs = [SeenStep(((0, 1),), 150, 0), SeenStep(((0, 1),), 0, 1)]
     placed = place(recs, {0: 100}, {0: 100})
     assert placed.unplaced is not None and "step 0" in placed.unplaced
     assert placed.shares[0] == (StepShare(0, 100, 1),)
@@ -107,10 +107,10 @@ def test_asynchronous_scheduling_counts_and_overshoots_are_taken_as_they_come() 
     first decode is scheduled before its first token is known, so the scheduler counts it as a
     prompt token; and a request that just finished may get one more token scheduled."""
     recs = [
-        StepRecord(((0, 1),), 100, 0),  # 0's prefill and first token
-        StepRecord(((0, 1), (1, 1)), 1 + 50, 0),  # 0's decode counted as prompt; 1's prefill
-        StepRecord(((1, 1),), 1, 1),  # 0 ended last step: one token overshoot; 1 decodes
-        StepRecord(((1, 1),), 0, 1),
+        SeenStep(((0, 1),), 100, 0),  # 0's prefill and first token
+        SeenStep(((0, 1), (1, 1)), 1 + 50, 0),  # 0's decode counted as prompt; 1's prefill
+        SeenStep(((1, 1),), 1, 1),  # 0 ended last step: one token overshoot; 1 decodes
+        SeenStep(((1, 1),), 0, 1),
     ]
     placed = place(recs, {0: 100, 1: 50}, {0: 100, 1: 50})
     assert placed.unplaced is None

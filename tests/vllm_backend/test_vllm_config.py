@@ -24,7 +24,7 @@ from llem.config.store import register_configs
 from llem.config.validate import to_experiment
 from llem.errors import ConfigError
 from llem.figures.latency import LatencySamples
-from llem.vocabulary import BatchOutput, Prompt
+from llem.vocabulary.workload import BatchOutput, Prompt
 
 
 def experiment(*overrides: str) -> ExperimentConfig:

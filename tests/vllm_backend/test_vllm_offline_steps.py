@@ -7,9 +7,9 @@ from __future__ import annotations
 from types import SimpleNamespace as NS
 from typing import Any
 
-from llem.backends.vllm.engine import _step_until_done
+from llem.backends.vllm.offline import _step_until_done
 from llem.backends.vllm.steps import OfflineSteps
-from llem.vocabulary import StepShare
+from llem.vocabulary.workload import StepShare
 
 
 class Processor:

@@ -9,7 +9,8 @@ from llem.backends import sections
 from llem.backends.vllm import build_engine_kwargs
 from llem.result import RunResult
 from llem.runner.assemble import fill_prefix_cache
-from llem.vocabulary import BatchOutput, LoadedModel
+from llem.vocabulary.model import LoadedModel
+from llem.vocabulary.workload import BatchOutput
 
 
 def test_prefix_caching_is_off_unless_the_user_turns_it_on() -> None:

@@ -24,14 +24,8 @@ from llem.backends.vllm import VLLMBackend
 from llem.backends.vllm.serve import EngineLoop
 from llem.backends.vllm.steps import LoggedStep, engine_step, with_shares
 from llem.errors import RunError
-from llem.vocabulary import (
-    EngineStep,
-    LoadedModel,
-    Prompt,
-    ScheduledRequest,
-    ServeOutput,
-    StepShare,
-)
+from llem.vocabulary.model import LoadedModel
+from llem.vocabulary.workload import EngineStep, Prompt, ScheduledRequest, ServeOutput, StepShare
 
 # One pytest-xdist worker runs the whole module: its engine (a module fixture) starts once.
 pytestmark = pytest.mark.xdist_group("vllm_serve")

@@ -13,7 +13,7 @@ from llem.backends import random_weights
 from llem.backends.batching import StepClock, left_pad
 from llem.backends.memory import free_memory
 from llem.backends.models import convert_gguf, resolve_name_or_path
-from llem.backends.pytorch import continuous, speculation
+from llem.backends.pytorch import cb_manager, continuous, speculation
 from llem.backends.pytorch.compile import (
     COMPILE_ACTIVE,
     COMPILE_PENDING,
@@ -29,7 +29,6 @@ from llem.backends.pytorch.kwargs import (
     build_load_kwargs,
     is_oom,
     oom_error,
-    shown,
 )
 from llem.backends.pytorch.placement import placed_indices
 from llem.backends.pytorch.stops import count_to_stops, generate_stop_kwargs, stop_criterion
@@ -39,7 +38,8 @@ from llem.backends.tokens import token_lists
 from llem.config.measurement import MeasurementConfig
 from llem.config.pytorch import PyTorchConfig
 from llem.errors import RunError, first_line
-from llem.vocabulary import BatchOutput, LoadedModel, Prompt, ScheduledRequest, ServeOutput
+from llem.vocabulary.model import LoadedModel, shown
+from llem.vocabulary.workload import BatchOutput, Prompt, ScheduledRequest, ServeOutput
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +98,7 @@ class PyTorchBackend:
             "draft": speculation.draft_key(self.sections.speculative),
         }
         if self.sections.serving:  # the model runs under a continuous-batching manager
-            key["batching"] = continuous.CONTINUOUS
+            key["batching"] = cb_manager.CONTINUOUS
         return json.dumps(key, sort_keys=True, default=str)
 
     # ------------------------------------------------------------------ loading
@@ -107,7 +107,7 @@ class PyTorchBackend:
         import transformers
 
         if self.sections.serving:
-            continuous.check(self.sections)
+            cb_manager.check(self.sections)
         transformers.utils.logging.disable_progress_bar()
         if self.config.num_threads:  # the runner has set it already (llem.runner.threads)
             torch.set_num_threads(self.config.num_threads)
@@ -125,7 +125,7 @@ class PyTorchBackend:
         tokenizer.padding_side = "left"
         if tokenizer.pad_token_id is None:
             tokenizer.pad_token = tokenizer.eos_token
-        model_class = continuous.ServingModel if self.sections.serving else TorchModel
+        model_class = cb_manager.ServingModel if self.sections.serving else TorchModel
         loaded = model_class(
             model=model,
             tokenizer=tokenizer,
@@ -306,7 +306,7 @@ class PyTorchBackend:
         return gen, clock, beams
 
     def unload(self, loaded: LoadedModel | None) -> None:
-        continuous.stop(loaded)
+        cb_manager.stop(loaded)
         if loaded is not None:
             loaded.model = None
             loaded.tokenizer = None

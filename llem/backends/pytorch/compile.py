@@ -28,7 +28,7 @@ from typing import Any
 from llem.backends.pytorch.speculation import Speculation
 from llem.config.pytorch import PyTorchConfig
 from llem.errors import RunError, first_line
-from llem.vocabulary import LoadedModel
+from llem.vocabulary.model import LoadedModel
 
 log = logging.getLogger(__name__)
 

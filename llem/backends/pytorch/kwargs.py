@@ -15,7 +15,7 @@ from llem.config.model import Dtype
 from llem.config.pytorch import PyTorchConfig
 from llem.config.schema import ExperimentConfig
 from llem.errors import OutOfMemory, first_line
-from llem.vocabulary import BackendSections
+from llem.vocabulary.engine import BackendSections
 
 SAMPLING_KNOBS = ("temperature", "top_k", "top_p", "min_p")
 
@@ -107,14 +107,6 @@ def build_generate_kwargs(settings: Sections | ExperimentConfig) -> dict[str, An
     if d.do_sample:
         knobs.update({k: getattr(d, k) for k in SAMPLING_KNOBS})
     return {k: v for k, v in knobs.items() if v is not None}
-
-
-def shown(kwargs: dict[str, Any]) -> dict[str, Any]:
-    """JSON-ready view of load kwargs (objects such as a BitsAndBytesConfig become their repr)."""
-    return {
-        k: (v if isinstance(v, (str, int, float, bool, dict, list)) or v is None else repr(v))
-        for k, v in kwargs.items()
-    }
 
 
 def is_oom(exc: BaseException) -> bool:

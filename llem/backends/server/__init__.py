@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from llem.backends.server.backend import Sections, ServerBackend, ServerModel
 from llem.config.server import ServerConfig
-from llem.vocabulary import Backend
+from llem.vocabulary.engine import Backend
 
 __all__ = ["ServerBackend", "ServerModel", "create_backend"]
 

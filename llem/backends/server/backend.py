@@ -37,14 +37,9 @@ from llem.backends.server.watch import serve_watched
 from llem.config.measurement import MeasurementConfig
 from llem.config.server import Endpoint, Launch, ServerConfig, sends_token_ids, streams
 from llem.errors import RunError
-from llem.vocabulary import (
-    BackendSections,
-    BatchOutput,
-    LoadedModel,
-    Prompt,
-    ScheduledRequest,
-    ServeOutput,
-)
+from llem.vocabulary.engine import BackendSections
+from llem.vocabulary.model import LoadedModel
+from llem.vocabulary.workload import BatchOutput, Prompt, ScheduledRequest, ServeOutput
 
 log = logging.getLogger(__name__)
 

@@ -39,9 +39,10 @@ from typing import Any
 
 from llem.backends.server import loop
 from llem.backends.server.answer import Answer, chunk_counts, count
+from llem.backends.server.served import model_ids
 from llem.backends.traffic.driver import drive
 from llem.errors import RunError
-from llem.vocabulary import Prompt, RequestTimeline, ScheduledRequest, ServeOutput
+from llem.vocabulary.workload import Prompt, RequestTimeline, ScheduledRequest, ServeOutput
 
 BODY_CHARS = 200  # of a failed answer's body, in its error line
 WHOLE_ANSWERS = (
@@ -226,7 +227,7 @@ class HttpClient:
     async def _bad_status(self, response: Any) -> None:
         text = (await response.text(errors="replace"))[:BODY_CHARS]
         if response.status == 404 or self.config.model in text:
-            served = await served_models(self.session, self.config.base_url, self.headers)
+            served = await _listed_models(self.session, self.config.base_url, self.headers)
             if self.config.model not in served:
                 self._fail(
                     f"model {self.config.model!r} is not served by {self.config.base_url} "
@@ -314,7 +315,7 @@ async def _within(work: Coroutine[Any, Any, None], seconds: float) -> None:
         await asyncio.wait_for(work, seconds)
 
 
-async def served_models(session: Any, base_url: str, headers: Mapping[str, str]) -> list[str]:
+async def _listed_models(session: Any, base_url: str, headers: Mapping[str, str]) -> list[str]:
     """The model ids ``GET /v1/models`` lists ([] where it answers nothing usable)."""
     import aiohttp
 
@@ -323,8 +324,7 @@ async def served_models(session: Any, base_url: str, headers: Mapping[str, str])
             answer = await r.json(content_type=None) if r.status == 200 else {}
     except (aiohttp.ClientError, asyncio.TimeoutError, ValueError):
         return []
-    data = answer.get("data") if isinstance(answer, dict) else None
-    return [m["id"] for m in data or [] if isinstance(m, dict) and isinstance(m.get("id"), str)]
+    return model_ids(answer)
 
 
 async def serve_async(

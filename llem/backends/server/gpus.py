@@ -19,7 +19,7 @@ from llem.backends.server.processes import process_name
 from llem.devices.gpu import GpuOpener, GpuUnavailable
 from llem.measure.family import is_own
 from llem.result import RunResult
-from llem.vocabulary import EngineGpus
+from llem.vocabulary.model import EngineGpus
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from llem.config.speculative import SpeculativeConfig, SpeculativeMethod
 from llem.devices.gpus import open_gpus
 from llem.result import RunResult, ServerSection
 from llem.result.server import write_server_metrics
-from llem.vocabulary import EngineGpus, LoadedModel, WorkloadProcesses
+from llem.vocabulary.model import EngineGpus, LoadedModel, WorkloadProcesses
 
 log = logging.getLogger(__name__)
 

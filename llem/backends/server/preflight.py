@@ -25,7 +25,7 @@ from llem.backends.server.served import (
 )
 from llem.config.server import Launch, ServerConfig
 from llem.errors import RunError
-from llem.vocabulary import BackendSections
+from llem.vocabulary.engine import BackendSections
 
 #: each preset's Python package (started as ``python -m ...``) and how to install it, as
 #: docs/engines.md gives it ({venv}: this interpreter's environment, ``sys.prefix``)

@@ -32,7 +32,7 @@ from llem.backends.server.launch import LaunchSpec
 from llem.backends.vllm.kwargs import CPU_MEMORY_UTILIZATION
 from llem.config.server import ServerConfig
 from llem.errors import RunError
-from llem.vocabulary import BackendSections
+from llem.vocabulary.engine import BackendSections
 
 #: the point's key each preset parameter comes from (named in a refusal)
 PARAMETER_KEYS = {

@@ -26,7 +26,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from llem.measure.family import is_own
-from llem.vocabulary import WorkloadProcesses
+from llem.vocabulary.model import WorkloadProcesses
 
 PROC = Path("/proc")
 LISTEN = "0A"  # TCP_LISTEN in /proc/net/tcp's st column

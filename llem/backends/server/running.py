@@ -31,7 +31,7 @@ from llem.devices.gpu import GpuOpener
 from llem.devices.gpus import open_gpus
 from llem.measure.family import is_own
 from llem.result import RunResult
-from llem.vocabulary import EngineGpus
+from llem.vocabulary.model import EngineGpus
 
 CHECK = "server_processes"
 #: the energy modes that read no GPU of this host

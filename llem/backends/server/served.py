@@ -15,7 +15,7 @@ import urllib.request
 
 from llem.config.server import ServerConfig
 from llem.errors import RunError
-from llem.vocabulary import BackendSections
+from llem.vocabulary.engine import BackendSections
 
 #: seconds pre-flight waits on a running server's /v1/models: to connect, then for each read
 #: (urllib's socket timeout); a refused connection is refused at once
@@ -45,6 +45,11 @@ def served_models(base_url: str, key: str | None, timeout_s: float = LOAD_TIMEOU
         if isinstance(reason, TimeoutError):  # to connect, or while reading
             reason = f"no answer within {timeout_s:g} s"
         raise RunError(f"cannot connect to the server at {url} ({reason})") from e
+    return model_ids(answer)
+
+
+def model_ids(answer: object) -> list[str]:
+    """The model ids a ``GET /v1/models`` answer lists ([] where it lists none)."""
     data = answer.get("data") if isinstance(answer, dict) else None
     return [m["id"] for m in data or [] if isinstance(m, dict) and isinstance(m.get("id"), str)]
 

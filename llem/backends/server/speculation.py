@@ -25,7 +25,7 @@ from llem.config.server import Launch, ServerConfig
 from llem.config.speculative import SpeculativeConfig, SpeculativeMethod
 from llem.result import SpeculativeSection
 from llem.result.speculative import fill_ratios
-from llem.vocabulary import BackendSections
+from llem.vocabulary.engine import BackendSections
 
 SERVER_MECHANISM = "a launched vLLM server's --speculative-config, counted from its /metrics"
 NOT_PER_REQUEST = "the server's /metrics counts speculation over all requests, not per request"

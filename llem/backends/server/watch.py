@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from llem.backends.server import loop
 from llem.backends.server.client import ClientConfig, serve_async
 from llem.backends.server.metrics import MetricsScraper, ServerMetrics
-from llem.vocabulary import ScheduledRequest, ServeOutput
+from llem.vocabulary.workload import ScheduledRequest, ServeOutput
 
 #: how often the server's /metrics is read during the window (milliseconds)
 POLL_MS = 100.0

@@ -39,7 +39,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-from llem.vocabulary import RequestTimeline, ScheduledRequest
+from llem.vocabulary.workload import RequestTimeline, ScheduledRequest
 
 #: submit(request, arrival_s) -> the request's timeline, once it has finished
 Submit = Callable[[ScheduledRequest, float], Awaitable[RequestTimeline]]

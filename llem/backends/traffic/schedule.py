@@ -27,10 +27,7 @@ import random
 from collections.abc import Iterator, Sequence
 
 from llem.config.traffic import TrafficConfig, TrafficKind, request_count
-from llem.vocabulary import Prompt, ScheduledRequest
-
-#: What drew the send times, for the record.
-GENERATOR = "random.Random(traffic.seed)"
+from llem.vocabulary.workload import Prompt, ScheduledRequest
 
 
 def build_schedule(traffic: TrafficConfig, prompts: Sequence[Prompt]) -> list[ScheduledRequest]:

@@ -1,7 +1,8 @@
 """The vLLM backend, configured by the ``vllm:`` section (``llem.config.vllm``).
 
 ``kwargs`` builds the engine and sampling arguments, ``preflight`` checks what can be checked
-before an engine starts, ``shape`` describes the checkpoint, ``engine`` drives the engine.
+before an engine starts, ``shape`` describes the checkpoint, ``engine`` drives the engine:
+``offline`` steps ``vllm.LLM`` through a batch, ``serve`` hands ``AsyncLLM`` a workload.
 Nothing here imports vllm, torch or transformers at module level: pre-flight and configuration
 errors stay fast, and vLLM's spawned engine process can import llem safely.
 """
@@ -18,7 +19,7 @@ from llem.backends.vllm.kwargs import (
 )
 from llem.backends.vllm.preflight import preflight_problems
 from llem.config.vllm import VLLMConfig
-from llem.vocabulary import Backend
+from llem.vocabulary.engine import Backend
 
 __all__ = [
     "CPU_MEMORY_UTILIZATION",

@@ -28,7 +28,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from llem.vocabulary import StepShare
+from llem.vocabulary.workload import StepShare
 
 #: How ``Placement.shares`` were built when every check held.
 PLACED = (
@@ -38,7 +38,7 @@ PLACED = (
 
 
 @dataclass(frozen=True)
-class StepRecord:
+class SeenStep:
     """One engine step as llem's process saw it: the tokens each request got from it, and the
     scheduler's totals where vLLM reported them (None: not reported)."""
 
@@ -70,7 +70,7 @@ class _Mismatch(Exception):
 
 
 def place(
-    records: Sequence[StepRecord],
+    records: Sequence[SeenStep],
     prefill: Mapping[int, int],
     prompt: Mapping[int, int],
     arrival_step: Mapping[int, int] | None = None,
@@ -90,7 +90,7 @@ def place(
 
 
 def _rebuild(
-    records: Sequence[StepRecord], prefill: Mapping[int, int], prompt: Mapping[int, int]
+    records: Sequence[SeenStep], prefill: Mapping[int, int], prompt: Mapping[int, int]
 ) -> list[tuple[StepShare, ...]]:
     last = {rid: k for k, rec in enumerate(records) for rid, _ in rec.made}
     ended = Counter(last.values())  # requests whose last output came in each step
@@ -154,7 +154,7 @@ def _fill(left: dict[int, int], budget: int) -> tuple[dict[int, int], int]:
 
 
 def _spread(
-    records: Sequence[StepRecord], prefill: Mapping[int, int], arrival: Mapping[int, int]
+    records: Sequence[SeenStep], prefill: Mapping[int, int], arrival: Mapping[int, int]
 ) -> list[tuple[StepShare, ...]]:
     """Each request's prefill spread evenly (whole tokens, remainder first) over the steps
     from its arrival step to the step of its first output; its outputs where they came."""

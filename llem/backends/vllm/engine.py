@@ -4,10 +4,8 @@ A serving run (``BackendSections.serving``) gets an ``AsyncLLM`` instead, built 
 engine arguments, and ``serve`` hands it requests as they arrive (``llem.backends.vllm.serve``).
 
 The engine schedules the requests itself (continuous batching, up to ``vllm.max_num_seqs`` at a
-time), as it does when deployed. llem steps the engine (``LLMEngine.step``) with
-``RequestOutputKind.DELTA`` outputs and timestamps each request's tokens as they reach this
-process, so TTFT, ITL and request latency are per request (vLLM 0.32 fills
-``RequestOutput.metrics`` only with stats logging on, which llem leaves off).
+time), as it does when deployed; how llem steps it and times each request's tokens is
+``llem.backends.vllm.offline``.
 
 Prompts are tokenized by llem with the model's own tokenizer, exactly as the pytorch backend does,
 and handed over as token ids, so both backends see the same input tokens.
@@ -25,7 +23,6 @@ from typing import Any
 
 from llem.backends import random_weights
 from llem.backends.memory import free_memory
-from llem.backends.tokens import token_lists
 from llem.backends.vllm.core_process import engine_process_note
 from llem.backends.vllm.ipc import use_own_ipc_directory
 from llem.backends.vllm.kwargs import (
@@ -36,8 +33,8 @@ from llem.backends.vllm.kwargs import (
     checkpoint_source,
     model_label,
     quiet_vllm_logs,
-    request_sampling_kwargs,
 )
+from llem.backends.vllm.offline import generate_offline, offline_kwargs
 from llem.backends.vllm.serve import (
     AsyncEngine,
     serve_requests,
@@ -45,39 +42,14 @@ from llem.backends.vllm.serve import (
     start_async_engine,
 )
 from llem.backends.vllm.shape import engine_shape
-from llem.backends.vllm.speculation import (
-    VLLMSpeculation,
-    count_requests,
-    count_step,
-    fill_speculative,
-    for_run,
-)
-from llem.backends.vllm.steps import (
-    OfflineSteps,
-    offline_clock,
-    scheduled_tokens,
-    watch_scheduler_stats,
-)
+from llem.backends.vllm.speculation import VLLMSpeculation, fill_speculative, for_run
 from llem.config.measurement import MeasurementConfig
 from llem.config.vllm import VLLMConfig
 from llem.errors import RunError, first_line
-from llem.vocabulary import BatchOutput, LoadedModel, Prompt, ScheduledRequest, ServeOutput
+from llem.vocabulary.model import LoadedModel, shown
+from llem.vocabulary.workload import BatchOutput, Prompt, ScheduledRequest, ServeOutput
 
 log = logging.getLogger(__name__)
-
-#: Engine arguments the offline engine sets unless the user did (``vllm.engine_kwargs``): the
-#: engine core's per-step statistics with the scheduler's iteration details, so that each step's
-#: scheduled prompt tokens place prefill chunks (``llem.backends.vllm.chunks``). vLLM's default
-#: stat loggers stay silent (they log at INFO; llem keeps vLLM at WARNING).
-OFFLINE_DEFAULTS: dict[str, Any] = {
-    "disable_log_stats": False,
-    "enable_logging_iteration_details": True,
-}
-
-
-def offline_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
-    """The engine arguments with the offline engine's defaults under them."""
-    return {**OFFLINE_DEFAULTS, **kwargs}
 
 
 @dataclass
@@ -153,14 +125,9 @@ class VLLMBackend:
             device=device,
             dtype=str(config.model_config.dtype).replace("torch.", ""),
             load_kwargs={
-                **{
-                    k: v
-                    if isinstance(v, (str, int, float, bool, dict, list)) or v is None
-                    else repr(v)
-                    for k, v in (
-                        serving_kwargs(kwargs) if self.sections.serving else offline_kwargs(kwargs)
-                    ).items()
-                },
+                **shown(
+                    serving_kwargs(kwargs) if self.sections.serving else offline_kwargs(kwargs)
+                ),
                 **random_weights.described(self.sections.model),
                 "llem_sampling_seed": SAMPLING_SEED.format(seed=kwargs["seed"]),
             },
@@ -189,13 +156,13 @@ class VLLMBackend:
                 return start_async_engine(kwargs), tokenizer
             return LLM(**offline_kwargs(kwargs)), tokenizer
         except Exception as exc:
-            shown = ", ".join(
+            args = ", ".join(
                 f"{k}={v}" for k, v in kwargs.items() if k not in ("model", "tokenizer")
             )
             raise RunError(
                 f"could not start the vLLM engine for model.name_or_path="
                 f"{self.sections.model.name_or_path}: {type(exc).__name__}: {first_line(exc)}",
-                hint="see llem.log for vLLM's own messages; engine arguments: " + shown,
+                hint="see llem.log for vLLM's own messages; engine arguments: " + args,
             ) from exc
 
     def warm_up(
@@ -239,62 +206,22 @@ class VLLMBackend:
         )
 
     def generate(self, loaded: LoadedModel, prompts: Sequence[Prompt]) -> BatchOutput:
-        from vllm import SamplingParams
-        from vllm.sampling_params import RequestOutputKind
-
+        """Every prompt at once through the offline engine (``llem.backends.vllm.offline``)."""
         if isinstance(loaded.model, AsyncEngine):
             raise RunError(
                 "vLLM generate needs the offline engine, but this engine was loaded for serving",
                 hint="serve the workload (Backend.serve), or load with serving off",
             )
-        engine = loaded.model.llm_engine
-        tokens = token_lists(loaded.tokenizer, prompts)
-        params = [  # each with its prompt's stop strings
-            SamplingParams(
-                **request_sampling_kwargs(self.sections, p), output_kind=RequestOutputKind.DELTA
-            )
-            for p in prompts
-        ]
-        try:
-            inputs = engine.renderer.render_cmpl([{"prompt_token_ids": t} for t in tokens])
-        except Exception as exc:  # e.g. a prompt longer than the engine's max_model_len
-            limit = loaded.max_model_len if isinstance(loaded, EngineModel) else None
-            raise RunError(
-                f"vLLM rejected the prompts: {first_line(exc)}",
-                hint=f"the engine's max_model_len is {limit}; raise "
-                "vllm.max_model_len or use shorter prompts (dataset.*)",
-            ) from exc
         self._calls += 1
-        ids = [f"llem-{self._calls}-{i}" for i in range(len(tokens))]
-        start = time.perf_counter()
-        log = OfflineSteps(start)
-        try:
-            for rid, engine_input, request_params in zip(ids, inputs, params, strict=True):
-                engine.add_request(rid, engine_input, request_params)
-            counted = loaded.speculation if isinstance(loaded, EngineModel) else None
-            run = _step_until_done(engine, ids, log, self.sections.save_outputs, counted)
-        except Exception as exc:
-            engine.abort_request(ids)
-            raise RunError(
-                f"vLLM generation failed: {type(exc).__name__}: {first_line(exc)}"
-            ) from exc
-        end = time.perf_counter()
-        steps, placement = log.engine_steps(_prefill(tokens, run.cached), [len(t) for t in tokens])
-        return BatchOutput(
-            start_s=start,
-            end_s=end,
-            input_tokens=[len(t) for t in tokens],
-            output_tokens=[sum(c) for c in run.counts],
-            step_times_s=run.steps,
-            step_tokens=[1] * len(run.steps),
-            request_step_times_s=run.times,
-            request_step_tokens=run.counts,
-            cached_input_tokens=run.cached,
-            texts=run.texts,
-            steps=steps,
-            step_clock=f"{offline_clock()}; {placement.note}",
-            shares_estimated=placement.unplaced and placement.note,
-            finish_reasons=run.reasons,
+        own = loaded if isinstance(loaded, EngineModel) else None
+        return generate_offline(
+            loaded.model,
+            loaded.tokenizer,
+            prompts,
+            self.sections,
+            f"llem-{self._calls}",
+            max_model_len=None if own is None else own.max_model_len,
+            speculation=None if own is None else own.speculation,
         )
 
     def unload(self, loaded: LoadedModel | None) -> None:
@@ -312,78 +239,3 @@ class VLLMBackend:
                 log.warning("vLLM engine shutdown: %s", first_line(exc))
             del llm
         free_memory()
-
-
-def _prefill(tokens: list[list[int]], cached: list[int] | None) -> list[int]:
-    """Prompt tokens each request computed: its prompt less its prefix-cache hits."""
-    hits = cached if cached is not None else [0] * len(tokens)
-    return [len(t) - c for t, c in zip(tokens, hits, strict=True)]
-
-
-@dataclass
-class _Stepped:
-    """What stepping the engine to the end gave: per request its token arrival times and
-    counts, its prefix-cache hits (None if any was not reported) and its text (None unless
-    asked for); the times of the steps that produced any token."""
-
-    times: list[list[float]]
-    counts: list[list[int]]
-    steps: list[float]
-    cached: list[int] | None
-    texts: list[str] | None
-    reasons: list[str | None]  # vLLM's finish_reason ("stop": EOS or a stop string; "length")
-
-
-def _step_until_done(
-    engine: Any,
-    ids: list[str],
-    log: OfflineSteps,
-    keep_text: bool = False,
-    speculation: VLLMSpeculation | None = None,
-) -> _Stepped:
-    """Step the engine until every request is done (``RequestOutput.num_cached_tokens`` gives
-    the prefix-cache hits). Each step's tokens per request and the scheduler's totals (where the
-    engine reports them) go to ``log``; its speculative counters to ``speculation``."""
-    index = {rid: i for i, rid in enumerate(ids)}
-    times: list[list[float]] = [[] for _ in ids]
-    counts: list[list[int]] = [[] for _ in ids]
-    texts: list[list[str]] = [[] for _ in ids]
-    cached: list[int | None] = [None for _ in ids]
-    reasons: list[str | None] = [None for _ in ids]
-    steps: list[float] = []
-    metrics: list[Any] = [None for _ in ids]  # each request's spec_decode_metrics, at its end
-    stats = watch_scheduler_stats(engine)
-    while engine.has_unfinished_requests():
-        outputs = engine.step()
-        now = time.perf_counter()
-        made = []
-        for out in outputs:
-            i = index[out.request_id]
-            hits = getattr(out, "num_cached_tokens", None)
-            if isinstance(hits, int):
-                cached[i] = max(hits, cached[i] or 0)
-            n = sum(len(c.token_ids) for c in out.outputs)
-            if keep_text and out.outputs:
-                texts[i].append(out.outputs[0].text)
-            if out.outputs and out.outputs[0].finish_reason is not None:
-                reasons[i] = str(out.outputs[0].finish_reason)
-                metrics[i] = getattr(out.outputs[0], "spec_decode_metrics", None)
-            if n:
-                times[i].append(now)
-                counts[i].append(n)
-                made.append((i, n))
-        if made:
-            steps.append(now)
-        scheduler = stats.pop()
-        count_step(speculation, scheduler)
-        log.step(now, made, scheduled_tokens(scheduler))
-    count_requests(speculation, metrics, counts)
-    known = [c for c in cached if c is not None]
-    return _Stepped(
-        times=times,
-        counts=counts,
-        steps=steps,
-        cached=known if len(known) == len(ids) else None,
-        texts=["".join(t) for t in texts] if keep_text else None,
-        reasons=reasons,
-    )

@@ -19,7 +19,8 @@ from llem.backends import random_weights
 from llem.backends.models import convert_gguf, resolve_name_or_path
 from llem.backends.vllm.speculation import engine_kwargs as speculative_kwargs
 from llem.config.vllm import VLLMConfig
-from llem.vocabulary import BackendSections, Prompt
+from llem.vocabulary.engine import BackendSections
+from llem.vocabulary.workload import Prompt
 
 Sections = BackendSections[VLLMConfig]
 

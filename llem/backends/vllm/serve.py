@@ -40,7 +40,7 @@ from llem.backends.vllm.steps import (
     with_shares,
 )
 from llem.errors import RunError, first_line
-from llem.vocabulary import RequestTimeline, ScheduledRequest, ServeOutput
+from llem.vocabulary.workload import RequestTimeline, ScheduledRequest, ServeOutput
 
 T = TypeVar("T")
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from llem.backends.shape import packed_role, packed_weights_per_element
-from llem.vocabulary import ModelShape
+from llem.vocabulary.model import ModelShape
 
 
 def _safetensors_shapes(directory: Path) -> list[tuple[str, str, list[int]]]:

@@ -18,9 +18,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from llem.backends.vllm.chunks import Placement, StepRecord, place
+from llem.backends.vllm.chunks import Placement, SeenStep, place
 from llem.backends.vllm.core_process import CORE_IN_PROCESS, CORE_OWN_PROCESS, core_in_process
-from llem.vocabulary import EngineStep
+from llem.vocabulary.workload import EngineStep
 
 #: How the serving engine's step times are taken (``ServeOutput.step_clock``).
 SERVE_CLOCK = (
@@ -158,7 +158,7 @@ def with_shares(
     if not logged or any(ls.made is None for ls in logged):
         return [ls.step for ls in logged], None
     records = [
-        StepRecord(
+        SeenStep(
             tuple((ids.get(n, ids.get(n.rsplit("-", 1)[0], -1)), k) for n, k in ls.made or ()),
             ls.ctx_tokens,
             ls.gen_tokens,
@@ -222,7 +222,7 @@ class OfflineSteps:
 
     def __init__(self, start_s: float) -> None:
         self._last = start_s
-        self._raw: list[tuple[float, float, StepRecord]] = []
+        self._raw: list[tuple[float, float, SeenStep]] = []
 
     def step(
         self,
@@ -232,7 +232,7 @@ class OfflineSteps:
     ) -> None:
         ctx, gen = scheduled
         if made or ctx or gen:
-            self._raw.append((self._last, now, StepRecord(tuple(made), ctx, gen)))
+            self._raw.append((self._last, now, SeenStep(tuple(made), ctx, gen)))
             self._last = now
 
     def engine_steps(

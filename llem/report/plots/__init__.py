@@ -76,7 +76,6 @@ from llem.report.plots.pareto import (
     ParetoPlot,
     draw_pareto,
     pareto_figure,
-    pareto_front,
     prepare_pareto,
 )
 from llem.report.plots.phase_energy import (
@@ -118,7 +117,6 @@ __all__ = [
     "invalid_points",
     "knob_figure",
     "pareto_figure",
-    "pareto_front",
     "prepare_all",
     "timeline_figure",
     "with_hardware",

@@ -24,10 +24,11 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from llem.figures.pareto import pareto_front
 from llem.report.cells import is_missing
 from llem.report.footprint_metrics import CAPACITY_USD, ENERGY_USD, G_PER_1K, LAYER_LABEL
 from llem.report.plots.common import PlotSkipped, floats, nan_to_zero, values
-from llem.report.plots.pareto import ParetoPlot, ParetoPoint, pareto_front, point_labels
+from llem.report.plots.pareto import ParetoPlot, ParetoPoint, point_labels
 from llem.report.stats import BOUND_SUFFIX
 
 CARBON_PLOT = "carbon_pareto.png"

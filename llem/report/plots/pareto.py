@@ -21,6 +21,7 @@ from typing import Any
 
 import pandas as pd
 
+from llem.figures.pareto import pareto_front
 from llem.report.labels import knob_headers
 from llem.report.plots.common import (
     JTOK,
@@ -118,20 +119,6 @@ class ParetoPlot:
     def cut(self) -> bool:
         """Whether some CI bar reached below zero (it is drawn cut there, the axes from 0)."""
         return any(p.cut for p in (*self.front, *self.dominated))
-
-
-def pareto_front(points: Sequence[tuple[float, float]]) -> list[int]:
-    """Indices of points that no other point beats on both: more tokens/s and fewer J/token."""
-    front = []
-    for i, (t, j) in enumerate(points):
-        dominated = any(
-            (t2 >= t and j2 <= j) and (t2 > t or j2 < j)
-            for k, (t2, j2) in enumerate(points)
-            if k != i
-        )
-        if not dominated:
-            front.append(i)
-    return front
 
 
 def _usable(toks: list[float], jtok: list[float], hollow: Hollow | None) -> list[int]:

@@ -21,8 +21,9 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+from llem.figures.pareto import pareto_front
 from llem.report.plots.common import PlotSkipped, floats, nan_to_zero
-from llem.report.plots.pareto import ParetoPlot, ParetoPoint, pareto_front, point_labels
+from llem.report.plots.pareto import ParetoPlot, ParetoPoint, point_labels
 from llem.report.stats import BOUND_SUFFIX
 
 QUALITY_PLOT = "quality_pareto.png"

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from llem.vocabulary import EngineStep, StepShare
+from llem.vocabulary.workload import EngineStep, StepShare
 
 
 @dataclass(frozen=True)

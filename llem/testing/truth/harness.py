@@ -14,7 +14,6 @@ window closes ``tail_s`` after the last step.
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from llem.measure import MeasurementSession
@@ -22,11 +21,11 @@ from llem.measure.meter import WindowResult
 from llem.testing.clocks import SteppingClock
 from llem.testing.fake_pynvml import FakeGpu
 from llem.testing.truth import engine
-from llem.testing.truth.engine import EngineSpec, Request, Trace, Work
+from llem.testing.truth.engine import EngineSpec, Request, Trace
 from llem.testing.truth.gpu import Drift, Gpu, Physics
 from llem.testing.truth.sensor import Sensed, StepPower
 from llem.testing.virtual_window import measure_window, shifted
-from llem.vocabulary import EngineStep
+from llem.vocabulary.workload import EngineStep
 
 POWER_LIMIT_W = 700.0
 
@@ -188,25 +187,6 @@ def measure(
     assert w is not None
     truth = truth_of(trace, gpu, offset, w.start_s, w.end_s, drift)
     return Run(trace, steps, w, session, truth, power, gpu, offset, drift)
-
-
-def marginal_costs(trace: Trace, gpu: Physics) -> tuple[float, float]:
-    """The physics' mean marginal J per prefill token and per decode token over the run's steps
-    (one more prefill token in a step's first chunk, or one more decoding request of the step's
-    mean context): what a fitted J per token is compared with where the GPU is not linear."""
-    da, db = [], []
-    for work in trace.work:
-        e = gpu.power_w(work) * gpu.duration_s(work)
-        ctx = sum(w.context_tokens for w in work) // max(len(work), 1)
-        more_p = [*work, Work(-1, 1, 0, 0)]
-        more_q = [*work, Work(-2, 0, 1, ctx)]
-        da.append(_energy(gpu, more_p) - e)
-        db.append(_energy(gpu, more_q) - e)
-    return sum(da) / len(da), sum(db) / len(db)
-
-
-def _energy(gpu: Physics, work: Sequence[Work]) -> float:
-    return gpu.power_w(work) * gpu.duration_s(work)
 
 
 __all__ = ["Gpu", "Run", "Schedule", "Sensor", "Truth", "chunked", "measure", "open_loop"]
