@@ -18,6 +18,7 @@ from typing import Any
 
 from llem.backends.tokens import token_lists
 from llem.backends.vllm.kwargs import Sections, request_sampling_kwargs
+from llem.backends.vllm.serve import render_prompts
 from llem.backends.vllm.speculation import VLLMSpeculation, count_requests, count_step
 from llem.backends.vllm.steps import (
     OfflineSteps,
@@ -63,14 +64,7 @@ def generate_offline(
         SamplingParams(**request_sampling_kwargs(sections, p), output_kind=RequestOutputKind.DELTA)
         for p in prompts
     ]
-    try:
-        inputs = engine.renderer.render_cmpl([{"prompt_token_ids": t} for t in tokens])
-    except Exception as exc:  # e.g. a prompt longer than the engine's max_model_len
-        raise RunError(
-            f"vLLM rejected the prompts: {first_line(exc)}",
-            hint=f"the engine's max_model_len is {max_model_len}; raise "
-            "vllm.max_model_len or use shorter prompts (dataset.*)",
-        ) from exc
+    inputs = render_prompts(engine, tokens, max_model_len)
     ids = [f"{name}-{i}" for i in range(len(tokens))]
     start = time.perf_counter()
     steps_log = OfflineSteps(start)

@@ -191,7 +191,8 @@ async def _submit(s: _Stream, request: ScheduledRequest, arrival_s: float) -> Re
     )
 
 
-def _render(engine: Any, tokens: list[list[int]], max_model_len: int | None) -> list[Any]:
+def render_prompts(engine: Any, tokens: list[list[int]], max_model_len: int | None) -> list[Any]:
+    """The engine's inputs for ``tokens`` (one prompt each); a prompt it rejects is a RunError."""
     try:
         return list(engine.renderer.render_cmpl([{"prompt_token_ids": t} for t in tokens]))
     except Exception as exc:  # e.g. a prompt longer than the engine's max_model_len
@@ -221,7 +222,7 @@ def serve_requests(
     engine = aengine.engine
     tokens = token_lists(tokenizer, [r.prompt for r in requests])
     limit = aengine.vllm_config.model_config.max_model_len
-    rendered = _render(engine, tokens, limit)
+    rendered = render_prompts(engine, tokens, limit)
     aengine.calls += 1
     stream = _Stream(
         engine=engine,
