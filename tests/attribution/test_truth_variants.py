@@ -13,13 +13,17 @@ import pytest
 from attribution.truth_runs import DEFAULT_HZ, FINE_HZ, variant_run
 from llem.testing.truth.variants import VARIANTS
 
-SEEDS = (1, 2, 3)
+SEEDS = (1, 2, 3)  # the intervals' coverage
+# The accuracy targets are medians over seeds: over three, one seed decides them (the held-out
+# scenario at 10 Hz met its prefill target on seeds 1-3, a median 8.5 %, and missed it on 1-12,
+# 10.5 %); over six, a lucky seed moves the median less.
+ACCURACY_SEEDS = (1, 2, 3, 4, 5, 6)
 
 
 def _errors(name: str, hz: float) -> tuple[list[float], list[float], list[float]]:
     """|error| / truth of prefill and decode per seed, and of every request over the seeds."""
     pre, dec, req = [], [], []
-    for seed in SEEDS:
+    for seed in ACCURACY_SEEDS:
         run, att = variant_run(name, seed, hz)
         assert att.prefill is not None and att.decode is not None and att.requests is not None
         pre.append(abs(att.prefill.energy_j / run.truth.prefill_j - 1))
@@ -35,10 +39,11 @@ def _p90(xs: list[float]) -> float:
 ACCURACY = [
     pytest.param(name, hz, marks=pytest.mark.xfail(strict=True, reason=why) if why else ())
     for name, hz, why in [
-        *((name, DEFAULT_HZ, None) for name in VARIANTS if name != "lag"),
-        ("lag", DEFAULT_HZ, "NOT met: prefill 11-13 % low on seeds 1-3, median 13 %"),
+        *((name, DEFAULT_HZ, None) for name in VARIANTS if name not in ("lag", "held-out")),
+        ("lag", DEFAULT_HZ, "NOT met: prefill a median 12 % low (seeds 1-6)"),
+        ("held-out", DEFAULT_HZ, "NOT met: prefill a median 10.5 % high (seeds 1-6)"),
         ("base", FINE_HZ, None),
-        ("held-out", FINE_HZ, "NOT met: prefill a median 10.5 % high at 1 kHz (9 % at 10 Hz)"),
+        ("held-out", FINE_HZ, "NOT met: prefill a median 11.7 % high (seeds 1-6)"),
     ]
 ]
 
