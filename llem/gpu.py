@@ -25,13 +25,13 @@ from llem.measure.gpu_record import Record, is_leftover, read_records, restore_r
 
 def _show_gpus() -> None:
     try:
-        nvml = open_gpus()
+        lib = open_gpus()
     except GpuUnavailable as exc:
         print(f"no GPU: no GPU library (NVML, amdsmi) can start ({exc})")
         return
     try:
-        control = GpuControl(nvml)
-        for gpu in nvml.gpus():
+        control = GpuControl(lib)
+        for gpu in lib.gpus():
             s = control.state(gpu)
             allowed = "?" if s.power_range_w is None else "{:g}-{:g}".format(*s.power_range_w)
             print(
@@ -40,7 +40,7 @@ def _show_gpus() -> None:
                 f"SM clock {s.sm_clock_mhz} MHz, memory clock {s.memory_clock_mhz} MHz"
             )
     finally:
-        nvml.shutdown()
+        lib.shutdown()
 
 
 def _w(value: float | None) -> str:

@@ -148,10 +148,10 @@ def restore_gpu(control: GpuControl, gpu: Gpu, entry: Restore) -> list[str]:
     return failures
 
 
-def restore_entries(nvml: GpuLibrary, entries: list[Restore]) -> list[str]:
+def restore_entries(lib: GpuLibrary, entries: list[Restore]) -> list[str]:
     """Restore every entry on the GPU with its UUID; the failures (empty: all put back)."""
-    control = GpuControl(nvml)
-    by_uuid = {g.uuid: g for g in nvml.gpus()}
+    control = GpuControl(lib)
+    by_uuid = {g.uuid: g for g in lib.gpus()}
     failures = []
     for entry in entries:
         gpu = by_uuid.get(entry.uuid)
@@ -165,13 +165,13 @@ def restore_entries(nvml: GpuLibrary, entries: list[Restore]) -> list[str]:
 def restore_record(rec: Record) -> list[str]:
     """Restore one record and remove its file when everything went back; the failures."""
     try:
-        nvml = open_gpus()
+        lib = open_gpus()
     except GpuUnavailable as exc:
         return [f"no GPU library (NVML, amdsmi) can start ({exc})"]
     try:
-        failures = restore_entries(nvml, rec.gpus)
+        failures = restore_entries(lib, rec.gpus)
     finally:
-        nvml.shutdown()
+        lib.shutdown()
     if not failures and rec.path is not None:
         rec.path.unlink(missing_ok=True)
     return failures

@@ -157,15 +157,15 @@ def _nvml_problems(
     opener: GpuOpener,
 ) -> list[str]:
     try:
-        nvml = opener()
+        lib = opener()
     except GpuUnavailable as exc:
         return [_no_nvml(exc, mode)] if mode in EXPLICIT else []
-    vendor_problem = _vendor_problem(nvml, mode)
+    vendor_problem = _vendor_problem(lib, mode)
     if vendor_problem:
-        nvml.shutdown()
+        lib.shutdown()
         return [vendor_problem]
     try:
-        visible, shown = nvml.visible(Inventory(nvml), env)
+        visible, shown = lib.visible(Inventory(lib), env)
         bad = [i for i in (torch_indices or []) if not 0 <= i < len(visible)]
         if bad:
             key = "measurement.gpu_indices" if cfg.gpu_indices is not None else "torch devices"
@@ -178,10 +178,10 @@ def _nvml_problems(
     except Exception as exc:
         if mode in EXPLICIT:
             return [
-                f"measurement.energy={mode} but {nvml.api} device queries fail ({error_text(exc)})"
+                f"measurement.energy={mode} but {lib.api} device queries fail ({error_text(exc)})"
             ]
     finally:
-        nvml.shutdown()
+        lib.shutdown()
     return []
 
 
@@ -276,7 +276,7 @@ def _open_nvml(
     mode: str, torch_indices: Sequence[int] | None, env: Mapping[str, str], opener: GpuOpener
 ) -> OpenedSource:
     try:
-        nvml = opener()
+        lib = opener()
     except GpuUnavailable as exc:
         if mode in EXPLICIT:
             raise PreflightError([_no_nvml(exc, mode)]) from exc
@@ -285,25 +285,25 @@ def _open_nvml(
             unavailable_reason=f"NVML is not available ({short})",
             no_gpu_reason=f"NVML unavailable: {short}",
         )
-    vendor_problem = _vendor_problem(nvml, mode)
+    vendor_problem = _vendor_problem(lib, mode)
     if vendor_problem:
-        nvml.shutdown()
+        lib.shutdown()
         raise PreflightError([vendor_problem])
     try:
         uuids = _devices.torch_device_uuids(torch_indices)
-        resolved, warnings = _devices.resolve_devices(nvml, torch_indices, env, uuids)
-        readers = [nvml.reader(gpu) for _, gpu in resolved]
+        resolved, warnings = _devices.resolve_devices(lib, torch_indices, env, uuids)
+        readers = [lib.reader(gpu) for _, gpu in resolved]
     except Exception as exc:
-        nvml.shutdown()
+        lib.shutdown()
         if isinstance(exc, DeviceMappingError):
             raise PreflightError([f"measurement.gpu_indices / torch devices: {exc}"]) from exc
         if mode in EXPLICIT:
             raise PreflightError(
-                [f"measurement.energy={mode} but {nvml.api} device setup fails ({error_text(exc)})"]
+                [f"measurement.energy={mode} but {lib.api} device setup fails ({error_text(exc)})"]
             ) from exc
         why = f"NVML device setup failed ({error_text(exc)})"
         return OpenedSource(unavailable_reason=why, no_gpu_reason=why)
-    source = GpuSource(nvml, readers)
+    source = GpuSource(lib, readers)
     return OpenedSource(
         source, [info for info, _ in resolved], None, warnings + source.setup_warnings()
     )

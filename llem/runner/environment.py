@@ -89,14 +89,14 @@ def capture_environment(cuda_home: PathLike | None = None, gpus: GpuOpener = ope
     env["torch"] = probe("torch", _torch)
     env["cuda"] = probe("cuda", lambda: _cuda(cuda_home), default={"version": None, "source": None})
 
-    nvml = probe("gpus", lambda: _nvml(gpus), default={})
-    env["gpu_vendor"] = nvml.get("vendor")
-    env["driver_version"] = nvml.get("driver_version")
-    env["gpus"] = nvml.get("gpus", [])
+    found = probe("gpus", lambda: _gpus(gpus), default={})
+    env["gpu_vendor"] = found.get("vendor")
+    env["driver_version"] = found.get("driver_version")
+    env["gpus"] = found.get("gpus", [])
     env["gpus_unavailable_reason"] = unavailable.get("gpus")
     if "gpus" in unavailable:
         unavailable.setdefault("driver_version", unavailable["gpus"])
-    unavailable.update(nvml.get("unavailable", {}))
+    unavailable.update(found.get("unavailable", {}))
     env["cuda_visible_devices"] = os.environ.get("CUDA_VISIBLE_DEVICES")
 
     cpu = probe("cpu", _cpu)
@@ -276,7 +276,7 @@ def _nvcc_version(nvcc: str) -> str | None:
     return match.group(1) if match else None
 
 
-def _nvml(gpus: GpuOpener) -> dict:
+def _gpus(gpus: GpuOpener) -> dict:
     """Driver version and every GPU the vendor library sees; raises _Unavailable when no GPU
     library can start."""
     try:

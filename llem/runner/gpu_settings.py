@@ -57,9 +57,9 @@ def requested_settings(cfg: GPUConfig) -> str:
     return " ".join(f"gpu.{k}={v}" for k, v in asdict(cfg).items() if v is not None)
 
 
-def _targets(nvml: GpuLibrary, torch_indices: Sequence[int] | None) -> list[Gpu]:
+def _targets(lib: GpuLibrary, torch_indices: Sequence[int] | None) -> list[Gpu]:
     """The physical GPUs the run uses (every visible one when ``torch_indices`` is None)."""
-    found, _ = resolve_devices(nvml, torch_indices, os.environ, torch_device_uuids(torch_indices))
+    found, _ = resolve_devices(lib, torch_indices, os.environ, torch_device_uuids(torch_indices))
     return [gpu for _, gpu in found]
 
 
@@ -71,22 +71,22 @@ def gpu_preflight_problems(
     if not is_set(cfg):
         return []
     try:
-        nvml = opener()
+        lib = opener()
     except GpuUnavailable as exc:
         return [f"{requested_settings(cfg)} needs a GPU that NVML or amdsmi can reach ({exc})"]
     try:
-        gpus = _targets(nvml, torch_indices)
+        gpus = _targets(lib, torch_indices)
         if not gpus:
             return [
-                f"{requested_settings(cfg)} needs a GPU, and {nvml.api} sees none visible to "
+                f"{requested_settings(cfg)} needs a GPU, and {lib.api} sees none visible to "
                 "this run"
             ]
-        control = GpuControl(nvml)
+        control = GpuControl(lib)
         return [p for gpu in gpus for p in _gpu_problems(control, gpu, cfg)]
     except DeviceMappingError as exc:
         return [f"{requested_settings(cfg)}: {exc}"]
     finally:
-        nvml.shutdown()
+        lib.shutdown()
 
 
 def _gpu_problems(control: GpuControl, gpu: Gpu, cfg: GPUConfig) -> list[str]:
@@ -121,7 +121,7 @@ class GpuSettings:
         self.torch_indices = torch_indices
         self._open = opener
         self.active = is_set(cfg)
-        self._nvml: GpuLibrary | None = None
+        self._lib: GpuLibrary | None = None
         self._gpus: list[Gpu] = []
         self._entries: list[Restore] = []
         self._previous_handler: Any = None
@@ -138,13 +138,13 @@ class GpuSettings:
         if not self.active:
             return
         try:
-            self._nvml = self._open()
+            self._lib = self._open()
         except GpuUnavailable as exc:
             raise GpuSettingsError(
                 f"{requested_settings(self.cfg)}: no GPU library (NVML, amdsmi) can start ({exc})"
             ) from exc
-        control = GpuControl(self._nvml)
-        self._gpus = _targets(self._nvml, self.torch_indices)
+        control = GpuControl(self._lib)
+        self._gpus = _targets(self._lib, self.torch_indices)
         before = {g.uuid: control.state(g) for g in self._gpus}
         self._entries = [self._entry(g, before[g.uuid]) for g in self._gpus]
         write_record(self._entries)  # before any change: a crash after it is restorable
@@ -179,9 +179,9 @@ class GpuSettings:
     # -------------------------------------------------------------- the window's end
     def check_window_end(self, result: RunResult) -> None:
         """Read the enforced limit and clocks now (the window just ended) and judge them."""
-        if not self.active or self._nvml is None:
+        if not self.active or self._lib is None:
             return
-        control = GpuControl(self._nvml)
+        control = GpuControl(self._lib)
         problems = []
         for gpu in self._gpus:
             state = control.state(gpu)
@@ -195,10 +195,10 @@ class GpuSettings:
     # -------------------------------------------------------------- restore
     def restore(self) -> None:
         """Put back what was there (idempotent); remove the record when everything went back."""
-        if not self._entries or self._nvml is None:
+        if not self._entries or self._lib is None:
             return
         entries, self._entries = self._entries, []
-        control = GpuControl(self._nvml)
+        control = GpuControl(self._lib)
         by_uuid = {g.uuid: g for g in self._gpus}
         failures = []
         for entry in entries:
@@ -209,7 +209,7 @@ class GpuSettings:
         self.section.restored = not failures
         self.section.restore_problems = failures
         self._uninstall_sigterm()
-        self._nvml.shutdown()
+        self._lib.shutdown()
         if failures:
             log.error(
                 "GPU SETTINGS NOT RESTORED: %s; the record %s stays: run `python -m llem.gpu "
