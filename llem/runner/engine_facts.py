@@ -32,7 +32,8 @@ def write_engine_facts(result: RunResult, facts: EngineFacts, gpus: GpuOpener) -
     """What the loaded engine says of itself into ``result`` (nothing for an engine in this
     process); ``gpus`` is the run's library, which names a stated GPU device's type."""
     if facts.server is not None:
-        result.server = ServerSection(**(facts.server.fields or {}))
+        fields = facts.server.fields
+        result.server = None if fields is None else ServerSection(**fields)
     if facts.device is not None:
         _state_device(result, facts.device, gpus)
     if facts.server is not None:
