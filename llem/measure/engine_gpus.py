@@ -1,5 +1,6 @@
 """Whether llem measured every GPU the engine ran on: a check any engine feeds with the GPUs its
-processes held in the window (``LoadedModel.gpus_used``: a server's, from its process tree).
+processes held in the window (the ``processes`` of its ``LoadedModel.window_facts``: a server's,
+from its process tree).
 
 A GPU the engine used that was not measured makes the run's energy invalid (its work there is
 missing from every figure); a measured GPU it did not use is a condition (its idle power is in

@@ -14,7 +14,8 @@ used (completions or chat). ``model`` is the name the server serves the model as
 the model whose tokenizer built the prompts (``model.name_or_path``, the result's ``model``): for
 a running server, only that; llem cannot see what it serves under the name (null in results
 written before it was kept). A running server's device is not llem's: the result's ``device`` is
-``cuda`` where ``server.gpus`` names its GPUs, else null with the reason.
+what the GPUs' vendor calls them where ``server.gpus`` names its GPUs (``cuda`` for NVIDIA and
+ROCm, and where no vendor library starts), else null with the reason.
 
 The server's own view (``llem.backends.server.metrics``): while the window's requests are served,
 llem polls ``metrics_url`` (the server's Prometheus ``/metrics``) every ``metrics_poll_ms``, from

@@ -66,7 +66,7 @@ def new_result(
     life.slurm_job_id = os.environ.get("SLURM_JOB_ID") or None
     life.node = os.environ.get("SLURMD_NODENAME") or None
     life.preflight_warnings = list(preflight_warnings)
-    # the engine writes the section after the window (``LoadedModel.fill_window``)
+    # the run writes the section after the window, from the engine's facts (``window_facts``)
     method = exp.speculative.method.value
     result.null_reasons["speculative"] = (
         "speculative=none"

@@ -38,6 +38,8 @@ from llem.runner.assemble import (
     new_result,
     no_temperature_reason,
 )
+from llem.runner.engine_facts import write_engine_facts, write_window_facts
+from llem.runner.engine_processes import measured_here
 from llem.runner.environment import EnvironmentCache, write_environment
 from llem.runner.footprint import fill_footprint, wall_reader
 from llem.runner.gpu_settings import GpuSettings, requested_settings
@@ -186,9 +188,10 @@ class Runner:
             fill_compute(result, loaded.shape, measured.outputs, exp, device, bandwidths)
             ran = Served(measured.outputs, measured.served, measured.n_prompts)
             fill_serving(result, exp, ran, session, backend, loaded, run_dir)
-            loaded.fill_window(result, run_dir)  # the engine's own view of it (server)
-            if (used := loaded.gpus_used()) is not None:  # judged against the GPUs measured
-                judge_engine_gpus(result, backend.name, used)
+            # the engine's own view of the window (a server's), written and judged here
+            facts = loaded.window_facts(run_dir, self._gpus, measured_here(result))
+            if (used := write_window_facts(result, facts)) is not None:
+                judge_engine_gpus(result, backend.name, used)  # against the GPUs measured
             fill_quality(result, measured.task, ran, run_dir)  # after the window and its energy
             # layers, carbon, cost (a grid intensity for the window's hour asked for here)
             fill_footprint(exp, result, session.last_chassis(), session.last_window_start_utc())
@@ -320,7 +323,8 @@ class Runner:
         life.model_reused = reused
         life.model_source = loaded.source
         life.load_kwargs = loaded.load_kwargs
-        loaded.fill_result(result)  # the engine's own section, if it has one (server)
+        # the engine's own section and device, if it states them (a server)
+        write_engine_facts(result, loaded.engine_facts(), self._gpus)
         return loaded
 
 

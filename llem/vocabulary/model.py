@@ -1,15 +1,17 @@
 """A loaded model and what it says of itself: its shape (parameters, weight bytes, KV layout)
 for the compute figures, the processes and GPUs its engine used, what compiles in it.
 
-Imports nothing of llem's; writes nothing.
+Imports nothing of llem's but the facts an engine hands the run; writes nothing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from llem.vocabulary.facts import EngineFacts, LentGpus, WindowFacts
 
 
 @dataclass(frozen=True)
@@ -103,20 +105,19 @@ class LoadedModel:
     # Whether the engine reuses KV blocks of shared prompt prefixes (vllm); None: no such cache.
     prefix_caching: bool | None = None
 
-    def fill_result(self, result: Any) -> None:
-        """Write what the engine keeps of itself into the run's result (an engine section such
-        as ``server``); nothing for an engine in this process."""
+    def engine_facts(self) -> EngineFacts:
+        """What the engine says of itself once loaded (a section of its own, the server's, and
+        the device it states), for the run to write into its result; nothing for an engine in
+        this process."""
+        return EngineFacts()
 
-    def fill_window(self, result: Any, run_dir: Path) -> None:
-        """After the measured window: what the engine saw of the window itself (a server's own
-        /metrics) into the run's result and run directory; nothing for an engine in this
+    def window_facts(self, run_dir: Path, gpus: LentGpus, measured: Sequence[str]) -> WindowFacts:
+        """After the measured window: what the engine saw of it (a server's own /metrics, its
+        processes on the GPUs, looked up through the run's library ``gpus`` where this host's
+        ``measured`` GPUs are any; the speculation it counted), for the run to write and judge.
+        Files of its own go into ``run_dir``. Nothing but speculation for an engine in this
         process."""
-
-    def gpus_used(self) -> EngineGpus | None:
-        """After ``fill_window``: the GPUs the engine's processes held in the window (a server's),
-        judged by the run against those it measured; None: the engine runs in llem's own
-        processes, on the GPUs the run measures."""
-        return None
+        return WindowFacts()
 
     def workload_processes(self) -> WorkloadProcesses | None:
         """The processes outside llem's tree that run this model (a running server's), for the

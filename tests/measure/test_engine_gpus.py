@@ -1,8 +1,9 @@
 """The check that llem measured every GPU an engine ran on, fed by any engine: its loaded model
-says which GPUs its processes held (``LoadedModel.gpus_used``), the run judges them."""
+says which GPUs its processes held (``LoadedModel.window_facts``), the run judges them."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 
 from llem.measure.engine_gpus import judge_engine_gpus
 from llem.result import Figure, RunResult
+from llem.vocabulary.facts import EngineProcesses, HeldGpus, LentGpus, WindowFacts
 from llem.vocabulary.model import EngineGpus, LoadedModel
 
 TOY = EngineGpus(["GPU-a", "GPU-c"], cover="give the toy all of them", who="the toy engine")
@@ -49,8 +51,9 @@ def test_every_gpu_measured_passes_and_unknown_gpus_are_not_checked() -> None:
 
 @dataclass
 class ToyModel(LoadedModel):
-    def gpus_used(self) -> EngineGpus | None:
-        return TOY
+    def window_facts(self, run_dir: Path, gpus: LentGpus, measured: Sequence[str]) -> WindowFacts:
+        held = HeldGpus(TOY.uuids)
+        return WindowFacts(processes=EngineProcesses("planted", held, TOY.cover, TOY.who))
 
 
 def test_the_run_judges_what_the_engine_says_it_used(

@@ -7,8 +7,11 @@ from llem.backends.server import gpus
 from llem.devices.nvidia import NvmlUnavailable, init_nvml
 from llem.measure.engine_gpus import judge_engine_gpus
 from llem.result import Figure, RunResult, ServerSection
+from llem.runner.engine_facts import write_window_facts
+from llem.runner.engine_processes import write_processes
 from llem.testing.clocks import SteppingClock
 from llem.testing.fake_pynvml import FakeGpu, FakeNvml
+from llem.vocabulary.facts import EngineProcesses, HeldGpus
 
 SERVER = 4000
 TREE = {4000, 4001, 4002}  # the server, its engine core and a worker
@@ -44,7 +47,7 @@ def test_no_gpu_library_or_no_process_listing_is_null_with_the_reason() -> None:
     def missing():
         raise NvmlUnavailable("NVMLError_LibraryNotFound")
 
-    assert gpus.server_gpus(missing, in_tree) == gpus.ServerGpus(
+    assert gpus.server_gpus(missing, in_tree) == HeldGpus(
         None, "no GPU library: NVMLError_LibraryNotFound"
     )
     unlisted = gpus.server_gpus(opener(FakeGpu("GPU-a", processes=None)), in_tree)
@@ -63,9 +66,18 @@ def _result(measured: list[str]) -> RunResult:
     return result
 
 
+def launched(held: HeldGpus) -> EngineProcesses:
+    """A launched server's processes, as its engine finds them after the window."""
+    return EngineProcesses(
+        "pid 4000 (vllm), launched by llem", held, gpus.LAUNCHED_COVER, gpus.WHO, launched=True
+    )
+
+
 def test_a_server_gpu_llem_did_not_measure_invalidates_the_energy_and_names_it() -> None:
     result = _result(["GPU-a"])
-    judge_engine_gpus(result, "server", gpus.record(result, gpus.ServerGpus(["GPU-a", "GPU-c"])))
+    judge_engine_gpus(
+        result, "server", write_processes(result, launched(HeldGpus(["GPU-a", "GPU-c"])))
+    )
     assert result.server is not None and result.server.gpus_used == ["GPU-a", "GPU-c"]
     assert result.validity.energy_valid is False
     assert result.validity.checks["server_gpus"] == "failed"
@@ -75,19 +87,16 @@ def test_a_server_gpu_llem_did_not_measure_invalidates_the_energy_and_names_it()
 
 def test_a_measured_gpu_the_server_does_not_use_is_a_condition_only() -> None:
     result = _result(["GPU-a", "GPU-b"])
-    judge_engine_gpus(result, "server", gpus.record(result, gpus.ServerGpus(["GPU-a"])))
+    judge_engine_gpus(result, "server", write_processes(result, launched(HeldGpus(["GPU-a"]))))
     assert result.validity.energy_valid is True
     assert result.validity.checks["server_gpus"] == "condition"
     assert "GPU-b" in result.validity.conditions[0]
 
 
-def test_a_server_commands_unmeasured_gpu_names_server_gpus_as_the_remedy(
-    monkeypatch, tmp_path
-) -> None:
+def test_a_server_commands_unmeasured_gpu_names_server_gpus_as_the_remedy(tmp_path) -> None:
     """server.launch=command has no tensor parallelism of llem's to set: a GPU its tree holds
     that was not measured names server.gpus (a preset's still names its tensor_parallel_size)."""
     import os
-    import sys
     import types
 
     from llem.backends.server.loaded import ServerModel
@@ -95,14 +104,13 @@ def test_a_server_commands_unmeasured_gpu_names_server_gpus_as_the_remedy(
     here = os.getpid()  # the planted server's leader: its tree holds a process on GPU-b
     held = FakeGpu("GPU-b", processes=[(here, 2**30)])
     fake = FakeNvml([FakeGpu("GPU-a"), held], SteppingClock())
-    monkeypatch.setitem(sys.modules, "pynvml", fake)
     said = {}
     for cover in (gpus.RUNNING_COVER, gpus.LAUNCHED_COVER):
         loaded = ServerModel(None, None, "cpu", "auto", {}, "k", 0.0, "u", None, cover=cover)
         loaded.launched = types.SimpleNamespace(pid=here)  # type: ignore[assignment]
         result = _result(["GPU-a"])
-        loaded.fill_window(result, tmp_path)
-        used = loaded.gpus_used()
+        facts = loaded.window_facts(tmp_path, lambda: init_nvml(fake), ["GPU-a"])
+        used = write_window_facts(result, facts)
         assert used is not None
         judge_engine_gpus(result, "server", used)  # as the run does after the window
         (said[cover],) = result.validity.problems

@@ -16,6 +16,7 @@ from llem.backends.server.processes import ServerProcesses
 from llem.devices.nvidia import init_nvml
 from llem.measure.engine_gpus import judge_engine_gpus
 from llem.result import Figure, RunResult, ServerSection
+from llem.runner.engine_processes import measured_here, write_processes
 from llem.testing.clocks import SteppingClock
 from llem.testing.fake_pynvml import FakeGpu, FakeNvml
 from tests.server.fake_openai import LiveMetrics, Plan
@@ -205,8 +206,9 @@ def test_with_no_root_known_every_process_on_the_measured_gpus_is_the_servers_as
     server = running.RunningServer("http://127.0.0.1:1", HostCheck(True, "loopback"), unknown)
     a = FakeGpu("GPU-a", processes=[(STRANGER, GB)])
     b = FakeGpu("GPU-b", processes=[(STRANGER + 1, GB)])
-    used = running.record(result, server, lambda: init_nvml(FakeNvml([a, b], SteppingClock())))
-    judge_engine_gpus(result, "server", used)  # as the run does after the window
+    opener = lambda: init_nvml(FakeNvml([a, b], SteppingClock()))  # noqa: E731
+    facts = running.window_processes(server, opener, measured_here(result))
+    judge_engine_gpus(result, "server", write_processes(result, facts))  # as the run does
     assert result.server is not None and result.server.processes == [
         {"device": "GPU-a", "pid": STRANGER, "used_memory_mb": 1024.0, "name": None}
     ]

@@ -20,6 +20,7 @@ from llem.config.validate import to_experiment
 from llem.result import RunResult
 from llem.runner import Runner
 from llem.testing.cli import compose_tiny
+from llem.vocabulary.facts import LentGpus, WindowFacts
 from llem.vocabulary.model import LoadedModel
 from llem.vocabulary.workload import BatchOutput, Prompt
 
@@ -31,13 +32,13 @@ ACCEPTED = (4, 6)  # per request: the planted accepted draft tokens (10 in all)
 class Counted(LoadedModel):
     """A loaded model whose window's speculation is planted."""
 
-    def fill_window(self, result: Any, run_dir: Path) -> None:
+    def window_facts(self, run_dir: Path, gpus: LentGpus, measured: Sequence[str]) -> WindowFacts:
         spec = SpeculativeConfig(method=SpeculativeMethod.ngram, num_tokens=3)
         requests = [
             RequestCount(proposed=9, accepted=a, steps=5, with_proposals=3, generated=a + 5)
             for a in ACCEPTED
         ]
-        Speculation(spec, False, requests).fill(result)
+        return WindowFacts(speculative=Speculation(spec, False, requests).facts())
 
 
 class Planted:

@@ -13,6 +13,7 @@ import pytest
 from llem.backends import create_backend
 from llem.config.schema import ExperimentConfig, SpeculativeMethod
 from llem.result import RunResult
+from llem.runner.engine_facts import write_window_facts
 from llem.testing.tinymodel import build_tiny_model
 from llem.vocabulary.workload import Prompt
 
@@ -30,6 +31,10 @@ PROMPTS = [
 def other_draft(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny random model of other weights (seed 1) with the same tokenizer."""
     return build_tiny_model(tmp_path_factory.mktemp("tiny-draft"), seed=1)
+
+
+def _no_gpus() -> Any:
+    raise AssertionError("an engine in llem's process asks for no GPU library after the window")
 
 
 def _exp(model: Path, method: str = "none", draft: Path | None = None, n: int = 4) -> Any:
@@ -70,7 +75,7 @@ class _Window:
             h.remove()
         self.result = RunResult(status="ok")
         self.result.null_reasons["speculative"] = "planted: the engine did not write it"
-        loaded.fill_window(self.result, Path("."))
+        write_window_facts(self.result, loaded.window_facts(Path("."), _no_gpus, []))
         backend.unload(loaded)
 
     @property

@@ -11,6 +11,8 @@ from llem.backends.server.client import ClientConfig
 from llem.backends.server.presets import launch_spec
 from llem.config.speculative import SpeculativeConfig, SpeculativeMethod
 from llem.result import RunResult
+from llem.runner.engine_facts import write_window_facts
+from llem.vocabulary.facts import WindowFacts
 from llem.vocabulary.workload import Prompt, ScheduledRequest
 from tests.server.fake_openai import MODEL, LiveMetrics, Plan
 from tests.server.fake_thread import fake_in_thread
@@ -40,7 +42,8 @@ def test_the_figures_are_the_planted_growth_of_the_servers_counters() -> None:
     live = LiveMetrics(generation_per_request=GENERATED, spec_per_request=PER_REQUEST)
     watched = _watched(live)
     result = _result()
-    speculation.record(result, watched.metrics, NGRAM, False, N)
+    facts = speculation.window_facts(watched.metrics, NGRAM, False, N)
+    write_window_facts(result, WindowFacts(speculative=facts))  # as the run writes them
     s = result.speculative
     assert s is not None, result.null_reasons.get("speculative")
     drafts, proposed, accepted = (N * k for k in PER_REQUEST)
@@ -64,7 +67,8 @@ def test_the_figures_are_the_planted_growth_of_the_servers_counters() -> None:
 def test_a_server_without_the_counters_leaves_the_section_null_with_the_reason() -> None:
     watched = _watched(LiveMetrics())  # exports no vllm:spec_decode_* counter
     result = _result()
-    speculation.record(result, watched.metrics, NGRAM, False, N)
+    facts = speculation.window_facts(watched.metrics, NGRAM, False, N)
+    write_window_facts(result, WindowFacts(speculative=facts))  # as the run writes them
     assert result.speculative is None
     assert result.null_reasons["speculative"].startswith(
         "speculative=ngram: the server's speculative counters were not read over the window"

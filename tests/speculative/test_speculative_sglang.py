@@ -13,7 +13,9 @@ from llem.backends.server.presets import launch_spec
 from llem.config.engines import active_engine
 from llem.config.speculative import SpeculativeConfig, SpeculativeMethod
 from llem.result import RunResult
+from llem.runner.engine_facts import write_window_facts
 from llem.runner.preflight import engine_preflight
+from llem.vocabulary.facts import WindowFacts
 from llem.vocabulary.workload import Prompt, ScheduledRequest
 from tests.server.fake_openai import MODEL, Plan
 from tests.server.fake_thread import fake_in_thread
@@ -103,7 +105,8 @@ def _record(length: str, rate: str) -> RunResult:
         watched = watch.serve_watched(requests, 2, config, poll_ms=20)
     assert watched.metrics.family == "sglang", watched.metrics.reason
     result = RunResult(status="ok")
-    speculation.record(result, watched.metrics, NGRAM, False, 2)
+    facts = speculation.window_facts(watched.metrics, NGRAM, False, 2)
+    write_window_facts(result, WindowFacts(speculative=facts))  # as the run writes them
     return result
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +28,7 @@ from typing import Any
 from llem.backends.pytorch.speculation import Speculation
 from llem.config.pytorch import PyTorchConfig
 from llem.errors import RunError, first_line
+from llem.vocabulary.facts import LentGpus, WindowFacts
 from llem.vocabulary.model import LoadedModel
 
 log = logging.getLogger(__name__)
@@ -46,10 +47,10 @@ class TorchModel(LoadedModel):
     draft: Any = None  # speculative=draft: the draft model, loaded with the target
     speculation: Speculation | None = None  # this run's, counted from the window's start
 
-    def fill_window(self, result: Any, run_dir: Path) -> None:
-        """The ``speculative`` section, when the run speculated."""
-        if self.speculation is not None:
-            self.speculation.fill(result)
+    def window_facts(self, run_dir: Path, gpus: LentGpus, measured: Sequence[str]) -> WindowFacts:
+        """The ``speculative`` section as counted, when the run speculated."""
+        counted = None if self.speculation is None else self.speculation.facts()
+        return WindowFacts(speculative=counted)
 
     def compilations(self) -> int | None:
         """Frames Dynamo has tried to compile in this process (a cache miss each: a first

@@ -15,6 +15,7 @@ so the output is the same as without the count.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,7 +23,7 @@ from typing import Any
 from llem.config.speculative import SpeculativeConfig, SpeculativeMethod
 from llem.errors import RunError, first_line
 from llem.result import SpeculativeSection
-from llem.result.speculative import fill_ratios
+from llem.vocabulary.facts import SectionFacts
 
 MECHANISMS = {
     SpeculativeMethod.ngram: "transformers prompt lookup (prompt_lookup_num_tokens)",
@@ -167,14 +168,15 @@ class Speculation:
     do_sample: bool
     requests: list[RequestCount]
 
-    def fill(self, result: Any) -> None:
-        """Write the ``speculative`` section (``llem.result.speculative``) into ``result``."""
+    def facts(self) -> SectionFacts:
+        """The ``speculative`` section (``llem.result.speculative``) as counted, for the run to
+        write with its ratios."""
         c = self.requests
         proposed, accepted = sum(r.proposed for r in c), sum(r.accepted for r in c)
         steps, generated = sum(r.steps for r in c), sum(r.generated for r in c)
         method = self.spec.method
         sampled = SAMPLED_DRAFT if method == SpeculativeMethod.draft else SAMPLED_NGRAM
-        result.speculative = SpeculativeSection(
+        section = SpeculativeSection(
             method=method.value,
             mechanism=MECHANISMS[method],
             verification=sampled if self.do_sample else GREEDY,
@@ -193,7 +195,7 @@ class Speculation:
             request_target_steps=[r.steps for r in c],
             draft_tokens_accepted_per_position=_positions(c),
         )
-        fill_ratios(result)
+        return SectionFacts(dataclasses.asdict(section))
 
 
 def _positions(requests: list[RequestCount]) -> list[int]:

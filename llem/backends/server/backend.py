@@ -260,7 +260,7 @@ class ServerBackend:
         self, loaded: LoadedModel, requests: Sequence[ScheduledRequest], max_concurrency: int | None
     ) -> ServeOutput:
         """The measured window's workload through the server, its /metrics scraped meanwhile
-        (``loaded.watched``, for ``fill_window``); every request's counts are its usage."""
+        (``loaded.watched``, for ``window_facts``); every request's counts are its usage."""
         assert isinstance(loaded, ServerModel)
         loaded.watched = None  # a kept server's last window is not this one's
         watched = serve_watched(

@@ -1,27 +1,37 @@
 """A loaded server (``ServerModel``: where it is, what it serves, the launched process group) and
-the result's ``server`` section it writes (``llem.result.server``): what it is before the window
-(``fill_result``), and the server's own view of the window after it (``fill_window``, with
-``server_metrics.csv``)."""
+what it says of itself for the result's ``server`` section (``llem.result.server``): what it is
+before the window (``engine_facts``), and the server's own view of the window after it
+(``window_facts``, with ``server_metrics.csv``), handed to the run as facts
+(``llem.vocabulary.facts``), which the run writes and judges."""
 
 from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from llem.backends.server import gpus, load, running, scope, speculation
+from llem.backends.server import gpus, running, speculation
 from llem.backends.server.launch import LaunchedServer, LaunchRecord
 from llem.backends.server.processes import process_name
 from llem.backends.server.running import RunningServer
-from llem.backends.server.view import FIGURES, UsageCounts, server_view
+from llem.backends.server.view import FIGURES, UsageCounts, View, server_view
 from llem.backends.server.watch import Watched
 from llem.config.speculative import SpeculativeConfig, SpeculativeMethod
-from llem.devices.gpus import open_gpus
-from llem.result import RunResult, ServerSection
+from llem.result import ServerSection
 from llem.result.server import write_server_metrics
-from llem.vocabulary.model import EngineGpus, LoadedModel, WorkloadProcesses
+from llem.vocabulary.facts import (
+    DeviceStatement,
+    EngineFacts,
+    EngineLoad,
+    EngineProcesses,
+    LentGpus,
+    SectionFacts,
+    WindowFacts,
+)
+from llem.vocabulary.model import LoadedModel, WorkloadProcesses
 
 log = logging.getLogger(__name__)
 
@@ -55,45 +65,52 @@ class ServerModel(LoadedModel):
     watched: Watched | None = None  # the last measured window's serving and /metrics
     speculative: SpeculativeConfig = field(default_factory=SpeculativeConfig)
     sampled: bool = False  # the run samples (the speculative section's verification rule)
-    used: EngineGpus | None = None  # the GPUs its processes held in the last window
     _previous_sigterm: Any = field(default=None, repr=False)
 
-    def fill_result(self, result: Any) -> None:
-        server_section(self, result)
-
-    def gpus_used(self) -> EngineGpus | None:
-        return self.used
+    def engine_facts(self) -> EngineFacts:
+        return EngineFacts(opening(self), stated_device(self))
 
     def workload_processes(self) -> WorkloadProcesses | None:
         """A running server's processes (a launched one's are llem's descendants)."""
         return None if self.running is None else self.running.processes.workload(self.base_url)
 
-    def fill_window(self, result: Any, run_dir: Path) -> None:
-        self.used = None  # a kept server's last window is not this one
-        if result.server is None:
-            return
+    def window_facts(self, run_dir: Path, gpus: LentGpus, measured: Sequence[str]) -> WindowFacts:
+        """The server's /metrics and usage over the window, the load it counted, its
+        speculation, and where its processes ran (looked up through the run's ``gpus``)."""
+        view = load = spec = None
         if self.watched is not None:
-            window_view(self.watched, result, run_dir)
-            load.record(result, len(self.watched.out.requests))
+            seen = window_view(self.watched, run_dir)
+            reasons = {f"server.{k}": why for k, why in seen.reasons.items()}
+            view = SectionFacts(seen.fields, reasons)
+            n = len(self.watched.out.requests)
+            load = EngineLoad(
+                n,
+                seen.fields["requests_finished"],
+                seen.fields["generation_tokens"],
+                seen.fields["usage_completion_tokens"],
+            )
             if self.speculative.method != SpeculativeMethod.none:
-                n = len(self.watched.out.requests)
-                speculation.record(result, self.watched.metrics, self.speculative, self.sampled, n)
+                metrics = self.watched.metrics
+                spec = speculation.window_facts(metrics, self.speculative, self.sampled, n)
+        return WindowFacts(view, load, spec, self._processes(gpus, measured))
+
+    def _processes(self, lent: LentGpus, measured: Sequence[str]) -> EngineProcesses | None:
+        """Where the server's processes ran: a running server's by its roots, a launched one's
+        by its tree."""
         if self.running is not None:
-            self.used = running.record(result, self.running)
-        elif self.launched is not None and self.launched.pid is not None:
-            pid = self.launched.pid
-            found = f"pid {pid} ({process_name(pid) or 'name unreadable'}), launched by llem"
-            result.server = dataclasses.replace(result.server, processes_found_by=found)
-            result.null_reasons.pop("server.processes_found_by", None)
-            held = gpus.server_gpus(open_gpus, gpus.launched_tree(pid))
-            self.used = gpus.record(result, held, self.cover)
-        scope.record(result)
+            return running.window_processes(self.running, lent, measured)
+        if self.launched is None or self.launched.pid is None:
+            return None
+        pid = self.launched.pid
+        found = f"pid {pid} ({process_name(pid) or 'name unreadable'}), launched by llem"
+        held = gpus.server_gpus(lent, gpus.launched_tree(pid))
+        return EngineProcesses(found, held, self.cover, gpus.WHO, launched=True)
 
 
-def server_section(loaded: ServerModel, result: RunResult) -> None:
-    """``result.server`` from ``loaded``, each null with its reason."""
+def opening(loaded: ServerModel) -> SectionFacts:
+    """``result.server`` as it opens, from ``loaded``, each null with its reason."""
     record = loaded.launch_record
-    result.server = ServerSection(
+    section = ServerSection(
         url=loaded.base_url,
         launched=record is not None,
         endpoint=loaded.endpoint,
@@ -105,9 +122,7 @@ def server_section(loaded: ServerModel, result: RunResult) -> None:
         log=record.log_path if record else None,
         on_this_host=True if loaded.running is None else loaded.running.host.local,
     )
-    reasons = result.null_reasons
-    if loaded.running is not None or loaded.stated_gpus:
-        stated_device(loaded, result)
+    reasons: dict[str, str] = {}
     if record is None:
         for key in ("command", "version", "launch_to_ready_s", "log"):
             reasons[f"server.{key}"] = RUNNING
@@ -115,33 +130,28 @@ def server_section(loaded: ServerModel, result: RunResult) -> None:
         reasons["server.version"] = record.version_reason or "the server reports no version"
     for key in (*FIGURES, "metrics_url", "metrics_poll_ms", *USAGE, *WHERE):
         reasons[f"server.{key}"] = NO_WINDOW
+    return SectionFacts(dataclasses.asdict(section), reasons)
 
 
-def stated_device(loaded: ServerModel, result: RunResult) -> None:
-    """``result.device`` for a server llem did not start, or started by server.command on the
-    GPUs server.gpus names: not llem's own device but what is known of the server's, ``cuda``
-    where server.gpus names its GPUs (measured whatever llem's torch sees), else null with the
-    reason."""
+def stated_device(loaded: ServerModel) -> DeviceStatement | None:
+    """The device of a server llem did not start, or started by server.command on the GPUs
+    server.gpus names: not llem's own device but what is known of the server's, its GPUs where
+    server.gpus names them (measured whatever llem's torch sees; the run names their type from
+    the vendor), else not stated, with the reason; None for a preset llem launched (llem's
+    device stands)."""
     if loaded.stated_gpus:
-        result.device = "cuda"
-        result.null_reasons.pop("device", None)
-        return
-    result.device = None
-    result.null_reasons["device"] = DEVICE_NOT_STATED.format(url=loaded.base_url)
+        return DeviceStatement(on_gpus=True)
+    if loaded.running is None:
+        return None
+    return DeviceStatement(False, DEVICE_NOT_STATED.format(url=loaded.base_url))
 
 
-def window_view(watched: Watched, result: RunResult, run_dir: Path) -> None:
-    """The server's view of the window into ``result.server`` and ``server_metrics.csv``."""
-    assert result.server is not None
+def window_view(watched: Watched, run_dir: Path) -> View:
+    """The server's view of the window (its figures and their null reasons), its rows written
+    to ``server_metrics.csv``."""
     view = server_view(watched.metrics, watched.metrics_url, watched.out.start_s, usage(watched))
     if view.rows:
         write_server_metrics(run_dir, view.rows)
-    result.server = dataclasses.replace(result.server, **view.fields)
-    reasons = result.null_reasons
-    for key, value in view.fields.items():
-        if value is not None:
-            reasons.pop(f"server.{key}", None)
-    reasons.update({f"server.{k}": why for k, why in view.reasons.items()})
     failed = view.fields["metrics_failed_polls"]
     if failed:
         log.warning(
@@ -155,6 +165,7 @@ def window_view(watched: Watched, result: RunResult, run_dir: Path) -> None:
             served,
             counted,
         )
+    return view
 
 
 def usage(watched: Watched) -> UsageCounts:

@@ -2,7 +2,8 @@
 ``--speculative-config`` JSON (``llem.backends.vllm.speculation.speculative_config``) or the
 SGLang preset's flags (``llem.backends.server.sglang_speculation``), the refusal of every other
 way to a server, and what the server's speculation did over the window, read from its Prometheus
-``/metrics`` (``llem.backends.server.metrics``; SGLang's says too little: the section is null).
+``/metrics`` (``llem.backends.server.metrics``; SGLang's says too little: the section is null),
+handed to the run as facts (``window_facts``), which writes the section and its ratios.
 
 vLLM's server counts drafts (request-steps that verified proposals), draft tokens and accepted
 tokens (``vllm:spec_decode_num_drafts_total`` and the like); the window's figures are each
@@ -14,6 +15,7 @@ generated tokens (``vllm:generation_tokens_total``'s growth) less the accepted o
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -24,8 +26,8 @@ from llem.backends.vllm.speculation import GREEDY, MECHANISMS, SAMPLED, ngram_si
 from llem.config.server import Launch, ServerConfig
 from llem.config.speculative import SpeculativeConfig, SpeculativeMethod
 from llem.result import SpeculativeSection
-from llem.result.speculative import fill_ratios
 from llem.vocabulary.engine import BackendSections
+from llem.vocabulary.facts import SectionFacts
 
 SERVER_MECHANISM = "a launched vLLM server's --speculative-config, counted from its /metrics"
 NOT_PER_REQUEST = "the server's /metrics counts speculation over all requests, not per request"
@@ -87,15 +89,14 @@ def _growth(first: MetricsSample, last: MetricsSample, name: str) -> int | None:
     return None if a is None or b is None else round(b - a)
 
 
-def record(
-    result: Any, metrics: ServerMetrics, spec: SpeculativeConfig, do_sample: bool, requests: int
-) -> None:
+def window_facts(
+    metrics: ServerMetrics, spec: SpeculativeConfig, do_sample: bool, requests: int
+) -> SectionFacts:
     """The ``speculative`` section from the window's first and last /metrics samples; null with
     the reason where the server's counters were not read."""
     method = spec.method
     if metrics.family == "sglang":
-        result.null_reasons["speculative"] = sglang_speculation.null_reason(method, metrics)
-        return
+        return SectionFacts(None, {"speculative": sglang_speculation.null_reason(method, metrics)})
     samples = metrics.samples
     first, last = (samples[0], samples[-1]) if len(samples) >= 2 else (None, None)
     names = ("spec_drafts_total", "spec_draft_tokens_total", "spec_accepted_tokens_total")
@@ -104,13 +105,15 @@ def record(
     drafts, proposed, accepted = grown
     if drafts is None or proposed is None or accepted is None or tokens is None:
         why = metrics.reason or "the server's /metrics carries no vllm:spec_decode_* counters"
-        result.null_reasons["speculative"] = (
-            f"speculative={method.value}: the server's speculative counters were not read "
-            f"over the window ({why})"
+        return SectionFacts(
+            None,
+            {
+                "speculative": f"speculative={method.value}: the server's speculative counters "
+                f"were not read over the window ({why})"
+            },
         )
-        return
     steps = tokens - accepted
-    result.speculative = SpeculativeSection(
+    section = SpeculativeSection(
         method=method.value,
         mechanism=f"{MECHANISMS[method]}; {SERVER_MECHANISM}",
         verification=SAMPLED if do_sample else GREEDY,
@@ -125,9 +128,10 @@ def record(
         tokens_generated=tokens,
         target_steps_saved=accepted,
     )
-    reasons = result.null_reasons
-    for name in ("proposed", "accepted"):
-        reasons[f"speculative.request_draft_tokens_{name}"] = NOT_PER_REQUEST
+    reasons = {
+        f"speculative.request_draft_tokens_{name}": NOT_PER_REQUEST
+        for name in ("proposed", "accepted")
+    }
     reasons["speculative.request_target_steps"] = NOT_PER_REQUEST
     reasons["speculative.draft_tokens_accepted_per_position"] = NO_POSITIONS
-    fill_ratios(result)
+    return SectionFacts(dataclasses.asdict(section), reasons)

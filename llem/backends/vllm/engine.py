@@ -42,10 +42,11 @@ from llem.backends.vllm.serve import (
     start_async_engine,
 )
 from llem.backends.vllm.shape import engine_shape
-from llem.backends.vllm.speculation import VLLMSpeculation, fill_speculative, for_run
+from llem.backends.vllm.speculation import VLLMSpeculation, for_run, speculative_facts
 from llem.config.measurement import MeasurementConfig
 from llem.config.vllm import VLLMConfig
 from llem.errors import RunError, first_line
+from llem.vocabulary.facts import LentGpus, WindowFacts
 from llem.vocabulary.model import LoadedModel, shown
 from llem.vocabulary.workload import BatchOutput, Prompt, ScheduledRequest, ServeOutput
 
@@ -60,9 +61,9 @@ class EngineModel(LoadedModel):
     max_model_len: int | None = None
     speculation: VLLMSpeculation | None = None  # this run's, counted from the window's start
 
-    def fill_window(self, result: Any, run_dir: Path) -> None:
-        """The ``speculative`` section, when the run speculated."""
-        fill_speculative(self.speculation, result)
+    def window_facts(self, run_dir: Path, gpus: LentGpus, measured: Sequence[str]) -> WindowFacts:
+        """The ``speculative`` section as counted, when the run speculated."""
+        return WindowFacts(speculative=speculative_facts(self.speculation))
 
 
 class VLLMBackend:

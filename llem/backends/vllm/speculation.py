@@ -13,12 +13,13 @@ request received tokens is one verification of that request.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
 from llem.config.speculative import SpeculativeConfig, SpeculativeMethod
 from llem.result import SpeculativeSection
-from llem.result.speculative import fill_ratios
+from llem.vocabulary.facts import SectionFacts
 
 #: vLLM's n-gram proposer matches n-grams from ``prompt_lookup_min`` to ``prompt_lookup_max``
 #: tokens long; llem passes 1 as the shortest, as transformers' prompt lookup matches down to one.
@@ -79,10 +80,9 @@ def engine_kwargs(spec: SpeculativeConfig, draft: str | None = None) -> dict[str
     return {"speculative_config": config, "per_request_spec_decode_metrics": "summary"}
 
 
-def fill_speculative(counted: VLLMSpeculation | None, result: Any) -> None:
-    """The ``speculative`` section from the window's count; nothing for speculative=none."""
-    if counted is not None:
-        counted.fill(result)
+def speculative_facts(counted: VLLMSpeculation | None) -> SectionFacts | None:
+    """The ``speculative`` section from the window's count; None for speculative=none."""
+    return None if counted is None else counted.facts()
 
 
 def count_step(counted: VLLMSpeculation | None, scheduler_stats: Any) -> None:
@@ -151,12 +151,13 @@ class VLLMSpeculation:
         self.request_proposed.append(int(metrics.num_draft_tokens))
         self.request_accepted.append(sum(j * int(n) for j, n in enumerate(metrics.histogram)))
 
-    def fill(self, result: Any) -> None:
-        """Write the ``speculative`` section (``llem.result.speculative``) into ``result``."""
+    def facts(self) -> SectionFacts:
+        """The ``speculative`` section (``llem.result.speculative``) as counted, for the run to
+        write with its ratios."""
         steps = sum(self.request_steps)
         method = self.spec.method
         known = None not in self.request_proposed
-        result.speculative = SpeculativeSection(
+        section = SpeculativeSection(
             method=method.value,
             mechanism=MECHANISMS[method],
             verification=SAMPLED if self.do_sample else GREEDY,
@@ -179,7 +180,12 @@ class VLLMSpeculation:
             request_target_steps=list(self.request_steps),
             draft_tokens_accepted_per_position=list(self.accepted_per_position),
         )
-        if not known:
-            for name in ("request_draft_tokens_proposed", "request_draft_tokens_accepted"):
-                result.null_reasons[f"speculative.{name}"] = NO_REQUEST_METRICS
-        fill_ratios(result)
+        reasons = (
+            {}
+            if known
+            else {
+                f"speculative.{name}": NO_REQUEST_METRICS
+                for name in ("request_draft_tokens_proposed", "request_draft_tokens_accepted")
+            }
+        )
+        return SectionFacts(dataclasses.asdict(section), reasons)

@@ -1,17 +1,19 @@
-"""Did the server serve only llem in the window? Its own counters against llem's requests.
+"""Did the engine serve only llem in the window? Its own counters against llem's requests.
 
-The server's ``/metrics`` counters grow with every client's work. Over the window (from the poll
+A server's ``/metrics`` counters grow with every client's work. Over the window (from the poll
 before the first request to the one after the last answer) the requests it finished
 (``server.requests_finished``) and the tokens it generated (``server.generation_tokens``) are at
 most llem's own (its requests, their usage's completion tokens) when llem was its only client.
 More is another client's load, whose energy is in the run's figures: validity check
 ``server_load`` fails naming both counts. Where the server counts neither (no ``/metrics``, or no
-such counter) the check is not checked, and the figures' null reasons say why.
+such counter) the check is not checked, and the figures' null reasons say why. The engine hands
+the counts over as facts (``EngineLoad``); this is the run's judgement of them.
 """
 
 from __future__ import annotations
 
 from llem.result import Figure, RunResult
+from llem.vocabulary.facts import EngineLoad
 
 CHECK = "server_load"
 
@@ -31,17 +33,14 @@ def surplus(
     return found
 
 
-def record(result: RunResult, sent: int) -> None:
-    """Judge the window's server counters in ``result.server`` against the ``sent`` requests
-    llem sent in it (check ``server_load``)."""
-    server = result.server
-    assert server is not None
-    finished, generated = server.requests_finished, server.generation_tokens
+def judge_engine_load(result: RunResult, load: EngineLoad) -> None:
+    """Judge the load the engine counted over the window against what llem sent (check
+    ``server_load`` in ``result.validity``; a surplus makes the energy invalid)."""
     validity = result.validity
-    if finished is None and (generated is None or server.usage_completion_tokens is None):
+    if load.finished is None and (load.generated is None or load.completion is None):
         validity.checks[CHECK] = "not checked"
         return
-    more = surplus(sent, finished, generated, server.usage_completion_tokens)
+    more = surplus(load.sent, load.finished, load.generated, load.completion)
     if not more:
         validity.checks[CHECK] = "passed"
         return

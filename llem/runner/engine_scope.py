@@ -1,6 +1,7 @@
 """What a server run's energy takes in, stated in ``result.boundary`` after the window: the
 server's processes on the measured GPUs (and that any other work there is in the figures too),
-or, where this host's GPUs were not measured, that the server's energy is not in them at all."""
+or, where this host's GPUs were not measured, that the server's energy is not in them at all.
+Written by the run once the server's facts of the window are (``llem.runner.engine_facts``)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import dataclasses
 from llem.result import RunResult
 
 
-def record(result: RunResult) -> None:
+def state_scope(result: RunResult) -> None:
     """``result.boundary.includes`` (and ``outside``) from ``result.server`` and the GPUs the
     window measured."""
     server, boundary = result.server, result.boundary
