@@ -95,7 +95,12 @@ def step_pace(cut: Sequence[Span]) -> Pace:
     if len(rows) < 5 or int(np.linalg.matrix_rank(x)) < 4:
         return TOKEN_PACE
     y = np.array([r.duration_s for r in rows])
-    t0, tp, tq, tx = (max(float(v), 0.0) for v in np.linalg.lstsq(x, y, rcond=None)[0])
+    fitted = np.linalg.lstsq(x, y, rcond=None)[0]
+    # a term that adds less than a billionth of the longest step is rounding, not time (a pace
+    # planted at 0 comes out at +-1e-18 s, its sign the BLAS build's)
+    tiny = 1e-9 * float(np.max(y))
+    top = np.max(x, axis=0)
+    t0, tp, tq, tx = (float(v) if v * m > tiny else 0.0 for v, m in zip(fitted, top, strict=True))
     return (t0, tp, tq, tx) if t0 + min(tp, tq) > 0 else TOKEN_PACE
 
 
