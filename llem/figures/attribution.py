@@ -11,17 +11,19 @@ twice the timeline's resolution; every span its own interval where the timeline 
 * an interval's measured energy is shared between its spans by the fitted model (a step
   ``a p + b q + k x + P_static d``, a gap ``P_between d``; ``P_static`` where ``P_between`` is
   not fitted), so a step's energy is never read off a timeline too coarse to show it;
-* phases: a step's energy goes to prefill and decode by the fitted model: its prefill part costs
-  ``a x prefill tokens + k x their context + P_static x d x prefill's share of the step's
-  time``, its decode part likewise (``llem.figures.step_shares``: the step's time divided by the
-  steps' durations fitted against tokens and context); a step that computed no tokens counts as
-  decode; the gaps are ``between_steps_j``. Prefill + decode + between = the window's energy,
-  exactly.
+* phases: a step's energy goes to prefill and decode half by the fitted model (its prefill part
+  costs ``a x prefill tokens + k x their context + P_static x d x prefill's share of the step's
+  time``, its decode part likewise) and half by each part's share of the step's time alone
+  (``BY_TIME``; ``llem.figures.step_shares``: the step's time divided by the steps' durations
+  fitted against tokens and context): how a step divides is a convention its energy cannot test,
+  and the middle of the two is the figure nearest to either; a step that computed no tokens
+  counts as decode; the gaps are ``between_steps_j``. Prefill + decode + between = the window's
+  energy, exactly.
 * requests: the same split per request, by the tokens each request computed in the step and its
   context (``EngineStep.shares``). The gaps, and steps whose requests are unknown, are
   ``unattributed_j``: requests + unattributed = the window's energy, exactly.
 * each figure's 95 % interval (``llem.figures.interval``): the coefficients' spread and the
-  residuals, with the gap to sharing each step by time alone.
+  residuals, with how far the figure is from either convention (half their gap).
 
 A coefficient fitted but not published (within two standard errors of 0: ``energy_fit``) is
 still used by the split, anywhere within its timing bound. Where the fit cannot identify its
@@ -82,10 +84,10 @@ METHOD = (
     "+ P_between x seconds between steps + k x context tokens read, least squares over "
     "intervals of the window no shorter than twice the power timeline's resolution (each engine "
     "step where the timeline resolves it), the steps moved by the power timeline's estimated "
-    "lag; an interval's energy shared by its spans' fitted costs, a step's by each part's fitted "
-    "cost, static power by each part's share of the step's time; 95 % intervals from the fit's "
-    "Newey-West covariance and residuals, widened by the gap to sharing each step by time alone "
-    "and by the lag's range"
+    "lag; an interval's energy shared by its spans' fitted costs, a step's half by each part's "
+    "fitted cost (static power by each part's share of the step's time) and half by its share "
+    "of the step's time alone; 95 % intervals from the fit's Newey-West covariance and "
+    "residuals, widened by the distance to either sharing and by the lag's range"
 )
 
 # Where the fit cannot be used, any costs >= 0 may hold: a fraction's extremes over them lie at
@@ -95,6 +97,7 @@ _ANY_COSTS: tuple[Coefficients, ...] = (
     (0.0, 1.0, 0.0, 0.0, 0.0),
     (0.0, 0.0, 1.0, 0.0, 0.0),
 )
+BY_TIME = 0.5  # a step's split: half by the fitted costs, half by time alone (module docstring)
 _BOUNDED = ("prefill", "decode", "between", "unattributed", "req")  # figures with a bound
 
 
@@ -185,7 +188,7 @@ def attribute(
         return Attribution(
             total, None, None, None, fit, None, reason, None, reason, None, *tokens, b, None
         )
-    sharing = Sharing(cut, b, step_pace(cut))
+    sharing = Sharing(cut, b, step_pace(cut), BY_TIME if why is None else 0.0)
     weights, figures, coefficient_ci95 = _shared(
         sharing, fit, rows, (coeffs, box), why is None and spread, spread, scale_relative
     )

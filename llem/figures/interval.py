@@ -18,14 +18,15 @@ parts, added:
 * the window's own relative bound (counter, sensor) as a uniform error: ``(rho F)^2 / 3``.
 
 The half-width is ``1.96`` standard deviations of these, and then, added in quadrature, how far
-the figure moves were each step shared between its parts by time alone instead of by the fitted
-costs (``TIME_SHARE``): how a step's energy divides between what ran in it is a convention the
-window's energies cannot test (the same step energies follow from either), so the interval
-carries both (on the truth harness the physics shares by busy time: the fitted costs' split of
-the held-out scenario's phases was 8-12 % from it). The estimated sensor lag's range is carried
-by the caller (``llem.runner.lag``). Not covered: a cost that is not linear in what the steps
-report beyond what the residuals show. Its coverage is measured on the truth
-harness (``bench/attribution.py``), not assumed.
+the figure is from the figure were each step shared between its parts by time alone
+(``TIME_SHARE``): how a step's energy divides between what ran in it is a convention the
+window's energies cannot test (the same step energies follow from either), so the figure takes
+the middle of the fitted costs' split and the time split (``llem.figures.attribution``) and the
+interval reaches both (on the truth harness the physics shares by busy time: the fitted costs'
+split of the held-out scenario's prefill was 10-12 % above it, the time split 15 % below). The
+estimated sensor lag's range is carried by the caller (``llem.runner.lag``). Not covered: a cost
+that is not linear in what the steps report beyond what the residuals show. Its coverage is
+measured on the truth harness (``bench/attribution.py``), not assumed.
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ from typing import Any
 
 from llem.figures.bins import Bins
 from llem.figures.step_shares import (
+    TIME_SHARE,
     TOKEN_PACE,
     Coefficients,
     Key,
@@ -35,10 +36,12 @@ class Sharing:
     """A window's spans grouped into ``bins``' intervals, laid out for weights at many costs
     (``pace``: how a step's time divides between its parts, ``step_shares.step_pace``)."""
 
-    def __init__(self, cut: Sequence[Span], bins: Bins, pace: Pace = TOKEN_PACE) -> None:
+    def __init__(
+        self, cut: Sequence[Span], bins: Bins, pace: Pace = TOKEN_PACE, by_time: float = 0.0
+    ) -> None:
         import numpy as np
 
-        self.bins, self.pace = bins, pace
+        self.bins, self.pace, self.by_time = bins, pace, by_time
         idx = [i for lo, hi in bins.groups for i in range(lo, hi)]
         spans = [cut[i] for i in idx]
         self.group = np.array(
@@ -112,16 +115,27 @@ class Sharing:
         split[0::2] = np.column_stack([self.prefill[step], 0 * step, self.read_p[step]])
         split[1::2] = np.column_stack([0 * step, self.decode[step], self.read_d[step]])
         idle = np.tile([False, True], len(step)).astype(bool)
-        f = part_fractions(split, two, self.duration[step], idle, inner, self.pace)
+        f = self._fractions(split, two, self.duration[step], idle, inner, within is None)
         phases[step, PREFILL] = g[step] * f[0::2]
         phases[step, DECODE] = g[step] * f[1::2]
         gap = ~self.is_step
         phases[gap, BETWEEN] = g[gap]
         phases[gap | ~self.attributed, UNATTRIBUTED] = g[gap | ~self.attributed]
-        fr = part_fractions(
-            self.parts, self.part_span, self.duration, self.part_idle, inner, self.pace
+        fr = self._fractions(
+            self.parts, self.part_span, self.duration, self.part_idle, inner, within is None
         )
         return phases, g[self.part_span] * fr
+
+    def _fractions(
+        self, parts: Any, step: Any, duration: Any, idle: Any, c: Coefficients, blend: bool
+    ) -> Any:
+        """``part_fractions`` under ``c``; where ``blend``, ``by_time`` of each share by time
+        alone (``TIME_SHARE``) and the rest by ``c``."""
+        f = part_fractions(parts, step, duration, idle, c, self.pace)
+        if blend and self.by_time:
+            t = part_fractions(parts, step, duration, idle, TIME_SHARE, self.pace)
+            f = (1.0 - self.by_time) * f + self.by_time * t
+        return f
 
     def weights(self, c: Coefficients, within: Coefficients | None = None) -> Weights:
         """Each figure's weight on each interval's energy under costs ``c`` (``within``: other

@@ -38,6 +38,7 @@ from llem.testing.modelled_power import (
 from llem.vocabulary.workload import EngineStep
 
 # a small GPU's costs: 4 mJ per prefill token, 50 mJ per decode token, 120 W static, 60 W idle
+BY_TIME = 0.5  # the sharing convention: half of a step by its parts' costs, half by time alone
 MODEL = PlantedModel(a_j=0.004, b_j=0.05, static_w=120.0, idle_w=60.0)
 LIMIT_W = 700.0  # the fake GPU's enforced power limit
 # FINE_HZ: every step's energy known exactly (no NVML reading resolves a step: they change every
@@ -168,9 +169,10 @@ def durations(ordered: list[EngineStep]) -> list[float]:
 def planted_parts_j(
     steps: list[EngineStep], model: PlantedModel = MODEL
 ) -> dict[int, tuple[float, float]]:
-    """Each request's planted (prefill, decode) energy on ``paced`` steps (module docstring): its
-    tokens' costs plus the step's static power for the time its parts keep the step busy, as the
-    planted pace says (the step's fixed time shared by tokens)."""
+    """Each request's planted (prefill, decode) energy on ``paced`` steps (module docstring), by
+    the sharing convention: half its tokens' costs plus the step's static power for the time its
+    parts keep the step busy, as the planted pace says (the step's fixed time shared by tokens),
+    and half the whole step's energy for that time alone."""
     ordered = sorted(steps, key=lambda s: s.end_s)
     (t0, tp, tq), _ = pace_rows(ordered)
     out: dict[int, tuple[float, float]] = {}
@@ -180,14 +182,20 @@ def planted_parts_j(
         n = sum(x.prefill_tokens + x.decode_tokens for x in shares)
         busy = t0 + tp * (s.prefill_tokens or 0) + tq * (s.decode_tokens or 0)
         watts = model.static_w * d / busy  # the step's static energy per second of planted pace
+        whole = model.a_j * (s.prefill_tokens or 0) + model.b_j * (s.decode_tokens or 0)
+        whole = (whole + model.static_w * d) / busy  # the step's energy per second of pace
         for x in shares:
             fixed = t0 / n if n else t0 / len(shares)
             pre = (fixed * x.prefill_tokens if n else 0.0) + tp * x.prefill_tokens
             dec = fixed * (x.decode_tokens if n else 1) + tq * x.decode_tokens
             p0, d0 = out.get(x.request_id, (0.0, 0.0))
+            by_cost = (
+                model.a_j * x.prefill_tokens + watts * pre,
+                model.b_j * x.decode_tokens + watts * dec,
+            )
             out[x.request_id] = (
-                p0 + model.a_j * x.prefill_tokens + watts * pre,
-                d0 + model.b_j * x.decode_tokens + watts * dec,
+                p0 + (1 - BY_TIME) * by_cost[0] + BY_TIME * whole * pre,
+                d0 + (1 - BY_TIME) * by_cost[1] + BY_TIME * whole * dec,
             )
     return out
 

@@ -78,17 +78,20 @@ def test_planted_costs_are_recovered_and_every_joule_is_accounted_for() -> None:
     assert sum(r.energy_j for r in got.requests.values()) + got.unattributed.energy_j == (
         pytest.approx(total)
     )
-    # the mixed step (r1 decodes 1 token, r2 prefills 500) splits by fitted cost, static power by
-    # the time each keeps the step busy (the planted pace): r2 gets its prefill and its time's
-    # share of the static power
+    # a step shared by two requests splits half by fitted cost (static power by the time each
+    # keeps the step busy: the planted pace) and half by that time alone: in the mixed step (r1
+    # decodes 1 token, r2 prefills 500) r2 gets half of its prefill and its time's share of the
+    # static power, and half of its time's share of the whole step
     static = [P * _duration(i) for i in range(len(PLAN))]
-    r2_in_mixed = A * 500 + static[2] * _time_share(2, 1)
-    assert got.requests[2].prefill_j == pytest.approx(r2_in_mixed)
-    r1_decode = (
-        (B + static[1])
-        + (B + static[2] * _time_share(2, 0))
-        + sum(B + static[i] * _time_share(i, 0) for i in (3, 4))
-    )
+    whole = [sum(A * p + B * q for _, p, q in PLAN[i]) + static[i] for i in range(len(PLAN))]
+
+    def part(i: int, j: int) -> float:
+        _, p, q = PLAN[i][j]
+        by_cost = A * p + B * q + static[i] * _time_share(i, j)
+        return 0.5 * by_cost + 0.5 * whole[i] * _time_share(i, j)
+
+    assert got.requests[2].prefill_j == pytest.approx(part(2, 1))
+    r1_decode = whole[1] + sum(part(i, 0) for i in (2, 3, 4))
     assert got.requests[1].decode_j == pytest.approx(r1_decode)
     assert got.prefill_tokens == 800 and got.decode_tokens == 7
 

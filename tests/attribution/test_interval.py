@@ -59,17 +59,18 @@ def test_energy_moved_between_two_neighbours_counts_less_for_a_figure_that_takes
 
 
 def test_where_the_model_fits_exactly_the_interval_is_the_sharing_conventions_gap() -> None:
-    """Planted costs, exact energies: no residual, no coefficient spread; what is left is how far
-    the prefill figure moves when each step is shared by time alone: in the mixed step r2's
-    prefill takes its time's share of the whole step instead of A x 500 J and its time's share of
-    the static power."""
+    """Planted costs, exact energies: no residual, no coefficient spread; what is left is the
+    sharing convention: the prefill figure takes the middle of the fitted costs' split and the
+    split by time alone, and its interval reaches both: in the mixed step r2's prefill is
+    A x 500 J and its time's share of the static power by the one, its time's share of the whole
+    step by the other; the half-width is half that gap."""
     cut = spans(_mixed_schedule(), 0.9, 1.3)
     got = attribute(cut, _energies(cut), [0.0] * len(cut))
     assert got.prefill is not None and got.prefill.ci95_j is not None
     s = time_share(2, 1)
     step = A * 500 + B * 1 + P * _duration(2)
     gap = abs(step * s - (A * 500 + P * _duration(2) * s))
-    assert got.prefill.ci95_j == pytest.approx(gap, rel=1e-3)
+    assert got.prefill.ci95_j == pytest.approx(gap / 2, rel=1e-3)
     assert len(PLAN[0]) == 1  # the first step (prefill alone) is the same either way
 
 

@@ -104,18 +104,25 @@ class Truth:
     request_j: dict[int, tuple[float, float]]  # id -> (prefill J, decode J)
 
 
+BY_TIME = 0.5  # the sharing convention: half of a step by its parts' costs, half by time alone
+
+
 def _truth(planted: Planted, window_s: float) -> Truth:
-    """The planted costs of each request's tokens, and its share of each step's static power by
-    the tokens it computed there (= by the time its tokens kept the step busy: ``t0 + c x N``);
-    ``P_between`` over the window's seconds outside the steps."""
+    """Each request's part of each step by the sharing convention: half its tokens' planted
+    costs and its share of the step's static power by the tokens it computed there (= by the
+    time its tokens kept the step busy: ``t0 + c x N``), half its share of the whole step's
+    energy by that time alone; ``P_between`` over the window's seconds outside the steps."""
     req: dict[int, tuple[float, float]] = {}
     for s in planted.steps:
         n = (s.prefill_tokens or 0) + (s.decode_tokens or 0)
         static = P * (s.end_s - (s.start_s or 0.0))
+        whole = _step_j(s)
         for x in s.shares or ():
             pre, dec = req.get(x.request_id, (0.0, 0.0))
-            pre += A * x.prefill_tokens + static * x.prefill_tokens / n
-            dec += B * x.decode_tokens + static * x.decode_tokens / n
+            by_cost = A * x.prefill_tokens + static * x.prefill_tokens / n
+            pre += (1 - BY_TIME) * by_cost + BY_TIME * whole * x.prefill_tokens / n
+            by_cost = B * x.decode_tokens + static * x.decode_tokens / n
+            dec += (1 - BY_TIME) * by_cost + BY_TIME * whole * x.decode_tokens / n
             req[x.request_id] = (pre, dec)
     prefill = sum(p for p, _ in req.values())
     decode = sum(d for _, d in req.values())
