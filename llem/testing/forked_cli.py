@@ -9,7 +9,8 @@ once, and makes the child what ``python -m llem`` started by ``cli.run_llem`` wo
   preloaded modules read from the environment at import (huggingface_hub's ``HF_HUB_OFFLINE``,
   torch's and transformers' variables) they read as the run would. Only the variables in
   ``PER_RUN``, read when a run needs them, may differ between the calls one server takes; a call
-  whose environment differs in another gets a server of its own;
+  whose environment differs in another, or made with other CPUs allowed, gets a server of its
+  own (its first call runs ``python -m llem`` itself);
 - the child takes the call's environment (``os.environ`` replaced, so C code sees it too), working
   directory (first on ``sys.path``, as ``-m`` puts it), CPU affinity and umask; its fds 1 and 2
   are files, so the output of C code and of the processes it starts is captured too; stdin is
@@ -35,6 +36,7 @@ import json
 import locale
 import os
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -68,6 +70,9 @@ PER_RUN = frozenset({"LLEM_CACHE_DIR", "PYTEST_CURRENT_TEST"})
 #: ``LLEM_FORKED_CLI=0`` runs every call as ``python -m llem`` (``cli.run_llem``)
 SWITCH = "LLEM_FORKED_CLI"
 
+#: the most servers that run at once (each holds torch and transformers: about 0.5 GB)
+MAX_SERVERS = 3
+
 #: the exit status of a child that failed before it could run llem
 CHILD_SETUP_FAILED = 70
 
@@ -94,11 +99,12 @@ def run_command(
 ) -> subprocess.CompletedProcess[str]:
     """``python -m llem ARGV`` with ``env`` in ``cwd``, forked where a server for ``env`` runs."""
     command = [sys.executable, "-m", "llem", *argv]
-    if os.environ.get(SWITCH, "1") == "0":
+    server = _servers.get(env) if os.environ.get(SWITCH, "1") != "0" else None
+    if server is None:
         return subprocess.run(
             command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
         )
-    return _servers.get(env).run(command, argv, env=env, cwd=Path(cwd), timeout=timeout)
+    return server.run(command, argv, env=env, cwd=Path(cwd), timeout=timeout)
 
 
 def stop() -> None:
@@ -106,16 +112,33 @@ def stop() -> None:
     _servers.stop()
 
 
+_Key = tuple[frozenset[tuple[str, str]], frozenset[int]]
+
+
 class _Servers:
-    """The servers of this process, one per environment (``PER_RUN`` left out)."""
+    """The servers of this process, one per environment (``PER_RUN`` left out) and CPU affinity
+    (OpenMP counts the CPUs it may use when torch loads it), each started at the second call that
+    needs it (an environment made for one test, with its own folder on ``PATH``, would pay for a
+    server and use it once); at most ``MAX_SERVERS`` run, the one unused for longest stopping
+    first."""
 
-    def __init__(self) -> None:
-        self.running: dict[frozenset[tuple[str, str]], _Server] = {}
+    def __init__(self, *, fork_first_call: bool = False) -> None:
+        self.fork_first_call = fork_first_call
+        self.seen: set[_Key] = set()
+        self.running: dict[_Key, _Server] = {}  # in the order of their last use
 
-    def get(self, env: dict[str, str]) -> _Server:
-        key = frozenset((k, v) for k, v in env.items() if k not in PER_RUN)
-        if key not in self.running:
-            self.running[key] = _Server.start(env)
+    def get(self, env: dict[str, str]) -> _Server | None:
+        variables = frozenset((k, v) for k, v in env.items() if k not in PER_RUN)
+        key = (variables, frozenset(os.sched_getaffinity(0)))
+        if key in self.running:
+            self.running[key] = self.running.pop(key)
+            return self.running[key]
+        if key not in self.seen and not self.fork_first_call:
+            self.seen.add(key)
+            return None
+        while len(self.running) >= MAX_SERVERS:
+            self.running.pop(next(iter(self.running))).stop()
+        self.running[key] = _Server.start(env)
         return self.running[key]
 
     def stop(self) -> None:
@@ -132,21 +155,23 @@ class _Server:
     process: subprocess.Popen[bytes]
     requests: IO[bytes]
     answers: IO[bytes]
+    home: Path  # its working directory, and its stderr's file
 
     @classmethod
     def start(cls, env: dict[str, str]) -> _Server:
         """A fresh interpreter with ``env`` that imports ``PRELOAD`` and waits for requests."""
-        home = tempfile.mkdtemp(prefix="llem-fork-server-")  # nothing there to shadow a module
-        process = subprocess.Popen(
-            [sys.executable, "-c", "from llem.testing.forked_cli import serve; serve()"],
-            cwd=home,
-            env=env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-        )
+        home = Path(tempfile.mkdtemp(prefix="llem-fork-server-"))  # nothing there to import
+        with open(home / "stderr", "wb") as stderr:
+            process = subprocess.Popen(
+                [sys.executable, "-c", "from llem.testing.forked_cli import serve; serve()"],
+                cwd=home,
+                env=env,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+            )
         assert process.stdin is not None and process.stdout is not None
-        server = cls(process, process.stdin, process.stdout)
+        server = cls(process, process.stdin, process.stdout, home)
         ready = server.answer(None)
         if ready.get("threads") != 1:
             server.stop()
@@ -197,7 +222,8 @@ class _Server:
             raise subprocess.TimeoutExpired("llem fork server", timeout or 0)
         line = self.answers.readline()
         if not line:
-            raise RuntimeError(f"the llem fork server exited ({self.process.poll()})")
+            stderr = (self.home / "stderr").read_text(errors="replace")[-2000:]
+            raise RuntimeError(f"the llem fork server exited ({self.process.wait()}):\n{stderr}")
         answer: dict[str, Any] = json.loads(line)
         return answer
 
@@ -205,6 +231,7 @@ class _Server:
         self.requests.close()  # the server exits at the end of its requests
         self.process.wait()
         self.answers.close()
+        shutil.rmtree(self.home, ignore_errors=True)
 
 
 def _umask() -> int:
