@@ -48,7 +48,7 @@ from typing import IO, Any
 from llem.testing import cli
 
 #: the modules a tiny CPU run of the PyTorch engine imports at the top of its import tree (``python
-#: -X importtime -m llem ...``), in that order: about 4 of its 5 CPU-s
+#: -X importtime -m llem ...``), in that order: about 4 s of its 5.7 CPU-s
 PRELOAD = (
     "llem.app.entrypoint",
     "llem.sweep.search_sweeper",
@@ -70,7 +70,7 @@ PER_RUN = frozenset({"LLEM_CACHE_DIR", "PYTEST_CURRENT_TEST"})
 #: ``LLEM_FORKED_CLI=0`` runs every call as ``python -m llem`` (``cli.run_llem``)
 SWITCH = "LLEM_FORKED_CLI"
 
-#: the most servers that run at once (each holds torch and transformers: about 0.5 GB)
+#: the most servers that run at once (each holds torch and transformers: about 0.4 GB)
 MAX_SERVERS = 3
 
 #: the exit status of a child that failed before it could run llem
