@@ -109,6 +109,7 @@ def test_a_run_past_its_timeout_is_killed_and_the_next_runs(tmp_path, tiny_model
     tiny = ["model=hf", f"model.name_or_path={tiny_model_dir}", "device=cpu"]
     with pytest.raises(subprocess.TimeoutExpired):
         forked_cli.run_llem(*tiny, "decoder.max_new_tokens=64", cwd=tmp_path, timeout=0.5)
+    assert not list(tmp_path.rglob("result.json"))  # killed: the run never finished
     assert forked_cli.run_llem("decoder=nope", cwd=tmp_path).returncode == 2
 
 
