@@ -127,3 +127,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if reason:
         for item in gpu_items:
             item.add_marker(pytest.mark.skip(reason=reason))
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """The fork servers of ``llem.testing.forked_cli`` stop and are waited for, so the CPU time of
+    the runs they forked counts as this process's children's (what ``/usr/bin/time`` shows)."""
+    from llem.testing import forked_cli
+
+    forked_cli.stop()

@@ -12,7 +12,8 @@ import pytest
 
 from llem.config.architectures import RANDOM_POWER_WARNING
 from llem.report.build import build_report
-from llem.testing.cli import output, run_llem, run_tiny
+from llem.testing.cli import output, run_tiny
+from llem.testing.forked_cli import run_llem
 
 MAX_NEW_TOKENS = 5
 

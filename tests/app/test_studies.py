@@ -16,6 +16,7 @@ import pytest
 from hydra.core.config_search_path import ConfigSearchPath, SearchPathElement
 
 from llem.app.entrypoint import main
+from llem.testing import forked_cli
 
 REPO = Path(__file__).resolve().parents[2]
 SHIPPED = sorted(p.name[:-5] for p in resources.files("llem.conf").joinpath("experiment").iterdir())
@@ -77,14 +78,7 @@ def _keep_argv(monkeypatch: pytest.MonkeyPatch) -> None:
 def llem(cwd: Path, *args: str, timeout: int = 240) -> subprocess.CompletedProcess:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
-    return subprocess.run(
-        [sys.executable, "-m", "llem", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    return forked_cli.run_command(list(args), env=env, cwd=cwd, timeout=timeout)
 
 
 def write_study(directory: Path, name: str, text: str) -> Path:

@@ -17,7 +17,8 @@ from llem.config.architectures import architecture_config, architecture_names, r
 from llem.config.model import ModelConfig, Weights
 from llem.config.schema import DecoderConfig, ExperimentConfig
 from llem.config.validate import cross_field_problems
-from llem.testing.cli import output, run_llem
+from llem.testing.cli import output
+from llem.testing.forked_cli import run_llem
 from llem.vocabulary.workload import Prompt
 
 # Parameters of the published checkpoints (their model cards), tied embeddings counted once.

@@ -10,7 +10,8 @@ from llem.config.engines import engine, engine_problems
 from llem.config.schema import ExperimentConfig
 from llem.config.server import Launch, ServerConfig
 from llem.config.validate import legacy_config_hash
-from llem.testing.cli import output, run_llem
+from llem.testing.cli import output
+from llem.testing.forked_cli import run_llem
 
 NEITHER = (
     "backend=server needs exactly one of server.url (a running server) and server.launch "

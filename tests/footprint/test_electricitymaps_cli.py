@@ -17,7 +17,8 @@ import pytest
 from footprint.tiny_run import tiny_run
 from llem.runner.electricitymaps import KEY_ENV, KEY_FILE_ENV
 from llem.testing import fake_electricitymaps, fake_redfish
-from llem.testing.cli import output, run_llem
+from llem.testing.cli import output
+from llem.testing.forked_cli import run_llem
 
 pytestmark = pytest.mark.slow
 

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from llem.testing import cli
+from llem.testing import forked_cli
 
 FAST = ["decoder.max_new_tokens=4", "dataset.n_prompts=3", "pytorch.batch_size=2"]
 
 
 def run_llem(cwd: Path, *args: str) -> dict:
-    proc = cli.run_llem(*args, cwd=cwd, timeout=300)
+    proc = forked_cli.run_llem(*args, cwd=cwd, timeout=300)
     assert proc.returncode == 0, proc.stderr + proc.stdout
     return json.loads(next((cwd / "outputs").rglob("result.json")).read_text())
 

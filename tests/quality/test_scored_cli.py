@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from llem.testing.cli import output, run_llem
+from llem.testing.cli import output
+from llem.testing.forked_cli import run_llem
 
 
 def _tiny(model_dir: Path) -> list[str]:

@@ -19,7 +19,8 @@ from llem.devices.cpu_energy import RaplReader
 from llem.errors import PreflightError
 from llem.result import RunResult
 from llem.runner import Runner
-from llem.testing.cli import compose_tiny, output, run_llem
+from llem.testing.cli import compose_tiny, output
+from llem.testing.forked_cli import run_llem
 from llem.testing.planted_rapl import MAX_UJ, ScriptedCounters, plant_zone
 from llem.vocabulary.model import LoadedModel
 from llem.vocabulary.workload import BatchOutput, Prompt

@@ -338,7 +338,8 @@ def test_every_traffic_kind_runs_through_continuous_batching_end_to_end(
     tiny_model_dir: Path, tmp_path: Path, traffic: list[str]
 ) -> None:
     """The real CLI, the real transformers continuous batching, each traffic kind."""
-    from llem.testing.cli import output, run_llem
+    from llem.testing.cli import output
+    from llem.testing.forked_cli import run_llem
 
     run_dir = tmp_path / "run"
     proc = run_llem(

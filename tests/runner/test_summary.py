@@ -12,7 +12,8 @@ import pytest
 
 from llem.result import Energy, RunResult
 from llem.runner.summary import boundary_line, energy_line, summary_line
-from llem.testing.cli import llem_env, output, run_llem
+from llem.testing.cli import llem_env, output
+from llem.testing.forked_cli import run_llem
 
 NO_NVML = "no NVIDIA GPU/NVML (NVMLError_LibraryNotFound)"
 NO_RAPL = "no RAPL powercap files (/sys/class/powercap/intel-rapl:*/energy_uj)"

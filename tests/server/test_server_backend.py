@@ -15,7 +15,8 @@ from llem.backends import create_backend
 from llem.config.schema import ExperimentConfig
 from llem.config.server import Launch
 from llem.errors import PreflightError, RunError
-from llem.testing.cli import output, run_llem, run_tiny
+from llem.testing.cli import output, run_tiny
+from llem.testing.forked_cli import run_llem
 from tests.server.fake_openai import Plan
 from tests.server.fake_thread import fake_in_thread
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from llem.testing.cli import output, run_llem
+from llem.testing.cli import output
+from llem.testing.forked_cli import run_llem
 
 pytestmark = pytest.mark.slow
 

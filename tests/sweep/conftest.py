@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from llem.testing import cli
+from llem.testing import cli, forked_cli
 from llem.testing.cli import llem_env as llem_env
 
 REPO = Path(__file__).resolve().parents[2]
@@ -24,7 +24,7 @@ def llem_cmd(*args: str) -> list[str]:
 
 
 def run_llem(*args: str, timeout: int = 240) -> subprocess.CompletedProcess:
-    return cli.run_llem(*args, multirun=True, timeout=timeout)
+    return forked_cli.run_llem(*args, multirun=True, timeout=timeout)
 
 
 def result(sweep: Path, index: int) -> dict[str, Any]:

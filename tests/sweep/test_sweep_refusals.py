@@ -9,7 +9,7 @@ import pytest
 from filelock import FileLock
 
 from llem.sweep.lock import LOCK_FILE
-from llem.testing import cli
+from llem.testing import forked_cli
 
 from .conftest import NO_REPORT, output
 
@@ -19,7 +19,7 @@ MISSING = ["dataset=jsonl", "dataset.path=missing.jsonl"]
 
 
 def run_llem(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return cli.run_llem(*args, multirun=True, cwd=cwd, timeout=120)
+    return forked_cli.run_llem(*args, multirun=True, cwd=cwd, timeout=120)
 
 
 def _lines(text: str) -> list[str]:
