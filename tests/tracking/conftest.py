@@ -49,7 +49,8 @@ def _wait_healthy(url: str, proc: subprocess.Popen[bytes], log: Path) -> None:
 
 @pytest.fixture(scope="session")
 def mlflow_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    """``{"uri", "store"}``: the server's URL and the folder of its database and artifacts."""
+    """``{"uri", "store", "pid"}``: the server's URL, the folder of its database and artifacts,
+    and its process (its workers and job runner are its descendants)."""
     if importlib.util.find_spec("mlflow") is None:
         pytest.skip("needs mlflow (pip install 'llem[tracking]')")
     store = tmp_path_factory.mktemp("mlflow-store")
@@ -71,7 +72,7 @@ def mlflow_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str
     url = f"http://127.0.0.1:{port}"
     try:
         _wait_healthy(url, proc, log)
-        yield {"uri": url, "store": store}
+        yield {"uri": url, "store": store, "pid": proc.pid}
     finally:
         proc.terminate()
         try:
