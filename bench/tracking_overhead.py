@@ -340,8 +340,8 @@ def verdicts(pairs: list[Pair], points: int) -> bool:
         shown = _pct(waited, sum(i.window_s for i in inn))
         print(
             f"  {side}: llem's threads waited for a CPU {shown}"
-            " inside the windows (the machine's load, not llem's work; 0.05 per s on an idle"
-            " machine: well above it, the ratio reads the load)"
+            " inside the windows (the machine's load, not llem's work: about 0.05 per s on an"
+            " idle machine; where it is well above that, the ratio reads the load)"
         )
     logged = [p.logged for p in pairs]
     return report(
