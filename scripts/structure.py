@@ -32,7 +32,7 @@ MAX_MODULE_LINES = 400
 # own `__init__` (the public API) sits above them all; entry points (`__main__` modules) may
 # import upward. A module whose folder is in no layer is an error, not a guess.
 LAYERS: list[tuple[str, list[str]]] = [
-    ("base", ["llem.errors", "llem.atomic", "llem.version", "llem.cache"]),
+    ("base", ["llem.errors", "llem.atomic", "llem.version", "llem.cache", "llem.plain"]),
     ("config", ["llem.config", "llem.conf"]),
     ("vocabulary", ["llem.vocabulary"]),
     ("result", ["llem.result"]),

@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-from enum import Enum
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
@@ -52,6 +51,7 @@ from llem.config.speculative import speculative_problems
 from llem.config.tracking import tracking_problems
 from llem.config.traffic import OPEN_LOOP, planned_requests
 from llem.errors import ConfigError
+from llem.plain import json_ready
 
 # Fields whose value does not change what is measured: left out of the config hash so that repeats
 # (and re-runs of the same point) group together.
@@ -318,19 +318,6 @@ def check_rules(exp: ExperimentConfig) -> None:
     problems = cross_field_problems(exp)
     if problems:
         raise ConfigError(problems)
-
-
-def json_ready(value: Any) -> Any:
-    """A JSON-ready copy of a dataclass tree: enums become their values."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: json_ready(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, Enum):
-        return value.value
-    if isinstance(value, dict):
-        return {str(k): json_ready(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [json_ready(v) for v in value]
-    return value
 
 
 def config_hash(exp: ExperimentConfig) -> str:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from llem.atomic import atomic_write_text
+from llem.plain import json_ready
 from llem.result.boundary import Boundary
 from llem.result.figure import Figure, read_figure, with_figures
 from llem.result.footprint import Footprint, Layers
@@ -102,7 +103,7 @@ class RunResult:
     # ------------------------------------------------------------------ json
     def to_json(self) -> dict[str, Any]:
         """The result as plain JSON data, in schema order."""
-        plain: dict[str, Any] = _to_plain(self)
+        plain: dict[str, Any] = json_ready(self)
         return plain
 
     @classmethod
@@ -207,16 +208,6 @@ def write_unmeasured(
 
 
 # --------------------------------------------------------------------------- (de)serialisation
-
-
-def _to_plain(value: Any) -> Any:
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _to_plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, dict):
-        return {str(k): _to_plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_to_plain(v) for v in value]
-    return value
 
 
 _HINTS: dict[type, dict[str, Any]] = {}

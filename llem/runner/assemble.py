@@ -13,11 +13,11 @@ from typing import Any
 
 from llem.config.pytorch import CacheImplementation
 from llem.config.schema import ExperimentConfig
-from llem.config.validate import json_ready
 from llem.devices.gpu import on_gpu
 from llem.figures.compute import compute_figures
 from llem.measure import Measurement, MeasurementSession
 from llem.measure.energy_section import Counts
+from llem.plain import json_ready
 from llem.result import (
     Compute,
     Figure,
