@@ -42,6 +42,7 @@ class Sharing:
         import numpy as np
 
         self.bins, self.pace, self.by_time = bins, pace, by_time
+        self._by_time: dict[str, Any] = {}  # the time-alone fractions, by ``_fractions``' which
         idx = [i for lo, hi in bins.groups for i in range(lo, hi)]
         spans = [cut[i] for i in idx]
         self.group = np.array(
@@ -115,25 +116,43 @@ class Sharing:
         split[0::2] = np.column_stack([self.prefill[step], 0 * step, self.read_p[step]])
         split[1::2] = np.column_stack([0 * step, self.decode[step], self.read_d[step]])
         idle = np.tile([False, True], len(step)).astype(bool)
-        f = self._fractions(split, two, self.duration[step], idle, inner, within is None)
+        f = self._fractions("phases", split, two, self.duration[step], idle, inner, within is None)
         phases[step, PREFILL] = g[step] * f[0::2]
         phases[step, DECODE] = g[step] * f[1::2]
         gap = ~self.is_step
         phases[gap, BETWEEN] = g[gap]
         phases[gap | ~self.attributed, UNATTRIBUTED] = g[gap | ~self.attributed]
         fr = self._fractions(
-            self.parts, self.part_span, self.duration, self.part_idle, inner, within is None
+            "requests",
+            self.parts,
+            self.part_span,
+            self.duration,
+            self.part_idle,
+            inner,
+            within is None,
         )
         return phases, g[self.part_span] * fr
 
     def _fractions(
-        self, parts: Any, step: Any, duration: Any, idle: Any, c: Coefficients, blend: bool
+        self,
+        which: str,
+        parts: Any,
+        step: Any,
+        duration: Any,
+        idle: Any,
+        c: Coefficients,
+        blend: bool,
     ) -> Any:
         """``part_fractions`` under ``c``; where ``blend``, ``by_time`` of each share by time
-        alone (``TIME_SHARE``) and the rest by ``c``."""
+        alone (``TIME_SHARE``, which no cost moves: worked out once per ``which``) and the rest
+        by ``c``."""
         f = part_fractions(parts, step, duration, idle, c, self.pace)
         if blend and self.by_time:
-            t = part_fractions(parts, step, duration, idle, TIME_SHARE, self.pace)
+            t = self._by_time.get(which)
+            if t is None:
+                t = self._by_time[which] = part_fractions(
+                    parts, step, duration, idle, TIME_SHARE, self.pace
+                )
             f = (1.0 - self.by_time) * f + self.by_time * t
         return f
 
