@@ -3,7 +3,8 @@
 Pure computations over a window cut into spans (``spans``: the engine steps and the gaps between
 them, which partition the window) whose energies were measured (``llem.measure.span_energy``),
 grouped into intervals the power timeline can resolve (``llem.figures.bins``: each lasts at least
-twice the timeline's resolution; every span its own interval where the timeline resolves them):
+four times the timeline's resolution; every span its own interval where the timeline resolves
+them):
 
 * the fit (``llem.figures.energy_fit``) runs over the intervals: each one's measured energy
   against its prefill tokens, decode tokens, seconds in steps, seconds between steps and the
@@ -80,14 +81,15 @@ __all__ = [  # Span and spans: where the window is cut, for the callers that cut
 FIT_SPLIT = "linear_fit"
 TOKEN_SPLIT = "token_share"
 METHOD = (
-    "linear step model E = a x prefill tokens + b x decode tokens + P_static x step seconds "
-    "+ P_between x seconds between steps + k x context tokens read, least squares over "
-    "intervals of the window no shorter than twice the power timeline's resolution (each engine "
-    "step where the timeline resolves it), the steps moved by the power timeline's estimated "
-    "lag; an interval's energy shared by its spans' fitted costs, a step's half by each part's "
-    "fitted cost (static power by each part's share of the step's time) and half by its share "
-    "of the step's time alone; 95 % intervals from the fit's Newey-West covariance and "
-    "residuals, widened by the distance to either sharing and by the lag's range"
+    "linear step model E = a x prefill tokens + b x decode tokens + P_static x step seconds + "
+    "P_between x seconds between steps + k x context tokens read, least squares over "
+    "intervals of the window no shorter than four times the power timeline's resolution (each "
+    "engine step where the timeline resolves it), the steps moved by the power timeline's "
+    "estimated lag; an interval's energy shared by its spans' fitted costs, a step's half by "
+    "each part's fitted cost (static power by each part's share of the step's time) and half "
+    "by its share of the step's time alone; 95 % intervals from the fit's Newey-West "
+    "covariance and residuals, widened by the distance to either sharing and by the lag's "
+    "range"
 )
 
 # Where the fit cannot be used, any costs >= 0 may hold: a fraction's extremes over them lie at

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from llem.figures.attribution import METHOD, Attribution, Part, RequestEnergy, attribute
-from llem.figures.bins import BIN_RESOLUTIONS, Bins, group, per_span
+from llem.figures.bins import Bins, group, interval_s, per_span
 from llem.figures.step_shares import Span, spans
 from llem.measure import MeasurementSession
 from llem.measure.meter import WindowResult
@@ -107,14 +107,15 @@ def _attribute_at(
 
 
 def _bins(cut: Sequence[Span], got: SpanEnergies, measure: Any) -> Bins | str:
-    """The spans grouped into intervals of at least ``BIN_RESOLUTIONS`` x the timeline's
-    resolution, measured as such: energy moved across an inner edge is bounded by half the
+    """The spans grouped into intervals the timeline resolves (``llem.figures.bins``),
+    measured as such: energy moved across an inner edge is bounded by half the
     larger of its two intervals' moved energy (``R x min(d, 2r)``: ``R r`` per edge); none
     crosses the window's outer edges, where the timeline is held to the measured total."""
-    groups = group([s.end_s - s.start_s for s in cut], BIN_RESOLUTIONS * got.resolution_s)
+    min_s = interval_s(got.resolution_s, cut[-1].end_s - cut[0].start_s)
+    groups = group([s.end_s - s.start_s for s in cut], min_s)
     if all(hi - lo == 1 for lo, hi in groups):
         b = per_span(got.energy_j, got.timing_bound_j)
-        return dataclasses.replace(b, resolution_s=got.resolution_s)
+        return dataclasses.replace(b, resolution_s=got.resolution_s, min_s=min_s)
     edges = [cut[lo].start_s for lo, _ in groups] + [cut[-1].end_s]
     whole = measure(edges)
     if isinstance(whole, str):
@@ -127,6 +128,7 @@ def _bins(cut: Sequence[Span], got: SpanEnergies, measure: Any) -> Bins | str:
         tuple(max(t - m, 0.0) for t, m in zip(whole.timing_bound_j, moved, strict=True)),
         (0.0, *inner, 0.0),
         got.resolution_s,
+        min_s,
     )
 
 

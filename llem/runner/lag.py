@@ -1,19 +1,22 @@
 """How far the power timeline lags the engine's steps, estimated from the window itself.
 
 A power sensor reports the draw late (its averaging, the driver's refresh; MLPerf Power and Zeus
-both align power to work with an offset): energy a step drew at ``t`` appears in the timeline at
-``t + lag``. Read with no lag, each interval's energy is partly its predecessor's, which moves
-the split between phases and requests (on the truth harness a 130 ms lag moved prefill energy by
-35 %). The lag is estimated as the one, among ``CANDIDATES_S``, that makes the step model fit the
-intervals' energies best: the steps are moved ``lag`` later, cut into the intervals the timeline
-resolves (``llem.figures.bins``), and the model (``llem.figures.energy_fit``'s regressors) is
-fitted by least squares; the lag with the least residual variance (residual sum of squares over
-the degrees of freedom) wins, refined to the vertex of the parabola through it and its two
-neighbours. The lags the window cannot tell from it are those whose residual sum of squares is
-within the profile likelihood's 95 % of the least (``n log(RSS / RSS_min) <= 3.84`` over ``n``
-intervals), and at least half a grid step either side: the figures' intervals carry how far the
-figures move across that range (``llem.runner.attribution``). A lag past the window's end moves
-the last steps out of it: they are kept, ending at the window's end.
+both align power to work with an offset), and a sampler reads each reading some time after the
+sensor took it (at 10 Hz, a sample 80 ms into one of NVML's 100 ms refresh windows shows the draw
+of that window's first 25 ms): energy a step drew at ``t`` appears in the timeline at ``t + lag``.
+Read with no lag, each interval's energy is partly its predecessor's, which moves the split between
+phases and requests (on the truth harness a 130 ms lag moved prefill energy by 35 %). The lag is
+estimated as the one, among ``CANDIDATES_S``, that makes the step model fit the intervals' energies
+best: the steps are moved ``lag`` later, cut into the shortest intervals the timeline resolves
+(``llem.figures.bins.MIN_RESOLUTIONS`` resolutions: the lag shows in when the energy comes, which
+longer intervals blur), and the model (``llem.figures.energy_fit``'s regressors) is fitted by least
+squares; the lag with the least residual variance (residual sum of squares over the degrees of
+freedom) wins, refined to the vertex of the parabola through it and its two neighbours. The lags
+the window cannot tell from it are those whose residual sum of squares is within the profile
+likelihood's 95 % of the least (``n log(RSS / RSS_min) <= 3.84`` over ``n`` intervals), and at
+least half a grid step either side: the figures' intervals carry how far the figures move across
+that range (``llem.runner.attribution``). A lag past the window's end moves the last steps out of
+it: they are kept, ending at the window's end.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from llem.figures.attribution import Attribution, Part, RequestEnergy
-from llem.figures.bins import BIN_RESOLUTIONS, group
+from llem.figures.bins import MIN_RESOLUTIONS, group
 from llem.figures.step_shares import Span, interval_rows, spans
 from llem.measure.span_energy import SpanEnergies
 from llem.vocabulary.workload import EngineStep
@@ -55,7 +58,7 @@ def misfit(cut: Sequence[Span], measure: Measure) -> tuple[float, int] | None:
     got = measure([s.start_s for s in cut] + [cut[-1].end_s])
     if isinstance(got, str):
         return None
-    groups = group([s.end_s - s.start_s for s in cut], BIN_RESOLUTIONS * got.resolution_s)
+    groups = group([s.end_s - s.start_s for s in cut], MIN_RESOLUTIONS * got.resolution_s)
     x = np.array([list(r.regressors) for r in interval_rows(cut, groups)], dtype=float)
     y = np.array([sum(got.energy_j[lo:hi]) for lo, hi in groups])
     x = x[:, np.any(x, axis=0)]

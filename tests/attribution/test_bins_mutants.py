@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from llem.figures.bins import Bins, group, linear_bound, per_span
+from llem.figures.bins import Bins, group, interval_s, linear_bound, per_span
 
 
 def test_an_interval_exactly_as_long_as_the_minimum_stands_alone() -> None:
@@ -47,3 +47,13 @@ def test_spans_that_are_each_their_own_interval_share_no_edge() -> None:
     assert group([0.01, 0.02, 0.03], b.min_s) == list(b.groups)
     assert linear_bound([1.0, 0.0, 0.0], b) == pytest.approx(0.5)
     assert linear_bound([1.0, -2.0, 1.0], b) == pytest.approx(0.5 + 2 * 0.25 + 2.0)
+
+
+def test_intervals_last_four_resolutions_where_the_window_holds_thirty_of_them() -> None:
+    """Four resolutions on a 20 s window at 100 ms (50 intervals); as long as leaves 30 of them
+    on a 9 s window; never under two resolutions (a 1 s window); nothing to group at r = 0."""
+    assert interval_s(0.1, 20.0) == pytest.approx(0.4)
+    assert interval_s(0.1, 12.0) == pytest.approx(0.4)
+    assert interval_s(0.1, 9.0) == pytest.approx(0.3)
+    assert interval_s(0.1, 1.0) == pytest.approx(0.2)
+    assert interval_s(0.0, 20.0) == 0.0

@@ -28,6 +28,7 @@ from llem.testing.virtual_window import measure_window, shifted
 from llem.vocabulary.workload import EngineStep
 
 POWER_LIMIT_W = 700.0
+CLOCK_START_S = 1000.0  # a refresh instant of the sensor (its grid is at multiples of 100 ms)
 
 
 @dataclass(frozen=True)
@@ -160,10 +161,13 @@ def measure(
     lead_s: float = 0.25,
     tail_s: float = 0.25,
     drift: Drift = Drift(),
+    grid_phase_s: float = 0.0,
 ) -> Run:
     """``trace`` run on ``gpu`` under llem's measurement session at ``sample_hz`` (module
-    docstring); ``drift``: the board's baseline drifting as it runs."""
-    clock = SteppingClock()
+    docstring); ``drift``: the board's baseline drifting as it runs; ``grid_phase_s``: how far
+    after one of the sensor's refresh instants the session's clock starts (its samples then fall
+    that far into each refresh window at 10 Hz)."""
+    clock = SteppingClock(CLOCK_START_S + grid_phase_s)
     window_start = clock.now() + 0.1
     offset = window_start + lead_s - float(trace.steps[0].start_s or 0.0)
     power = step_power(trace, gpu, offset, drift)
