@@ -119,6 +119,8 @@ def fill_draft_energy(
     moved = f"; the spans moved {got.lag_s * 1000:.0f} ms later (energy.fit.lag_s)"
     method = got.method + (moved if got.lag_s else "")
     result.speculative = dataclasses.replace(section, draft_energy_method=method or None)
+    if not method:
+        result.null_reasons["speculative.draft_energy_method"] = got.null_reason or "not measured"
 
 
 def _lag_s(result: RunResult) -> float:
