@@ -7,7 +7,9 @@ simulated GPU: a draft of ``k`` tokens at 260 W for 1 + 3k ms, its verification 
 own ``k`` (1-8). It is read through the NVML-like sensor (readings refreshed every 100 ms) by
 llem's real measurement session on a virtual clock; the truth is each planted power times its
 phase's seconds. Sensors: ``part`` (each reading the mean of the first 25 ms of its 100 ms, as
-A100/H100), ``jitter`` (those 25 ms anywhere in the window) and ``full`` (the whole window).
+A100/H100), ``jitter`` (those 25 ms anywhere in the window), ``full`` (the whole window) and
+``lag`` (``part``, 100 ms behind the work; the spans are not moved to meet it: the run moves
+them by the attribution's lag estimate, which needs the engine's steps this harness has not).
 
 Per row: each figure's error against truth and its 95 % half-width (% of the truth). Per sensor
 and rate, over the seeds: coverage (truths inside their nominal 95 % interval) and the median
@@ -34,6 +36,7 @@ SENSORS = {
     "part": lambda seed: Sensor(seed=seed),
     "jitter": lambda seed: Sensor(jitter_s=0.075, seed=seed),
     "full": lambda seed: Sensor(sampled_fraction=1.0, seed=seed),
+    "lag": lambda seed: Sensor(lag_s=0.1, seed=seed),
 }
 
 
