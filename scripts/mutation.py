@@ -60,6 +60,7 @@ MODULES = [
     "llem/runner/lag.py",
     "llem/measure/span_energy.py",
     "llem/figures/bins.py",
+    "llem/figures/draft_energy.py",
     "llem/quality/*.py",
     "llem/measure/uncertainty.py",
     "llem/measure/interval.py",
@@ -79,6 +80,10 @@ TESTS: list[tuple[str, list[str]]] = [
     ("llem/figures/interval.py", ["tests/attribution"]),
     ("llem/runner/lag.py", ["tests/attribution"]),
     ("llem/measure/span_energy.py", ["tests/attribution", "tests/measure"]),
+    (
+        "llem/figures/draft_energy.py",
+        ["tests/figures/test_draft_energy.py", "tests/speculative/test_draft_energy_truth.py"],
+    ),
     ("llem/quality/*.py", ["tests/quality"]),
     ("llem/measure/*.py", ["tests/measure"]),
     ("llem/figures/*.py", ["tests/figures"]),

@@ -25,6 +25,17 @@ target_steps``; plain decoding takes one target step per token.
   where the energy is null or no draft token was accepted. It charges all of the window's energy
   (the target's verification and the draft's proposing together) to the accepted tokens: compare
   it with the plain twin's J per output token, not with this run's.
+- ``draft_energy_j``, ``verification_energy_j`` (J): what the measured devices drew while the
+  draft proposed and while the target verified (from each draft's end to the target's verdict),
+  from the spans the engine recorded and the window's power timeline
+  (``llem.figures.draft_energy``), each with its worst-case bound and 95 % interval;
+  ``draft_energy_fraction``: the draft's over the window's energy;
+  ``draft_j_per_accepted_draft_token``: the draft's energy over the accepted draft tokens.
+  Null with the reason where the energy is null, the engine records no spans (only the PyTorch
+  engine does), the intervals cannot tell the two apart (every interval the same mix), or the
+  interval is wider than the figure. For prompt lookup the draft is a CPU-side search: its
+  figure is the GPU's idle or static power over those seconds. ``draft_s``,
+  ``verification_s``: the seconds recorded; ``draft_energy_method``: how the two were separated.
 
 A run with ``speculative=none`` has a null section, its reason under ``"speculative"`` in
 ``null_reasons``; so has every file written before the section existed. Added without a schema
@@ -36,7 +47,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from llem.result.figure import Figure, bound, figure, figure_specs
+from llem.result.figure import Figure, bound, ci95, figure, figure_specs, interval_figure
 
 
 @dataclass(frozen=True)
@@ -63,6 +74,22 @@ class SpeculativeSection:
     draft_tokens_accepted_per_position: list[int] = field(default_factory=list)
     j_per_accepted_draft_token: float | None = figure(bounded=True)
     j_per_accepted_draft_token_uncertainty: float | None = bound()
+    # the draft's work against the verification's (llem.runner.draft_energy)
+    draft_energy_j: float | None = interval_figure()
+    draft_energy_j_uncertainty: float | None = bound()
+    draft_energy_j_ci95_half_width: float | None = ci95()
+    verification_energy_j: float | None = interval_figure()
+    verification_energy_j_uncertainty: float | None = bound()
+    verification_energy_j_ci95_half_width: float | None = ci95()
+    draft_energy_fraction: float | None = interval_figure()  # of the window's energy
+    draft_energy_fraction_uncertainty: float | None = bound()
+    draft_energy_fraction_ci95_half_width: float | None = ci95()
+    draft_j_per_accepted_draft_token: float | None = interval_figure()
+    draft_j_per_accepted_draft_token_uncertainty: float | None = bound()
+    draft_j_per_accepted_draft_token_ci95_half_width: float | None = ci95()
+    draft_s: float | None = None  # the window's seconds drafting (the spans recorded)
+    verification_s: float | None = None  # and verifying
+    draft_energy_method: str | None = None  # how the two were separated, in words
 
 
 figure_specs(SpeculativeSection)

@@ -14,7 +14,6 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
 from llem.figures.attribution import METHOD, Attribution, Part, RequestEnergy, attribute
 from llem.figures.bins import Bins, group, interval_s, per_span
@@ -99,25 +98,32 @@ def _attribute_at(
     got = measure(edges)
     if isinstance(got, str):
         return got
-    bins = _bins(cut, got, measure)
+    bins = measured_bins(edges, got, measure)
     if isinstance(bins, str):
         return bins
     att = attribute(cut, got.energy_j, got.timing_bound_j, got.scale_relative, bins, spread=spread)
     return cut, att
 
 
-def _bins(cut: Sequence[Span], got: SpanEnergies, measure: Any) -> Bins | str:
-    """The spans grouped into intervals the timeline resolves (``llem.figures.bins``),
-    measured as such: energy moved across an inner edge is bounded by half the
-    larger of its two intervals' moved energy (``R x min(d, 2r)``: ``R r`` per edge); none
-    crosses the window's outer edges, where the timeline is held to the measured total."""
-    min_s = interval_s(got.resolution_s, cut[-1].end_s - cut[0].start_s)
-    groups = group([s.end_s - s.start_s for s in cut], min_s)
+def measured_bins(
+    edges: Sequence[float],
+    got: SpanEnergies,
+    measure: Callable[[Sequence[float]], SpanEnergies | str],
+    grouping: Callable[[float], list[tuple[int, int]]] | None = None,
+) -> Bins | str:
+    """The spans between ``edges`` (measured as ``got``) grouped into intervals the timeline
+    resolves (``llem.figures.bins.interval_s``; ``grouping(min_s)``, or consecutive spans by
+    default, ``llem.figures.bins.group``), measured as such: energy moved across an inner edge
+    is bounded by half the larger of its two intervals' moved energy (``R x min(d, 2r)``: ``R r``
+    per edge); none crosses the window's outer edges, where the timeline is held to the
+    measured total."""
+    durations = [b - a for a, b in zip(edges, edges[1:], strict=False)]
+    min_s = interval_s(got.resolution_s, edges[-1] - edges[0])
+    groups = grouping(min_s) if grouping is not None else group(durations, min_s)
     if all(hi - lo == 1 for lo, hi in groups):
         b = per_span(got.energy_j, got.timing_bound_j)
         return dataclasses.replace(b, resolution_s=got.resolution_s, min_s=min_s)
-    edges = [cut[lo].start_s for lo, _ in groups] + [cut[-1].end_s]
-    whole = measure(edges)
+    whole = measure([edges[lo] for lo, _ in groups] + [edges[-1]])
     if isinstance(whole, str):
         return whole
     moved = whole.edge_j

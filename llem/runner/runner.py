@@ -38,6 +38,7 @@ from llem.runner.assemble import (
     new_result,
     no_temperature_reason,
 )
+from llem.runner.draft_energy import fill_draft_energy
 from llem.runner.engine_facts import write_engine_facts, write_window_facts
 from llem.runner.engine_processes import measured_here
 from llem.runner.environment import EnvironmentCache, write_environment
@@ -188,10 +189,7 @@ class Runner:
             fill_compute(result, loaded.shape, measured.outputs, exp, device, bandwidths)
             ran = Served(measured.outputs, measured.served, measured.n_prompts)
             fill_serving(result, exp, ran, session, backend, loaded, run_dir)
-            # the engine's own view of the window (a server's), written and judged here
-            facts = loaded.window_facts(run_dir, self._gpus, measured_here(result))
-            if (used := write_window_facts(result, facts)) is not None:
-                judge_engine_gpus(result, backend.name, used)  # against the GPUs measured
+            self._engine_view(result, loaded, backend.name, session, run_dir)
             fill_quality(result, measured.task, ran, run_dir)  # after the window and its energy
             # layers, carbon, cost (a grid intensity for the window's hour asked for here)
             fill_footprint(exp, result, session.last_chassis(), session.last_window_start_utc())
@@ -206,6 +204,21 @@ class Runner:
             finally:
                 session.close()
                 self._model.release(backend, loaded, keep)
+
+    def _engine_view(
+        self,
+        result: RunResult,
+        loaded: LoadedModel,
+        engine: str,
+        session: MeasurementSession,
+        run_dir: Path,
+    ) -> None:
+        """The engine's own view of the window (a server's), written and judged, and where it
+        speculated, its drafts' energy against its verification's."""
+        facts = loaded.window_facts(run_dir, self._gpus, measured_here(result))
+        if (used := write_window_facts(result, facts)) is not None:
+            judge_engine_gpus(result, engine, used)  # against the GPUs measured
+        fill_draft_energy(result, facts.draft_spans, session)
 
     def _session(
         self,

@@ -6,7 +6,7 @@ counted, where its processes ran). A figure it has not got is null with its reas
 The run writes the facts into the result and judges them (``llem.runner.engine_facts``); an
 engine never writes the result, nor its validity.
 
-Imports nothing of llem's; writes nothing.
+Imports nothing of llem's but the vocabulary's ``speculation``; writes nothing.
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from llem.vocabulary.speculation import DraftSpans
 
 #: the run's GPU library, lent to the engine (``llem.devices.gpus.RunGpus``: calling it gives the
 #: vendor's ``GpuLibrary``, or raises ``GpuUnavailable``)
@@ -102,3 +104,5 @@ class WindowFacts:
     load: EngineLoad | None = None  # None: the engine counts no load of its own
     speculative: SectionFacts | None = None  # None: the run does not speculate
     processes: EngineProcesses | None = None  # None: the engine runs in llem's processes
+    # when the draft and the verification ran (None: not recorded, or the run does not speculate)
+    draft_spans: DraftSpans | None = None

@@ -48,9 +48,13 @@ class TorchModel(LoadedModel):
     speculation: Speculation | None = None  # this run's, counted from the window's start
 
     def window_facts(self, run_dir: Path, gpus: LentGpus, measured: Sequence[str]) -> WindowFacts:
-        """The ``speculative`` section as counted, when the run speculated."""
-        counted = None if self.speculation is None else self.speculation.facts()
-        return WindowFacts(speculative=counted)
+        """The ``speculative`` section as counted and when its drafts ran, when the run
+        speculated."""
+        if self.speculation is None:
+            return WindowFacts()
+        return WindowFacts(
+            speculative=self.speculation.facts(), draft_spans=self.speculation.spans()
+        )
 
     def compilations(self) -> int | None:
         """Frames Dynamo has tried to compile in this process (a cache miss each: a first

@@ -10,12 +10,21 @@ the model builds for one ``generate`` call, for that call only, and reads both: 
 the candidate ids past the input, the accepted count is ``num_matches``, the tokens the step
 appended are the input's growth between the two calls. Nothing the generator returns is changed,
 so the output is the same as without the count.
+
+It also records when each draft ran (``DRAFT_CLOCK``): the start and end of each
+``get_candidates`` call, and the verification from that end to the next
+``update_candidate_strategy`` call (the target's forward pass over the candidates, the first with
+the prompt's prefill, and its acceptance). Both edges wait for the device already: transformers
+reads each draft's candidates and each verdict on the host (prompt lookup's matches and the
+assistant's stopping test; the verdict's EOS search and the streamer's copy) before the call
+returns or is made, so the spans need no synchronisation of their own.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,11 +33,17 @@ from llem.config.speculative import SpeculativeConfig, SpeculativeMethod
 from llem.errors import RunError, first_line
 from llem.result import SpeculativeSection
 from llem.vocabulary.facts import SectionFacts
+from llem.vocabulary.speculation import DraftSpans, Span
 
 MECHANISMS = {
     SpeculativeMethod.ngram: "transformers prompt lookup (prompt_lookup_num_tokens)",
     SpeculativeMethod.draft: "transformers assisted generation (assistant_model)",
 }
+DRAFT_CLOCK = (
+    "time.perf_counter in llem's process: a draft from the candidate generator's "
+    "get_candidates call to its return, its verification from there to the "
+    "update_candidate_strategy call that follows"
+)
 GREEDY = "greedy: proposals kept while each equals the target's argmax"
 SAMPLED_NGRAM = "sampling: proposals kept while each equals the token sampled from the target"
 SAMPLED_DRAFT = (
@@ -47,6 +62,8 @@ class RequestCount:
     with_proposals: int = 0  # steps with at least one proposal
     generated: int = 0  # tokens the loop appended (accepted + one per step)
     per_position: list[int] = field(default_factory=list)  # accepted at each draft position
+    draft_spans: list[Span] = field(default_factory=list)  # each get_candidates call (s)
+    verification_spans: list[Span] = field(default_factory=list)  # its end to the verdict (s)
 
 
 def draft_key(spec: SpeculativeConfig) -> str | None:
@@ -135,12 +152,16 @@ class _Counted:
     def __init__(self, inner: Any, count: RequestCount) -> None:
         self._inner, self._count = inner, count
         self._length = 0
+        self._drafted = 0.0  # when the last draft returned (perf_counter s)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 
     def get_candidates(self, input_ids: Any, **kwargs: Any) -> Any:
+        start = time.perf_counter()
         candidates, logits = self._inner.get_candidates(input_ids, **kwargs)
+        self._drafted = time.perf_counter()
+        self._count.draft_spans.append((start, self._drafted))
         proposed = int(candidates.shape[1] - input_ids.shape[1])
         c = self._count
         c.steps += 1
@@ -150,8 +171,9 @@ class _Counted:
         return candidates, logits
 
     def update_candidate_strategy(self, input_ids: Any, scores: Any, num_matches: Any) -> Any:
-        kept = int(num_matches)
         c = self._count
+        c.verification_spans.append((self._drafted, time.perf_counter()))
+        kept = int(num_matches)
         c.accepted += kept
         c.per_position += [0] * max(0, kept - len(c.per_position))
         for i in range(kept):
@@ -196,6 +218,12 @@ class Speculation:
             draft_tokens_accepted_per_position=_positions(c),
         )
         return SectionFacts(dataclasses.asdict(section))
+
+    def spans(self) -> DraftSpans:
+        """When each draft and its verification ran, over the window's requests in time order."""
+        draft = sorted(s for r in self.requests for s in r.draft_spans)
+        verification = sorted(s for r in self.requests for s in r.verification_spans)
+        return DraftSpans(tuple(draft), tuple(verification), DRAFT_CLOCK)
 
 
 def _positions(requests: list[RequestCount]) -> list[int]:

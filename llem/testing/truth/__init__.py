@@ -17,4 +17,7 @@ Three parts, none of which calls the code under test (``llem.figures.attribution
   virtual clock, and the truth per phase and per request, from the physics alone, over the
   window or any part of it (``Run.truth_between``: a steady state's), with the output tokens
   sampled there (``Truth.j_per_output_token``: a steady state's or a search objective's truth).
+* ``draft``: speculative decoding's draft phase: drafts and verifications of planted powers and
+  lengths (``k`` varying between requests), read the same way, with the truth of each phase's
+  energy (the draft's energy against the verification's, ``llem.figures.draft_energy``).
 """

@@ -106,6 +106,16 @@ def chunked(n: int, seed: int) -> Schedule:
     return Schedule("chunked", tuple(reqs), EngineSpec(max_num_batched_tokens=256, kv_blocks=640))
 
 
+def grid_phases(seed: int) -> tuple[float, float]:
+    """Where the sensor's refresh grid lies for a seed (s, within one refresh window, drawn
+    uniformly): after the session's clock starts (``measure``'s ``grid_phase_s``), and before
+    the first step starts (added to ``lead_s``). A real sampler and a real engine keep no step
+    with the board's refresh, so a figure checked at one phase only can be right by luck."""
+    rng = random.Random(seed * 15485863)
+    update = Sensor().update_s
+    return rng.uniform(0.0, update), rng.uniform(0.0, update)
+
+
 def simulate(schedule: Schedule, gpu: Physics, seed: int = 0) -> Trace:
     return engine.run(schedule.requests, schedule.spec, gpu, seed)
 

@@ -76,11 +76,8 @@ class Variant:
         return Drift(self.drift_w, rng.uniform(30.0, 60.0), rng.uniform(0.0, 6.283))
 
     def phases(self, seed: int) -> tuple[float, float]:
-        """Where the sensor's refresh grid lies (s, within one 100 ms window): after the
-        session's clock starts, and before the first step's start (drawn per seed)."""
-        rng = random.Random(seed * 15485863)
-        update = h.Sensor().update_s
-        return rng.uniform(0.0, update), rng.uniform(0.0, update)
+        """Where the sensor's refresh grid lies (``harness.grid_phases``)."""
+        return h.grid_phases(seed)
 
     def timeline_lag_s(self, seed: int, sampled_fraction: float = 0.25) -> float:
         """How far the power timeline lags the work at a sampling rate of one sample per
