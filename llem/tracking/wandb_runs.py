@@ -3,11 +3,13 @@
 A sweep is a group (named after the sweep directory, kept in ``tracking.json``); each point is a
 run of job_type ``point`` in it, with its overrides, its composed configuration and its null
 figures' reasons as the run's config, every numeric figure of result.json as a summary metric
-under its dotted, unit-bearing key (a null figure is no metric, never a 0), its timeline as
-history at step = ms since the window's start (``point_files.timeline``), status and validity
-as tags and result.json, requests.jsonl and plots/ as an artifact. The sweep's plan, summary.csv,
-plots and a search's search.json go to a run of job_type ``sweep`` in the same group, with the
-search's best configuration in its config (``search``). A single run is one run of job_type ``run``.
+under its dotted, unit-bearing key (a null figure is no metric, never a 0), its timeline and
+the engine's throughput as history at step = ms since the window's start
+(``point_files.histories``; an absent throughput history's reason in ``null_reasons``), status
+and validity as tags and result.json, requests.jsonl and plots/ as an artifact. The sweep's plan,
+summary.csv, plots and a search's search.json go to a run of job_type ``sweep`` in the same group,
+with the search's best configuration in its config (``search``). A single run is one run of
+job_type ``run``.
 
 Every run is opened, logged and finished after its window, and wandb's service is torn down
 before the next point starts, so nothing of wandb runs inside a measured window. Offline
@@ -135,14 +137,17 @@ class WandbTracker:
 
     def _result_run(self, where: Path, run_dir: Path, run_id: str, **init: Any) -> str:
         result = _read_json(run_dir / RESULT_FILE)
+        history = point_files.histories(run_dir, result)
+        config = run_config(result)
+        config["null_reasons"].update(history.null_reasons)
         self._log(
             where,
             run_id,
             point_files.artifacts(run_dir),
-            config=run_config(result),
+            config=config,
             tags=run_tags(result),
             summary=figures.metrics(result),
-            history=point_files.timeline(run_dir),
+            history=history.points,
             exit_code=0 if result.get("status") == "ok" else 1,
             **init,
         )

@@ -126,12 +126,20 @@ def test_a_grid_then_its_resumed_grid(mlflow_server, tiny_model_dir: Path, tmp_p
 
 def test_a_points_files_timeline_and_a_search_best(mlflow_server, tmp_path: Path) -> None:
     """A planted sweep logged by the tracker itself: the point's requests.jsonl and plots/, its
-    timeline as a metric history at the planted steps (an unreadable reading absent, not 0), the
+    timeline and the engine's throughput as metric histories at the planted steps (an unreadable
+    reading absent, not 0; a point without steps.csv has no throughput, its reason a tag), the
     search's best as the parent's tags and search.json; logged again, nothing is twice; a
     re-run point's child gets the new result."""
     from llem.tracking.upload import MlflowTracker
 
-    from .wandb_files import TIMELINE, plant_point_files, plant_result, plant_search, plant_sweep
+    from .wandb_files import (
+        THROUGHPUT,
+        TIMELINE,
+        plant_point_files,
+        plant_result,
+        plant_search,
+        plant_sweep,
+    )
 
     uri, sweep = mlflow_server["uri"], tmp_path / "sweep"
     plant_sweep(sweep, [1, 4])
@@ -144,10 +152,13 @@ def test_a_points_files_timeline_and_a_search_best(mlflow_server, tmp_path: Path
     files = {a.path for a in client.list_artifacts(run_id)}
     assert files == {"result.json", "requests.jsonl", "plots"}
     assert [a.path for a in client.list_artifacts(run_id, "plots")] == ["plots/timeline.png"]
-    for key, planted in TIMELINE.items():
+    for key, planted in {**TIMELINE, **THROUGHPUT}.items():
         history = sorted((m.step, m.value) for m in client.get_metric_history(run_id, key))
         assert history == planted, key
     assert not client.get_metric_history(points["1"].info.run_id, "timeline.power_w")
+    no_steps = points["1"].data.tags["null.timeline.decode_tokens_per_s"]
+    assert no_steps == "the point has no steps.csv"
+    assert not client.get_metric_history(points["1"].info.run_id, "timeline.decode_tokens_per_s")
     tags = parent.data.tags
     assert tags["best.pytorch.batch_size"] == "4" and tags["search.best"] == "#1"
     assert tags["search.confirmations"] == "2" and tags["search.best_runs"] == "3"

@@ -14,6 +14,7 @@ import pytest
 
 from .wandb_files import (
     SECRET,
+    THROUGHPUT,
     TIMELINE,
     Listener,
     grep,
@@ -78,19 +79,22 @@ def test_a_sweep_is_a_group_of_runs(no_network: Listener, tmp_path: Path) -> Non
         assert s["latency.ttft_ms.p50"] == 3.5 * batch
         assert "energy.total_j" not in s  # null, never a 0
         reasons = point["config"]["null_reasons"]
-        assert reasons == {"energy.total_j": "disabled by measurement.energy=none"}
+        assert reasons["energy.total_j"] == "disabled by measurement.energy=none"
         assert set(point["run"]["tags"]) == {"status:ok", "energy_valid:unknown"}
         assert point["artifacts"] == [f"point-{point['run']['run_id']}"]
         assert point["exit_code"] == 0
-        if batch == 1:  # point 0: its files and its timeline at the planted steps
+        if batch == 1:  # point 0: its files, its timeline and throughput at the planted steps
             assert point["files"] == ["plots/timeline.png", "requests.jsonl", "result.json"]
             history = {
                 k: [(row["_step"], row[k]) for row in point["history"] if k in row]
-                for k in TIMELINE
+                for k in {**TIMELINE, **THROUGHPUT}
             }
-            assert history == TIMELINE
-        else:
+            assert history == {**TIMELINE, **THROUGHPUT}
+            assert sorted(reasons) == ["energy.total_j"]
+        else:  # no timeseries.csv, no steps.csv: no history, the throughput's reason said
             assert point["files"] == ["result.json"] and point["history"] == []
+            assert reasons["timeline.decode_tokens_per_s"] == "the point has no steps.csv"
+            assert reasons["timeline.prefill_tokens_per_s"] == "the point has no steps.csv"
     (swept,) = by_job["sweep"]
     assert swept["config"]["swept"] == ["pytorch.batch_size"] and swept["config"]["points"] == 2
     search = swept["config"]["search"]
