@@ -27,7 +27,8 @@ from typing import Any
 from llem.result import RESULT_FILE
 from llem.sweep.plan_file import PLAN_FILE
 from llem.sweep.search_file import SEARCH_FILE
-from llem.tracking import figures, point_files
+from llem.tracking import earlier_history, figures, point_files
+from llem.tracking.earlier_history import Earlier
 from llem.tracking.state import read_section, write_section
 from llem.tracking.tracker import point_dirs
 
@@ -135,23 +136,30 @@ class WandbTracker:
             run.finish(exit_code=exit_code)
             wandb.teardown()
 
-    def _result_run(self, where: Path, run_dir: Path, run_id: str, **init: Any) -> str:
+    def _result_run(
+        self, where: Path, run_dir: Path, run_id: str, earlier: Earlier | None, **init: Any
+    ) -> int | str | None:
+        """The result of ``run_dir`` logged into ``run_id`` (resumed where ``earlier`` logged
+        into it before); the last history step the run holds after it."""
         result = _read_json(run_dir / RESULT_FILE)
         history = point_files.histories(run_dir, result)
         config = run_config(result)
         config["null_reasons"].update(history.null_reasons)
+        tags, notes, said = earlier_history.marks(earlier, str(result.get("started_at")))
+        config["llem"].update(said)
         self._log(
             where,
             run_id,
             point_files.artifacts(run_dir),
             config=config,
-            tags=run_tags(result),
+            tags=run_tags(result) + tags,
+            notes=notes,
             summary=figures.metrics(result),
             history=history.points,
             exit_code=0 if result.get("status") == "ok" else 1,
             **init,
         )
-        return str(result.get("started_at"))
+        return earlier_history.held_after(earlier, [p.step_ms for p in history.points])
 
     def log_single(self, run_dir: Path) -> bool:
         state = read_section(run_dir, SECTION)
@@ -159,10 +167,17 @@ class WandbTracker:
         if state.get("started_at") == started:
             return False
         run_id = str(state.get("run_id") or _new_id())
-        self._result_run(run_dir, run_dir, run_id, job_type="run", name=run_dir.name)
-        write_section(
-            run_dir, SECTION, {**self._identity(), "run_id": run_id, "started_at": started}
+        entry = [state.get("run_id"), state.get("started_at"), state.get("history_to_step_ms")]
+        earlier = earlier_history.from_entry(entry if "history_to_step_ms" in state else entry[:2])
+        held = self._result_run(
+            run_dir, run_dir, run_id, earlier, job_type="run", name=run_dir.name
         )
+        write_section(
+            run_dir,
+            SECTION,
+            {**self._identity(), "run_id": run_id, "started_at": started,
+             "history_to_step_ms": held},
+        )  # fmt: skip
         return True
 
     def _identity(self) -> dict[str, Any]:
@@ -183,10 +198,12 @@ class WandbTracker:
             return False
         run_id = str(known[0] or _new_id())  # a point re-run since: its own run, resumed
         name = _label(sweep_dir, index, point_dir)
-        self._result_run(
-            sweep_dir, point_dir, run_id, job_type="point", group=state["group"], name=name
-        )
-        state["points"][index] = [run_id, started]
+        earlier = earlier_history.from_entry(known)
+        held = self._result_run(
+            sweep_dir, point_dir, run_id, earlier, job_type="point", group=state["group"],
+            name=name,
+        )  # fmt: skip
+        state["points"][index] = [run_id, started, held]
         write_section(sweep_dir, SECTION, state)
         return True
 
