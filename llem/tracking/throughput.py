@@ -58,14 +58,17 @@ def _edges(end_s: float, length_s: float) -> list[float]:
     return [k * length_s for k in range(n)] + [end_s]
 
 
-def _bins_of(start: float, end: float, edges: list[float]) -> list[tuple[int, float]]:
-    """The bins ``[start, end]`` falls in, with the share of it inside each."""
+def _bins_of(
+    start: float, end: float, edges: list[float], length_s: float
+) -> list[tuple[int, float]]:
+    """The bins ``[start, end]`` falls in, with the share of it inside each (bin ``k`` starts
+    at ``k * length_s``: only the bins from the start's to the end's are looked at)."""
     last = len(edges) - 2
-    if end <= start:  # an instant: the bin its end closes (or the first)
-        k = next((k for k in range(last + 1) if end <= edges[k + 1]), last)
-        return [(k, 1.0)]
+    closes = min(max(math.ceil(end / length_s) - 1, 0), last)  # the bin whose end ``end`` is
+    if end <= start:  # an instant: the bin its end closes
+        return [(closes, 1.0)]
     out = []
-    for k in range(last + 1):
+    for k in range(min(int(start // length_s), closes), closes + 1):
         inside = min(end, edges[k + 1]) - max(start, edges[k])
         if inside > 0:
             out.append((k, inside / (end - start)))
@@ -89,7 +92,7 @@ def phase_rates(
     tokens = [0.0] * (len(edges) - 1)
     unknown = [False] * len(tokens)
     for (start, end), count in zip(spans(steps), counts, strict=True):
-        for k, share in _bins_of(start, end, edges):
+        for k, share in _bins_of(start, end, edges, length_s):
             if count is None:
                 unknown[k] = True
             else:

@@ -80,3 +80,15 @@ def test_no_steps_or_no_counts_is_no_history_with_its_reason(tmp_path: Path) -> 
     (tmp_path / "steps.csv").write_text("end_s,tokens\n1.0,5\n")
     got, reasons = _got(tmp_path)
     assert got == {} and reasons[DECODE].startswith("steps.csv unreadable: ")
+
+
+def test_an_instant_on_a_bins_edge_counts_in_the_bin_it_closes(tmp_path: Path) -> None:
+    _plant(
+        tmp_path,
+        ",1.0,1,12,1,,\n"  # no start, no previous step: an instant at 1.0 s, closing [0,1)
+        "1.0,2.0,1,0,6,,\n",  # decode 6 in [1,2)
+        window_s=2.0,
+    )
+    got, _ = _got(tmp_path)
+    assert got[PREFILL] == [(0, 12.0), (1000, 0.0)]
+    assert got[DECODE] == [(0, 1.0), (1000, 6.0)]
