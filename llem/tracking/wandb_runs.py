@@ -80,6 +80,7 @@ class WandbTracker:
     ) -> None:
         import wandb  # noqa: F401  (its absence is said before the sweep starts)
 
+        _no_telemetry()
         self.project, self.entity, self.mode = project, entity, mode
         self.dir = Path(dir) if dir else None
         self.timeout_s = timeout_s
@@ -232,6 +233,22 @@ class WandbTracker:
         entity = f" --entity {self.entity}" if self.entity else ""
         mode = f" --wandb-mode {self.mode}" if self.mode else ""
         return f"llem-report --to-wandb {directory} --project {self.project}{entity}{mode}"
+
+
+def _no_telemetry() -> None:
+    """wandb's own usage metrics off for this process. wandb 0.31 times every ``run.log`` into
+    an OpenTelemetry histogram that a thread of this process sends to W&B's server
+    (``/sdk/otel/v1/metrics``) every minute and at exit, with the process-wide settings, not the
+    run's: offline too, and into the next measured window."""
+    import os
+
+    os.environ["WANDB_ERROR_REPORTING"] = "false"  # the switch its recorder reads
+    try:
+        from wandb.analytics.opentelemetry import opentelemetry_proxy
+
+        opentelemetry_proxy.disable()
+    except (ImportError, AttributeError):  # another wandb: the variable above is its switch
+        pass
 
 
 def _rows(history: list[point_files.TimelinePoint]) -> list[tuple[int, dict[str, float]]]:
