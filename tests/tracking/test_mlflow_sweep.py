@@ -164,7 +164,8 @@ def test_a_points_files_timeline_and_a_search_best(mlflow_server, tmp_path: Path
     assert tags["search.confirmations"] == "2" and tags["search.best_runs"] == "3"
     assert "search.json" in {a.path for a in client.list_artifacts(parent.info.run_id)}
 
-    plant_result(sweep / "1", 4, "2026-11-28T12:00:00")  # point 1 re-ran since
+    plant_result(sweep / "1", 4, "2026-11-28T12:00:00")  # point 1 re-ran since, with steps.csv
+    plant_point_files(sweep / "1")
     (sweep / "1" / "result.json").write_text(
         (sweep / "1" / "result.json").read_text().replace('"p50": 14.0', '"p50": 15.0')
     )
@@ -175,6 +176,11 @@ def test_a_points_files_timeline_and_a_search_best(mlflow_server, tmp_path: Path
         k: c.info.run_id for k, c in points.items()
     }
     assert again["1"].data.metrics["latency.ttft_ms.p50"] == 15.0
+    # its throughput now has a history: the earlier attempt's reason for none is gone
+    assert not [k for k in again["1"].data.tags if k.startswith("null.timeline.")]
+    decode = client.get_metric_history(again["1"].info.run_id, "timeline.decode_tokens_per_s")
+    assert sorted((m.step, m.value) for m in decode) == THROUGHPUT["timeline.decode_tokens_per_s"]
+    assert again["1"].data.tags["null.energy.total_j"]  # still null: its reason stays
     assert len(client.get_metric_history(run_id, "timeline.power_w")) == 2  # not logged twice
 
 
