@@ -61,9 +61,13 @@ def tags(result: dict[str, Any]) -> dict[str, str]:
         out["llem.validity_problems"] = " | ".join(map(str, problems))[:VALUE_MAX]
     if error := result.get("error"):
         out["llem.error"] = f"{error.get('type')}: {error.get('message')}"[:VALUE_MAX]
-    for key, reason in (result.get("null_reasons") or {}).items():
-        out[safe_key(f"null.{key}")] = str(reason)[:VALUE_MAX]
+    out.update(null_tags(result.get("null_reasons") or {}))
     return out
+
+
+def null_tags(reasons: dict[str, Any]) -> dict[str, str]:
+    """One ``null.<key>`` tag per absent figure, its reason the value."""
+    return {safe_key(f"null.{key}"): str(reason)[:VALUE_MAX] for key, reason in reasons.items()}
 
 
 def params(result: dict[str, Any]) -> dict[str, str]:

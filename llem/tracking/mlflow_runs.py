@@ -95,8 +95,14 @@ class MlflowRuns:
             if POINT_TAG in r.data.tags
         }
 
-    def logged_params(self, run_id: str) -> dict[str, str]:
-        return dict(self.client.get_run(run_id).data.params)
+    def logged(self, run_id: str) -> tuple[dict[str, str], dict[str, str]]:
+        """The run's parameters and tags as they are now."""
+        data = self.client.get_run(run_id).data
+        return dict(data.params), dict(data.tags)
+
+    def drop_tags(self, run_id: str, keys: Sequence[str]) -> None:
+        for key in keys:
+            self.client.delete_tag(run_id, key)
 
     def log(
         self, run_id: str, metrics: dict[str, float], params: dict[str, str], tags: dict[str, str]

@@ -7,6 +7,10 @@ functions, no tracker imported.
   column that carries its unit (``timeline.power_w``, ``timeline.temperature_c``, ...; with more
   than one device ``timeline.<device>.power_w``), at step = milliseconds since the window's
   start. An empty cell (a reading that could not be taken) is no point of the history, never a 0.
+- ``histories``: the timeline's readings and, beside them on the same step axis, the engine's
+  throughput from ``steps.csv`` (``timeline.prefill_tokens_per_s``,
+  ``timeline.decode_tokens_per_s``: ``llem.tracking.throughput`` says how it is binned), each
+  throughput history absent with its reason where it cannot be computed.
 - ``search_best``: a search's best configuration (``search.json``) as tags (``best.<knob>``,
   ``search.*``): tags, not parameters, because a resumed search may choose another best and a
   tracker's parameters cannot change.
@@ -16,13 +20,16 @@ from __future__ import annotations
 
 import csv
 import math
-from dataclasses import dataclass
+import statistics
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from llem.measure.timeseries import TIMESERIES_FILE
-from llem.result import RESULT_FILE
+from llem.result import RESULT_FILE, STEPS_FILE, read_steps
 from llem.result.requests import REQUESTS_FILE
 from llem.sweep.search_file import SearchRecord
+from llem.tracking import throughput
 from llem.tracking.figures import VALUE_MAX, safe_key
 
 POINT_FILES = (RESULT_FILE, REQUESTS_FILE, "plots")
@@ -37,6 +44,15 @@ class TimelinePoint:
     key: str
     value: float
     step_ms: int
+
+
+@dataclass(frozen=True)
+class Histories:
+    """A point's metric histories, and why each throughput history that is absent is absent
+    (by its key)."""
+
+    points: list[TimelinePoint]
+    null_reasons: dict[str, str] = field(default_factory=dict)
 
 
 def artifacts(run_dir: Path) -> list[Path]:
@@ -73,6 +89,61 @@ def timeline(run_dir: Path) -> list[TimelinePoint]:
                 key = safe_key(f"timeline.{where}{column}")
                 out.append(TimelinePoint(key, value, round(time_s * 1000)))
     return out
+
+
+def sampling_interval_s(readings: list[TimelinePoint]) -> float | None:
+    """The timeline's sampling interval: the median gap between the readings of its most-read
+    key (None with fewer than two readings of any key)."""
+    steps: dict[str, list[int]] = {}
+    for p in readings:
+        steps.setdefault(p.key, []).append(p.step_ms)
+    most = max(steps.values(), key=len, default=[])
+    ordered = sorted(set(most))
+    gaps = [b - a for a, b in zip(ordered, ordered[1:], strict=False)]
+    return statistics.median(gaps) / 1000 if gaps else None
+
+
+def throughput_key(phase: str) -> str:
+    return f"timeline.{phase}_tokens_per_s"
+
+
+def _window_s(result: dict[str, Any]) -> float:
+    """result.json's ``energy.window_s``; 0 where it is null (the bins then end at the last
+    step's end)."""
+    value = (result.get("energy") or {}).get("window_s")
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return 0.0
+    return float(value) if math.isfinite(value) else 0.0
+
+
+def throughput_history(
+    run_dir: Path, result: dict[str, Any], sampling_s: float | None
+) -> Histories:
+    """The engine's prefill and decode tokens per second from ``steps.csv``, at step = ms since
+    the window's start of each bin's start; up to the window's end (result.json's
+    ``energy.window_s``, else the last step's end)."""
+    keys = [throughput_key(phase) for phase in throughput.PHASES]
+    try:
+        steps = read_steps(run_dir)
+    except FileNotFoundError:
+        return Histories([], dict.fromkeys(keys, f"the point has no {STEPS_FILE}"))
+    except (OSError, ValueError) as exc:  # ResultFormatError is a ValueError
+        return Histories([], dict.fromkeys(keys, f"{STEPS_FILE} unreadable: {exc}"[:VALUE_MAX]))
+    length_s = throughput.bin_s(sampling_s)
+    points, reasons = [], {}
+    for phase, key in zip(throughput.PHASES, keys, strict=True):
+        got = throughput.phase_rates(steps, phase, _window_s(result), length_s)
+        if got.null_reason is not None:
+            reasons[key] = got.null_reason
+        points += [TimelinePoint(key, rate, round(start * 1000)) for start, rate in got.rates]
+    return Histories(points, reasons)
+
+
+def histories(run_dir: Path, result: dict[str, Any]) -> Histories:
+    """The window's readings (``timeline``) and the engine's throughput beside them."""
+    readings = timeline(run_dir)
+    rates = throughput_history(run_dir, result, sampling_interval_s(readings))
+    return Histories(readings + rates.points, rates.null_reasons)
 
 
 def search_best(sweep_dir: Path) -> dict[str, str] | None:

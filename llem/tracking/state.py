@@ -2,9 +2,10 @@
 
 One section per tracker: ``mlflow`` (the parent's or the single run's id, so a resumed sweep or
 a later ``llem-report --to-mlflow`` continues the same run) and ``wandb`` (the group, the sweep
-run's id and each point's run id with the result it holds: W&B's offline mode has no server to
-ask). Writing one section keeps the others. Nothing secret is written: the URI (refused with a
-password in it), names and ids.
+run's id and each point's run id with the result it holds and the last history step the run
+holds, ``[run id, started_at, step ms]``: W&B's offline mode has no server to ask). Writing one
+section keeps the others. Nothing secret is written: the URI (refused with a password in it),
+names and ids.
 """
 
 from __future__ import annotations

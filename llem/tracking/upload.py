@@ -35,12 +35,17 @@ def _read_json(path: Path) -> dict[str, Any]:
 
 
 def _log_result(runs: MlflowRuns, run_id: str, run_dir: Path, result: dict[str, Any]) -> None:
-    """One result's metrics, parameters (those not logged yet), tags, its timeline as a metric
-    history, and its files: result.json, requests.jsonl and plots/ where it has them."""
-    logged = runs.logged_params(run_id)
+    """One result's metrics, parameters (those not logged yet), tags, its timeline and its
+    throughput as metric histories (an absent throughput history's reason a ``null.`` tag), and
+    its files: result.json, requests.jsonl and plots/ where it has them. A run logged before
+    (a point re-run since) loses the ``null.`` tags of figures this result has."""
+    logged, had = runs.logged(run_id)
     params = {k: v for k, v in figures.params(result).items() if k not in logged}
-    runs.log(run_id, figures.metrics(result), params, figures.tags(result))
-    runs.history(run_id, point_files.timeline(run_dir))
+    history = point_files.histories(run_dir, result)
+    tags = {**figures.tags(result), **figures.null_tags(history.null_reasons)}
+    runs.drop_tags(run_id, [k for k in had if k.startswith("null.") and k not in tags])
+    runs.log(run_id, figures.metrics(result), params, tags)
+    runs.history(run_id, history.points)
     for path in point_files.artifacts(run_dir):
         runs.artifact(run_id, path, path.name if path.is_dir() else None)
     runs.end(run_id, _STATUS.get(str(result.get("status")), "FINISHED"))

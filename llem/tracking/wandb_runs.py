@@ -3,11 +3,13 @@
 A sweep is a group (named after the sweep directory, kept in ``tracking.json``); each point is a
 run of job_type ``point`` in it, with its overrides, its composed configuration and its null
 figures' reasons as the run's config, every numeric figure of result.json as a summary metric
-under its dotted, unit-bearing key (a null figure is no metric, never a 0), its timeline as
-history at step = ms since the window's start (``point_files.timeline``), status and validity
-as tags and result.json, requests.jsonl and plots/ as an artifact. The sweep's plan, summary.csv,
-plots and a search's search.json go to a run of job_type ``sweep`` in the same group, with the
-search's best configuration in its config (``search``). A single run is one run of job_type ``run``.
+under its dotted, unit-bearing key (a null figure is no metric, never a 0), its timeline and
+the engine's throughput as history at step = ms since the window's start
+(``point_files.histories``; an absent throughput history's reason in ``null_reasons``), status
+and validity as tags and result.json, requests.jsonl and plots/ as an artifact. The sweep's plan,
+summary.csv, plots and a search's search.json go to a run of job_type ``sweep`` in the same group,
+with the search's best configuration in its config (``search``). A single run is one run of
+job_type ``run``.
 
 Every run is opened, logged and finished after its window, and wandb's service is torn down
 before the next point starts, so nothing of wandb runs inside a measured window. Offline
@@ -25,7 +27,8 @@ from typing import Any
 from llem.result import RESULT_FILE
 from llem.sweep.plan_file import PLAN_FILE
 from llem.sweep.search_file import SEARCH_FILE
-from llem.tracking import figures, point_files
+from llem.tracking import earlier_history, figures, point_files
+from llem.tracking.earlier_history import Earlier
 from llem.tracking.state import read_section, write_section
 from llem.tracking.tracker import point_dirs
 
@@ -77,6 +80,7 @@ class WandbTracker:
     ) -> None:
         import wandb  # noqa: F401  (its absence is said before the sweep starts)
 
+        _no_telemetry()
         self.project, self.entity, self.mode = project, entity, mode
         self.dir = Path(dir) if dir else None
         self.timeout_s = timeout_s
@@ -133,20 +137,30 @@ class WandbTracker:
             run.finish(exit_code=exit_code)
             wandb.teardown()
 
-    def _result_run(self, where: Path, run_dir: Path, run_id: str, **init: Any) -> str:
+    def _result_run(
+        self, where: Path, run_dir: Path, run_id: str, earlier: Earlier | None, **init: Any
+    ) -> int | str | None:
+        """The result of ``run_dir`` logged into ``run_id`` (resumed where ``earlier`` logged
+        into it before); the last history step the run holds after it."""
         result = _read_json(run_dir / RESULT_FILE)
+        history = point_files.histories(run_dir, result)
+        config = run_config(result)
+        config["null_reasons"].update(history.null_reasons)
+        tags, notes, said = earlier_history.marks(earlier, str(result.get("started_at")))
+        config["llem"].update(said)
         self._log(
             where,
             run_id,
             point_files.artifacts(run_dir),
-            config=run_config(result),
-            tags=run_tags(result),
+            config=config,
+            tags=run_tags(result) + tags,
+            notes=notes,
             summary=figures.metrics(result),
-            history=point_files.timeline(run_dir),
+            history=history.points,
             exit_code=0 if result.get("status") == "ok" else 1,
             **init,
         )
-        return str(result.get("started_at"))
+        return earlier_history.held_after(earlier, [p.step_ms for p in history.points])
 
     def log_single(self, run_dir: Path) -> bool:
         state = read_section(run_dir, SECTION)
@@ -154,10 +168,17 @@ class WandbTracker:
         if state.get("started_at") == started:
             return False
         run_id = str(state.get("run_id") or _new_id())
-        self._result_run(run_dir, run_dir, run_id, job_type="run", name=run_dir.name)
-        write_section(
-            run_dir, SECTION, {**self._identity(), "run_id": run_id, "started_at": started}
+        entry = [state.get("run_id"), state.get("started_at"), state.get("history_to_step_ms")]
+        earlier = earlier_history.from_entry(entry if "history_to_step_ms" in state else entry[:2])
+        held = self._result_run(
+            run_dir, run_dir, run_id, earlier, job_type="run", name=run_dir.name
         )
+        write_section(
+            run_dir,
+            SECTION,
+            {**self._identity(), "run_id": run_id, "started_at": started,
+             "history_to_step_ms": held},
+        )  # fmt: skip
         return True
 
     def _identity(self) -> dict[str, Any]:
@@ -178,10 +199,12 @@ class WandbTracker:
             return False
         run_id = str(known[0] or _new_id())  # a point re-run since: its own run, resumed
         name = _label(sweep_dir, index, point_dir)
-        self._result_run(
-            sweep_dir, point_dir, run_id, job_type="point", group=state["group"], name=name
-        )
-        state["points"][index] = [run_id, started]
+        earlier = earlier_history.from_entry(known)
+        held = self._result_run(
+            sweep_dir, point_dir, run_id, earlier, job_type="point", group=state["group"],
+            name=name,
+        )  # fmt: skip
+        state["points"][index] = [run_id, started, held]
         write_section(sweep_dir, SECTION, state)
         return True
 
@@ -210,6 +233,22 @@ class WandbTracker:
         entity = f" --entity {self.entity}" if self.entity else ""
         mode = f" --wandb-mode {self.mode}" if self.mode else ""
         return f"llem-report --to-wandb {directory} --project {self.project}{entity}{mode}"
+
+
+def _no_telemetry() -> None:
+    """wandb's own usage metrics off for this process. wandb 0.31 times every ``run.log`` into
+    an OpenTelemetry histogram that a thread of this process sends to W&B's server
+    (``/sdk/otel/v1/metrics``) every minute and at exit, with the process-wide settings, not the
+    run's: offline too, and into the next measured window."""
+    import os
+
+    os.environ["WANDB_ERROR_REPORTING"] = "false"  # the switch its recorder reads
+    try:
+        from wandb.analytics.opentelemetry import opentelemetry_proxy
+
+        opentelemetry_proxy.disable()
+    except (ImportError, AttributeError):  # another wandb: the variable above is its switch
+        pass
 
 
 def _rows(history: list[point_files.TimelinePoint]) -> list[tuple[int, dict[str, float]]]:

@@ -126,12 +126,20 @@ def test_a_grid_then_its_resumed_grid(mlflow_server, tiny_model_dir: Path, tmp_p
 
 def test_a_points_files_timeline_and_a_search_best(mlflow_server, tmp_path: Path) -> None:
     """A planted sweep logged by the tracker itself: the point's requests.jsonl and plots/, its
-    timeline as a metric history at the planted steps (an unreadable reading absent, not 0), the
+    timeline and the engine's throughput as metric histories at the planted steps (an unreadable
+    reading absent, not 0; a point without steps.csv has no throughput, its reason a tag), the
     search's best as the parent's tags and search.json; logged again, nothing is twice; a
     re-run point's child gets the new result."""
     from llem.tracking.upload import MlflowTracker
 
-    from .wandb_files import TIMELINE, plant_point_files, plant_result, plant_search, plant_sweep
+    from .wandb_files import (
+        THROUGHPUT,
+        TIMELINE,
+        plant_point_files,
+        plant_result,
+        plant_search,
+        plant_sweep,
+    )
 
     uri, sweep = mlflow_server["uri"], tmp_path / "sweep"
     plant_sweep(sweep, [1, 4])
@@ -144,16 +152,20 @@ def test_a_points_files_timeline_and_a_search_best(mlflow_server, tmp_path: Path
     files = {a.path for a in client.list_artifacts(run_id)}
     assert files == {"result.json", "requests.jsonl", "plots"}
     assert [a.path for a in client.list_artifacts(run_id, "plots")] == ["plots/timeline.png"]
-    for key, planted in TIMELINE.items():
+    for key, planted in {**TIMELINE, **THROUGHPUT}.items():
         history = sorted((m.step, m.value) for m in client.get_metric_history(run_id, key))
         assert history == planted, key
     assert not client.get_metric_history(points["1"].info.run_id, "timeline.power_w")
+    no_steps = points["1"].data.tags["null.timeline.decode_tokens_per_s"]
+    assert no_steps == "the point has no steps.csv"
+    assert not client.get_metric_history(points["1"].info.run_id, "timeline.decode_tokens_per_s")
     tags = parent.data.tags
     assert tags["best.pytorch.batch_size"] == "4" and tags["search.best"] == "#1"
     assert tags["search.confirmations"] == "2" and tags["search.best_runs"] == "3"
     assert "search.json" in {a.path for a in client.list_artifacts(parent.info.run_id)}
 
-    plant_result(sweep / "1", 4, "2026-11-28T12:00:00")  # point 1 re-ran since
+    plant_result(sweep / "1", 4, "2026-11-28T12:00:00")  # point 1 re-ran since, with steps.csv
+    plant_point_files(sweep / "1")
     (sweep / "1" / "result.json").write_text(
         (sweep / "1" / "result.json").read_text().replace('"p50": 14.0', '"p50": 15.0')
     )
@@ -164,6 +176,11 @@ def test_a_points_files_timeline_and_a_search_best(mlflow_server, tmp_path: Path
         k: c.info.run_id for k, c in points.items()
     }
     assert again["1"].data.metrics["latency.ttft_ms.p50"] == 15.0
+    # its throughput now has a history: the earlier attempt's reason for none is gone
+    assert not [k for k in again["1"].data.tags if k.startswith("null.timeline.")]
+    decode = client.get_metric_history(again["1"].info.run_id, "timeline.decode_tokens_per_s")
+    assert sorted((m.step, m.value) for m in decode) == THROUGHPUT["timeline.decode_tokens_per_s"]
+    assert again["1"].data.tags["null.energy.total_j"]  # still null: its reason stays
     assert len(client.get_metric_history(run_id, "timeline.power_w")) == 2  # not logged twice
 
 

@@ -14,6 +14,7 @@ import pytest
 
 from .wandb_files import (
     SECRET,
+    THROUGHPUT,
     TIMELINE,
     Listener,
     grep,
@@ -78,19 +79,22 @@ def test_a_sweep_is_a_group_of_runs(no_network: Listener, tmp_path: Path) -> Non
         assert s["latency.ttft_ms.p50"] == 3.5 * batch
         assert "energy.total_j" not in s  # null, never a 0
         reasons = point["config"]["null_reasons"]
-        assert reasons == {"energy.total_j": "disabled by measurement.energy=none"}
+        assert reasons["energy.total_j"] == "disabled by measurement.energy=none"
         assert set(point["run"]["tags"]) == {"status:ok", "energy_valid:unknown"}
         assert point["artifacts"] == [f"point-{point['run']['run_id']}"]
         assert point["exit_code"] == 0
-        if batch == 1:  # point 0: its files and its timeline at the planted steps
+        if batch == 1:  # point 0: its files, its timeline and throughput at the planted steps
             assert point["files"] == ["plots/timeline.png", "requests.jsonl", "result.json"]
             history = {
                 k: [(row["_step"], row[k]) for row in point["history"] if k in row]
-                for k in TIMELINE
+                for k in {**TIMELINE, **THROUGHPUT}
             }
-            assert history == TIMELINE
-        else:
+            assert history == {**TIMELINE, **THROUGHPUT}
+            assert sorted(reasons) == ["energy.total_j"]
+        else:  # no timeseries.csv, no steps.csv: no history, the throughput's reason said
             assert point["files"] == ["result.json"] and point["history"] == []
+            assert reasons["timeline.decode_tokens_per_s"] == "the point has no steps.csv"
+            assert reasons["timeline.prefill_tokens_per_s"] == "the point has no steps.csv"
     (swept,) = by_job["sweep"]
     assert swept["config"]["swept"] == ["pytorch.batch_size"] and swept["config"]["points"] == 2
     search = swept["config"]["search"]
@@ -120,7 +124,44 @@ def test_a_resumed_sweep_logs_no_point_twice(no_network: Listener, tmp_path: Pat
     points = [r for r in logged if r["run"]["job_type"] == "point"]
     assert sorted(r["run"]["run_id"] for r in points) == sorted([first, failed_id, failed_id])
     assert sorted(r["exit_code"] for r in points if r["run"]["run_id"] == failed_id) == [0, 1]
+    # no attempt logged a timeline: the re-run's history is its own, nothing to say
+    assert state["points"]["1"][2] is None
+    assert all("history:earlier-attempt" not in r["run"]["tags"] for r in points)
     assert len({r["run"]["run_id"] for r in logged if r["run"]["job_type"] == "sweep"}) == 1
+    assert no_network.connections == 0
+
+
+def test_a_re_run_point_over_an_earlier_timeline_says_so(
+    no_network: Listener, tmp_path: Path
+) -> None:
+    """W&B keeps a resumed run's history only past its last step: a re-run point whose earlier
+    attempt logged a timeline (here up to 1000 ms, THROUGHPUT's last bin) is tagged, and its note
+    and config say up to which step its history is the earlier attempt's."""
+    from llem.tracking.state import read_section
+
+    sweep = tmp_path / "multirun" / "sweep"
+    plant_sweep(sweep, [1, 4])
+    plant_point_files(sweep / "1")
+    plant_result(sweep / "1", 4, "2026-11-28T11:00:00", status="failed")
+    assert _tracker().end_sweep(sweep) == (2, 2)
+    run_id, _, held = read_section(sweep, "wandb")["points"]["1"]
+    assert held == 1000  # the last step of its history: the throughput's bin at 1000 ms
+    plant_result(sweep / "1", 4, "2026-11-28T12:00:00")  # re-ran, with a timeline again
+    assert _tracker().end_sweep(sweep) == (1, 2)
+    assert read_section(sweep, "wandb")["points"]["1"] == [run_id, "2026-11-28T12:00:00", 1000]
+    first, again = [r for r in runs(sweep / "wandb") if r["run"]["run_id"] == run_id]
+    assert "history:earlier-attempt" not in first["run"]["tags"] and not first["run"].get("notes")
+    assert set(again["run"]["tags"]) == {
+        "status:ok",
+        "energy_valid:unknown",
+        "history:earlier-attempt",
+    }
+    note = again["run"]["notes"]
+    assert "history up to step 1000 (ms since the window's start)" in note
+    assert "started 2026-11-28T11:00:00" in note and "(started 2026-11-28T12:00:00)" in note
+    llem = again["config"]["llem"]
+    assert llem["history_earlier_to_step_ms"] == 1000
+    assert llem["history_earlier_started_at"] == "2026-11-28T11:00:00"
     assert no_network.connections == 0
 
 
@@ -133,6 +174,18 @@ def test_a_single_run_is_one_run_logged_once(no_network: Listener, tmp_path: Pat
     (logged,) = runs(run_dir / "wandb")
     assert logged["run"]["job_type"] == "run" and not logged["run"].get("run_group")
     assert logged["summary"]["workload.output_tokens"] == 16
+    # its result replaced by one with a timeline, then by another: the second re-run's run
+    # holds the first re-run's timeline up to its last step (1000 ms) and says so
+    plant_point_files(run_dir)
+    plant_result(run_dir, 2, "2026-11-28T11:00:00")
+    assert tracker.log_single(run_dir) is True
+    plant_result(run_dir, 2, "2026-11-28T12:00:00")
+    assert tracker.log_single(run_dir) is True
+    first, second, third = runs(run_dir / "wandb")
+    assert [r["run"]["run_id"] for r in (second, third)] == [logged["run"]["run_id"]] * 2
+    assert "history:earlier-attempt" not in second["run"]["tags"]
+    assert "history:earlier-attempt" in third["run"]["tags"]
+    assert third["config"]["llem"]["history_earlier_to_step_ms"] == 1000
     assert no_network.connections == 0
 
 

@@ -60,8 +60,8 @@ def test_a_grid_offline(no_network: Listener, tiny_model_dir: Path, tmp_path: Pa
     logged = runs(sweep / "wandb")
     assert {r["run"]["run_group"] for r in logged} == {state["group"]}
     points = {r["run"]["run_id"]: r for r in logged if r["run"]["job_type"] == "point"}
-    assert sorted(points) == sorted(run_id for run_id, _ in state["points"].values())
-    for index, (run_id, _) in state["points"].items():
+    assert sorted(points) == sorted(run_id for run_id, *_ in state["points"].values())
+    for index, (run_id, *_) in state["points"].items():
         result = json.loads((sweep / index / "result.json").read_text())
         summary = points[run_id]["summary"]
         assert (
@@ -69,6 +69,9 @@ def test_a_grid_offline(no_network: Listener, tiny_model_dir: Path, tmp_path: Pa
         )
         assert "energy.total_j" not in summary
         assert points[run_id]["config"]["config"]["pytorch"]["batch_size"] == int(index) + 1
+        # the engine's steps.csv as a throughput history (the point's timing is the run's own)
+        decode = [r for r in points[run_id]["history"] if "timeline.decode_tokens_per_s" in r]
+        assert decode and decode[0]["_step"] == 0
     assert [r["run"]["job_type"] for r in logged].count("sweep") == 1
     assert grep(SECRET, sweep) == []
 

@@ -59,9 +59,23 @@ TIMELINE = {
 }
 
 
+STEPS = (
+    "start_s,end_s,running,prefill_tokens,decode_tokens,requests,energy_j\n"
+    "0.0,0.5,2,64,2,,\n"  # in [0 s, 1 s): prefill 64, decode 2
+    "0.5,1.5,2,0,40,,\n"  # decode 40 over 1 s: 20 in [0 s, 1 s), 20 in [1 s, 1.5 s)
+)
+# the engine's tokens per second over 1 s bins (the timeline samples finer), up to the last
+# step's end (result.json has no window_s): [0 s, 1 s) and the last bin [1 s, 1.5 s), 0.5 s long
+THROUGHPUT = {
+    "timeline.prefill_tokens_per_s": [(0, 64.0), (1000, 0.0)],  # 64/1, 0/0.5
+    "timeline.decode_tokens_per_s": [(0, 22.0), (1000, 40.0)],  # (2+20)/1, 20/0.5
+}
+
+
 def plant_point_files(point: Path) -> None:
-    """A point's timeline, requests.jsonl and plots/."""
+    """A point's timeline, steps.csv, requests.jsonl and plots/."""
     (point / "timeseries.csv").write_text(TIMESERIES)
+    (point / "steps.csv").write_text(STEPS)
     (point / "requests.jsonl").write_text('{"request": 0, "energy_j": null}\n')
     (point / "plots").mkdir(exist_ok=True)
     (point / "plots" / "timeline.png").write_bytes(b"planted png")
