@@ -15,15 +15,16 @@ drifting by 15 W), ``jitter`` (each reading's sampled 25 ms anywhere in its wind
 the GPU as it is, and ``linear`` a GPU that draws llem's model exactly (4 mJ per prefill token,
 50 mJ per decode token, 120 W static), the only one whose J per token has a true value.
 
-Per row: the lag llem estimated (and the planted one), each phase's error against truth with its
-95 % half-width and worst-case bound (% of the figure), and over the requests: median and 90th
-percentile |error|, how many truths lie inside their interval, median half-width. Then per
-variant and rate, over the seeds: coverage (truths inside nominal 95 % intervals, of the
-published figures; a figure whose interval is wider than itself is null and counted apart),
-median half-width of the phase split, median |error| of each phase and the requests' median and
-90th percentile |error|; and the verdicts against the targets: coverage >= 90 % over every variant
-and seed together (per variant it is shown), and per variant a phase half-width <= 25 %, each
-phase within 10 % and requests' median <= 15 % and 90th percentile <= 35 %.
+Per row: the lag llem estimated (and the timeline's true lag: the sensor's planted lag plus how
+late the timeline shows each reading, ``Variant.timeline_lag_s``), each phase's error against truth
+with its 95 % half-width and worst-case bound (% of the figure), and over the requests: median and
+90th percentile |error|, how many truths lie inside their interval, median half-width. Then per
+variant and rate, over the seeds: coverage (truths inside nominal 95 % intervals, of the published
+figures; a figure whose interval is wider than itself is null and counted apart), median half-width
+of the phase split, median |error| of each phase and the requests' median and 90th percentile
+|error|; and the verdicts against the targets: coverage >= 90 % over every variant and seed
+together (per variant it is shown), and per variant a phase half-width <= 25 %, each phase within
+10 % and requests' median <= 15 % and 90th percentile <= 35 %.
 
     python bench/attribution.py                                   # 10 Hz and 1 kHz, 3 seeds, 20 s
     python bench/attribution.py --rates 10 --seeds 5 --variants base held-out
@@ -86,7 +87,7 @@ class Row:
     hz: float
     seed: int
     lag_s: float
-    planted_lag_s: float
+    planted_lag_s: float  # the timeline's true lag (module docstring)
     phases: list[Est]  # prefill, decode
     requests: list[Est]
     costs: list[tuple[str, Est]]  # J per prefill and decode token (linear GPU only)
@@ -113,7 +114,7 @@ def run_one(v: Variant, seed: int, hz: float, window_s: float) -> Row:
             half = att.coefficient_ci95.get("a" if "prefill" in name else "b")
             if c.value is not None:
                 costs.append((name, Est(c.value, half, c.bound or 0.0, truth)))
-    return Row(v.name, hz, seed, att.lag_s, v.sensor(seed).lag_s, phases, reqs, costs)
+    return Row(v.name, hz, seed, att.lag_s, v.timeline_lag_s(seed, hz), phases, reqs, costs)
 
 
 def _pct(x: float) -> str:
@@ -138,7 +139,7 @@ def _quantile(xs: list[float], q: float) -> float:
 
 def print_rows(rows: list[Row]) -> None:
     print(
-        f"{'variant':<9} {'rate':>6} {'seed':>4} {'lag (planted)':>15}  "
+        f"{'variant':<9} {'rate':>6} {'seed':>4} {'lag (true)':>15}  "
         f"{'prefill J':>36}  {'decode J':>36}   requests: |err| p50 p90, in interval, ±p50"
     )
     for r in rows:

@@ -33,7 +33,9 @@ from llem.measure.span_energy import SpanEnergies
 from llem.vocabulary.workload import EngineStep
 
 GRID_S = 0.025
-CANDIDATES_S = tuple(GRID_S * k for k in range(13))  # 0 to 300 ms
+# 0 to 400 ms: a sensor's own lag (MLPerf Power and Zeus see up to about 200 ms) plus up to one
+# 100 ms refresh window of the sampler's phase, and room for the parabola's vertex beyond both
+CANDIDATES_S = tuple(GRID_S * k for k in range(17))
 CHI2_95 = 3.841  # the chi-squared distribution's 95th percentile, one degree of freedom
 Measure = Callable[[Sequence[float]], SpanEnergies | str]
 

@@ -13,9 +13,9 @@ from llem.runner.lag import CANDIDATES_S, GRID_S, _vertex, lag_range, shifted, w
 from llem.vocabulary.workload import EngineStep, StepShare
 
 
-def test_the_grid_is_0_to_300_ms_by_25_ms() -> None:
+def test_the_grid_is_0_to_400_ms_by_25_ms() -> None:
     assert GRID_S == 0.025
-    assert len(CANDIDATES_S) == 13 and CANDIDATES_S[-1] == pytest.approx(0.3)
+    assert len(CANDIDATES_S) == 17 and CANDIDATES_S[-1] == pytest.approx(0.4)
 
 
 def test_the_vertex_of_the_parabola_through_the_best_lag_and_its_neighbours() -> None:

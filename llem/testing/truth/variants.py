@@ -79,12 +79,17 @@ class Variant:
         """Where the sensor's refresh grid lies (``harness.grid_phases``)."""
         return h.grid_phases(seed)
 
-    def timeline_lag_s(self, seed: int, sampled_fraction: float = 0.25) -> float:
-        """How far the power timeline lags the work at a sampling rate of one sample per
-        refresh (10 Hz): the sensor's own lag, plus how long after the middle of the sampled
-        part of each refresh window the sampler reads it (the clock's phase to the grid)."""
+    def timeline_lag_s(
+        self, seed: int, sample_hz: float = 10.0, sampled_fraction: float = 0.25
+    ) -> float:
+        """How far the power timeline lags the work: the sensor's own lag, plus how long after
+        the middle of the sampled part of each refresh window the timeline shows it. At one
+        sample per refresh (10 Hz) that is where the sampler reads it (the clock's phase to the
+        grid); sampled faster, a reading is shown for the whole of its window, from the refresh
+        on, so the middle of that window."""
         update = h.Sensor().update_s
-        return self.sensor(seed).lag_s + self.phases(seed)[0] - sampled_fraction * update / 2
+        shown = self.phases(seed)[0] if sample_hz * update <= 1.0 else update / 2
+        return self.sensor(seed).lag_s + shown - sampled_fraction * update / 2
 
     def schedule(self, seed: int, window_s: float = 20.0) -> h.Schedule:
         """The variant's schedule, its arrivals lasting about ``window_s``."""
