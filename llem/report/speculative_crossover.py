@@ -1,14 +1,15 @@
-"""Where speculative decoding stops paying: the report's section over a sweep that crosses
-``speculative`` (``none`` and one or more methods) with one load knob (a batch size,
-``vllm.max_num_seqs``, a request rate), ``docs/speculative.md``.
+"""A speculative run against its plain twin, and where speculation stops paying: the report's
+section over a sweep that crosses ``speculative`` (``none`` and one or more methods) with at most
+one load knob (a batch size, ``vllm.max_num_seqs``, a request rate), ``docs/speculative.md``.
 
-At each load value, each method's J per output token and tokens/s against the plain run's
-(``speculative=none``) at the same load, as a ratio of the means over repeats with a 95% interval
-from the two means' own (``r x sqrt((h_a / a)^2 + (h_b / b)^2)``, the delta method for
-independent means; a mean without an interval gives none). A ratio whose interval lies below 1
-saves (J/token) or is slower (tokens/s); above 1, the reverse; across 1, within noise. The
-crossover is where the verdict turns: the last load where speculation saves energy and the first
-after it where it costs. '' where the sweep does not cross ``speculative`` with one load knob.
+At each load value (the sweep's one load where it has no load knob), each method's J per output
+token, tokens/s and TPOT p50 against the plain run's (``speculative=none``) at the same load, as
+a ratio of the means over repeats with a 95% interval from the two means' own (``r x sqrt((h_a /
+a)^2 + (h_b / b)^2)``, the delta method for independent means; a mean without an interval gives
+none), beside the method's mean acceptance rate. A ratio whose interval lies below 1 saves
+(J/token) or is slower (tokens/s); above 1, the reverse; across 1, within noise. The crossover
+is where the verdict turns: the last load where speculation saves energy and the first after it
+where it costs. '' where the sweep does not cross ``speculative``.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ from llem.report.window import JTOK, TOKS, headline
 
 KNOB = "speculative"
 PLAIN = "none"
+TPOT = "latency.tpot_ms.p50"
+ACCEPTANCE = "speculative.acceptance_rate"
 
 
 @dataclass(frozen=True)
@@ -50,15 +53,17 @@ class Ratio:
 
 @dataclass(frozen=True)
 class LoadPoint:
-    load: object  # the load knob's value
+    load: object  # the load knob's value (None: the sweep has no load knob)
     j_per_token: Ratio  # speculative / plain
     tokens_per_s: Ratio
+    tpot: Ratio = Ratio(None, None)  # TPOT p50
+    acceptance: float | None = None  # the method's mean acceptance rate (None: not said)
 
 
 @dataclass(frozen=True)
 class Crossover:
     method: str
-    load_knob: str
+    load_knob: str | None  # None: the sweep crosses speculative alone (one load)
     points: tuple[LoadPoint, ...]  # by load, ascending
 
     @property
@@ -96,10 +101,15 @@ def crossover_line(c: Crossover) -> str:
         )
     loads = [p.load for p in c.points]
     name = f"speculative={c.method}"
+    where = f"at every {c.load_knob} measured" if c.load_knob else "at the sweep's load"
     if all(s == saves for s in sides):
-        return f"{name} pays in {what} at every {c.load_knob} measured"
+        return f"{name} pays in {what} {where}"
     if all(s == -saves for s in sides):
-        return f"{name} costs {what} at every {c.load_knob} measured"
+        return f"{name} costs {what} {where}"
+    if c.load_knob is None and sides == [None]:
+        return f"{name}: not judged in {what} {where} (no 95% interval: add repeats)"
+    if c.load_knob is None:
+        return f"{name}: within noise in {what} {where}"
     pays = [i for i, s in enumerate(sides) if s == saves]
     costs = [i for i, s in enumerate(sides) if s == -saves and pays and i > pays[0]]
     if costs:
@@ -127,15 +137,15 @@ def crossovers(summary: pd.DataFrame, knobs: Sequence[str]) -> list[Crossover] |
         return ""
     others = [k for k in knobs if k != KNOB]
     methods = [str(v) for v in dict.fromkeys(col(summary, KNOB))]
-    if PLAIN not in methods or len(others) != 1:
-        need = "speculative=none" if PLAIN not in methods else "exactly one load knob"
+    if PLAIN not in methods or len(others) > 1:
+        need = "speculative=none" if PLAIN not in methods else "at most one load knob"
         return f"speculative crossover: not found (it needs {need} in the sweep)"
-    load_knob = others[0]
-    jtok, toks = headline(summary, JTOK), headline(summary, TOKS)
-    columns = {
-        n: (_floats(summary, f"{n}.mean"), _floats(summary, f"{n}.ci95_half")) for n in (jtok, toks)
-    }
-    pairs = zip(col(summary, KNOB), col(summary, load_knob), strict=True)
+    load_knob = others[0] if others else None
+    names = (headline(summary, JTOK), headline(summary, TOKS), TPOT)
+    columns = [(_floats(summary, f"{n}.mean"), _floats(summary, f"{n}.ci95_half")) for n in names]
+    accepted = _floats(summary, f"{ACCEPTANCE}.mean")
+    at = col(summary, load_knob) if load_knob else [None] * len(accepted)
+    pairs = zip(col(summary, KNOB), at, strict=True)
     rows = {(str(method), load): i for i, (method, load) in enumerate(pairs)}
     loads = sorted({load for _, load in rows}, key=_load_order)
     out = []
@@ -145,8 +155,9 @@ def crossovers(summary: pd.DataFrame, knobs: Sequence[str]) -> list[Crossover] |
             if (method, load) not in rows or (PLAIN, load) not in rows:
                 continue
             i, j = rows[(method, load)], rows[(PLAIN, load)]
-            each = [ratio(v[i], h[i], v[j], h[j]) for v, h in (columns[jtok], columns[toks])]
-            points.append(LoadPoint(load, *each))
+            jtok, toks, tpot = (ratio(v[i], h[i], v[j], h[j]) for v, h in columns)
+            rate = None if math.isnan(accepted[i]) else accepted[i]
+            points.append(LoadPoint(load, jtok, toks, tpot, rate))
         out.append(Crossover(method, load_knob, tuple(points)))
     return out
 
@@ -164,6 +175,10 @@ def _cell(r: Ratio) -> str:
     return format_with_ci(r.value, r.half_width)
 
 
+def _rate(acceptance: float | None) -> str:
+    return "null" if acceptance is None else f"{acceptance:.2f}"
+
+
 def render_crossover(summary: pd.DataFrame, knobs: Sequence[str], width: int) -> str:
     """The section: a table per method (ratios by load) and its crossover line."""
     found = crossovers(summary, knobs)
@@ -171,15 +186,23 @@ def render_crossover(summary: pd.DataFrame, knobs: Sequence[str], width: int) ->
         return found
     parts = []
     for c in found:
-        key = [Column(c.load_knob, [str(p.load) for p in c.points], False)]
+        if c.load_knob:
+            key = [Column(c.load_knob, [str(p.load) for p in c.points], False)]
+            same = f"at the same {c.load_knob}"
+        else:
+            key = [Column("speculative", [c.method for _ in c.points], False)]
+            same = "(its plain twin)"
         rest = [
             Column("J/token ratio", [_cell(p.j_per_token) for p in c.points], True),
             Column("tokens/s ratio", [_cell(p.tokens_per_s) for p in c.points], True),
+            Column("TPOT p50 ratio", [_cell(p.tpot) for p in c.points], True),
+            Column("acceptance", [_rate(p.acceptance) for p in c.points], True),
         ]
         heading = (
-            f"speculative={c.method} against speculative=none at the same {c.load_knob}: ratio "
-            "of the means over repeats ± 95% interval (delta method); J/token below 1 saves "
-            "energy, tokens/s above 1 is faster:"
+            f"speculative={c.method} against speculative=none {same}: ratio of the means over "
+            "repeats ± 95% interval (delta method); J/token below 1 saves energy, tokens/s "
+            "above 1 and TPOT below 1 are faster; acceptance: the share of draft tokens the target "
+            "kept (the mean over repeats):"
         )
         parts += textwrap.wrap(heading, width=width)
         for block in split_columns(key, rest, width):

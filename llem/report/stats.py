@@ -122,6 +122,12 @@ QUALITY_METRICS = (
     "quality.correct_answers_per_kj",
     "quality.scoring_s",
 )
+#: what speculative decoding did (docs/speculative.md): summarised where some run speculated
+SPECULATIVE_METRICS = (
+    "speculative.acceptance_rate",
+    "speculative.tokens_per_target_step",
+    "speculative.j_per_accepted_draft_token",
+)
 #: the traffic a configuration served, as summary.csv columns (where runs recorded it)
 TRAFFIC_FIELDS = (
     "traffic.kind",
@@ -237,6 +243,7 @@ class _Columns:
         self.metrics += [m for m in SERVING_METRICS if self.present(m)]
         self.metrics += [m for m in QUALITY_METRICS if self.present(m)]  # schema 6
         self.metrics += [m for m in FOOTPRINT_METRICS if self.present(m)]  # docs/footprint.md
+        self.metrics += [m for m in SPECULATIVE_METRICS if self.present(m)]
         #: metrics with per-run bounds in ``<metric>_uncertainty``
         self.bounded = {m for m in self.metrics if f"{m}{UNCERTAINTY_SUFFIX}" in frame.columns}
         #: metrics with per-run 95% intervals in ``<metric>_ci95_half_width``

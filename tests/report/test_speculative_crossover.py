@@ -66,6 +66,19 @@ def test_the_ratios_are_the_planted_means_with_the_delta_method_interval(sweep: 
     )
 
 
+def test_a_twin_without_repeats_is_not_judged() -> None:
+    """One run a side has no interval: neither within noise nor a verdict."""
+    point = LoadPoint(None, Ratio(None, None), Ratio(0.87, None))
+    assert Crossover("ngram", None, (point,)).verdict == (
+        "speculative=ngram: not judged in speed (J/token unmeasured) at the sweep's load "
+        "(no 95% interval: add repeats)"
+    )
+    noisy = LoadPoint(None, Ratio(1.0, 0.1), Ratio(None, None))
+    assert Crossover("ngram", None, (noisy,)).verdict == (
+        "speculative=ngram: within noise in energy at the sweep's load"
+    )
+
+
 @pytest.mark.parametrize(
     ("ratios", "said"),
     [
@@ -119,4 +132,57 @@ def test_a_sweep_without_the_plain_twin_says_what_it_needs(tmp_path: Path) -> No
 def test_the_section_names_each_column_once(sweep: Path) -> None:
     text = build_report([sweep], plots=False).text
     (header,) = [line for line in text.splitlines() if "J/token ratio" in line]
-    assert header.split() == ["vllm.max_num_seqs", "J/token", "ratio", "tokens/s", "ratio"]
+    assert header.split() == [
+        "vllm.max_num_seqs",
+        *("J/token", "ratio", "tokens/s", "ratio", "TPOT", "p50", "ratio", "acceptance"),
+    ]
+
+
+#: speculative -> (J/token, TPOT p50 ms) of three repeats; tokens/s is 100 / J/token
+TWIN = {
+    "none": ((1.00, 1.01, 0.99), (20.0, 20.4, 19.6)),
+    "ngram": ((0.80, 0.80, 0.80), (15.0, 15.0, 15.0)),
+}
+TWIN_ACCEPTANCE = (0.60, 0.62, 0.64)
+
+
+def _twin(point: dict[str, Any]) -> dict[str, Any]:
+    """One repeat of a speculative run or its plain twin: planted J/token, TPOT and (for the
+    speculative side) acceptance."""
+    jtoks, tpots = TWIN[point["speculative"]]
+    k = point["repeat"]
+    result = synth.ok_result(tok_s=100.0 / jtoks[k], j_tok=jtoks[k])
+    result["latency"]["tpot_ms"] = {"p50": tpots[k], "p90": tpots[k], "p99": tpots[k]}
+    if point["speculative"] != "none":
+        result["speculative"] = {
+            "method": "ngram",
+            "mechanism": "prompt lookup",
+            "verification": "greedy",
+            "num_tokens": 5,
+            "acceptance_rate": TWIN_ACCEPTANCE[k],
+        }
+    return result
+
+
+def test_a_speculative_run_and_its_plain_twin_side_by_side(tmp_path: Path) -> None:
+    """A sweep over ``speculative=none,ngram`` alone (no load knob): one row of ratios at the
+    sweep's load, with TPOT's ratio and the mean acceptance, against the planted means."""
+    synth.write_sweep(tmp_path / "s", {"speculative": ["none", "ngram"]}, _twin, repeats=3)
+    runs = load_runs([tmp_path / "s"])
+    (c,) = crossovers(summary_frame(runs), runs.knobs)
+    assert (c.method, c.load_knob) == ("ngram", None)
+    (p,) = c.points
+    (a, ha), (b, hb) = (_mean_half(TWIN[m][0]) for m in ("ngram", "none"))
+    assert p.j_per_token.value == pytest.approx(a / b)
+    assert p.j_per_token.half_width == pytest.approx(
+        a / b * math.sqrt((ha / a) ** 2 + (hb / b) ** 2)
+    )
+    (ta, _), (tb, _) = (_mean_half(TWIN[m][1]) for m in ("ngram", "none"))
+    assert p.tpot.value == pytest.approx(ta / tb)  # 0.75
+    assert p.acceptance == pytest.approx(0.62)
+    assert c.verdict == "speculative=ngram pays in energy at the sweep's load"
+    text = build_report([tmp_path / "s"], plots=False).text
+    assert "speculative=ngram against speculative=none (its plain twin)" in text
+    (row,) = [line for line in text.splitlines() if line.startswith("ngram ") and "0.62" in line]
+    assert row.split()[0] == "ngram" and row.split()[-1] == "0.62"
+    assert "0.750" in row
