@@ -53,9 +53,11 @@ class TrackingCallback(Callback):
         if t is None or self._failed is not None:
             return
         run_dir = Path(str(config.hydra.runtime.output_dir))
+        if not (run_dir / "result.json").is_file():
+            return  # stopped before anything was measured (a refused config or tracker)
         if str(config.hydra.mode) in ("RunMode.RUN", "RUN"):
             self._guard(t, run_dir, lambda: self._of(t).log_single(run_dir))
-        elif in_process(config) and (run_dir / "result.json").is_file():
+        elif in_process(config):
             sweep_dir = Path(str(config.hydra.sweep.dir))
             self._guard(t, sweep_dir, lambda: self._of(t).log_point(sweep_dir, run_dir))
 
