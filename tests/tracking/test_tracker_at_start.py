@@ -150,14 +150,18 @@ def test_the_check_leaves_no_thread_running(mlflow_server: dict[str, Any], tmp_p
 
 
 @needs_wandb
-def test_wandb_online_refusing_the_key_is_one_line_and_leaves_no_process(
-    monkeypatch: pytest.MonkeyPatch,
+@pytest.mark.parametrize(
+    "key",
+    ["short", "k" * 40],  # refused as no W&B key; a key's form, sent where nothing listens
+)
+def test_wandb_online_unreachable_or_refusing_is_one_line_and_leaves_no_process(
+    key: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from llem.config.tracking import TrackerKind, TrackingConfig, WandbMode
 
-    monkeypatch.setenv("WANDB_API_KEY", "short")  # refused: not a W&B key
+    monkeypatch.setenv("WANDB_API_KEY", key)
     monkeypatch.setenv("WANDB_BASE_URL", f"http://127.0.0.1:{free_port()}")
-    t = TrackingConfig(TrackerKind.wandb, project="p", mode=WandbMode.online)
+    t = TrackingConfig(TrackerKind.wandb, project="p", mode=WandbMode.online, timeout_s=2)
     before = set(descendants(os.getpid()))  # the session's MLflow server among them
     with pytest.raises(PreflightError) as refused:
         check_tracker(t)
@@ -166,7 +170,8 @@ def test_wandb_online_refusing_the_key_is_one_line_and_leaves_no_process(
         refused.value
     )
     assert "tracking.mode=offline" in str(refused.value)
-    assert set(descendants(os.getpid())) - before == set()  # wandb's service stopped
+    assert set(descendants(os.getpid())) - before == set()  # wandb's service, which a key of
+    # W&B's form starts, stopped
 
 
 @needs_wandb
