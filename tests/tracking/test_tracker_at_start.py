@@ -180,3 +180,35 @@ def test_wandb_offline_is_not_checked(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setenv("WANDB_API_KEY", "short")  # online, this key would be refused
     check_tracker(TrackingConfig(TrackerKind.wandb, project="p", mode=WandbMode.offline))
+
+
+@pytest.mark.mlflow
+@pytest.mark.slow
+def test_a_grid_checks_the_tracker_once(
+    mlflow_server: dict[str, Any],
+    tiny_model_dir: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture,
+) -> None:
+    """Once before the first point, never per point: a point's wait is its neighbours' too."""
+    import llem.app.job
+    import llem.tracking.probe
+
+    calls: list[object] = []
+
+    def counted(section: object) -> None:
+        calls.append(section)
+        check_tracker(section)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(llem.tracking.probe, "check_tracker", counted)
+    monkeypatch.setattr(llem.app.job, "check_tracker", counted)
+    sweep = tmp_path / "sweep"
+    code = main(
+        ["--multirun", *_model(tiny_model_dir), "pytorch.batch_size=1,2", "+tracking=mlflow",
+         f"tracking.uri={mlflow_server['uri']}", f"tracking.experiment={tmp_path.name}",
+         f"hydra.sweep.dir={sweep}", "~hydra.callbacks.report"]
+    )  # fmt: skip
+    out, err = capsys.readouterr()
+    assert code == 0, out + err
+    assert len(calls) == 1 and len(_results(sweep)) == 2
