@@ -7,8 +7,10 @@ calls the tracker only through ``llem.tracking.tracker.Tracker``. A point of a s
 runs in this process is logged in ``on_job_end``, after its result.json is written and before the
 next point starts, so nothing of the tracker runs inside a measured window; points run by other
 launchers (joblib, SLURM, whose nodes may not reach the tracker) are logged by the sweep's own
-process at its end. The first failure (tracker down, slow, refusing) is said once, with the
-command that logs the directory later; the sweep goes on and never fails for it.
+process at its end. Whether the tracker can be used at all is checked once before the run or the
+sweep starts (``llem.tracking.probe``: exit 3 when it cannot); a failure after that (tracker down,
+slow, refusing) is said once, with the command that logs the directory later; the sweep goes on
+and never fails for it. A run that left no result.json (stopped before it measured) is not logged.
 """
 
 from __future__ import annotations
