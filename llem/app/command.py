@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from omegaconf import DictConfig
+
 from llem.errors import EXIT_OK, EXIT_PREFLIGHT, EXIT_SWEEP_FAILED
 from llem.runner import Runner
 from llem.sweep.lock import SweepLock
@@ -43,6 +45,15 @@ class Command:
         self.sweep_outcomes = []
         self._lock = lock
         self.said = set()
+
+    def sweep_ready(self, config: DictConfig) -> None:
+        """The tracker checked once, before the sweep's first point (exit 3 when it cannot be
+        used)."""
+        from omegaconf import OmegaConf
+
+        from llem.tracking.probe import check_tracker
+
+        check_tracker(OmegaConf.select(config, "tracking", default=None))
 
     def terminal_taken(self, taken: bool) -> None:
         self.runner.live_display = taken

@@ -23,6 +23,7 @@ from llem.result import ErrorInfo, RunResult, SweepPosition, write_unmeasured
 from llem.runner import prepare, summary_line
 from llem.sweep.outcomes import JobOutcome
 from llem.sweep.plan_file import read_position
+from llem.tracking.probe import check_tracker
 
 log = logging.getLogger("llem")
 
@@ -106,7 +107,10 @@ def _single_run(cfg: DictConfig, command: Command, outcome: JobOutcome) -> None:
     run_dir = outcome.run_dir
     assert run_dir is not None
     try:
-        result = command.runner.run(cfg, run_dir, outcome.overrides)
+        prepared = prepare(cfg)  # a configuration error (exit 2) is said before the tracker's
+        if not prepared.exp.dry_run:
+            check_tracker(prepared.exp.tracking)  # before any model loads (exit 3)
+        result = command.runner.run(prepared, run_dir, outcome.overrides)
     except Exception as exc:
         # Handed to the entrypoint to raise once Hydra has returned: raised through Hydra, it
         # would print its own "Error executing job" line first. The terminal gets it from there;

@@ -83,7 +83,8 @@ class TrackingConfig:
     timeout_s: float = knob(
         5.0,
         doc="Seconds one request to the tracker may take, with no retries; a tracker that does "
-        "not answer is given up for the rest of the sweep, which goes on.",
+        "not answer before the run or sweep starts stops it (exit 3), one that stops answering "
+        "later is given up for the rest of the sweep, which goes on.",
         goes_to=TRACKER,
         gt=0,
         le=120,

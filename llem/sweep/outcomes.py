@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from omegaconf import DictConfig
+
 from llem.sweep.lock import SweepLock
 
 LISTENER_ATTRIBUTE = "sweep_listener"
@@ -36,6 +38,11 @@ class SweepListener(Protocol):
     def sweep_started(self, sweep_dir: Path, lock: SweepLock | None) -> None:
         """The sweep writes into ``sweep_dir``; the listener releases ``lock`` when it is done
         (after the end-of-sweep report). A dry run takes no lock."""
+
+    def sweep_ready(self, config: DictConfig) -> None:
+        """The sweep is planned and checked and no point has run yet: the listener's own checks
+        of the sweep's ``config`` run here, once (the tracker answers). An ``LlemError`` raised
+        here stops the sweep before any point runs, and nothing is left in its directory."""
 
     def terminal_taken(self, taken: bool) -> None:
         """A live display holds the terminal (``True``) or has let it go (``False``)."""

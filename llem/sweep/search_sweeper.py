@@ -190,6 +190,7 @@ class SearchSweeper(GridSweeper):
         lock = SweepLock(sweep_dir)
         try:
             self._started(sweep_dir, lock.acquire())
+            self._ready(lock)
             return self._search(planner, search, sweep_dir, settings.reuse_model, settings.seed)
         finally:
             if self.listener is None:

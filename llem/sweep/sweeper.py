@@ -39,7 +39,7 @@ from typing import Any
 from hydra.plugins.sweeper import Sweeper
 from omegaconf import DictConfig, OmegaConf
 
-from llem.errors import ConfigError, PreflightError, interrupted_by
+from llem.errors import ConfigError, LlemError, PreflightError, interrupted_by
 from llem.hydra.compose.studies import check_study, record_study
 from llem.hydra.overrides import swept_keys
 from llem.result import ErrorInfo
@@ -166,6 +166,7 @@ class GridSweeper(Sweeper):
             )
             plan.load_times = self._load_times()
             refuse_shared_preflight(plan, lock)
+            self._ready(lock)
             return self._run(planner, plan, sweep_dir, settings)
         finally:
             if self.listener is None:  # else the listener keeps it until the report is written
@@ -179,6 +180,18 @@ class GridSweeper(Sweeper):
     def _started(self, sweep_dir: Path, lock: SweepLock | None) -> None:
         if self.listener is not None:
             self.listener.sweep_started(sweep_dir, lock)
+
+    def _ready(self, lock: SweepLock) -> None:
+        """The listener's checks before the first point runs (the tracker); a refusal stops the
+        sweep with nothing left in its directory, as a pre-flight problem every point shares."""
+        assert self.config is not None
+        if self.listener is None:
+            return
+        try:
+            self.listener.sweep_ready(self.config)
+        except LlemError:
+            lock.abandon()
+            raise
 
     def _finished(self, outcomes: list[JobOutcome], preflight_failed: bool = False) -> None:
         if self.listener is not None:

@@ -7,8 +7,10 @@ calls the tracker only through ``llem.tracking.tracker.Tracker``. A point of a s
 runs in this process is logged in ``on_job_end``, after its result.json is written and before the
 next point starts, so nothing of the tracker runs inside a measured window; points run by other
 launchers (joblib, SLURM, whose nodes may not reach the tracker) are logged by the sweep's own
-process at its end. The first failure (tracker down, slow, refusing) is said once, with the
-command that logs the directory later; the sweep goes on and never fails for it.
+process at its end. Whether the tracker can be used at all is checked once before the run or the
+sweep starts (``llem.tracking.probe``: exit 3 when it cannot); a failure after that (tracker down,
+slow, refusing) is said once, with the command that logs the directory later; the sweep goes on
+and never fails for it. A run that left no result.json (stopped before it measured) is not logged.
 """
 
 from __future__ import annotations
@@ -53,9 +55,11 @@ class TrackingCallback(Callback):
         if t is None or self._failed is not None:
             return
         run_dir = Path(str(config.hydra.runtime.output_dir))
+        if not (run_dir / "result.json").is_file():
+            return  # stopped before anything was measured (a refused config or tracker)
         if str(config.hydra.mode) in ("RunMode.RUN", "RUN"):
             self._guard(t, run_dir, lambda: self._of(t).log_single(run_dir))
-        elif in_process(config) and (run_dir / "result.json").is_file():
+        elif in_process(config):
             sweep_dir = Path(str(config.hydra.sweep.dir))
             self._guard(t, sweep_dir, lambda: self._of(t).log_point(sweep_dir, run_dir))
 

@@ -43,6 +43,11 @@ def _chunks(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
         yield items[start : start + size]
 
 
+class ExperimentRefused(Exception):
+    """The server answered, but ``tracking.experiment`` cannot be logged to (deleted, or a name
+    it refuses to create); the message is the reason."""
+
+
 class MlflowRuns:
     """One experiment of one tracking server (created when absent)."""
 
@@ -53,10 +58,22 @@ class MlflowRuns:
         self.client: Any = MlflowClient(tracking_uri=uri)
         self.uri = str(self.client.tracking_uri)
         self.experiment = experiment
-        found = self.client.get_experiment_by_name(experiment)
-        self.experiment_id = str(
-            found.experiment_id if found is not None else self.client.create_experiment(experiment)
-        )
+        found = self.client.get_experiment_by_name(experiment)  # the server answers, or raises
+        if found is not None and found.lifecycle_stage != "active":
+            raise ExperimentRefused(
+                f"experiment {experiment!r} (id {found.experiment_id}) is in the "
+                f"'{found.lifecycle_stage}' state and MLflow logs only to an 'active' one; "
+                f"restore it (mlflow experiments restore --experiment-id {found.experiment_id})"
+            )
+        try:
+            self.experiment_id = str(
+                found.experiment_id
+                if found is not None
+                else self.client.create_experiment(experiment)
+            )
+        except Exception as exc:  # a name the server refuses: its own reason
+            lines = str(exc).strip().splitlines()
+            raise ExperimentRefused(lines[0][:300] if lines else type(exc).__name__) from exc
 
     def tracked(self, run_id: str) -> TrackedRun:
         """What a directory keeps of ``run_id`` (``tracking.json``)."""

@@ -80,7 +80,7 @@ class WandbTracker:
     ) -> None:
         import wandb  # noqa: F401  (its absence is said before the sweep starts)
 
-        _no_telemetry()
+        no_telemetry()
         self.project, self.entity, self.mode = project, entity, mode
         self.dir = Path(dir) if dir else None
         self.timeout_s = timeout_s
@@ -235,7 +235,7 @@ class WandbTracker:
         return f"llem-report --to-wandb {directory} --project {self.project}{entity}{mode}"
 
 
-def _no_telemetry() -> None:
+def no_telemetry() -> None:
     """wandb's own usage metrics off for this process. wandb 0.31 times every ``run.log`` into
     an OpenTelemetry histogram that a thread of this process sends to W&B's server
     (``/sdk/otel/v1/metrics``) every minute and at exit, with the process-wide settings, not the
