@@ -24,9 +24,8 @@ from dataclasses import dataclass
 from llem.measure import MeasurementSession
 from llem.measure.meter import WindowResult
 from llem.testing.clocks import SteppingClock
-from llem.testing.fake_pynvml import FakeGpu
-from llem.testing.truth.harness import CLOCK_START_S, POWER_LIMIT_W, Sensor
-from llem.testing.truth.sensor import Sensed, StepPower
+from llem.testing.truth.harness import CLOCK_START_S, Sensor, sensed_gpu
+from llem.testing.truth.sensor import StepPower
 from llem.testing.virtual_window import measure_window
 from llem.vocabulary.speculation import DraftSpans, Span
 
@@ -125,20 +124,7 @@ def measure_draft(
     power = StepPower(
         [a for a, _, _ in spans], [b for _, b, _ in spans], [w for *_, w in spans], gpu.idle_w
     )
-    sensed = Sensed(
-        power,
-        sensor.update_s,
-        sensor.sampled_fraction,
-        lag_s=sensor.lag_s,
-        jitter_s=sensor.jitter_s,
-        seed=sensor.seed,
-    )
-    fake = FakeGpu(
-        "GPU-simulated",
-        power=sensed,
-        counter_update_s=sensor.update_s,
-        power_limit_mw=int(POWER_LIMIT_W * 1000),
-    )
+    fake = sensed_gpu(power, sensor)
     session = measure_window(fake, clock, sample_hz=sample_hz, until_s=verify[-1][1] + tail_s)
     w = session.last_window
     assert w is not None

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from llem.measure import MeasurementSession
 from llem.measure.meter import WindowResult
 from llem.testing.clocks import SteppingClock
-from llem.testing.fake_pynvml import FakeGpu
+from llem.testing.fake_pynvml import FakeGpu, Waveform
 from llem.testing.truth import engine
 from llem.testing.truth.engine import EngineSpec, Request, Trace
 from llem.testing.truth.gpu import Drift, Gpu, Physics
@@ -162,6 +162,24 @@ def step_power(trace: Trace, gpu: Physics, offset_s: float, drift: Drift = Drift
     return StepPower(starts, ends, [gpu.power_w(w) for w in trace.work], gpu.idle_w, drift)
 
 
+def sensed_gpu(power: Waveform, sensor: Sensor) -> FakeGpu:
+    """An NVML double whose readings and energy counter are ``power`` as ``sensor`` shows it."""
+    sensed = Sensed(
+        power,
+        sensor.update_s,
+        sensor.sampled_fraction,
+        lag_s=sensor.lag_s,
+        jitter_s=sensor.jitter_s,
+        seed=sensor.seed,
+    )
+    return FakeGpu(
+        "GPU-simulated",
+        power=sensed,
+        counter_update_s=sensor.update_s,
+        power_limit_mw=int(POWER_LIMIT_W * 1000),
+    )
+
+
 def measure(
     trace: Trace,
     gpu: Physics,
@@ -181,20 +199,7 @@ def measure(
     window_start = clock.now() + 0.1
     offset = window_start + lead_s - float(trace.steps[0].start_s or 0.0)
     power = step_power(trace, gpu, offset, drift)
-    sensed = Sensed(
-        power,
-        sensor.update_s,
-        sensor.sampled_fraction,
-        lag_s=sensor.lag_s,
-        jitter_s=sensor.jitter_s,
-        seed=sensor.seed,
-    )
-    fake = FakeGpu(
-        "GPU-simulated",
-        power=sensed,
-        counter_update_s=sensor.update_s,
-        power_limit_mw=int(POWER_LIMIT_W * 1000),
-    )
+    fake = sensed_gpu(power, sensor)
     steps = [shifted(s, offset) for s in trace.steps]
     session = measure_window(fake, clock, sample_hz=sample_hz, until_s=steps[-1].end_s + tail_s)
     w = session.last_window
