@@ -1,7 +1,8 @@
 """Where the window's energy goes, filled into the result: ``energy``'s and ``steady_state``'s
 phase split and fitted step costs, each request's energy in ``requests.jsonl`` and each step's in
 ``steps.csv`` (the arithmetic is ``llem.figures.attribution``'s; the spans' energies
-``llem.measure.span_energy``'s).
+``llem.measure.span_energy``'s; the files' writing ``llem.runner.energy_files``'; a figure
+published with its interval ``llem.runner.published``').
 
 The one call the run makes, once ``requests.jsonl`` and ``steps.csv`` are written:
 ``fill_attribution(result, steps, session, run_dir, why_none)``, ``steps`` being the engine's
@@ -15,7 +16,7 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from llem.figures.attribution import METHOD, Attribution, Part, RequestEnergy, attribute
+from llem.figures.attribution import METHOD, Attribution, Part, attribute
 from llem.figures.bins import Bins, group, interval_s, per_span
 from llem.figures.step_shares import Span, spans
 from llem.measure import MeasurementSession
@@ -25,18 +26,14 @@ from llem.measure.span_energy import METHOD as SPAN_METHOD
 from llem.measure.span_energy import SpanEnergies, span_energies
 from llem.result import (
     Figure,
-    RequestRecord,
     RunResult,
-    read_requests,
-    read_steps,
-    write_requests,
-    write_steps,
 )
 from llem.result.figure import with_figures
+from llem.runner.energy_files import write_request_energies, write_step_energies
 from llem.runner.lag import Lag, estimate_lag, shifted, with_lag_spread
+from llem.runner.published import with_interval
 from llem.vocabulary.workload import EngineStep
 
-UNRESOLVED = "not resolvable at this sampling rate and window"
 NO_STEPS = "the engine exposes no per-step record, so energy cannot be attributed to its steps"
 PHASES = ("prefill_j", "decode_j", "between_steps_j", "j_per_prefill_token", "j_per_decode_token")
 
@@ -166,8 +163,14 @@ def fill_attribution(
     result.energy = dataclasses.replace(result.energy, attribution_method=method)
     _fit_reasons(result, "energy", whole)
     _steady(result, steps, why_none, window, session)
-    _requests_file(result, run_dir, whole, shares_estimated)
-    _steps_file(run_dir, whole, window.start_s)
+    if isinstance(whole, Figure):
+        write_request_energies(result, run_dir, None, whole.null_reason, shares_estimated)
+        return
+    att = whole.att
+    write_request_energies(
+        result, run_dir, att.requests, att.requests_null_reason, shares_estimated
+    )
+    write_step_energies(run_dir, whole.cut, att.span_energy_j, window.start_s)
 
 
 def _attribute(
@@ -209,34 +212,6 @@ def _part(p: Part | None, why: str | None, interval_why: str | None = None) -> F
     if p is None:
         return Figure.null(why or "not attributed")
     return with_interval(p.energy_j, p.bound_j, p.ci95_j, interval_why)
-
-
-def unresolved(value: float, half: float, unit: str = "J") -> str | None:
-    """Why a figure whose 95 % interval is wider than the figure itself is null (None: it is
-    not)."""
-    if 2 * half <= abs(value):
-        return None
-    return (
-        f"{UNRESOLVED}: its 95 % interval, {value:.4g} ± {half:.2g} {unit}, is wider than the "
-        "figure"
-    )
-
-
-def with_interval(
-    value: float | None,
-    bound: float | None,
-    half: float | None,
-    interval_why: str | None,
-    null_reason: str | None = None,
-    unit: str = "J",
-) -> Figure:
-    """The figure with its bound and its interval; null with the reason where the interval is
-    wider than the figure (``unresolved``)."""
-    if value is not None and half is not None:
-        why = unresolved(value, half, unit)
-        if why is not None:
-            return Figure.null(why)
-    return Figure.of(value, null_reason, bound, None, half, interval_why or "not measured")
 
 
 def _figures(done: _Done | Figure) -> dict[str, Figure | dict[str, Figure]]:
@@ -321,67 +296,3 @@ def _steady(
     result.steady_state = dataclasses.replace(updated, attribution_method=method)
     result.null_reasons.update(reasons)
     _fit_reasons(result, "steady_state", done)
-
-
-def _requests_file(
-    result: RunResult, run_dir: Path, done: _Done | Figure, shares_estimated: str | None
-) -> None:
-    """requests.jsonl with each request's energy (null with the reason where there is none)."""
-    path = run_dir / "requests.jsonl"
-    if not path.exists():
-        return
-    per_request = None if isinstance(done, Figure) else done.att.requests
-    if per_request is not None and shares_estimated:
-        result.null_reasons["requests.energy_j"] = (
-            f"not published: the engine did not say which steps computed each request's prompt "
-            f"({shares_estimated}), so a request's share of the steps is a guess"
-        )
-        return
-    if per_request is None:
-        reason = done.null_reason if isinstance(done, Figure) else done.att.requests_null_reason
-        result.null_reasons["requests.energy_j"] = reason or "not attributed"
-        return
-    result.null_reasons.pop("requests.energy_j", None)
-    records = []
-    for r in read_requests(run_dir):
-        got = per_request.get(r.request_id)
-        if got is None:
-            records.append(r)
-            continue
-        records.append(_request_energy(r, got))
-    write_requests(run_dir, records)
-
-
-def _request_energy(r: RequestRecord, got: RequestEnergy) -> RequestRecord:
-    """The request's line with its energy, bound and interval, or null with the reason where
-    the interval is wider than the energy."""
-    why = None if got.ci95_j is None else unresolved(got.energy_j, got.ci95_j)
-    if why is not None:
-        return dataclasses.replace(r, energy_null_reason=why)
-    per_token = got.energy_j / r.output_tokens if r.output_tokens > 0 else None
-    return dataclasses.replace(
-        r,
-        energy_j=round(got.energy_j, 6),
-        j_per_output_token=None if per_token is None else round(per_token, 9),
-        prefill_j=round(got.prefill_j, 6),
-        decode_j=round(got.decode_j, 6),
-        bound_j=round(got.bound_j, 6),
-        ci95_half_width_j=None if got.ci95_j is None else round(got.ci95_j, 6),
-    )
-
-
-def _steps_file(run_dir: Path, done: _Done | Figure, origin_s: float) -> None:
-    """steps.csv with each step's energy (matched on the step's end)."""
-    if isinstance(done, Figure) or not (run_dir / "steps.csv").exists():
-        return
-    energies = done.att.span_energy_j or (None,) * len(done.cut)
-    by_end = {
-        round(s.end_s - origin_s, 6): e
-        for s, e in zip(done.cut, energies, strict=True)
-        if s.step is not None
-    }
-    rows = []
-    for r in read_steps(run_dir):
-        joules = by_end.get(round(r.end_s, 6))
-        rows.append(dataclasses.replace(r, energy_j=None if joules is None else round(joules, 6)))
-    write_steps(run_dir, rows)

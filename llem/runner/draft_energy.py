@@ -27,7 +27,8 @@ from llem.measure.meter import WindowResult
 from llem.measure.power_source import PowerSource
 from llem.measure.span_energy import SpanEnergies, span_energies
 from llem.result import Figure, RunResult
-from llem.runner.attribution import measured_bins, with_interval
+from llem.runner.attribution import measured_bins
+from llem.runner.published import with_interval
 from llem.vocabulary.speculation import DraftSpans
 
 NO_SPANS = (

@@ -15,7 +15,8 @@ from attribution.test_attribution import _time_share as time_share
 from llem.figures.attribution import RequestEnergy, attribute, spans
 from llem.figures.interval import Z95, coefficient_covariance, residual_variance
 from llem.result import Figure, RequestRecord, RunResult
-from llem.runner.attribution import UNRESOLVED, _request_energy, with_interval
+from llem.runner.energy_files import request_energy
+from llem.runner.published import UNRESOLVED, with_interval
 
 
 def _covered(covariance: bool, seed: int = 7, reps: int = 200) -> float:
@@ -109,9 +110,9 @@ def test_the_interval_is_written_beside_the_bound_and_reads_back(tmp_path: Path)
 
 def test_a_requests_energy_wider_than_its_interval_is_null_on_its_line() -> None:
     record = RequestRecord(3, 0, None, 0.0, 0.1, 1.0, 10, 5, 100.0, 20.0, 1000.0, None)
-    wide = _request_energy(record, RequestEnergy(3, 10.0, 25.0, 4.0, 6.0, ci95_j=6.0))
+    wide = request_energy(record, RequestEnergy(3, 10.0, 25.0, 4.0, 6.0, ci95_j=6.0))
     assert wide.energy_j is None and wide.prefill_j is None and wide.ci95_half_width_j is None
     assert wide.energy_null_reason is not None and wide.energy_null_reason.startswith(UNRESOLVED)
-    ok = _request_energy(record, RequestEnergy(3, 10.0, 25.0, 4.0, 6.0, ci95_j=4.0))
+    ok = request_energy(record, RequestEnergy(3, 10.0, 25.0, 4.0, 6.0, ci95_j=4.0))
     assert (ok.energy_j, ok.bound_j, ok.ci95_half_width_j) == (10.0, 25.0, 4.0)
     assert ok.j_per_output_token == pytest.approx(2.0) and ok.energy_null_reason is None

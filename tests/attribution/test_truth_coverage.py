@@ -15,7 +15,8 @@ import pytest
 from attribution.truth_runs import DEFAULT_HZ, FINE_HZ, PART_TIME, attribute_run, simulated
 from llem.figures.attribution import Attribution
 from llem.result import RunResult, SteadyState
-from llem.runner.attribution import UNRESOLVED, fill_attribution
+from llem.runner.attribution import fill_attribution
+from llem.runner.published import UNRESOLVED
 from llem.testing.truth.harness import POWER_LIMIT_W
 from llem.vocabulary.workload import EngineStep, StepShare
 
