@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -14,6 +15,7 @@ from llem.runner.prompts import (
     check_dataset,
     load_prompts,
     prepare_prompts,
+    read_references,
 )
 
 
@@ -400,3 +402,31 @@ def test_builtin_null_n_prompts_is_the_whole_set_and_synthetic_needs_a_number() 
     assert len(load_prompts(DatasetConfig(n_prompts=None))) == len(builtin_texts())
     synthetic = DatasetConfig(source=DatasetSource.synthetic, n_prompts=None, input_tokens=4)
     assert "does not apply to dataset.source=synthetic" in check_dataset(synthetic)[0]
+
+
+def test_a_scored_jsonl_file_is_read_once_per_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pre-flight's checks, the prompts and the references of one scored run share one reading
+    of the file (issue 41: it was read four times); a file changed on disk is read again."""
+    path = tmp_path / "scored.jsonl"
+    lines = [{"prompt": f"what is {i} + 1?", "reference": i + 1} for i in range(4)]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    cfg = DatasetConfig(source=DatasetSource.jsonl, path=str(path), n_prompts=3, scorer="number")
+    opened: list[Path] = []
+    real_open = Path.open
+
+    def counting_open(self: Path, *args: Any, **kwargs: Any) -> Any:
+        if self == path:
+            opened.append(self)
+        return real_open(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "open", counting_open)
+    assert check_dataset(cfg) == []
+    assert [p.text for p in load_prompts(cfg)] == [f"what is {i} + 1?" for i in range(3)]
+    assert read_references(cfg) == ["1", "2", "3"]
+    assert len(opened) == 1
+    path.write_text(json.dumps({"prompt": "changed", "reference": 9}) + "\n", encoding="utf-8")
+    opened.clear()
+    assert read_references(DatasetConfig(source=DatasetSource.jsonl, path=str(path))) == ["9"]
+    assert len(opened) == 1
