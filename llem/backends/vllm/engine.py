@@ -97,9 +97,9 @@ class VLLMBackend:
         limit = loaded.max_num_seqs if isinstance(loaded, EngineModel) else None
         return int(limit or self.config.max_num_seqs or 1)
 
-    def energy_device(self, device: str, measurement: MeasurementConfig) -> str:
-        """``device``: the model runs in llem's own processes, on llem's device."""
-        return device
+    def measures_named_gpus(self, measurement: MeasurementConfig) -> bool:
+        """False: the engine runs in llem's own processes, on llem's device."""
+        return False
 
     def energy_refusal(self, measurement: MeasurementConfig) -> str | None:
         """None: the engine runs in llem's processes, on the GPUs it measures."""
