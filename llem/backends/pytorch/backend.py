@@ -207,7 +207,7 @@ class PyTorchBackend:
                     self.generate(model, batch)
                     seen.add(shape)
         model.compile_settled = True
-        model.speculation = speculation.for_run(self.sections)
+        model.speculation = speculation.new_speculation(self.sections)
 
     @staticmethod
     def _batch_shape(loaded: LoadedModel, prompts: Sequence[Prompt]) -> tuple[int, int]:

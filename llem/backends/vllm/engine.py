@@ -42,7 +42,11 @@ from llem.backends.vllm.serve import (
     start_async_engine,
 )
 from llem.backends.vllm.shape import engine_shape
-from llem.backends.vllm.speculation import VLLMSpeculation, for_run, speculative_facts
+from llem.backends.vllm.speculation import (
+    VLLMSpeculation,
+    new_vllm_speculation,
+    speculative_facts,
+)
 from llem.config.measurement import MeasurementConfig
 from llem.config.vllm import VLLMConfig
 from llem.errors import RunError, first_line
@@ -180,7 +184,7 @@ class VLLMBackend:
                 self.serve(loaded, offline, None)
             else:
                 self.generate(loaded, batch)
-        loaded.speculation = for_run(self.sections)
+        loaded.speculation = new_vllm_speculation(self.sections)
 
     # --------------------------------------------------------------- generating
     def serve(
