@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from llem.devices.amd_control import AmdSmiControl
-from llem.devices.amd_reader import AmdSmiDevice
+from llem.devices.amd_reader import AmdSmiDevice, na
 from llem.devices.gpu import (
     Gpu,
     GpuFacts,
@@ -51,11 +51,6 @@ STATUS_NO_PERM = 10
 
 class AmdSmiUnavailable(GpuUnavailable):
     """amdsmi is installed but cannot be used; ``str(exc)`` is the reason."""
-
-
-def na(value: Any) -> Any:
-    """None for amdsmi's "N/A" (its stand-in for a value the part does not report)."""
-    return None if value == "N/A" else value
 
 
 class AmdSmi(AmdSmiControl):

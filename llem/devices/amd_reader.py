@@ -64,6 +64,8 @@ _VIOLATIONS = {
 
 
 def na(value: Any) -> Any:
+    """None for amdsmi's "N/A" (its stand-in for a value the part does not report); the library
+    module (``amd``) reads its answers with it too."""
     return None if value == "N/A" else value
 
 

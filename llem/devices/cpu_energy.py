@@ -214,16 +214,6 @@ def energy_over(
     return CpuEnergy(duration_s, domains, None, snapshots[-1].read_s, max_power_w)
 
 
-def energy_between(
-    first: Snapshot,
-    last: Snapshot,
-    max_power_w: float | None = DEFAULT_MAX_POWER_W,
-    scope: CounterScope | None = None,
-) -> CpuEnergy:
-    """Each domain's energy between two snapshots (at most one wrap between them)."""
-    return energy_over((first, last), max_power_w, scope)
-
-
 class RaplReader:
     """The host's RAPL packages and DRAM: ``snapshot()`` at a window's start and end (and in
     between, for windows longer than ``max_read_interval_s()``), then ``energy(*snapshots)``.

@@ -5,6 +5,9 @@ initialises. When none does it raises ``GpuUnavailable`` with every vendor's rea
 the vendors whose Python package is not installed at all (``LibraryMissing``) unless no vendor got
 further than that: on a machine without amdsmi the reason is NVML's alone, as it always was.
 
+``gpu_device_type(gpus)`` is what torch calls the GPUs of the library ``gpus`` opens (a run's GPUs
+measured whatever llem's own device, such as a server's named ones).
+
 ``RunGpus`` is a run's: it opens the library at the first ask and lends the same one to every
 part of the run that asks (environment, pre-flight, GPU settings, the measurement session), until
 the run closes it (``with``).
@@ -17,7 +20,7 @@ from typing import Any, cast
 
 from llem.devices.amd import init_amdsmi
 from llem.devices.gpu import GpuLibrary, GpuOpener, GpuUnavailable, LibraryMissing
-from llem.devices.nvidia import init_nvml
+from llem.devices.nvidia import Nvml, init_nvml
 
 #: (vendor, its opener), in the order they are tried
 VENDORS: list[tuple[str, Callable[[], GpuLibrary]]] = [
@@ -36,6 +39,24 @@ def open_gpus() -> GpuLibrary:
             failures.append(exc)
     present = [f for f in failures if not isinstance(f, LibraryMissing)] or failures[:1]
     raise GpuUnavailable("; ".join(str(f) for f in present))
+
+
+#: what torch calls GPUs whose vendor llem cannot tell (no vendor library starts): the first
+#: vendor's word, which ROCm's torch shares
+UNKNOWN_VENDOR_DEVICE = Nvml.torch_device_type
+
+
+def gpu_device_type(gpus: GpuOpener = open_gpus) -> str:
+    """What torch calls the GPUs of the library ``gpus`` opens (its ``torch_device_type``);
+    ``UNKNOWN_VENDOR_DEVICE`` where none starts."""
+    try:
+        lib = gpus()
+    except GpuUnavailable:
+        return UNKNOWN_VENDOR_DEVICE
+    try:
+        return lib.torch_device_type
+    finally:
+        lib.shutdown()
 
 
 class RunGpus:

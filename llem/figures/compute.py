@@ -207,7 +207,7 @@ def _bandwidth_problem(
     bandwidths: Mapping[int, float | None],
 ) -> tuple[str | None, float | None]:
     """(why the utilisation cannot be given, or None; the one-GPU bandwidth to divide by)."""
-    if device != "cuda":
+    if device == "cpu":  # torch's name for the CPU; any other device is a vendor's GPU
         return "needs a GPU's memory bandwidth (from NVML); this run is on the CPU", None
     if shape.moe:
         return (

@@ -55,8 +55,7 @@ from llem.figures.interval import Z95, coefficient_covariance
 from llem.figures.student_t import t_quantile
 from llem.vocabulary.speculation import Span
 
-KINDS = ("draft", "verification", "other")
-DRAFT, VERIFICATION, OTHER = range(3)
+DRAFT, VERIFICATION, OTHER = range(3)  # what ran in a span (``WorkSpan.kind``)
 _RANK_TOL = 1e-9  # singular values below this x the largest (columns scaled to unit norm) are 0
 
 PER_SPAN = "per span: each draft's and verification's measured energy summed"
@@ -69,7 +68,7 @@ FITTED = (
 
 @dataclass(frozen=True)
 class WorkSpan:
-    """A span of the window and what ran in it (``KINDS[kind]``)."""
+    """A span of the window and what ran in it (``DRAFT``, ``VERIFICATION`` or ``OTHER``)."""
 
     start_s: float
     end_s: float
@@ -148,7 +147,7 @@ def cycles(spans: Sequence[WorkSpan], min_s: float) -> list[tuple[int, int]]:
 
 
 def seconds(spans: Sequence[WorkSpan], groups: Sequence[tuple[int, int]]) -> list[list[float]]:
-    """Each interval's seconds of each kind (``KINDS``' order)."""
+    """Each interval's seconds of each kind, in ``DRAFT``, ``VERIFICATION``, ``OTHER`` order."""
     rows = []
     for lo, hi in groups:
         row = [0.0, 0.0, 0.0]

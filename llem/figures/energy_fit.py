@@ -90,15 +90,6 @@ class Fit:
     p_between: Coefficient = Coefficient(None, null_reason="no time between steps was fitted")
     k: Coefficient = Coefficient(None, null_reason="no context read was fitted")
 
-    @property
-    def identified(self) -> bool:
-        return all(c.value is not None for c in (self.a, self.b, self.p_static))
-
-    @property
-    def splittable(self) -> bool:
-        """Every coefficient a split needs is fitted (published or not)."""
-        return all(c.usable is not None for c in (self.a, self.b, self.p_static))
-
     def coefficient(self, name: str) -> Coefficient:
         return {
             "a": self.a,

@@ -29,7 +29,6 @@ from llem.figures.step_shares import (
 
 PHASES: tuple[Key, ...] = (("prefill", 0), ("decode", 0), ("between", 0), ("unattributed", 0))
 PREFILL, DECODE, BETWEEN, UNATTRIBUTED = range(4)
-PER_REQUEST = ("req", "req_prefill", "req_decode")
 
 
 class Sharing:

@@ -2,7 +2,7 @@
 ``llem.figures.serving`` for the definitions), and what their TTFT is measured from.
 
 A request of a ``generate`` batch is sent when its batch starts, so its TTFT runs from there. What
-that means depends on how the prompts were cut into batches (``TTFT_ORIGINS``):
+that means depends on how the prompts were cut into batches (``latency.ttft_origin``):
 
 - ``"batch start"``: batches of fewer than all the prompts (PyTorch static batches of
   ``pytorch.batch_size``): a request's TTFT leaves out the time it waited for earlier batches;
@@ -23,8 +23,6 @@ from llem.vocabulary.workload import BatchOutput, RequestTimeline
 ACTUAL_SEND = "actual send"
 BATCH_START = "batch start"
 ALL_AT_ONCE = "all prompts at once"
-#: every value of ``latency.ttft_origin`` (result schema 5)
-TTFT_ORIGINS = (ACTUAL_SEND, BATCH_START, ALL_AT_ONCE)
 
 
 def batches_ttft_origin(batches: Sequence[BatchOutput], n_prompts: int) -> str:

@@ -18,9 +18,9 @@ what is computed from the spans:
 
 * ``timing_bound_j`` (``moved_j()``, the trapezoid, ``_scaling_j()``): the timeline places each
   sample interval's energy right but may misplace it in time by up to the timeline's resolution
-  ``r`` (the largest gap between samples or, on NVML, the 100 ms between refreshes of its
-  readings where that is longer
-  (``READING_REFRESH_S``), plus the averaging length of the readings), so at most ``R x min(d, 2r)``
+  ``r`` (the largest gap between samples or, where that is longer, the counter's update period,
+  ``SensorSpec.counter_update_s``: on NVML the 100 ms between refreshes of its readings; plus the
+  averaging length of the readings), so at most ``R x min(d, 2r)``
   joules can move across the span's two edges, ``R`` being a range (peak minus minimum) of the
   scaled timeline (below); plus the trapezoid bound of the sample intervals wholly inside
   the span (``llem.measure.uncertainty``: power that changes between two samples); plus the part
@@ -42,7 +42,8 @@ moved across the span's edges (``R x min(d, 2r)``), which one span loses and its
 On NVML the readings themselves change only every ~100 ms: the energy counter is refreshed about
 every 100 ms, and on A100/H100 the power sensor reports one reading per 100 ms window, averaged
 over ~25 ms of it (arXiv 2312.02741). Sampling faster than that repeats readings; it does not
-resolve shorter spans, so the resolution is never taken finer than ``READING_REFRESH_S``. What the
+resolve shorter spans, so the resolution is never taken finer than the sensor's update period
+(``SensorSpec.counter_update_s``). What the
 sensor misses in the 75 % of each window it does not sample is not in these bounds
 (``llem.measure.uncertainty``).
 """
@@ -61,7 +62,6 @@ from llem.measure.power_source import PowerSource
 from llem.measure.replay import ReplaySource
 
 _EDGE_SLACK_S = 1e-9
-READING_REFRESH_S = 0.1  # NVML's counter and power readings change about every 100 ms
 
 METHOD = (
     "step energy: the sampled power timeline scaled to the energy counter, integrated over each "

@@ -39,7 +39,8 @@ and conditions, do not count against it; a condition's sentence goes to ``validi
 and None when no energy was measured (CPU runs, energy unavailable), with the reason under
 ``validity.energy_valid``.
 
-The checks judged per GPU (``PER_DEVICE``) also give each GPU's own outcome
+The checks judged per GPU (sampler coverage, throttling, a steady temperature, a plausible idle
+power, a nonzero energy, a read energy) also give each GPU's own outcome
 (``validity.per_device``: ``{uuid: {check: status}}``), and each of their sentences names the GPU.
 """
 
@@ -74,16 +75,6 @@ CHECKS = (
     "idle_power_plausible",
     "energy_nonzero",
     "whole_gpu",
-    "energy_read",
-)
-
-#: the checks judged GPU by GPU (each GPU's outcome goes to ``validity.per_device``)
-PER_DEVICE = (
-    "sampler_coverage",
-    "throttling",
-    "temperature_steady",
-    "idle_power_plausible",
-    "energy_nonzero",
     "energy_read",
 )
 

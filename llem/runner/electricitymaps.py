@@ -5,9 +5,9 @@ the API's base. The key comes from the environment alone (``ELECTRICITYMAPS_API_
 file ``ELECTRICITYMAPS_API_KEY_FILE`` names), is sent in the ``auth-token`` header the API
 documents and is never written anywhere.
 
-- Pre-flight asks ``/v3/carbon-intensity/latest?zone=Z`` once: a refused key (401, 403), a zone
-  the API does not know (400, 404) or a server that does not answer is one line, before anything
-  is measured.
+- Pre-flight asks ``/v3/carbon-intensity/latest?zone=Z`` once (``zone_problems``): a refused key
+  (401, 403), a zone the API does not know (400, 404) or a server that does not answer is one
+  line, before anything is measured.
 - After the window, ``/v3/carbon-intensity/past?zone=Z&datetime=H`` gives the intensity for the
   window's hour ``H`` (its start, UTC, floored to the hour: the API's granularity is an hour):
   ``{"zone", "carbonIntensity" (gCO2eq/kWh), "datetime", "emissionFactorType" (lifecycle |
@@ -41,8 +41,9 @@ class EmapsError(Exception):
     """One line saying why ElectricityMaps gave no intensity (never holding the key)."""
 
 
-def api_key(environ: Mapping[str, str] | None = None) -> str | None:
-    """The key from the environment, or the file it names; None where neither gives one."""
+def electricitymaps_key(environ: Mapping[str, str] | None = None) -> str | None:
+    """The ElectricityMaps API key from the environment, or the file it names; None where neither
+    gives one."""
     env = os.environ if environ is None else environ
     if env.get(KEY_ENV, "").strip():
         return env[KEY_ENV].strip()
@@ -97,10 +98,10 @@ def get(base_url: str, path: str, params: dict[str, str], key: str) -> dict[str,
     return body
 
 
-def preflight(zone: str, base_url: str, environ: Mapping[str, str] | None = None) -> list[str]:
+def zone_problems(zone: str, base_url: str, environ: Mapping[str, str] | None = None) -> list[str]:
     """One line per problem with the key or the zone, from one request for the latest hour."""
     try:
-        key = api_key(environ)
+        key = electricitymaps_key(environ)
         if key is None:
             return [
                 f"carbon.zone={zone} needs an ElectricityMaps API key: set {KEY_ENV} (or "
@@ -118,7 +119,7 @@ def hour_intensity(
     """The zone's intensity for the hour the window started in; ``EmapsError`` where the API
     gives none."""
     hour = window_hour(start)
-    key = api_key(environ)
+    key = electricitymaps_key(environ)
     if key is None:
         raise EmapsError(f"no ElectricityMaps API key in {KEY_ENV} after the window")
     body = get(base_url, PAST, {"zone": zone, "datetime": _iso(hour)}, key)

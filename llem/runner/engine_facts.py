@@ -3,7 +3,7 @@
 
 Once the model is loaded, ``write_engine_facts``: the engine's own section (a server's
 ``server``) and the device it states, its type named from the vendor's library where the run
-has one (``GpuLibrary.torch_device_type``). After the window, ``write_window_facts``: the
+has one (``llem.devices.gpus.gpu_device_type``). After the window, ``write_window_facts``: the
 section's figures the engine saw, its speculation (``speculative``, with its ratios and J per
 accepted token), the load it counted (check ``server_load``, ``llem.measure.engine_load``),
 where its processes ran (``llem.runner.engine_processes``) and what the energy then takes in
@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from llem.devices.gpu import GpuOpener, GpuUnavailable
+from llem.devices.gpu import GpuOpener
+from llem.devices.gpus import gpu_device_type
 from llem.measure.engine_load import judge_engine_load
 from llem.result import RunResult, ServerSection, SpeculativeSection
 from llem.result.speculative import fill_ratios
@@ -23,9 +24,6 @@ from llem.runner.engine_processes import write_processes
 from llem.runner.engine_scope import state_scope
 from llem.vocabulary.facts import DeviceStatement, EngineFacts, SectionFacts, WindowFacts
 from llem.vocabulary.model import EngineGpus
-
-#: the device type of GPUs whose vendor llem cannot tell (no vendor library starts here)
-UNKNOWN_VENDOR_DEVICE = "cuda"
 
 
 def write_engine_facts(result: RunResult, facts: EngineFacts, gpus: GpuOpener) -> None:
@@ -64,10 +62,7 @@ def _state_device(result: RunResult, statement: DeviceStatement, gpus: GpuOpener
         result.device = None
         result.null_reasons["device"] = statement.null_reason or "not stated"
         return
-    try:
-        result.device = gpus().torch_device_type
-    except GpuUnavailable:
-        result.device = UNKNOWN_VENDOR_DEVICE
+    result.device = gpu_device_type(gpus)
     result.null_reasons.pop("device", None)
 
 

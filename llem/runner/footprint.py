@@ -78,7 +78,9 @@ def footprint_preflight(exp: ExperimentConfig, reader: WallReader | None = None)
     except PreflightError as exc:
         problems.extend(exc.problems)
     if exp.carbon.zone is not None:
-        problems.extend(electricitymaps.preflight(exp.carbon.zone, exp.carbon.electricitymaps_url))
+        problems.extend(
+            electricitymaps.zone_problems(exp.carbon.zone, exp.carbon.electricitymaps_url)
+        )
     return problems
 
 

@@ -24,10 +24,11 @@ from llem.backends import create_backend, sections
 from llem.backends.models import model_problem
 from llem.backends.random_weights import DEFAULT_MODEL_GROUP
 from llem.config.engines import Engine, active_engine, install_hint, speculative_refusal
+from llem.config.measurement import MeasurementConfig
 from llem.config.model import ModelConfig
 from llem.config.schema import Device, ExperimentConfig
 from llem.devices.gpu import GpuOpener, GpuUnavailable, on_gpu
-from llem.devices.gpus import open_gpus
+from llem.devices.gpus import gpu_device_type, open_gpus
 from llem.errors import PreflightError
 from llem.measure import MeasurementSession
 from llem.runner.footprint import footprint_preflight
@@ -176,8 +177,7 @@ def collect_findings(
     session = MeasurementSession(
         exp.measurement,
         torch_device_indices=None,
-        # the device whose energy the run measures: a server's named GPUs, whatever torch sees
-        device_type=backend.energy_device(device, exp.measurement),
+        device_type=metered_device(backend, device, exp.measurement, gpus),
         energy_refused=_node_refusal(exp, backend),
         gpus=gpus,
     )
@@ -185,6 +185,18 @@ def collect_findings(
     problems.extend(gpu_preflight_problems(exp.gpu, exp.measurement.gpu_indices, gpus))
     problems.extend(footprint_preflight(exp))  # chassis.source=ipmitool, carbon.country
     return problems, list(session.preflight_warnings)
+
+
+def metered_device(
+    backend: Backend[Any], device: str, measurement: MeasurementConfig, gpus: GpuOpener
+) -> str:
+    """The device whose energy the run measures: llem's own ``device``, or where the engine's
+    energy is that of GPUs named for it (``Backend.measures_named_gpus``: a server's), whatever
+    llem's torch sees, those GPUs as torch calls the vendor's (``gpu_device_type`` of the run's
+    library ``gpus``)."""
+    if backend.measures_named_gpus(measurement):
+        return gpu_device_type(gpus)
+    return device
 
 
 def _node_refusal(exp: ExperimentConfig, backend: Backend[Any]) -> str | None:

@@ -45,7 +45,7 @@ from llem.runner.environment import EnvironmentCache, write_environment
 from llem.runner.footprint import fill_footprint, wall_reader
 from llem.runner.gpu_settings import GpuSettings, requested_settings
 from llem.runner.kept_model import KeptModel
-from llem.runner.preflight import preflight
+from llem.runner.preflight import metered_device, preflight
 from llem.runner.prepare import Prepared, prepare
 from llem.runner.progress import BatchProgress
 from llem.runner.prompts import prepare_prompts
@@ -154,7 +154,7 @@ class Runner:
         backend = create_backend(exp, run_dir)
         threads = settle_threads(exp, self.hydra)  # before the model loads (runner.threads)
         # the device whose energy is measured: a server's named GPUs, whatever llem's torch sees
-        metered = backend.energy_device(device, exp.measurement)
+        metered = metered_device(backend, device, exp.measurement, self._gpus)
         indices = _torch_indices(exp, metered, backend)
         gpu = GpuSettings(exp.gpu, indices, self._gpus)  # the gpu section (runner.gpu_settings)
         session = self._session(exp, device, metered, indices, backend)
@@ -229,7 +229,7 @@ class Runner:
         backend: Backend[Any],
     ) -> MeasurementSession:
         """The run's measurement session over the GPUs ``indices`` (torch's numbering) of
-        ``metered``, the device whose energy the run measures (``Backend.energy_device``). Its
+        ``metered``, the device whose energy the run measures (``preflight.metered_device``). Its
         window synchronises CUDA only where llem itself runs on CUDA (``device``): a server's GPUs
         measured from a llem on the CPU hold nothing of llem's, and synchronising them would
         open a CUDA context of llem's on each."""
@@ -376,7 +376,7 @@ def _model_cuda_devices(loaded: LoadedModel) -> list[int]:
 
 
 def _torch_indices(exp: ExperimentConfig, device: str, backend: Backend[Any]) -> list[int] | None:
-    """The torch CUDA indices to measure on ``device`` (``Backend.energy_device``):
+    """The torch indices to measure on ``device`` (``preflight.metered_device``):
     measurement.gpu_indices, else where the model goes (a server: the GPUs it names)."""
     if not on_gpu(device):
         return None

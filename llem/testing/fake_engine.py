@@ -39,12 +39,12 @@ class FakeConfig:
 @dataclass
 class FakeBackend:
     """What the fake driver's ``create_backend`` returns: the sections it was built with (and
-    what pre-flight asks of every engine: the device whose energy it measures)."""
+    what pre-flight asks of every engine: whether it measures named GPUs)."""
 
     sections: Any
 
-    def energy_device(self, device: str, measurement: Any) -> str:
-        return device
+    def measures_named_gpus(self, measurement: Any) -> bool:
+        return False
 
 
 def row(**changes: Any) -> Engine:

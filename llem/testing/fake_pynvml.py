@@ -236,9 +236,6 @@ class FakeNvml(ControlFunctions, types.ModuleType):
     def nvmlDeviceGetName(self, handle) -> str:
         return self._gpu(handle).name
 
-    def nvmlDeviceGetArchitecture(self, handle) -> int:
-        return self._gpu(handle).architecture
-
     def nvmlDeviceGetMaxMigDeviceCount(self, handle) -> int:
         gpu = self._gpu(handle)
         if not gpu.migs:

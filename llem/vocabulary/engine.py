@@ -73,10 +73,11 @@ class Backend(Protocol[ConfigT_co]):
         """The torch CUDA indices the model will be placed on (what a CUDA run measures)."""
         ...
 
-    def energy_device(self, device: str, measurement: MeasurementConfig) -> str:
-        """The device whose energy the run measures, given llem's own ``device``: that device
-        for an engine in llem's processes; ``cuda`` for a server whose GPUs are named
-        (``server.gpus``), whatever llem's own torch sees."""
+    def measures_named_gpus(self, measurement: MeasurementConfig) -> bool:
+        """Whether the run's energy is that of GPUs named for the engine (a server's
+        ``server.gpus``), whatever llem's own device: the run then measures them as the GPUs of
+        its vendor's library (``GpuLibrary.torch_device_type``). False: the engine runs on
+        llem's own device, and the run measures that."""
         ...
 
     def energy_refusal(self, measurement: MeasurementConfig) -> str | None:

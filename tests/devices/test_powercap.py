@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from llem.devices.cpu_affinity import package_coverage, process_packages
-from llem.devices.cpu_energy import RaplReader, energy_between, energy_over, max_read_interval_s
+from llem.devices.cpu_energy import RaplReader, energy_over, max_read_interval_s
 from llem.devices.powercap import discover, read_file_text, take_snapshot
 from llem.devices.rapl_scope import counter_scope, vendor_id
 from llem.testing.planted_rapl import ScriptedCounters, plant_cpuinfo
@@ -121,7 +121,7 @@ def test_mmio_zone_is_read_when_it_is_the_only_one(tmp_path):
     assert [(z.domain, z.interface) for z in found.zones] == [("package-0", "mmio")]
     start = take_snapshot(found)
     counter.write_text("1250000\n")
-    assert energy_between(start, take_snapshot(found)).domains[0].value_j == pytest.approx(1.25)
+    assert energy_over((start, take_snapshot(found))).domains[0].value_j == pytest.approx(1.25)
 
 
 def test_psys_alone_is_not_taken_for_a_package(tmp_path):
@@ -340,7 +340,7 @@ def test_step_longer_than_one_wrap_period_is_null(tmp_path):
     assert pkg0.value_j is None
     assert "600 s between two reads" in pkg0.reason and "524 s" in pkg0.reason
     # with no stated power limit the check is off and the one-wrap figure is given
-    assert energy_between(start, end, max_power_w=None).domains[0].value_j == pytest.approx(1.0)
+    assert energy_over((start, end), max_power_w=None).domains[0].value_j == pytest.approx(1.0)
 
 
 def test_reads_in_between_undo_one_wrap_each(tmp_path):

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from llem.figures.latency import LatencySamples, decode_time_and_steps, percentiles
+from llem.figures.latency import decode_time_and_steps, percentiles
 from llem.vocabulary.workload import BatchOutput
 
 
@@ -15,22 +15,6 @@ def _batch(outputs, steps, tokens=None, start=0.0):
         step_times_s=steps,
         step_tokens=tokens or [1] * len(steps),
     )
-
-
-def test_ttft_itl_and_request_latency_per_request_in_a_batch():
-    s = LatencySamples()
-    # steps land at 0.10, 0.15, 0.25, 0.30; request 0 ends after 2 tokens, request 1 after 4
-    s.add_batch(_batch([2, 4], [0.10, 0.15, 0.25, 0.30]))
-    assert s.ttft_s == [0.10, 0.10]
-    assert s.request_s == [0.15, 0.30]
-    assert s.itl_s == pytest.approx([0.05, 0.05, 0.10, 0.05])
-
-
-def test_multi_token_steps_split_their_duration():
-    s = LatencySamples()
-    s.add_batch(_batch([5], [0.1, 0.4, 0.5], tokens=[1, 3, 1]))
-    assert s.itl_s == pytest.approx([0.1, 0.1, 0.1, 0.1])
-    assert s.request_s == [0.5]
 
 
 def test_percentiles_interpolate_and_scale():

@@ -10,13 +10,22 @@ from llem.config.schema import EnergySource
 from llem.devices.readings import Sample
 from llem.measure.idle import IdleBaseline
 from llem.measure.meter import DeviceEnergy, WindowResult
-from llem.measure.validity import CHECKS, PER_DEVICE, assess, temperature_rise_c
+from llem.measure.validity import CHECKS, assess, temperature_rise_c
 from llem.testing.fake_nvml_control import FakeControl
 from llem.testing.fake_pynvml import Constant, FakeGpu, Step
 
 from .conftest import make_cfg
 
 T0 = 1000.0
+#: the checks judged GPU by GPU (each GPU's outcome goes to ``validity.per_device``)
+PER_DEVICE = (
+    "sampler_coverage",
+    "throttling",
+    "temperature_steady",
+    "idle_power_plausible",
+    "energy_nonzero",
+    "energy_read",
+)
 
 
 def verdict(install_nvml, make_session, clock, gpu=None, window_s=2.0, **cfg):

@@ -101,7 +101,7 @@ def _stated(opener: LentGpus) -> RunResult:
 def test_a_stated_gpu_device_is_what_the_vendor_calls_its_gpus() -> None:
     """The vendor's library names the device (a toy vendor's ``hpu``; NVIDIA's ``cuda``); with no
     library at all the run cannot tell the vendor and says ``cuda``, as it always did."""
-    toy = types.SimpleNamespace(torch_device_type="hpu")
+    toy = types.SimpleNamespace(torch_device_type="hpu", shutdown=lambda: None)
     assert _stated(lambda: toy).device == "hpu"
     nvidia = _stated(lambda: init_nvml(FakeNvml([FakeGpu("GPU-a")], SteppingClock())))
     assert nvidia.device == "cuda" and "device" not in nvidia.null_reasons

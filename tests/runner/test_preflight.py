@@ -174,8 +174,8 @@ def test_a_node_whose_meters_the_engine_refuses_is_refused_and_only_a_node_asks(
     asked: list[str] = []
 
     class Refusing:
-        def energy_device(self, device: str, measurement: object) -> str:
-            return device
+        def measures_named_gpus(self, measurement: object) -> bool:
+            return False
 
         def energy_refusal(self, measurement: object) -> str:
             asked.append("asked")

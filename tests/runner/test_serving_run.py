@@ -81,8 +81,8 @@ class FakeServingBackend:
     def torch_device_indices(self) -> list[int]:
         return []
 
-    def energy_device(self, device: str, measurement: object) -> str:
-        return device
+    def measures_named_gpus(self, measurement: object) -> bool:
+        return False
 
     def energy_refusal(self, measurement: object) -> str | None:
         return None

@@ -1,11 +1,12 @@
 """A server's GPUs are measured where llem's own torch sees no CUDA (a CPU-only install on the
 server's GPU host): the server backend, not llem's torch device, decides which GPUs the run
-measures (``Backend.energy_device``). The NVML double plants three GPUs at three constant
+measures (``Backend.measures_named_gpus``). The NVML double plants three GPUs at three constant
 powers; llem's torch reports no CUDA, so ``device=auto`` resolves to the CPU. Without its GPUs
 named, a running server's energy is null with the reason, never another GPU's."""
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 from pathlib import Path
@@ -13,6 +14,9 @@ from typing import Any
 
 import pytest
 
+from llem.devices import gpus as vendors
+from llem.devices.nvidia import Nvml, init_nvml
+from llem.measure import MeasurementSession
 from llem.measure import devices as measure_devices
 from llem.measure.sampler import RealClock
 from llem.runner import Runner
@@ -208,3 +212,41 @@ def test_a_llem_on_the_cpu_never_synchronises_the_servers_gpus(
         )
     _measured_at_planted_power(result, ["GPU-b"])
     assert synced == []
+
+
+class _HpuNvml(Nvml):
+    """A toy vendor: the NVML double's GPUs, which its torch calls ``hpu``, not cuda."""
+
+    torch_device_type = "hpu"
+
+
+def test_a_servers_named_gpus_are_measured_on_the_vendors_device_type(
+    nvml_without_cuda, tiny_model_dir, tmp_path, monkeypatch
+):
+    """With a vendor whose torch device is ``hpu``, pre-flight and the run measure a running
+    server's named GPUs on ``hpu`` (the run's library's ``torch_device_type``), and the result
+    says so (before: the server engine named them ``cuda``, whatever the vendor)."""
+    server = os.getppid()
+    fake = nvml_without_cuda(server)
+    monkeypatch.setattr(vendors, "VENDORS", [("toy", lambda: _HpuNvml(init_nvml(fake).module))])
+    opened: list[str] = []
+
+    class Seen(MeasurementSession):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            opened.append(self.device_type)
+
+    monkeypatch.setattr(runner_preflight, "MeasurementSession", Seen)
+    monkeypatch.setattr(importlib.import_module("llem.runner.runner"), "MeasurementSession", Seen)
+    with fake_in_thread(Plan()) as url:
+        result = _run(
+            tiny_model_dir,
+            tmp_path / "run",
+            f"server.url={url}",
+            "server.gpus=[1,2]",
+            f"server.pids=[{server}]",
+        )
+    assert result["status"] == "ok", result.get("error")
+    assert opened == ["hpu", "hpu"]  # pre-flight's session, then the run's
+    _measured_at_planted_power(result, ["GPU-b", "GPU-c"])
+    assert result["device"] == "hpu"

@@ -23,8 +23,7 @@ from llem.config.schema import ExperimentConfig
 from llem.config.store import register_configs
 from llem.config.validate import to_experiment
 from llem.errors import ConfigError
-from llem.figures.latency import LatencySamples
-from llem.vocabulary.workload import BatchOutput, Prompt
+from llem.vocabulary.workload import Prompt
 
 
 def experiment(*overrides: str) -> ExperimentConfig:
@@ -217,25 +216,6 @@ def test_vllm_gets_every_prompt_in_one_batch_and_pytorch_keeps_its_batches() -> 
     assert isinstance(vllm, VLLMBackend) and vllm.batches(prompts) == [prompts]
     batches = create_backend(experiment("pytorch.batch_size=2")).batches(prompts)
     assert [len(b) for b in batches] == [2, 2, 1]
-
-
-def test_latency_from_per_request_timelines() -> None:
-    # two requests handed over at t=10; the second waits for a free slot
-    batch = BatchOutput(
-        start_s=10.0,
-        end_s=10.9,
-        input_tokens=[3, 3],
-        output_tokens=[3, 2],
-        step_times_s=[10.1, 10.2, 10.3, 10.7, 10.9],
-        step_tokens=[1, 1, 1, 1, 1],
-        request_step_times_s=[[10.1, 10.2, 10.3], [10.7, 10.9]],
-        request_step_tokens=[[1, 1, 1], [1, 1]],
-    )
-    s = LatencySamples()
-    s.add_batch(batch)
-    assert s.ttft_s == pytest.approx([0.1, 0.7])
-    assert s.request_s == pytest.approx([0.3, 0.9])
-    assert s.itl_s == pytest.approx([0.1, 0.1, 0.2])
 
 
 @pytest.mark.parametrize("tied", [False, True])

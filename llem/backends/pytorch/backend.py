@@ -65,9 +65,9 @@ class PyTorchBackend:
     def batch_size(self, loaded: LoadedModel) -> int:
         return self.config.batch_size
 
-    def energy_device(self, device: str, measurement: MeasurementConfig) -> str:
-        """``device``: the model runs in llem's own processes, on llem's device."""
-        return device
+    def measures_named_gpus(self, measurement: MeasurementConfig) -> bool:
+        """False: the model runs in llem's own processes, on llem's device."""
+        return False
 
     def energy_refusal(self, measurement: MeasurementConfig) -> str | None:
         """None: the model runs in llem's process, on the GPUs it measures."""
@@ -207,7 +207,7 @@ class PyTorchBackend:
                     self.generate(model, batch)
                     seen.add(shape)
         model.compile_settled = True
-        model.speculation = speculation.for_run(self.sections)
+        model.speculation = speculation.new_speculation(self.sections)
 
     @staticmethod
     def _batch_shape(loaded: LoadedModel, prompts: Sequence[Prompt]) -> tuple[int, int]:

@@ -71,7 +71,7 @@ def draft_key(spec: SpeculativeConfig) -> str | None:
     return spec.draft_model if spec.method == SpeculativeMethod.draft else None
 
 
-def for_run(sections: Any) -> Speculation | None:
+def new_speculation(sections: Any) -> Speculation | None:
     """A fresh count for the run's window; None for speculative=none."""
     spec: SpeculativeConfig = sections.speculative
     if spec.method == SpeculativeMethod.none:

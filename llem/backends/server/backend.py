@@ -118,16 +118,14 @@ class ServerBackend:
             return []
         return launched_gpus(self.config.args)
 
-    def energy_device(self, device: str, measurement: MeasurementConfig) -> str:
-        """``cuda`` where the server's GPUs are named (``server.gpus``, or
+    def measures_named_gpus(self, measurement: MeasurementConfig) -> bool:
+        """True where the server's GPUs are named (``server.gpus``, or
         ``measurement.gpu_indices``): the server runs in processes of its own, whose device is
-        not llem's, so the GPUs are measured even where llem's torch sees no CUDA (a CPU-only
-        llem on the server's GPU host). Unnamed, llem's ``device``: a preset started with this
-        interpreter (vLLM, SGLang) runs on its torch's device; a running server's energy is
+        not llem's, so the GPUs are measured even where llem's torch sees none (a CPU-only llem
+        on the server's GPU host). Unnamed, llem's own device is measured: a preset started with
+        this interpreter (vLLM, SGLang) runs on its torch's device; a running server's energy is
         refused (``energy_refusal``)."""
-        if self.config.gpus or measurement.gpu_indices:
-            return "cuda"
-        return device
+        return bool(self.config.gpus or measurement.gpu_indices)
 
     def energy_refusal(self, measurement: MeasurementConfig) -> str | None:
         """A running server's energy is this host's GPUs' only where its URL is this host's

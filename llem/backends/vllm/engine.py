@@ -42,7 +42,11 @@ from llem.backends.vllm.serve import (
     start_async_engine,
 )
 from llem.backends.vllm.shape import engine_shape
-from llem.backends.vllm.speculation import VLLMSpeculation, for_run, speculative_facts
+from llem.backends.vllm.speculation import (
+    VLLMSpeculation,
+    new_vllm_speculation,
+    speculative_facts,
+)
 from llem.config.measurement import MeasurementConfig
 from llem.config.vllm import VLLMConfig
 from llem.errors import RunError, first_line
@@ -97,9 +101,9 @@ class VLLMBackend:
         limit = loaded.max_num_seqs if isinstance(loaded, EngineModel) else None
         return int(limit or self.config.max_num_seqs or 1)
 
-    def energy_device(self, device: str, measurement: MeasurementConfig) -> str:
-        """``device``: the model runs in llem's own processes, on llem's device."""
-        return device
+    def measures_named_gpus(self, measurement: MeasurementConfig) -> bool:
+        """False: the engine runs in llem's own processes, on llem's device."""
+        return False
 
     def energy_refusal(self, measurement: MeasurementConfig) -> str | None:
         """None: the engine runs in llem's processes, on the GPUs it measures."""
@@ -180,7 +184,7 @@ class VLLMBackend:
                 self.serve(loaded, offline, None)
             else:
                 self.generate(loaded, batch)
-        loaded.speculation = for_run(self.sections)
+        loaded.speculation = new_vllm_speculation(self.sections)
 
     # --------------------------------------------------------------- generating
     def serve(

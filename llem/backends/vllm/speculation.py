@@ -102,7 +102,7 @@ def count_requests(
         counted.request(m, tokens)
 
 
-def for_run(sections: Any) -> VLLMSpeculation | None:
+def new_vllm_speculation(sections: Any) -> VLLMSpeculation | None:
     """A fresh count for the run's window; None for speculative=none."""
     spec: SpeculativeConfig = sections.speculative
     if spec.method == SpeculativeMethod.none:
