@@ -61,6 +61,7 @@ from llem.runner.serving import (
 )
 from llem.runner.tasks import load_task
 from llem.runner.threads import settle_threads
+from llem.runner.torch_devices import init_gpu_context, measured_indices, model_gpu_indices, no_sync
 from llem.runner.weights import fill_weights
 from llem.vocabulary.engine import Backend
 from llem.vocabulary.model import LoadedModel
@@ -155,7 +156,7 @@ class Runner:
         threads = settle_threads(exp, self.hydra)  # before the model loads (runner.threads)
         # the device whose energy is measured: a server's named GPUs, whatever llem's torch sees
         metered = metered_device(backend, device, exp.measurement, self._gpus)
-        indices = _torch_indices(exp, metered, backend)
+        indices = measured_indices(exp, metered, backend)
         gpu = GpuSettings(exp.gpu, indices, self._gpus)  # the gpu section (runner.gpu_settings)
         session = self._session(exp, device, metered, indices, backend)
         loaded = None
@@ -163,7 +164,7 @@ class Runner:
         try:
             gpu.apply()  # before the idle baseline and the warm-up: both run under it
             if on_gpu(device):
-                _init_cuda()
+                init_gpu_context()
             session.start()  # idle baseline: after CUDA init, before the model loads
             loaded = self._acquire(backend, device, reuse, result)
             session.count_as_own(loaded.workload_processes())  # a running server's processes
@@ -237,7 +238,7 @@ class Runner:
             exp.measurement,
             torch_device_indices=indices,
             device_type=metered,
-            cuda_sync=None if on_gpu(device) else _no_sync,
+            cuda_sync=None if on_gpu(device) else no_sync,
             idle_cache=self.idle_cache,  # the Runner's idle baselines (llem.measure.idle)
             gpu_settings=requested_settings(exp.gpu),  # baselines are kept per GPU settings
             # a running server elsewhere, or on GPUs not named: this host's are not its
@@ -277,7 +278,7 @@ class Runner:
         life.start_temp_c = cooled.get("start_temp_c")
         if life.start_temp_c is None:
             result.null_reasons["lifecycle.start_temp_c"] = no_temperature_reason(session)
-        cuda_devices = _model_cuda_devices(loaded)
+        cuda_devices = model_gpu_indices(loaded)
         if cuda_devices:
             reset_peak_memory(cuda_devices)
         serving = plan(exp, prompt_set.prompts)  # send times drawn before the window
@@ -341,18 +342,6 @@ class Runner:
         return loaded
 
 
-def _no_sync() -> None:
-    """A window edge with nothing of llem's on the measured GPUs to wait for."""
-
-
-def _init_cuda() -> None:
-    """Create the CUDA context now, so the idle baseline sees the GPU as the run will."""
-    import torch
-
-    torch.zeros(1, device="cuda")
-    torch.cuda.synchronize()
-
-
 def _seed(exp: ExperimentConfig) -> int:
     """Seed torch; a sampling decoder gets ``seed + repeat`` so repeats sample differently (the
     vLLM backend seeds its engine with it, ``llem.backends.vllm.kwargs.SAMPLING_SEED``)."""
@@ -361,25 +350,3 @@ def _seed(exp: ExperimentConfig) -> int:
     seed = run_seed(exp)
     torch.manual_seed(seed)
     return seed
-
-
-def _model_cuda_devices(loaded: LoadedModel) -> list[int]:
-    """The torch CUDA indices holding the model (the current device when none is known); none
-    when the model is not in this process (vllm's engine: this allocator does not see it)."""
-    if not on_gpu(loaded.device) or loaded.engine_process:
-        return []
-    if loaded.shape is not None and loaded.shape.cuda_devices:
-        return list(loaded.shape.cuda_devices)
-    import torch
-
-    return [torch.cuda.current_device()]
-
-
-def _torch_indices(exp: ExperimentConfig, device: str, backend: Backend[Any]) -> list[int] | None:
-    """The torch indices to measure on ``device`` (``preflight.metered_device``):
-    measurement.gpu_indices, else where the model goes (a server: the GPUs it names)."""
-    if not on_gpu(device):
-        return None
-    if exp.measurement.gpu_indices is not None:
-        return list(exp.measurement.gpu_indices)
-    return backend.torch_device_indices()

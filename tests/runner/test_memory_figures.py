@@ -7,7 +7,7 @@ import dataclasses
 
 from llem.result import Figure, RunResult
 from llem.runner.assemble import fill_memory
-from llem.runner.runner import _model_cuda_devices
+from llem.runner.torch_devices import model_gpu_indices
 from llem.vocabulary.model import LoadedModel
 
 # What this process's allocator reads while vLLM's engine holds the GPU: about nothing.
@@ -63,4 +63,4 @@ def test_a_model_in_this_process_keeps_its_allocator_peaks_without_reasons() -> 
 
 
 def test_the_allocator_of_this_process_is_not_read_for_an_engine_elsewhere() -> None:
-    assert _model_cuda_devices(_loaded("the engine runs in its own processes")) == []
+    assert model_gpu_indices(_loaded("the engine runs in its own processes")) == []

@@ -47,7 +47,7 @@ def install_gpus(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Callable[..
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     monkeypatch.setattr(measure_devices, "torch_device_uuids", lambda indices: None)
     monkeypatch.setattr(runner_preflight, "cuda_available", lambda: True)
-    monkeypatch.setattr(runner_module, "_init_cuda", lambda: None)
+    monkeypatch.setattr(runner_module, "init_gpu_context", lambda: None)
 
     def install(*gpus: FakeGpu) -> FakeNvml:
         fake = FakeNvml(list(gpus), RealClock())  # energy grows with real time
