@@ -22,6 +22,7 @@ from llem.result.figure import (
     figure_specs,
     interval_figure,
 )
+from llem.vocabulary.processes import OtherProcess
 
 
 def utc_now() -> str:
@@ -144,8 +145,8 @@ class Energy:
     idle_measured_at: str | None = figure()  # UTC ISO 8601
     idle_age_s: float | None = None  # age of the baseline when this run's session started
     idle_temperature_c: dict[str, float] | None = None  # the baseline's mean temperature per GPU
-    # [{device, pid, used_memory_mb}]; null (with the reason) when the source cannot tell
-    other_processes: list[dict[str, Any]] | None = figure()
+    # null (with the reason) when the source cannot tell
+    other_processes: list[OtherProcess] | None = figure()
     definition: str | None = None
     # Where the energy goes (llem.figures.attribution): the window's engine steps split into
     # prefill and decode by a fitted step model, what falls between steps, the fitted costs and
@@ -219,6 +220,24 @@ class Compute:
     non_embedding_parameters: int | None = None  # schema 1 only
 
 
+@dataclass(frozen=True, kw_only=True)
+class GpuRecord:
+    """One measured GPU in ``hardware.gpus``. Memory in MB (2^20 bytes), limits in W.
+
+    Results written before schema 7 named no ``torch_index``, ``vendor`` or ``vendor_index``
+    (their migration adds them) and some before a default limit was read lack
+    ``default_power_limit_w``: what a file lacks reads as null."""
+
+    torch_index: int | None = None
+    vendor: str | None = None  # the GPU library's vendor (nvidia, amd); null for a replay
+    vendor_index: int | None = None  # the GPU's number in its vendor library
+    uuid: str
+    name: str
+    memory_total_mb: float | None = None
+    power_limit_w: float | None = None  # the enforced power limit
+    default_power_limit_w: float | None = None  # the limit the GPU ships with
+
+
 @dataclass
 class Hardware:
     """What the numbers were measured on (the report never pools runs across different hardware)."""
@@ -226,7 +245,7 @@ class Hardware:
     hostname: str | None = None
     gpu_model: str | None = None  # the measured GPUs' name ("A + B" when they differ); None: CPU
     gpu_count: int = 0
-    gpus: list[dict[str, Any]] = field(default_factory=list)  # uuid, name, memory, power limit
+    gpus: list[GpuRecord] = field(default_factory=list)
     # torch's intra-op and inter-op CPU threads in this run (llem.runner.threads chooses them);
     # null for a vllm run (its engine has its own) and in results written before they were recorded
     torch_threads: int | None = None

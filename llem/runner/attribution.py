@@ -198,8 +198,8 @@ def _attribute(
 
 def _ceiling_w(result: RunResult) -> float | None:
     """The measured GPUs' power limits together, where every one is known."""
-    limits = [g.get("power_limit_w") for g in result.hardware.gpus if isinstance(g, dict)]
-    known = [float(w) for w in limits if isinstance(w, (int, float))]
+    limits = [g.power_limit_w for g in result.hardware.gpus]
+    known = [float(w) for w in limits if w is not None]
     if not limits or len(known) < len(limits):
         return None
     return sum(known)

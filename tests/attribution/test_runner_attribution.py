@@ -7,7 +7,14 @@ import random
 
 import pytest
 
-from llem.result import RequestRecord, RunResult, SteadyState, read_requests, write_requests
+from llem.result import (
+    GpuRecord,
+    RequestRecord,
+    RunResult,
+    SteadyState,
+    read_requests,
+    write_requests,
+)
 from llem.runner.attribution import NO_STEPS, fill_attribution
 from llem.testing.modelled_power import PlantedModel, measure_modelled, simulate
 from llem.vocabulary.workload import ServeOutput
@@ -31,7 +38,7 @@ def _run(tmp_path):
     )
     served = ServeOutput(m.steps[0].start_s, m.steps[-1].end_s, [], "scheduled send", m.steps)
     result = RunResult(status="ok")
-    result.hardware.gpus = [{"uuid": "GPU-modelled", "power_limit_w": 700.0}]
+    result.hardware.gpus = [GpuRecord(uuid="GPU-modelled", name="modelled", power_limit_w=700.0)]
     return m, served, result
 
 

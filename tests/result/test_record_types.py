@@ -1,0 +1,156 @@
+"""result.json's sub-records are typed (``hardware.gpus``, ``energy.other_processes``,
+``server.processes``) and written exactly as the plain dicts they replaced: the pinned file
+``tests/data/result_v8_records.json`` was written by the code that still held dicts, so a record
+whose key is renamed or reordered, or whose value changes, fails here."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from llem.result import GpuRecord, ResultFormatError, RunResult, ServerSection
+from llem.result.figure import Figure
+from llem.result.gpu import GpuSection
+from llem.vocabulary.processes import EngineProcess, OtherProcess
+
+PINNED = Path(__file__).parent.parent / "data" / "result_v8_records.json"
+
+
+def _records() -> RunResult:
+    """The pinned file's result, built with the typed records."""
+    r = RunResult(
+        status="ok",
+        started_at="2026-11-29T14:00:00+00:00",
+        llem_version="0.0.0-fixture",
+        config_hash="abc123",
+        model="tiny",
+        backend="server",
+        device="cuda",
+    )
+    r.hardware.hostname = "node-1"
+    r.hardware.gpu_model = "NVIDIA H100 80GB HBM3"
+    r.hardware.gpu_count = 2
+    r.hardware.gpus = [
+        GpuRecord(
+            torch_index=0,
+            vendor="nvidia",
+            vendor_index=2,
+            uuid="GPU-a",
+            name="NVIDIA H100 80GB HBM3",
+            memory_total_mb=81559.0,
+            power_limit_w=700.0,
+            default_power_limit_w=700.0,
+        ),
+        GpuRecord(
+            torch_index=1,
+            vendor="amd",
+            vendor_index=0,
+            uuid="GPU-b",
+            name="AMD MI300X",
+            memory_total_mb=None,
+            power_limit_w=450.5,
+            default_power_limit_w=None,
+        ),
+    ]
+    others = [OtherProcess("GPU-a", 4242, 2048.0), OtherProcess("GPU-b", 4343, None)]
+    r.set_figure("energy.other_processes", Figure(others))
+    r.server = ServerSection(
+        url="http://127.0.0.1:8000",
+        launched=False,
+        endpoint="completions",
+        model="m",
+        gpus_used=["GPU-a"],
+        processes=[
+            EngineProcess("GPU-a", 99, 3072.0, "python3"),
+            EngineProcess("GPU-a", 100, None, None),
+        ],
+        processes_found_by="pid 99 (python3) listening on port 8000",
+        on_this_host=True,
+    )
+    r.gpu = GpuSection(
+        requested_power_limit_w=450.0,
+        devices={
+            "GPU-a": {
+                "vendor_index": 2,
+                "power_limit_w_before": 700.0,
+                "power_limit_w": 450.0,
+                "enforced_power_limit_w": 450.0,
+                "sm_clock_mhz": 1980,
+                "memory_clock_mhz": 2619,
+                "enforced_power_limit_w_window_end": 450.0,
+                "sm_clock_mhz_window_end": 1755,
+                "memory_clock_mhz_window_end": 2619,
+                "restored": "power limit 700 W",
+            }
+        },
+        restored=True,
+    )
+    return r
+
+
+def test_typed_records_write_the_pinned_bytes(tmp_path: Path) -> None:
+    written = _records().write(tmp_path)
+    assert written.read_text(encoding="utf-8") == PINNED.read_text(encoding="utf-8")
+
+
+def test_the_pinned_file_reads_back_typed_and_writes_the_same_bytes(tmp_path: Path) -> None:
+    read = RunResult.from_json(PINNED)
+    assert read == _records()
+    assert all(isinstance(g, GpuRecord) for g in read.hardware.gpus)
+    assert read.energy.other_processes == [
+        OtherProcess("GPU-a", 4242, 2048.0),
+        OtherProcess("GPU-b", 4343, None),
+    ]
+    assert read.server is not None and read.server.processes is not None
+    assert all(isinstance(p, EngineProcess) for p in read.server.processes)
+    text = read.write(tmp_path).read_text(encoding="utf-8")
+    assert text == PINNED.read_text(encoding="utf-8")
+
+
+def test_key_order_of_each_record() -> None:
+    data = json.loads(PINNED.read_text(encoding="utf-8"))
+    assert list(data["hardware"]["gpus"][0]) == [
+        "torch_index",
+        "vendor",
+        "vendor_index",
+        "uuid",
+        "name",
+        "memory_total_mb",
+        "power_limit_w",
+        "default_power_limit_w",
+    ]
+    assert list(data["energy"]["other_processes"][0]) == ["device", "pid", "used_memory_mb"]
+    assert list(data["server"]["processes"][0]) == ["device", "pid", "used_memory_mb", "name"]
+
+
+def test_a_gpu_recorded_before_its_indices_and_default_limit_reads_them_null() -> None:
+    """Schema 7 files written before hardware.gpus named the indices and vendor, and files
+    written before the default limit was read, lack those keys."""
+    data = json.loads(PINNED.read_text(encoding="utf-8"))
+    data["hardware"]["gpus"] = [
+        {"uuid": "GPU-a", "name": "NVIDIA H100", "memory_total_mb": 81559.0, "power_limit_w": 700}
+    ]
+    (gpu,) = RunResult.from_json(data).hardware.gpus
+    assert gpu == GpuRecord(
+        uuid="GPU-a", name="NVIDIA H100", memory_total_mb=81559.0, power_limit_w=700.0
+    )
+    assert gpu.torch_index is None and gpu.vendor is None and gpu.default_power_limit_w is None
+
+
+@pytest.mark.parametrize(
+    "where, entry",
+    [
+        (("hardware", "gpus"), {"uuid": "GPU-a", "name": "x", "serial": "1"}),
+        (("energy", "other_processes"), {"device": "GPU-a", "pid": 1, "used": 2.0}),
+        (("server", "processes"), {"device": "GPU-a", "pid": 1, "used_memory_mb": None}),
+    ],
+)
+def test_a_record_with_a_key_the_schema_does_not_know_or_lacks_one_is_rejected(
+    where: tuple[str, str], entry: dict[str, object]
+) -> None:
+    data = json.loads(PINNED.read_text(encoding="utf-8"))
+    data[where[0]][where[1]] = [entry]
+    with pytest.raises(ResultFormatError, match=where[1]):
+        RunResult.from_json(data)
