@@ -154,3 +154,18 @@ def test_a_record_with_a_key_the_schema_does_not_know_or_lacks_one_is_rejected(
     data[where[0]][where[1]] = [entry]
     with pytest.raises(ResultFormatError, match=where[1]):
         RunResult.from_json(data)
+
+
+def test_a_gpu_device_entry_keeps_only_the_keys_its_run_set(tmp_path: Path) -> None:
+    """A run that ended before its window's end has no ``*_window_end`` keys, and one that ended
+    before the restore no ``restored``: reading and writing adds none of them."""
+    data = json.loads(PINNED.read_text(encoding="utf-8"))
+    data["gpu"]["devices"] = {
+        "GPU-a": {"vendor_index": 2, "power_limit_w": 450.0, "restored": None},
+        "GPU-b": {"restored": "power limit 300 W"},
+    }
+    read = RunResult.from_json(data)
+    assert read.gpu is not None and read.gpu.devices["GPU-b"] == {"restored": "power limit 300 W"}
+    written = json.loads(read.write(tmp_path).read_text(encoding="utf-8"))
+    assert written["gpu"]["devices"] == data["gpu"]["devices"]
+    assert list(written["gpu"]["devices"]["GPU-a"]) == ["vendor_index", "power_limit_w", "restored"]
