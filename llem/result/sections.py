@@ -99,6 +99,32 @@ class Throughput:
 
 
 @dataclass(frozen=True)
+class FitRecord:
+    """The fitted step model behind an attribution (``energy.fit``, ``steady_state.fit``;
+    ``llem.figures.energy_fit``): its coefficients (J/token, W, J/token^2) and their standard
+    errors, the sensor's lag, R^2, the steps and intervals fitted, the intervals' least length
+    and how the energy was split. A null entry's reason is ``null_reasons["<section>.fit.<key>"]``.
+    Every entry may be absent from an older file (schema 7 had no ``k``, ``k_se``, ``lag_s``): it
+    reads as null."""
+
+    a: float | None = None  # J per prefill token
+    a_se: float | None = None
+    b: float | None = None  # J per decode token
+    b_se: float | None = None
+    p_static_w: float | None = None
+    p_static_se: float | None = None
+    p_between_w: float | None = None
+    k: float | None = None  # the context cost
+    k_se: float | None = None
+    lag_s: float | None = None  # how far the steps were moved to meet the power timeline
+    r2: float | None = None
+    n_steps: int | None = None
+    n_intervals: int | None = None
+    interval_min_s: float | None = None
+    split: str | None = None
+
+
+@dataclass(frozen=True)
 class Energy:
     """The window's energy. Bounds (``X_uncertainty``) are worst-case, in the figure's unit."""
 
@@ -157,9 +183,7 @@ class Energy:
     j_per_prefill_token: float | None = interval_figure()  # the fit's a
     j_per_decode_token: float | None = interval_figure()  # the fit's b
     unattributed_j: float | None = interval_figure()  # total_j - the requests' energy_j
-    # {a, a_se, b, b_se, p_static_w, p_static_se, p_between_w, k, k_se, lag_s, r2, n_steps,
-    # n_intervals, interval_min_s, split}; a null entry's reason is null_reasons["energy.fit.<key>"]
-    fit: dict[str, Any] | None = figure()
+    fit: FitRecord | None = figure()
     attribution_method: str | None = None
     prefill_j_uncertainty: float | None = bound()
     decode_j_uncertainty: float | None = bound()

@@ -53,7 +53,7 @@ def test_the_result_gains_the_phase_split_the_fit_and_each_requests_energy(tmp_p
     assert e.prefill_j_uncertainty is not None and e.prefill_j_uncertainty > 0
     assert e.j_per_prefill_token == pytest.approx(MODEL.a_j, rel=0.1)
     assert e.j_per_decode_token == pytest.approx(MODEL.b_j, rel=0.1)
-    assert e.fit is not None and e.fit["r2"] > 0.99 and e.fit["split"] == "linear_fit"
+    assert e.fit is not None and e.fit.r2 > 0.99 and e.fit.split == "linear_fit"
     assert e.attribution_method and "least squares" in e.attribution_method
     records = read_requests(tmp_path)
     assert all(r.energy_j is not None and r.bound_j is not None for r in records)

@@ -1,21 +1,47 @@
 """result.json's sub-records are typed (``hardware.gpus``, ``energy.other_processes``,
-``server.processes``) and written exactly as the plain dicts they replaced: the pinned file
-``tests/data/result_v8_records.json`` was written by the code that still held dicts, so a record
-whose key is renamed or reordered, or whose value changes, fails here."""
+``server.processes``, ``gpu.devices``, ``energy.fit`` and ``steady_state.fit``) and written
+exactly as the plain dicts they replaced: the pinned file ``tests/data/result_v8_records.json``
+was written by the code that still held dicts, so a record whose key is renamed or reordered, or
+whose value changes, fails here."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from llem.result import GpuRecord, ResultFormatError, RunResult, ServerSection
+from llem.result import (
+    FitRecord,
+    GpuRecord,
+    ResultFormatError,
+    RunResult,
+    ServerSection,
+    SteadyState,
+)
 from llem.result.figure import Figure
 from llem.result.gpu import GpuSection
 from llem.vocabulary.processes import EngineProcess, OtherProcess
 
 PINNED = Path(__file__).parent.parent / "data" / "result_v8_records.json"
+FIT = FitRecord(
+    a=0.00012,
+    a_se=1.5e-06,
+    b=0.0421,
+    b_se=0.0003,
+    p_static_w=95.25,
+    p_static_se=0.8,
+    p_between_w=None,
+    k=2.5e-09,
+    k_se=None,
+    lag_s=0.05,
+    r2=0.9987,
+    n_steps=812,
+    n_intervals=64,
+    interval_min_s=0.4,
+    split="linear_fit",
+)
 
 
 def _records() -> RunResult:
@@ -87,6 +113,21 @@ def _records() -> RunResult:
         },
         restored=True,
     )
+    r.set_figure("energy.fit", Figure(FIT))
+    r.null_reasons["energy.fit.p_between_w"] = "not identified: no time between steps"
+    r.null_reasons["energy.fit.k_se"] = "unknown"
+    r.steady_state = SteadyState(
+        rule="open_loop",
+        start_s=1.0,
+        end_s=21.5,
+        window_s=20.5,
+        requests=40,
+        output_tokens=5120,
+        output_tokens_per_s=249.756,
+        mean_concurrency=7.9,
+    )
+    r.set_figure("steady_state.fit", Figure(replace(FIT, lag_s=None, n_steps=700)))
+    r.null_reasons["steady_state.fit.lag_s"] = "no lag was estimated"
     return r
 
 
@@ -123,6 +164,17 @@ def test_key_order_of_each_record() -> None:
     ]
     assert list(data["energy"]["other_processes"][0]) == ["device", "pid", "used_memory_mb"]
     assert list(data["server"]["processes"][0]) == ["device", "pid", "used_memory_mb", "name"]
+    fit_keys = ["a", "a_se", "b", "b_se", "p_static_w", "p_static_se", "p_between_w", "k", "k_se"]
+    fit_keys += ["lag_s", "r2", "n_steps", "n_intervals", "interval_min_s", "split"]
+    assert list(data["energy"]["fit"]) == list(data["steady_state"]["fit"]) == fit_keys
+
+
+def test_a_fit_from_before_schema_8_reads_its_context_cost_and_lag_null() -> None:
+    data = json.loads(PINNED.read_text(encoding="utf-8"))
+    for key in ("k", "k_se", "lag_s"):
+        del data["energy"]["fit"][key]
+    fit = RunResult.from_json(data).energy.fit
+    assert fit == replace(FIT, k=None, k_se=None, lag_s=None)
 
 
 def test_a_gpu_recorded_before_its_indices_and_default_limit_reads_them_null() -> None:
@@ -145,13 +197,14 @@ def test_a_gpu_recorded_before_its_indices_and_default_limit_reads_them_null() -
         (("hardware", "gpus"), {"uuid": "GPU-a", "name": "x", "serial": "1"}),
         (("energy", "other_processes"), {"device": "GPU-a", "pid": 1, "used": 2.0}),
         (("server", "processes"), {"device": "GPU-a", "pid": 1, "used_memory_mb": None}),
+        (("energy", "fit"), {"a": 1.0, "c": 2.0}),
     ],
 )
 def test_a_record_with_a_key_the_schema_does_not_know_or_lacks_one_is_rejected(
     where: tuple[str, str], entry: dict[str, object]
 ) -> None:
     data = json.loads(PINNED.read_text(encoding="utf-8"))
-    data[where[0]][where[1]] = [entry]
+    data[where[0]][where[1]] = entry if where[1] == "fit" else [entry]
     with pytest.raises(ResultFormatError, match=where[1]):
         RunResult.from_json(data)
 
