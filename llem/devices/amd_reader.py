@@ -33,7 +33,8 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from llem.devices.gpu import SensorSpec, error_text
-from llem.devices.readings import THROTTLE_REASONS, OtherProcess, Sample, SecondaryReadings
+from llem.devices.readings import THROTTLE_REASONS, Sample, SecondaryReadings
+from llem.vocabulary.processes import OtherProcess
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from llem.devices.readings import OtherProcess, Sample
+from llem.devices.readings import Sample
+from llem.vocabulary.processes import OtherProcess
 
 #: the device type torch gives the CPU; any other (``cuda``, ``hpu``, ``mps``) is a vendor's GPU
 CPU_DEVICE = "cpu"

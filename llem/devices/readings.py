@@ -45,18 +45,6 @@ class Sample:
     errors: tuple[tuple[str, str], ...] = ()
 
 
-@dataclass(frozen=True)
-class OtherProcess:
-    """A compute process other than this one on a measured GPU (memory in MB, None if hidden)."""
-
-    device: str
-    pid: int
-    used_memory_mb: float | None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"device": self.device, "pid": self.pid, "used_memory_mb": self.used_memory_mb}
-
-
 class SecondaryReadings:
     """One GPU's readings other than its energy figure's own (temperature, clocks, memory,
     utilisation, throttle reasons): each is None when the vendor library does not support it

@@ -255,7 +255,7 @@ def energy_section(
         "cpu_package_j": cpu_j,
         "idle_measured_at": Figure.of(idle.measured_at, idle.null_reason),
         "other_processes": Figure.of(
-            None if procs is None else [p.to_dict() for p in procs],
+            None if procs is None else list(procs),
             unavailable_reason or f"the {source} source cannot list GPU processes",
         ),
         **{name: Figure.null(unavailable_reason or NOT_ATTRIBUTED) for name in ATTRIBUTED},

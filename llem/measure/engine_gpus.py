@@ -28,10 +28,8 @@ def judge_engine_gpus(result: RunResult, engine: str, found: EngineGpus) -> None
     if found.uuids is None:
         validity.checks[check] = "not checked"
         return
-    measured = [g.get("uuid") for g in result.hardware.gpus if isinstance(g, dict)]
-    problems, conditions = judge(
-        found.uuids, [u for u in measured if isinstance(u, str)], found.cover, found.who
-    )
+    measured = [g.uuid for g in result.hardware.gpus]
+    problems, conditions = judge(found.uuids, measured, found.cover, found.who)
     validity.problems.extend(problems)
     validity.conditions.extend(conditions)
     validity.checks[check] = "failed" if problems else ("condition" if conditions else "passed")

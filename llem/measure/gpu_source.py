@@ -13,11 +13,12 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from llem.devices.gpu import GpuLibrary, GpuReader, SensorSpec, error_text
-from llem.devices.readings import OtherProcess, Sample
+from llem.devices.readings import Sample
 from llem.measure.family import is_own
 from llem.measure.power_source import DeviceReadError, SourceError
 from llem.measure.sampler import Clock
 from llem.vocabulary.model import WorkloadProcesses
+from llem.vocabulary.processes import OtherProcess
 
 T = TypeVar("T")
 

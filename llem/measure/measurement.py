@@ -23,7 +23,7 @@ from llem.measure.idle import IdleBaseline
 from llem.measure.meter import WindowResult
 from llem.measure.throttle import is_throttling, power_cap_shares, sort_reasons
 from llem.measure.validity import assess, temperature_rises_c
-from llem.result import Energy, Figure, Hardware, Thermal, Validity
+from llem.result import Energy, Figure, GpuRecord, Hardware, Thermal, Validity
 from llem.result.boundary import Boundary
 from llem.result.figure import with_figures
 
@@ -152,16 +152,16 @@ def hardware(devices: Sequence[DeviceInfo]) -> Hardware:
         gpu_model=" + ".join(names) if names else None,
         gpu_count=len(devices),
         gpus=[
-            {
-                "torch_index": d.torch_index,
-                "vendor": d.vendor,
-                "vendor_index": d.vendor_index,
-                "uuid": d.uuid,
-                "name": d.name,
-                "memory_total_mb": d.memory_total_mb,
-                "power_limit_w": d.power_limit_w,
-                "default_power_limit_w": d.default_power_limit_w,
-            }
+            GpuRecord(
+                torch_index=d.torch_index,
+                vendor=d.vendor,
+                vendor_index=d.vendor_index,
+                uuid=d.uuid,
+                name=d.name,
+                memory_total_mb=d.memory_total_mb,
+                power_limit_w=d.power_limit_w,
+                default_power_limit_w=d.default_power_limit_w,
+            )
             for d in devices
         ],
     )

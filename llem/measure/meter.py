@@ -35,13 +35,14 @@ from datetime import datetime
 from llem.devices.cpu_energy import CpuEnergy, RaplReader
 from llem.devices.gpu import SensorSpec
 from llem.devices.powercap import Snapshot
-from llem.devices.readings import OtherProcess, Sample
+from llem.devices.readings import Sample
 from llem.measure import uncertainty
 from llem.measure.chassis import ChassisWindow
 from llem.measure.integrate import integrate_linear
 from llem.measure.power_source import DeviceReadError, PowerSource, SourceError
 from llem.measure.rapl_reader import rapl_read_every_s
 from llem.measure.sampler import Clock
+from llem.vocabulary.processes import OtherProcess
 
 log = logging.getLogger(__name__)
 

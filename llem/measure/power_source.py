@@ -10,8 +10,9 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from llem.devices.gpu import SensorSpec
-from llem.devices.readings import OtherProcess, Sample
+from llem.devices.readings import Sample
 from llem.measure.sampler import Clock
+from llem.vocabulary.processes import OtherProcess
 
 
 class SourceError(Exception):

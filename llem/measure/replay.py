@@ -23,9 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from llem.devices.gpu import SensorSpec
-from llem.devices.readings import OtherProcess, Sample
+from llem.devices.readings import Sample
 from llem.measure.integrate import integrate_linear
 from llem.measure.sampler import Clock
+from llem.vocabulary.processes import OtherProcess
 
 REQUIRED_COLUMNS = ("time_s", "device", "power_w")
 

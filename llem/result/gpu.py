@@ -13,12 +13,32 @@ null). Per device, keyed by GPU UUID (as ``energy.per_device_j``), each in watts
 
 A window whose enforced limit or clocks differ from the request is a validity problem
 (``validity.checks.gpu_settings``).
+
+A device's settings are a ``GpuDeviceSettings``: a typed dict, not a dataclass, because its keys
+arrive in steps (read back after the change, read at the window's end, the restore) and a run
+that ends early has only the first steps' keys; a key never set stays absent, as ``restored``
+absent (no restore ran) differs from ``restored`` null (the restore failed).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict
+
+
+class GpuDeviceSettings(TypedDict, total=False):
+    """One GPU's entry in ``gpu.devices`` (see the module doc), keys in the order written."""
+
+    vendor_index: int | None  # schema 6: nvml_index (migrated)
+    power_limit_w_before: float | None
+    power_limit_w: float | None
+    enforced_power_limit_w: float | None
+    sm_clock_mhz: int | None
+    memory_clock_mhz: int | None
+    enforced_power_limit_w_window_end: float | None
+    sm_clock_mhz_window_end: int | None
+    memory_clock_mhz_window_end: int | None
+    restored: str | None
 
 
 @dataclass
@@ -28,7 +48,7 @@ class GpuSection:
     requested_power_limit_w: float | None = None
     requested_sm_clock_mhz: list[int] | None = None  # [min, max]
     requested_memory_clock_mhz: list[int] | None = None  # [min, max]
-    devices: dict[str, dict[str, Any]] = field(default_factory=dict)  # uuid -> settings
+    devices: dict[str, GpuDeviceSettings] = field(default_factory=dict)  # uuid -> settings
     restored: bool | None = None  # every change put back (null: the run ended before any)
     restore_problems: list[str] = field(default_factory=list)
 

@@ -245,14 +245,33 @@ def _convert(tp: Any, value: Any, where: str) -> Any:
         return _convert(args[0], value, where) if len(args) == 1 else value
     if dataclasses.is_dataclass(tp) and isinstance(tp, type):
         return _build(tp, value, f"{where}.")
-    if origin is dict:
-        if not isinstance(value, dict):
-            raise ResultFormatError(f"{where}: expected an object, got {value!r}")
-        return dict(value)
-    if origin is list:
-        if not isinstance(value, list):
-            raise ResultFormatError(f"{where}: expected a list, got {value!r}")
-        return list(value)
+    if origin in (dict, list):
+        return _container(origin, typing.get_args(tp), value, where)
     if tp is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
     return value
+
+
+def _container(origin: type, args: tuple[Any, ...], value: Any, where: str) -> Any:
+    """A copy of a JSON object or list; a dict's values or a list's items that are records
+    (dataclasses: ``list[GpuRecord]``) built one by one."""
+    if origin is dict and isinstance(value, dict):
+        record = _record(args[1:])
+        if record is None:
+            return dict(value)
+        return {k: _build(record, v, f"{where}.{k}.") for k, v in value.items()}
+    if origin is list and isinstance(value, list):
+        record = _record(args)
+        if record is None:
+            return list(value)
+        return [_build(record, v, f"{where}[{i}].") for i, v in enumerate(value)]
+    kind = "an object" if origin is dict else "a list"
+    raise ResultFormatError(f"{where}: expected {kind}, got {value!r}")
+
+
+def _record(args: tuple[Any, ...]) -> type | None:
+    """The dataclass a list's items or a dict's values are (built one by one), or None: they
+    stay as the JSON holds them."""
+    if len(args) == 1 and dataclasses.is_dataclass(args[0]) and isinstance(args[0], type):
+        return args[0]
+    return None

@@ -22,6 +22,7 @@ from llem.result.figure import (
     figure_specs,
     interval_figure,
 )
+from llem.vocabulary.processes import OtherProcess
 
 
 def utc_now() -> str:
@@ -98,6 +99,32 @@ class Throughput:
 
 
 @dataclass(frozen=True)
+class FitRecord:
+    """The fitted step model behind an attribution (``energy.fit``, ``steady_state.fit``;
+    ``llem.figures.energy_fit``): its coefficients (J/token, W, J/token^2) and their standard
+    errors, the sensor's lag, R^2, the steps and intervals fitted, the intervals' least length
+    and how the energy was split. A null entry's reason is ``null_reasons["<section>.fit.<key>"]``.
+    Every entry may be absent from an older file (schema 7 had no ``k``, ``k_se``, ``lag_s``): it
+    reads as null."""
+
+    a: float | None = None  # J per prefill token
+    a_se: float | None = None
+    b: float | None = None  # J per decode token
+    b_se: float | None = None
+    p_static_w: float | None = None
+    p_static_se: float | None = None
+    p_between_w: float | None = None
+    k: float | None = None  # the context cost
+    k_se: float | None = None
+    lag_s: float | None = None  # how far the steps were moved to meet the power timeline
+    r2: float | None = None
+    n_steps: int | None = None
+    n_intervals: int | None = None
+    interval_min_s: float | None = None
+    split: str | None = None
+
+
+@dataclass(frozen=True)
 class Energy:
     """The window's energy. Bounds (``X_uncertainty``) are worst-case, in the figure's unit."""
 
@@ -144,8 +171,8 @@ class Energy:
     idle_measured_at: str | None = figure()  # UTC ISO 8601
     idle_age_s: float | None = None  # age of the baseline when this run's session started
     idle_temperature_c: dict[str, float] | None = None  # the baseline's mean temperature per GPU
-    # [{device, pid, used_memory_mb}]; null (with the reason) when the source cannot tell
-    other_processes: list[dict[str, Any]] | None = figure()
+    # null (with the reason) when the source cannot tell
+    other_processes: list[OtherProcess] | None = figure()
     definition: str | None = None
     # Where the energy goes (llem.figures.attribution): the window's engine steps split into
     # prefill and decode by a fitted step model, what falls between steps, the fitted costs and
@@ -156,9 +183,7 @@ class Energy:
     j_per_prefill_token: float | None = interval_figure()  # the fit's a
     j_per_decode_token: float | None = interval_figure()  # the fit's b
     unattributed_j: float | None = interval_figure()  # total_j - the requests' energy_j
-    # {a, a_se, b, b_se, p_static_w, p_static_se, p_between_w, k, k_se, lag_s, r2, n_steps,
-    # n_intervals, interval_min_s, split}; a null entry's reason is null_reasons["energy.fit.<key>"]
-    fit: dict[str, Any] | None = figure()
+    fit: FitRecord | None = figure()
     attribution_method: str | None = None
     prefill_j_uncertainty: float | None = bound()
     decode_j_uncertainty: float | None = bound()
@@ -219,6 +244,24 @@ class Compute:
     non_embedding_parameters: int | None = None  # schema 1 only
 
 
+@dataclass(frozen=True, kw_only=True)
+class GpuRecord:
+    """One measured GPU in ``hardware.gpus``. Memory in MB (2^20 bytes), limits in W.
+
+    Results written before schema 7 named no ``torch_index``, ``vendor`` or ``vendor_index``
+    (their migration adds them) and some before a default limit was read lack
+    ``default_power_limit_w``: what a file lacks reads as null."""
+
+    torch_index: int | None = None
+    vendor: str | None = None  # the GPU library's vendor (nvidia, amd); null for a replay
+    vendor_index: int | None = None  # the GPU's number in its vendor library
+    uuid: str
+    name: str
+    memory_total_mb: float | None = None
+    power_limit_w: float | None = None  # the enforced power limit
+    default_power_limit_w: float | None = None  # the limit the GPU ships with
+
+
 @dataclass
 class Hardware:
     """What the numbers were measured on (the report never pools runs across different hardware)."""
@@ -226,7 +269,7 @@ class Hardware:
     hostname: str | None = None
     gpu_model: str | None = None  # the measured GPUs' name ("A + B" when they differ); None: CPU
     gpu_count: int = 0
-    gpus: list[dict[str, Any]] = field(default_factory=list)  # uuid, name, memory, power limit
+    gpus: list[GpuRecord] = field(default_factory=list)
     # torch's intra-op and inter-op CPU threads in this run (llem.runner.threads chooses them);
     # null for a vllm run (its engine has its own) and in results written before they were recorded
     torch_threads: int | None = None

@@ -43,7 +43,7 @@ with them null. The section is null for the in-process engines.
 Where the server ran (``llem.backends.server.gpus``, ``processes``): ``on_this_host`` says whether
 the URL is this machine (a launched server's always is; a running server's by its address, null
 energy where it is not), ``gpus_used`` the GPUs holding a process of the server's trees and
-``processes`` those processes (``pid``, ``name``, ``device``, ``used_memory_mb``), the measured
+``processes`` those processes (``device``, ``pid``, ``used_memory_mb``, ``name``), the measured
 server's own, not foreign work; ``processes_found_by`` how llem knows they are the server's (its
 launch, ``server.pids``, the process listening on the URL's port, or, where none of those is
 known, every process on the measured GPUs, which the run states as a condition).
@@ -62,10 +62,10 @@ import io
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from llem.atomic import atomic_write_csv
 from llem.result.migrate import ResultFormatError
+from llem.vocabulary.processes import EngineProcess
 
 SERVER_METRICS_FILE = "server_metrics.csv"
 _COLUMNS = ("time_s", "running", "waiting", "prompt_tokens_delta", "generation_tokens_delta")
@@ -101,8 +101,8 @@ class ServerSection:
     metrics_file: str | None = None  # server_metrics.csv, in the run directory
     # UUIDs of the GPUs the server's processes ran on (llem.backends.server.gpus)
     gpus_used: list[str] | None = None
-    # the server's compute processes on those GPUs: {pid, name, device, used_memory_mb}
-    processes: list[dict[str, Any]] | None = None
+    # the server's compute processes on those GPUs
+    processes: list[EngineProcess] | None = None
     processes_found_by: str | None = None  # how llem knows they are the server's
     on_this_host: bool | None = None  # the URL is this machine's (a launched server's always)
     requests_finished: float | None = None  # the server's finished-requests counter, grown

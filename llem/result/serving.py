@@ -11,7 +11,6 @@ does not apply is null, with the reason in ``null_reasons`` under the section's 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from llem.result.figure import (
     bound,
@@ -21,7 +20,7 @@ from llem.result.figure import (
     figure_specs,
     interval_figure,
 )
-from llem.result.sections import Percentiles
+from llem.result.sections import FitRecord, Percentiles
 
 
 @dataclass
@@ -117,7 +116,7 @@ class SteadyState:
     between_steps_j: float | None = interval_figure()
     j_per_prefill_token: float | None = interval_figure()
     j_per_decode_token: float | None = interval_figure()
-    fit: dict[str, Any] | None = figure()
+    fit: FitRecord | None = figure()
     attribution_method: str | None = None
     prefill_j_uncertainty: float | None = bound()
     decode_j_uncertainty: float | None = bound()

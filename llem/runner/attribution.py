@@ -26,6 +26,7 @@ from llem.measure.span_energy import METHOD as SPAN_METHOD
 from llem.measure.span_energy import SpanEnergies, span_energies
 from llem.result import (
     Figure,
+    FitRecord,
     RunResult,
 )
 from llem.result.figure import with_figures
@@ -201,8 +202,8 @@ def _attribute(
 
 def _ceiling_w(result: RunResult) -> float | None:
     """The measured GPUs' power limits together, where every one is known."""
-    limits = [g.get("power_limit_w") for g in result.hardware.gpus if isinstance(g, dict)]
-    known = [float(w) for w in limits if isinstance(w, (int, float))]
+    limits = [g.power_limit_w for g in result.hardware.gpus]
+    known = [float(w) for w in limits if w is not None]
     if not limits or len(known) < len(limits):
         return None
     return sum(known)
@@ -232,23 +233,23 @@ def _figures(done: _Done | Figure) -> dict[str, Figure | dict[str, Figure]]:
             fit.b.value, fit.b.bound, half.get("b"), no_half, fit.b.null_reason, "J/token"
         ),
         "fit": Figure(
-            {
-                "a": fit.a.value,
-                "a_se": fit.a.se,
-                "b": fit.b.value,
-                "b_se": fit.b.se,
-                "p_static_w": fit.p_static.value,
-                "p_static_se": fit.p_static.se,
-                "p_between_w": fit.p_between.value,
-                "k": fit.k.value,
-                "k_se": fit.k.se,
-                "lag_s": None if att.lag_null_reason else att.lag_s,
-                "r2": fit.r2,
-                "n_steps": sum(1 for s in done.cut if s.step is not None),
-                "n_intervals": fit.n_steps,
-                "interval_min_s": att.bins.min_s,
-                "split": att.split_method,
-            }
+            FitRecord(
+                a=fit.a.value,
+                a_se=fit.a.se,
+                b=fit.b.value,
+                b_se=fit.b.se,
+                p_static_w=fit.p_static.value,
+                p_static_se=fit.p_static.se,
+                p_between_w=fit.p_between.value,
+                k=fit.k.value,
+                k_se=fit.k.se,
+                lag_s=None if att.lag_null_reason else att.lag_s,
+                r2=fit.r2,
+                n_steps=sum(1 for s in done.cut if s.step is not None),
+                n_intervals=fit.n_steps,
+                interval_min_s=att.bins.min_s,
+                split=att.split_method,
+            )
         ),
     }
 

@@ -128,8 +128,7 @@ def _lag_s(result: RunResult) -> float:
     """How far the power timeline lags the engine's steps, as the attribution estimated it
     from the window (0 where it did not)."""
     fit = result.energy.fit
-    lag = fit.get("lag_s") if isinstance(fit, dict) else None
-    return float(lag) if isinstance(lag, (int, float)) else 0.0
+    return fit.lag_s if fit is not None and fit.lag_s is not None else 0.0
 
 
 def _figures(got: DraftEnergy, accepted: int) -> dict[str, Figure | dict[str, Figure]]:

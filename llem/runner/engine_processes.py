@@ -70,7 +70,7 @@ def measured_here(result: RunResult) -> list[str]:
     engine's processes are looked for."""
     if result.energy.source == "replay":
         return []
-    return [g["uuid"] for g in result.hardware.gpus if isinstance(g, dict) and "uuid" in g]
+    return [g.uuid for g in result.hardware.gpus]
 
 
 def _record_held(result: RunResult, held: HeldGpus, facts: EngineProcesses) -> EngineGpus:
@@ -101,7 +101,7 @@ def _record_unattributed(result: RunResult, seen: HeldGpus, facts: EngineProcess
         validity.checks[CHECK] = "not checked"
         return
     reasons.pop("server.processes", None)
-    named = ", ".join(f"pid {p['pid']} on {p['device']}" for p in seen.processes)
+    named = ", ".join(f"pid {p.pid} on {p.device}" for p in seen.processes)
     validity.conditions.append(
         f"The server's own processes are not known ({facts.not_found}): every process on the "
         f"measured GPUs ({named}) is taken as the server's; another program's work there would "

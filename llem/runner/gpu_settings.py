@@ -40,7 +40,7 @@ from llem.errors import LlemError
 from llem.measure.devices import DeviceMappingError, resolve_devices, torch_device_uuids
 from llem.measure.gpu_record import Restore, own_record_path, restore_gpu, write_record
 from llem.result import Figure, RunResult
-from llem.result.gpu import GPU_LEFT_AS_IT_WAS, GpuSection
+from llem.result.gpu import GPU_LEFT_AS_IT_WAS, GpuDeviceSettings, GpuSection
 
 log = logging.getLogger("llem.gpu")
 
@@ -253,7 +253,7 @@ def _as_list(pair: tuple[int, int] | None) -> list[int] | None:
     return None if pair is None else list(pair)
 
 
-def _read_back(state: GpuState, before: GpuState) -> dict[str, Any]:
+def _read_back(state: GpuState, before: GpuState) -> GpuDeviceSettings:
     return {
         "vendor_index": state.index,
         "power_limit_w_before": before.power_limit_w,

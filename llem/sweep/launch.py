@@ -19,7 +19,7 @@ import logging
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig, OmegaConf, open_dict
 
@@ -33,6 +33,11 @@ from llem.sweep.plan import Plan, Point
 from llem.sweep.plan_file import read_position
 from llem.sweep.progress import ResultWatcher, SweepProgress
 from llem.sweep.watchdog import RESULT_GRACE_S, UNSTARTABLE_S, Lost, watch
+
+if TYPE_CHECKING:
+    from hydra.core.utils import JobReturn
+    from hydra.plugins.launcher import Launcher
+    from hydra.types import HydraContext, TaskFunction
 
 log = logging.getLogger("llem.sweep")
 
@@ -77,13 +82,15 @@ def in_process(config: DictConfig) -> bool:
     return str(choices.get("hydra/launcher", "basic")) == "basic"
 
 
-def runs_here(launcher: Any) -> bool:
+def runs_here(launcher: Launcher | None) -> bool:
     """Whether ``launcher`` runs its jobs on this machine (joblib, submitit's local one)."""
     names = {f"{c.__module__}.{c.__qualname__}" for c in type(launcher).__mro__}
     return bool(names & _LOCAL_LAUNCHERS)
 
 
-def batch_size(launcher: Any, max_batch_size: int | None, n_points: int, local: bool) -> int:
+def batch_size(
+    launcher: Launcher | None, max_batch_size: int | None, n_points: int, local: bool
+) -> int:
     """Points handed to the launcher at once: 1 in-process and, unless ``max_batch_size`` says
     otherwise, for launchers on this machine; every point for a cluster launcher."""
     if local:
@@ -103,13 +110,13 @@ def job_overrides(point: Point, force_no_reuse: bool) -> list[str]:
 
 
 def run_in_process(
-    hydra_context: Any,
-    task_function: Any,
+    hydra_context: HydraContext,
+    task_function: TaskFunction,
     config: DictConfig,
     composer: PointComposer,
     jobs: Sequence[Sequence[str]],
     initial_job_idx: int,
-) -> list[Any]:
+) -> list[JobReturn]:
     """Hydra's basic launcher, on the configs planning composed: ``run_job`` per job."""
     from hydra.core.utils import configure_log, run_job, setup_globals
 
@@ -173,7 +180,7 @@ def write_point_record(
     )
 
 
-def _job_value(ret: Any) -> tuple[Any, BaseException | None]:
+def _job_value(ret: JobReturn | None) -> tuple[Any, BaseException | None]:
     """(return value, exception) of a job's return: a job may have raised in another process."""
     if ret is None:
         return None, None
@@ -227,7 +234,7 @@ def _record_lost(point: Point, point_dir: Path, before: tuple | None, lost: Lost
 
 def collect(
     point: Point,
-    ret: Any,
+    ret: JobReturn | None,
     launch_error: BaseException | None,
     point_dir: Path,
     before: tuple | None,
@@ -272,10 +279,10 @@ def collect(
 class SweepLaunch:
     """Everything one sweep's batches share; ``batch`` launches one and records its outcomes."""
 
-    hydra_context: Any
-    task_function: Any
+    hydra_context: HydraContext
+    task_function: TaskFunction
     config: DictConfig
-    launcher: Any
+    launcher: Launcher
     composer: PointComposer
     plan: Plan
     sweep_dir: Path
@@ -295,7 +302,7 @@ class SweepLaunch:
         self.progress.launching(first, first + len(points) - 1, [p.label for p in points])
         return first - 1
 
-    def _run(self, jobs: list[list[str]], initial_job_idx: int) -> Sequence[Any]:
+    def _run(self, jobs: list[list[str]], initial_job_idx: int) -> Sequence[JobReturn]:
         if self.local:
             return run_in_process(
                 self.hydra_context,
@@ -308,7 +315,7 @@ class SweepLaunch:
         with quiet_launcher_log():
             return self.launcher.launch(jobs, initial_job_idx=initial_job_idx)
 
-    def batch(self, chunk: list[int]) -> Sequence[Any]:
+    def batch(self, chunk: list[int]) -> Sequence[JobReturn]:
         """Launch ``chunk`` (grid indices) as one batch; record an outcome for each point."""
         points = [self.plan.points[i] for i in chunk]
         dirs = {p.index: self.sweep_dir / str(p.index) for p in points}
@@ -328,7 +335,7 @@ class SweepLaunch:
             unstartable_s=self.unstartable_s,
             on_pending=self.progress.pending,
         )
-        results: Sequence[Any] = []
+        results: Sequence[JobReturn] = []
         launch_error: BaseException | None = None
         finished = False
         try:
@@ -349,7 +356,7 @@ class SweepLaunch:
     def _record(
         self,
         points: list[Point],
-        results: Sequence[Any],
+        results: Sequence[JobReturn],
         launch_error: BaseException | None,
         dirs: dict[int, Path],
         before: dict[int, tuple | None],

@@ -11,11 +11,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from omegaconf import DictConfig
 
 from llem.sweep.lock import SweepLock
+
+if TYPE_CHECKING:
+    from hydra.types import TaskFunction
 
 LISTENER_ATTRIBUTE = "sweep_listener"
 
@@ -51,6 +54,6 @@ class SweepListener(Protocol):
         """Every grid point's outcome (or, for a dry run, whether a point failed pre-flight)."""
 
 
-def listener_of(task_function: Any) -> SweepListener | None:
+def listener_of(task_function: TaskFunction) -> SweepListener | None:
     """The listener llem's entrypoint attached to its task function (None under another app)."""
     return getattr(task_function, LISTENER_ATTRIBUTE, None)

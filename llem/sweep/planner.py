@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from omegaconf import DictConfig
 
@@ -30,6 +30,9 @@ from llem.sweep.point_dirs import mark_done
 from llem.sweep.run_order import order_points
 from llem.sweep.search_space import Space, make_space
 
+if TYPE_CHECKING:
+    from hydra.types import HydraContext
+
 
 @dataclass
 class SweepSettings:
@@ -44,7 +47,7 @@ class SweepSettings:
 class Planner:
     """Composes and checks the points of one sweep (one per ``sweep`` call)."""
 
-    def __init__(self, hydra_context: Any, config: DictConfig) -> None:
+    def __init__(self, hydra_context: HydraContext, config: DictConfig) -> None:
         self.hydra_context = hydra_context
         self.config = config
         self.composer = PointComposer(hydra_context.config_loader, config)

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
+from hydra.core.utils import JobReturn
 from omegaconf import DictConfig, OmegaConf
 
 from llem.config.dataset import DatasetConfig, scores
@@ -157,6 +158,7 @@ class SearchSweeper(GridSweeper):
         if not self.searching:
             return super().sweep(arguments)
         assert self.config is not None and self.launcher is not None
+        assert self.hydra_context is not None
         self.check_settings()
         spec = self._spec()
         import_optuna()
@@ -197,7 +199,9 @@ class SearchSweeper(GridSweeper):
                 lock.release()
 
     # ------------------------------------------------------------------ dry run
-    def _dry_run_search(self, planner: Planner, search: Search, first: list[str]) -> list[Any]:
+    def _dry_run_search(
+        self, planner: Planner, search: Search, first: list[str]
+    ) -> list[JobReturn]:
         point = planner.analyse(0, first)
         size = search.space.size
         print(f"search plan: {search.spec.describe()}")
@@ -218,8 +222,8 @@ class SearchSweeper(GridSweeper):
     # ------------------------------------------------------------------ the search
     def _search(
         self, planner: Planner, search: Search, sweep_dir: Path, reuse: bool, seed: int
-    ) -> list[Any]:
-        assert self.config is not None
+    ) -> list[JobReturn]:
+        assert self.config is not None and self.hydra_context is not None
         for line in resume(planner, search, sweep_dir):
             log.info("%s", line)
         OmegaConf.save(self.config, sweep_dir / "multirun.yaml")
@@ -238,7 +242,7 @@ class SearchSweeper(GridSweeper):
         log.info("  space: %s", " ".join(search.space.describe()))
         launch = self._launch(planner, plan, sweep_dir, progress, outcomes, local, reuse)
         size = 1 if local else max(1, int(self.max_batch_size or 1))
-        returns: list[Any] = []
+        returns: list[JobReturn] = []
         interrupted = False
         try:
             with self._display(progress):
@@ -276,8 +280,8 @@ class SearchSweeper(GridSweeper):
         sweep_dir: Path,
         reuse: bool,
         size: int,
-    ) -> list[Any]:
-        returns: list[Any] = []
+    ) -> list[JobReturn]:
+        returns: list[JobReturn] = []
         while True:
             batch = self._next_batch(planner, search, plan, sweep_dir, size)
             if not batch:

@@ -36,7 +36,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hydra.core.utils import JobReturn
+from hydra.plugins.launcher import Launcher
 from hydra.plugins.sweeper import Sweeper
+from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, OmegaConf
 
 from llem.errors import ConfigError, LlemError, PreflightError, interrupted_by
@@ -107,13 +110,15 @@ class GridSweeper(Sweeper):
         self.max_batch_size = max_batch_size
         self.progress = progress
         self.params: dict[str, str] = dict(params or {})
-        self.hydra_context: Any = None
+        self.hydra_context: HydraContext | None = None
         self.config: DictConfig | None = None
-        self.launcher: Any = None
-        self.task_function: Any = None
+        self.launcher: Launcher | None = None
+        self.task_function: TaskFunction | None = None
         self.listener: SweepListener | None = None
 
-    def setup(self, *, hydra_context: Any, task_function: Any, config: DictConfig) -> None:
+    def setup(
+        self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig
+    ) -> None:
         from hydra.core.plugins import Plugins
 
         self.hydra_context = hydra_context
@@ -139,6 +144,7 @@ class GridSweeper(Sweeper):
 
     def sweep(self, arguments: list[str]) -> Any:
         assert self.config is not None and self.launcher is not None
+        assert self.hydra_context is not None
         self.check_settings()
         planner = Planner(self.hydra_context, self.config)
         jobs = planner.jobs(self.params, arguments)
@@ -199,7 +205,7 @@ class GridSweeper(Sweeper):
 
     def _dry_run(
         self, planner: Planner, jobs: list[list[str]], sweep_dir: Path, settings: SweepSettings
-    ) -> list[Any]:
+    ) -> list[JobReturn]:
         """Print the plan and every point's pre-flight result; launch nothing, write nothing."""
         assert self.config is not None
         plan = make_plan(jobs, planner.analyse, sweep_dir, settings.order, settings.seed)
@@ -219,7 +225,7 @@ class GridSweeper(Sweeper):
 
     def _prepare_directory(self, plan: Plan, sweep_dir: Path, reuse: bool, size: int) -> None:
         """Settle older results, write the plan, the study and every skipped point's record."""
-        assert self.config is not None
+        assert self.config is not None and self.hydra_context is not None
         for line in settle_directories(plan.points, sweep_dir):
             log.info("%s", line)
         OmegaConf.save(self.config, sweep_dir / "multirun.yaml")
@@ -235,7 +241,7 @@ class GridSweeper(Sweeper):
 
     def _run(
         self, planner: Planner, plan: Plan, sweep_dir: Path, settings: SweepSettings
-    ) -> list[Any]:
+    ) -> list[JobReturn]:
         """Run every pending point in order, batch by batch; log the summary at the end."""
         assert self.config is not None
         local = in_process(self.config)
@@ -250,7 +256,7 @@ class GridSweeper(Sweeper):
         launch = self._launch(
             planner, plan, sweep_dir, progress, outcomes, local, settings.reuse_model
         )
-        returns: list[Any] = []
+        returns: list[JobReturn] = []
         interrupted = False
         try:
             with self._display(progress):
@@ -275,7 +281,8 @@ class GridSweeper(Sweeper):
     ) -> SweepLaunch:
         """How ``plan``'s points reach the launcher; a launcher that runs each point in its own
         process cannot reuse a model, so its jobs are told not to."""
-        assert self.config is not None
+        assert self.config is not None and self.launcher is not None
+        assert self.hydra_context is not None and self.task_function is not None
         return SweepLaunch(
             hydra_context=self.hydra_context,
             task_function=self.task_function,

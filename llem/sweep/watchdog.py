@@ -34,7 +34,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from llem.sweep.squeue import (
     ACTIVE_STATES,
@@ -43,6 +43,10 @@ from llem.sweep.squeue import (
     squeue,
 )
 from llem.sweep.unstartable import Node, never_starts, sinfo
+
+if TYPE_CHECKING:
+    from hydra.core.utils import JobReturn
+    from hydra.plugins.launcher import Launcher
 
 log = logging.getLogger("llem.sweep")
 
@@ -260,7 +264,9 @@ class SlurmWatchdog:
         return message
 
     # ------------------------------------------------------------------ the launch
-    def run(self, launch: Callable[[], Sequence[Any]]) -> tuple[Sequence[Any], Exception | None]:
+    def run(
+        self, launch: Callable[[], Sequence[JobReturn]]
+    ) -> tuple[Sequence[JobReturn], Exception | None]:
         """Run ``launch`` in a helper thread until it returns or every point is settled.
 
         Returns (the launcher's results, or [] when it did not return; the exception it raised).
@@ -285,7 +291,7 @@ class SlurmWatchdog:
 
     def _wait(
         self, thread: threading.Thread, box: dict[str, Any]
-    ) -> tuple[Sequence[Any], Exception | None]:
+    ) -> tuple[Sequence[JobReturn], Exception | None]:
         while True:
             thread.join(timeout=self.poll_s)
             if not thread.is_alive() and "error" not in box:
@@ -324,7 +330,7 @@ class _NoSacctWarnings(logging.Filter):
 
 
 def watch(
-    launcher: Any,
+    launcher: Launcher,
     points: list[int],
     settled_by_result: Callable[[int], bool],
     grace_s: float = RESULT_GRACE_S,

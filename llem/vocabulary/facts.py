@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from llem.vocabulary.processes import EngineProcess
 from llem.vocabulary.speculation import DraftSpans
 
 #: the run's GPU library, lent to the engine (``llem.devices.gpus.RunGpus``: calling it gives the
@@ -66,11 +67,11 @@ class EngineLoad:
 @dataclass(frozen=True)
 class HeldGpus:
     """The GPUs holding a process of the engine's (UUIDs; None with ``null_reason``) and those
-    processes ({pid, name, device, used_memory_mb}; None with the same reason)."""
+    processes (None with the same reason)."""
 
     uuids: list[str] | None
     null_reason: str | None = None
-    processes: list[dict[str, Any]] | None = None
+    processes: list[EngineProcess] | None = None
 
 
 @dataclass(frozen=True)

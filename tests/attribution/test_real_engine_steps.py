@@ -33,7 +33,7 @@ from attribution.real_steps import (
     planted_phases_j,
     planted_request_j,
 )
-from llem.result import RunResult, read_requests
+from llem.result import GpuRecord, RunResult, read_requests
 from llem.runner.attribution import fill_attribution
 from llem.testing.cli import run_tiny
 from llem.testing.modelled_power import ModelledPower, measure_modelled
@@ -128,7 +128,7 @@ def _fill_on_timeline(
     steps = paced(steps, span_s)
     m = measure_modelled(steps, MODEL, sample_hz=1000.0, counter_update_s=COUNTER_UPDATE_S)
     result = RunResult.from_json(run_dir / "result.json")
-    result.hardware.gpus = [{"power_limit_w": ceiling_w(steps)}]
+    result.hardware.gpus = [GpuRecord(uuid="GPU-0", name="real", power_limit_w=ceiling_w(steps))]
     fill_attribution(result, m.steps, m.session, run_dir)
     window_j = sum(d.energy_j or 0.0 for d in m.window.devices)
     return steps, result, run_dir, window_j

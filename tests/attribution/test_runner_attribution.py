@@ -7,7 +7,14 @@ import random
 
 import pytest
 
-from llem.result import RequestRecord, RunResult, SteadyState, read_requests, write_requests
+from llem.result import (
+    GpuRecord,
+    RequestRecord,
+    RunResult,
+    SteadyState,
+    read_requests,
+    write_requests,
+)
 from llem.runner.attribution import NO_STEPS, fill_attribution
 from llem.testing.modelled_power import PlantedModel, measure_modelled, simulate
 from llem.vocabulary.workload import ServeOutput
@@ -31,7 +38,7 @@ def _run(tmp_path):
     )
     served = ServeOutput(m.steps[0].start_s, m.steps[-1].end_s, [], "scheduled send", m.steps)
     result = RunResult(status="ok")
-    result.hardware.gpus = [{"uuid": "GPU-modelled", "power_limit_w": 700.0}]
+    result.hardware.gpus = [GpuRecord(uuid="GPU-modelled", name="modelled", power_limit_w=700.0)]
     return m, served, result
 
 
@@ -46,7 +53,7 @@ def test_the_result_gains_the_phase_split_the_fit_and_each_requests_energy(tmp_p
     assert e.prefill_j_uncertainty is not None and e.prefill_j_uncertainty > 0
     assert e.j_per_prefill_token == pytest.approx(MODEL.a_j, rel=0.1)
     assert e.j_per_decode_token == pytest.approx(MODEL.b_j, rel=0.1)
-    assert e.fit is not None and e.fit["r2"] > 0.99 and e.fit["split"] == "linear_fit"
+    assert e.fit is not None and e.fit.r2 > 0.99 and e.fit.split == "linear_fit"
     assert e.attribution_method and "least squares" in e.attribution_method
     records = read_requests(tmp_path)
     assert all(r.energy_j is not None and r.bound_j is not None for r in records)

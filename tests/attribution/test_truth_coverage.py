@@ -14,7 +14,7 @@ import pytest
 
 from attribution.truth_runs import DEFAULT_HZ, FINE_HZ, PART_TIME, attribute_run, simulated
 from llem.figures.attribution import Attribution
-from llem.result import RunResult, SteadyState
+from llem.result import GpuRecord, RunResult, SteadyState
 from llem.runner.attribution import fill_attribution
 from llem.runner.published import UNRESOLVED
 from llem.testing.truth.harness import POWER_LIMIT_W
@@ -120,7 +120,9 @@ def test_the_runs_energy_and_steady_state_split_are_within_bound_of_the_truth(
     run, _ = simulated("open loop", 1, hz, PART_TIME)
     w = run.window
     result = RunResult(status="ok")
-    result.hardware.gpus = [{"uuid": "GPU-simulated", "power_limit_w": POWER_LIMIT_W}]
+    result.hardware.gpus = [
+        GpuRecord(uuid="GPU-simulated", name="simulated", power_limit_w=POWER_LIMIT_W)
+    ]
     result.steady_state = SteadyState("open_loop", 1.0, 5.0, 4.0, 40, 1000, 250.0, 8.0)
     fill_attribution(result, run.steps, run.session, tmp_path)
     for section, truth in (

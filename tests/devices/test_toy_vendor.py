@@ -28,10 +28,11 @@ from llem.devices.gpu import (
     error_text,
     shown,
 )
-from llem.devices.readings import OtherProcess, Sample
+from llem.devices.readings import Sample
 from llem.measure import MeasurementSession
 from llem.measure.idle import IdleCache
 from llem.testing.fake_pynvml import Constant, Waveform
+from llem.vocabulary.processes import OtherProcess
 
 from .conftest import make_cfg
 

@@ -73,6 +73,6 @@ def test_a_served_run_on_named_gpus_opens_it_once(
     )
     result = Runner().run(run, tmp_path / "run")
     assert result.status == "ok", result.error
-    assert [g["uuid"] for g in result.hardware.gpus] == ["GPU-b"]
+    assert [g.uuid for g in result.hardware.gpus] == ["GPU-b"]
     assert result.server is not None and result.server.gpus_used == []  # looked up: none held
     assert (fake.init_calls, fake.shutdown_calls) == (1, 1)

@@ -9,6 +9,7 @@ from llem.devices.nvidia import init_nvml
 from llem.errors import PreflightError
 from llem.measure import devices as measure_devices
 from llem.measure.devices import DeviceMappingError, resolve_devices
+from llem.plain import json_ready
 from llem.testing.fake_pynvml import FakeGpu
 
 from .conftest import make_cfg
@@ -131,8 +132,8 @@ def test_session_devices_and_bandwidth(nvml, make_session, monkeypatch):
     assert rep.memory_bandwidth_by_torch_index() == {0: 5120 / 8 * 2619e6 * 2, 1: None}
     hw = rep.hardware  # the result's hardware section, as lifecycle writes it
     assert (hw.gpu_model, hw.gpu_count) == ("NVIDIA H100 80GB HBM3", 2) and hw.hostname
-    assert [g["uuid"] for g in hw.gpus] == [UUIDS[3], UUIDS[2]]
-    assert hw.gpus[0] == {
+    assert [g.uuid for g in hw.gpus] == [UUIDS[3], UUIDS[2]]
+    assert json_ready(hw.gpus[0]) == {  # as result.json holds it
         "torch_index": 0,
         "vendor": "nvidia",
         "vendor_index": 3,

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from llem.measure.engine_gpus import judge_engine_gpus
-from llem.result import Figure, RunResult
+from llem.result import Figure, GpuRecord, RunResult
 from llem.vocabulary.facts import EngineProcesses, HeldGpus, LentGpus, WindowFacts
 from llem.vocabulary.model import EngineGpus, LoadedModel
 
@@ -19,7 +19,7 @@ TOY = EngineGpus(["GPU-a", "GPU-c"], cover="give the toy all of them", who="the 
 
 def _result(measured: list[str]) -> RunResult:
     result = RunResult(status="ok")
-    result.hardware.gpus = [{"uuid": u} for u in measured]
+    result.hardware.gpus = [GpuRecord(uuid=u, name="fake") for u in measured]
     result.set_figure("validity.energy_valid", Figure(True))
     return result
 

@@ -11,6 +11,7 @@ import pytest
 
 from llem.measure.family import is_own, parent_pid
 from llem.testing.fake_pynvml import FakeGpu
+from llem.vocabulary.processes import OtherProcess
 
 from .conftest import assert_nulls_explained, make_cfg
 
@@ -28,8 +29,8 @@ def test_other_processes_are_recorded_and_fail_the_check(install_nvml, make_sess
     procs = [(os.getpid(), 3 * 2**30), (4242, 2 * 2**30), (4343, None)]
     rep = report_with(install_nvml, make_session, clock, procs)
     assert rep.energy.other_processes == [
-        {"device": "GPU-a", "pid": 4242, "used_memory_mb": 2048.0},
-        {"device": "GPU-a", "pid": 4343, "used_memory_mb": None},
+        OtherProcess(device="GPU-a", pid=4242, used_memory_mb=2048.0),
+        OtherProcess(device="GPU-a", pid=4343, used_memory_mb=None),
     ]
     assert rep.validity.checks["other_processes"] == "failed"
     assert rep.validity.energy_valid is False
@@ -58,7 +59,7 @@ def test_own_descendants_are_not_other_processes(install_nvml, make_session, clo
         child.kill()
         child.wait()
     assert rep.energy.other_processes == [
-        {"device": "GPU-a", "pid": os.getppid(), "used_memory_mb": 1024.0}
+        OtherProcess(device="GPU-a", pid=os.getppid(), used_memory_mb=1024.0)
     ]
     assert rep.validity.checks["other_processes"] == "failed"
     [problem] = rep.validity.problems

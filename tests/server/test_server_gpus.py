@@ -6,7 +6,7 @@ from __future__ import annotations
 from llem.backends.server import gpus
 from llem.devices.nvidia import NvmlUnavailable, init_nvml
 from llem.measure.engine_gpus import judge_engine_gpus
-from llem.result import Figure, RunResult, ServerSection
+from llem.result import Figure, GpuRecord, RunResult, ServerSection
 from llem.runner.engine_facts import write_window_facts
 from llem.runner.engine_processes import write_processes
 from llem.testing.clocks import SteppingClock
@@ -36,7 +36,7 @@ def test_the_gpus_holding_a_process_of_the_servers_tree_are_the_servers() -> Non
     c = FakeGpu("GPU-c", processes=[(4002, 2**30), (4001, None)])
     found = gpus.server_gpus(opener(a, b, c), in_tree, name=no_name)
     assert found.uuids == ["GPU-a", "GPU-c"]
-    assert [(p["pid"], p["device"]) for p in found.processes or []] == [
+    assert [(p.pid, p.device) for p in found.processes or []] == [
         (4001, "GPU-a"),
         (4002, "GPU-c"),
         (4001, "GPU-c"),
@@ -61,7 +61,7 @@ def _result(measured: list[str]) -> RunResult:
     result.server = ServerSection(
         url="http://127.0.0.1:1", launched=True, endpoint="completions", model="m"
     )
-    result.hardware.gpus = [{"uuid": u} for u in measured]
+    result.hardware.gpus = [GpuRecord(uuid=u, name="fake") for u in measured]
     result.set_figure("validity.energy_valid", Figure(True))
     return result
 

@@ -15,10 +15,11 @@ from llem.backends.server.host import HostCheck
 from llem.backends.server.processes import ServerProcesses
 from llem.devices.nvidia import init_nvml
 from llem.measure.engine_gpus import judge_engine_gpus
-from llem.result import Figure, RunResult, ServerSection
+from llem.result import Figure, GpuRecord, RunResult, ServerSection
 from llem.runner.engine_processes import measured_here, write_processes
 from llem.testing.clocks import SteppingClock
 from llem.testing.fake_pynvml import FakeGpu, FakeNvml
+from llem.vocabulary.processes import EngineProcess
 from tests.server.fake_openai import LiveMetrics, Plan
 from tests.server.fake_thread import fake_in_thread
 from tests.server.gpu_here import detached_server, free_port, install_gpus, run_measured
@@ -200,7 +201,7 @@ def test_with_no_root_known_every_process_on_the_measured_gpus_is_the_servers_as
     result.server = ServerSection(
         url="http://127.0.0.1:1", launched=False, endpoint="completions", model="m"
     )
-    result.hardware.gpus = [{"uuid": "GPU-a"}]
+    result.hardware.gpus = [GpuRecord(uuid="GPU-a", name="fake")]
     result.set_figure("validity.energy_valid", Figure(True))
     unknown = ServerProcesses((), None, "planted: not readable")
     server = running.RunningServer("http://127.0.0.1:1", HostCheck(True, "loopback"), unknown)
@@ -210,7 +211,7 @@ def test_with_no_root_known_every_process_on_the_measured_gpus_is_the_servers_as
     facts = running.window_processes(server, opener, measured_here(result))
     judge_engine_gpus(result, "server", write_processes(result, facts))  # as the run does
     assert result.server is not None and result.server.processes == [
-        {"device": "GPU-a", "pid": STRANGER, "used_memory_mb": 1024.0, "name": None}
+        EngineProcess(device="GPU-a", pid=STRANGER, used_memory_mb=1024.0, name=None)
     ]
     validity = result.validity
     assert validity.checks["server_processes"] == "condition" and validity.energy_valid is True

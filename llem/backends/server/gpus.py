@@ -12,12 +12,12 @@ library cannot list processes, or there is no GPU library, the GPUs are null wit
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
-from typing import Any
 
 from llem.backends.server.processes import process_name
 from llem.devices.gpu import GpuOpener, GpuUnavailable
 from llem.measure.family import is_own
 from llem.vocabulary.facts import HeldGpus
+from llem.vocabulary.processes import EngineProcess
 
 
 def launched_tree(server_pid: int) -> Callable[[int], bool]:
@@ -41,7 +41,7 @@ def server_gpus(
     try:
         found: list[str] = []
         unlisted: list[str] = []
-        processes: list[dict[str, Any]] = []
+        processes: list[EngineProcess] = []
         for gpu in lib.gpus():
             if only is not None and gpu.uuid not in only:
                 continue
@@ -51,7 +51,9 @@ def server_gpus(
                 unlisted.append(gpu.uuid)
             elif procs:
                 found.append(gpu.uuid)
-                processes += [{**p.to_dict(), "name": name(p.pid)} for p in procs]
+                processes += [
+                    EngineProcess(p.device, p.pid, p.used_memory_mb, name(p.pid)) for p in procs
+                ]
     finally:
         lib.shutdown()
     if unlisted and not found:
