@@ -49,14 +49,8 @@ from llem.result import ErrorInfo
 from llem.runner.load_times import this_host_load_times
 from llem.runner.preflight import cuda_available
 from llem.sweep import display
-from llem.sweep.launch import (
-    SweepLaunch,
-    batch_size,
-    in_process,
-    outcome,
-    runs_here,
-    write_point_record,
-)
+from llem.sweep.collect import outcome, write_point_record
+from llem.sweep.launch import SweepLaunch, batch_size, in_process, runs_here
 from llem.sweep.lock import SweepLock
 from llem.sweep.outcomes import JobOutcome, SweepListener, listener_of
 from llem.sweep.plan import Plan

@@ -8,10 +8,11 @@ from typing import Any
 
 import pytest
 
+import llem.sweep.collect
 import llem.sweep.launch
 from llem.app.entrypoint import main
 from llem.result import RunResult
-from llem.sweep.launch import collect
+from llem.sweep.collect import collect
 from llem.sweep.plan import Point
 from llem.sweep.watchdog import Lost, SlurmWatchdog
 
@@ -69,7 +70,7 @@ def test_a_lost_job_record_never_replaces_a_result_that_exists(
     point = Point(index=2, overrides=["x=1"], config_hash="h")
     point_dir = tmp_path / "2"
     RunResult(status="ok", config_hash="h").write(point_dir)
-    monkeypatch.setattr(llem.sweep.launch, "fingerprint", lambda path: None)  # not visible yet
+    monkeypatch.setattr(llem.sweep.collect, "fingerprint", lambda path: None)  # not visible yet
     lost = Lost(job_id="42", message="SLURM job 42 left the queue without writing a result")
     status, error = collect(point, None, None, point_dir, None, lost)
     assert (status, error) == ("ok", None)

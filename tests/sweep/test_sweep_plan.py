@@ -11,7 +11,8 @@ from hydra.core.utils import JobReturn, JobStatus
 from llem.config.schema import SweepOrder
 from llem.hydra.overrides import swept_keys
 from llem.result import RunResult, SweepPosition
-from llem.sweep.launch import batch_size, collect, in_process, job_overrides
+from llem.sweep.collect import collect
+from llem.sweep.launch import batch_size, in_process, job_overrides
 from llem.sweep.outcomes import JobOutcome
 from llem.sweep.plan import Plan, Point, short_label
 from llem.sweep.point_dirs import mark_done, settle_directories

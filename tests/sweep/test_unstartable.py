@@ -14,8 +14,8 @@ import pytest
 import llem.sweep.launch
 from llem.app.entrypoint import main
 from llem.result import RunResult
+from llem.sweep.collect import collect
 from llem.sweep.display import LiveSweepDisplay
-from llem.sweep.launch import collect
 from llem.sweep.plan import Point
 from llem.sweep.progress import SweepProgress
 from llem.sweep.squeue import parse_squeue
