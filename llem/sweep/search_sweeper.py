@@ -24,18 +24,18 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from hydra.core.utils import JobReturn
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import OmegaConf
 
-from llem.config.dataset import DatasetConfig, scores
 from llem.config.schema import SweepOrder
 from llem.errors import ConfigError, interrupted_by
 from llem.hydra.compose.studies import check_study, record_study
 from llem.result import ErrorInfo, RunResult
 from llem.runner.preflight import cuda_available
-from llem.sweep.launch import SweepLaunch, in_process, outcome, runs_here, write_point_record
+from llem.sweep.collect import outcome, write_point_record
+from llem.sweep.launch import SweepLaunch, in_process, runs_here
 from llem.sweep.lock import SweepLock
 from llem.sweep.plan import Plan, Point, short_label
 from llem.sweep.plan_file import write_plan
@@ -43,6 +43,7 @@ from llem.sweep.planner import Planner
 from llem.sweep.point_dirs import point_dirs
 from llem.sweep.progress import SweepProgress
 from llem.sweep.search import Proposal, Search, import_optuna
+from llem.sweep.search_config import drawn_seed, energy_unavailable, quality_unavailable
 from llem.sweep.search_results import number, resume, summary, verdict_of
 from llem.sweep.search_spec import (
     SearchSpec,
@@ -77,51 +78,6 @@ class LlemSweeperConf(GridSweeperConf):
     # is chosen on the mean of all its runs; one that a confirmation makes infeasible gives way
     # to the next best, which is confirmed in turn: llem.sweep.search_confirm)
     confirm: int = 0
-
-
-def energy_unavailable(cfg: DictConfig, has_cuda: bool, local: bool) -> str | None:
-    """Why a run of ``cfg`` can measure no energy (None: it may). A launcher that runs points
-    elsewhere (a cluster) decides the device there, so only an explicit CPU counts then."""
-    measurement = cfg.get("measurement")
-    energy = str(measurement.get("energy", "auto")) if measurement is not None else "auto"
-    device = str(cfg.get("device", "auto"))
-    if energy.endswith("replay"):
-        return None
-    if energy.endswith("none"):
-        return "measurement.energy=none measures none"
-    on_cpu = device.endswith("cpu") or (device.endswith("auto") and local and not has_cuda)
-    if on_cpu:
-        why = "device=cpu" if device.endswith("cpu") else "device=auto finds no CUDA GPU here"
-        return f"{why}, where NVML measures nothing"
-    return None
-
-
-#: the datasets whose answers are scored whatever their scorer (``dataset.source``)
-
-
-def quality_unavailable(cfg: DictConfig, swept: list[str]) -> str | None:
-    """Why a run of ``cfg`` scores no answer, so has no quality section (None: it may score,
-    or the dataset is searched over and some point may), by ``llem.config.dataset.scores``."""
-    if any(k == "dataset" or k.startswith("dataset.") for k in swept):
-        return None
-    dataset = cfg.get("dataset")
-    if dataset is None:
-        return "the run has no dataset section"
-    if scores(cast(DatasetConfig, dataset)):  # the dataset config's own rule
-        return None
-    source = str(dataset.get("source", "builtin")).rsplit(".", 1)[-1]
-    scorer = "" if source != "jsonl" else " without dataset.scorer"
-    return f"dataset.source={source}{scorer} scores no answer"
-
-
-def drawn_seed(cfg: DictConfig) -> int | None:
-    """The searched ``traffic.seed`` where the traffic draws its send times from it (poisson,
-    gamma): confirmations run with the next seeds; None for traffic that draws nothing."""
-    traffic = cfg.get("traffic")
-    if traffic is None or not str(traffic.get("kind", "")).endswith(("poisson", "gamma")):
-        return None
-    seed = traffic.get("seed", 0)
-    return int(seed) if isinstance(seed, int) and not isinstance(seed, bool) else None
 
 
 class SearchSweeper(GridSweeper):

@@ -146,7 +146,7 @@ def test_on_an_slo_edge_with_noise_the_reported_best_is_seldom_infeasible_in_tru
 def test_the_sweeper_varies_the_traffic_seed_only_for_traffic_drawn_from_it() -> None:
     from omegaconf import DictConfig, OmegaConf
 
-    from llem.sweep.search_sweeper import drawn_seed
+    from llem.sweep.search_config import drawn_seed
 
     def cfg(kind: str, seed: int = 4) -> DictConfig:
         return OmegaConf.create({"traffic": {"kind": kind, "seed": seed}})

@@ -15,9 +15,9 @@ from llem.result import RunResult
 from llem.result.keys import needs_energy
 from llem.result.quality import Quality
 from llem.sweep.search import Search
+from llem.sweep.search_config import quality_unavailable
 from llem.sweep.search_results import verdict_of
 from llem.sweep.search_spec import check_quality, make_spec
-from llem.sweep.search_sweeper import quality_unavailable
 from llem.sweep.search_verdict import MISSING_VIOLATION, judge
 from tests.search.test_search_core import SIX, space_of
 
