@@ -160,7 +160,7 @@ def harness_ab(args: argparse.Namespace) -> tuple[float, float]:
     from llem.backends.vllm import build_sampling_kwargs
     from llem.config.store import register_configs
     from llem.config.validate import to_experiment
-    from llem.runner.prompts import prepare_prompts
+    from llem.runner.chat_template import prepare_prompts
 
     register_configs()
     with initialize_config_module(version_base="1.3", config_module="llem.conf"):

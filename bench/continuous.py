@@ -33,7 +33,7 @@ from omegaconf import OmegaConf
 from llem.backends import sections
 from llem.backends.pytorch import PyTorchBackend
 from llem.config.schema import ExperimentConfig
-from llem.runner.prompts import builtin_texts
+from llem.runner.prompt_files import builtin_texts
 from llem.testing.tinymodel import build_tiny_model
 from llem.vocabulary.workload import Prompt, ScheduledRequest
 

@@ -49,7 +49,7 @@ def static_pairs(args: argparse.Namespace, path: str) -> tuple[list[float], list
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from llem.backends.pytorch import StepClock
-    from llem.runner.prompts import builtin_texts
+    from llem.runner.prompt_files import builtin_texts
 
     tok = AutoTokenizer.from_pretrained(path)
     tok.padding_side = "left"
@@ -86,7 +86,7 @@ def continuous_pairs(args: argparse.Namespace, path: str) -> tuple[list[float], 
     from llem.backends.pytorch.cb_steps import StepRecorder
     from llem.config.pytorch import Batching
     from llem.config.schema import ExperimentConfig
-    from llem.runner.prompts import builtin_texts
+    from llem.runner.prompt_files import builtin_texts
     from llem.vocabulary.workload import Prompt, ScheduledRequest
 
     exp = ExperimentConfig()

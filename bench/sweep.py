@@ -75,7 +75,7 @@ def baseline_worker(n_prompts: int, max_new_tokens: list[int]) -> None:
     from llem.backends.tokens import token_lists
     from llem.config.store import register_configs
     from llem.config.validate import to_experiment
-    from llem.runner.prompts import prepare_prompts
+    from llem.runner.chat_template import prepare_prompts
 
     register_configs()
     with initialize_config_module("llem.conf", version_base="1.3"):

@@ -38,6 +38,7 @@ from llem.runner.assemble import (
     new_result,
     no_temperature_reason,
 )
+from llem.runner.chat_template import prepare_prompts
 from llem.runner.draft_energy import fill_draft_energy
 from llem.runner.engine_facts import write_engine_facts, write_window_facts
 from llem.runner.engine_processes import measured_here
@@ -48,7 +49,6 @@ from llem.runner.kept_model import KeptModel
 from llem.runner.preflight import metered_device, preflight
 from llem.runner.prepare import Prepared, prepare
 from llem.runner.progress import BatchProgress
-from llem.runner.prompts import prepare_prompts
 from llem.runner.quality import fill_quality
 from llem.runner.serving import (
     Served,

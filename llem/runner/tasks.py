@@ -1,7 +1,7 @@
 """The run's task: its scored prompts, from the built-in arithmetic task, a JSONL file with
 references, or an lm-evaluation-harness task (``dataset.source``); None when nothing is scored.
 
-The task's prompts are what the run generates from (``llem.runner.prompts.prepare_prompts``);
+The task's prompts are what the run generates from (``llem.runner.chat_template.prepare_prompts``);
 after the window ``llem.runner.quality`` judges every request's answer with it.
 """
 
@@ -15,7 +15,9 @@ from llem.quality import arithmetic
 from llem.quality.lm_eval_task import load_lm_eval_task
 from llem.quality.scorers import SCORERS, Score
 from llem.quality.task import Task
-from llem.runner.prompts import load_prompts, read_references, uses_chat_template
+from llem.runner.chat_template import uses_chat_template
+from llem.runner.prompt_files import read_references
+from llem.runner.prompts import load_prompts
 
 SCORER_PHRASES = {
     "exact": "exact: the whole answer equals the reference (case, spacing and outer "

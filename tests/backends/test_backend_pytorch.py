@@ -459,7 +459,7 @@ def test_a_model_with_a_chat_template_gets_templated_prompts_by_default(tiny_mod
 
     from transformers import AutoTokenizer
 
-    from llem.runner.prompts import builtin_texts
+    from llem.runner.prompt_files import builtin_texts
 
     model_dir = tmp_path / "chat-model"
     shutil.copytree(tiny_model_dir, model_dir)

@@ -6,17 +6,13 @@ from typing import Any
 
 import pytest
 
+from llem.config.dataset import chat_template_mode
 from llem.config.schema import ChatTemplate, DatasetConfig, DatasetSource
 from llem.errors import ConfigError
-from llem.runner.prompts import (
-    Prompt,
-    builtin_texts,
-    chat_template_mode,
-    check_dataset,
-    load_prompts,
-    prepare_prompts,
-    read_references,
-)
+from llem.runner.chat_template import prepare_prompts
+from llem.runner.prompt_files import builtin_texts, read_references
+from llem.runner.prompts import check_dataset, load_prompts
+from llem.vocabulary.workload import Prompt
 
 
 @pytest.fixture(scope="module")

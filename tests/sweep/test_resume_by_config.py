@@ -120,17 +120,17 @@ def test_a_configuration_error_inside_a_running_point_fails_it(
     tiny: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Planning skips invalid combinations; an error raised once a point runs is a failure."""
-    import llem.runner.prompts
+    import llem.runner.chat_template
     from llem.errors import ConfigError
 
-    real = llem.runner.prompts.load_prompts
+    real = llem.runner.chat_template.load_prompts
 
     def load_prompts(cfg, tokenizer):  # type: ignore[no-untyped-def]
         if cfg.n_prompts == 2:
             raise ConfigError("dataset.n_prompts=2: the prompt file changed under the sweep")
         return real(cfg, tokenizer)
 
-    monkeypatch.setattr(llem.runner.prompts, "load_prompts", load_prompts)
+    monkeypatch.setattr(llem.runner.chat_template, "load_prompts", load_prompts)
     d = tmp_path / "sweep"
     assert sweep(tiny, d, "dataset.n_prompts=1,2") == 4  # failed, not skipped with exit 0
     assert result(d, 0)["status"] == "ok"
