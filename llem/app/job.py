@@ -17,7 +17,7 @@ from omegaconf import DictConfig
 
 from llem.app.command import Command
 from llem.app.run_log import record_failure, to_file
-from llem.config.validate import config_hash
+from llem.config.config_hash import config_hash
 from llem.errors import ConfigError, LlemError, PreflightError, first_line
 from llem.result import ErrorInfo, RunResult, SweepPosition, write_unmeasured
 from llem.runner import prepare, summary_line

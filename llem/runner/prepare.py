@@ -8,8 +8,9 @@ from dataclasses import dataclass
 from omegaconf import DictConfig
 
 from llem.backends import detect_default_backend
+from llem.config.config_hash import config_hash
 from llem.config.schema import ExperimentConfig
-from llem.config.validate import config_hash, to_experiment
+from llem.config.validate import to_experiment
 from llem.errors import ConfigError
 
 

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING
 from omegaconf import DictConfig
 
 from llem.backends import create_backend
+from llem.config.config_hash import legacy_config_hash
 from llem.config.schema import SweepOrder
-from llem.config.validate import legacy_config_hash
 from llem.errors import ConfigError
 from llem.hydra.compose.points import PointComposer
 from llem.hydra.errors import condense_hydra_error, explain_hydra_text, hydra_error_text

@@ -9,16 +9,12 @@ from hydra import compose, initialize_config_module
 from hydra.errors import ConfigCompositionException, MissingConfigException
 
 from llem.app.entrypoint import main
+from llem.config.config_hash import config_hash, legacy_config_hash
 from llem.config.knobs import walk
 from llem.config.schema import Batching, DatasetSource, ExperimentConfig, QuantType, TrafficKind
 from llem.config.store import register_configs
 from llem.config.traffic import TrafficConfig, edge_requests
-from llem.config.validate import (
-    config_hash,
-    cross_field_problems,
-    legacy_config_hash,
-    to_experiment,
-)
+from llem.config.validate import cross_field_problems, to_experiment
 from llem.errors import ConfigError
 
 CONF = Path(__file__).resolve().parents[2] / "llem" / "conf"

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field, make_dataclass
 
 import pytest
 
+from llem.config.config_hash import config_hash, legacy_config_hash
 from llem.config.schema import ExperimentConfig
-from llem.config.validate import config_hash, legacy_config_hash
 from llem.testing import fake_engine
 
 # the hash of the default configuration on the PyTorch engine, pinned when the rule was made

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
+from llem.config.config_hash import legacy_config_hash
 from llem.config.engines import engine, engine_problems
 from llem.config.schema import ExperimentConfig
 from llem.config.server import Launch, ServerConfig
-from llem.config.validate import legacy_config_hash
 from llem.testing.cli import output
 from llem.testing.forked_cli import run_llem
 

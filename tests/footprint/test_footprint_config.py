@@ -7,10 +7,11 @@ from __future__ import annotations
 import pytest
 from hydra import compose, initialize_config_module
 
+from llem.config.config_hash import config_hash
 from llem.config.footprint import ChassisSource
 from llem.config.schema import ExperimentConfig
 from llem.config.store import register_configs
-from llem.config.validate import config_hash, to_experiment
+from llem.config.validate import to_experiment
 from llem.errors import ConfigError
 from llem.runner.footprint import footprint_preflight
 from llem.testing import fake_ipmitool

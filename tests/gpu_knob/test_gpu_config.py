@@ -6,9 +6,10 @@ import pytest
 from hydra import compose, initialize_config_module
 
 from llem.app.entrypoint import main
+from llem.config.config_hash import config_hash
 from llem.config.gpu import parse_clock
 from llem.config.store import register_configs
-from llem.config.validate import config_hash, to_experiment
+from llem.config.validate import to_experiment
 
 
 def _exp(*overrides: str):

@@ -243,7 +243,7 @@ def config_for(overrides: Sequence[str]) -> tuple:
     return config, choices
 
 
-#: left out of the hash, as llem.config.validate.config_hash leaves them out: they do not change
+#: left out of the hash, as llem.config.config_hash.config_hash leaves them out: they do not change
 #: what is measured (the repeat index, a dry run, the sweep's run order)
 HASH_EXCLUDED = ("repeat", "dry_run", "sweep")
 

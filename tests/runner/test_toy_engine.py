@@ -16,9 +16,10 @@ from typing import Any
 import pytest
 
 from llem.config import engines
+from llem.config.config_hash import config_hash
 from llem.config.engines import Engine
 from llem.config.schema import ExperimentConfig
-from llem.config.validate import config_hash, to_experiment
+from llem.config.validate import to_experiment
 from llem.runner import Runner
 from llem.testing.cli import compose_tiny
 from llem.vocabulary.engine import BackendSections

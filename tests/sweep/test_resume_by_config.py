@@ -145,7 +145,7 @@ def test_a_sweep_written_with_the_older_hash_resumes_without_running_again(
 ) -> None:
     from hydra import compose, initialize_config_module
 
-    from llem.config.validate import config_hash, legacy_config_hash
+    from llem.config.config_hash import config_hash, legacy_config_hash
     from llem.runner.prepare import prepare
 
     d = tmp_path / "sweep"

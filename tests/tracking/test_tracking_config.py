@@ -11,8 +11,8 @@ import pytest
 
 from llem.app.entrypoint import main
 from llem.config import tracking
+from llem.config.config_hash import config_hash
 from llem.config.schema import ExperimentConfig, TrackerKind
-from llem.config.validate import config_hash
 
 
 @pytest.fixture(autouse=True)
