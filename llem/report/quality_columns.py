@@ -20,7 +20,7 @@ import pandas as pd
 
 from llem.report.cells import is_missing
 from llem.report.columns import Column, col, figure_column
-from llem.report.stats import QUALITY_METRICS
+from llem.report.summary_metrics import QUALITY_METRICS
 
 VALUE, LOW, HIGH = QUALITY_METRICS[:3]
 J_PER_CORRECT = "quality.j_per_correct_answer"
