@@ -70,7 +70,8 @@ def baseline_worker(n_prompts: int, max_new_tokens: list[int]) -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from llem.backends.batching import count_output_tokens
-    from llem.backends.models import gguf_cache_dir, resolve_name_or_path
+    from llem.backends.gguf_cache import gguf_cache_dir
+    from llem.backends.models import resolve_name_or_path
     from llem.backends.pytorch import build_generate_kwargs, build_load_kwargs, left_pad
     from llem.backends.tokens import token_lists
     from llem.config.store import register_configs

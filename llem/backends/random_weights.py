@@ -29,7 +29,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from llem.backends.models import find_converted, resolve_name_or_path
+from llem.backends.gguf_cache import find_converted
+from llem.backends.models import resolve_name_or_path
 from llem.cache import llem_cache_dir
 from llem.config.architectures import architecture_config
 from llem.config.model import ModelConfig, Weights

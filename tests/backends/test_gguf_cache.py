@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from llem.backends import models
-from llem.backends.models import convert_gguf, find_converted, gguf_cache_dir
+from llem.backends import gguf_cache
+from llem.backends.gguf_cache import convert_gguf, find_converted, gguf_cache_dir
 
 # These tests make and read the cache themselves: none of it is shared with other tests.
 pytestmark = pytest.mark.own_llem_cache
@@ -107,7 +107,7 @@ def _conversions(caplog: pytest.LogCaptureFixture) -> int:
 def test_a_fresh_install_of_the_same_gguf_file_is_not_converted_again(
     tiny_gguf: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, logger="llem.backends.models")
+    caplog.set_level(logging.INFO, logger="llem.backends.gguf_cache")
     first = convert_gguf(tiny_gguf, TINY_GGUF, trust_remote_code=False)
     assert _conversions(caplog) == 1
     again = _install_again(tiny_gguf, tmp_path / "venv2")
@@ -141,7 +141,7 @@ def test_another_gguf_file_of_the_same_size_is_converted_on_its_own(
 
 def _older_copy(gguf_path: Path, version: str) -> Path:
     """A converted copy as earlier llem versions named it (path, size, mtime), with its record."""
-    name = models._older_name(gguf_path, version)
+    name = gguf_cache._older_name(gguf_path, version)
     assert name is not None
     copy = Path(os.environ["LLEM_CACHE_DIR"]) / "gguf" / name
     copy.mkdir(parents=True)
@@ -189,7 +189,7 @@ def test_a_copy_another_process_put_in_place_meanwhile_is_kept(
     reader = first / "being-read"  # planted: the first process's copy, open for reading
     reader.write_text("x")
     # The second process had looked before the first finished: it found no copy and converted.
-    monkeypatch.setattr(models, "find_converted", _absent_once(models.find_converted))
+    monkeypatch.setattr(gguf_cache, "find_converted", _absent_once(gguf_cache.find_converted))
     again = convert_gguf(tiny_gguf, TINY_GGUF, trust_remote_code=False)
     assert again == first and reader.read_text() == "x"
     assert not list(first.parent.glob("*.tmp"))  # its own copy is gone

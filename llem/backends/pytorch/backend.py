@@ -11,8 +11,9 @@ from typing import Any
 
 from llem.backends import random_weights
 from llem.backends.batching import StepClock, left_pad
+from llem.backends.gguf_cache import convert_gguf
 from llem.backends.memory import free_memory
-from llem.backends.models import convert_gguf, resolve_name_or_path
+from llem.backends.models import resolve_name_or_path
 from llem.backends.pytorch import cb_manager, continuous, speculation
 from llem.backends.pytorch.compile import (
     COMPILE_ACTIVE,

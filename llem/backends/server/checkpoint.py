@@ -13,7 +13,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from llem.backends.models import convert_gguf, resolve_name_or_path
+from llem.backends.gguf_cache import convert_gguf
+from llem.backends.models import resolve_name_or_path
 from llem.config.model import ModelConfig
 from llem.config.server import command_fields
 from llem.errors import RunError, first_line

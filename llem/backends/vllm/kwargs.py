@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from llem.backends import random_weights
-from llem.backends.models import convert_gguf, resolve_name_or_path
+from llem.backends.gguf_cache import convert_gguf
+from llem.backends.models import resolve_name_or_path
 from llem.backends.vllm.speculation import engine_kwargs as speculative_kwargs
 from llem.config.vllm import VLLMConfig
 from llem.vocabulary.engine import BackendSections
