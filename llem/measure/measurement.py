@@ -21,8 +21,9 @@ from llem.measure.devices import DeviceInfo
 from llem.measure.energy_section import Counts, energy_section
 from llem.measure.idle import IdleBaseline
 from llem.measure.meter import WindowResult
+from llem.measure.temperature_rise import temperature_rises_c
 from llem.measure.throttle import is_throttling, power_cap_shares, sort_reasons
-from llem.measure.validity import assess, temperature_rises_c
+from llem.measure.validity import assess
 from llem.result import Energy, Figure, GpuRecord, Hardware, Thermal, Validity
 from llem.result.boundary import Boundary
 from llem.result.figure import with_figures

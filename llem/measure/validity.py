@@ -57,6 +57,7 @@ from llem.measure.check_outcome import outcome as _outcome
 from llem.measure.devices import DeviceInfo
 from llem.measure.idle import IdleBaseline
 from llem.measure.meter import WindowResult, is_sampled
+from llem.measure.temperature_rise import temperature_rises_c
 from llem.measure.throttle import (
     POWER_CAP_REASONS,
     SLOWDOWN_REASONS,
@@ -182,33 +183,6 @@ def _other_processes(window: WindowResult, workload_said: str | None) -> CheckOu
             f"their energy as this run's{whose}."
         ]
     )
-
-
-def temperature_rise_c(times_s: Sequence[float], temps_c: Sequence[float], span_s: float) -> float:
-    """Rise over ``span_s`` of the least-squares line through (times, temperatures)."""
-    n = len(times_s)
-    mt, mc = sum(times_s) / n, sum(temps_c) / n
-    var = sum((t - mt) ** 2 for t in times_s)
-    if var <= 0:
-        return 0.0
-    slope = sum((t - mt) * (c - mc) for t, c in zip(times_s, temps_c, strict=True)) / var
-    return slope * span_s
-
-
-def temperature_rises_c(window: WindowResult) -> dict[str, float]:
-    """Per device with at least 3 temperature readings, the fitted rise across the window (C)."""
-    rises = {}
-    for d in window.devices:
-        pts = [
-            (s.time_s, s.temperature_c)
-            for s in window.samples
-            if s.device == d.uuid and s.temperature_c is not None
-        ]
-        if len(pts) >= 3:
-            rises[d.uuid] = temperature_rise_c(
-                [p[0] for p in pts], [p[1] for p in pts], window.window_s
-            )
-    return rises
 
 
 def _temperature_steady(window: WindowResult, cfg: MeasurementConfig) -> PerDevice:

@@ -10,7 +10,8 @@ from llem.config.schema import EnergySource
 from llem.devices.readings import Sample
 from llem.measure.idle import IdleBaseline
 from llem.measure.meter import DeviceEnergy, WindowResult
-from llem.measure.validity import CHECKS, assess, temperature_rise_c
+from llem.measure.temperature_rise import temperature_rise_c
+from llem.measure.validity import CHECKS, assess
 from llem.testing.fake_nvml_control import FakeControl
 from llem.testing.fake_pynvml import Constant, FakeGpu, Step
 
