@@ -140,9 +140,16 @@ def make_spec(
         raise ConfigError(
             f"hydra.sweeper.direction={direction}: allowed values are {', '.join(DIRECTIONS)}"
         )
-    if isinstance(constraints, str):
+    if constraints is None:
+        constraints = []
+    elif isinstance(constraints, str):
         constraints = [constraints]
-    parsed = tuple(parse_constraint(i, c) for i, c in enumerate(list(constraints or [])))
+    elif not isinstance(constraints, (list, tuple)):
+        raise ConfigError(
+            f"hydra.sweeper.constraints={constraints}: not a list of constraints (allowed: "
+            "'KEY OP NUMBER' or a list of them, e.g. 'latency.tpot_ms.p90 <= 50')"
+        )
+    parsed = tuple(parse_constraint(i, c) for i, c in enumerate(constraints))
     if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
         raise ConfigError(f"hydra.sweeper.budget={budget}: must be a whole number of trials >= 1")
     if isinstance(seed, bool) or not isinstance(seed, int):
