@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.core.override_parser.types import Override
 
+    from llem.plain import Scalar
+
 
 @dataclass(frozen=True)
 class ParsedOverride:
@@ -114,12 +116,12 @@ def without_key(overrides: Sequence[str], key: str) -> list[str]:
     return [o for o in overrides if key_of(o) != key]
 
 
-def knob_values(overrides: Iterable[str]) -> dict[str, Any]:
+def knob_values(overrides: Iterable[str]) -> dict[str, Scalar]:
     """``["+pytorch.batch_size=4", "decoder=greedy"]`` → ``{"pytorch.batch_size": 4, ...}``.
 
     Hydra's own keys and deletions are left out; a list or dict value stays as written.
     """
-    out: dict[str, Any] = {}
+    out: dict[str, Scalar] = {}
     for text in overrides:
         try:
             p = parse_one(str(text).strip())
