@@ -60,6 +60,8 @@ def tags(result: dict[str, Any]) -> dict[str, str]:
     if problems := validity.get("problems"):
         out["llem.validity_problems"] = " | ".join(map(str, problems))[:VALUE_MAX]
     if error := result.get("error"):
+        if isinstance(error, str):  # schema 1 wrote the message alone (llem.result.migrate)
+            error = {"type": "Error", "message": error}
         out["llem.error"] = f"{error.get('type')}: {error.get('message')}"[:VALUE_MAX]
     out.update(null_tags(result.get("null_reasons") or {}))
     return out
