@@ -52,6 +52,8 @@ def run_config(result: dict[str, Any]) -> dict[str, Any]:
         overrides[key] = value
     validity = result.get("validity") or {}
     error = result.get("error") or {}
+    if not isinstance(error, dict):  # schema 1 wrote the message alone (llem.result.migrate)
+        error = {"type": "Error", "message": error}
     return {
         "overrides": overrides,
         "config": result.get("config") or {},

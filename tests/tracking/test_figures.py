@@ -64,3 +64,12 @@ def test_an_older_results_error_written_as_text_is_a_tag() -> None:
     assert figures.tags(older)["llem.error"] == "Error: CUDA out of memory"
     failed = {**PLANTED, "status": "failed", "error": {"type": "OOM", "message": "m"}}
     assert figures.tags(failed)["llem.error"] == "OOM: m"
+
+
+def test_an_older_results_error_written_as_text_is_in_the_wandb_config() -> None:
+    from llem.tracking.wandb_runs import run_config
+
+    older = {"schema_version": 1, "status": "failed", "error": "CUDA out of memory"}
+    assert run_config(older)["llem"]["error"] == "Error: CUDA out of memory"
+    failed = {**PLANTED, "status": "failed", "error": {"type": "OOM", "message": "m"}}
+    assert run_config(failed)["llem"]["error"] == "OOM: m"
