@@ -5,7 +5,12 @@ from __future__ import annotations
 
 import dataclasses
 from enum import Enum
-from typing import Any
+from typing import Any, TypeAlias
+
+#: what ``json.loads`` gives (and ``yaml.safe_load`` of a plain file): data still to be checked
+Json: TypeAlias = str | int | float | bool | None | list["Json"] | dict[str, "Json"]
+#: one value of a flat record (a knob, a results.csv cell)
+Scalar: TypeAlias = str | int | float | bool | None
 
 
 def json_ready(value: Any) -> Any:

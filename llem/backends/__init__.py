@@ -74,10 +74,10 @@ def sections(
     )
 
 
-def create_backend(exp: ExperimentConfig, run_dir: Path | None = None) -> Backend[Any]:
+def create_backend(exp: ExperimentConfig, run_dir: Path | None = None) -> Backend[object]:
     """The backend ``exp`` names (the default when none is named), built with its sections by
     the driver module of its row in the engine table, for a run into ``run_dir``."""
     row = active_engine(exp)
     module = importlib.import_module(row.driver)
-    backend: Backend[Any] = module.create_backend(sections(exp, row.name, run_dir))
+    backend: Backend[object] = module.create_backend(sections(exp, row.name, run_dir))
     return backend

@@ -21,7 +21,10 @@ import typing
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 T = TypeVar("T")
 
@@ -174,7 +177,7 @@ def section_class(f: dataclasses.Field[Any]) -> type | None:
 
 
 # ------------------------------------------------------------------------------------ walking
-def walk(obj: Any, prefix: str = "") -> Iterator[tuple[str, Knob, Any]]:
+def walk(obj: DataclassInstance, prefix: str = "") -> Iterator[tuple[str, Knob, object]]:
     """Every leaf of a config tree: ``(dotted key, its Knob, its value)``, in declaration order."""
     for f in dataclasses.fields(obj):
         decl = declaration(f)
@@ -221,7 +224,7 @@ def _keys(root: type) -> frozenset[str]:
 
 
 # ------------------------------------------------------------------------------------- ranges
-def range_problems(obj: Any) -> list[str]:
+def range_problems(obj: DataclassInstance) -> list[str]:
     """One sentence per value outside its declared range, over the whole tree."""
     problems = []
     for dotted, decl, value in walk(obj):
@@ -237,7 +240,7 @@ def range_problems(obj: Any) -> list[str]:
     return problems
 
 
-def show(value: Any) -> str:
+def show(value: object) -> str:
     """A value as it would be written on the command line."""
     if isinstance(value, Enum):
         return str(value.value)

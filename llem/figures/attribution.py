@@ -171,7 +171,7 @@ def attribute(
     b = bins or per_span(energy_j, timing_bound_j)
     rows = interval_rows(cut, b.groups)
     fit = fit_steps(
-        rows, b.energy_j, [0.0] * len(rows), scale_relative, lambda w: linear_bound(w, b)
+        rows, b.energy_j, [0.0] * len(rows), scale_relative, lambda w: linear_bound(list(w), b)
     )
     steps = [s.step for s in cut if s.step is not None]
     tokens = (

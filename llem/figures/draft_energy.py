@@ -48,12 +48,15 @@ import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from llem.figures.bins import Bins, linear_bound
 from llem.figures.interval import Z95, coefficient_covariance
 from llem.figures.student_t import t_quantile
 from llem.vocabulary.speculation import Span
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 DRAFT, VERIFICATION, OTHER = range(3)  # what ran in a span (``WorkSpan.kind``)
 _RANK_TOL = 1e-9  # singular values below this x the largest (columns scaled to unit norm) are 0
@@ -259,7 +262,7 @@ def _fitted(
     )
 
 
-def _rank(m: Any) -> int:
+def _rank(m: ArrayLike) -> int:
     import numpy as np
 
     a = np.asarray(m, dtype=float)

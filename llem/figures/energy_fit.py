@@ -40,7 +40,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import ArrayLike, NDArray
 
 NAMES = ("a", "b", "p_static", "p_between", "k")
 _WHAT = {
@@ -127,7 +131,7 @@ def fit_steps(
     energy_j: Sequence[float],
     timing_bound_j: Sequence[float],
     scale_relative: float = 0.0,
-    bound_of: Callable[[Any], float] | None = None,
+    bound_of: Callable[[NDArray[np.float64]], float] | None = None,
 ) -> Fit:
     """The fit over ``rows`` with their energies and energy bounds (module docstring);
     ``bound_of(w)``: the worst-case timing error of ``sum_i w_i E_i``."""
@@ -244,7 +248,9 @@ def _rank(m: object) -> int:
     return int(np.sum(s > _RANK_TOL * s[0])) if s[0] > 0 else 0
 
 
-def _standard_errors(xs: Any, resid: Any, dof: int) -> tuple[Any, str | None]:
+def _standard_errors(
+    xs: ArrayLike, resid: ArrayLike, dof: int
+) -> tuple[NDArray[np.float64] | None, str | None]:
     import numpy as np
 
     if dof <= 0:

@@ -33,23 +33,29 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, TypeVar
 
 from llem.figures.energy_fit import NAMES, Fit, StepRow
 from llem.figures.share_weights import Sharing
 from llem.figures.step_shares import TIME_SHARE, Coefficients, Key, Weights
 
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import ArrayLike, NDArray
+
+K = TypeVar("K")
+
 Z95 = 1.959964
 LAGS = 3  # neighbouring intervals whose errors are taken as correlated (Newey-West)
 
 
-def newey_west(u: Any, lags: int = LAGS) -> Any:
+def newey_west(u: ArrayLike, lags: int = LAGS) -> NDArray[np.float64]:
     """``sum_l k_l sum_t (u_t u_{t-l}' + u_{t-l} u_t')`` over the rows of ``u`` (Bartlett
     weights ``k_l = 1 - l / (lags + 1)``, ``k_0`` counted once)."""
     import numpy as np
 
     u = np.atleast_2d(np.asarray(u, dtype=float))
-    s = u.T @ u
+    s: NDArray[np.float64] = u.T @ u
     for lag in range(1, min(lags, len(u) - 1) + 1):
         k = 1.0 - lag / (lags + 1)
         c = u[lag:].T @ u[:-lag]
@@ -57,7 +63,7 @@ def newey_west(u: Any, lags: int = LAGS) -> Any:
     return s
 
 
-def coefficient_covariance(x: Any, resid: Any, lags: int = LAGS) -> Any:
+def coefficient_covariance(x: ArrayLike, resid: ArrayLike, lags: int = LAGS) -> NDArray[np.float64]:
     """The sandwich ``(X'X)^-1 S (X'X)^-1``, ``S = newey_west(X r)``, scaled by ``n / (n - p)``."""
     import numpy as np
 
@@ -66,7 +72,8 @@ def coefficient_covariance(x: Any, resid: Any, lags: int = LAGS) -> Any:
     n, p = x.shape
     bread = np.linalg.pinv(x.T @ x)
     meat = newey_west(x * r[:, None], lags)
-    return bread @ meat @ bread * (n / max(n - p, 1))
+    cov: NDArray[np.float64] = bread @ meat @ bread * (n / max(n - p, 1))
+    return cov
 
 
 def residual_variance(weights: Mapping[int, float], resid: Sequence[float]) -> float:
@@ -84,13 +91,13 @@ def residual_variance(weights: Mapping[int, float], resid: Sequence[float]) -> f
 
 
 def gradients(
-    value_at: Callable[[Sequence[float]], Mapping[Any, float]],
+    value_at: Callable[[Sequence[float]], Mapping[K, float]],
     fitted: Sequence[float],
     steps: Sequence[float],
-) -> dict[Any, list[float]]:
+) -> dict[K, list[float]]:
     """Each figure's derivative in each fitted coefficient, by central differences of ``steps``
     (``value_at``: the figures at the given fitted values)."""
-    out: dict[Any, list[float]] = {}
+    out: dict[K, list[float]] = {}
     for j, h in enumerate(steps):
         up, down = list(fitted), list(fitted)
         up[j] += h
@@ -104,7 +111,7 @@ def gradients(
 
 def half_width(
     gradient: Sequence[float] | None,
-    covariance: Any,
+    covariance: ArrayLike,
     residual_var: float,
     value: float,
     scale_relative: float,

@@ -13,7 +13,7 @@ by span sum gives.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from llem.figures.bins import Bins
 from llem.figures.step_shares import (
@@ -26,6 +26,13 @@ from llem.figures.step_shares import (
     Weights,
     part_fractions,
 )
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
+    # ``np.bincount``'s sums: floats where it has weights, though its stubs say integers
+    Summed = NDArray[np.float64] | NDArray[np.intp]
 
 PHASES: tuple[Key, ...] = (("prefill", 0), ("decode", 0), ("between", 0), ("unattributed", 0))
 PREFILL, DECODE, BETWEEN, UNATTRIBUTED = range(4)
@@ -41,7 +48,9 @@ class Sharing:
         import numpy as np
 
         self.bins, self.pace, self.by_time = bins, pace, by_time
-        self._by_time: dict[str, Any] = {}  # the time-alone fractions, by ``_fractions``' which
+        self._by_time: dict[
+            str, NDArray[np.float64]
+        ] = {}  # the time-alone fractions, by ``_fractions``' which
         idx = [i for lo, hi in bins.groups for i in range(lo, hi)]
         spans = [cut[i] for i in idx]
         self.group = np.array(
@@ -84,7 +93,7 @@ class Sharing:
             [slot[(int(k), r)] for r, k in zip(rids, groups, strict=True)], dtype=int
         )
 
-    def span_shares(self, c: Coefficients) -> Any:
+    def span_shares(self, c: Coefficients) -> NDArray[np.float64]:
         """Each span's share of its interval's energy under costs ``c`` (``shares_in``)."""
         import numpy as np
 
@@ -101,7 +110,9 @@ class Sharing:
         shares = np.where(total > 0, cost / np.where(total > 0, total, 1.0), 1.0 / self.size)
         return np.where(self.single, 1.0, shares)
 
-    def _contributions(self, c: Coefficients, within: Coefficients | None) -> tuple[Any, Any]:
+    def _contributions(
+        self, c: Coefficients, within: Coefficients | None
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """Each span's weight on each phase (spans x 4) and each request part's (parts)."""
         import numpy as np
 
@@ -135,13 +146,13 @@ class Sharing:
     def _fractions(
         self,
         which: str,
-        parts: Any,
-        step: Any,
-        duration: Any,
-        idle: Any,
+        parts: NDArray[np.float64],
+        step: NDArray[np.int_],
+        duration: NDArray[np.float64],
+        idle: NDArray[np.bool_],
         c: Coefficients,
         blend: bool,
-    ) -> Any:
+    ) -> NDArray[np.float64]:
         """``part_fractions`` under ``c``; where ``blend``, ``by_time`` of each share by time
         alone (``TIME_SHARE``, which no cost moves: worked out once per ``which``) and the rest
         by ``c``."""
@@ -197,7 +208,7 @@ class Sharing:
             out.update({(name, rid): v for rid, v in by_rid.items()})
         return out
 
-    def _per_request(self, parts: Any) -> list[tuple[str, Any]]:
+    def _per_request(self, parts: NDArray[np.float64]) -> list[tuple[str, NDArray[np.float64]]]:
         pre, dec = parts[0::2], parts[1::2]
         return [("req", pre + dec), ("req_prefill", pre), ("req_decode", dec)]
 
@@ -221,7 +232,7 @@ def _span_row(span: Span) -> tuple[int, int, int, int, int]:
     )
 
 
-def _put(out: Weights, key: Key, sums: Any, hit_groups: Any) -> None:
+def _put(out: Weights, key: Key, sums: Summed, hit_groups: NDArray[np.int_]) -> None:
     """``out[key]`` as {interval: its sum}, for the intervals with a non-zero contribution."""
     import numpy as np
 
@@ -230,7 +241,7 @@ def _put(out: Weights, key: Key, sums: Any, hit_groups: Any) -> None:
         out[key] = {int(g): float(sums[g]) for g in hit}
 
 
-def _dot(w: Any, energy: Any) -> float:
+def _dot(w: Summed, energy: NDArray[np.float64]) -> float:
     """``sum_k w_k E_k`` in order of interval, as a span by span sum takes it."""
     total = 0.0
     for x, e in zip(w.tolist(), energy.tolist(), strict=True):

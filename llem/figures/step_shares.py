@@ -14,10 +14,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from llem.figures.energy_fit import StepRow
 from llem.vocabulary.workload import EngineStep
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
 
 Coefficients = tuple[float, float, float, float, float]  # a, b, p_static, p_between, k
 # a step's fixed s, s per prefill token, per decode token, per context token
@@ -160,8 +164,13 @@ def fractions(
 
 
 def part_fractions(
-    parts: Any, step: Any, duration_s: Any, idle: Any, c: Sequence[float], pace: Pace
-) -> Any:
+    parts: NDArray[np.float64],
+    step: NDArray[np.int_],
+    duration_s: NDArray[np.float64],
+    idle: NDArray[np.bool_],
+    c: Sequence[float],
+    pace: Pace,
+) -> NDArray[np.float64]:
     """Each part's share of its step (arrays: ``parts`` rows of prefill tokens, decode tokens,
     context tokens read; ``step`` each part's step, in order; ``duration_s`` each step's): its
     tokens' and its context's fitted cost plus the step's static power by its share of the step's

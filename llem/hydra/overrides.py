@@ -11,9 +11,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from llem.errors import ConfigError
+
+if TYPE_CHECKING:
+    from hydra.core.config_loader import ConfigLoader
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.core.override_parser.types import Override
+
+    from llem.plain import Scalar
 
 
 @dataclass(frozen=True)
@@ -31,13 +38,13 @@ class ParsedOverride:
 
 
 @lru_cache(maxsize=1)
-def _plain_parser() -> Any:
+def _plain_parser() -> OverridesParser:
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     return OverridesParser.create()
 
 
-def hydra_parser(config_loader: Any = None) -> Any:
+def hydra_parser(config_loader: ConfigLoader | None = None) -> OverridesParser:
     """Hydra's ``OverridesParser``; given a sweep's config loader, ``glob()`` can list groups."""
     if config_loader is None:
         return _plain_parser()
@@ -46,7 +53,9 @@ def hydra_parser(config_loader: Any = None) -> Any:
     return OverridesParser.create(config_loader=config_loader)
 
 
-def parse_grid(overrides: Sequence[str], config_loader: Any = None) -> list[Any]:
+def parse_grid(
+    overrides: Sequence[str], config_loader: ConfigLoader | None = None
+) -> list[Override]:
     """Hydra's own ``Override`` objects for a sweep's command line (grids left unexpanded);
     raises what Hydra raises for a malformed one."""
     return list(hydra_parser(config_loader).parse_overrides(list(overrides)))
@@ -107,12 +116,12 @@ def without_key(overrides: Sequence[str], key: str) -> list[str]:
     return [o for o in overrides if key_of(o) != key]
 
 
-def knob_values(overrides: Iterable[str]) -> dict[str, Any]:
+def knob_values(overrides: Iterable[str]) -> dict[str, Scalar]:
     """``["+pytorch.batch_size=4", "decoder=greedy"]`` → ``{"pytorch.batch_size": 4, ...}``.
 
     Hydra's own keys and deletions are left out; a list or dict value stays as written.
     """
-    out: dict[str, Any] = {}
+    out: dict[str, Scalar] = {}
     for text in overrides:
         try:
             p = parse_one(str(text).strip())

@@ -38,7 +38,7 @@ import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import pandas as pd
 import yaml
@@ -48,6 +48,9 @@ from llem.report.cells import is_missing, typed_column
 from llem.report.find import run_dirs
 from llem.report.hardware import hardware_facts
 from llem.result import ResultFormatError, RunResult
+
+if TYPE_CHECKING:
+    from llem.plain import Json, Scalar
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +97,7 @@ def config_keys(override_keys: Iterable[str]) -> list[str]:
 # --------------------------------------------------------------------------- overrides
 
 
-def parse_overrides(overrides: Iterable[str]) -> dict[str, Any]:
+def parse_overrides(overrides: Iterable[str]) -> dict[str, Scalar]:
     """``["+pytorch.batch_size=4", "decoder=greedy"]`` → ``{"pytorch.batch_size": 4, ...}``.
 
     Values are typed as Hydra types them; Hydra's own keys and deletions are left out.
@@ -109,7 +112,7 @@ def parse_overrides(overrides: Iterable[str]) -> dict[str, Any]:
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-def _read_yaml(path: Path) -> Any:
+def _read_yaml(path: Path) -> Json:
     try:
         with open(path, encoding="utf-8") as f:
             return yaml.load(f, Loader=_YAML_LOADER)  # noqa: S506 (a safe loader)
@@ -117,7 +120,7 @@ def _read_yaml(path: Path) -> Any:
         return None
 
 
-def _lookup(tree: Any, dotted: str) -> Any:
+def _lookup(tree: Json, dotted: str) -> Scalar:
     node = tree
     for part in dotted.replace("/", ".").split("."):
         if not isinstance(node, dict) or part not in node:
@@ -126,7 +129,7 @@ def _lookup(tree: Any, dotted: str) -> Any:
     return None if isinstance(node, (dict, list)) else node
 
 
-def flatten(data: dict[str, Any], skip: Sequence[str] = ("config",)) -> dict[str, Any]:
+def flatten(data: dict[str, Json], skip: Sequence[str] = ("config",)) -> dict[str, Scalar]:
     """Nested dicts → dotted keys (``pandas.json_normalize``); empty dicts vanish; lists →
     one ``"; "``-joined string. Top-level keys in ``skip`` are left out."""
     kept = {k: v for k, v in data.items() if k not in skip}
@@ -148,14 +151,14 @@ def flatten(data: dict[str, Any], skip: Sequence[str] = ("config",)) -> dict[str
 @dataclass
 class _Run:
     path: Path
-    result: dict[str, Any]
-    overrides: dict[str, Any]
+    result: dict[str, Json]
+    overrides: dict[str, Scalar]
     override_list: list[str]
-    config: dict[str, Any]
-    choices: dict[str, Any]
+    config: dict[str, Json]
+    choices: dict[str, Json]
 
 
-def _read_result(path: Path) -> dict[str, Any]:
+def _read_result(path: Path) -> dict[str, Json]:
     """``path/result.json`` through the result model (older schemas migrate), as JSON data; a
     ``missing`` record when it is absent or unreadable."""
     result_file = path / "result.json"
@@ -167,14 +170,13 @@ def _read_result(path: Path) -> dict[str, Any]:
         return _missing(f"result.json is unreadable: {exc}")
 
 
-def _own_overrides(path: Path, result: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+def _own_overrides(path: Path, result: dict[str, Json]) -> tuple[dict[str, Json], list[str]]:
     """The run's overrides (Hydra's record, else the result's); and the result, or a missing
     record when it was written for other overrides than Hydra recorded here."""
-    recorded = [str(o) for o in result.get("overrides") or []]
-    override_list = _read_yaml(path / ".hydra" / "overrides.yaml")
-    if not isinstance(override_list, list):
-        override_list = recorded
-    override_list = [str(o) for o in override_list]
+    given = result.get("overrides")  # the model's: a list of strings, or absent
+    recorded = [str(o) for o in given] if isinstance(given, list) else []
+    written = _read_yaml(path / ".hydra" / "overrides.yaml")
+    override_list = [str(o) for o in written] if isinstance(written, list) else recorded
     # an empty list is what the model reads for a file without overrides: nothing to check
     if recorded and result.get("status") != "missing" and recorded != override_list:
         # The job that ran here (its .hydra record) is not the one that wrote result.json: an
@@ -202,7 +204,7 @@ def _read_run(path: Path) -> _Run:
     )
 
 
-def _lookup_dict(tree: Any, keys: Sequence[str]) -> dict[str, Any]:
+def _lookup_dict(tree: Json, keys: Sequence[str]) -> dict[str, Json]:
     node = tree
     for key in keys:
         if not isinstance(node, dict):
@@ -211,11 +213,11 @@ def _lookup_dict(tree: Any, keys: Sequence[str]) -> dict[str, Any]:
     return node if isinstance(node, dict) else {}
 
 
-def _missing(message: str) -> dict[str, Any]:
+def _missing(message: str) -> dict[str, Json]:
     return {"status": "missing", "error": {"type": "Missing", "message": message, "hint": None}}
 
 
-def _status(result: dict[str, Any]) -> str:
+def _status(result: dict[str, Json]) -> str:
     status = result.get("status")
     if isinstance(status, str) and status:
         return status
@@ -223,18 +225,18 @@ def _status(result: dict[str, Any]) -> str:
     return "failed" if result.get("error") else "ok"
 
 
-def _energy_valid(result: dict[str, Any]) -> bool | None:
+def _energy_valid(result: dict[str, Json]) -> bool | None:
     validity = result.get("validity")
     verdict = validity.get("energy_valid") if isinstance(validity, dict) else None
     return verdict if isinstance(verdict, bool) else None
 
 
-def _fallback_hash(overrides: dict[str, Any]) -> str:
+def _fallback_hash(overrides: dict[str, Json]) -> str:
     items = sorted((k, repr(v)) for k, v in overrides.items() if k != REPEAT_KEY)
     return "ovr-" + hashlib.sha1(repr(items).encode()).hexdigest()[:12]
 
 
-def _run_value(run: _Run, key: str) -> Any:
+def _run_value(run: _Run, key: str) -> Json:
     """The value a run used for ``key``: its override, else its group choice, else its config."""
     if key in run.overrides:
         return run.overrides[key]
@@ -246,7 +248,7 @@ def _run_value(run: _Run, key: str) -> Any:
 # --------------------------------------------------------------------------- the table
 
 
-def _sort_token(value: Any, first_seen: dict[str, int] | None = None) -> tuple:
+def _sort_token(value: Json, first_seen: dict[str, int] | None = None) -> tuple:
     """Numbers numerically, then text in the order the sweep ran it (job order), then gaps."""
     if is_missing(value):
         return (2, 0.0, "")
@@ -256,10 +258,10 @@ def _sort_token(value: Any, first_seen: dict[str, int] | None = None) -> tuple:
     return (1, float((first_seen or {}).get(text, 0)), text)
 
 
-def _row(run: _Run, override_keys: Sequence[str]) -> dict[str, Any]:
+def _row(run: _Run, override_keys: Sequence[str]) -> dict[str, Json]:
     """One results.csv row (see the module docstring for the columns)."""
     flat = flatten(run.result)
-    row: dict[str, Any] = {"run_dir": str(run.path.resolve()), "status": _status(run.result)}
+    row: dict[str, Json] = {"run_dir": str(run.path.resolve()), "status": _status(run.result)}
     row["valid"] = _energy_valid(run.result) if row["status"] == "ok" else None
     for key in ("error.type", "error.message", "error.hint"):
         row[key] = flat.pop(key, None)
@@ -279,11 +281,11 @@ def _row(run: _Run, override_keys: Sequence[str]) -> dict[str, Any]:
     return row
 
 
-def _fill_config_hashes(rows: list[dict[str, Any]], override_keys: Sequence[str]) -> None:
+def _fill_config_hashes(rows: list[dict[str, Json]], override_keys: Sequence[str]) -> None:
     """A run without a config_hash (no result.json, older schema) joins the configuration of the
     runs with the same override values, when that is unambiguous; otherwise it gets its own."""
 
-    def point(r: dict[str, Any]) -> str:
+    def point(r: dict[str, Json]) -> str:
         return repr([(k, r.get(k)) for k in config_keys(override_keys)])
 
     known: dict[str, set] = {}
@@ -300,7 +302,7 @@ def _fill_config_hashes(rows: list[dict[str, Any]], override_keys: Sequence[str]
             )
 
 
-def _sort_rows(rows: list[dict[str, Any]], override_keys: Sequence[str]) -> None:
+def _sort_rows(rows: list[dict[str, Json]], override_keys: Sequence[str]) -> None:
     """By knob values (numbers numerically, text in the order the sweep ran it), then repeat,
     then run order. ``rows`` come in run order (natural order of the directories = job order)."""
     first_seen: dict[str, dict[str, int]] = {k: {} for k in override_keys}
@@ -317,7 +319,7 @@ def _sort_rows(rows: list[dict[str, Any]], override_keys: Sequence[str]) -> None
     )
 
 
-def _frame(rows: list[dict[str, Any]], override_keys: Sequence[str]) -> pd.DataFrame:
+def _frame(rows: list[dict[str, Json]], override_keys: Sequence[str]) -> pd.DataFrame:
     columns: list[str] = list(LEADING_COLUMNS)
     for key in [*override_keys, "config_hash", "overrides"]:
         if key not in columns:

@@ -89,6 +89,9 @@ class Figure:
 
 
 # ------------------------------------------------------------------ declaring figures on sections
+# ``figure()``, ``figure_map()`` and ``bound()`` return Any: a field's default (None, or a new
+# dict) takes the type its section declares (a float, a bool, a record, a map of figures);
+# ``interval_figure()`` and ``ci95()`` only ever declare floats.
 
 
 def figure(*, bounded: bool = False) -> Any:
@@ -107,13 +110,13 @@ def bound() -> Any:
     return field(default=None, metadata={_KIND: "bound"})
 
 
-def interval_figure() -> Any:
+def interval_figure() -> float | None:
     """A bounded figure with a 95 % interval: its ``X_uncertainty`` (bound()) and its
     ``X_ci95_half_width`` (ci95()) fields."""
     return field(default=None, metadata={_KIND: "interval"})
 
 
-def ci95() -> Any:
+def ci95() -> float | None:
     """The 95 % interval's half-width field ``X_ci95_half_width`` of the figure ``X``."""
     return field(default=None, metadata={_KIND: "ci95"})
 
@@ -155,7 +158,7 @@ def _read_specs(cls: type) -> dict[str, FigureSpec]:
     return specs
 
 
-def check_bounds(section: Any) -> None:
+def check_bounds(section: object) -> None:
     """Raise ValueError when a section holds a bound for a figure that is null."""
     for spec in figure_specs(type(section)).values():
         if spec.bound is None:
@@ -186,7 +189,7 @@ def with_figures(
     unknown = sorted(set(figures) - set(specs))
     if unknown:
         raise ValueError(f"not figures of {type(section).__name__}: {unknown}")
-    changes: dict[str, Any] = {}
+    changes: dict[str, object] = {}
     reasons: dict[str, str] = {}
     for name, spec in specs.items():
         if name not in figures:
@@ -205,7 +208,7 @@ def _put_map(
     spec: FigureSpec,
     given: Mapping[str, Figure],
     path: str,
-    changes: dict[str, Any],
+    changes: dict[str, object],
     reasons: dict[str, str],
 ) -> None:
     changes[spec.name] = {k: f.value for k, f in given.items()}
@@ -223,7 +226,7 @@ def _put_one(
     spec: FigureSpec,
     given: Figure,
     where: str,
-    changes: dict[str, Any],
+    changes: dict[str, object],
     reasons: dict[str, str],
 ) -> None:
     changes[spec.name] = given.value
@@ -244,7 +247,7 @@ def _put_one(
         raise ValueError(f"{owner}.{spec.name} has no interval field")
 
 
-def read_figure(section: Any, where: str, name: str, null_reasons: Mapping[str, str]) -> Figure:
+def read_figure(section: object, where: str, name: str, null_reasons: Mapping[str, str]) -> Figure:
     """The figure ``name`` of ``section`` as written: value, bound and reasons back together."""
     spec = figure_specs(type(section))[name]
     if spec.is_map:

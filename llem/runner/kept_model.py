@@ -8,7 +8,6 @@ two runners never share a model. A fresh load's time goes to ``llem.runner.load_
 from __future__ import annotations
 
 import gc
-from typing import Any
 
 from llem.runner.load_times import record_load
 from llem.vocabulary.engine import Backend
@@ -19,9 +18,11 @@ class KeptModel:
     """At most one loaded model and the backend that unloads it."""
 
     def __init__(self) -> None:
-        self._kept: tuple[Backend[Any], LoadedModel] | None = None
+        self._kept: tuple[Backend[object], LoadedModel] | None = None
 
-    def acquire(self, backend: Backend[Any], device: str, reuse: bool) -> tuple[LoadedModel, bool]:
+    def acquire(
+        self, backend: Backend[object], device: str, reuse: bool
+    ) -> tuple[LoadedModel, bool]:
         """The model for this run and whether it was the kept one: the kept model when its load
         key matches (and ``reuse`` is on), else a fresh load (the kept one freed first)."""
         key = backend.load_key(device)
@@ -37,7 +38,7 @@ class KeptModel:
         record_load(key, loaded.load_s)  # for later sweep plans' estimates
         return loaded, False
 
-    def release(self, backend: Backend[Any], loaded: LoadedModel | None, keep: bool) -> None:
+    def release(self, backend: Backend[object], loaded: LoadedModel | None, keep: bool) -> None:
         """After a run: keep the model for the next run, or free it now."""
         if loaded is None:
             return

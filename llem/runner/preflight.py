@@ -18,7 +18,6 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from llem.backends import create_backend, sections
 from llem.backends.models import model_problem
@@ -188,7 +187,7 @@ def collect_findings(
 
 
 def metered_device(
-    backend: Backend[Any], device: str, measurement: MeasurementConfig, gpus: GpuOpener
+    backend: Backend[object], device: str, measurement: MeasurementConfig, gpus: GpuOpener
 ) -> str:
     """The device whose energy the run measures: llem's own ``device``, or where the engine's
     energy is that of GPUs named for it (``Backend.measures_named_gpus``: a server's), whatever
@@ -199,7 +198,7 @@ def metered_device(
     return device
 
 
-def _node_refusal(exp: ExperimentConfig, backend: Backend[Any]) -> str | None:
+def _node_refusal(exp: ExperimentConfig, backend: Backend[object]) -> str | None:
     """Why this host's meters are not the run's to read (a running server elsewhere, or on GPUs
     not named), asked of the engine where the boundary is the node: the run reads none of it."""
     if exp.measurement.boundary.value != "node":

@@ -10,7 +10,7 @@ import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig
 
@@ -66,6 +66,9 @@ from llem.runner.weights import fill_weights
 from llem.vocabulary.engine import Backend
 from llem.vocabulary.model import LoadedModel
 from llem.vocabulary.workload import BatchOutput, ServeOutput
+
+if TYPE_CHECKING:
+    from llem.vocabulary.workload import Prompt
 
 log = logging.getLogger("llem.run")
 
@@ -227,7 +230,7 @@ class Runner:
         device: str,
         metered: str,
         indices: list[int] | None,
-        backend: Backend[Any],
+        backend: Backend[object],
     ) -> MeasurementSession:
         """The run's measurement session over the GPUs ``indices`` (torch's numbering) of
         ``metered``, the device whose energy the run measures (``preflight.metered_device``). Its
@@ -251,7 +254,7 @@ class Runner:
     def _generate(
         self,
         exp: ExperimentConfig,
-        backend: Backend[Any],
+        backend: Backend[object],
         loaded: LoadedModel,
         session: MeasurementSession,
         result: RunResult,
@@ -296,10 +299,10 @@ class Runner:
     def _window(
         self,
         exp: ExperimentConfig,
-        backend: Backend[Any],
+        backend: Backend[object],
         loaded: LoadedModel,
         session: MeasurementSession,
-        batches: list[list[Any]],
+        batches: list[list[Prompt]],
         serving: ServePlan | None,
     ) -> _Measured:
         """The measured window: the workload served once, or whole passes over the batches
@@ -326,7 +329,7 @@ class Runner:
         return _Measured(outputs, passes, 0)
 
     def _acquire(
-        self, backend: Backend[Any], device: str, reuse: bool, result: RunResult
+        self, backend: Backend[object], device: str, reuse: bool, result: RunResult
     ) -> LoadedModel:
         """The model for this run (the kept one where it serves: ``KeptModel``), described in
         the result's lifecycle."""

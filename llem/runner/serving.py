@@ -17,7 +17,6 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from llem.backends import serves
 from llem.backends.traffic.schedule import build_schedule
@@ -81,7 +80,7 @@ def offline_requests(exp: ExperimentConfig, prompts: Sequence[Prompt]) -> list[P
     return [prompts[i % len(prompts)] for i in range(n)]
 
 
-def serve(backend: Backend[Any], loaded: LoadedModel, served: ServePlan) -> ServeOutput:
+def serve(backend: Backend[object], loaded: LoadedModel, served: ServePlan) -> ServeOutput:
     """``backend.serve`` once (inside the measured window: no pass repetition)."""
     return backend.serve(loaded, served.requests, served.max_concurrency)
 
@@ -125,7 +124,7 @@ def fill_serving(
     exp: ExperimentConfig,
     ran: Served,
     session: MeasurementSession,
-    backend: Backend[Any],
+    backend: Backend[object],
     loaded: LoadedModel,
     run_dir: Path,
 ) -> None:

@@ -6,8 +6,6 @@ configured ones, else where the engine puts the model), the ones holding its mod
 
 from __future__ import annotations
 
-from typing import Any
-
 from llem.config.schema import ExperimentConfig
 from llem.devices.gpu import on_gpu
 from llem.vocabulary.engine import Backend
@@ -38,7 +36,9 @@ def model_gpu_indices(loaded: LoadedModel) -> list[int]:
     return [torch.cuda.current_device()]
 
 
-def measured_indices(exp: ExperimentConfig, device: str, backend: Backend[Any]) -> list[int] | None:
+def measured_indices(
+    exp: ExperimentConfig, device: str, backend: Backend[object]
+) -> list[int] | None:
     """The torch indices to measure on ``device`` (``preflight.metered_device``):
     measurement.gpu_indices, else where the model goes (a server: the GPUs it names)."""
     if not on_gpu(device):

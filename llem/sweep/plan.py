@@ -11,11 +11,14 @@ import itertools
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from llem.config.schema import SweepOrder
 from llem.hydra.overrides import key_of
 from llem.sweep.load_estimate import estimate_loads, loads_in_order
+
+if TYPE_CHECKING:
+    from hydra.core.override_parser.types import Override
 
 
 @dataclass
@@ -39,7 +42,7 @@ class Point:
             self.label = " ".join(self.overrides) or "(defaults)"
 
 
-def expand_grid(overrides: list[Any]) -> list[list[str]]:
+def expand_grid(overrides: list[Override]) -> list[list[str]]:
     """Hydra's parsed overrides → one override list per grid point, in Hydra's grid order.
 
     ``a=1,2 b=x,y`` gives (1,x), (1,y), (2,x), (2,y), exactly as Hydra's basic sweeper does.

@@ -27,7 +27,7 @@ import logging
 import random
 import warnings
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from llem.errors import ConfigError
 from llem.sweep.search_confirm import (
@@ -42,6 +42,12 @@ from llem.sweep.search_space import Space
 from llem.sweep.search_spec import SearchSpec
 from llem.sweep.search_verdict import Verdict
 
+if TYPE_CHECKING:
+    from types import ModuleType
+
+    from optuna.samplers import BaseSampler
+    from optuna.trial import Trial
+
 log = logging.getLogger("llem.sweep")
 
 # Proposals of measured configurations in a row before an untried one is taken at random. TPE's
@@ -55,7 +61,7 @@ def startup_trials(budget: int) -> int:
     return max(3, min(10, budget // 3))
 
 
-def make_sampler(spec: SearchSpec, budget: int) -> Any:
+def make_sampler(spec: SearchSpec, budget: int) -> BaseSampler:
     """Optuna's sampler for ``spec.sampler``, seeded, with its random start
     (``startup_trials``)."""
     import optuna
@@ -81,7 +87,7 @@ def make_sampler(spec: SearchSpec, budget: int) -> Any:
         )
 
 
-def import_optuna() -> Any:
+def import_optuna() -> ModuleType:
     try:
         import optuna
     except ImportError:
@@ -96,7 +102,7 @@ def import_optuna() -> Any:
 @dataclass
 class Proposal:
     knobs: dict[str, str]
-    trial: Any  # Optuna's trial (None for a confirmation)
+    trial: Trial | None  # Optuna's trial (None for a confirmation or a resumed trial)
     kind: str = "search"
     confirmation: int = 0  # a confirmation: its number for this configuration (1, 2, ...)
 
@@ -155,7 +161,7 @@ class Search:
             return "the sampler proposed no configuration that was not measured"
         return None
 
-    def _tell_sampler(self, trial: Any, verdict: Verdict) -> None:
+    def _tell_sampler(self, trial: Trial, verdict: Verdict) -> None:
         states = self._optuna.trial.TrialState
         if not verdict.counts:
             self.study.tell(trial, state=states.FAIL)
@@ -333,6 +339,7 @@ class Search:
             key = self.space.canonical(proposal.knobs)
             self._in_flight.discard(key)
             self._measured[key] = verdict
+            assert proposal.trial is not None  # a search proposal is the sampler's (``ask``)
             self._tell_sampler(proposal.trial, verdict)
         else:
             self._confirmed(proposal)

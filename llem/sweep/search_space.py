@@ -19,9 +19,16 @@ import math
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from llem.errors import ConfigError
+
+if TYPE_CHECKING:
+    from hydra.core.override_parser.types import IntervalSweep, Override
+    from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
+    from optuna.trial import Trial
+
+    Distribution = CategoricalDistribution | IntDistribution | FloatDistribution
 
 _WHOLE = re.compile(r"^[-+]?\d+$")
 
@@ -47,20 +54,21 @@ class Choices:
     def by_value(self) -> tuple[str, ...]:
         return tuple(sorted(self.values, key=lambda v: _number(v) or 0.0))
 
-    def distribution(self) -> Any:
+    def distribution(self) -> CategoricalDistribution | IntDistribution:
         from optuna.distributions import CategoricalDistribution, IntDistribution
 
         if self.ordered:
             return IntDistribution(0, len(self.values) - 1)
         return CategoricalDistribution(list(self.values))
 
-    def suggest(self, trial: Any) -> str:
+    def suggest(self, trial: Trial) -> str:
         if self.ordered:
             return self.by_value[trial.suggest_int(self.key, 0, len(self.values) - 1)]
         return str(trial.suggest_categorical(self.key, list(self.values)))
 
-    def param(self, value: str) -> Any:
-        """The sampler's value for knob text ``value`` (None: not one of the choices)."""
+    def param(self, value: str) -> int | str | None:
+        """The sampler's value for knob text ``value`` (None: not one of the choices): its
+        index by value where the choices are ordered, else the text itself."""
         if self.ordered:
             n = _number(value)
             for i, v in enumerate(self.by_value):
@@ -81,7 +89,7 @@ class Interval:
     log: bool
     whole: bool  # both ends written as whole numbers: whole-number values
 
-    def distribution(self) -> Any:
+    def distribution(self) -> IntDistribution | FloatDistribution:
         from optuna.distributions import FloatDistribution, IntDistribution
 
         if self.whole:
@@ -91,13 +99,13 @@ class Interval:
     def text(self, value: float) -> str:
         return str(int(round(value))) if self.whole else f"{value:.6g}"
 
-    def suggest(self, trial: Any) -> str:
+    def suggest(self, trial: Trial) -> str:
         if self.whole:
             low, high = int(self.low), int(self.high)
             return self.text(trial.suggest_int(self.key, low, high, log=self.log))
         return self.text(trial.suggest_float(self.key, self.low, self.high, log=self.log))
 
-    def param(self, value: str) -> Any:
+    def param(self, value: str) -> float | None:
         n = _number(value)
         if n is None or not self.low <= n <= self.high:
             return None
@@ -128,15 +136,15 @@ class Space:
             return None
         return math.prod(len(d.values) for d in self.dims if isinstance(d, Choices))
 
-    def distributions(self) -> dict[str, Any]:
+    def distributions(self) -> dict[str, Distribution]:
         return {d.key: d.distribution() for d in self.dims}
 
-    def suggest(self, trial: Any) -> dict[str, str]:
+    def suggest(self, trial: Trial) -> dict[str, str]:
         return {d.key: d.suggest(trial) for d in self.dims}
 
-    def params(self, knobs: dict[str, str]) -> dict[str, Any] | None:
+    def params(self, knobs: dict[str, str]) -> dict[str, float | str] | None:
         """The sampler's values for ``knobs``; None when one lies outside the space."""
-        out = {}
+        out: dict[str, float | str] = {}
         for d in self.dims:
             value = d.param(knobs[d.key]) if d.key in knobs else None
             if value is None:
@@ -183,7 +191,7 @@ class Space:
                 continue
             if d.ordered:
                 i = d.param(knobs[d.key])
-                if i is None:
+                if not isinstance(i, int):  # not one of the choices (None)
                     continue
                 steps = [d.by_value[j] for j in (i - 1, i + 1) if 0 <= j < len(d.values)]
             else:
@@ -201,7 +209,7 @@ class Space:
         return [f"{d.key}={d.describe()}" for d in self.dims]
 
 
-def make_space(overrides: list[Any]) -> Space:
+def make_space(overrides: list[Override]) -> Space:
     """Hydra's parsed overrides → the space; ``repeat`` cannot be a dimension."""
     from hydra.core.override_parser.types import IntervalSweep
 
@@ -228,16 +236,17 @@ def make_space(overrides: list[Any]) -> Space:
     return Space(fixed=fixed, dims=dims, order=order)
 
 
-def _written(o: Any) -> str:
+def _written(o: Override) -> str:
     """The value of an override as it was written (``interval(100,400)``)."""
     line = str(getattr(o, "input_line", None) or "")
     return line.split("=", 1)[1] if "=" in line else line
 
 
-def _interval(key: str, o: Any, value: Any) -> Interval:
+def _interval(key: str, o: Override, value: IntervalSweep) -> Interval:
     text = _written(o)
     inner = text[text.rfind("(") + 1 : text.find(")")] if "(" in text else ""
     ends = [e.strip() for e in inner.split(",")]
+    assert value.start is not None and value.end is not None  # Hydra's interval() has both
     low, high = float(value.start), float(value.end)
     if not low < high:
         raise ConfigError(f"{key}={text}: the interval's low end must be below its high end")

@@ -20,7 +20,6 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from llem.errors import ConfigError
 from llem.result.keys import needs_energy, numeric_keys
@@ -89,7 +88,7 @@ class SearchSpec:
         )
 
 
-def _check_key(name: str, key: Any) -> str:
+def _check_key(name: str, key: object) -> str:
     if not isinstance(key, str) or not key.strip():
         raise ConfigError(
             f"{name}={key}: not a result key (allowed: a numeric figure of result.json such as "
@@ -106,7 +105,7 @@ def _check_key(name: str, key: Any) -> str:
     return key
 
 
-def parse_constraint(index: int, text: Any) -> Constraint:
+def parse_constraint(index: int, text: object) -> Constraint:
     name = f"hydra.sweeper.constraints[{index}]"
     m = _CONSTRAINT.match(text) if isinstance(text, str) else None
     if m is None:
@@ -122,14 +121,15 @@ def parse_constraint(index: int, text: Any) -> Constraint:
 
 
 def make_spec(
-    objective: Any,
-    direction: Any,
-    constraints: Any,
-    budget: Any,
-    seed: Any,
-    sampler: Any,
+    objective: object,
+    direction: object,
+    constraints: object,
+    budget: object,
+    seed: object,
+    sampler: object,
 ) -> SearchSpec:
-    """The declaration as the sweeper got it, checked; the first problem is a ConfigError."""
+    """The declaration as the sweeper got it (config values: anything may have been written),
+    checked; the first problem is a ConfigError."""
     if objective is None:
         raise ConfigError(
             "hydra.sweeper.objective is not set (allowed: a numeric figure of result.json such "
@@ -140,9 +140,19 @@ def make_spec(
         raise ConfigError(
             f"hydra.sweeper.direction={direction}: allowed values are {', '.join(DIRECTIONS)}"
         )
-    if isinstance(constraints, str):
-        constraints = [constraints]
-    parsed = tuple(parse_constraint(i, c) for i, c in enumerate(list(constraints or [])))
+    items: list[object] | tuple[object, ...]
+    if constraints is None:
+        items = []
+    elif isinstance(constraints, str):
+        items = [constraints]
+    elif isinstance(constraints, (list, tuple)):
+        items = constraints
+    else:
+        raise ConfigError(
+            f"hydra.sweeper.constraints={constraints}: not a list of constraints (allowed: "
+            "'KEY OP NUMBER' or a list of them, e.g. 'latency.tpot_ms.p90 <= 50')"
+        )
+    parsed = tuple(parse_constraint(i, c) for i, c in enumerate(items))
     if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
         raise ConfigError(f"hydra.sweeper.budget={budget}: must be a whole number of trials >= 1")
     if isinstance(seed, bool) or not isinstance(seed, int):

@@ -87,11 +87,11 @@ class SearchSweeper(GridSweeper):
         self,
         objective: str | None = None,
         direction: str = "minimize",
-        constraints: Any = None,
-        budget: Any = 20,
-        seed: Any = 0,
+        constraints: object = None,
+        budget: object = 20,
+        seed: object = 0,
         sampler: str = "tpe",
-        confirm: Any = 0,
+        confirm: object = 0,
         search: bool = False,
         **grid: Any,
     ) -> None:
@@ -100,14 +100,16 @@ class SearchSweeper(GridSweeper):
         self.confirm = confirm
         self.searching = bool(search) or objective is not None
 
-    def _spec(self) -> SearchSpec:
+    def _spec(self) -> tuple[SearchSpec, int]:
+        """The declaration checked: the search's spec, and how many confirmations it asks."""
         objective, direction, constraints, budget, seed, sampler = self.declared
         if OmegaConf.is_config(constraints):
             constraints = OmegaConf.to_container(constraints)
         spec = make_spec(objective, direction, constraints, budget, seed, sampler)
-        if isinstance(self.confirm, bool) or not isinstance(self.confirm, int) or self.confirm < 0:
-            raise ConfigError(f"hydra.sweeper.confirm={self.confirm}: must be a whole number >= 0")
-        return spec
+        confirm = self.confirm
+        if isinstance(confirm, bool) or not isinstance(confirm, int) or confirm < 0:
+            raise ConfigError(f"hydra.sweeper.confirm={confirm}: must be a whole number >= 0")
+        return spec, confirm
 
     def sweep(self, arguments: list[str]) -> Any:
         """A search where one is declared (``llem_search``, or an objective); else the grid."""
@@ -116,7 +118,7 @@ class SearchSweeper(GridSweeper):
         assert self.config is not None and self.launcher is not None
         assert self.hydra_context is not None
         self.check_settings()
-        spec = self._spec()
+        spec, confirm = self._spec()
         import_optuna()
         planner = Planner(self.hydra_context, self.config)
         space = planner.space(self.params, arguments)
@@ -141,7 +143,7 @@ class SearchSweeper(GridSweeper):
         )
         check_energy(spec, energy_unavailable(cfg, planner.has_cuda, on_this_machine))
         check_quality(spec, quality_unavailable(cfg, space.keys))
-        search = Search(spec, space, confirm=self.confirm, traffic_seed=drawn_seed(cfg))
+        search = Search(spec, space, confirm=confirm, traffic_seed=drawn_seed(cfg))
         if settings.dry_run:
             self._started(sweep_dir, None)
             return self._dry_run_search(planner, search, first)

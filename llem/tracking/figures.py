@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from llem.plain import Json
 
 # top-level keys of result.json that are not figures: identity, configuration, position, reasons
 NOT_FIGURES = ("schema_version", "config", "overrides", "sweep", "null_reasons", "error")
@@ -26,7 +29,7 @@ def safe_key(key: str) -> str:
     return _KEY_UNSAFE.sub("_", key)[:KEY_MAX]
 
 
-def _leaves(value: Any, prefix: str) -> Iterator[tuple[str, Any]]:
+def _leaves(value: Json, prefix: str) -> Iterator[tuple[str, Json]]:
     if isinstance(value, dict):
         for k, v in value.items():
             yield from _leaves(v, f"{prefix}.{k}" if prefix else str(k))
@@ -34,7 +37,7 @@ def _leaves(value: Any, prefix: str) -> Iterator[tuple[str, Any]]:
         yield prefix, value
 
 
-def metrics(result: dict[str, Any]) -> dict[str, float]:
+def metrics(result: dict[str, Json]) -> dict[str, float]:
     """Every numeric leaf of ``result`` outside ``NOT_FIGURES``, by dotted key; booleans and
     nulls are not figures."""
     out: dict[str, float] = {}
@@ -47,9 +50,9 @@ def metrics(result: dict[str, Any]) -> dict[str, float]:
     return out
 
 
-def tags(result: dict[str, Any]) -> dict[str, str]:
+def tags(result: dict[str, Json]) -> dict[str, str]:
     """Status, validity, identity and one ``null.<key>`` tag per null figure with its reason."""
-    validity = result.get("validity") or {}
+    validity = section(result, "validity")
     valid = validity.get("energy_valid")
     out = {
         "llem.status": str(result.get("status")),
@@ -58,22 +61,32 @@ def tags(result: dict[str, Any]) -> dict[str, str]:
         "llem.started_at": str(result.get("started_at")),
     }
     if problems := validity.get("problems"):
-        out["llem.validity_problems"] = " | ".join(map(str, problems))[:VALUE_MAX]
+        listed = problems if isinstance(problems, list) else [problems]
+        out["llem.validity_problems"] = " | ".join(map(str, listed))[:VALUE_MAX]
     if error := result.get("error"):
+        if not isinstance(error, dict):  # schema 1 wrote the message alone (llem.result.migrate)
+            error = {"type": "Error", "message": error}
         out["llem.error"] = f"{error.get('type')}: {error.get('message')}"[:VALUE_MAX]
-    out.update(null_tags(result.get("null_reasons") or {}))
+    out.update(null_tags(section(result, "null_reasons")))
     return out
 
 
-def null_tags(reasons: dict[str, Any]) -> dict[str, str]:
+def section(result: dict[str, Json], key: str) -> dict[str, Json]:
+    """``result[key]`` where it is an object; empty where it is absent or null."""
+    section = result.get(key)
+    return section if isinstance(section, dict) else {}
+
+
+def null_tags(reasons: Mapping[str, object]) -> dict[str, str]:
     """One ``null.<key>`` tag per absent figure, its reason the value."""
     return {safe_key(f"null.{key}"): str(reason)[:VALUE_MAX] for key, reason in reasons.items()}
 
 
-def params(result: dict[str, Any]) -> dict[str, str]:
+def params(result: dict[str, Json]) -> dict[str, str]:
     """The overrides (``override.<key>``) and the composed configuration (``config.<key>``)."""
     out: dict[str, str] = {}
-    for override in result.get("overrides") or []:
+    overrides = result.get("overrides")
+    for override in overrides if isinstance(overrides, list) else []:
         key, _, value = str(override).lstrip("+~").partition("=")
         out[safe_key(f"override.{key}")] = value[:VALUE_MAX]
     for key, leaf in _leaves(result.get("config") or {}, ""):

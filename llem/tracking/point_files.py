@@ -23,14 +23,17 @@ import math
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from llem.measure.timeseries import TIMESERIES_FILE
 from llem.result import RESULT_FILE, STEPS_FILE, read_steps
 from llem.result.requests import REQUESTS_FILE
 from llem.sweep.search_file import SearchRecord
 from llem.tracking import throughput
-from llem.tracking.figures import VALUE_MAX, safe_key
+from llem.tracking.figures import VALUE_MAX, safe_key, section
+
+if TYPE_CHECKING:
+    from llem.plain import Json
 
 POINT_FILES = (RESULT_FILE, REQUESTS_FILE, "plots")
 # timeseries.csv's columns that are no figure of the timeline
@@ -107,17 +110,17 @@ def throughput_key(phase: str) -> str:
     return f"timeline.{phase}_tokens_per_s"
 
 
-def _window_s(result: dict[str, Any]) -> float:
+def _window_s(result: dict[str, Json]) -> float:
     """result.json's ``energy.window_s``; 0 where it is null (the bins then end at the last
     step's end)."""
-    value = (result.get("energy") or {}).get("window_s")
+    value = section(result, "energy").get("window_s")
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return 0.0
     return float(value) if math.isfinite(value) else 0.0
 
 
 def throughput_history(
-    run_dir: Path, result: dict[str, Any], sampling_s: float | None
+    run_dir: Path, result: dict[str, Json], sampling_s: float | None
 ) -> Histories:
     """The engine's prefill and decode tokens per second from ``steps.csv``, at step = ms since
     the window's start of each bin's start; up to the window's end (result.json's
@@ -139,7 +142,7 @@ def throughput_history(
     return Histories(points, reasons)
 
 
-def histories(run_dir: Path, result: dict[str, Any]) -> Histories:
+def histories(run_dir: Path, result: dict[str, Json]) -> Histories:
     """The window's readings (``timeline``) and the engine's throughput beside them."""
     readings = timeline(run_dir)
     rates = throughput_history(run_dir, result, sampling_interval_s(readings))

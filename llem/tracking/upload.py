@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from llem.result import RESULT_FILE
 from llem.sweep.plan_file import PLAN_FILE
@@ -24,17 +24,20 @@ from llem.tracking.mlflow_runs import POINT_TAG, STARTED_TAG, MlflowRuns
 from llem.tracking.state import read_state, write_state
 from llem.tracking.tracker import point_dirs
 
+if TYPE_CHECKING:
+    from llem.plain import Json
+
 # the sweep's own files, logged as the parent's artifacts when present
 SWEEP_ARTIFACTS = (PLAN_FILE, SEARCH_FILE, "multirun.yaml", "summary.csv", "results.csv", "plots")
 _STATUS = {"ok": "FINISHED", "failed": "FAILED", "skipped": "KILLED"}
 
 
-def _read_json(path: Path) -> dict[str, Any]:
+def _read_json(path: Path) -> dict[str, Json]:
     data = json.loads(path.read_text())
     return data if isinstance(data, dict) else {}
 
 
-def _log_result(runs: MlflowRuns, run_id: str, run_dir: Path, result: dict[str, Any]) -> None:
+def _log_result(runs: MlflowRuns, run_id: str, run_dir: Path, result: dict[str, Json]) -> None:
     """One result's metrics, parameters (those not logged yet), tags, its timeline and its
     throughput as metric histories (an absent throughput history's reason a ``null.`` tag), and
     its files: result.json, requests.jsonl and plots/ where it has them. A run logged before
@@ -99,9 +102,11 @@ class SweepLog:
         write_state(self.sweep_dir, self.runs.tracked(run_id))
         return run_id
 
-    def _label(self, index: str, result: dict[str, Any]) -> str:
+    def _label(self, index: str, result: dict[str, Json]) -> str:
         swept = self._plan().get("swept") or []
-        pairs = [o for o in result.get("overrides") or [] if o.split("=")[0].lstrip("+~") in swept]
+        given = result.get("overrides")
+        overrides = [str(o) for o in given] if isinstance(given, list) else []
+        pairs = [o for o in overrides if o.split("=")[0].lstrip("+~") in swept]
         return f"#{index} " + " ".join(pairs) if pairs else f"#{index}"
 
     def log_point(self, point_dir: Path) -> bool:
@@ -145,9 +150,9 @@ class MlflowTracker:
     def __init__(self, uri: str | None, experiment: str, timeout_s: float) -> None:
         self.runs = MlflowRuns(uri, experiment, timeout_s)
         self.where = f"MLflow at {self.runs.uri}"
-        self._sweeps: dict[Path, Any] = {}
+        self._sweeps: dict[Path, SweepLog] = {}
 
-    def _sweep(self, sweep_dir: Path) -> Any:
+    def _sweep(self, sweep_dir: Path) -> SweepLog:
         if sweep_dir not in self._sweeps:
             self._sweeps[sweep_dir] = SweepLog(self.runs, sweep_dir)
         return self._sweeps[sweep_dir]

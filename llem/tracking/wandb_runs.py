@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from llem.result import RESULT_FILE
 from llem.sweep.plan_file import PLAN_FILE
@@ -32,42 +32,58 @@ from llem.tracking.earlier_history import Earlier
 from llem.tracking.state import read_section, write_section
 from llem.tracking.tracker import point_dirs
 
+if TYPE_CHECKING:
+    from llem.plain import Json
+
 SECTION = "wandb"
 SWEEP_FILES = (PLAN_FILE, SEARCH_FILE, "multirun.yaml", "summary.csv", "results.csv", "plots")
 TAG_MAX = 64  # W&B's longest tag
 
 
-def _read_json(path: Path) -> dict[str, Any]:
+def _read_json(path: Path) -> dict[str, Json]:
     import json
 
     data = json.loads(path.read_text())
     return data if isinstance(data, dict) else {}
 
 
-def run_config(result: dict[str, Any]) -> dict[str, Any]:
+class RunConfig(TypedDict):
+    """What a point's W&B run keeps as its config."""
+
+    overrides: dict[str, str]  # key -> value as written
+    config: Json  # the composed configuration
+    null_reasons: dict[str, Json]  # figure -> why it is null
+    llem: dict[str, Json]  # config_hash, started_at, validity_problems, error, and the history's
+
+
+def run_config(result: dict[str, Json]) -> RunConfig:
     """What a point's run keeps as config: overrides, composed configuration, null reasons."""
     overrides = {}
-    for override in result.get("overrides") or []:
+    given = result.get("overrides")
+    for override in given if isinstance(given, list) else []:
         key, _, value = str(override).lstrip("+~").partition("=")
         overrides[key] = value
-    validity = result.get("validity") or {}
+    validity = figures.section(result, "validity")
     error = result.get("error") or {}
+    if not isinstance(error, dict):  # schema 1 wrote the message alone (llem.result.migrate)
+        error = {"type": "Error", "message": error}
+    problems = validity.get("problems") or []
     return {
         "overrides": overrides,
         "config": result.get("config") or {},
-        "null_reasons": dict(result.get("null_reasons") or {}),
+        "null_reasons": dict(figures.section(result, "null_reasons")),
         "llem": {
             "config_hash": result.get("config_hash"),
             "started_at": result.get("started_at"),
-            "validity_problems": list(validity.get("problems") or []),
+            "validity_problems": list(problems) if isinstance(problems, list) else [problems],
             "error": f"{error.get('type')}: {error.get('message')}" if error else None,
         },
     }
 
 
-def run_tags(result: dict[str, Any]) -> list[str]:
+def run_tags(result: dict[str, Json]) -> list[str]:
     """``status:<ok|failed|skipped>`` and ``energy_valid:<true|false|unknown>``."""
-    valid = (result.get("validity") or {}).get("energy_valid")
+    valid = figures.section(result, "validity").get("energy_valid")
     shown = "unknown" if valid is None else str(bool(valid)).lower()
     return [f"status:{result.get('status')}"[:TAG_MAX], f"energy_valid:{shown}"]
 
@@ -272,6 +288,7 @@ def _plan(sweep_dir: Path) -> dict[str, Any]:
 
 def _label(sweep_dir: Path, index: str, point_dir: Path) -> str:
     swept = _plan(sweep_dir).get("swept") or []
-    overrides = _read_json(point_dir / RESULT_FILE).get("overrides") or []
+    given = _read_json(point_dir / RESULT_FILE).get("overrides")
+    overrides = [str(o) for o in given] if isinstance(given, list) else []
     pairs = [o for o in overrides if o.split("=")[0].lstrip("+~") in swept]
     return f"#{index} " + " ".join(pairs) if pairs else f"#{index}"

@@ -57,6 +57,8 @@ def test_a_good_declaration_reads_as_written() -> None:
         ({"constraints": [f"{TPOT} <= fast"]}, "hydra.sweeper.constraints[0]="),
         ({"constraints": ["<= 50"]}, "hydra.sweeper.constraints[0]="),
         ({"constraints": [f"{TPOT} <= 50", 50]}, "hydra.sweeper.constraints[1]=50"),
+        ({"constraints": 50}, "hydra.sweeper.constraints=50:"),
+        ({"constraints": 0}, "hydra.sweeper.constraints=0:"),
         ({"budget": 0}, "hydra.sweeper.budget=0:"),
         ({"budget": -3}, "hydra.sweeper.budget=-3:"),
         ({"budget": 2.5}, "hydra.sweeper.budget=2.5:"),

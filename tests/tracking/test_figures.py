@@ -56,3 +56,20 @@ def test_overrides_and_the_composed_config_are_params() -> None:
     assert p["config.pytorch.device_map"] == "null"
     assert p["config.model.name_or_path"] == "m"
     assert not any(k.startswith("config.") and "schema" in k for k in p)
+
+
+def test_an_older_results_error_written_as_text_is_a_tag() -> None:
+    # schema 1 wrote ``"error": "<message>"``; the trackers read result.json as written
+    older = {"schema_version": 1, "status": "failed", "error": "CUDA out of memory"}
+    assert figures.tags(older)["llem.error"] == "Error: CUDA out of memory"
+    failed = {**PLANTED, "status": "failed", "error": {"type": "OOM", "message": "m"}}
+    assert figures.tags(failed)["llem.error"] == "OOM: m"
+
+
+def test_an_older_results_error_written_as_text_is_in_the_wandb_config() -> None:
+    from llem.tracking.wandb_runs import run_config
+
+    older = {"schema_version": 1, "status": "failed", "error": "CUDA out of memory"}
+    assert run_config(older)["llem"]["error"] == "Error: CUDA out of memory"
+    failed = {**PLANTED, "status": "failed", "error": {"type": "OOM", "message": "m"}}
+    assert run_config(failed)["llem"]["error"] == "OOM: m"

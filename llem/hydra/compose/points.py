@@ -24,14 +24,18 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from llem.hydra.overrides import hydra_parser
 
+if TYPE_CHECKING:
+    from hydra.core.config_loader import ConfigLoader
+    from hydra.core.override_parser.types import Override
 
-def _hydra_apply() -> Callable[[list[Any], DictConfig], None] | None:
+
+def _hydra_apply() -> Callable[[list[Override], DictConfig], None] | None:
     """Hydra's step two (``ConfigLoaderImpl._apply_overrides_to_config``), if this Hydra has it."""
     try:
         from hydra._internal.config_loader_impl import ConfigLoaderImpl
@@ -40,7 +44,7 @@ def _hydra_apply() -> Callable[[list[Any], DictConfig], None] | None:
     return getattr(ConfigLoaderImpl, "_apply_overrides_to_config", None)
 
 
-def _override_dirname(app_overrides: list[Any], cfg: DictConfig) -> str:
+def _override_dirname(app_overrides: list[Override], cfg: DictConfig) -> str:
     """``hydra.job.override_dirname`` as Hydra computes it from the job's own overrides."""
     from hydra._internal.config_loader_impl import get_overrides_dirname
 
@@ -55,6 +59,13 @@ def _override_dirname(app_overrides: list[Any], cfg: DictConfig) -> str:
     )
 
 
+def _written(parsed: list[Override]) -> tuple[str, ...]:
+    """The overrides as written (Hydra's parser keeps each one's ``input_line``)."""
+    lines = tuple(o.input_line for o in parsed)
+    assert all(line is not None for line in lines)
+    return tuple(line for line in lines if line is not None)
+
+
 def _without_hydra(cfg: DictConfig) -> DictConfig:
     job = copy.deepcopy(cfg)
     with open_dict(job):
@@ -65,7 +76,7 @@ def _without_hydra(cfg: DictConfig) -> DictConfig:
 class PointComposer:
     """Configs of grid points, composed as Hydra would."""
 
-    def __init__(self, config_loader: Any, master_config: DictConfig) -> None:
+    def __init__(self, config_loader: ConfigLoader, master_config: DictConfig) -> None:
         self._loader = config_loader
         self._master = master_config
         self._parser = hydra_parser(config_loader)
@@ -73,7 +84,7 @@ class PointComposer:
         self._groups: dict[str, list[str]] = {}
         self._bases: dict[tuple[str, ...], DictConfig] = {}  # whole configs, hydra node included
         self._job_bases: dict[tuple[str, ...], DictConfig] = {}  # the same without it
-        self._parsed: dict[str, Any] = {}  # override string -> Hydra's Override (points share many)
+        self._parsed: dict[str, Override] = {}  # override string -> Hydra's (points share many)
         self.full_compositions = 0  # how many configs took Hydra's whole composition
 
     def _is_group(self, key: str) -> bool:
@@ -85,7 +96,7 @@ class PointComposer:
                 self._groups[parent] = []
         return name in self._groups[parent]
 
-    def _parse(self, override: str) -> Any:
+    def _parse(self, override: str) -> Override:
         if override not in self._parsed:
             self._parsed[override] = self._parser.parse_overrides([override])[0]
         return self._parsed[override]
@@ -95,7 +106,7 @@ class PointComposer:
         self.full_compositions += 1
         return self._loader.load_sweep_config(self._master, list(overrides))
 
-    def _split(self, overrides: list[str]) -> tuple[list[Any], list[Any]] | None:
+    def _split(self, overrides: list[str]) -> tuple[list[Override], list[Override]] | None:
         """(group overrides, value overrides), or None when the shortcut cannot be exact."""
         parsed = [self._parse(o) for o in overrides]
         if self._apply is None or any(
@@ -106,8 +117,8 @@ class PointComposer:
         values = [o for o in parsed if not self._is_group(o.key_or_group)]
         return groups, values
 
-    def _base(self, groups: list[Any]) -> DictConfig:
-        key = tuple(o.input_line for o in groups)
+    def _base(self, groups: list[Override]) -> DictConfig:
+        key = _written(groups)
         if key not in self._bases:
             self._bases[key] = self._full(list(key))
         return self._bases[key]
@@ -118,7 +129,7 @@ class PointComposer:
         if split is None:
             return _without_hydra(self._full(overrides))
         groups, values = split
-        key = tuple(o.input_line for o in groups)
+        key = _written(groups)
         if key not in self._job_bases:
             self._job_bases[key] = _without_hydra(self._base(groups))
         cfg = copy.deepcopy(self._job_bases[key])

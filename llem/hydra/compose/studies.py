@@ -26,7 +26,7 @@ import logging
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import yaml
 from omegaconf import DictConfig, OmegaConf, open_dict
@@ -37,6 +37,11 @@ from llem.errors import ConfigError
 from llem.hydra.compose.keys import no_such_key
 from llem.hydra.overrides import hydra_parser
 from llem.version import __version__
+
+if TYPE_CHECKING:
+    from hydra.core.config_loader import ConfigLoader
+    from hydra.core.override_parser.types import Override
+    from hydra.plugins.config_source import ConfigSource
 
 log = logging.getLogger("llem.sweep")
 
@@ -82,7 +87,7 @@ def dir_file(directory: str, name: str) -> tuple[str, str] | None:
     return _display(path), path.read_text(encoding="utf-8")
 
 
-def _source_file(source: Any, name: str) -> tuple[str, str] | None:
+def _source_file(source: ConfigSource, name: str) -> tuple[str, str] | None:
     """(where, text) of ``experiment/NAME.yaml`` in one Hydra config source, None if absent."""
     scheme = source.scheme()
     if scheme == "file":
@@ -100,7 +105,7 @@ def _chosen_name(config: DictConfig) -> str | None:
     return str(name) if name else None
 
 
-def find_study(config: DictConfig, sources: Sequence[Any]) -> list[StudyFile]:
+def find_study(config: DictConfig, sources: Sequence[ConfigSource]) -> list[StudyFile]:
     """Every copy of the chosen study file along the search path, the one Hydra used first.
 
     Empty when the command line chose no experiment.
@@ -123,7 +128,7 @@ def _declared_params(text: str) -> dict[str, str]:
         data = yaml.safe_load(text) or {}
     except yaml.YAMLError:
         return {}  # Hydra has already reported a file it cannot parse
-    params: Any = data
+    params: object = data
     for part in ("hydra", "sweeper", "params"):
         params = params.get(part) if isinstance(params, dict) else None
     if not isinstance(params, dict):
@@ -131,7 +136,7 @@ def _declared_params(text: str) -> dict[str, str]:
     return {str(k): _as_override_value(v) for k, v in params.items()}
 
 
-def _as_override_value(value: Any) -> str:
+def _as_override_value(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if value is None:
@@ -139,7 +144,7 @@ def _as_override_value(value: Any) -> str:
     return str(value)
 
 
-def _group_options(sources: Sequence[Any], group: str) -> list[str] | None:
+def _group_options(sources: Sequence[ConfigSource], group: str) -> list[str] | None:
     """The options of config group ``group`` (None when no source has such a group)."""
     from hydra.core.object_type import ObjectType
 
@@ -152,7 +157,7 @@ def _group_options(sources: Sequence[Any], group: str) -> list[str] | None:
     return sorted(names)
 
 
-def _sweep_values(override: Any) -> list[Any]:
+def _sweep_values(override: Override) -> list[object]:
     if override.is_sweep_override():
         try:
             return list(override.sweep_iterator())
@@ -161,7 +166,7 @@ def _sweep_values(override: Any) -> list[Any]:
     return [override.value()]
 
 
-def _check_value(job: DictConfig, key: str, value: Any) -> str | None:
+def _check_value(job: DictConfig, key: str, value: object) -> str | None:
     trial = job.copy()
     try:
         OmegaConf.update(trial, key, value, merge=True)
@@ -178,7 +183,7 @@ def _job_config(config: DictConfig) -> DictConfig:
 
 
 def grid_problems(
-    study: StudyFile, config: DictConfig, sources: Sequence[Any]
+    study: StudyFile, config: DictConfig, sources: Sequence[ConfigSource]
 ) -> tuple[list[str], list[str]]:
     """(problems, keys) of the grid entries the study file declares.
 
@@ -223,7 +228,7 @@ def grid_problems(
 _ABSENT = object()
 
 
-def check_study(config: DictConfig, config_loader: Any) -> StudyFile | None:
+def check_study(config: DictConfig, config_loader: ConfigLoader) -> StudyFile | None:
     """Check the chosen study before a sweep plans anything; return its file (None if none).
 
     Raises ``ConfigError`` (exit 2) naming the file and every bad grid key, or a required value
@@ -284,7 +289,7 @@ def _rerun_command(sweep_dir: Path, name: str, overrides: Sequence[str]) -> str:
     return " ".join(parts)
 
 
-def record_study(sweep_dir: Path, config: DictConfig, config_loader: Any) -> Path | None:
+def record_study(sweep_dir: Path, config: DictConfig, config_loader: ConfigLoader) -> Path | None:
     """Keep the study file and ``study.json`` in ``sweep_dir``; return study.json's path.
 
     Does nothing (None) when the sweep was not started with ``+experiment=NAME``.
