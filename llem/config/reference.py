@@ -36,7 +36,7 @@ class Option:
 
 
 @dataclass
-class Group:
+class OptionGroup:
     name: str
     default: str | None
     options: list[Option]
@@ -63,14 +63,14 @@ def render(root: type = ExperimentConfig, conf_dir: Path = CONF_DIR) -> str:
 
 
 # --------------------------------------------------------------------------- the option files
-def read_groups(conf_dir: Path) -> list[Group]:
+def read_groups(conf_dir: Path) -> list[OptionGroup]:
     """Every group directory under ``conf_dir`` (Hydra's own excepted) with its option files."""
     defaults = _default_options(conf_dir / "config.yaml")
     groups = []
     for d in sorted(p for p in conf_dir.iterdir() if p.is_dir() and p.name not in _HYDRA_GROUPS):
         options = [_read_option(d.name, f) for f in sorted(d.glob("*.yaml"))]
         if options:
-            groups.append(Group(d.name, defaults.get(d.name), options))
+            groups.append(OptionGroup(d.name, defaults.get(d.name), options))
     return groups
 
 
@@ -160,7 +160,7 @@ def _classes(root: type) -> list[type]:
     return found
 
 
-def _group_summary(groups: list[Group]) -> list[str]:
+def _group_summary(groups: list[OptionGroup]) -> list[str]:
     rows = ["## Groups", "", "| group | options | default |", "| --- | --- | --- |"]
     for g in groups:
         names = ", ".join(f"`{o.name}`" for o in g.options)
@@ -169,7 +169,7 @@ def _group_summary(groups: list[Group]) -> list[str]:
     return rows + [""]
 
 
-def _section(f: dataclasses.Field[Any], group: Group | None) -> list[str]:
+def _section(f: dataclasses.Field[Any], group: OptionGroup | None) -> list[str]:
     decl = declaration(f)
     doc = decl.doc if isinstance(decl, Section) else ""
     out = [f"## `{f.name}`", "", doc, ""]
@@ -182,7 +182,7 @@ def _section(f: dataclasses.Field[Any], group: Group | None) -> list[str]:
     return out + _fields_table(cls, f"{f.name}.")
 
 
-def _options_table(group: Group) -> list[str]:
+def _options_table(group: OptionGroup) -> list[str]:
     default = f", default `{group.default}`" if group.default else ""
     add = "" if group.default else "+"
     out = [

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from llem.figures.attribution import METHOD, Attribution, Part, attribute
 from llem.figures.bins import Bins, group, interval_s, per_span
-from llem.figures.step_shares import Span, spans
+from llem.figures.step_shares import StepSpan, spans
 from llem.measure import MeasurementSession
 from llem.measure.meter import WindowResult
 from llem.measure.power_source import PowerSource
@@ -41,7 +41,7 @@ PHASES = ("prefill_j", "decode_j", "between_steps_j", "j_per_prefill_token", "j_
 
 @dataclasses.dataclass(frozen=True)
 class _Done:
-    cut: list[Span]
+    cut: list[StepSpan]
     att: Attribution
 
 
@@ -55,7 +55,7 @@ def attribute_window(
     unavailable_reason: str | None = None,
     ceiling_w: float | None = None,
     lag_s: float | None = None,
-) -> tuple[list[Span], Attribution] | str:
+) -> tuple[list[StepSpan], Attribution] | str:
     """The attribution of ``steps`` over ``[t0, t1]`` of a measured window (its spans grouped
     into intervals the timeline resolves, ``llem.figures.bins``), or the reason there is none.
     The steps are moved ``lag_s`` later to meet the power timeline (estimated from the window
@@ -89,7 +89,7 @@ def _attribute_at(
     measure: Callable[[Sequence[float]], SpanEnergies | str],
     *,
     spread: bool,
-) -> tuple[list[Span], Attribution] | str:
+) -> tuple[list[StepSpan], Attribution] | str:
     """The attribution with the steps moved ``lag_s`` later (``spread``: ``attribute``'s)."""
     cut = spans(shifted(steps, lag_s, t1), t0, t1)
     edges = [s.start_s for s in cut] + [cut[-1].end_s]

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from llem.figures.draft_energy import (
     DraftEnergy,
-    Estimate,
+    EnergyEstimate,
     cut,
     cycles,
     phase_seconds,
@@ -151,7 +151,7 @@ def _figures(got: DraftEnergy, accepted: int) -> dict[str, Figure | dict[str, Fi
     return out
 
 
-def _energy(e: Estimate) -> Figure:
+def _energy(e: EnergyEstimate) -> Figure:
     if e.energy_j <= 0:
         return Figure.null(
             f"not resolved: the fitted energy {e.energy_j:.4g} ± {e.ci95_j:.2g} J is not above 0"
@@ -159,7 +159,7 @@ def _energy(e: Estimate) -> Figure:
     return with_interval(e.energy_j, e.bound_j, e.ci95_j, None, unit="J")
 
 
-def _per(draft: Figure, e: Estimate, by: float, what: str, unit: str) -> Figure:
+def _per(draft: Figure, e: EnergyEstimate, by: float, what: str, unit: str) -> Figure:
     """The draft's energy over ``by`` (its bound and interval scaled alike), null as it is."""
     if draft.value is None:
         return draft

@@ -26,7 +26,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from llem.figures.attribution import Span, spans
+from llem.figures.attribution import StepSpan, spans
 from llem.measure import MeasurementSession
 from llem.measure.meter import WindowResult
 from llem.testing.clocks import SteppingClock
@@ -187,5 +187,5 @@ def measure_modelled(
     return Measured(session.last_window, session, placed, power)
 
 
-def window_spans(m: Measured) -> list[Span]:
+def window_spans(m: Measured) -> list[StepSpan]:
     return spans(m.steps, m.window.start_s, m.window.end_s)

@@ -181,7 +181,7 @@ class PlantedServing(Planted):
 
 
 @dataclass(frozen=True)
-class Found:
+class OptimumFound:
     measured_at: int | None  # 1-based trial at which the optimum was first measured
     reported: bool  # the search's best feasible trial is the optimum
     trials: int
@@ -190,7 +190,7 @@ class Found:
 
 def search_until(
     double: Planted, spec: SearchSpec, stop_after: int | None = None, confirm: int = 0
-) -> Found:
+) -> OptimumFound:
     """Run a whole search on the double (with ``confirm`` confirmations of its best); when was
     the optimum measured, and was it reported. With ``stop_after``, the search stops early once
     the optimum was measured and at least ``stop_after`` trials ran (a bench's time saver;
@@ -207,4 +207,4 @@ def search_until(
             break
     best = search.record.best_trial()
     reported = best is not None and best.knobs == target
-    return Found(measured_at, reported, search.searched, search.record)
+    return OptimumFound(measured_at, reported, search.searched, search.record)

@@ -40,7 +40,7 @@ MODELLED_LEGEND = "hollow: from a modelled layer (footprint.layer_label), never 
 
 
 @dataclass(frozen=True)
-class Measure:
+class YAxis:
     """A y axis: the summary metrics it adds up (one, or energy and capacity cost), its label."""
 
     metrics: tuple[str, ...]
@@ -48,15 +48,15 @@ class Measure:
 
 
 CARBON = {
-    True: Measure(("footprint.g_per_correct_answer",), "gCO2e per correct answer"),
-    False: Measure((G_PER_1K,), "gCO2e per 1,000 output tokens"),
+    True: YAxis(("footprint.g_per_correct_answer",), "gCO2e per correct answer"),
+    False: YAxis((G_PER_1K,), "gCO2e per 1,000 output tokens"),
 }
 COST = {
-    True: Measure(
+    True: YAxis(
         ("footprint.energy_usd_per_correct_answer", "footprint.capacity_usd_per_correct_answer"),
         "USD per correct answer",
     ),
-    False: Measure((ENERGY_USD, CAPACITY_USD), "USD per million output tokens"),
+    False: YAxis((ENERGY_USD, CAPACITY_USD), "USD per million output tokens"),
 }
 
 
@@ -64,7 +64,7 @@ def scored(summary: pd.DataFrame) -> bool:
     return any(not math.isnan(v) for v in floats(summary, f"{ACCURACY}.mean"))
 
 
-def _y(summary: pd.DataFrame, measure: Measure) -> tuple[list[float], list[float], str]:
+def _y(summary: pd.DataFrame, measure: YAxis) -> tuple[list[float], list[float], str]:
     """Per row: the measure's sum over the metrics the row has, its bar, and what was added
     (NaN where the row has none of them)."""
     means = [floats(summary, f"{m}.mean") for m in measure.metrics]

@@ -22,7 +22,7 @@ from llem.testing.clocks import SteppingClock
 from llem.testing.fake_pynvml import FakeGpu, Waveform
 from llem.testing.truth import engine
 from llem.testing.truth.engine import EngineSpec, Request, Trace
-from llem.testing.truth.gpu import Drift, Gpu, Physics
+from llem.testing.truth.gpu import Drift, Physics, SimulatedGpu
 from llem.testing.truth.sensor import Sensed, StepPower
 from llem.testing.virtual_window import measure_window, shifted
 from llem.vocabulary.workload import EngineStep
@@ -86,7 +86,7 @@ class Schedule:
 
 def open_loop(n: int, seed: int, rate_per_s: float = 20.0) -> Schedule:
     """Poisson arrivals, prompts of 32-512 tokens and 16-96 output tokens under a 512-token
-    budget: steps of 10-30 ms on ``Gpu``."""
+    budget: steps of 10-30 ms on ``SimulatedGpu``."""
     rng = random.Random(seed)
     t, reqs = 0.0, []
     for i in range(n):
@@ -208,4 +208,4 @@ def measure(
     return Run(trace, steps, w, session, truth, power, gpu, offset, drift)
 
 
-__all__ = ["Gpu", "Run", "Schedule", "Sensor", "Truth", "chunked", "measure", "open_loop"]
+__all__ = ["SimulatedGpu", "Run", "Schedule", "Sensor", "Truth", "chunked", "measure", "open_loop"]
