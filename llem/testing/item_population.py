@@ -56,7 +56,7 @@ def over_answers(items: Sequence[tuple[int, int]]) -> tuple[float, float] | None
     return wilson(sum(r for r, _ in items), sum(n for _, n in items))
 
 
-def over_items(items: Sequence[tuple[int, int]]) -> tuple[float, float] | None:
+def interval_over_items(items: Sequence[tuple[int, int]]) -> tuple[float, float] | None:
     """llem's interval over items, as (low, high)."""
     from llem.quality.interval import over_items as llem_over_items
 

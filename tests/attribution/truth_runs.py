@@ -33,7 +33,7 @@ def simulated(
     linear one), measured at ``hz`` through ``sensor``, and llem's attribution of it."""
     gpu = LINEAR if linear else SimulatedGpu()
     plan = h.open_loop(96, seed) if schedule == "open loop" else h.chunked(24, seed)
-    run = h.measure(h.simulate(plan, gpu, seed), gpu, sample_hz=hz, sensor=sensor)
+    run = h.measure(h.trace_of(plan, gpu, seed), gpu, sample_hz=hz, sensor=sensor)
     return run, attribute_run(run)
 
 

@@ -119,7 +119,7 @@ __all__ = [
     "pareto_figure",
     "prepare_all",
     "timeline_figure",
-    "with_hardware",
+    "series_with_hardware",
 ]
 
 OWN_PATTERNS = (
@@ -170,7 +170,7 @@ def energy_unavailable_reason(runs: Runs) -> str:
     return "no run has energy figures"
 
 
-def with_hardware(runs: Runs, summary: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+def series_with_hardware(runs: Runs, summary: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     """The knobs that split lines, and the summary to plot: when the runs ran on different
     hardware, the GPU (short label) splits lines too, so no line joins two GPUs' figures."""
     series = list(runs.knobs)
@@ -222,7 +222,7 @@ def prepare_all(
         v is not None for v in hollow
     )
     no_energy = f"energy is unavailable in every run ({energy_unavailable_reason(runs)})"
-    summary, series = with_hardware(runs, summary)
+    summary, series = series_with_hardware(runs, summary)
     axes, left = plot_axes(runs)  # llem.report.plots.axes: no x axis for a non-knob
     if left:
         out.skipped.append(left_out_line(left))

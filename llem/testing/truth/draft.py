@@ -82,7 +82,9 @@ def speculate(
     return DraftTrace(tuple(ks), tuple(request))
 
 
-def timeline(trace: DraftTrace, gpu: DraftGpu, origin_s: float) -> tuple[list[Span], list[Span]]:
+def draft_timeline(
+    trace: DraftTrace, gpu: DraftGpu, origin_s: float
+) -> tuple[list[Span], list[Span]]:
     """The drafts' and the verifications' spans from ``origin_s``: a request gap before each
     request but the first (none where one request's steps follow another's without one:
     ``request_gap_s`` 0)."""
@@ -117,7 +119,7 @@ def measure_draft(
     (``harness.grid_phases`` draws both per seed)."""
     clock = SteppingClock(CLOCK_START_S + grid_phase_s)
     window_start = clock.now() + 0.1
-    draft, verify = timeline(trace, gpu, window_start + lead_s)
+    draft, verify = draft_timeline(trace, gpu, window_start + lead_s)
     spans = sorted(
         [(a, b, gpu.draft_w) for a, b in draft] + [(a, b, gpu.verify_w) for a, b in verify]
     )

@@ -24,7 +24,7 @@ from llem.testing.truth import engine
 from llem.testing.truth.engine import EngineSpec, Request, Trace
 from llem.testing.truth.gpu import Drift, Physics, SimulatedGpu
 from llem.testing.truth.sensor import Sensed, StepPower
-from llem.testing.virtual_window import measure_window, shifted
+from llem.testing.virtual_window import measure_window, step_moved
 from llem.vocabulary.workload import EngineStep
 
 POWER_LIMIT_W = 700.0
@@ -116,8 +116,8 @@ def grid_phases(seed: int) -> tuple[float, float]:
     return rng.uniform(0.0, update), rng.uniform(0.0, update)
 
 
-def simulate(schedule: Schedule, gpu: Physics, seed: int = 0) -> Trace:
-    return engine.run(schedule.requests, schedule.spec, gpu, seed)
+def trace_of(schedule: Schedule, gpu: Physics, seed: int = 0) -> Trace:
+    return engine.run_engine(schedule.requests, schedule.spec, gpu, seed)
 
 
 def truth_of(
@@ -200,7 +200,7 @@ def measure(
     offset = window_start + lead_s - float(trace.steps[0].start_s or 0.0)
     power = step_power(trace, gpu, offset, drift)
     fake = sensed_gpu(power, sensor)
-    steps = [shifted(s, offset) for s in trace.steps]
+    steps = [step_moved(s, offset) for s in trace.steps]
     session = measure_window(fake, clock, sample_hz=sample_hz, until_s=steps[-1].end_s + tail_s)
     w = session.last_window
     assert w is not None

@@ -101,7 +101,7 @@ class Variant:
     def run(
         self, schedule: h.Schedule, seed: int, sample_hz: float, sampled_fraction: float = 0.25
     ) -> h.Run:
-        trace = h.simulate(schedule, self.gpu, seed)
+        trace = h.trace_of(schedule, self.gpu, seed)
         clock_phase, step_phase = self.phases(seed)
         return h.measure(
             trace,
