@@ -46,7 +46,6 @@ log = logging.getLogger(__name__)
 # amdsmi_status_t values (amdsmi_wrapper.py): what ``AmdSmiLibraryException.err_code`` holds
 STATUS_NOT_SUPPORTED = 2
 STATUS_NOT_YET_IMPLEMENTED = 3
-STATUS_NO_PERM = 10
 
 
 class AmdSmiUnavailable(GpuUnavailable):

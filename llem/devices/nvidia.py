@@ -29,7 +29,8 @@ from llem.devices.gpu import (
     visibility_shown,
 )
 from llem.devices.nvidia_control import NvmlControl
-from llem.devices.nvidia_reader import MB, NvmlDevice
+from llem.devices.nvidia_reader import NvmlDevice
+from llem.devices.readings import MB
 
 log = logging.getLogger(__name__)
 

@@ -54,9 +54,7 @@ from llem.report.phase_difference import PhaseComparison
 from llem.report.plots.attribution import RequestEnergyPlot, draw_request_energy, request_plots
 from llem.report.plots.axes import left_out_line, plot_axes
 from llem.report.plots.common import (
-    JTOK,
     METRIC_LABELS,
-    TOKS,
     PlotSkipped,
     floats,
     invalid_points,
@@ -102,7 +100,7 @@ from llem.report.plots.timeline import (
 )
 from llem.report.quality_columns import has_quality
 from llem.report.search import find_search
-from llem.report.window import CONC, headline
+from llem.report.window import CONC, JTOK, TOKS, headline
 
 __all__ = [
     "JTOK",

@@ -30,12 +30,12 @@ from llem.report.footprint_metrics import CAPACITY_USD, ENERGY_USD, G_PER_1K, LA
 from llem.report.plots.common import PlotSkipped, floats, nan_to_zero, values
 from llem.report.plots.pareto import ParetoPlot, ParetoPoint, point_labels
 from llem.report.stats import BOUND_SUFFIX
+from llem.result.footprint import MODELLED
 
 CARBON_PLOT = "carbon_pareto.png"
 COST_PLOT = "cost_pareto.png"
 ACCURACY = "quality.value"
 LATENCY = "latency.e2e_ms.p50"
-MODELLED = "modelled"
 MODELLED_LEGEND = "hollow: from a modelled layer (footprint.layer_label), never on the front"
 
 

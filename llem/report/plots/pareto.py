@@ -24,9 +24,7 @@ import pandas as pd
 from llem.figures.pareto import pareto_front
 from llem.report.labels import knob_headers
 from llem.report.plots.common import (
-    JTOK,
     METRIC_LABELS,
-    TOKS,
     Hollow,
     PlotSkipped,
     fit_parts,
@@ -46,7 +44,7 @@ from llem.report.plots.style import (
     style_axes,
     titles,
 )
-from llem.report.window import headline, short_window
+from llem.report.window import JTOK, TOKS, headline, short_window
 
 TITLE = "Pareto front: throughput vs energy per token"
 FIGSIZE = (7.5, 5.2)
