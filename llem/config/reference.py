@@ -24,7 +24,7 @@ from llem.config.knobs import LLEM, Destination, Knob, Section, declaration, sec
 from llem.config.schema import ExperimentConfig
 
 CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
-COMMAND = "python -m llem.config.reference > docs/configuration.md"
+REGENERATE_COMMAND = "python -m llem.config.reference > docs/configuration.md"
 _HYDRA_GROUPS = ("hydra",)  # Hydra's own groups (launchers): documented by Hydra and the README
 
 
@@ -123,7 +123,7 @@ def _intro(root: type) -> str:
     legend = "\n".join(f"- `{d.name}`: {d.doc}" for d in destinations)
     return f"""# Configuration reference
 
-<!-- Generated from llem/config/ and llem/conf/ by `{COMMAND}`. Do not edit. -->
+<!-- Generated from llem/config/ and llem/conf/ by `{REGENERATE_COMMAND}`. Do not edit. -->
 
 llem's configuration is a tree of dataclasses (`llem/config/<group>.py`, the root in
 `llem/config/schema.py`) filled from option files (`llem/conf/<group>/<option>.yaml`). Choose a

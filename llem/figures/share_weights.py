@@ -27,7 +27,7 @@ from llem.figures.step_shares import (
     part_fractions,
 )
 
-PHASES: tuple[Key, ...] = (("prefill", 0), ("decode", 0), ("between", 0), ("unattributed", 0))
+PHASE_KEYS: tuple[Key, ...] = (("prefill", 0), ("decode", 0), ("between", 0), ("unattributed", 0))
 PREFILL, DECODE, BETWEEN, UNATTRIBUTED = range(4)
 
 
@@ -163,7 +163,7 @@ class Sharing:
         phases, parts = self._contributions(c, within)
         k = len(self.bins.groups)
         out: IntervalWeights = {}
-        for j, key in enumerate(PHASES):
+        for j, key in enumerate(PHASE_KEYS):
             x = phases[:, j]
             _put(out, key, np.bincount(self.group, x, minlength=k), self.group[x != 0])
         for name, x in self._per_request(parts):
@@ -182,7 +182,7 @@ class Sharing:
         energy = np.asarray(self.bins.energy_j, dtype=float)
         k = len(energy)
         out: dict[Key, float] = {}
-        for j, key in enumerate(PHASES):
+        for j, key in enumerate(PHASE_KEYS):
             x = phases[:, j]
             if np.any(x != 0):
                 out[key] = _dot(np.bincount(self.group, x, minlength=k), energy)

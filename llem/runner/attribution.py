@@ -22,8 +22,7 @@ from llem.figures.step_shares import StepSpan, spans
 from llem.measure import MeasurementSession
 from llem.measure.meter import WindowResult
 from llem.measure.power_source import PowerSource
-from llem.measure.span_energy import METHOD as SPAN_METHOD
-from llem.measure.span_energy import SpanEnergies, span_energies
+from llem.measure.span_energy import SPAN_METHOD, SpanEnergies, span_energies
 from llem.result import (
     Figure,
     FitRecord,
@@ -36,7 +35,13 @@ from llem.runner.published import with_interval
 from llem.vocabulary.workload import EngineStep
 
 NO_STEPS = "the engine exposes no per-step record, so energy cannot be attributed to its steps"
-PHASES = ("prefill_j", "decode_j", "between_steps_j", "j_per_prefill_token", "j_per_decode_token")
+PHASE_FIGURES = (
+    "prefill_j",
+    "decode_j",
+    "between_steps_j",
+    "j_per_prefill_token",
+    "j_per_decode_token",
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -218,7 +223,7 @@ def _part(p: Part | None, why: str | None, interval_why: str | None = None) -> F
 def _figures(done: _Done | Figure) -> dict[str, Figure | dict[str, Figure]]:
     """The phase split, the costs and the fit as figures (all null with the reason)."""
     if isinstance(done, Figure):
-        return {name: done for name in (*PHASES, "fit")}
+        return {name: done for name in (*PHASE_FIGURES, "fit")}
     att, fit = done.att, done.att.fit
     why, half = att.split_null_reason, att.coefficient_ci95
     no_half = att.interval_null_reason

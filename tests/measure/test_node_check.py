@@ -11,7 +11,7 @@ import pytest
 
 from llem.config.schema import BoundaryKind, EnergySource
 from llem.devices.cpu_energy import RaplReader
-from llem.devices.powercap import PERMISSION_HINT
+from llem.devices.powercap import RAPL_PERMISSION_HINT
 from llem.result import RunResult
 from llem.runner.summary import boundary_line
 from llem.testing.fake_pynvml import FakeGpu
@@ -77,7 +77,7 @@ def test_root_only_counters_are_read_once_and_refused_with_how_to_read_them(
         f"CPU packages: package-0: permission denied reading {zone}/intel-rapl:0/energy_uj; "
         f"DRAM: dram-0: permission denied reading {zone}/intel-rapl:0:0/energy_uj"
     )
-    instead = f"{GPU_INSTEAD}; or make RAPL readable ({PERMISSION_HINT})"
+    instead = f"{GPU_INSTEAD}; or make RAPL readable ({RAPL_PERMISSION_HINT})"
     assert s.preflight() == [_refusal(parts, instead)]
     assert sorted(counters.reads.values()) == [1, 1]  # each counter read once, as the run will
 
@@ -126,7 +126,7 @@ def test_a_root_only_package_beside_read_gpus_is_a_warning_with_how_to_read_it(
     assert s.preflight_warnings == [
         "measurement.boundary=node: part of the node cannot be read (CPU packages: package-0: "
         f"permission denied reading {zone}), so the node's total_j will be null; GPUs keep "
-        f"their own figures; make RAPL readable ({PERMISSION_HINT})"
+        f"their own figures; make RAPL readable ({RAPL_PERMISSION_HINT})"
     ]
 
 

@@ -11,7 +11,7 @@ from llem.sweep.search import MAX_REPEATED
 from llem.sweep.search_space import Choices
 from llem.testing.search_double import (
     GOODPUT,
-    TPOT,
+    TPOT_P90,
     OptimumFound,
     Planted,
     PlantedRun,
@@ -68,7 +68,7 @@ def test_the_planted_spaces_are_about_100_points_with_the_issue_shapes() -> None
     quant, seqs = serving.space().dims
     assert isinstance(quant, Choices) and isinstance(seqs, Choices)
     assert not quant.ordered and seqs.ordered
-    assert run.spec(0).constraints[0].key == TPOT
+    assert run.spec(0).constraints[0].key == TPOT_P90
 
 
 def test_the_constraint_matters_better_points_exist_outside_it() -> None:

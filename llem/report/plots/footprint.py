@@ -35,7 +35,7 @@ from llem.result.footprint import MODELLED
 CARBON_PLOT = "carbon_pareto.png"
 COST_PLOT = "cost_pareto.png"
 ACCURACY = "quality.value"
-LATENCY = "latency.e2e_ms.p50"
+E2E_LATENCY = "latency.e2e_ms.p50"
 MODELLED_LEGEND = "hollow: from a modelled layer (footprint.layer_label), never on the front"
 
 
@@ -102,7 +102,7 @@ def prepare_footprint_pareto(summary: pd.DataFrame, knobs: Sequence[str], kind: 
         xs = [100.0 * v for v in floats(summary, f"{ACCURACY}.mean")]
         xlabel, sign = "accuracy, % of answers judged correct (quality.value)  →  better", 1.0
     else:
-        xs = floats(summary, f"{LATENCY}.mean")
+        xs = floats(summary, f"{E2E_LATENCY}.mean")
         xlabel, sign = "median end-to-end latency (ms, latency.e2e_ms.p50)  ←  faster", -1.0
     ys, errs, used = _y(summary, measure)
     usable = [i for i in range(len(xs)) if not (math.isnan(xs[i]) or math.isnan(ys[i]))]

@@ -29,7 +29,7 @@ from llem.testing.truth.sensor import StepPower
 from llem.testing.virtual_window import measure_window
 from llem.vocabulary.speculation import DraftSpans, Span
 
-CLOCK = "the truth harness's virtual clock"
+TRUTH_CLOCK = "the truth harness's virtual clock"
 
 
 @dataclass(frozen=True)
@@ -131,7 +131,7 @@ def measure_draft(
     w = session.last_window
     assert w is not None
     return DraftRun(
-        DraftSpans(tuple(draft), tuple(verify), CLOCK),
+        DraftSpans(tuple(draft), tuple(verify), TRUTH_CLOCK),
         w,
         session,
         gpu.draft_w * sum(b - a for a, b in draft),

@@ -39,7 +39,9 @@ from llem.testing.truth.gpu import Drift, Physics, SimulatedGpu
 CONTEXT_GPU = SimulatedGpu(kv_read_s=1.2e-6, attention_s=6e-9)
 OPEN_LOOP_RATE = 20.0  # requests per second
 LONG_SHORT_RATE = 4.0
-LEAD_S = 0.25  # the first step starts this long (and the steps' phase) after the window opens
+WINDOW_LEAD_S = (
+    0.25  # the first step starts this long (and the steps' phase) after the window opens
+)
 
 
 def long_short(n: int, seed: int) -> h.Schedule:
@@ -109,7 +111,7 @@ class Variant:
             sample_hz=sample_hz,
             sensor=self.sensor(seed, sampled_fraction),
             drift=self.drift(seed),
-            lead_s=LEAD_S + step_phase,
+            lead_s=WINDOW_LEAD_S + step_phase,
             grid_phase_s=clock_phase,
         )
 
