@@ -17,7 +17,7 @@ import statistics
 
 from _verdict import Target, report
 
-from llem.testing.item_population import Population, coverage, over_answers, over_items
+from llem.testing.item_population import Population, coverage, interval_over_items, over_answers
 
 TARGET = 0.93
 
@@ -26,7 +26,7 @@ def _width(pop: Population, n_items: int, passes: int, runs: int) -> float:
     rng = random.Random(1)
     widths = []
     for _ in range(runs):
-        got = over_items(pop.draw(rng, n_items, passes))
+        got = interval_over_items(pop.draw(rng, n_items, passes))
         if got is not None:
             widths.append(got[1] - got[0])
     return statistics.fmean(widths)
@@ -46,7 +46,7 @@ def main() -> None:
         kind = "sampled" if sampled else "greedy"
         for passes in (1, 3, 10):
             old = coverage(over_answers, pop, args.items, passes, args.runs, seed=passes)
-            new = coverage(over_items, pop, args.items, passes, args.runs, seed=passes)
+            new = coverage(interval_over_items, pop, args.items, passes, args.runs, seed=passes)
             width = _width(pop, args.items, passes, min(args.runs, 1000))
             print(f"{kind:9} {passes:>6} {old:>13.3f} {new:>11.3f} {width:>6.3f}")
             targets.append(

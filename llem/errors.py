@@ -7,6 +7,7 @@ else is unexpected, is logged with its traceback, and exits 1.
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Sequence
 
 EXIT_OK = 0
@@ -15,6 +16,7 @@ EXIT_CONFIG = 2
 EXIT_PREFLIGHT = 3
 EXIT_SWEEP_FAILED = 4
 EXIT_INTERRUPTED = 130
+EXIT_SIGTERM = 128 + signal.SIGTERM  # a command ended by SIGTERM, as a shell reports it
 
 
 def first_line(exc: BaseException) -> str:

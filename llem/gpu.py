@@ -53,7 +53,7 @@ def _describe(rec: Record) -> str:
     return f"{rec.path}: process {rec.pid} on {rec.host} ({state}): {what}"
 
 
-def show() -> int:
+def show_status() -> int:
     _show_gpus()
     records = read_records()
     if not records:
@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("command", choices=["show", "restore"])
     args = parser.parse_args(argv)
-    return show() if args.command == "show" else restore()
+    return show_status() if args.command == "show" else restore()
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -134,4 +134,4 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     the runs they forked counts as this process's children's (what ``/usr/bin/time`` shows)."""
     from llem.testing import forked_cli
 
-    forked_cli.stop()
+    forked_cli.stop_servers()

@@ -18,7 +18,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-EXIT_SIGTERM = 128 + signal.SIGTERM
+from llem.errors import EXIT_SIGTERM
 
 
 def _raise(signum: int, frame: Any) -> None:

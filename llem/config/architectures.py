@@ -20,7 +20,7 @@ from llem.config.decoder import DecoderConfig
 from llem.config.model import ModelConfig, Weights
 
 ARCHITECTURE = "model.architecture"
-WEIGHTS = "model.weights"
+WEIGHTS_KEY = "model.weights"
 GGUF_FILE = "model.gguf_file"
 
 
@@ -57,7 +57,7 @@ def weights_problems(m: ModelConfig) -> list[str]:
     random = m.weights == Weights.random
     if m.architecture is not None and not random:
         p.append(
-            f"{ARCHITECTURE}={m.architecture} needs {WEIGHTS}=random "
+            f"{ARCHITECTURE}={m.architecture} needs {WEIGHTS_KEY}=random "
             "(a shipped architecture has no weights)"
         )
     if m.architecture is not None and m.architecture not in _catalogue():
@@ -67,7 +67,7 @@ def weights_problems(m: ModelConfig) -> list[str]:
         )
     if random and m.architecture is None and m.gguf_file:
         p.append(
-            f"{GGUF_FILE}={m.gguf_file} with {WEIGHTS}=random: a GGUF file is a set of weights "
+            f"{GGUF_FILE}={m.gguf_file} with {WEIGHTS_KEY}=random: a GGUF file is a set of weights "
             f"(set {ARCHITECTURE}=NAME, or model.name_or_path=DIR with a config.json and "
             f"{GGUF_FILE}=null)"
         )

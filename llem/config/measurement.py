@@ -16,7 +16,7 @@ class EnergySource(Enum):
     none = "none"
 
 
-class Boundary(Enum):
+class BoundaryKind(Enum):
     gpu = "gpu"
     node = "node"
 
@@ -69,8 +69,8 @@ class MeasurementConfig:
         "with a reason; nvml or amdsmi insist on that library.",
         goes_to=LLEM,
     )
-    boundary: Boundary = knob(
-        Boundary.gpu,
+    boundary: BoundaryKind = knob(
+        BoundaryKind.gpu,
         doc="What the energy covers: gpu (the GPUs the run uses) or node (those GPUs plus this "
         "host's CPU packages and DRAM, read through RAPL over the same window and idle-adjusted "
         "the same way). The result's boundary section names what is inside and outside. A node "

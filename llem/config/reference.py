@@ -24,7 +24,7 @@ from llem.config.knobs import LLEM, Destination, Knob, Section, declaration, sec
 from llem.config.schema import ExperimentConfig
 
 CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
-COMMAND = "python -m llem.config.reference > docs/configuration.md"
+REGENERATE_COMMAND = "python -m llem.config.reference > docs/configuration.md"
 _HYDRA_GROUPS = ("hydra",)  # Hydra's own groups (launchers): documented by Hydra and the README
 
 
@@ -36,7 +36,7 @@ class Option:
 
 
 @dataclass
-class Group:
+class OptionGroup:
     name: str
     default: str | None
     options: list[Option]
@@ -63,14 +63,14 @@ def render(root: type = ExperimentConfig, conf_dir: Path = CONF_DIR) -> str:
 
 
 # --------------------------------------------------------------------------- the option files
-def read_groups(conf_dir: Path) -> list[Group]:
+def read_groups(conf_dir: Path) -> list[OptionGroup]:
     """Every group directory under ``conf_dir`` (Hydra's own excepted) with its option files."""
     defaults = _default_options(conf_dir / "config.yaml")
     groups = []
     for d in sorted(p for p in conf_dir.iterdir() if p.is_dir() and p.name not in _HYDRA_GROUPS):
         options = [_read_option(d.name, f) for f in sorted(d.glob("*.yaml"))]
         if options:
-            groups.append(Group(d.name, defaults.get(d.name), options))
+            groups.append(OptionGroup(d.name, defaults.get(d.name), options))
     return groups
 
 
@@ -123,7 +123,7 @@ def _intro(root: type) -> str:
     legend = "\n".join(f"- `{d.name}`: {d.doc}" for d in destinations)
     return f"""# Configuration reference
 
-<!-- Generated from llem/config/ and llem/conf/ by `{COMMAND}`. Do not edit. -->
+<!-- Generated from llem/config/ and llem/conf/ by `{REGENERATE_COMMAND}`. Do not edit. -->
 
 llem's configuration is a tree of dataclasses (`llem/config/<group>.py`, the root in
 `llem/config/schema.py`) filled from option files (`llem/conf/<group>/<option>.yaml`). Choose a
@@ -160,7 +160,7 @@ def _classes(root: type) -> list[type]:
     return found
 
 
-def _group_summary(groups: list[Group]) -> list[str]:
+def _group_summary(groups: list[OptionGroup]) -> list[str]:
     rows = ["## Groups", "", "| group | options | default |", "| --- | --- | --- |"]
     for g in groups:
         names = ", ".join(f"`{o.name}`" for o in g.options)
@@ -169,7 +169,7 @@ def _group_summary(groups: list[Group]) -> list[str]:
     return rows + [""]
 
 
-def _section(f: dataclasses.Field[Any], group: Group | None) -> list[str]:
+def _section(f: dataclasses.Field[Any], group: OptionGroup | None) -> list[str]:
     decl = declaration(f)
     doc = decl.doc if isinstance(decl, Section) else ""
     out = [f"## `{f.name}`", "", doc, ""]
@@ -182,7 +182,7 @@ def _section(f: dataclasses.Field[Any], group: Group | None) -> list[str]:
     return out + _fields_table(cls, f"{f.name}.")
 
 
-def _options_table(group: Group) -> list[str]:
+def _options_table(group: OptionGroup) -> list[str]:
     default = f", default `{group.default}`" if group.default else ""
     add = "" if group.default else "+"
     out = [

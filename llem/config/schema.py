@@ -26,7 +26,7 @@ from llem.config.footprint import (
 )
 from llem.config.gpu import GPUConfig
 from llem.config.knobs import FROM_PRETRAINED, LLEM, knob, section
-from llem.config.measurement import Boundary, EnergySource, MeasurementConfig
+from llem.config.measurement import BoundaryKind, EnergySource, MeasurementConfig
 from llem.config.model import Dtype, ModelConfig
 from llem.config.pytorch import AttnImplementation, Batching, CacheImplementation, PyTorchConfig
 from llem.config.quantization import QuantizationConfig, QuantType
@@ -48,7 +48,7 @@ __all__ = [
     "DecoderConfig",
     "Device",
     "Dtype",
-    "Boundary",
+    "BoundaryKind",
     "CarbonConfig",
     "ChassisConfig",
     "ChassisSource",

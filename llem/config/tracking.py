@@ -22,7 +22,7 @@ TRACKER = Destination(
 )
 
 # the tracker's Python package, by kind, with its install hint
-PACKAGES = {
+TRACKER_PACKAGES = {
     "mlflow": ("mlflow", "pip install 'llem[tracking]'"),
     "wandb": ("wandb", "pip install 'llem[tracking]'"),
 }
@@ -96,7 +96,7 @@ def tracking_problems(t: TrackingConfig) -> list[str]:
     into the URI."""
     problems: list[str] = []
     if t.kind != TrackerKind.none:
-        package, hint = PACKAGES[t.kind.value]
+        package, hint = TRACKER_PACKAGES[t.kind.value]
         if importlib.util.find_spec(package) is None:
             problems.append(
                 f"tracking.kind={t.kind.value} needs the Python package '{package}' "

@@ -38,7 +38,7 @@ from llem.devices.gpu import (
     LibraryMissing,
     Visible,
     error_text,
-    shown,
+    visibility_shown,
 )
 
 log = logging.getLogger(__name__)
@@ -46,7 +46,6 @@ log = logging.getLogger(__name__)
 # amdsmi_status_t values (amdsmi_wrapper.py): what ``AmdSmiLibraryException.err_code`` holds
 STATUS_NOT_SUPPORTED = 2
 STATUS_NOT_YET_IMPLEMENTED = 3
-STATUS_NO_PERM = 10
 
 
 class AmdSmiUnavailable(GpuUnavailable):
@@ -119,8 +118,12 @@ class AmdSmi(AmdSmiControl):
         hip_var = "HIP_VISIBLE_DEVICES" if "HIP_VISIBLE_DEVICES" in env else "CUDA_VISIBLE_DEVICES"
         hip = env.get(hip_var)
         kept = _select(inv, _select(inv, inv.gpus, rocr, by_uuid=True), hip, by_uuid=False)
-        said = [shown(v, x) for v, x in (("ROCR_VISIBLE_DEVICES", rocr), (hip_var, hip)) if x]
-        return [(g, None) for g in kept], ", ".join(said) or shown("HIP_VISIBLE_DEVICES", None)
+        said = [
+            visibility_shown(v, x) for v, x in (("ROCR_VISIBLE_DEVICES", rocr), (hip_var, hip)) if x
+        ]
+        return [(g, None) for g in kept], ", ".join(said) or visibility_shown(
+            "HIP_VISIBLE_DEVICES", None
+        )
 
     def order_warning(self, inv: Inventory, env: Mapping[str, str]) -> str | None:
         return None

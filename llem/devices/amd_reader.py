@@ -33,12 +33,10 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from llem.devices.gpu import SensorSpec, error_text
-from llem.devices.readings import THROTTLE_REASONS, Sample, SecondaryReadings
+from llem.devices.readings import MB, THROTTLE_REASONS, Sample, SecondaryReadings
 from llem.vocabulary.processes import OtherProcess
 
 log = logging.getLogger(__name__)
-
-MB = float(2**20)
 
 # AMD documents no refresh period and no accuracy for its energy counter or power readings
 # (amdsmi API reference, amd-smi docs): these figures are llem's conservative assumptions.

@@ -69,7 +69,7 @@ FREEIPMI = DcmiTool(
 COMMAND = IPMITOOL.command
 COMMAND_TEXT = IPMITOOL.text
 
-Runner = Callable[[Sequence[str], float], "subprocess.CompletedProcess[str]"]
+CommandRunner = Callable[[Sequence[str], float], "subprocess.CompletedProcess[str]"]
 
 
 class BmcError(Exception):
@@ -107,7 +107,7 @@ class IpmitoolReader:
 
     def __init__(
         self,
-        run: Runner = _run,
+        run: CommandRunner = _run,
         which: Callable[[str], str | None] = shutil.which,
         tool: DcmiTool = IPMITOOL,
     ):

@@ -210,7 +210,7 @@ def normalise_uuid(uuid: str) -> str:
     return u
 
 
-def shown(var: str, value: str | None) -> str:
+def visibility_shown(var: str, value: str | None) -> str:
     """A visibility variable as messages show it: ``CUDA_VISIBLE_DEVICES is '1,3'``."""
     return f"{var} is " + ("unset" if value is None else repr(value))
 

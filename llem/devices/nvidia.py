@@ -19,9 +19,18 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from llem.devices.gpu import Gpu, GpuFacts, GpuUnavailable, Inventory, Visible, error_text, shown
+from llem.devices.gpu import (
+    Gpu,
+    GpuFacts,
+    GpuUnavailable,
+    Inventory,
+    Visible,
+    error_text,
+    visibility_shown,
+)
 from llem.devices.nvidia_control import NvmlControl
-from llem.devices.nvidia_reader import MB, NvmlDevice
+from llem.devices.nvidia_reader import NvmlDevice
+from llem.devices.readings import MB
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +107,7 @@ class Nvml(NvmlControl):
 
     def visible(self, inv: Inventory, env: Mapping[str, str]) -> tuple[Visible, str]:
         cvd = env.get("CUDA_VISIBLE_DEVICES")
-        return cuda_visible(inv, cvd), shown("CUDA_VISIBLE_DEVICES", cvd)
+        return cuda_visible(inv, cvd), visibility_shown("CUDA_VISIBLE_DEVICES", cvd)
 
     def order_warning(self, inv: Inventory, env: Mapping[str, str]) -> str | None:
         cvd = env.get("CUDA_VISIBLE_DEVICES")

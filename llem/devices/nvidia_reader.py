@@ -12,12 +12,10 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from llem.devices.gpu import SensorSpec, error_text
-from llem.devices.readings import Sample, SecondaryReadings
+from llem.devices.readings import MB, Sample, SecondaryReadings
 from llem.vocabulary.processes import OtherProcess
 
 log = logging.getLogger(__name__)
-
-MB = float(2**20)
 
 # NVML's counter counts whole mJ and is refreshed about every 100 ms. NVIDIA documents +/- 5 W for
 # nvidia-smi's power.draw (`nvidia-smi --help-query-gpu`: "accurate to within +/- 5 watts") and

@@ -45,7 +45,7 @@ _ZONE_DIR = re.compile(r"(intel-rapl|intel-rapl-mmio):(\d+)(?::(\d+))?")
 _PACKAGE_NAME = re.compile(r"package-(\d+)(?:-die-(\d+))?")
 ADDED_KINDS = ("package", "dram")
 
-PERMISSION_HINT = (
+RAPL_PERMISSION_HINT = (
     "energy_uj is readable by root only since Linux 5.10 (CVE-2020-8694): run as root, or, on a "
     "machine only you use, make it readable (sudo chmod a+r /sys/class/powercap/intel-rapl*/"
     "energy_uj; undone at reboot; a udev rule makes it last)"
@@ -228,7 +228,7 @@ class Snapshot:
 
 def _error_text(path: Path, exc: OSError | ValueError) -> str:
     if isinstance(exc, PermissionError):
-        return f"permission denied reading {path}: {PERMISSION_HINT}"
+        return f"permission denied reading {path}: {RAPL_PERMISSION_HINT}"
     if isinstance(exc, FileNotFoundError):
         return f"{path} is gone (the zone vanished)"
     detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)

@@ -11,6 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+MB = float(2**20)  # bytes in a MB, as every vendor's memory figures are shown
+
 #: Why a GPU's clocks are below their maximum, whatever the vendor, in the order llem lists them
 #: (result.json's ``thermal.throttle_reasons``, timeseries.csv's ``throttle_reasons``). A reason a
 #: vendor reports that is none of these is ``unknown_<the vendor's code>``.

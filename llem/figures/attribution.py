@@ -58,22 +58,22 @@ from llem.figures.interval import figure_intervals
 from llem.figures.share_weights import Sharing
 from llem.figures.step_shares import (
     Coefficients,
+    IntervalWeights,
     Key,
-    Span,
-    Weights,
+    StepSpan,
     interval_rows,
     spans,
     step_pace,
 )
 
-__all__ = [  # Span and spans: where the window is cut, for the callers that cut it
+__all__ = [  # StepSpan and spans: where the window is cut, for the callers that cut it
     "FIT_SPLIT",
     "METHOD",
     "TOKEN_SPLIT",
     "Attribution",
     "Part",
     "RequestEnergy",
-    "Span",
+    "StepSpan",
     "attribute",
     "spans",
 ]
@@ -156,7 +156,7 @@ class Attribution:
 
 
 def attribute(
-    cut: Sequence[Span],
+    cut: Sequence[StepSpan],
     energy_j: Sequence[float],
     timing_bound_j: Sequence[float],
     scale_relative: float = 0.0,
@@ -224,7 +224,7 @@ def _shared(
     with_interval: bool,
     spread: bool,
     scale_relative: float,
-) -> tuple[Weights, dict[Key, Part], dict[str, float]]:
+) -> tuple[IntervalWeights, dict[Key, Part], dict[str, float]]:
     """Each span's parts' weights at the fitted ``model`` (costs, and the corners of their box),
     each figure with its bound (over the corners, where ``spread``) and, ``with_interval``, its
     95% half-width, and the coefficients' half-widths."""
@@ -248,7 +248,7 @@ def _shared(
 
 def _figure(
     key: Key,
-    weights: Weights,
+    weights: IntervalWeights,
     moved: Sequence[Mapping[Key, float]],
     b: Bins,
     scale_relative: float,
@@ -323,7 +323,7 @@ def _usable(c: Coefficient) -> bool:
 
 
 def _requests(
-    figures: dict[Key, Part], weights: Weights, b: Bins
+    figures: dict[Key, Part], weights: IntervalWeights, b: Bins
 ) -> tuple[dict[int, RequestEnergy] | None, str | None]:
     ids = sorted(rid for kind, rid in figures if kind == "req")
     if not ids:

@@ -79,7 +79,7 @@ class WorkSpan:
 
 
 @dataclass(frozen=True)
-class Estimate:
+class EnergyEstimate:
     """An energy (J) with its worst-case bound and its 95 % interval's half-width (J)."""
 
     energy_j: float
@@ -92,8 +92,8 @@ class DraftEnergy:
     """The draft's and the verification's energy over the window (null: ``null_reason``), the
     window's seconds of each and its energy (J), and how they were had (``method``)."""
 
-    draft: Estimate | None
-    verification: Estimate | None
+    draft: EnergyEstimate | None
+    verification: EnergyEstimate | None
     null_reason: str | None
     method: str
     draft_s: float
@@ -192,11 +192,11 @@ def split(spans: Sequence[WorkSpan], bins: Bins, scale_relative: float) -> Draft
     return _fitted(rows, bins, totals, scale_relative, base)
 
 
-def _summed(rows: Sequence[Sequence[float]], bins: Bins, kind: int, rho: float) -> Estimate:
+def _summed(rows: Sequence[Sequence[float]], bins: Bins, kind: int, rho: float) -> EnergyEstimate:
     """The sum of the energies of the intervals (each one span) that are ``kind``."""
     w = [1.0 if r[kind] > 0 else 0.0 for r in rows]
     value = sum(x * e for x, e in zip(w, bins.energy_j, strict=True))
-    return Estimate(
+    return EnergyEstimate(
         value, linear_bound(w, bins) + rho * abs(value), _uniform_ci(w, bins, rho, value)
     )
 
@@ -250,7 +250,7 @@ def _fitted(
         weights = [float(v) * totals[k] for v in solve[j]]
         var = totals[k] ** 2 * float(cov[j, j]) + (rho * value) ** 2 / 3.0
         bound = linear_bound(weights, bins) + rho * abs(value)
-        out.append(Estimate(value, bound, quantile * math.sqrt(max(var, 0.0))))
+        out.append(EnergyEstimate(value, bound, quantile * math.sqrt(max(var, 0.0))))
     powers = [float(beta[cols.index(k)]) if k in cols else 0.0 for k in range(3)]
     return dataclasses.replace(
         base,

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from llem.figures.energy_fit import NAMES, Fit, StepRow
 from llem.figures.share_weights import Sharing
-from llem.figures.step_shares import TIME_SHARE, Coefficients, Key, Weights
+from llem.figures.step_shares import TIME_SHARE, Coefficients, IntervalWeights, Key
 
 if TYPE_CHECKING:
     import numpy as np
@@ -131,7 +131,7 @@ def figure_intervals(
     fit: Fit,
     rows: Sequence[StepRow],
     costs_of: Callable[[Mapping[str, float]], Coefficients],
-    weights: Weights,
+    weights: IntervalWeights,
     scale_relative: float,
 ) -> tuple[dict[Key, float], dict[str, float]]:
     """Each figure's 95 % half-width (same unit as the figure) and each fitted coefficient's

@@ -20,10 +20,10 @@ from llem.figures.step_shares import (
     TIME_SHARE,
     TOKEN_PACE,
     Coefficients,
+    IntervalWeights,
     Key,
     Pace,
-    Span,
-    Weights,
+    StepSpan,
     part_fractions,
 )
 
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     # ``np.bincount``'s sums: floats where it has weights, though its stubs say integers
     Summed = NDArray[np.float64] | NDArray[np.intp]
 
-PHASES: tuple[Key, ...] = (("prefill", 0), ("decode", 0), ("between", 0), ("unattributed", 0))
+PHASE_KEYS: tuple[Key, ...] = (("prefill", 0), ("decode", 0), ("between", 0), ("unattributed", 0))
 PREFILL, DECODE, BETWEEN, UNATTRIBUTED = range(4)
 
 
@@ -43,7 +43,7 @@ class Sharing:
     (``pace``: how a step's time divides between its parts, ``step_shares.step_pace``)."""
 
     def __init__(
-        self, cut: Sequence[Span], bins: Bins, pace: Pace = TOKEN_PACE, by_time: float = 0.0
+        self, cut: Sequence[StepSpan], bins: Bins, pace: Pace = TOKEN_PACE, by_time: float = 0.0
     ) -> None:
         import numpy as np
 
@@ -68,7 +68,7 @@ class Sharing:
         self.attributed = np.array([bool(s.step and s.step.shares) for s in spans], dtype=bool)
         self._lay_out_requests(spans)
 
-    def _lay_out_requests(self, spans: Sequence[Span]) -> None:
+    def _lay_out_requests(self, spans: Sequence[StepSpan]) -> None:
         """Each step's requests as two parts each (prefill, decode), in the order they come."""
         import numpy as np
 
@@ -166,15 +166,15 @@ class Sharing:
             f = (1.0 - self.by_time) * f + self.by_time * t
         return f
 
-    def weights(self, c: Coefficients, within: Coefficients | None = None) -> Weights:
+    def weights(self, c: Coefficients, within: Coefficients | None = None) -> IntervalWeights:
         """Each figure's weight on each interval's energy under costs ``c`` (``within``: other
         costs to share each step between its parts by; the spans are still shared by ``c``)."""
         import numpy as np
 
         phases, parts = self._contributions(c, within)
         k = len(self.bins.groups)
-        out: Weights = {}
-        for j, key in enumerate(PHASES):
+        out: IntervalWeights = {}
+        for j, key in enumerate(PHASE_KEYS):
             x = phases[:, j]
             _put(out, key, np.bincount(self.group, x, minlength=k), self.group[x != 0])
         for name, x in self._per_request(parts):
@@ -193,7 +193,7 @@ class Sharing:
         energy = np.asarray(self.bins.energy_j, dtype=float)
         k = len(energy)
         out: dict[Key, float] = {}
-        for j, key in enumerate(PHASES):
+        for j, key in enumerate(PHASE_KEYS):
             x = phases[:, j]
             if np.any(x != 0):
                 out[key] = _dot(np.bincount(self.group, x, minlength=k), energy)
@@ -213,7 +213,7 @@ class Sharing:
         return [("req", pre + dec), ("req_prefill", pre), ("req_decode", dec)]
 
 
-def _span_row(span: Span) -> tuple[int, int, int, int, int]:
+def _span_row(span: StepSpan) -> tuple[int, int, int, int, int]:
     """A span's prefill and decode tokens, its context, and the context its prefilling and its
     decoding requests read (0 for a gap)."""
     s = span.step
@@ -232,7 +232,7 @@ def _span_row(span: Span) -> tuple[int, int, int, int, int]:
     )
 
 
-def _put(out: Weights, key: Key, sums: Summed, hit_groups: NDArray[np.int_]) -> None:
+def _put(out: IntervalWeights, key: Key, sums: Summed, hit_groups: NDArray[np.int_]) -> None:
     """``out[key]`` as {interval: its sum}, for the intervals with a non-zero contribution."""
     import numpy as np
 

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from llem.figures.serving import concurrency
 from llem.vocabulary.workload import RequestTimeline
 
-OPEN_LOOP = "open_loop"
+OPEN_LOOP_RULE = "open_loop"
 BATCH_RULE = "mlenergy_v3"
 
 
@@ -130,7 +130,7 @@ def steady_state(
 ) -> SteadyEdges:
     """The steady state of ``timelines`` under ``rule`` (``origin_s``: the workload's origin, the
     open-loop steady state's start when ``warmup_requests`` is 0)."""
-    name = OPEN_LOOP if rule.open_loop else BATCH_RULE
+    name = OPEN_LOOP_RULE if rule.open_loop else BATCH_RULE
     if rule.static_batches and not rule.open_loop:
         return SteadyEdges(None, None, None, name, STATIC_REASON, judged=False)
     if rule.max_batch < 1 and not rule.open_loop:

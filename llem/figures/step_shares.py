@@ -30,11 +30,11 @@ TOKEN_PACE: Pace = (0.0, 1.0, 1.0, 0.0)  # static power by token share
 # a step shared between its parts by time alone: no part's tokens cost it more than their time
 TIME_SHARE: Coefficients = (0.0, 0.0, 1.0, 0.0, 0.0)
 Key = tuple[str, int]  # ("prefill"|"decode"|"between"|"unattributed", 0) or ("req*", id)
-Weights = dict[Key, dict[int, float]]  # figure -> interval -> weight of its energy
+IntervalWeights = dict[Key, dict[int, float]]  # figure -> interval -> weight of its energy
 
 
 @dataclass(frozen=True)
-class Span:
+class StepSpan:
     """A span of the window: an engine step (``step``) or the gap before one (``step`` None);
     ``context``: each of the step's shares' context before it (tokens in its KV cache)."""
 
@@ -44,12 +44,12 @@ class Span:
     context: tuple[int, ...] = ()
 
 
-def spans(steps: Sequence[EngineStep], t0: float, t1: float) -> list[Span]:
+def spans(steps: Sequence[EngineStep], t0: float, t1: float) -> list[StepSpan]:
     """``[t0, t1]`` cut into the steps that end inside it and the gaps between them. A step
     without a start begins where the previous one ended (the first: at ``t0``); a start before
     the previous end or ``t0`` is moved to it. Each step's requests' contexts come from every step
     before it (``contexts``)."""
-    out: list[Span] = []
+    out: list[StepSpan] = []
     edge = t0
     ordered = sorted(steps, key=lambda s: s.end_s)
     for s, ctx in zip(ordered, contexts(ordered), strict=True):
@@ -57,11 +57,11 @@ def spans(steps: Sequence[EngineStep], t0: float, t1: float) -> list[Span]:
             continue
         start = edge if s.start_s is None else min(max(s.start_s, edge), s.end_s)
         if start > edge:
-            out.append(Span(edge, start, None))
-        out.append(Span(start, s.end_s, s, ctx))
+            out.append(StepSpan(edge, start, None))
+        out.append(StepSpan(start, s.end_s, s, ctx))
         edge = s.end_s
     if t1 > edge:
-        out.append(Span(edge, t1, None))
+        out.append(StepSpan(edge, t1, None))
     return out
 
 
@@ -86,7 +86,7 @@ def contexts(steps: Sequence[EngineStep]) -> list[tuple[int, ...]]:
     return out
 
 
-def step_pace(cut: Sequence[Span]) -> Pace:
+def step_pace(cut: Sequence[StepSpan]) -> Pace:
     """How a step's time divides between its parts: the steps' durations fitted by least
     squares against the tokens they computed and the context they read, ``d = t0 + t_token x
     tokens + t_context x context`` (each at least 0); a part's time is ``(t0 / tokens + t_token)
@@ -108,7 +108,7 @@ def step_pace(cut: Sequence[Span]) -> Pace:
     return (t0, tp, tq, tx) if t0 + min(tp, tq) > 0 else TOKEN_PACE
 
 
-def _interval_row(cut: Sequence[Span], lo: int, hi: int) -> StepRow:
+def _interval_row(cut: Sequence[StepSpan], lo: int, hi: int) -> StepRow:
     p = q = ctx = 0
     step_s = between_s = 0.0
     for span in cut[lo:hi]:
@@ -123,12 +123,12 @@ def _interval_row(cut: Sequence[Span], lo: int, hi: int) -> StepRow:
     return StepRow(p, q, step_s, between_s, ctx)
 
 
-def interval_rows(cut: Sequence[Span], groups: Sequence[tuple[int, int]]) -> list[StepRow]:
+def interval_rows(cut: Sequence[StepSpan], groups: Sequence[tuple[int, int]]) -> list[StepRow]:
     """Each interval's regressors (``groups``: span index ranges, end excluded)."""
     return [_interval_row(cut, lo, hi) for lo, hi in groups]
 
 
-def _row(span: Span) -> StepRow:
+def _row(span: StepSpan) -> StepRow:
     s = span.step
     assert s is not None
     return StepRow(

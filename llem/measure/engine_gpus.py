@@ -29,7 +29,7 @@ def judge_engine_gpus(result: RunResult, engine: str, found: EngineGpus) -> None
         validity.checks[check] = "not checked"
         return
     measured = [g.uuid for g in result.hardware.gpus]
-    problems, conditions = judge(found.uuids, measured, found.cover, found.who)
+    problems, conditions = judge_gpus(found.uuids, measured, found.cover, found.who)
     validity.problems.extend(problems)
     validity.conditions.extend(conditions)
     validity.checks[check] = "failed" if problems else ("condition" if conditions else "passed")
@@ -37,7 +37,7 @@ def judge_engine_gpus(result: RunResult, engine: str, found: EngineGpus) -> None
         result.set_figure("validity.energy_valid", Figure(False))
 
 
-def judge(
+def judge_gpus(
     used: Sequence[str], measured: Sequence[str], cover: str, who: str = "the engine"
 ) -> tuple[list[str], list[str]]:
     """(problems, conditions): a GPU ``who`` used that was not measured is a problem; a measured

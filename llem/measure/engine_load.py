@@ -15,7 +15,7 @@ from __future__ import annotations
 from llem.result import Figure, RunResult
 from llem.vocabulary.facts import EngineLoad
 
-CHECK = "server_load"
+LOAD_CHECK = "server_load"
 
 
 def surplus(
@@ -38,13 +38,13 @@ def judge_engine_load(result: RunResult, load: EngineLoad) -> None:
     ``server_load`` in ``result.validity``; a surplus makes the energy invalid)."""
     validity = result.validity
     if load.finished is None and (load.generated is None or load.completion is None):
-        validity.checks[CHECK] = "not checked"
+        validity.checks[LOAD_CHECK] = "not checked"
         return
     more = surplus(load.sent, load.finished, load.generated, load.completion)
     if not more:
-        validity.checks[CHECK] = "passed"
+        validity.checks[LOAD_CHECK] = "passed"
         return
-    validity.checks[CHECK] = "failed"
+    validity.checks[LOAD_CHECK] = "failed"
     validity.problems.append(
         f"The server counted {' and '.join(more)} over the window: another client's load ran on "
         "it, and its energy is in the figures (measure a server that serves llem alone)."

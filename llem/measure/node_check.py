@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from llem.config.schema import MeasurementConfig
 from llem.devices.cpu_energy import RaplReader
 from llem.devices.gpu import GpuOpener, GpuUnavailable, Inventory, error_text, on_gpu
-from llem.devices.powercap import PERMISSION_HINT
+from llem.devices.powercap import RAPL_PERMISSION_HINT
 from llem.measure.boundary_section import no_dram_domain
 from llem.measure.sources import DISABLED, energy_mode, off_gpu, short_nvml_error
 
@@ -133,7 +133,7 @@ def _grouped(unread: Mapping[str, str]) -> str:
     permission hint left for ``_instead``)."""
     by_reason: dict[str, list[str]] = {}
     for part, why in unread.items():
-        by_reason.setdefault(why.replace(": " + PERMISSION_HINT, ""), []).append(part)
+        by_reason.setdefault(why.replace(": " + RAPL_PERMISSION_HINT, ""), []).append(part)
     return "; ".join(f"{_joined(parts)}: {why}" for why, parts in by_reason.items())
 
 
@@ -152,6 +152,6 @@ def _instead(unread: Mapping[str, str]) -> str:
 
 def _readable(unread: Mapping[str, str], head: str = "; make") -> str:
     """How to make root-only RAPL counters readable, where one of the reasons is that."""
-    if not any(PERMISSION_HINT in why for why in unread.values()):
+    if not any(RAPL_PERMISSION_HINT in why for why in unread.values()):
         return ""
-    return f"{head} RAPL readable ({PERMISSION_HINT})"
+    return f"{head} RAPL readable ({RAPL_PERMISSION_HINT})"

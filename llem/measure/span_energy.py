@@ -63,7 +63,7 @@ from llem.measure.replay import ReplaySource
 
 _EDGE_SLACK_S = 1e-9
 
-METHOD = (
+SPAN_METHOD = (
     "step energy: the sampled power timeline scaled to the energy counter, integrated over each "
     "step; bound per step = (peak - minimum power) x min(step duration, 2 x timeline resolution) "
     "+ the counter scaling's part of it + the window's relative bound x its energy"
@@ -146,7 +146,7 @@ def span_energies(
         max(line.window_bound_j / line.window_j if line.window_j > 0 else 0.0 for line in lines),
         max(line.resolution_s for line in lines),
         sum(line.range_w for line in lines),
-        METHOD,
+        SPAN_METHOD,
         tuple(edge),
     )
 

@@ -33,7 +33,7 @@ from llem.figures.student_t import t_quantile
 Z95 = 1.959963984540054  # the standard normal's 97.5% quantile
 #: items of the widest spread (p (1 - p)) the spread between items is pooled with, at the least
 PRIOR_ITEMS = 2
-METHOD = "Wilson score interval, 95%"
+WILSON_METHOD = "Wilson score interval, 95%"
 ITEMS_METHOD = (
     "Wilson score interval over items, 95% (effective sample size from the spread between "
     "items' proportions, pooled with 2 items of the widest spread; Student's t quantile)"

@@ -116,7 +116,7 @@ def serving_note(summary: pd.DataFrame) -> str | None:
             "good = requests meeting every SLO; good tok/s = their output tokens/s over the "
             "whole window"
         )
-    if _present(col(summary, f"{PHASES[0]}.mean")):
+    if _present(col(summary, f"{PHASE_COLUMNS[0]}.mean")):
         notes.append(
             "pre/dec/gap % = the window's energy in prefill, decode and between engine steps; "
             "J/prefill tok, J/decode tok = the fitted step model's costs ± the 95% interval of "
@@ -126,7 +126,7 @@ def serving_note(summary: pd.DataFrame) -> str | None:
     return "; ".join(notes) or None
 
 
-PHASES = ("energy.prefill_j", "energy.decode_j", "energy.between_steps_j")
+PHASE_COLUMNS = ("energy.prefill_j", "energy.decode_j", "energy.between_steps_j")
 PER_TOKEN = (
     ("J/prefill tok", "energy.j_per_prefill_token"),
     ("J/decode tok", "energy.j_per_decode_token"),
@@ -144,7 +144,7 @@ def phase_columns(summary: pd.DataFrame) -> list[Column]:
     """'pre/dec/gap %' (the window's energy in prefill, decode and between engine steps, in %)
     and the fitted 'J/prefill tok' and 'J/decode tok', where some row has the attribution
     (``llem.figures.attribution``)."""
-    phases = [col(summary, f"{p}.mean") for p in PHASES]
+    phases = [col(summary, f"{p}.mean") for p in PHASE_COLUMNS]
     if not _present(phases[0]):
         return []
     cells = [_split_cell(parts) for parts in zip(*phases, strict=True)]

@@ -23,10 +23,8 @@ from llem.report.notes import INVALID_MARK
 from llem.report.quality_columns import quality_columns
 from llem.report.stats import BOUND_SUFFIX, N_INVALID, N_LEFT_OUT, N_USED
 from llem.report.ttft import ttft_columns
-from llem.report.window import headline
+from llem.report.window import JTOK, TOKS, headline
 
-TOKS = "throughput.output_tokens_per_s"
-JTOK = "energy.j_per_output_token"
 #: 'peak MB' shows the first of these that any configuration has (GPU runs: torch's allocator peak;
 #: CPU runs: the process's peak resident memory)
 MEMORY_FIELDS = (

@@ -54,7 +54,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-STATUSES = ("ok", "failed", "skipped", "missing")
+REPORT_STATUSES = ("ok", "failed", "skipped", "missing")
 LEADING_COLUMNS = ("run_dir", "status", "valid", "error.type", "error.message", "error.hint")
 REPEAT_KEY = "repeat"
 #: override keys that only order or schedule the runs of a sweep (``llem/config/sweep.py``; the

@@ -43,7 +43,7 @@ from llem.errors import ConfigError
 from llem.figures.pareto import pareto_front
 from llem.report.load import Runs
 from llem.report.repeat_stats import Summary, summarise
-from llem.report.stats import UNCERTAINTY_SUFFIX
+from llem.result.figure import UNCERTAINTY_SUFFIX
 from llem.sweep.search_file import SearchRecord, TrialRecord
 from llem.sweep.search_spec import Constraint, parse_constraint
 

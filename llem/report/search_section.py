@@ -16,7 +16,7 @@ from llem.sweep.search_spec import Constraint
 
 CONFIRM_HINT = "hydra.sweeper.confirm=N re-measures the best"
 INDENT = "  "
-PERCENTILES = ("p50", "p90", "p99")
+PERCENTILE_KEYS = ("p50", "p90", "p99")
 
 
 def _wrap(text: str, width: int, indent: str = INDENT) -> list[str]:
@@ -211,7 +211,7 @@ def _front_lines(view: SearchView, width: int) -> list[str]:
 def short_key(key: str) -> str:
     """A figure's key without its section: 'latency.ttft_ms.p90' → 'ttft_ms.p90'."""
     parts = key.split(".")
-    return ".".join(parts[-2:] if parts[-1] in PERCENTILES and len(parts) > 2 else parts[-1:])
+    return ".".join(parts[-2:] if parts[-1] in PERCENTILE_KEYS and len(parts) > 2 else parts[-1:])
 
 
 def _short_knobs(knobs: dict[str, str]) -> str:

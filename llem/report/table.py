@@ -48,7 +48,7 @@ import pandas as pd
 from llem.figures.student_t import t_quantile
 from llem.report.cells import is_missing
 from llem.report.columns import WIDE_MARK, Column, col, serving_note
-from llem.report.figure_columns import JTOK, TOKS, has_bound, memory_field
+from llem.report.figure_columns import has_bound, memory_field
 from llem.report.fit import fit
 from llem.report.knobs import knobs
 from llem.report.labels import ci_is_wide
@@ -57,7 +57,7 @@ from llem.report.load import Runs
 from llem.report.notes import DEFAULT_WIDTH, gpu_set_note, invalid_note
 from llem.report.quality_columns import quality_note
 from llem.report.ttft import ttft_note
-from llem.report.window import headline, window_note
+from llem.report.window import JTOK, TOKS, headline, window_note
 
 WIDE_NOTE = (
     f"{WIDE_MARK} wide 95% CI (half-width at least half the mean): too few repeats to pin the "

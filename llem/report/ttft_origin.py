@@ -13,7 +13,7 @@ from llem.report.cells import is_missing
 
 ORIGIN = "latency.ttft_origin"
 TTFT_P50 = "latency.ttft_ms.p50"
-UNKNOWN = "not recorded"
+NOT_RECORDED = "not recorded"
 
 #: origin -> (the header's tag, what it means)
 ORIGINS: dict[str, tuple[str, str]] = {
@@ -23,12 +23,12 @@ ORIGINS: dict[str, tuple[str, str]] = {
         "from the start of the request's own batch (earlier batches' wait left out)",
     ),
     "all prompts at once": ("all", "from all prompts handed over at once (queue wait included)"),
-    UNKNOWN: ("?", "origin not recorded"),
+    NOT_RECORDED: ("?", "origin not recorded"),
 }
 
 
 def origin_name(value: Any) -> str:
-    return UNKNOWN if is_missing(value) else str(value)
+    return NOT_RECORDED if is_missing(value) else str(value)
 
 
 def origin_of_rows(frame: pd.DataFrame) -> list[str | None]:

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-BOUND_SUFFIX = "_uncertainty"
+UNCERTAINTY_SUFFIX = "_uncertainty"
 CI95_SUFFIX = "_ci95_half_width"
 # field metadata key: "plain" | "bounded" | "interval" | "map" | "plain_map" | "bound" | "ci95"
 _KIND = "llem.figure"
@@ -145,7 +145,7 @@ def _read_specs(cls: type) -> dict[str, FigureSpec]:
     specs: dict[str, FigureSpec] = {}
     for name, kind in fields.items():
         if kind in ("plain", "bounded", "interval", "map", "plain_map"):
-            bound_name = None if kind in ("plain", "plain_map") else name + BOUND_SUFFIX
+            bound_name = None if kind in ("plain", "plain_map") else name + UNCERTAINTY_SUFFIX
             ci95_name = name + CI95_SUFFIX if kind == "interval" else None
             specs[name] = FigureSpec(name, bound_name, kind in ("map", "plain_map"), ci95_name)
     for what, kind in (("bound", "bound"), ("ci95", "ci95")):

@@ -97,7 +97,7 @@ figure_specs(SpeculativeSection)
 
 NO_ACCEPTED = "no draft token was accepted in the window"
 NO_PROPOSALS = "no draft tokens were proposed"
-NO_STEPS = "the window ran no verification step"
+NO_VERIFICATION_STEP = "the window ran no verification step"
 
 
 def fill_ratios(result: Any) -> None:
@@ -113,8 +113,10 @@ def fill_ratios(result: Any) -> None:
             "acceptance_rate": _ratio(
                 section.draft_tokens_accepted, section.draft_tokens_proposed, NO_PROPOSALS
             ),
-            "mean_accepted_tokens_per_step": _ratio(section.draft_tokens_accepted, steps, NO_STEPS),
-            "tokens_per_target_step": _ratio(section.tokens_generated, steps, NO_STEPS),
+            "mean_accepted_tokens_per_step": _ratio(
+                section.draft_tokens_accepted, steps, NO_VERIFICATION_STEP
+            ),
+            "tokens_per_target_step": _ratio(section.tokens_generated, steps, NO_VERIFICATION_STEP),
         },
     )
     result.null_reasons.pop("speculative", None)

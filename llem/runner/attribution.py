@@ -18,12 +18,11 @@ from pathlib import Path
 
 from llem.figures.attribution import METHOD, Attribution, Part, attribute
 from llem.figures.bins import Bins, group, interval_s, per_span
-from llem.figures.step_shares import Span, spans
+from llem.figures.step_shares import StepSpan, spans
 from llem.measure import MeasurementSession
 from llem.measure.meter import WindowResult
 from llem.measure.power_source import PowerSource
-from llem.measure.span_energy import METHOD as SPAN_METHOD
-from llem.measure.span_energy import SpanEnergies, span_energies
+from llem.measure.span_energy import SPAN_METHOD, SpanEnergies, span_energies
 from llem.result import (
     Figure,
     FitRecord,
@@ -36,12 +35,18 @@ from llem.runner.published import with_interval
 from llem.vocabulary.workload import EngineStep
 
 NO_STEPS = "the engine exposes no per-step record, so energy cannot be attributed to its steps"
-PHASES = ("prefill_j", "decode_j", "between_steps_j", "j_per_prefill_token", "j_per_decode_token")
+PHASE_FIGURES = (
+    "prefill_j",
+    "decode_j",
+    "between_steps_j",
+    "j_per_prefill_token",
+    "j_per_decode_token",
+)
 
 
 @dataclasses.dataclass(frozen=True)
 class _Done:
-    cut: list[Span]
+    cut: list[StepSpan]
     att: Attribution
 
 
@@ -55,7 +60,7 @@ def attribute_window(
     unavailable_reason: str | None = None,
     ceiling_w: float | None = None,
     lag_s: float | None = None,
-) -> tuple[list[Span], Attribution] | str:
+) -> tuple[list[StepSpan], Attribution] | str:
     """The attribution of ``steps`` over ``[t0, t1]`` of a measured window (its spans grouped
     into intervals the timeline resolves, ``llem.figures.bins``), or the reason there is none.
     The steps are moved ``lag_s`` later to meet the power timeline (estimated from the window
@@ -89,7 +94,7 @@ def _attribute_at(
     measure: Callable[[Sequence[float]], SpanEnergies | str],
     *,
     spread: bool,
-) -> tuple[list[Span], Attribution] | str:
+) -> tuple[list[StepSpan], Attribution] | str:
     """The attribution with the steps moved ``lag_s`` later (``spread``: ``attribute``'s)."""
     cut = spans(shifted(steps, lag_s, t1), t0, t1)
     edges = [s.start_s for s in cut] + [cut[-1].end_s]
@@ -218,7 +223,7 @@ def _part(p: Part | None, why: str | None, interval_why: str | None = None) -> F
 def _figures(done: _Done | Figure) -> dict[str, Figure | dict[str, Figure]]:
     """The phase split, the costs and the fit as figures (all null with the reason)."""
     if isinstance(done, Figure):
-        return {name: done for name in (*PHASES, "fit")}
+        return {name: done for name in (*PHASE_FIGURES, "fit")}
     att, fit = done.att, done.att.fit
     why, half = att.split_null_reason, att.coefficient_ci95
     no_half = att.interval_null_reason

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from llem.figures.draft_energy import (
     DraftEnergy,
-    Estimate,
+    EnergyEstimate,
     cut,
     cycles,
     phase_seconds,
@@ -35,7 +35,7 @@ NO_SPANS = (
     "the engine records no draft spans (llem records when each draft ran on the PyTorch "
     "engine only)"
 )
-FIGURES = (
+DRAFT_FIGURES = (
     "draft_energy_j",
     "verification_energy_j",
     "draft_energy_fraction",
@@ -92,7 +92,7 @@ def fill_draft_energy(
     if section is None or window is None:
         return
     if spans is None:
-        result.set_figures("speculative", {name: Figure.null(NO_SPANS) for name in FIGURES})
+        result.set_figures("speculative", {name: Figure.null(NO_SPANS) for name in DRAFT_FIGURES})
         for name in ("draft_s", "verification_s", "draft_energy_method"):
             result.null_reasons[f"speculative.{name}"] = NO_SPANS
         return
@@ -111,7 +111,7 @@ def fill_draft_energy(
         lag_s=lag,
     )
     if isinstance(got, str):
-        result.set_figures("speculative", {name: Figure.null(got) for name in FIGURES})
+        result.set_figures("speculative", {name: Figure.null(got) for name in DRAFT_FIGURES})
         result.null_reasons["speculative.draft_energy_method"] = got
         return
     result.set_figures("speculative", _figures(got, section.draft_tokens_accepted))
@@ -134,7 +134,7 @@ def _lag_s(result: RunResult) -> float:
 def _figures(got: DraftEnergy, accepted: int) -> dict[str, Figure | dict[str, Figure]]:
     if got.null_reason is not None or got.draft is None or got.verification is None:
         why = got.null_reason or "not separated"
-        return {name: Figure.null(why) for name in FIGURES}
+        return {name: Figure.null(why) for name in DRAFT_FIGURES}
     draft = _energy(got.draft)
     out: dict[str, Figure | dict[str, Figure]] = {
         "draft_energy_j": draft,
@@ -151,7 +151,7 @@ def _figures(got: DraftEnergy, accepted: int) -> dict[str, Figure | dict[str, Fi
     return out
 
 
-def _energy(e: Estimate) -> Figure:
+def _energy(e: EnergyEstimate) -> Figure:
     if e.energy_j <= 0:
         return Figure.null(
             f"not resolved: the fitted energy {e.energy_j:.4g} ± {e.ci95_j:.2g} J is not above 0"
@@ -159,7 +159,7 @@ def _energy(e: Estimate) -> Figure:
     return with_interval(e.energy_j, e.bound_j, e.ci95_j, None, unit="J")
 
 
-def _per(draft: Figure, e: Estimate, by: float, what: str, unit: str) -> Figure:
+def _per(draft: Figure, e: EnergyEstimate, by: float, what: str, unit: str) -> Figure:
     """The draft's energy over ``by`` (its bound and interval scaled alike), null as it is."""
     if draft.value is None:
         return draft

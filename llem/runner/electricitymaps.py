@@ -34,7 +34,7 @@ KEY_FILE_ENV = "ELECTRICITYMAPS_API_KEY_FILE"
 LATEST = "/v3/carbon-intensity/latest"
 PAST = "/v3/carbon-intensity/past"
 #: seconds one request may take before it counts as failed
-TIMEOUT_S = 10.0
+API_TIMEOUT_S = 10.0
 
 
 class EmapsError(Exception):
@@ -81,7 +81,7 @@ def get(base_url: str, path: str, params: dict[str, str], key: str) -> dict[str,
     request = urllib.request.Request(url, headers={"auth-token": key, "Accept": "application/json"})
     zone = params.get("zone", "")
     try:
-        with urllib.request.urlopen(request, timeout=TIMEOUT_S) as answer:
+        with urllib.request.urlopen(request, timeout=API_TIMEOUT_S) as answer:
             body = json.loads(answer.read().decode("utf-8", errors="replace"))
     except urllib.error.HTTPError as err:
         said = f"ElectricityMaps GET {url} answered HTTP {err.code}: {_message(err)}"

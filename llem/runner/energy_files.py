@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from llem.figures.attribution import RequestEnergy
-from llem.figures.step_shares import Span
+from llem.figures.step_shares import StepSpan
 from llem.result import (
     RequestRecord,
     RunResult,
@@ -73,7 +73,7 @@ def request_energy(r: RequestRecord, got: RequestEnergy) -> RequestRecord:
 
 
 def write_step_energies(
-    run_dir: Path, cut: Sequence[Span], energies: Sequence[float | None] | None, origin_s: float
+    run_dir: Path, cut: Sequence[StepSpan], energies: Sequence[float | None] | None, origin_s: float
 ) -> None:
     """steps.csv with each step's energy, matched on the step's end (``origin_s``: the
     window's start on the spans' clock)."""

@@ -36,7 +36,7 @@ from llem.devices.gpu_control import (
     power_problem,
 )
 from llem.devices.gpus import open_gpus
-from llem.errors import LlemError
+from llem.errors import EXIT_SIGTERM, LlemError
 from llem.measure.devices import DeviceMappingError, resolve_devices, torch_device_uuids
 from llem.measure.gpu_record import Restore, own_record_path, restore_gpu, write_record
 from llem.result import Figure, RunResult
@@ -44,7 +44,6 @@ from llem.result.gpu import GPU_LEFT_AS_IT_WAS, GpuDeviceSettings, GpuSection
 
 log = logging.getLogger("llem.gpu")
 
-EXIT_SIGTERM = 128 + signal.SIGTERM
 _POWER_TOLERANCE_W = 1.0  # NVML rounds limits to whole watts on some GPUs
 
 

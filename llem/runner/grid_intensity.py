@@ -19,7 +19,7 @@ from llem.config.footprint import CarbonConfig
 from llem.errors import PreflightError
 
 DATA = Path("data") / "private_infra" / "global_energy_mix.json"
-INSTALL = "pip install 'llem[carbon]' (CodeCarbon's bundled grid data)"
+CARBON_INSTALL = "pip install 'llem[carbon]' (CodeCarbon's bundled grid data)"
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,7 @@ def country_intensity(code: str) -> Intensity:
     CodeCarbon is not installed or its data do not hold the code."""
     path = _data_file()
     if path is None:
-        raise PreflightError([f"carbon.country={code} needs CodeCarbon: {INSTALL}"])
+        raise PreflightError([f"carbon.country={code} needs CodeCarbon: {CARBON_INSTALL}"])
     try:
         mix = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:

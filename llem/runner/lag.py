@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from llem.figures.attribution import Attribution, Part, RequestEnergy
 from llem.figures.bins import MIN_RESOLUTIONS, group
-from llem.figures.step_shares import Span, interval_rows, spans
+from llem.figures.step_shares import StepSpan, interval_rows, spans
 from llem.measure.span_energy import SpanEnergies
 from llem.vocabulary.workload import EngineStep
 
@@ -52,7 +52,7 @@ def shifted(steps: Sequence[EngineStep], lag_s: float, t1: float) -> list[Engine
     return out
 
 
-def misfit(cut: Sequence[Span], measure: Measure) -> tuple[float, int] | None:
+def misfit(cut: Sequence[StepSpan], measure: Measure) -> tuple[float, int] | None:
     """The step model's residual variance over the intervals of ``cut`` and how many intervals
     it was fitted over (None: not fitted)."""
     import numpy as np

@@ -34,8 +34,8 @@ from llem.result import utc_now
 
 log = logging.getLogger(__name__)
 
-FILE_NAME = "load_times.json"
-FORMAT = 1
+LOAD_TIMES_FILE = "load_times.json"
+LOAD_TIMES_FORMAT = 1
 KEEP_PER_KEY = 5
 MAX_KEYS = 300
 
@@ -47,7 +47,7 @@ _warned: set[str] = set()  # the files already warned about in this process
 
 
 def load_times_path() -> Path:
-    return llem_cache_dir() / FILE_NAME
+    return llem_cache_dir() / LOAD_TIMES_FILE
 
 
 def this_host_load_times(
@@ -79,7 +79,7 @@ def record_load(
         {"host": host, "key": load_key, "times": times}
     ]
     try:
-        atomic_write_json(path, {"format": FORMAT, "loads": stored[-MAX_KEYS:]})
+        atomic_write_json(path, {"format": LOAD_TIMES_FORMAT, "loads": stored[-MAX_KEYS:]})
     except OSError as exc:
         _warn(path, f"load time cache {path} not writable ({exc}); this load time is not kept")
 
@@ -97,8 +97,8 @@ def _read(path: Path) -> Stored:
 
 def _parse(data: Any) -> Stored:
     """The stored entries, checked; anything unexpected raises (the whole file is ignored)."""
-    if data.get("format") != FORMAT:
-        raise ValueError(f"format {data.get('format')!r}, this llem reads {FORMAT}")
+    if data.get("format") != LOAD_TIMES_FORMAT:
+        raise ValueError(f"format {data.get('format')!r}, this llem reads {LOAD_TIMES_FORMAT}")
     stored: Stored = []
     for entry in data["loads"]:
         host, key, times = entry["host"], entry["key"], entry["times"]

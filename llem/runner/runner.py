@@ -57,7 +57,7 @@ from llem.runner.serving import (
     fill_serving,
     offline_requests,
     plan,
-    serve,
+    serve_once,
 )
 from llem.runner.tasks import load_task
 from llem.runner.threads import settle_threads
@@ -312,7 +312,7 @@ class Runner:
         progress = BatchProgress(len(batches), self.live_display)
         with session.window() as window:
             if serving is not None:
-                served = serve(backend, loaded, serving)
+                served = serve_once(backend, loaded, serving)
                 return _Measured([as_batch(served)], 1, 0, served)
             while passes < MAX_PASSES:
                 for k, batch in enumerate(batches, 1):

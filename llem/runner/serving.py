@@ -80,7 +80,7 @@ def offline_requests(exp: ExperimentConfig, prompts: Sequence[Prompt]) -> list[P
     return [prompts[i % len(prompts)] for i in range(n)]
 
 
-def serve(backend: Backend[object], loaded: LoadedModel, served: ServePlan) -> ServeOutput:
+def serve_once(backend: Backend[object], loaded: LoadedModel, served: ServePlan) -> ServeOutput:
     """``backend.serve`` once (inside the measured window: no pass repetition)."""
     return backend.serve(loaded, served.requests, served.max_concurrency)
 

@@ -21,7 +21,13 @@ from llem.figures.serving import (
     request_figures,
     tokens_between,
 )
-from llem.figures.steady_state import BATCH_RULE, OPEN_LOOP, SteadyEdges, SteadyRule, steady_state
+from llem.figures.steady_state import (
+    BATCH_RULE,
+    OPEN_LOOP_RULE,
+    SteadyEdges,
+    SteadyRule,
+    steady_state,
+)
 from llem.measure.interval import interval_energy
 from llem.measure.meter import WindowResult
 from llem.measure.power_source import PowerSource
@@ -207,7 +213,7 @@ def _steady(result: RunResult, x: SectionInputs, steady: SteadyEdges) -> None:
 
 
 def _rule_name(rule: SteadyRule) -> str:
-    return OPEN_LOOP if rule.open_loop else BATCH_RULE
+    return OPEN_LOOP_RULE if rule.open_loop else BATCH_RULE
 
 
 def _ratio(energy: Figure, denominator: float, empty: str) -> Figure:

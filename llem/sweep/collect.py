@@ -33,7 +33,7 @@ def fingerprint(path: Path) -> tuple | None:
     return (st.st_ino, st.st_mtime_ns, st.st_size)
 
 
-def outcome(point: Point, status: str, error: str | None = None) -> JobOutcome:
+def point_outcome(point: Point, status: str, error: str | None = None) -> JobOutcome:
     """The outcome the sweeper records for ``point``."""
     return JobOutcome(
         status=status,

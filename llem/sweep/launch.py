@@ -26,7 +26,7 @@ from llem.errors import first_line
 from llem.hydra.compose.points import PointComposer
 from llem.hydra.overrides import without_key
 from llem.result import RESULT_FILE
-from llem.sweep.collect import collect, fingerprint, outcome
+from llem.sweep.collect import collect, fingerprint, point_outcome
 from llem.sweep.outcomes import JobOutcome
 from llem.sweep.plan import Plan, Point
 from llem.sweep.progress import ResultWatcher, SweepProgress
@@ -228,7 +228,7 @@ class SweepLaunch:
                 if fingerprint(dirs[p.index] / RESULT_FILE) == before[p.index]:
                     continue
                 status, error = "interrupted", "KeyboardInterrupt (result.json: failed)"
-            self.outcomes.append(outcome(p, status, error))
+            self.outcomes.append(point_outcome(p, status, error))
             if finished and not (watcher and p.index in watcher.reported):
                 self.progress.done(p.index, p.label, status)
 

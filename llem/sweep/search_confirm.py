@@ -127,7 +127,7 @@ def as_searched(space: Space, overrides: Sequence[str]) -> list[str]:
     return out
 
 
-def value_of(overrides: Sequence[str], key: str) -> int | None:
+def override_int(overrides: Sequence[str], key: str) -> int | None:
     """The whole-number value ``key`` has in ``overrides`` (None: not set, or not a number)."""
     for o in overrides:
         k, _, v = o.partition("=")

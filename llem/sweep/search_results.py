@@ -20,8 +20,8 @@ from llem.sweep.search_confirm import (
     REPEAT,
     as_searched,
     confirm_overrides,
+    override_int,
     searched_repeat,
-    value_of,
 )
 from llem.sweep.search_spec import SearchSpec
 from llem.sweep.search_verdict import INTERVAL_ENDS, Verdict, judge
@@ -66,7 +66,7 @@ def discount_of(spec: SearchSpec, result: RunResult) -> tuple[str | None, str | 
 def confirmation_of(search: Search, result: RunResult) -> int:
     """Which confirmation of its configuration ``result`` is (0: the search trial), by its
     ``repeat`` against the searched one."""
-    repeat = value_of(result.overrides, REPEAT)
+    repeat = override_int(result.overrides, REPEAT)
     return max((repeat or 0) - searched_repeat(search.space), 0)
 
 
@@ -122,7 +122,7 @@ def resume(planner: Planner, search: Search, sweep_dir: Path) -> list[str]:
     return lines
 
 
-def number(value: float | None) -> str:
+def figure_text(value: float | None) -> str:
     return "none" if value is None else f"{value:.4g}"
 
 
@@ -139,13 +139,13 @@ def summary(search: Search) -> list[str]:
         lines.append("no feasible configuration was found")
         return lines
     figures = ", ".join(
-        f"{c.key} {number(best.constraints.get(c.text))} ({c.op} {c.bound:g})"
+        f"{c.key} {figure_text(best.constraints.get(c.text))} ({c.op} {c.bound:g})"
         for c in search.spec.constraints
     )
     knobs = " ".join(f"{k}={v}" for k, v in best.knobs.items())
     runs = f" (mean of {rec.best_runs} runs)" if rec.best_runs > 1 else ""
     lines.append(
-        f"best feasible: #{best.dir} [{knobs}] {rec.objective}={number(rec.best_mean)}{runs}"
+        f"best feasible: #{best.dir} [{knobs}] {rec.objective}={figure_text(rec.best_mean)}{runs}"
         + (f"; its search trial: {figures}" if figures else "")
     )
     lines += [f"demoted: #{d} ({why})" for d, why in rec.demoted.items()]

@@ -34,7 +34,7 @@ from llem.errors import ConfigError, interrupted_by
 from llem.hydra.compose.studies import check_study, record_study
 from llem.result import ErrorInfo, RunResult
 from llem.runner.preflight import cuda_available
-from llem.sweep.collect import outcome, write_point_record
+from llem.sweep.collect import point_outcome, write_point_record
 from llem.sweep.launch import SweepLaunch, in_process, runs_here
 from llem.sweep.lock import SweepLock
 from llem.sweep.plan import Plan, Point, short_label
@@ -44,7 +44,7 @@ from llem.sweep.point_dirs import point_dirs
 from llem.sweep.progress import SweepProgress
 from llem.sweep.search import Proposal, Search, import_optuna
 from llem.sweep.search_config import drawn_seed, energy_unavailable, quality_unavailable
-from llem.sweep.search_results import number, resume, summary, verdict_of
+from llem.sweep.search_results import figure_text, resume, summary, verdict_of
 from llem.sweep.search_spec import (
     SearchSpec,
     check_energy,
@@ -191,7 +191,7 @@ class SearchSweeper(GridSweeper):
         plan.swept = search.space.keys
         self._placeholders(plan, search)
         outcomes = [
-            outcome(Point(index=int(t.dir), overrides=t.overrides), "done")
+            point_outcome(Point(index=int(t.dir), overrides=t.overrides), "done")
             for t in search.record.trials
         ]
         to_run = max(search.spec.budget - search.searched, 0) + search.confirm
@@ -289,7 +289,7 @@ class SearchSweeper(GridSweeper):
         write_point_record(sweep_dir, point, "skipped", ErrorInfo("ConfigError", reason, hint))
         verdict = judge(search.spec, {}, lambda key: f"skipped: {reason}")
         search.tell(proposal, str(point.index), verdict, status="skipped")
-        launch.outcomes.append(outcome(point, "skipped", reason))
+        launch.outcomes.append(point_outcome(point, "skipped", reason))
         log.info(
             "  search trial %d #%d [%s]: skipped: %s",
             search.searched,
@@ -313,11 +313,11 @@ class SearchSweeper(GridSweeper):
             config_hash=result.config_hash,
         )
         search.record.write(sweep_dir)
-        what = f"{search.spec.objective}={number(record.objective)}"
+        what = f"{search.spec.objective}={figure_text(record.objective)}"
         judged = "feasible" if record.feasible else f"infeasible: {record.why_not}"
         best = search.record.best_trial()
         best_text = (
-            f"#{best.dir} {number(search.record.best_mean)}" if best else "none feasible yet"
+            f"#{best.dir} {figure_text(search.record.best_mean)}" if best else "none feasible yet"
         )
         log.info(
             "  %s trial %d #%d [%s]: %s, %s; best so far %s",

@@ -7,7 +7,7 @@ import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from llem.sweep.unstartable import Request, parse_request
+from llem.sweep.unstartable import NodeRequest, parse_request
 
 log = logging.getLogger("llem.sweep")
 
@@ -41,7 +41,7 @@ class JobInfo:
     node: str
     elapsed_s: float | None
     limit_s: float | None
-    request: Request | None = None  # what it asks of a node (for a pending job's prospects)
+    request: NodeRequest | None = None  # what it asks of a node (for a pending job's prospects)
 
 
 def slurm_seconds(text: str) -> float | None:

@@ -49,7 +49,7 @@ from llem.result import ErrorInfo
 from llem.runner.load_times import this_host_load_times
 from llem.runner.preflight import cuda_available
 from llem.sweep import display
-from llem.sweep.collect import outcome, write_point_record
+from llem.sweep.collect import point_outcome, write_point_record
 from llem.sweep.launch import SweepLaunch, batch_size, in_process, runs_here
 from llem.sweep.lock import SweepLock
 from llem.sweep.outcomes import JobOutcome, SweepListener, listener_of
@@ -242,8 +242,8 @@ class GridSweeper(Sweeper):
         reuse = settings.reuse_model and local  # other launchers: a process per point
         size = batch_size(self.launcher, self.max_batch_size, len(plan.run_order), local)
         self._prepare_directory(plan, sweep_dir, reuse, size)
-        outcomes = [outcome(p, "skipped", p.reason) for p in plan.skipped]
-        outcomes += [outcome(p, "done") for p in plan.done]
+        outcomes = [point_outcome(p, "skipped", p.reason) for p in plan.skipped]
+        outcomes += [point_outcome(p, "done") for p in plan.done]
         progress = SweepProgress(
             len(plan.run_order), skipped=len(plan.skipped), already_done=len(plan.done)
         )

@@ -36,7 +36,7 @@ CAPACITY = ("Resources", "ReqNodeNotAvail")  # waiting for nodes: never only if 
 
 
 @dataclass(frozen=True)
-class Request:
+class NodeRequest:
     """What a pending job asks of one node (squeue ``%P``, ``%C``, ``%m``, ``%b``)."""
 
     partition: str
@@ -76,12 +76,12 @@ def gpus_of(gres: str) -> int | None:
     return total
 
 
-def parse_request(partition: str, cpus: str, memory: str, tres: str) -> Request | None:
+def parse_request(partition: str, cpus: str, memory: str, tres: str) -> NodeRequest | None:
     gpus = gpus_of(tres)
     if not partition or not cpus.strip().isdigit() or gpus is None:
         return None
     mem = memory_mb(memory)
-    return Request(partition.strip(), int(cpus), mem if mem else None, gpus)
+    return NodeRequest(partition.strip(), int(cpus), mem if mem else None, gpus)
 
 
 def parse_sinfo(text: str) -> list[Node] | None:
@@ -111,13 +111,13 @@ def sinfo(partition: str, timeout_s: float = 30.0) -> list[Node] | None:
     return parse_sinfo(proc.stdout) if proc.returncode == 0 else None
 
 
-def fits(request: Request, node: Node) -> bool:
+def fits(request: NodeRequest, node: Node) -> bool:
     memory_ok = request.memory_mb is None or request.memory_mb <= node.memory_mb
     return request.cpus <= node.cpus and memory_ok and request.gpus <= node.gpus
 
 
 def never_starts(
-    reason: str, request: Request | None, nodes: Callable[[str], list[Node] | None]
+    reason: str, request: NodeRequest | None, nodes: Callable[[str], list[Node] | None]
 ) -> str | None:
     """Why a job pending with ``reason`` will never start (a sentence), or None.
 

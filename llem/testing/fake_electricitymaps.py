@@ -36,7 +36,7 @@ def iso(hour: datetime) -> str:
 
 
 @dataclass(frozen=True)
-class Request:
+class ReceivedRequest:
     path: str
     query: dict[str, str]
     with_key: bool  # the auth-token header held the planted key
@@ -50,12 +50,12 @@ class FakeEmaps:
     estimated: bool = False
     emission_factor_type: str = "lifecycle"
     fail_past: int | None = None
-    requests: list[Request] = field(default_factory=list)
+    requests: list[ReceivedRequest] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def answer(self, path: str, query: dict[str, str], token: str | None) -> tuple[int, Any]:
         with self.lock:
-            self.requests.append(Request(path, query, token == self.key))
+            self.requests.append(ReceivedRequest(path, query, token == self.key))
         if token != self.key:
             return 401, {"error": "Invalid authentication token"}
         if path not in (LATEST, PAST):

@@ -49,7 +49,7 @@ Power Measurement                    : {state}
 """
 
 
-def output(reading: str, w: int, state: str) -> str:
+def printed_reading(reading: str, w: int, state: str) -> str:
     """``reading`` (``READING`` or ``FREEIPMI_READING``) at ``w`` watts now, with a minimum,
     maximum and average over the sampling period that differ from it (a reader must take the
     current line, not another)."""

@@ -22,10 +22,10 @@ once, and makes the child what ``python -m llem`` started by ``cli.run_llem`` wo
   handlers, atexit handlers, OpenMP's threads).
 
 The server waits for its children, and the caller's process waits for the server at its exit
-(``stop``), so their CPU time counts as the caller's children's, as a subprocess's does. A test of
-the command line as an interpreter starts it (its start-up time, what it imports, the console
-script, signals sent to it) runs ``llem.testing.cli.run_llem`` instead. ``LLEM_FORKED_CLI=0``
-sends every call to ``cli.run_llem``.
+(``stop_servers``), so their CPU time counts as the caller's children's, as a subprocess's does.
+A test of the command line as an interpreter starts it (its start-up time, what it imports, the
+console script, signals sent to it) runs ``llem.testing.cli.run_llem`` instead.
+``LLEM_FORKED_CLI=0`` sends every call to ``cli.run_llem``.
 """
 
 from __future__ import annotations
@@ -107,7 +107,7 @@ def run_command(
     return server.run(command, argv, env=env, cwd=Path(cwd), timeout=timeout)
 
 
-def stop() -> None:
+def stop_servers() -> None:
     """Stop every server and wait for it (and so for the CPU time of the runs it forked)."""
     _servers.stop()
 
@@ -147,7 +147,7 @@ class _Servers:
 
 
 _servers = _Servers()
-atexit.register(stop)
+atexit.register(stop_servers)
 
 
 @dataclass
@@ -163,7 +163,11 @@ class _Server:
         home = Path(tempfile.mkdtemp(prefix="llem-fork-server-"))  # nothing there to import
         with open(home / "stderr", "wb") as stderr:
             process = subprocess.Popen(
-                [sys.executable, "-c", "from llem.testing.forked_cli import serve; serve()"],
+                [
+                    sys.executable,
+                    "-c",
+                    "from llem.testing.forked_cli import serve_forks; serve_forks()",
+                ],
                 cwd=home,
                 env=env,
                 stdin=subprocess.PIPE,
@@ -250,12 +254,13 @@ def _text(path: Path) -> str:
 # --- the server's side ---------------------------------------------------------------------------
 
 
-def serve() -> None:
+def serve_forks() -> None:
     """The server's loop: import ``PRELOAD``, then fork a child per request line on stdin, answering
     on stdout a line with the child's pid and one with its exit code; return at stdin's end."""
     import importlib
 
-    atexit.unregister(stop)  # a child runs the atexit handlers of llem's process, not this one
+    # a child runs the atexit handlers of llem's process, not this one
+    atexit.unregister(stop_servers)
     for name in PRELOAD:
         importlib.import_module(name)
     requests = os.fdopen(os.dup(0), "rb")

@@ -14,7 +14,7 @@ import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-Interval = Callable[[Sequence[tuple[int, int]]], tuple[float, float] | None]
+IntervalMethod = Callable[[Sequence[tuple[int, int]]], tuple[float, float] | None]
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,7 @@ class Population:
 
 
 def coverage(
-    interval: Interval, pop: Population, n_items: int, passes: int, runs: int, seed: int = 0
+    interval: IntervalMethod, pop: Population, n_items: int, passes: int, runs: int, seed: int = 0
 ) -> float:
     """The share of ``runs`` simulated runs whose interval holds the planted ``pop.p``."""
     rng = random.Random(seed)
@@ -56,7 +56,7 @@ def over_answers(items: Sequence[tuple[int, int]]) -> tuple[float, float] | None
     return wilson(sum(r for r, _ in items), sum(n for _, n in items))
 
 
-def over_items(items: Sequence[tuple[int, int]]) -> tuple[float, float] | None:
+def interval_over_items(items: Sequence[tuple[int, int]]) -> tuple[float, float] | None:
     """llem's interval over items, as (low, high)."""
     from llem.quality.interval import over_items as llem_over_items
 

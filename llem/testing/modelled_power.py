@@ -26,14 +26,13 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from llem.figures.attribution import Span, spans
+from llem.figures.attribution import StepSpan, spans
 from llem.measure import MeasurementSession
 from llem.measure.meter import WindowResult
 from llem.testing.clocks import SteppingClock
 from llem.testing.fake_pynvml import FakeGpu, Waveform
 from llem.testing.truth.sensor import Sensed
-from llem.testing.virtual_window import measure_window
-from llem.testing.virtual_window import shifted as moved
+from llem.testing.virtual_window import measure_window, step_moved
 from llem.vocabulary.workload import EngineStep, StepShare
 
 
@@ -146,8 +145,8 @@ def _step(t: float, shares: list[StepShare], timing: StepTiming, rng: random.Ran
     return EngineStep(t + d, len(shares), p, q, start_s=t, shares=tuple(shares))
 
 
-def shifted(steps: Sequence[EngineStep], by_s: float) -> list[EngineStep]:
-    return [moved(s, by_s) for s in steps]
+def steps_moved(steps: Sequence[EngineStep], by_s: float) -> list[EngineStep]:
+    return [step_moved(s, by_s) for s in steps]
 
 
 @dataclass(frozen=True)
@@ -175,7 +174,7 @@ def measure_modelled(
     clock = SteppingClock()
     window_start = clock.now() + 0.1
     first = min(float(s.start_s or s.end_s) for s in steps)
-    placed = shifted(steps, window_start + lead_s - first)
+    placed = steps_moved(steps, window_start + lead_s - first)
     power = ModelledPower(placed, model)
     shown: Waveform = power
     if sampled_fraction is not None:
@@ -187,5 +186,5 @@ def measure_modelled(
     return Measured(session.last_window, session, placed, power)
 
 
-def window_spans(m: Measured) -> list[Span]:
+def window_spans(m: Measured) -> list[StepSpan]:
     return spans(m.steps, m.window.start_s, m.window.end_s)

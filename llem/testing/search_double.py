@@ -38,8 +38,8 @@ from llem.sweep.search_spec import Constraint, SearchSpec
 from llem.sweep.search_verdict import judge
 
 BATCH = "pytorch.batch_size"
-POWER = "gpu.power_limit_w"
-TPOT = "latency.tpot_ms.p90"
+POWER_LIMIT = "gpu.power_limit_w"
+TPOT_P90 = "latency.tpot_ms.p90"
 J_PER_TOKEN = "energy.j_per_output_token"
 
 QUANT = "quantization"
@@ -119,11 +119,11 @@ class PlantedRun(Planted):
     def dims(self) -> list[Choices]:
         return [
             Choices(BATCH, tuple(str(b) for b in self.batches)),
-            Choices(POWER, tuple(str(p) for p in self.powers)),
+            Choices(POWER_LIMIT, tuple(str(p) for p in self.powers)),
         ]
 
     def spec(self, seed: int, budget: int = 30, sampler: str = "tpe") -> SearchSpec:
-        limit = Constraint(TPOT, "<=", self.tpot_limit_ms)
+        limit = Constraint(TPOT_P90, "<=", self.tpot_limit_ms)
         return SearchSpec(J_PER_TOKEN, "minimize", (limit,), budget, seed, sampler)
 
     @staticmethod
@@ -132,10 +132,10 @@ class PlantedRun(Planted):
         slowdown = (450.0 / power) ** 0.5 if power < 450 else 1.0
         tpot_ms = (20.0 + 0.3 * batch) * slowdown
         j_per_token = (10.0 / batch + 0.1) * (0.8 + 0.2 * ((power - 300.0) / 150.0) ** 2)
-        return {TPOT: tpot_ms, J_PER_TOKEN: j_per_token}
+        return {TPOT_P90: tpot_ms, J_PER_TOKEN: j_per_token}
 
     def figures(self, knobs: dict[str, str]) -> dict[str, float]:
-        return self.truth(int(knobs[BATCH]), float(knobs[POWER]))
+        return self.truth(int(knobs[BATCH]), float(knobs[POWER_LIMIT]))
 
 
 # per category: (tokens/J at its peak, max_num_seqs at the peak, the peak's width, the
@@ -181,7 +181,7 @@ class PlantedServing(Planted):
 
 
 @dataclass(frozen=True)
-class Found:
+class OptimumFound:
     measured_at: int | None  # 1-based trial at which the optimum was first measured
     reported: bool  # the search's best feasible trial is the optimum
     trials: int
@@ -190,7 +190,7 @@ class Found:
 
 def search_until(
     double: Planted, spec: SearchSpec, stop_after: int | None = None, confirm: int = 0
-) -> Found:
+) -> OptimumFound:
     """Run a whole search on the double (with ``confirm`` confirmations of its best); when was
     the optimum measured, and was it reported. With ``stop_after``, the search stops early once
     the optimum was measured and at least ``stop_after`` trials ran (a bench's time saver;
@@ -207,4 +207,4 @@ def search_until(
             break
     best = search.record.best_trial()
     reported = best is not None and best.knobs == target
-    return Found(measured_at, reported, search.searched, search.record)
+    return OptimumFound(measured_at, reported, search.searched, search.record)

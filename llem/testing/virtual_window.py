@@ -57,7 +57,7 @@ def _session(clock: SteppingClock, sample_hz: float, fake: FakeNvml) -> Measurem
     )
 
 
-def shifted(s: EngineStep, by_s: float) -> EngineStep:
+def step_moved(s: EngineStep, by_s: float) -> EngineStep:
     """``s`` moved ``by_s`` seconds later."""
     return EngineStep(
         s.end_s + by_s,

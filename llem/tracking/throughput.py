@@ -44,7 +44,7 @@ def bin_s(sampling_interval_s: float | None) -> float:
     return max(MIN_BIN_S, sampling_interval_s or 0.0)
 
 
-def spans(steps: Sequence[StepRecord]) -> list[tuple[float, float]]:
+def step_times(steps: Sequence[StepRecord]) -> list[tuple[float, float]]:
     """Each step's ``(start, end)`` in seconds from the window's start (see the module)."""
     out = []
     for i, s in enumerate(steps):
@@ -91,7 +91,7 @@ def phase_rates(
     edges = _edges(end_s, length_s)
     tokens = [0.0] * (len(edges) - 1)
     unknown = [False] * len(tokens)
-    for (start, end), count in zip(spans(steps), counts, strict=True):
+    for (start, end), count in zip(step_times(steps), counts, strict=True):
         for k, share in _bins_of(start, end, edges, length_s):
             if count is None:
                 unknown[k] = True

@@ -33,7 +33,7 @@ class Tracker(Protocol):
         ...
 
 
-def point_dirs(sweep_dir: Path) -> list[Path]:
+def result_dirs(sweep_dir: Path) -> list[Path]:
     """The sweep's point folders that hold a result, in grid order."""
     dirs = [d for d in sweep_dir.iterdir() if d.name.isdigit() and d.is_dir()]
     return [d for d in sorted(dirs, key=lambda d: int(d.name)) if (d / RESULT_FILE).is_file()]

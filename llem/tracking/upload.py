@@ -22,7 +22,7 @@ from llem.sweep.search_file import SEARCH_FILE
 from llem.tracking import figures, point_files
 from llem.tracking.mlflow_runs import POINT_TAG, STARTED_TAG, MlflowRuns
 from llem.tracking.state import read_state, write_state
-from llem.tracking.tracker import point_dirs
+from llem.tracking.tracker import result_dirs
 
 if TYPE_CHECKING:
     from llem.plain import Json
@@ -129,7 +129,7 @@ class SweepLog:
 
     def log_pending(self) -> int:
         """Every point with a result that is not logged yet; how many were logged."""
-        return sum(self.log_point(d) for d in point_dirs(self.sweep_dir))
+        return sum(self.log_point(d) for d in result_dirs(self.sweep_dir))
 
     def finish(self) -> None:
         """The sweep's files as the parent's artifacts, a search's best as its tags; the

@@ -30,7 +30,7 @@ from llem.sweep.search_file import SEARCH_FILE
 from llem.tracking import earlier_history, figures, point_files
 from llem.tracking.earlier_history import Earlier
 from llem.tracking.state import read_section, write_section
-from llem.tracking.tracker import point_dirs
+from llem.tracking.tracker import result_dirs
 
 if TYPE_CHECKING:
     from llem.plain import Json
@@ -225,7 +225,7 @@ class WandbTracker:
         return True
 
     def end_sweep(self, sweep_dir: Path) -> tuple[int, int]:
-        n = sum(self.log_point(sweep_dir, d) for d in point_dirs(sweep_dir))
+        n = sum(self.log_point(sweep_dir, d) for d in result_dirs(sweep_dir))
         state = self._sweep_state(sweep_dir)
         run_id = str(state.get("sweep_run_id") or _new_id())
         plan = _plan(sweep_dir)

@@ -22,7 +22,7 @@ from llem.figures.interval import (
     residual_variance,
 )
 from llem.figures.share_weights import Sharing
-from llem.figures.step_shares import Span
+from llem.figures.step_shares import StepSpan
 from llem.vocabulary.workload import EngineStep, StepShare
 
 
@@ -101,14 +101,14 @@ def test_the_half_width_adds_the_three_variances() -> None:
     assert half_width([1.0, 0.0], [[-5.0, 0], [0, 0]], 1.0, 0.0, 0.0) == 0.0
 
 
-def _window() -> tuple[list[Span], Bins, list[StepRow]]:
+def _window() -> tuple[list[StepSpan], Bins, list[StepRow]]:
     """Four prefill steps of 100, 200, 300 and 400 tokens at 1 ms each, each its own interval,
     their energies 0.004 J a token exactly but for 0.1 J more in the first and less in the
     last."""
     cut, rows, energy = [], [], []
     for i, p in enumerate((100, 200, 300, 400)):
         s = EngineStep(i + 0.001, 1, p, 0, float(i), (StepShare(i, p, 0),))
-        cut.append(Span(float(i), i + 0.001, s, (0,)))
+        cut.append(StepSpan(float(i), i + 0.001, s, (0,)))
         rows.append(StepRow(p, 0, 0.001))
         energy.append(0.004 * p + (0.1 if i == 0 else -0.1 if i == 3 else 0.0))
     b = Bins(tuple((i, i + 1) for i in range(4)), tuple(energy), (0.0,) * 4, (0.0,) * 5, 0.001)

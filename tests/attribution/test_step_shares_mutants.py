@@ -13,8 +13,8 @@ from llem.figures.step_shares import (
     TIME_SHARE,
     TOKEN_PACE,
     Coefficients,
-    Span,
-    Weights,
+    IntervalWeights,
+    StepSpan,
     contexts,
     fractions,
     interval_rows,
@@ -25,12 +25,12 @@ from llem.vocabulary.workload import EngineStep, StepShare
 
 
 def weights_of(
-    cut: list[Span], b: Bins, c: Coefficients, within: Coefficients | None = None
-) -> Weights:
+    cut: list[StepSpan], b: Bins, c: Coefficients, within: Coefficients | None = None
+) -> IntervalWeights:
     return Sharing(cut, b).weights(c, within)
 
 
-def shares_in(cut: list[Span], lo: int, hi: int, c: Coefficients) -> list[float]:
+def shares_in(cut: list[StepSpan], lo: int, hi: int, c: Coefficients) -> list[float]:
     """Each span's share of the interval of spans ``lo`` to ``hi`` (end excluded)."""
     one = Bins(((lo, hi),), (1.0,), (0.0,), (0.0, 0.0), 0.1)
     return [float(g) for g in Sharing(cut, one).span_shares(c)]
@@ -93,13 +93,13 @@ def test_a_requests_context_is_its_tokens_before_and_restarts_when_prefilled_aga
     assert contexts(steps) == [(0,), (100, 0), (150, 30), (0, 31), (151, 32), ()]
 
 
-def _paced(n: int, t0: float, tp: float, tq: float, tx: float) -> list[Span]:
+def _paced(n: int, t0: float, tp: float, tq: float, tx: float) -> list[StepSpan]:
     """n steps whose durations are the planted pace over varied tokens and contexts."""
     out, t = [], 0.0
     for i in range(n):
         p, q, ctx = (37 * i) % 200, 1 + (11 * i) % 16, (53 * i * i) % 900
         d = t0 + tp * p + tq * q + tx * ctx
-        out.append(Span(t, t + d, _step(t, t + d, [(1, p, q)]), (ctx,)))
+        out.append(StepSpan(t, t + d, _step(t, t + d, [(1, p, q)]), (ctx,)))
         t += d
     return out
 
@@ -109,7 +109,7 @@ def test_the_planted_pace_of_the_steps_is_found() -> None:
     assert pace == pytest.approx((0.01, 2e-5, 3e-4, 1e-6), rel=1e-6)
     # the gaps between steps do not enter
     cut = _paced(8, 0.01, 2e-5, 3e-4, 1e-6)
-    gapped = [x for s in cut for x in (Span(s.start_s - 0.5, s.start_s, None), s)]
+    gapped = [x for s in cut for x in (StepSpan(s.start_s - 0.5, s.start_s, None), s)]
     assert step_pace(gapped) == pytest.approx((0.01, 2e-5, 3e-4, 1e-6), rel=1e-6)
 
 
@@ -124,7 +124,7 @@ def test_too_few_steps_or_steps_of_one_shape_share_by_tokens() -> None:
     assert step_pace(_paced(5, 0.01, 2e-5, 3e-4, 1e-6)) == pytest.approx(
         (0.01, 2e-5, 3e-4, 1e-6), rel=1e-6
     )
-    same = [Span(i, i + 0.01, _step(i, i + 0.01, [(1, 0, 4)]), (10,)) for i in range(8)]
+    same = [StepSpan(i, i + 0.01, _step(i, i + 0.01, [(1, 0, 4)]), (10,)) for i in range(8)]
     assert step_pace(same) == TOKEN_PACE
 
 
@@ -138,11 +138,11 @@ def test_a_pace_whose_tokens_take_no_time_shares_by_tokens() -> None:
 
 def test_an_intervals_row_sums_its_steps_and_its_gaps() -> None:
     cut = [
-        Span(0.0, 0.1, None),
-        Span(0.1, 0.3, _step(0.1, 0.3, [(1, 10, 0), (2, 0, 1)]), (0, 40)),
-        Span(0.3, 0.35, None),
-        Span(0.35, 0.5, _step(0.35, 0.5, [(1, 0, 1), (2, 0, 1)]), (10, 41)),
-        Span(0.5, 0.6, None),
+        StepSpan(0.0, 0.1, None),
+        StepSpan(0.1, 0.3, _step(0.1, 0.3, [(1, 10, 0), (2, 0, 1)]), (0, 40)),
+        StepSpan(0.3, 0.35, None),
+        StepSpan(0.35, 0.5, _step(0.35, 0.5, [(1, 0, 1), (2, 0, 1)]), (10, 41)),
+        StepSpan(0.5, 0.6, None),
     ]
     rows = interval_rows(cut, [(0, 4), (4, 5)])
     assert rows[0].prefill_tokens == 10 and rows[0].decode_tokens == 3
@@ -191,10 +191,10 @@ def test_a_step_that_computed_no_token_shares_its_static_power_by_the_context_re
     assert got == pytest.approx([0.25, 0.75])
 
 
-def _two_span_interval() -> list[Span]:
+def _two_span_interval() -> list[StepSpan]:
     return [
-        Span(0.0, 0.1, _step(0.0, 0.1, [(1, 100, 0)]), (0,)),
-        Span(0.1, 0.4, None),
+        StepSpan(0.0, 0.1, _step(0.0, 0.1, [(1, 100, 0)]), (0,)),
+        StepSpan(0.1, 0.4, None),
     ]
 
 
@@ -205,14 +205,14 @@ def test_an_intervals_spans_share_its_energy_by_their_fitted_costs() -> None:
     assert shares_in(cut, 0, 2, c) == pytest.approx([11.4 / 17.4, 6.0 / 17.4])
     assert shares_in(cut, 0, 1, c) == [1.0]
     assert shares_in(cut, 1, 2, c) == [1.0]
-    ctx = [Span(0.0, 0.1, _step(0.0, 0.1, [(1, 0, 1)]), (1000,)), Span(0.1, 0.2, None)]
+    ctx = [StepSpan(0.0, 0.1, _step(0.0, 0.1, [(1, 0, 1)]), (1000,)), StepSpan(0.1, 0.2, None)]
     assert shares_in(ctx, 0, 2, (0.0, 0.0, 0.0, 1.0, 0.001)) == pytest.approx([10 / 11, 1 / 11])
 
 
 def test_costs_that_give_an_interval_nothing_share_it_by_duration_then_equally() -> None:
     cut = _two_span_interval()
     assert shares_in(cut, 0, 2, (0.0,) * 5) == pytest.approx([0.25, 0.75])
-    flat = [Span(1.0, 1.0, None), Span(1.0, 1.0, None), Span(1.0, 1.0, None)]
+    flat = [StepSpan(1.0, 1.0, None), StepSpan(1.0, 1.0, None), StepSpan(1.0, 1.0, None)]
     assert shares_in(flat, 0, 3, (0.0,) * 5) == pytest.approx([1 / 3] * 3)
 
 
@@ -221,7 +221,7 @@ def test_each_figure_takes_its_share_of_each_intervals_energy() -> None:
     Step: 0.4 + 0.05 + 0.3 (context) + 11 (static, 0.1 s) = 11.75 J of 17.75 J with the gap's
     6 J; within the step, by token share of the static 11 J over 101 tokens."""
     step = _step(0.0, 0.1, [(1, 0, 1), (2, 100, 0)])
-    cut = [Span(0.0, 0.1, step, (300, 0)), Span(0.1, 0.4, None)]
+    cut = [StepSpan(0.0, 0.1, step, (300, 0)), StepSpan(0.1, 0.4, None)]
     b = Bins(((0, 2),), (17.75,), (0.0,), (0.0, 0.0), 0.1)
     c = (0.004, 0.05, 110.0, 20.0, 0.001)
     w = weights_of(cut, b, c)
@@ -248,7 +248,7 @@ def test_each_figures_value_is_its_weight_on_each_intervals_energy() -> None:
     """The mixed step and the gap above share interval 0 (17.75 J); a gap alone is interval 1
     (3 J): each figure's value is its weights times those energies, worked out by hand."""
     step = _step(0.0, 0.1, [(1, 0, 1), (2, 100, 0)])
-    cut = [Span(0.0, 0.1, step, (300, 0)), Span(0.1, 0.4, None), Span(0.4, 0.5, None)]
+    cut = [StepSpan(0.0, 0.1, step, (300, 0)), StepSpan(0.1, 0.4, None), StepSpan(0.4, 0.5, None)]
     b = Bins(((0, 2), (2, 3)), (17.75, 3.0), (0.0, 0.0), (0.0, 0.0, 0.0), 0.1)
     v = Sharing(cut, b).values((0.004, 0.05, 110.0, 20.0, 0.001))
     pre = 0.4 + 11.0 * 100 / 101  # J: of the step's 11.75 J, as the interval's share is 11.75
@@ -266,7 +266,7 @@ def test_a_prefill_reading_context_charges_it_to_prefill() -> None:
     """r1 prefills a second chunk of 100 over its first 100 (context 100) beside r2's decode
     (context 0): prefill 0.4 + 0.1 J, decode 0.05 J, no static power (P = 0)."""
     step = _step(0.0, 0.1, [(1, 100, 0), (2, 0, 1)])
-    cut = [Span(0.0, 0.1, step, (100, 0))]
+    cut = [StepSpan(0.0, 0.1, step, (100, 0))]
     b = Bins(((0, 1),), (1.0,), (0.0,), (0.0, 0.0), 0.1)
     w = weights_of(cut, b, (0.004, 0.05, 0.0, 0.0, 0.001))
     assert w[("prefill", 0)] == pytest.approx({0: 0.5 / 0.55})
@@ -276,7 +276,7 @@ def test_a_prefill_reading_context_charges_it_to_prefill() -> None:
 
 def test_a_step_that_does_not_say_which_requests_ran_is_unattributed() -> None:
     step = EngineStep(0.1, 2, 100, 1, 0.0, None)
-    cut = [Span(0.0, 0.1, step, ()), Span(0.1, 0.2, None)]
+    cut = [StepSpan(0.0, 0.1, step, ()), StepSpan(0.1, 0.2, None)]
     b = Bins(((0, 1), (1, 2)), (5.0, 2.0), (0.0, 0.0), (0.0, 0.0, 0.0), 0.1)
     w = weights_of(cut, b, (0.004, 0.05, 0.0, 20.0, 0.0))
     assert w[("unattributed", 0)] == {0: 1.0, 1: 1.0}
@@ -305,9 +305,9 @@ def test_one_token_in_a_step_costs_nothing_goes_to_its_part() -> None:
 
 def test_an_interval_whose_costs_sum_below_one_joule_is_still_shared_by_them() -> None:
     """The step reads 400 context tokens at 1 mJ: 0.4 J; the gap 0.1 s at 1 W: 0.1 J."""
-    cut = [Span(0.0, 0.1, _step(0.0, 0.1, [(1, 0, 1)]), (400,)), Span(0.1, 0.2, None)]
+    cut = [StepSpan(0.0, 0.1, _step(0.0, 0.1, [(1, 0, 1)]), (400,)), StepSpan(0.1, 0.2, None)]
     assert shares_in(cut, 0, 2, (0.0, 0.0, 0.0, 1.0, 0.001)) == pytest.approx([0.8, 0.2])
-    flat = [Span(1.0, 1.0, None)] * 3
+    flat = [StepSpan(1.0, 1.0, None)] * 3
     assert shares_in(flat, 1, 3, (0.0,) * 5) == pytest.approx([0.5, 0.5])
 
 
@@ -315,7 +315,7 @@ def test_a_step_that_computed_no_token_and_costs_nothing_is_decode_shared_equall
     """Two requests ran a step computing no token, reading no context at a cost, with no
     static power: the step is decode, half to each request."""
     step = _step(0.0, 0.1, [(1, 0, 0), (2, 0, 0)])
-    cut = [Span(0.0, 0.1, step, (50, 70))]
+    cut = [StepSpan(0.0, 0.1, step, (50, 70))]
     b = Bins(((0, 1),), (2.0,), (0.0,), (0.0, 0.0), 0.1)
     w = weights_of(cut, b, (0.004, 0.05, 0.0, 0.0, 0.0))
     assert w[("decode", 0)] == {0: 1.0} and ("prefill", 0) not in w
@@ -327,8 +327,8 @@ def test_a_step_that_computed_no_token_and_costs_nothing_is_decode_shared_equall
 def test_a_step_without_its_requests_leaves_the_rest_of_its_interval_shared() -> None:
     """One interval: a step that does not say which requests ran, then one that does."""
     cut = [
-        Span(0.0, 0.1, EngineStep(0.1, 1, 0, 1, 0.0, None), ()),
-        Span(0.1, 0.2, _step(0.1, 0.2, [(7, 0, 1)]), (10,)),
+        StepSpan(0.0, 0.1, EngineStep(0.1, 1, 0, 1, 0.0, None), ()),
+        StepSpan(0.1, 0.2, _step(0.1, 0.2, [(7, 0, 1)]), (10,)),
     ]
     b = Bins(((0, 2),), (2.0,), (0.0,), (0.0, 0.0), 0.1)
     w = weights_of(cut, b, (0.0, 0.05, 0.0, 0.0, 0.0))

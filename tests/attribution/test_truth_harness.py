@@ -10,14 +10,14 @@ import pytest
 
 from llem.testing.fake_pynvml import Constant
 from llem.testing.truth import harness as h
-from llem.testing.truth.engine import EngineSpec, Request, run
-from llem.testing.truth.gpu import Gpu
+from llem.testing.truth.engine import EngineSpec, Request, run_engine
+from llem.testing.truth.gpu import SimulatedGpu
 from llem.testing.truth.sensor import Sensed, StepPower
 
 
 def test_long_prompts_are_prefilled_in_chunks_within_the_token_budget() -> None:
     plan = h.chunked(24, seed=1)
-    trace = h.simulate(plan, Gpu(), 1)
+    trace = h.trace_of(plan, SimulatedGpu(), 1)
     budget = plan.spec.max_num_batched_tokens
     assert all((s.prefill_tokens or 0) + (s.decode_tokens or 0) <= budget for s in trace.steps)
     assert trace.chunked_requests == 24
@@ -33,7 +33,7 @@ def test_long_prompts_are_prefilled_in_chunks_within_the_token_budget() -> None:
 def test_a_preempted_request_recomputes_its_prompt_and_generated_tokens() -> None:
     spec = EngineSpec(max_num_batched_tokens=64, max_num_seqs=2, kv_blocks=6, block_tokens=16)
     reqs = [Request(0, 0.0, 40, 30), Request(1, 0.0, 40, 30)]
-    trace = run(reqs, spec, Gpu())
+    trace = run_engine(reqs, spec, SimulatedGpu())
     assert trace.preemptions > 0
     decoded = {0: 0, 1: 0}
     prefilled = {0: 0, 1: 0}
@@ -48,8 +48,8 @@ def test_a_preempted_request_recomputes_its_prompt_and_generated_tokens() -> Non
 
 
 def test_the_truth_accounts_for_every_joule_the_gpu_drew() -> None:
-    gpu = Gpu()
-    trace = h.simulate(h.open_loop(24, seed=2), gpu, 2)
+    gpu = SimulatedGpu()
+    trace = h.trace_of(h.open_loop(24, seed=2), gpu, 2)
     truth = h.truth_of(trace, gpu, 0.0, -0.5, trace.steps[-1].end_s + 0.5)
     drawn = sum(gpu.power_w(w) * gpu.duration_s(w) for w in trace.work)
     assert truth.prefill_j + truth.decode_j == pytest.approx(drawn, rel=1e-9)
@@ -63,7 +63,7 @@ def test_the_physics_is_not_linear_in_the_tokens() -> None:
     """Doubling a decode batch does not double its tokens' energy above static power."""
     from llem.testing.truth.engine import Work
 
-    gpu = Gpu()
+    gpu = SimulatedGpu()
 
     def dynamic_j(n: int) -> float:
         work = [Work(i, 0, 1, 500) for i in range(n)]
@@ -87,8 +87,8 @@ def test_every_requests_output_tokens_are_sampled_once_whatever_the_preemptions(
     """The truth of a J per output token (a steady state's, a search objective's): each request
     samples exactly its output tokens, recomputes included, in steps that the truth counts."""
     plan = h.chunked(24, seed=1)
-    gpu = Gpu()
-    trace = h.simulate(plan, gpu, 1)
+    gpu = SimulatedGpu()
+    trace = h.trace_of(plan, gpu, 1)
     assert trace.preemptions > 0
     truth = h.truth_of(trace, gpu, 0.0, -1.0, trace.steps[-1].end_s + 1.0)
     assert truth.output_tokens == sum(r.output_tokens for r in plan.requests)
@@ -124,8 +124,8 @@ def test_a_drifting_baseline_is_in_the_truth_and_its_steps_parts() -> None:
     drawn while they ran."""
     from llem.testing.truth.gpu import Drift
 
-    gpu, drift = Gpu(), Drift(15.0, 40.0, 0.3)
-    trace = h.simulate(h.open_loop(24, seed=2), gpu, 2)
+    gpu, drift = SimulatedGpu(), Drift(15.0, 40.0, 0.3)
+    trace = h.trace_of(h.open_loop(24, seed=2), gpu, 2)
     t0, t1 = -0.5, trace.steps[-1].end_s + 0.5
     truth = h.truth_of(trace, gpu, 0.0, t0, t1, drift)
     plain = h.truth_of(trace, gpu, 0.0, t0, t1)

@@ -8,7 +8,7 @@ from functools import cache
 from llem.figures.attribution import Attribution
 from llem.runner.attribution import attribute_window
 from llem.testing.truth import harness as h
-from llem.testing.truth.gpu import Gpu, LinearGpu
+from llem.testing.truth.gpu import LinearGpu, SimulatedGpu
 
 DEFAULT_HZ, FINE_HZ = 10.0, 1000.0
 PART_TIME = h.Sensor(sampled_fraction=0.25)  # A100/H100 (arXiv 2312.02741)
@@ -31,9 +31,9 @@ def simulated(
 ) -> tuple[h.Run, Attribution]:
     """A schedule ("open loop": 96 requests, "chunked": 24) run on the non-linear GPU (or the
     linear one), measured at ``hz`` through ``sensor``, and llem's attribution of it."""
-    gpu = LINEAR if linear else Gpu()
+    gpu = LINEAR if linear else SimulatedGpu()
     plan = h.open_loop(96, seed) if schedule == "open loop" else h.chunked(24, seed)
-    run = h.measure(h.simulate(plan, gpu, seed), gpu, sample_hz=hz, sensor=sensor)
+    run = h.measure(h.trace_of(plan, gpu, seed), gpu, sample_hz=hz, sensor=sensor)
     return run, attribute_run(run)
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from llem.config import knobs
 from llem.config.knobs import Destination, Knob, Section, knob, range_problems, section
-from llem.config.reference import COMMAND, read_groups, render
+from llem.config.reference import REGENERATE_COMMAND, read_groups, render
 from llem.config.schema import ExperimentConfig
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -21,9 +21,11 @@ FIELDS = list(knobs.walk_schema(ExperimentConfig))
 
 
 def test_committed_reference_is_up_to_date():
-    assert COMMITTED.exists(), f"docs/configuration.md is missing; generate it with: {COMMAND}"
+    assert COMMITTED.exists(), (
+        f"docs/configuration.md is missing; generate it with: {REGENERATE_COMMAND}"
+    )
     assert COMMITTED.read_text() == render(), (
-        f"docs/configuration.md is stale; regenerate it with: {COMMAND}"
+        f"docs/configuration.md is stale; regenerate it with: {REGENERATE_COMMAND}"
     )
 
 

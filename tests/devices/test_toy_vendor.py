@@ -26,7 +26,7 @@ from llem.devices.gpu import (
     LibraryMissing,
     SensorSpec,
     error_text,
-    shown,
+    visibility_shown,
 )
 from llem.devices.readings import Sample
 from llem.measure import MeasurementSession
@@ -125,10 +125,10 @@ class ToySmi:
     def visible(self, inv: Inventory, env: Mapping[str, str]) -> tuple[list[Any], str]:
         value = env.get("TOY_VISIBLE_DEVICES")
         if value is None:
-            return [(g, None) for g in inv.gpus], shown("TOY_VISIBLE_DEVICES", None)
+            return [(g, None) for g in inv.gpus], visibility_shown("TOY_VISIBLE_DEVICES", None)
         picked = [int(e) for e in value.split(",") if re.fullmatch(r"\d+", e.strip())]
         kept = [(inv.gpus[i], None) for i in picked if i < len(inv.gpus)]
-        return kept, shown("TOY_VISIBLE_DEVICES", value)
+        return kept, visibility_shown("TOY_VISIBLE_DEVICES", value)
 
     def order_warning(self, inv: Inventory, env: Mapping[str, str]) -> str | None:
         return None

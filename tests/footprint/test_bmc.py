@@ -34,7 +34,7 @@ def on_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 
 
 def test_the_instantaneous_reading_is_read_from_the_documented_output():
-    text = fake_ipmitool.output(fake_ipmitool.READING, 280, "activated")
+    text = fake_ipmitool.printed_reading(fake_ipmitool.READING, 280, "activated")
     assert parse_reading(text) == 280.0
 
 
@@ -137,15 +137,16 @@ def freeipmi_on_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 
 
 def test_freeipmis_current_power_is_read_from_its_output():
-    text = fake_ipmitool.output(fake_ipmitool.FREEIPMI_READING, 332, "Active")
+    text = fake_ipmitool.printed_reading(fake_ipmitool.FREEIPMI_READING, 332, "Active")
     assert parse_reading(text, FREEIPMI) == 332.0
     with pytest.raises(BmcError, match="state is Not Available"):
         parse_reading(
-            fake_ipmitool.output(fake_ipmitool.FREEIPMI_READING, 0, "Not Available"), FREEIPMI
+            fake_ipmitool.printed_reading(fake_ipmitool.FREEIPMI_READING, 0, "Not Available"),
+            FREEIPMI,
         )
     # ipmitool's output is not FreeIPMI's: neither reads the other's reading
     with pytest.raises(BmcError, match="without a power reading"):
-        parse_reading(fake_ipmitool.output(fake_ipmitool.READING, 280, "Active"), FREEIPMI)
+        parse_reading(fake_ipmitool.printed_reading(fake_ipmitool.READING, 280, "Active"), FREEIPMI)
 
 
 @pytest.mark.parametrize(

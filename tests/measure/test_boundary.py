@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from llem.config.schema import Boundary
+from llem.config.schema import BoundaryKind
 from llem.devices.cpu_energy import RaplReader
 from llem.measure.boundary_section import DRAM_OUTSIDE, NO_DRAM_DOMAIN, OUTSIDE_GPU
 from llem.testing.fake_pynvml import FakeGpu, Step
@@ -38,7 +38,7 @@ def node(tmp_path, install_nvml, clock):
     return root, counters, (pkg, dram, mmio)
 
 
-def measure(make_session, clock, node, boundary: Boundary, read_text=None):
+def measure(make_session, clock, node, boundary: BoundaryKind, read_text=None):
     root, counters, (pkg, dram, mmio) = node
     rapl = RaplReader(root, read_text=read_text or counters, clock=clock.now)
     s = make_session(make_cfg(idle_baseline_s=2.0, boundary=boundary), rapl=rapl)
@@ -52,7 +52,7 @@ def measure(make_session, clock, node, boundary: Boundary, read_text=None):
 
 
 def test_node_boundary_gives_each_component_its_planted_energy(make_session, clock, node):
-    m = measure(make_session, clock, node, Boundary.node)
+    m = measure(make_session, clock, node, BoundaryKind.node)
     b = m.boundary
     gpu_j, pkg_j, dram_j = GPU_BUSY_W * WINDOW_S, PKG_BUSY_W * WINDOW_S, DRAM_BUSY_W * WINDOW_S
     assert (b.boundary, b.gpus, b.cpu_packages, b.dram) == (
@@ -88,7 +88,7 @@ def test_the_node_total_has_no_bound_and_says_what_is_known(make_session, clock,
     counters read (package-0, dram-0; the MMIO copy is not), each off by two 61 uJ units and a
     microjoule of rounding and by a 1 ms update at 500 W at each edge, read at the window's edges
     on this clock: 2 x 2 x (2^-14 J + 1e-6 J) + 2 x 2 x 1 ms x 500 W = 2.000248 J."""
-    m = measure(make_session, clock, node, Boundary.node)
+    m = measure(make_session, clock, node, BoundaryKind.node)
     b, why = m.boundary, m.null_reasons
     limits_j = 2 * 2 * (2.0**-14 + 1e-6) + 2 * 2 * 1e-3 * 500.0
     assert b.rapl_reading_limits_j == pytest.approx(limits_j, rel=1e-9)
@@ -105,7 +105,7 @@ def test_the_node_total_has_no_bound_and_says_what_is_known(make_session, clock,
 
 
 def test_a_gpu_boundary_total_carries_the_gpus_bound(make_session, clock, node):
-    m = measure(make_session, clock, node, Boundary.gpu)
+    m = measure(make_session, clock, node, BoundaryKind.gpu)
     b = m.boundary
     assert m.energy.total_j_uncertainty is not None
     assert b.total_j_uncertainty == b.gpu_j_uncertainty == m.energy.total_j_uncertainty
@@ -115,7 +115,7 @@ def test_a_gpu_boundary_total_carries_the_gpus_bound(make_session, clock, node):
 
 
 def test_gpu_boundary_changes_no_figure_and_lists_the_cpu_outside(make_session, clock, node):
-    m = measure(make_session, clock, node, Boundary.gpu)
+    m = measure(make_session, clock, node, BoundaryKind.gpu)
     b = m.boundary
     assert b.boundary == "gpu" and b.gpus == ["GPU-a"] and b.cpu_packages == [] and b.dram == []
     assert b.total_j == m.energy.total_j and b.gpu_j == m.energy.total_j
@@ -134,7 +134,7 @@ def test_root_only_dram_is_null_with_the_reason_and_so_is_the_total(make_session
     def read(path):
         return denied(path) if path == dram else counters(path)
 
-    m = measure(make_session, clock, node, Boundary.node, read_text=read)
+    m = measure(make_session, clock, node, BoundaryKind.node, read_text=read)
     b = m.boundary
     assert b.cpu_package_j == pytest.approx(PKG_BUSY_W * WINDOW_S) and b.gpu_j is not None
     assert b.dram_j is None and b.total_j is None and b.j_per_output_token is None
@@ -154,7 +154,7 @@ def test_a_cpu_without_a_dram_domain_puts_dram_outside_and_totals_the_rest(
     counters = PoweredCounters([pkg], clock.now)
     counters.set_power_w(pkg, PKG_IDLE_W)
     rapl = RaplReader(root, read_text=counters, clock=clock.now)
-    s = make_session(make_cfg(idle_baseline_s=2.0, boundary=Boundary.node), rapl=rapl)
+    s = make_session(make_cfg(idle_baseline_s=2.0, boundary=BoundaryKind.node), rapl=rapl)
     s.start()
     counters.set_power_w(pkg, PKG_BUSY_W)
     clock.sleep(1.0)

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from llem.config.schema import Boundary, EnergySource
+from llem.config.schema import BoundaryKind, EnergySource
 from llem.devices.cpu_energy import RaplReader
-from llem.devices.powercap import PERMISSION_HINT
+from llem.devices.powercap import RAPL_PERMISSION_HINT
 from llem.result import RunResult
 from llem.runner.summary import boundary_line
 from llem.testing.fake_pynvml import FakeGpu
@@ -19,7 +19,7 @@ from llem.testing.planted_rapl import PoweredCounters, ScriptedCounters, plant_z
 
 from .conftest import make_cfg
 
-NODE = dict(energy=EnergySource.auto, boundary=Boundary.node)
+NODE = dict(energy=EnergySource.auto, boundary=BoundaryKind.node)
 NO_NVML_CPU = "no NVIDIA GPU/NVML (NVMLError_LibraryNotFound)"  # as a CPU run's energy says
 GPU_INSTEAD = (
     "leave measurement.boundary at gpu (the default: a run whose energy cannot be read still "
@@ -77,7 +77,7 @@ def test_root_only_counters_are_read_once_and_refused_with_how_to_read_them(
         f"CPU packages: package-0: permission denied reading {zone}/intel-rapl:0/energy_uj; "
         f"DRAM: dram-0: permission denied reading {zone}/intel-rapl:0:0/energy_uj"
     )
-    instead = f"{GPU_INSTEAD}; or make RAPL readable ({PERMISSION_HINT})"
+    instead = f"{GPU_INSTEAD}; or make RAPL readable ({RAPL_PERMISSION_HINT})"
     assert s.preflight() == [_refusal(parts, instead)]
     assert sorted(counters.reads.values()) == [1, 1]  # each counter read once, as the run will
 
@@ -85,7 +85,7 @@ def test_root_only_counters_are_read_once_and_refused_with_how_to_read_them(
 def test_energy_none_reads_no_part_of_a_node(make_session, install_nvml, tmp_path) -> None:
     install_nvml([FakeGpu("GPU-a")])
     rapl, counters = _planted(tmp_path)
-    s = make_session(make_cfg(energy=EnergySource.none, boundary=Boundary.node), rapl=rapl)
+    s = make_session(make_cfg(energy=EnergySource.none, boundary=BoundaryKind.node), rapl=rapl)
     instead = f"{GPU_INSTEAD}; or set measurement.energy=auto to measure the node"
     parts = "GPUs, CPU packages and DRAM: disabled by measurement.energy=none"
     assert s.preflight() == [_refusal(parts, instead)]
@@ -126,7 +126,7 @@ def test_a_root_only_package_beside_read_gpus_is_a_warning_with_how_to_read_it(
     assert s.preflight_warnings == [
         "measurement.boundary=node: part of the node cannot be read (CPU packages: package-0: "
         f"permission denied reading {zone}), so the node's total_j will be null; GPUs keep "
-        f"their own figures; make RAPL readable ({PERMISSION_HINT})"
+        f"their own figures; make RAPL readable ({RAPL_PERMISSION_HINT})"
     ]
 
 
@@ -291,6 +291,6 @@ def test_a_cpu_without_a_dram_domain_has_its_dram_outside_not_unread(
 def test_the_gpu_boundary_is_never_refused_for_what_it_cannot_read(
     make_session, tmp_path, device_type
 ) -> None:
-    cfg = make_cfg(energy=EnergySource.auto, boundary=Boundary.gpu)
+    cfg = make_cfg(energy=EnergySource.auto, boundary=BoundaryKind.gpu)
     s = make_session(cfg, indices=None, device_type=device_type)
     assert s.preflight() == [] and s.preflight_warnings == []

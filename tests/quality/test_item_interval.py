@@ -9,8 +9,8 @@ import pytest
 
 from llem.quality.interval import over_items, wilson
 from llem.testing.item_population import Population, coverage
+from llem.testing.item_population import interval_over_items as new_interval
 from llem.testing.item_population import over_answers as old_interval
-from llem.testing.item_population import over_items as new_interval
 
 RUNS = 1500
 

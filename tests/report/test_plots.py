@@ -20,8 +20,8 @@ from llem.report.plots import (
     prepare_all,
     prepare_knob,
     prepare_pareto,
+    series_with_hardware,
     timeline_figure,
-    with_hardware,
 )
 from llem.report.plots.timeline import draw_timeline, prepare_timeline, read_timeseries
 from llem.report.stats import summary_frame
@@ -227,7 +227,7 @@ def test_plots_draw_one_line_per_gpu(tmp_path: Path) -> None:
         "j_per_token_vs_pytorch.batch_size.png",
         "pareto.png",
     }
-    plot_summary, series = with_hardware(runs, summary)
+    plot_summary, series = series_with_hardware(runs, summary)
     assert series == ["pytorch.batch_size", "gpu"]
     ax = knob_figure(plot_summary, series, "pytorch.batch_size", JTOK).axes[0]
     lines = {c.get_label(): list(c.lines[0].get_ydata()) for c in ax.containers}

@@ -12,10 +12,10 @@ import pandas as pd
 import pytest
 
 from llem.report.plots import PlotSkipped, prepare_all
-from llem.report.plots.common import JTOK, TOKS
 from llem.report.plots.knob import KnobPlot, prepare_knob
 from llem.report.plots.pareto import prepare_pareto
 from llem.report.plots.timeline import prepare_timeline
+from llem.report.window import JTOK, TOKS
 
 NAN = float("nan")
 

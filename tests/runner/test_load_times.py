@@ -27,7 +27,7 @@ def test_recorded_times_read_back_per_host_oldest_first() -> None:
     assert this_host_load_times(host="elsewhere") == {"key-a": [99.0]}
     assert this_host_load_times(host="a third host") == {}
     data = json.loads(load_times_path().read_text())
-    assert data["format"] == load_times.FORMAT
+    assert data["format"] == load_times.LOAD_TIMES_FORMAT
     here_a = [e for e in data["loads"] if (e["host"], e["key"]) == ("here", "key-a")]
     assert [t["s"] for t in here_a[0]["times"]] == [12.5, 14.0]
     assert all(t["at"].endswith("+00:00") for t in here_a[0]["times"])

@@ -169,7 +169,7 @@ def test_a_node_whose_meters_the_engine_refuses_is_refused_and_only_a_node_asks(
     """A running server elsewhere (or on GPUs not named) leaves this host's meters unread: the
     engine's reason names every part of a node; a GPU boundary never asks the engine."""
     import llem.runner.preflight as preflight_module
-    from llem.config.schema import Boundary, EnergySource
+    from llem.config.schema import BoundaryKind, EnergySource
 
     asked: list[str] = []
 
@@ -185,7 +185,7 @@ def test_a_node_whose_meters_the_engine_refuses_is_refused_and_only_a_node_asks(
     exp = _exp(str(tiny_model_dir))
     exp.measurement.energy = EnergySource.auto
     assert collect_problems(exp, has_cuda=False) == [] and asked == []
-    exp.measurement.boundary = Boundary.node
+    exp.measurement.boundary = BoundaryKind.node
     (problem,) = collect_problems(exp, has_cuda=False)
     assert asked == ["asked"]
     assert problem.startswith(

@@ -11,8 +11,8 @@ from llem.sweep.search import MAX_REPEATED
 from llem.sweep.search_space import Choices
 from llem.testing.search_double import (
     GOODPUT,
-    TPOT,
-    Found,
+    TPOT_P90,
+    OptimumFound,
     Planted,
     PlantedRun,
     PlantedServing,
@@ -24,7 +24,7 @@ BUDGET = 30
 DOUBLES = {"run": PlantedRun, "serving": PlantedServing}
 
 
-def searches(kind: str, sampler: str) -> list[tuple[Planted, Found]]:
+def searches(kind: str, sampler: str) -> list[tuple[Planted, OptimumFound]]:
     out = []
     for seed in SEEDS:
         double = DOUBLES[kind](seed=seed)
@@ -38,16 +38,16 @@ def kind(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture(scope="module")
-def tpe(kind: str) -> list[tuple[Planted, Found]]:
+def tpe(kind: str) -> list[tuple[Planted, OptimumFound]]:
     return searches(kind, "tpe")
 
 
 @pytest.fixture(scope="module")
-def random_sampler(kind: str) -> list[tuple[Planted, Found]]:
+def random_sampler(kind: str) -> list[tuple[Planted, OptimumFound]]:
     return searches(kind, "random")
 
 
-def found(runs: list[tuple[Planted, Found]]) -> list[int]:
+def found(runs: list[tuple[Planted, OptimumFound]]) -> list[int]:
     """The seeds whose search measured the optimum within the budget and reported it as best."""
     return [
         seed
@@ -68,7 +68,7 @@ def test_the_planted_spaces_are_about_100_points_with_the_issue_shapes() -> None
     quant, seqs = serving.space().dims
     assert isinstance(quant, Choices) and isinstance(seqs, Choices)
     assert not quant.ordered and seqs.ordered
-    assert run.spec(0).constraints[0].key == TPOT
+    assert run.spec(0).constraints[0].key == TPOT_P90
 
 
 def test_the_constraint_matters_better_points_exist_outside_it() -> None:
@@ -85,7 +85,7 @@ def test_the_constraint_matters_better_points_exist_outside_it() -> None:
 
 @pytest.mark.slow
 def test_tpe_finds_and_reports_the_constrained_optimum_for_9_of_10_seeds(
-    kind: str, tpe: list[tuple[Planted, Found]]
+    kind: str, tpe: list[tuple[Planted, OptimumFound]]
 ) -> None:
     seeds = found(tpe)
     assert len(seeds) >= 9, f"{kind}: optimum found and reported for seeds {seeds} only"
@@ -94,7 +94,9 @@ def test_tpe_finds_and_reports_the_constrained_optimum_for_9_of_10_seeds(
 
 @pytest.mark.slow
 def test_the_best_reported_is_never_infeasible(
-    kind: str, tpe: list[tuple[Planted, Found]], random_sampler: list[tuple[Planted, Found]]
+    kind: str,
+    tpe: list[tuple[Planted, OptimumFound]],
+    random_sampler: list[tuple[Planted, OptimumFound]],
 ) -> None:
     for double, f in tpe + random_sampler:
         best = f.record.best_trial()
@@ -108,7 +110,9 @@ def test_the_best_reported_is_never_infeasible(
 
 
 def test_random_sampling_with_the_same_budget_finds_it_for_clearly_fewer_seeds(
-    kind: str, tpe: list[tuple[Planted, Found]], random_sampler: list[tuple[Planted, Found]]
+    kind: str,
+    tpe: list[tuple[Planted, OptimumFound]],
+    random_sampler: list[tuple[Planted, OptimumFound]],
 ) -> None:
     by_tpe, by_random = found(tpe), found(random_sampler)
     assert len(by_random) <= len(by_tpe) - 4, f"{kind}: tpe {by_tpe}, random {by_random}"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from llem.result import RunResult, SpeculativeSection
-from llem.runner.draft_energy import FIGURES, NO_SPANS, fill_draft_energy
+from llem.runner.draft_energy import DRAFT_FIGURES, NO_SPANS, fill_draft_energy
 
 
 def test_an_engine_that_records_no_spans_leaves_the_figures_null_with_the_reason() -> None:
@@ -16,7 +16,7 @@ def test_an_engine_that_records_no_spans_leaves_the_figures_null_with_the_reason
     fill_draft_energy(result, None, SimpleNamespace(last_window=object()))  # type: ignore[arg-type]
     s = result.speculative
     assert s == before  # nothing else changes
-    for name in (*FIGURES, "draft_s", "verification_s", "draft_energy_method"):
+    for name in (*DRAFT_FIGURES, "draft_s", "verification_s", "draft_energy_method"):
         assert getattr(s, name) is None
         assert result.null_reasons[f"speculative.{name}"] == NO_SPANS
 

@@ -19,7 +19,7 @@ from llem.sweep.display import LiveSweepDisplay
 from llem.sweep.plan import Point
 from llem.sweep.progress import SweepProgress
 from llem.sweep.squeue import parse_squeue
-from llem.sweep.unstartable import Node, Request, gpus_of, memory_mb, parse_sinfo
+from llem.sweep.unstartable import Node, NodeRequest, gpus_of, memory_mb, parse_sinfo
 from llem.sweep.watchdog import JobInfo, SlurmWatchdog
 
 from .conftest import FAST, NO_REPORT
@@ -116,7 +116,7 @@ def test_nothing_is_concluded_when_sinfo_gives_no_answer(tmp_path: Path) -> None
     w = watchdog(tmp_path, sched, clock, seen)
     submit(tmp_path / ".submitit", "42_0")
     info = pending(0, "ReqNodeNotAvail, UnavailableNodes:n[1-2]", gpus=8)
-    info.request = Request("other", 8, None, 8)  # a partition sinfo does not answer for
+    info.request = NodeRequest("other", 8, None, 8)  # a partition sinfo does not answer for
     sched.states = {"42_0": info}
     for t in (0, 100, 10_000):
         clock.t = t
@@ -126,7 +126,7 @@ def test_nothing_is_concluded_when_sinfo_gives_no_answer(tmp_path: Path) -> None
 
 def test_squeue_and_sinfo_fields_parse() -> None:
     req = pending(0, "Resources", cpus=16, gpus=2).request
-    assert req == Request("gpu", 16, 64 * 1024, 2)
+    assert req == NodeRequest("gpu", 16, 64 * 1024, 2)
     assert gpus_of("gres:gpu:a100:2(S:0-1),shard:8") == 2 and gpus_of("N/A") == 0
     assert (
         memory_mb("16000M") == 16000 and memory_mb("1T") == 1024 * 1024 and memory_mb("?") is None

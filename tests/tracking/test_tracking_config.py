@@ -30,7 +30,9 @@ def test_a_tracker_not_installed_is_one_line_with_exit_2(
     tmp_path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:
     monkeypatch.setitem(
-        tracking.PACKAGES, "mlflow", ("llem_no_such_package", "pip install 'llem[tracking]'")
+        tracking.TRACKER_PACKAGES,
+        "mlflow",
+        ("llem_no_such_package", "pip install 'llem[tracking]'"),
     )
     code = main(["dry_run=true", "+tracking=mlflow", f"hydra.run.dir={tmp_path / 'r'}"])
     line = _one_error_line(capsys.readouterr().err)
@@ -69,7 +71,7 @@ def test_wandb_not_installed_is_one_line_with_exit_2(
     tmp_path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:
     monkeypatch.setitem(
-        tracking.PACKAGES, "wandb", ("llem_no_such_package", "pip install 'llem[tracking]'")
+        tracking.TRACKER_PACKAGES, "wandb", ("llem_no_such_package", "pip install 'llem[tracking]'")
     )
     argv = ["dry_run=true", "+tracking=wandb", "tracking.project=p"]
     code = main([*argv, f"hydra.run.dir={tmp_path / 'r'}"])
@@ -81,7 +83,9 @@ def test_wandb_not_installed_is_one_line_with_exit_2(
 def test_wandb_without_a_project_is_one_line_with_exit_2(
     tmp_path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:
-    monkeypatch.setitem(tracking.PACKAGES, "wandb", ("json", "pip install 'llem[tracking]'"))
+    monkeypatch.setitem(
+        tracking.TRACKER_PACKAGES, "wandb", ("json", "pip install 'llem[tracking]'")
+    )
     code = main(["dry_run=true", "+tracking=wandb", f"hydra.run.dir={tmp_path / 'r'}"])
     line = _one_error_line(capsys.readouterr().err)
     assert code == 2

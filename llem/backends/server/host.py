@@ -29,7 +29,7 @@ class HostCheck:
     why: str
 
 
-def resolve(host: str) -> list[str]:
+def resolve_host(host: str) -> list[str]:
     """The addresses ``host`` resolves to (raises OSError when it does not resolve)."""
     return sorted({str(info[4][0]) for info in socket.getaddrinfo(host, None)})
 
@@ -55,7 +55,7 @@ def _own(address: str, is_bindable: Callable[[str], bool]) -> bool:
 
 
 def url_host(
-    url: str, resolver: Resolver = resolve, is_bindable: Callable[[str], bool] = bindable
+    url: str, resolver: Resolver = resolve_host, is_bindable: Callable[[str], bool] = bindable
 ) -> HostCheck:
     """Whether ``url``'s host is this machine (see the module)."""
     host = urlsplit(url).hostname

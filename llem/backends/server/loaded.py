@@ -35,7 +35,7 @@ from llem.vocabulary.model import LoadedModel, WorkloadProcesses
 
 log = logging.getLogger(__name__)
 
-RUNNING = "the server was already running (server.url): llem did not start it"
+ALREADY_RUNNING = "the server was already running (server.url): llem did not start it"
 DEVICE_NOT_STATED = (
     "not stated: the server at {url} was already running (server.url), so llem cannot know "
     "its device; server.gpus names its GPUs"
@@ -125,7 +125,7 @@ def opening(loaded: ServerModel) -> SectionFacts:
     reasons: dict[str, str] = {}
     if record is None:
         for key in ("command", "version", "launch_to_ready_s", "log"):
-            reasons[f"server.{key}"] = RUNNING
+            reasons[f"server.{key}"] = ALREADY_RUNNING
     elif record.version is None:
         reasons["server.version"] = record.version_reason or "the server reports no version"
     for key in (*FIGURES, "metrics_url", "metrics_poll_ms", *USAGE, *WHERE):

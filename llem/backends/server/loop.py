@@ -18,10 +18,11 @@ import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
-T = TypeVar("T")
-log = logging.getLogger(__name__)
+from llem.errors import EXIT_SIGTERM
 
-EXIT_SIGTERM = 128 + signal.SIGTERM
+T = TypeVar("T")
+
+log = logging.getLogger(__name__)
 
 
 def run(main: Coroutine[Any, Any, T]) -> T:

@@ -43,7 +43,7 @@ from llem.vocabulary.workload import RequestTimeline, ScheduledRequest
 
 #: submit(request, arrival_s) -> the request's timeline, once it has finished
 Submit = Callable[[ScheduledRequest, float], Awaitable[RequestTimeline]]
-Clock = Callable[[], float]
+ReadClock = Callable[[], float]
 Sleep = Callable[[float], Awaitable[None]]
 
 #: How long before a due time the driver hands the rest of the wait to a precise sleep (seconds):
@@ -58,7 +58,7 @@ async def drive(
     requests: Sequence[ScheduledRequest],
     max_concurrency: int | None,
     submit: Submit,
-    clock: Clock = time.perf_counter,
+    clock: ReadClock = time.perf_counter,
     sleep: Sleep = asyncio.sleep,
     precise_s: float = PRECISE_S,
     precise_sleep: Sleep | None = None,
@@ -121,7 +121,7 @@ _CLOCK_GRAIN_S = 1e-9
 
 
 async def _until(
-    due: float, clock: Clock, sleep: Sleep, precise_s: float, precise_sleep: Sleep
+    due: float, clock: ReadClock, sleep: Sleep, precise_s: float, precise_sleep: Sleep
 ) -> None:
     """Return once ``clock()`` has reached ``due``: ``sleep`` until ``precise_s`` before it,
     then ``precise_sleep`` the rest."""
@@ -150,7 +150,7 @@ def _sleep_until(until: float) -> None:
 
 
 async def _closed_loop(
-    requests: Sequence[ScheduledRequest], slots: int, submit: Submit, clock: Clock
+    requests: Sequence[ScheduledRequest], slots: int, submit: Submit, clock: ReadClock
 ) -> list[RequestTimeline]:
     queue = list(requests)
     queue.reverse()

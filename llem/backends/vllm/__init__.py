@@ -9,7 +9,7 @@ errors stay fast, and vLLM's spawned engine process can import llem safely.
 
 from __future__ import annotations
 
-from llem.backends.vllm.core_process import ENGINE_PROCESS_NOTE
+from llem.backends.vllm.core_process import VLLM_PROCESS_NOTE
 from llem.backends.vllm.engine import EngineModel, VLLMBackend
 from llem.backends.vllm.kwargs import (
     CPU_MEMORY_UTILIZATION,
@@ -23,7 +23,7 @@ from llem.vocabulary.engine import Backend
 
 __all__ = [
     "CPU_MEMORY_UTILIZATION",
-    "ENGINE_PROCESS_NOTE",
+    "VLLM_PROCESS_NOTE",
     "EngineModel",
     "VLLMBackend",
     "build_engine_kwargs",

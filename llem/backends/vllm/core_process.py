@@ -10,7 +10,7 @@ from collections.abc import Mapping
 #: vLLM's switch for where its offline engine's core runs ("0": in the calling process)
 MULTIPROCESSING = "VLLM_ENABLE_V1_MULTIPROCESSING"
 
-ENGINE_PROCESS_NOTE = (
+VLLM_PROCESS_NOTE = (
     "the vLLM engine runs in its own processes; this process's allocator and RSS do not see it "
     "(memory.peak_device_used_mb is the device-wide reading on a GPU)"
 )
@@ -39,4 +39,4 @@ def core_in_process(environ: Mapping[str, str] | None = None) -> bool:
 
 def engine_process_note(serving: bool) -> str:
     """Why this process's memory figures are not the engine's (``LoadedModel.engine_process``)."""
-    return ENGINE_CORE_HERE_NOTE if not serving and core_in_process() else ENGINE_PROCESS_NOTE
+    return ENGINE_CORE_HERE_NOTE if not serving and core_in_process() else VLLM_PROCESS_NOTE

@@ -54,9 +54,7 @@ from llem.report.phase_difference import PhaseComparison
 from llem.report.plots.attribution import RequestEnergyPlot, draw_request_energy, request_plots
 from llem.report.plots.axes import left_out_line, plot_axes
 from llem.report.plots.common import (
-    JTOK,
     METRIC_LABELS,
-    TOKS,
     PlotSkipped,
     floats,
     invalid_points,
@@ -102,7 +100,7 @@ from llem.report.plots.timeline import (
 )
 from llem.report.quality_columns import has_quality
 from llem.report.search import find_search
-from llem.report.window import CONC, headline
+from llem.report.window import CONC, JTOK, TOKS, headline
 
 __all__ = [
     "JTOK",
@@ -119,7 +117,7 @@ __all__ = [
     "pareto_figure",
     "prepare_all",
     "timeline_figure",
-    "with_hardware",
+    "series_with_hardware",
 ]
 
 OWN_PATTERNS = (
@@ -170,7 +168,7 @@ def energy_unavailable_reason(runs: Runs) -> str:
     return "no run has energy figures"
 
 
-def with_hardware(runs: Runs, summary: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+def series_with_hardware(runs: Runs, summary: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     """The knobs that split lines, and the summary to plot: when the runs ran on different
     hardware, the GPU (short label) splits lines too, so no line joins two GPUs' figures."""
     series = list(runs.knobs)
@@ -222,7 +220,7 @@ def prepare_all(
         v is not None for v in hollow
     )
     no_energy = f"energy is unavailable in every run ({energy_unavailable_reason(runs)})"
-    summary, series = with_hardware(runs, summary)
+    summary, series = series_with_hardware(runs, summary)
     axes, left = plot_axes(runs)  # llem.report.plots.axes: no x axis for a non-knob
     if left:
         out.skipped.append(left_out_line(left))

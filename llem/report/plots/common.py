@@ -22,10 +22,8 @@ from llem.report.stats import (
     configuration_groups,
     judged_invalid,
 )
-from llem.report.window import HEADLINES, source, whole_metric, windows
+from llem.report.window import HEADLINES, JTOK, TOKS, source, whole_metric, windows
 
-TOKS = "throughput.output_tokens_per_s"
-JTOK = "energy.j_per_output_token"
 #: metric -> (axis label, file name stem, title)
 METRIC_LABELS = {
     TOKS: ("throughput (output tokens/s)", "tokens_per_s", "Throughput"),

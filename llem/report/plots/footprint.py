@@ -30,17 +30,17 @@ from llem.report.footprint_metrics import CAPACITY_USD, ENERGY_USD, G_PER_1K, LA
 from llem.report.plots.common import PlotSkipped, floats, nan_to_zero, values
 from llem.report.plots.pareto import ParetoPlot, ParetoPoint, point_labels
 from llem.report.stats import BOUND_SUFFIX
+from llem.result.footprint import MODELLED
 
 CARBON_PLOT = "carbon_pareto.png"
 COST_PLOT = "cost_pareto.png"
 ACCURACY = "quality.value"
-LATENCY = "latency.e2e_ms.p50"
-MODELLED = "modelled"
+E2E_LATENCY = "latency.e2e_ms.p50"
 MODELLED_LEGEND = "hollow: from a modelled layer (footprint.layer_label), never on the front"
 
 
 @dataclass(frozen=True)
-class Measure:
+class YAxis:
     """A y axis: the summary metrics it adds up (one, or energy and capacity cost), its label."""
 
     metrics: tuple[str, ...]
@@ -48,15 +48,15 @@ class Measure:
 
 
 CARBON = {
-    True: Measure(("footprint.g_per_correct_answer",), "gCO2e per correct answer"),
-    False: Measure((G_PER_1K,), "gCO2e per 1,000 output tokens"),
+    True: YAxis(("footprint.g_per_correct_answer",), "gCO2e per correct answer"),
+    False: YAxis((G_PER_1K,), "gCO2e per 1,000 output tokens"),
 }
 COST = {
-    True: Measure(
+    True: YAxis(
         ("footprint.energy_usd_per_correct_answer", "footprint.capacity_usd_per_correct_answer"),
         "USD per correct answer",
     ),
-    False: Measure((ENERGY_USD, CAPACITY_USD), "USD per million output tokens"),
+    False: YAxis((ENERGY_USD, CAPACITY_USD), "USD per million output tokens"),
 }
 
 
@@ -64,7 +64,7 @@ def scored(summary: pd.DataFrame) -> bool:
     return any(not math.isnan(v) for v in floats(summary, f"{ACCURACY}.mean"))
 
 
-def _y(summary: pd.DataFrame, measure: Measure) -> tuple[list[float], list[float], str]:
+def _y(summary: pd.DataFrame, measure: YAxis) -> tuple[list[float], list[float], str]:
     """Per row: the measure's sum over the metrics the row has, its bar, and what was added
     (NaN where the row has none of them)."""
     means = [floats(summary, f"{m}.mean") for m in measure.metrics]
@@ -102,7 +102,7 @@ def prepare_footprint_pareto(summary: pd.DataFrame, knobs: Sequence[str], kind: 
         xs = [100.0 * v for v in floats(summary, f"{ACCURACY}.mean")]
         xlabel, sign = "accuracy, % of answers judged correct (quality.value)  →  better", 1.0
     else:
-        xs = floats(summary, f"{LATENCY}.mean")
+        xs = floats(summary, f"{E2E_LATENCY}.mean")
         xlabel, sign = "median end-to-end latency (ms, latency.e2e_ms.p50)  ←  faster", -1.0
     ys, errs, used = _y(summary, measure)
     usable = [i for i in range(len(xs)) if not (math.isnan(xs[i]) or math.isnan(ys[i]))]

@@ -24,9 +24,7 @@ import pandas as pd
 from llem.figures.pareto import pareto_front
 from llem.report.labels import knob_headers
 from llem.report.plots.common import (
-    JTOK,
     METRIC_LABELS,
-    TOKS,
     Hollow,
     PlotSkipped,
     fit_parts,
@@ -46,10 +44,10 @@ from llem.report.plots.style import (
     style_axes,
     titles,
 )
-from llem.report.window import headline, short_window
+from llem.report.window import JTOK, TOKS, headline, short_window
 
 TITLE = "Pareto front: throughput vs energy per token"
-FIGSIZE = (7.5, 5.2)
+PARETO_FIGSIZE = (7.5, 5.2)
 #: with at most this many points, the dominated and invalid ones are labelled too
 LABEL_ALL_UP_TO = 10
 #: hollow marker rim colour by the point's role
@@ -262,7 +260,7 @@ def _draw_axes(fig: Any, ax: Any, plot: ParetoPlot) -> None:
 
 def draw_pareto(plot: ParetoPlot, path: Path | None = None) -> Any:
     """Draw ``plot`` on a new Agg figure, write it to ``path`` as a PNG; return the figure."""
-    fig = new_figure(FIGSIZE)
+    fig = new_figure(PARETO_FIGSIZE)
     ax = fig.add_subplot()
     if plot.dominated:
         _draw_points(ax, plot.dominated, HOLLOW_COLORS["dominated"], 30, 2)

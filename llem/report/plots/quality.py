@@ -27,7 +27,7 @@ from llem.report.plots.pareto import ParetoPlot, ParetoPoint, point_labels
 from llem.report.stats import BOUND_SUFFIX
 
 QUALITY_PLOT = "quality_pareto.png"
-TITLE = "Pareto front: accuracy vs energy per correct answer"
+QUALITY_TITLE = "Pareto front: accuracy vs energy per correct answer"
 VALUE = "quality.value"
 J_CORRECT = "quality.j_per_correct_answer"
 XLABEL = "accuracy, % of answers judged correct (quality.value)  →  better"
@@ -85,7 +85,7 @@ def prepare_quality_pareto(summary: pd.DataFrame, knobs: Sequence[str]) -> Paret
         log_x=False,
         log_y=max(values) / max(min(values), 1e-12) >= 10,
         invalid_label=None,
-        title=TITLE,
+        title=QUALITY_TITLE,
         labels_all=any(not label.strong for label in labels),
         xlabel=XLABEL,
         ylabel=YLABEL,

@@ -29,7 +29,7 @@ from llem.testing.truth.sensor import StepPower
 from llem.testing.virtual_window import measure_window
 from llem.vocabulary.speculation import DraftSpans, Span
 
-CLOCK = "the truth harness's virtual clock"
+TRUTH_CLOCK = "the truth harness's virtual clock"
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,9 @@ def speculate(
     return DraftTrace(tuple(ks), tuple(request))
 
 
-def timeline(trace: DraftTrace, gpu: DraftGpu, origin_s: float) -> tuple[list[Span], list[Span]]:
+def draft_timeline(
+    trace: DraftTrace, gpu: DraftGpu, origin_s: float
+) -> tuple[list[Span], list[Span]]:
     """The drafts' and the verifications' spans from ``origin_s``: a request gap before each
     request but the first (none where one request's steps follow another's without one:
     ``request_gap_s`` 0)."""
@@ -117,7 +119,7 @@ def measure_draft(
     (``harness.grid_phases`` draws both per seed)."""
     clock = SteppingClock(CLOCK_START_S + grid_phase_s)
     window_start = clock.now() + 0.1
-    draft, verify = timeline(trace, gpu, window_start + lead_s)
+    draft, verify = draft_timeline(trace, gpu, window_start + lead_s)
     spans = sorted(
         [(a, b, gpu.draft_w) for a, b in draft] + [(a, b, gpu.verify_w) for a, b in verify]
     )
@@ -129,7 +131,7 @@ def measure_draft(
     w = session.last_window
     assert w is not None
     return DraftRun(
-        DraftSpans(tuple(draft), tuple(verify), CLOCK),
+        DraftSpans(tuple(draft), tuple(verify), TRUTH_CLOCK),
         w,
         session,
         gpu.draft_w * sum(b - a for a, b in draft),

@@ -13,9 +13,9 @@ goes back to the head of the queue, to recompute its prompt and the tokens it ha
 new prefill (vLLM's recompute preemption).
 
 The step's duration comes from the GPU's physics (``gpu``), and a host gap (scheduling,
-detokenising) separates steps. ``run`` returns the steps (``EngineStep`` with shares: each chunk's
-prefill tokens in the step that computed it) and, beside each, what the physics needs: each
-request's context read (``Work``).
+detokenising) separates steps. ``run_engine`` returns the steps (``EngineStep`` with shares: each
+chunk's prefill tokens in the step that computed it) and, beside each, what the physics needs:
+each request's context read (``Work``).
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ class Trace:
     chunked_requests: int = 0  # requests whose prompt took more than one step
 
 
-def run(requests: Sequence[Request], spec: EngineSpec, gpu: Timing, seed: int = 0) -> Trace:
+def run_engine(requests: Sequence[Request], spec: EngineSpec, gpu: Timing, seed: int = 0) -> Trace:
     """The engine's steps over ``requests`` (module docstring), from time 0."""
     rng = random.Random(seed)
     waiting = sorted(requests, key=lambda r: (r.arrival_s, r.request_id))

@@ -1,7 +1,7 @@
 """The simulated GPU's physics: how long a step takes, what it draws, and whose energy it is.
 
-``Gpu`` (not the model llem fits): a step reads the weights once and each request's KV cache
-(memory time ``weight_read_s + kv_read_s x context tokens``) and computes every token (compute
+``SimulatedGpu`` (not the model llem fits): a step reads the weights once and each request's KV
+cache (memory time ``weight_read_s + kv_read_s x context tokens``) and computes every token (compute
 time ``flop_s x tokens``, attention over a prefill chunk's earlier context included); the two
 overlap in part, so the step lasts ``launch_s + max(m, c) + overlap x min(m, c)``. While it runs
 the board draws ``busy_w + compute_w x u_c^compute_exp + memory_w x u_m^memory_exp``, ``u_c`` and
@@ -20,8 +20,8 @@ the step). Energy between steps is no request's.
 and between them; a step's drift energy is its requests' by the same shares as the rest of it.
 
 ``LinearGpu`` plants llem's fitted model exactly (``static_w x duration + a x prefill tokens +
-b x decode tokens``, the static part shared as ``Gpu`` shares a step: by busy time), so that a
-fit's coefficients have a true value; its step durations are ``Gpu``'s.
+b x decode tokens``, the static part shared as ``SimulatedGpu`` shares a step: by busy time), so
+that a fit's coefficients have a true value; its step durations are ``SimulatedGpu``'s.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ class Physics(Protocol):
 
 
 @dataclass(frozen=True)
-class Gpu:
+class SimulatedGpu:
     idle_w: float = 70.0
     busy_w: float = 140.0
     compute_w: float = 380.0
@@ -114,7 +114,7 @@ class LinearGpu:
     b_j: float = 0.05  # J per decode token
     static_w: float = 120.0
     idle_w: float = 60.0
-    timing: Gpu = Gpu()
+    timing: SimulatedGpu = SimulatedGpu()
 
     def duration_s(self, work: Sequence[Work]) -> float:
         return self.timing.duration_s(work)
@@ -128,8 +128,8 @@ class LinearGpu:
         return self.energy_j(work) / self.duration_s(work)
 
     def parts(self, work: Sequence[Work]) -> list[tuple[float, float]]:
-        """Each token's planted cost, and the static power shared as ``Gpu`` shares a step: by
-        the time each request keeps the units busy."""
+        """Each token's planted cost, and the static power shared as ``SimulatedGpu`` shares a
+        step: by the time each request keeps the units busy."""
         busy = self.timing.busy_s(work)
         total = sum(busy)
         static_j = self.static_w * self.duration_s(work)

@@ -22,9 +22,9 @@ from llem.testing.clocks import SteppingClock
 from llem.testing.fake_pynvml import FakeGpu, Waveform
 from llem.testing.truth import engine
 from llem.testing.truth.engine import EngineSpec, Request, Trace
-from llem.testing.truth.gpu import Drift, Gpu, Physics
+from llem.testing.truth.gpu import Drift, Physics, SimulatedGpu
 from llem.testing.truth.sensor import Sensed, StepPower
-from llem.testing.virtual_window import measure_window, shifted
+from llem.testing.virtual_window import measure_window, step_moved
 from llem.vocabulary.workload import EngineStep
 
 POWER_LIMIT_W = 700.0
@@ -86,7 +86,7 @@ class Schedule:
 
 def open_loop(n: int, seed: int, rate_per_s: float = 20.0) -> Schedule:
     """Poisson arrivals, prompts of 32-512 tokens and 16-96 output tokens under a 512-token
-    budget: steps of 10-30 ms on ``Gpu``."""
+    budget: steps of 10-30 ms on ``SimulatedGpu``."""
     rng = random.Random(seed)
     t, reqs = 0.0, []
     for i in range(n):
@@ -116,8 +116,8 @@ def grid_phases(seed: int) -> tuple[float, float]:
     return rng.uniform(0.0, update), rng.uniform(0.0, update)
 
 
-def simulate(schedule: Schedule, gpu: Physics, seed: int = 0) -> Trace:
-    return engine.run(schedule.requests, schedule.spec, gpu, seed)
+def trace_of(schedule: Schedule, gpu: Physics, seed: int = 0) -> Trace:
+    return engine.run_engine(schedule.requests, schedule.spec, gpu, seed)
 
 
 def truth_of(
@@ -200,7 +200,7 @@ def measure(
     offset = window_start + lead_s - float(trace.steps[0].start_s or 0.0)
     power = step_power(trace, gpu, offset, drift)
     fake = sensed_gpu(power, sensor)
-    steps = [shifted(s, offset) for s in trace.steps]
+    steps = [step_moved(s, offset) for s in trace.steps]
     session = measure_window(fake, clock, sample_hz=sample_hz, until_s=steps[-1].end_s + tail_s)
     w = session.last_window
     assert w is not None
@@ -208,4 +208,4 @@ def measure(
     return Run(trace, steps, w, session, truth, power, gpu, offset, drift)
 
 
-__all__ = ["Gpu", "Run", "Schedule", "Sensor", "Truth", "chunked", "measure", "open_loop"]
+__all__ = ["SimulatedGpu", "Run", "Schedule", "Sensor", "Truth", "chunked", "measure", "open_loop"]

@@ -3,7 +3,8 @@ they run (tests and bench only).
 
 Each variant changes one thing the fitted model (``llem.figures.energy_fit``) does not have:
 
-* ``base``: ``Gpu`` as it is (non-linear draw, KV reads and prefill attention at their default);
+* ``base``: ``SimulatedGpu`` as it is (non-linear draw, KV reads and prefill attention at their
+  default);
 * ``context``: costs that grow with the context three times as fast: every step reads each
   request's KV cache (``kv_read_s`` per context token), and a prefill chunk's attention grows
   with the context before it (``attention_s`` per prefill token x context token);
@@ -33,12 +34,14 @@ from dataclasses import dataclass, field
 
 from llem.testing.truth import harness as h
 from llem.testing.truth.engine import EngineSpec, Request
-from llem.testing.truth.gpu import Drift, Gpu, Physics
+from llem.testing.truth.gpu import Drift, Physics, SimulatedGpu
 
-CONTEXT_GPU = Gpu(kv_read_s=1.2e-6, attention_s=6e-9)
+CONTEXT_GPU = SimulatedGpu(kv_read_s=1.2e-6, attention_s=6e-9)
 OPEN_LOOP_RATE = 20.0  # requests per second
 LONG_SHORT_RATE = 4.0
-LEAD_S = 0.25  # the first step starts this long (and the steps' phase) after the window opens
+WINDOW_LEAD_S = (
+    0.25  # the first step starts this long (and the steps' phase) after the window opens
+)
 
 
 def long_short(n: int, seed: int) -> h.Schedule:
@@ -59,7 +62,7 @@ class Variant:
     the jitter of the sensor's sampling, the drift's amplitude, and its schedule."""
 
     name: str
-    gpu: Physics = field(default_factory=Gpu)
+    gpu: Physics = field(default_factory=SimulatedGpu)
     lag_s: tuple[float, float] = (0.0, 0.0)
     jitter_s: float = 0.0
     drift_w: float = 0.0
@@ -100,7 +103,7 @@ class Variant:
     def run(
         self, schedule: h.Schedule, seed: int, sample_hz: float, sampled_fraction: float = 0.25
     ) -> h.Run:
-        trace = h.simulate(schedule, self.gpu, seed)
+        trace = h.trace_of(schedule, self.gpu, seed)
         clock_phase, step_phase = self.phases(seed)
         return h.measure(
             trace,
@@ -108,7 +111,7 @@ class Variant:
             sample_hz=sample_hz,
             sensor=self.sensor(seed, sampled_fraction),
             drift=self.drift(seed),
-            lead_s=LEAD_S + step_phase,
+            lead_s=WINDOW_LEAD_S + step_phase,
             grid_phase_s=clock_phase,
         )
 
