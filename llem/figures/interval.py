@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 
 K = TypeVar("K")
 
-Z95 = 1.959964
+Z95 = 1.959963984540054  # the standard normal's 97.5 % quantile
 LAGS = 3  # neighbouring intervals whose errors are taken as correlated (Newey-West)
 
 

@@ -55,7 +55,7 @@ from llem.measure.sources import (
     OpenedSource,
     energy_mode,
     open_source,
-    preflight_problems,
+    source_problems,
 )
 from llem.measure.timeseries import write_timeseries
 from llem.measure.window import MeasurementWindow
@@ -148,9 +148,7 @@ class MeasurementSession(IdleSettling):
         leaves a warning in ``preflight_warnings`` (``llem.measure.node_check``).
         """
         env = self._environ()
-        problems = preflight_problems(
-            self.cfg, self.device_type, self.torch_indices, env, self._gpus
-        )
+        problems = source_problems(self.cfg, self.device_type, self.torch_indices, env, self._gpus)
         node = check_node(
             self.cfg, self.device_type, env, self._gpus, self._rapl_reader, self._refused
         )

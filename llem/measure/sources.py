@@ -76,7 +76,7 @@ _NON_NEGATIVE = (
 )
 
 
-def preflight_problems(
+def source_problems(
     cfg: MeasurementConfig,
     device_type: str,
     torch_indices: Sequence[int] | None,

@@ -28,9 +28,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from llem.figures.interval import Z95
 from llem.figures.student_t import t_quantile
 
-Z95 = 1.959963984540054  # the standard normal's 97.5% quantile
 #: items of the widest spread (p (1 - p)) the spread between items is pooled with, at the least
 PRIOR_ITEMS = 2
 WILSON_METHOD = "Wilson score interval, 95%"

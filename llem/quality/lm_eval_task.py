@@ -40,7 +40,7 @@ from llem.vocabulary.workload import Prompt
 KEY = "dataset.task"
 INCLUDE_KEY = "dataset.lm_eval_include"
 INSTALL = "pip install 'llem[quality]'"
-GENERATE = "generate_until"
+GENERATE_UNTIL = "generate_until"
 # datasets' packaged builders that read the files named in dataset_kwargs.data_files
 LOCAL_BUILDERS = frozenset({"json", "csv", "parquet", "text", "arrow"})
 
@@ -79,8 +79,8 @@ def _problems(task: str, include_path: str | None) -> list[tuple[type[LlemError]
     if cfg is None or "class" in cfg:  # a Python task: its type is checked when it is built
         return []
     found: list[tuple[type[LlemError], str]] = []
-    output_type = cfg.get("output_type", GENERATE)
-    if output_type != GENERATE:
+    output_type = cfg.get("output_type", GENERATE_UNTIL)
+    if output_type != GENERATE_UNTIL:
         found.append((ConfigError, _refusal(task, output_type)))
     dataset = _dataset_problem(task, cfg)
     if dataset is not None:
@@ -92,7 +92,7 @@ def _refusal(task: str, output_type: str) -> str:
     return (
         f"{KEY}={task}: lm-eval scores this task by loglikelihood (output_type {output_type}), "
         "which generates no text, so there is no generation to measure; allowed: tasks with "
-        f"output_type {GENERATE} (e.g. gsm8k)"
+        f"output_type {GENERATE_UNTIL} (e.g. gsm8k)"
     )
 
 
@@ -232,7 +232,7 @@ def _build(task: str, include_path: str | None) -> Any:
 
 
 def _check_generates(task: str, lm_task: Any) -> None:
-    if lm_task.OUTPUT_TYPE != GENERATE:
+    if lm_task.OUTPUT_TYPE != GENERATE_UNTIL:
         raise ConfigError(_refusal(task, lm_task.OUTPUT_TYPE))
     repeats = lm_task.config.repeats
     if repeats != 1:

@@ -44,13 +44,13 @@ from llem.report.window import (
     source,
     window_of,
 )
+from llem.result.figure import UNCERTAINTY_SUFFIX
 
 # --------------------------------------------------------------------------- per configuration
 
 STAT_SUFFIXES = ("n", "mean", "std", "ci95_half", "ci95_low", "ci95_high")
 #: a metric ``m`` with per-run bounds in ``m_uncertainty`` also gets ``m.bound_mean``
 BOUND_SUFFIX = "bound_mean"
-UNCERTAINTY_SUFFIX = "_uncertainty"
 #: a metric ``m`` with per-run 95% intervals in ``m_ci95_half_width`` (the fitted step model's
 #: figures) also gets ``m.fit_ci95_half``: the 95% half-width of the runs' mean from each run's
 #: own, the runs taken as independent (the root of the sum of their squares over their number);

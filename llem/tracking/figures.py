@@ -52,7 +52,7 @@ def metrics(result: dict[str, Json]) -> dict[str, float]:
 
 def tags(result: dict[str, Json]) -> dict[str, str]:
     """Status, validity, identity and one ``null.<key>`` tag per null figure with its reason."""
-    validity = section(result, "validity")
+    validity = result_section(result, "validity")
     valid = validity.get("energy_valid")
     out = {
         "llem.status": str(result.get("status")),
@@ -67,11 +67,11 @@ def tags(result: dict[str, Json]) -> dict[str, str]:
         if not isinstance(error, dict):  # schema 1 wrote the message alone (llem.result.migrate)
             error = {"type": "Error", "message": error}
         out["llem.error"] = f"{error.get('type')}: {error.get('message')}"[:VALUE_MAX]
-    out.update(null_tags(section(result, "null_reasons")))
+    out.update(null_tags(result_section(result, "null_reasons")))
     return out
 
 
-def section(result: dict[str, Json], key: str) -> dict[str, Json]:
+def result_section(result: dict[str, Json], key: str) -> dict[str, Json]:
     """``result[key]`` where it is an object; empty where it is absent or null."""
     section = result.get(key)
     return section if isinstance(section, dict) else {}

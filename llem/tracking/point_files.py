@@ -30,7 +30,7 @@ from llem.result import RESULT_FILE, STEPS_FILE, read_steps
 from llem.result.requests import REQUESTS_FILE
 from llem.sweep.search_file import SearchRecord
 from llem.tracking import throughput
-from llem.tracking.figures import VALUE_MAX, safe_key, section
+from llem.tracking.figures import VALUE_MAX, result_section, safe_key
 
 if TYPE_CHECKING:
     from llem.plain import Json
@@ -113,7 +113,7 @@ def throughput_key(phase: str) -> str:
 def _window_s(result: dict[str, Json]) -> float:
     """result.json's ``energy.window_s``; 0 where it is null (the bins then end at the last
     step's end)."""
-    value = section(result, "energy").get("window_s")
+    value = result_section(result, "energy").get("window_s")
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return 0.0
     return float(value) if math.isfinite(value) else 0.0

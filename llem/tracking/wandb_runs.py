@@ -63,7 +63,7 @@ def run_config(result: dict[str, Json]) -> RunConfig:
     for override in given if isinstance(given, list) else []:
         key, _, value = str(override).lstrip("+~").partition("=")
         overrides[key] = value
-    validity = figures.section(result, "validity")
+    validity = figures.result_section(result, "validity")
     error = result.get("error") or {}
     if not isinstance(error, dict):  # schema 1 wrote the message alone (llem.result.migrate)
         error = {"type": "Error", "message": error}
@@ -71,7 +71,7 @@ def run_config(result: dict[str, Json]) -> RunConfig:
     return {
         "overrides": overrides,
         "config": result.get("config") or {},
-        "null_reasons": dict(figures.section(result, "null_reasons")),
+        "null_reasons": dict(figures.result_section(result, "null_reasons")),
         "llem": {
             "config_hash": result.get("config_hash"),
             "started_at": result.get("started_at"),
@@ -83,7 +83,7 @@ def run_config(result: dict[str, Json]) -> RunConfig:
 
 def run_tags(result: dict[str, Json]) -> list[str]:
     """``status:<ok|failed|skipped>`` and ``energy_valid:<true|false|unknown>``."""
-    valid = figures.section(result, "validity").get("energy_valid")
+    valid = figures.result_section(result, "validity").get("energy_valid")
     shown = "unknown" if valid is None else str(bool(valid)).lower()
     return [f"status:{result.get('status')}"[:TAG_MAX], f"energy_valid:{shown}"]
 

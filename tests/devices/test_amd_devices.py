@@ -54,11 +54,11 @@ def test_an_index_no_gpu_has_is_one_preflight_line(make_session, clock) -> None:
 
 def test_measurement_energy_amdsmi_on_an_nvidia_machine_is_one_line(clock, tmp_path) -> None:
     from llem.devices.nvidia import init_nvml
-    from llem.measure.sources import preflight_problems
+    from llem.measure.sources import source_problems
     from llem.testing.fake_pynvml import FakeGpu, FakeNvml
 
     nvml = FakeNvml([FakeGpu("GPU-n")], clock)
-    problems = preflight_problems(make_cfg(), "cuda", [0], {}, lambda: init_nvml(nvml))
+    problems = source_problems(make_cfg(), "cuda", [0], {}, lambda: init_nvml(nvml))
     assert problems == [
         "measurement.energy=amdsmi asks for amdsmi, but this machine's GPUs are read through "
         "NVML (nvidia)"
