@@ -63,7 +63,7 @@ def test_the_grace_is_a_sweeper_setting(
 
 
 def test_a_lost_job_record_never_replaces_a_result_that_exists(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     """The job's ok result reaches the file server while the submit node still sees no file:
     the lost-job record is not written over it, and the point counts as ok."""
@@ -72,8 +72,11 @@ def test_a_lost_job_record_never_replaces_a_result_that_exists(
     RunResult(status="ok", config_hash="h").write(point_dir)
     monkeypatch.setattr(llem.sweep.collect, "fingerprint", lambda path: None)  # not visible yet
     lost = Lost(job_id="42", message="SLURM job 42 left the queue without writing a result")
-    status, error = collect(point, None, None, point_dir, None, lost)
+    with caplog.at_level("WARNING", logger="llem.sweep"):
+        status, error = collect(point, None, None, point_dir, None, lost)
     assert (status, error) == ("ok", None)
+    # the lost-job path was taken (the result was invisible), and its write found the file
+    assert "appeared after its job was declared lost" in caplog.text
     on_disk = RunResult.read(point_dir)
     assert on_disk is not None and on_disk.status == "ok"
 
