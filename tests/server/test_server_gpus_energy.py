@@ -93,13 +93,7 @@ def test_a_running_servers_named_gpus_are_measured_without_cuda_in_llem(
     server = os.getppid()  # the server's root, named by server.pids (not llem's descendant)
     nvml_without_cuda(server)
     with fake_in_thread(Plan()) as url:
-        result = _run(
-            tiny_model_dir,
-            tmp_path / "run",
-            f"server.url={url}",
-            "server.gpus=[1,2]",
-            f"server.pids=[{server}]",
-        )
+        result = _run_on_gpus_1_2(tiny_model_dir, tmp_path, url, server)
     assert result["status"] == "ok"
     _measured_at_planted_power(result, ["GPU-b", "GPU-c"])
     assert result["device"] == "cuda" and "device" not in result["null_reasons"]
@@ -214,6 +208,14 @@ def test_a_llem_on_the_cpu_never_synchronises_the_servers_gpus(
     assert synced == []
 
 
+def _run_on_gpus_1_2(model: Path, tmp_path: Path, url: str, server: int) -> dict[str, Any]:
+    """A run against the running server at ``url`` whose GPUs are named 1 and 2 and whose root
+    process is ``server``."""
+    return _run(
+        model, tmp_path / "run", f"server.url={url}", "server.gpus=[1,2]", f"server.pids=[{server}]"
+    )
+
+
 class _HpuNvml(Nvml):
     """A toy vendor: the NVML double's GPUs, which its torch calls ``hpu``, not cuda."""
 
@@ -239,13 +241,7 @@ def test_a_servers_named_gpus_are_measured_on_the_vendors_device_type(
     monkeypatch.setattr(runner_preflight, "MeasurementSession", Seen)
     monkeypatch.setattr(importlib.import_module("llem.runner.runner"), "MeasurementSession", Seen)
     with fake_in_thread(Plan()) as url:
-        result = _run(
-            tiny_model_dir,
-            tmp_path / "run",
-            f"server.url={url}",
-            "server.gpus=[1,2]",
-            f"server.pids=[{server}]",
-        )
+        result = _run_on_gpus_1_2(tiny_model_dir, tmp_path, url, server)
     assert result["status"] == "ok", result.get("error")
     assert opened == ["hpu", "hpu"]  # pre-flight's session, then the run's
     _measured_at_planted_power(result, ["GPU-b", "GPU-c"])
